@@ -1,0 +1,44 @@
+//! Command-line front end: parses arguments and calls into the library. Each subcommand
+//! lives in its own module with its own `Args`.
+
+use clap::{Parser, Subcommand};
+
+mod fairness;
+mod odds;
+mod serve;
+mod simulate;
+
+/// Red Dog game engine.
+#[derive(Debug, Parser)]
+#[command(name = "reddog", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the gRPC API (the default when no subcommand is given).
+    Serve(serve::ServeArgs),
+    /// Print the exact odds, house edge and RTP of the game.
+    Odds(odds::OddsArgs),
+    /// Play many rounds and compare the observed RTP with the exact one.
+    Simulate(simulate::SimulateArgs),
+    /// Check a settled round's reveal: the commitment and every card.
+    Verify(fairness::VerifyArgs),
+    /// Print a fresh server seed and its commitment, for manual experiments.
+    Commit(fairness::CommitArgs),
+    /// Write the raw deal-generator stream to stdout (for dieharder and friends).
+    RngDump(fairness::RngDumpArgs),
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command.unwrap_or(Command::Serve(serve::ServeArgs::default())) {
+        Command::Serve(args) => serve::run(args),
+        Command::Odds(args) => odds::run(args),
+        Command::Simulate(args) => simulate::run(args),
+        Command::Verify(args) => fairness::verify(args),
+        Command::Commit(args) => fairness::commit(args),
+        Command::RngDump(args) => fairness::rng_dump(args),
+    }
+}

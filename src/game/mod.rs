@@ -1,0 +1,21 @@
+//! The rules of Red Dog (`RULES.md`), pure: no I/O, no transport, no randomness of its own.
+//!
+//! - [`card`]: cards, the shoe, and the [`CardSource`] seam the randomness plugs into;
+//! - [`hand`]: pair / consecutive / non-consecutive and the spread;
+//! - [`paytable`] and [`table`]: what a table pays and allows;
+//! - [`round`]: a multi-seat round, its phases and its settlement;
+//! - [`money`]: integer minor units.
+
+pub mod card;
+pub mod hand;
+pub mod money;
+pub mod paytable;
+pub mod round;
+pub mod table;
+
+pub use card::{Card, CardSource, DECK_SIZE, Decks, MAX_DECKS, Rank, Shoe, StackedDeck, Suit};
+pub use hand::{HandClass, Spread};
+pub use money::Money;
+pub use paytable::Paytable;
+pub use round::{Decision, Outcome, Phase, Round, RoundSnapshot, Rule, Seat, SeatSettlement, Settlement};
+pub use table::{BetLimits, MAX_SEATS, Table, TableSpec};

@@ -1,0 +1,9 @@
+//! Red Dog engine: the rules ([`game`]), exact odds ([`odds`]), a simulator ([`sim`]), the
+//! provably fair shuffle ([`fairness`]) and, around them, the stateless gRPC service.
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod fairness;
+pub mod game;
+
+pub use error::EngineError;
