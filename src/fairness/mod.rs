@@ -5,8 +5,10 @@
 //! Nothing here knows about tonic or tokio. Secrets (`ServerSeed`) never print: their
 //! `Debug` is redacted and they are zeroized on drop.
 
+mod reveal;
 mod seed;
 mod shuffle;
 
+pub use reveal::{Reveal, Verdict, verify};
 pub use seed::{Commitment, ServerSeed};
 pub use shuffle::{ALGORITHM, ALGORITHM_VERSION, DealInputs, FairShoe, derive_key};
