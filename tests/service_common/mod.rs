@@ -185,3 +185,78 @@ pub fn decision(seat: u32, action: proto::Action) -> proto::SeatDecision {
         action: action as i32,
     }
 }
+
+/// A `reddog serve` child process on 127.0.0.1:0.
+pub struct ServerProcess {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+impl ServerProcess {
+    /// Starts the real binary with `env` added, waits (bounded) for its `listening on` line.
+    pub fn spawn(env: &[(&str, &str)], stderr: std::process::Stdio) -> ServerProcess {
+        use std::io::BufRead;
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reddog"));
+        cmd.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("REDDOG_KEY_RING_FILE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn reddog");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Some(addr) = line.strip_prefix("listening on ") {
+                    let _ = tx.send(addr.parse::<SocketAddr>().unwrap());
+                }
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the server printed `listening on ADDR`");
+        ServerProcess { child, addr }
+    }
+
+    pub fn kill(mut self) {
+        let _ = self.child.kill(); // SIGKILL
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait (bounded) for a clean exit. Async so the test's own runtime keeps
+    /// running (and closes its client connections) meanwhile.
+    pub async fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        for _ in 0..200 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = self.child.kill();
+        panic!("the server did not exit within 10 s of SIGTERM");
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
