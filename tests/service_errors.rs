@@ -39,6 +39,8 @@ fn assert_status<T: std::fmt::Debug>(result: Result<T, Status>, code: Code, fiel
     status
 }
 
+type Mutation = Box<dyn Fn(&mut proto::StartRoundRequest)>;
+
 fn good_start(nonce: u64) -> proto::StartRoundRequest {
     start_request(
         commitment_token(&ring_a(), SEED, 60_000),
@@ -51,7 +53,7 @@ fn good_start(nonce: u64) -> proto::StartRoundRequest {
 async fn start_round_refuses_each_bad_field_precisely() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
-    let cases: Vec<(Box<dyn Fn(&mut proto::StartRoundRequest)>, Code, &str)> = vec![
+    let cases: Vec<(Mutation, Code, &str)> = vec![
         (
             Box::new(|r| r.commitment_token.clear()),
             Code::InvalidArgument,
