@@ -162,9 +162,8 @@ async fn serve_noop() -> SocketAddr {
     let addr = l.local_addr().unwrap();
     tokio::spawn(
         Server::builder()
-            .tcp_nodelay(true)
             .add_service(RedDogServer::new(Noop))
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(l)),
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(l).with_nodelay(Some(true))),
     );
     addr
 }
