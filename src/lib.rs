@@ -5,5 +5,7 @@
 pub mod error;
 pub mod fairness;
 pub mod game;
+pub mod odds;
+pub mod sim;
 
 pub use error::EngineError;
