@@ -375,6 +375,98 @@ pub fn play_round(
     round.settle(table)
 }
 
+/// How the simulator's interval is computed, as stated in every output.
+pub const METHOD: &str = "rounds are the unit of observation; rtp = 1 + sum(net)/sum(initial bets) per unit of \
+initial bet (as the exact rtp); rtp_per_total_wagered = sum(returned)/sum(wagered); both are ratio estimators with \
+a 99.9% normal interval, z = 3.2905, delta-method standard error";
+
+/// Integer totals of a simulation, in minor units (each seat bets [`SIM_BET`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct Totals {
+    pub initial_bets: u128,
+    pub wagered: u128,
+    pub returned: u128,
+    pub net: i128,
+}
+
+/// Round counts by hand.
+#[derive(Clone, Debug, Serialize)]
+pub struct HandCounts {
+    pub pair: u64,
+    pub three_of_a_kind: u64,
+    pub consecutive: u64,
+    pub non_consecutive: u64,
+    pub non_consecutive_wins: u64,
+}
+
+/// Everything `reddog simulate` shows, ready to print or serialize as one JSON object,
+/// beside the exact figures of the same raise set for comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct SimSummary {
+    pub rounds: u64,
+    pub decks: u8,
+    pub seats: usize,
+    pub policy: String,
+    pub raise_spreads: Vec<u8>,
+    pub seed: u64,
+    /// Simulated return per unit of initial bet, `1 + Σnet/Σinitial bets`.
+    pub rtp: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub std_error: f64,
+    pub confidence: f64,
+    /// The exact `rtp` of the same raise set ([`crate::odds::PolicyFigures::rtp`]).
+    pub exact_rtp: f64,
+    pub exact_rtp_in_ci: bool,
+    pub rtp_per_total_wagered: Estimate,
+    pub exact_rtp_per_total_wagered: f64,
+    pub rounds_per_second: f64,
+    pub elapsed_seconds: f64,
+    pub threads: usize,
+    pub totals: Totals,
+    pub hands: HandCounts,
+    pub method: &'static str,
+}
+
+impl SimSummary {
+    /// Summarizes `report`, comparing it with the exact figures of its raise set.
+    pub fn new(report: &SimReport) -> SimSummary {
+        let c = &report.config;
+        let exact = crate::odds::Analysis::new(c.decks, &c.paytable).figures(report.raise);
+        let exact_rtp = crate::odds::to_f64(&exact.rtp);
+        let s = &report.sums;
+        SimSummary {
+            rounds: s.rounds,
+            decks: c.decks.get(),
+            seats: c.seats,
+            policy: c.policy.to_string(),
+            raise_spreads: report.raise.spreads(),
+            seed: c.seed,
+            rtp: report.rtp.value,
+            ci_low: report.rtp.ci_low,
+            ci_high: report.rtp.ci_high,
+            std_error: report.rtp.std_error,
+            confidence: 0.999,
+            exact_rtp,
+            exact_rtp_in_ci: report.rtp.contains(exact_rtp),
+            rtp_per_total_wagered: report.rtp_per_total_wagered,
+            exact_rtp_per_total_wagered: crate::odds::to_f64(&exact.rtp_per_total_wagered),
+            rounds_per_second: report.rounds_per_second(),
+            elapsed_seconds: report.elapsed.as_secs_f64(),
+            threads: c.threads.unwrap_or_else(rayon::current_num_threads),
+            totals: Totals { initial_bets: s.bet, wagered: s.wagered, returned: s.returned, net: s.net() },
+            hands: HandCounts {
+                pair: s.pairs,
+                three_of_a_kind: s.three_of_a_kind,
+                consecutive: s.consecutive,
+                non_consecutive: s.non_consecutive,
+                non_consecutive_wins: s.wins,
+            },
+            method: METHOD,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
