@@ -145,8 +145,8 @@ impl Analysis {
                 }
                 let class = HandClass::of_ranks(rank(first), rank(second));
                 let (lo, hi) = (first.min(second), first.max(second));
-                for third in 0..RANKS {
-                    let left = c[third] - i128::from(third == first) - i128::from(third == second);
+                for (third, &count) in c.iter().enumerate() {
+                    let left = count - i128::from(third == first) - i128::from(third == second);
                     let w = w2 * left.max(0);
                     a.total += w;
                     match class {
