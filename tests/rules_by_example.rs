@@ -55,7 +55,7 @@ fn suits_never_change_the_outcome() {
         let s = play(&cards.join(" "), 1000, Some(Decision::Raise));
         assert_eq!(
             (s.seats[0].outcome, s.seats[0].returned),
-            (Outcome::Win, Money(4000)),
+            (Outcome::Win, Money(6000)),
             "{cards:?}"
         );
     }
