@@ -163,7 +163,9 @@ async fn serve_noop() -> SocketAddr {
     tokio::spawn(
         Server::builder()
             .add_service(RedDogServer::new(Noop))
-            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(l).with_nodelay(Some(true))),
+            .serve_with_incoming(
+                tonic::transport::server::TcpIncoming::from(l).with_nodelay(Some(true)),
+            ),
     );
     addr
 }
