@@ -354,7 +354,7 @@ pub const DEFINITIONS: [(&str, &str); 7] = [
     ("element_of_risk", "expected loss per unit of total amount wagered (initial bet plus raise)"),
     (
         "rtp",
-        "1 + ev = 1 - house_edge: amount returned per unit of initial bet, the raise counted as part of the result",
+        "1 + ev = 1 - house_edge: return per unit of initial bet, the convention of the published 0.968446 (one deck)",
     ),
     ("rtp_per_total_wagered", "E[returned] / E[total wagered] = 1 - element_of_risk"),
     ("variance", "variance of the net result of one round, per unit of initial bet (units of initial bet squared)"),
