@@ -64,3 +64,49 @@ fn the_simulator_agrees_with_the_exact_rtp_for_1_2_4_6_and_8_decks() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+#[test]
+#[ignore = "long: 10 million rounds per policy; run in release"]
+fn the_simulator_agrees_with_the_exact_rtp_for_other_policies_and_seven_seats() {
+    let rounds = rounds();
+    println!(
+        "| decks | seats | policy | rounds | seed | exact rtp | simulated rtp | 99.9% CI | rounds/s |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut failures = Vec::new();
+    for (decks, seats, policy) in [
+        (4u32, 7usize, Policy::Never),
+        (2, 7, Policy::Always),
+        (8, 3, Policy::RaiseAtLeast(3)),
+        (1, 7, Policy::Optimal),
+    ] {
+        let mut config = SimConfig::new(rounds);
+        config.decks = Decks::new(decks).unwrap();
+        config.seats = seats;
+        config.policy = policy;
+        config.seed = 7 + u64::from(decks);
+        let report = simulate(&config, &|_| {}).unwrap();
+        let exact = Analysis::new(config.decks, &Paytable::STANDARD).policy(policy);
+        let rtp = to_f64(&exact.rtp);
+        let e = report.rtp;
+        println!(
+            "| {decks} | {seats} | {policy} | {} | {} | {rtp:.6} | {:.6} | [{:.6}, {:.6}] | {:.0} |",
+            report.sums.rounds,
+            config.seed,
+            e.value,
+            e.ci_low,
+            e.ci_high,
+            report.rounds_per_second()
+        );
+        if !e.contains(rtp)
+            || !report
+                .rtp_per_total_wagered
+                .contains(to_f64(&exact.rtp_per_total_wagered))
+        {
+            failures.push(format!(
+                "{decks} decks, {seats} seats, {policy}: exact outside the interval"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

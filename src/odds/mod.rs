@@ -18,8 +18,8 @@
 //! `1.5e12` (EV) and `2.9e16` (`E[net²]`). `EV²` has a denominator dividing `W² ≈ 5.2e15`
 //! and a numerator below `2.1e24`; `Ratio` adds over the lcm of the denominators (at most
 //! `W²`) and cancels common factors before multiplying, so no intermediate exceeds about
-//! `2.1e24`, far inside `i128` (`1.7e38`). [`decimal`] multiplies a remainder below the
-//! denominator by at most `10¹⁸`: below `5.2e33` in `u128`.
+//! `2.1e24`, far inside `i128` (`1.7e38`). [`decimal`] does its long division by repeated
+//! addition modulo the denominator, so it cannot overflow for any fraction.
 //!
 //! # Definitions (published figures mix these up; every output names the one it uses)
 //! With *initial bet* = the bet placed before the deal (1 unit), *total wagered* = initial
@@ -354,7 +354,7 @@ pub const DEFINITIONS: [(&str, &str); 7] = [
     ("element_of_risk", "expected loss per unit of total amount wagered (initial bet plus raise)"),
     (
         "rtp",
-        "1 + ev = 1 - house_edge: amount returned per unit of initial bet, the raise counted as part of the result",
+        "1 + ev = 1 - house_edge: return per unit of initial bet, the convention of the published 0.968446 (one deck)",
     ),
     ("rtp_per_total_wagered", "E[returned] / E[total wagered] = 1 - element_of_risk"),
     ("variance", "variance of the net result of one round, per unit of initial bet (units of initial bet squared)"),
@@ -604,5 +604,8 @@ mod tests {
         assert_eq!(decimal(&q(999_999, 1_000_000), 3), "1.000");
         assert_eq!(decimal(&q(-1, 10_000_000), 3), "0.000");
         assert_eq!(decimal(&q(7, 1), 2), "7.00");
+        // no overflow however large the terms
+        assert_eq!(decimal(&q(i128::MAX - 1, i128::MAX), 5), "1.00000");
+        assert_eq!(decimal(&q(i128::MIN + 1, 3), 0), "-56713727820156410577229101238628035242");
     }
 }
