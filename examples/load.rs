@@ -9,6 +9,11 @@
 //! subscriber) started in this process — or, with `--target ADDR`, an already running
 //! `reddog serve` (e.g. the release binary with its default `info` logs).
 //! Every call's gRPC status is checked: an error aborts the run.
+//!
+//! Two rates are printed: calls per wall-clock second, and calls per CPU-second of this
+//! process (client and server together, from `/proc/self/stat`). On a machine shared with
+//! other work the CPU-based ratio is the meaningful one (with `--target` the server's CPU is
+//! in another process, so only the wall-clock figures mean anything).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -126,8 +131,31 @@ async fn one(c: &mut RedDogClient<Channel>, call: &Call) -> Result<(), Status> {
     }
 }
 
+/// CPU time this process has used (user + system, all threads), from `/proc/self/stat`; 0
+/// where that file does not exist.
+fn cpu_secs() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name (which is in parentheses): utime is the 12th, stime the
+    // 13th, in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// A measurement: calls per wall-clock second, and calls per CPU-second of this process
+/// (client and server together). The second is what the ratios use: on a machine shared with
+/// other work it measures the cost of a call, not the share of the cores this process got.
+#[derive(Clone, Copy)]
+struct Rate {
+    wall: f64,
+    cpu: f64,
+}
+
 /// Calls per second with `concurrency` callers spread over the clients, for `secs`.
-async fn rate(clients: &[RedDogClient<Channel>], call: &Call, o: &Opts) -> f64 {
+async fn rate(clients: &[RedDogClient<Channel>], call: &Call, o: &Opts) -> Rate {
     // Warm up.
     let mut c = clients[0].clone();
     for _ in 0..200 {
@@ -136,6 +164,7 @@ async fn rate(clients: &[RedDogClient<Channel>], call: &Call, o: &Opts) -> f64 {
     let done = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs(o.secs);
     let started = Instant::now();
+    let cpu0 = cpu_secs();
     let tasks: Vec<_> = (0..o.concurrency)
         .map(|i| {
             let mut c = clients[i % clients.len()].clone();
@@ -154,7 +183,11 @@ async fn rate(clients: &[RedDogClient<Channel>], call: &Call, o: &Opts) -> f64 {
     for t in tasks {
         t.await.unwrap();
     }
-    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    let n = done.load(Ordering::Relaxed) as f64;
+    Rate {
+        wall: n / started.elapsed().as_secs_f64(),
+        cpu: n / (cpu_secs() - cpu0).max(0.01),
+    }
 }
 
 async fn serve_noop() -> SocketAddr {
@@ -257,7 +290,10 @@ fn main() {
             }
         );
         let baseline = rate(&noop, &Call::GetRules, &o).await;
-        println!("{:<12} {:>10.0} calls/s  (baseline)", "no-op", baseline);
+        println!(
+            "{:<12} {:>8.0} calls/s wall {:>8.0} calls/CPU-s  (baseline)",
+            "no-op", baseline.wall, baseline.cpu
+        );
         let calls = [
             ("GetRules", Call::GetRules),
             ("CommitSeed", Call::CommitSeed),
@@ -270,8 +306,13 @@ fn main() {
             // Re-measure the baseline next to each RPC to cancel drift from other load.
             let b = rate(&noop, &Call::GetRules, &o).await;
             println!(
-                "{name:<12} {r:>10.0} calls/s  no-op {b:>8.0}  ratio {:.3}",
-                r / b
+                "{name:<12} {:>8.0} calls/s wall {:>8.0} calls/CPU-s | no-op {:>8.0} wall {:>8.0} CPU | ratio wall {:.3} CPU {:.3}",
+                r.wall,
+                r.cpu,
+                b.wall,
+                b.cpu,
+                r.wall / b.wall,
+                r.cpu / b.cpu
             );
         }
     });
