@@ -267,7 +267,7 @@ def against_binary(c: Checker, name: str, info: dict, binary: str | None,
                "`reddog serve` has no options yet (the service is not built)")
         return
     flags = set(re.findall(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)", text))
-    envs = set(re.findall(r"\[env: ([A-Z0-9_]+)=", text))
+    envs = set(re.findall(r"\[env: ([A-Z0-9_]+)[=\]]", text))
     ctr = info["container"]
     for e in sorted(info["env"]):
         if e.startswith("REDDOG_"):
