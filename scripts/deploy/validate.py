@@ -286,7 +286,8 @@ def against_binary(c: Checker, name: str, info: dict, binary: str | None,
     for kind, svc in sorted(info["probe_services"].items()):
         st = health.get(svc)
         c.ok(st == "SERVING", f"{name}: {kind} service {svc!r} is SERVING on a running binary",
-             f"status {st}")
+             f"the binary answers SERVING for {sorted(k for k, v in health.items() if v == 'SERVING')}"
+             + (f", {st} for {svc!r}" if st else ""))
 
 
 def main() -> int:
