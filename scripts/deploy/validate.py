@@ -183,6 +183,13 @@ def policy(c: Checker, name: str, docs: list[dict]) -> dict | None:
     c.ok(drain is not None and str(drain).isdigit() and grace > int(drain) + sleep,
          f"{name}: terminationGracePeriodSeconds {grace} > preStop {sleep} + drain {drain}")
 
+    # During a drain the server accepts no new connections, so kubelet's liveness probes fail
+    # (connection refused) until exit: they must not add up to a kill before the drain ends.
+    lp = ctr.get("livenessProbe", {})
+    lp_window = lp.get("periodSeconds", 10) * lp.get("failureThreshold", 3)
+    c.ok(drain is not None and str(drain).isdigit() and lp_window > int(drain),
+         f"{name}: liveness failure window {lp_window} s > drain {drain} s")
+
     res = ctr.get("resources", {})
     c.ok(all(k in res.get("requests", {}) for k in ("cpu", "memory"))
          and "memory" in res.get("limits", {}),
