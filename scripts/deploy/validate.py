@@ -128,6 +128,10 @@ def policy(c: Checker, name: str, docs: list[dict]) -> dict | None:
     ctr = next((x for x in pod["containers"] if x["name"] == "reddog"), None)
     if not c.ok(ctr is not None, f"{name}: container 'reddog'"):
         return None
+    if name.startswith("overlays/"):
+        image = ctr.get("image", "")
+        c.ok(":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest") or "@sha256:" in image,
+             f"{name}: image pinned by tag or digest (not latest)", image)
     ports = {p.get("name"): p.get("containerPort") for p in ctr.get("ports", [])}
     c.ok(GRPC_PORT_NAME in ports and METRICS_PORT_NAME in ports,
          f"{name}: container ports named grpc and metrics", str(ports))
