@@ -60,12 +60,69 @@ def proc_mem(pid: int) -> dict[str, int]:
     return out
 
 
+def ok_count(maddr: str, method: str) -> int:
+    import urllib.request
+    body = urllib.request.urlopen(f"http://{maddr}/metrics", timeout=5).read().decode()
+    total = 0
+    for ln in body.splitlines():
+        if ln.startswith("reddog_rpc_requests_total{") and f'method="{method}"' in ln \
+                and 'code="OK"' in ln:
+            total += int(float(ln.rsplit(" ", 1)[1]))
+    return total
+
+
+def h2load(a, addr: str, maddr: str, pid: int) -> int:
+    """CommitSeed calls at high concurrency with h2load. h2load only sees HTTP status (gRPC
+    errors are HTTP 200 with a grpc-status trailer), so the gRPC outcome is checked on the
+    server's own counter: reddog_rpc_requests_total{method="CommitSeed",code="OK"} must grow
+    by exactly the number of requests. Returns the number of calls not answered OK."""
+    import shutil
+    if not shutil.which("h2load"):
+        print("h2load: not installed (apt-get install nghttp2-client); skipped")
+        return 0
+    msg = b"\x0a\x06h2load"                       # CommitSeedRequest{round_id: "h2load"}
+    frame = b"\x00" + len(msg).to_bytes(4, "big") + msg
+    body = Path(tempfile.mkdtemp()) / "commit.bin"
+    body.write_bytes(frame)
+    before = ok_count(maddr, "CommitSeed")
+    c0, t0 = proc_cpu(pid), time.monotonic()
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], proc_mem(pid)["VmRSS"])
+            time.sleep(0.1)
+
+    threading.Thread(target=sample, daemon=True).start()
+    r = subprocess.run(["h2load", "-n", str(a.h2load_requests), "-c", str(a.h2load_clients),
+                        "-m", str(a.h2load_streams), "-d", str(body),
+                        "-H", "content-type: application/grpc", "-H", "te: trailers",
+                        f"http://{addr}/reddog.v1.RedDog/CommitSeed"],
+                       capture_output=True, text=True, timeout=300)
+    done.set()
+    dt, cpu = time.monotonic() - t0, proc_cpu(pid) - c0
+    m = proc_mem(pid)
+    ok = ok_count(maddr, "CommitSeed") - before
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("requests:")), r.stdout[-300:])
+    print(f"h2load CommitSeed: {a.h2load_requests} requests, {a.h2load_clients} connections x "
+          f"{a.h2load_streams} streams, {dt:.1f} s ({a.h2load_requests / dt:.0f}/s); {line.strip()}")
+    print(f"h2load: gRPC OK by the server's counter: {ok}; server CPU {cpu / dt * 1000:.0f} "
+          f"millicores average, {cpu / max(ok, 1) * 1e6:.1f} CPU-us per call; VmRSS peak "
+          f"{max(peak[0], m['VmRSS']) / 1024:.1f} MiB, VmHWM {m['VmHWM'] / 1024:.1f} MiB")
+    return a.h2load_requests - ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default=str(ROOT / "target/release/reddog"))
     ap.add_argument("--idle-secs", type=float, default=10)
     ap.add_argument("--load-secs", type=float, default=30)
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--h2load-requests", type=int, default=0,
+                    help="then also N CommitSeed calls with h2load (apt nghttp2-client)")
+    ap.add_argument("--h2load-clients", type=int, default=16)
+    ap.add_argument("--h2load-streams", type=int, default=16)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     pb, pbg = stubs(tmp)
@@ -77,12 +134,16 @@ def main() -> int:
                              str(ROOT / "deploy/base/table.json"), "--log-format", "json"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env={"RUST_LOG": "warn", "PATH": "/usr/bin:/bin"})
-    addr = None
+    addr = maddr = None
     assert proc.stdout is not None
     for ln in proc.stdout:
         m = re.search(r"listening on (127\.0\.0\.1:\d+)", ln)
         if m:
             addr = m.group(1)
+        m = re.search(r"metrics on (127\.0\.0\.1:\d+)", ln)
+        if m:
+            maddr = m.group(1)
+        if addr and maddr:
             break
     assert addr, "no listening line"
     threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
@@ -156,6 +217,9 @@ def main() -> int:
               f"{cpu / max(counts['calls'], 1) * 1e6:.1f} CPU-us per call; "
               f"VmRSS peak {peak_rss / 1024:.1f} MiB, VmHWM {m2['VmHWM'] / 1024:.1f} MiB, "
               f"threads {m2['Threads']}")
+        if a.h2load_requests:
+            errors = h2load(a, addr, maddr, pid) or 0
+            counts["errors"] += errors
         print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
         return 1 if counts["errors"] else 0
     finally:
