@@ -113,6 +113,24 @@ if "$BIN" keygen --help >/dev/null 2>&1; then
     --dry-run=client -o yaml > "$WORK/secret.yaml"
   check "documented key ring Secret validates (kubernetes-validate --strict)" \
     "$CACHE/venv/bin/kubernetes-validate" --strict --quiet "$WORK/secret.yaml"
+  # The rotation procedure of docs/OPERATIONS.md: every ring along the way starts the engine.
+  "$BIN" keygen --add-to "$WORK/key-ring.json" --id k2 > "$WORK/ring-step1.json"
+  "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); r["primary"]="k2"; json.dump(r, open(sys.argv[2],"w"))' \
+    "$WORK/ring-step1.json" "$WORK/ring-step2.json"
+  "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); del r["keys"]["k1"]; json.dump(r, open(sys.argv[2],"w"))' \
+    "$WORK/ring-step2.json" "$WORK/ring-step3.json"
+  for step in 1 2 3; do
+    check "key rotation step $step: the ring loads and the engine serves" \
+      "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
+        --ring "$WORK/ring-step$step.json" --out "$WORK/rot$step.json" --quiet
+  done
+  printf '{"primary":"k9","keys":{"k1":"%s"}}' "$(printf '1%.0s' $(seq 64))" > "$WORK/ring-bad.json"
+  if "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
+       --ring "$WORK/ring-bad.json" --out "$WORK/rotbad.json" >/dev/null 2>&1; then
+    bad "a ring whose primary is not among its keys: the engine started"
+  else
+    ok "a ring whose primary is not among its keys: the engine refuses to start"
+  fi
 else
   echo "  skip  key ring Secret: \`reddog keygen\` not built yet"
 fi
