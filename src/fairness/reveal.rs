@@ -141,5 +141,11 @@ mod tests {
         let mut r = sample();
         r.decks = 9;
         assert_eq!(verify(&r).unwrap_err().field(), Some("decks"));
+        let mut r = sample();
+        r.cards.clear();
+        assert_eq!(verify(&r).unwrap_err().field(), Some("cards"));
+        let mut r = sample();
+        r.cards[0] = "Zz".into();
+        assert_eq!(verify(&r).unwrap_err().field(), Some("cards"));
     }
 }
