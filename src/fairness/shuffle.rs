@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn uniform_below_returns_the_first_word_under_the_limit_reduced_modulo_the_bound() {
-        // For bound 2^31 + 1 the first rejected word is 2^31 + 1, so about half are rejected.
+        // For bound 2^31 + 1 the first rejected word is 2^31 + 1, so just under half are rejected.
         let bound = (1u32 << 31) + 1;
         let mut words = DealStream::from_key([3; 32]);
         let mut draws = DealStream::from_key([3; 32]);
@@ -165,7 +165,8 @@ mod tests {
             }
             assert_eq!(got, x % bound);
         }
-        assert!((50..150).contains(&rejected), "{rejected} rejections");
+        // Each draw rejects a geometric number of words with mean 1: about 200 in all.
+        assert!((120..300).contains(&rejected), "{rejected} rejections");
         assert_eq!(draws.uniform_below(0), None);
         assert_eq!(draws.uniform_below(1), Some(0));
     }
