@@ -305,3 +305,41 @@ fn long_run_hand_classes_spreads_and_outcomes_follow_the_exact_odds() {
     check_outcome_classes(1, 20_000_000);
     check_outcome_classes(8, 20_000_000);
 }
+
+/// Forty independent runs (server seeds `[k; 32]`, 20,000 one-deck deals each): the unscaled
+/// `X²` must average `n(n−1) = 2652` with standard deviation `√(2n²) ≈ 73.5`, i.e. the
+/// reference distribution of the card × position test is the right one.
+#[test]
+#[ignore = "long run: a minute or two in release"]
+fn long_run_repeated_card_by_position_statistics_have_the_predicted_mean_and_spread() {
+    let runs = 40usize;
+    let n = 20_000u64;
+    let xs: Vec<f64> = (0..runs as u8)
+        .into_par_iter()
+        .map(|k| {
+            let seed = ServerSeed::from_bytes([k; 32]);
+            let mut counts = vec![[0u64; 52]; 52];
+            for nonce in 0..n {
+                let mut shoe = FairShoe::new(&inputs(&seed, nonce, Decks::ONE));
+                for row in counts.iter_mut() {
+                    row[usize::from(shoe.next_card().unwrap().code())] += 1;
+                }
+            }
+            let e = n as f64 / 52.0;
+            counts
+                .iter()
+                .flatten()
+                .map(|&o| (o as f64 - e).powi(2) / e)
+                .sum::<f64>()
+        })
+        .collect();
+    let mean = xs.iter().sum::<f64>() / runs as f64;
+    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (runs - 1) as f64).sqrt();
+    let (mean_0, sd_0) = (52.0 * 51.0, (2.0f64 * 52.0 * 52.0).sqrt());
+    println!(
+        "{runs} runs of N = {n}: mean X² = {mean:.1} (predicted {mean_0}), sd = {sd:.1} (predicted {sd_0:.1})"
+    );
+    // ±5 standard errors of the mean; the sample sd within a factor 1.5.
+    assert!((mean - mean_0).abs() < 5.0 * sd_0 / (runs as f64).sqrt());
+    assert!(sd > sd_0 / 1.5 && sd < sd_0 * 1.5);
+}
