@@ -5,5 +5,6 @@
 pub mod error;
 pub mod fairness;
 pub mod game;
+pub mod service;
 
 pub use error::EngineError;

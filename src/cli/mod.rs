@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod fairness;
+mod keygen;
 mod odds;
 mod serve;
 mod simulate;
@@ -30,6 +31,8 @@ enum Command {
     Commit(fairness::CommitArgs),
     /// Write the raw deal-generator stream to stdout (for dieharder and friends).
     RngDump(fairness::RngDumpArgs),
+    /// Print a new key ring JSON, or an existing one with a new key added (rotation).
+    Keygen(keygen::KeygenArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -40,5 +43,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Verify(args) => fairness::verify(args),
         Command::Commit(args) => fairness::commit(args),
         Command::RngDump(args) => fairness::rng_dump(args),
+        Command::Keygen(args) => keygen::run(args),
     }
 }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# gRPC service checks: `buf lint` on proto/, then the real binary on a free 127.0.0.1 port
+# played by the Python client (examples/python), plus a reflection call with `buf curl` and
+# a scrape of /metrics. Installs its own tools under .tools/ (git-ignored). Exits non-zero on
+# any failure.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TOOLS="$PWD/.tools"
+mkdir -p "$TOOLS"
+
+echo "-- buf lint"
+if [ ! -x "$TOOLS/buf/node_modules/.bin/buf" ]; then
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/buf" @bufbuild/buf >/dev/null
+fi
+BUF="$TOOLS/buf/node_modules/.bin/buf"
+"$BUF" lint
+
+echo "-- python client deps"
+if [ ! -x "$TOOLS/venv/bin/python" ]; then
+  python3 -m venv "$TOOLS/venv"
+fi
+"$TOOLS/venv/bin/python" -c "import grpc, grpc_tools" 2>/dev/null \
+  || "$TOOLS/venv/bin/pip" install --quiet grpcio grpcio-tools
+
+echo "-- build"
+cargo build --locked --bin reddog
+BIN="$PWD/target/debug/reddog"
+
+echo "-- start the server on a free port"
+OUT="$(mktemp)"
+"$BIN" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 >"$OUT" 2>"$OUT.err" &
+PID=$!
+cleanup() { kill -TERM "$PID" 2>/dev/null || true; rm -f "$OUT" "$OUT.err"; }
+trap cleanup EXIT
+ADDR=""; METRICS=""
+for _ in $(seq 1 100); do
+  ADDR="$(sed -n 's/^listening on //p' "$OUT")"
+  METRICS="$(sed -n 's/^metrics on //p' "$OUT")"
+  [ -n "$ADDR" ] && [ -n "$METRICS" ] && break
+  kill -0 "$PID" 2>/dev/null || { cat "$OUT.err"; echo "server exited"; exit 1; }
+  sleep 0.1
+done
+[ -n "$ADDR" ] || { cat "$OUT.err"; echo "no 'listening on' line"; exit 1; }
+echo "server on $ADDR, metrics on $METRICS"
+
+echo "-- buf curl (reflection)"
+"$BUF" curl --protocol grpc --http2-prior-knowledge "http://$ADDR/reddog.v1.RedDog/GetRules" | head -c 400; echo
+"$BUF" curl --protocol grpc --http2-prior-knowledge -d '{"service":""}' "http://$ADDR/grpc.health.v1.Health/Check"
+
+echo "-- python client"
+"$TOOLS/venv/bin/python" examples/python/reddog_client.py --target "$ADDR" --rounds 30 --reddog "$BIN"
+
+echo "-- metrics"
+"$TOOLS/venv/bin/python" - "$METRICS" <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen("http://%s/metrics" % sys.argv[1], timeout=5).read().decode()
+for name in ("reddog_rpc_requests_total", "reddog_staked_minor_units_total", "reddog_returned_minor_units_total",
+             "reddog_seats_settled_total", "reddog_token_rejections_total", "reddog_rpc_duration_seconds_bucket"):
+    assert name in text, name
+print("metrics ok")
+PY
+
+echo "-- graceful stop"
+kill -TERM "$PID"
+for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$PID" 2>/dev/null; then echo "server still running 10 s after SIGTERM"; exit 1; fi
+wait "$PID"
+trap - EXIT
+rm -f "$OUT" "$OUT.err"
+echo "service checks passed"

@@ -1,0 +1,168 @@
+//! Requests to validated domain values (once, at the edge) and domain values to responses.
+//! Every error names the request field at fault.
+
+use crate::error::EngineError;
+use crate::game::table::MAX_BET;
+use crate::game::{BetLimits, Card, Decision, HandClass, Money, Outcome, Paytable, Round, Rule, Suit, Table};
+
+use super::proto;
+
+/// Longest client seed, in bytes of UTF-8.
+pub const MAX_CLIENT_SEED_BYTES: usize = 1024;
+/// Longest platform round id, in bytes of UTF-8.
+pub const MAX_ROUND_ID_BYTES: usize = 128;
+
+/// Checks an optional platform round id.
+pub fn round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
+    if id.len() > MAX_ROUND_ID_BYTES {
+        return Err(EngineError::invalid(field, format!("at most {MAX_ROUND_ID_BYTES} bytes")));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(EngineError::invalid(field, "must not contain control characters"));
+    }
+    Ok(())
+}
+
+/// Checks that a required token field is present.
+pub fn required_token(field: &'static str, token: &[u8]) -> Result<(), EngineError> {
+    if token.is_empty() { Err(EngineError::invalid(field, "required")) } else { Ok(()) }
+}
+
+/// Checks a client seed: 1 to [`MAX_CLIENT_SEED_BYTES`] bytes (UTF-8 is guaranteed by protobuf).
+pub fn client_seed(seed: &str) -> Result<(), EngineError> {
+    if seed.is_empty() {
+        return Err(EngineError::invalid("client_seed", "required: the player's client seed"));
+    }
+    if seed.len() > MAX_CLIENT_SEED_BYTES {
+        return Err(EngineError::invalid("client_seed", format!("at most {MAX_CLIENT_SEED_BYTES} bytes of UTF-8")));
+    }
+    Ok(())
+}
+
+/// The table a round is dealt at: the engine's table narrowed to the player's limits.
+pub fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Table, EngineError> {
+    let limits = limits.ok_or_else(|| EngineError::invalid("player_limits", "required: the player's bet limits"))?;
+    if limits.min_bet == 0 || limits.min_bet > MAX_BET {
+        return Err(EngineError::out_of_range("player_limits.min_bet", limits.min_bet, 1, MAX_BET));
+    }
+    if limits.max_bet < limits.min_bet || limits.max_bet > MAX_BET {
+        return Err(EngineError::out_of_range("player_limits.max_bet", limits.max_bet, limits.min_bet, MAX_BET));
+    }
+    let player = BetLimits::new(Money(limits.min_bet), Money(limits.max_bet))?;
+    let both = table.limits.intersect(player).ok_or_else(|| {
+        EngineError::precondition(
+            "player_limits",
+            format!(
+                "the player's limits {}..={} do not overlap the table's {}..={}",
+                limits.min_bet,
+                limits.max_bet,
+                table.limits.min().0,
+                table.limits.max().0
+            ),
+        )
+    })?;
+    Ok(Table { decks: table.decks, paytable: table.paytable.clone(), limits: both })
+}
+
+/// Validated decisions: at least one, known actions, each seat once and within the round.
+pub fn decisions(list: &[proto::SeatDecision], seats: usize) -> Result<Vec<(usize, Decision)>, EngineError> {
+    if list.is_empty() {
+        return Err(EngineError::invalid("decisions", "at least one decision is required"));
+    }
+    let mut out: Vec<(usize, Decision)> = Vec::with_capacity(list.len());
+    for (i, d) in list.iter().enumerate() {
+        let seat = d.seat as usize;
+        if seat >= seats {
+            return Err(EngineError::out_of_range(format!("decisions[{i}].seat"), d.seat, 0, seats as u64 - 1));
+        }
+        if out.iter().any(|&(s, _)| s == seat) {
+            return Err(EngineError::invalid(format!("decisions[{i}].seat"), "the same seat appears twice"));
+        }
+        let decision = match proto::Action::try_from(d.action) {
+            Ok(proto::Action::Raise) => Decision::Raise,
+            Ok(proto::Action::Stand) => Decision::Stand,
+            _ => {
+                return Err(EngineError::invalid(
+                    format!("decisions[{i}].action"),
+                    "must be ACTION_RAISE or ACTION_STAND",
+                ));
+            }
+        };
+        out.push((seat, decision));
+    }
+    Ok(out)
+}
+
+/// A card as the API shows it.
+pub fn card(c: Card) -> proto::Card {
+    let suit = match c.suit() {
+        Suit::Clubs => proto::Suit::Clubs,
+        Suit::Diamonds => proto::Suit::Diamonds,
+        Suit::Hearts => proto::Suit::Hearts,
+        Suit::Spades => proto::Suit::Spades,
+    };
+    proto::Card { code: c.to_string(), rank: u32::from(c.rank().value()), suit: suit as i32 }
+}
+
+pub fn hand_class(c: HandClass) -> proto::HandClass {
+    match c {
+        HandClass::Pair => proto::HandClass::Pair,
+        HandClass::Consecutive => proto::HandClass::Consecutive,
+        HandClass::NonConsecutive(_) => proto::HandClass::NonConsecutive,
+    }
+}
+
+pub fn action(d: Decision) -> proto::Action {
+    match d {
+        Decision::Raise => proto::Action::Raise,
+        Decision::Stand => proto::Action::Stand,
+    }
+}
+
+pub fn outcome(o: Outcome) -> proto::Outcome {
+    match o {
+        Outcome::Win => proto::Outcome::Win,
+        Outcome::Lose => proto::Outcome::Lose,
+        Outcome::Push => proto::Outcome::Push,
+    }
+}
+
+pub fn rule(r: Rule) -> proto::Rule {
+    match r {
+        Rule::ThreeOfAKind => proto::Rule::ThreeOfAKind,
+        Rule::PairNoMatch => proto::Rule::PairNoMatch,
+        Rule::Consecutive => proto::Rule::Consecutive,
+        Rule::ThirdCardBetween => proto::Rule::ThirdCardBetween,
+        Rule::ThirdCardMatches => proto::Rule::ThirdCardMatches,
+        Rule::ThirdCardOutside => proto::Rule::ThirdCardOutside,
+    }
+}
+
+/// The round as the table shows it: never the face-down third card.
+pub fn round_view(round: &Round, paytable: &Paytable) -> proto::RoundView {
+    let [first, second] = round.cards();
+    let class = round.class();
+    let spread = class.spread();
+    let seats = round
+        .seats()
+        .iter()
+        .enumerate()
+        .map(|(i, s)| proto::SeatView {
+            seat: i as u32,
+            bet: s.bet.0,
+            stake: if s.decision == Some(Decision::Raise) { s.bet.0.saturating_mul(2) } else { s.bet.0 },
+            decision: s.decision.map_or(proto::Action::Unspecified, action) as i32,
+            allowed_actions: round.allowed(i).iter().map(|&d| action(d) as i32).collect(),
+        })
+        .collect();
+    proto::RoundView {
+        first_card: Some(card(first)),
+        second_card: Some(card(second)),
+        hand_class: hand_class(class) as i32,
+        spread: spread.map_or(0, |s| u32::from(s.get())),
+        spread_odds: spread.map_or(0, |s| paytable.spread_odds(s)),
+        third_card: round.third().map(card),
+        awaiting_decisions: matches!(round, Round::AwaitingDecisions(_)),
+        seats,
+    }
+}

@@ -1,0 +1,311 @@
+//! Opaque tokens: the round state and the committed seed, sealed with XChaCha20-Poly1305
+//! under a key ring, so the service keeps no per-round memory and any replica holding the
+//! ring can continue any round.
+//!
+//! # Format (version 1)
+//!
+//! ```text
+//! byte 0      version = 1
+//! byte 1      kind: b'c' commitment token, b'r' round token
+//! byte 2      n = length of the key id (1..=32)
+//! 3..3+n      key id (ASCII [A-Za-z0-9._-])
+//! next 24     XChaCha20 nonce
+//! rest        ciphertext of the payload (a protobuf message), then the 16-byte Poly1305 tag
+//! ```
+//! The header (everything before the nonce) is the associated data, so a commitment token
+//! cannot be passed off as a round token, nor a token re-labelled with another key id.
+//!
+//! The nonce is synthetic: the first 24 bytes of HMAC-SHA256 under a per-key nonce key
+//! (derived from the ring key) over header and payload. Sealing the same payload twice
+//! therefore gives the same token bytes — a retried `Decide` returns an identical token — and
+//! distinct payloads get nonces that collide only with negligible probability. Commitment
+//! payloads contain a fresh random seed, so their tokens are always distinct.
+//!
+//! Every way a token can be wrong (truncated, tampered, unknown key id, wrong kind, not
+//! decodable, expired) is the one error [`EngineError::InvalidToken`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use chacha20poly1305::aead::{AeadInOut, KeyInit};
+use chacha20poly1305::{Key, XChaCha20Poly1305, XNonce};
+use hmac::{Hmac, Mac};
+use prost::Message;
+use rand::TryRng;
+use serde::Deserialize;
+use sha2::Sha256;
+use zeroize::Zeroize;
+
+use crate::error::EngineError;
+
+/// The token format version this engine writes and reads.
+pub const TOKEN_VERSION: u8 = 1;
+/// Longest token accepted; anything longer is refused before any work.
+pub const MAX_TOKEN_LEN: usize = 1024;
+const NONCE_LEN: usize = 24;
+const TAG_LEN: usize = 16;
+/// Longest key id.
+pub const MAX_KEY_ID_LEN: usize = 32;
+
+/// What a token carries; bound into the associated data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenKind {
+    Commitment,
+    Round,
+}
+
+impl TokenKind {
+    const fn byte(self) -> u8 {
+        match self {
+            TokenKind::Commitment => b'c',
+            TokenKind::Round => b'r',
+        }
+    }
+}
+
+/// One key of the ring, with its cipher and nonce key scheduled once at load time.
+struct RingKey {
+    id: String,
+    cipher: XChaCha20Poly1305,
+    nonce_mac: Hmac<Sha256>,
+}
+
+/// The keys tokens are sealed and opened with. New tokens are sealed under the primary key;
+/// every key in the ring opens. `Debug` never shows key material.
+pub struct KeyRing {
+    keys: Vec<RingKey>,
+    primary: usize,
+    development: bool,
+}
+
+impl fmt::Debug for KeyRing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyRing")
+            .field("primary", &self.keys[self.primary].id)
+            .field("keys", &self.keys.iter().map(|k| k.id.as_str()).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The key ring file: `{"primary":"k1","keys":{"k1":"<64 hex>","k0":"<64 hex>"}}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyRingFile {
+    primary: String,
+    keys: BTreeMap<String, String>,
+}
+
+/// `true` for a valid key id: 1 to 32 characters of `[A-Za-z0-9._-]`.
+pub fn valid_key_id(id: &str) -> bool {
+    (1..=MAX_KEY_ID_LEN).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+impl KeyRing {
+    /// Builds a ring from `(id, 32-byte key)` pairs; `primary` must be one of the ids.
+    pub fn new(keys: Vec<(String, [u8; 32])>, primary: &str) -> Result<KeyRing, EngineError> {
+        if keys.is_empty() {
+            return Err(EngineError::invalid("key_ring.keys", "the key ring holds no key"));
+        }
+        let mut ring = Vec::with_capacity(keys.len());
+        for (id, mut key) in keys {
+            if !valid_key_id(&id) {
+                return Err(EngineError::invalid("key_ring.keys", "key ids are 1-32 characters of [A-Za-z0-9._-]"));
+            }
+            if ring.iter().any(|k: &RingKey| k.id == id) {
+                return Err(EngineError::invalid("key_ring.keys", format!("key id {id:?} appears twice")));
+            }
+            let cipher = XChaCha20Poly1305::new(&Key::from(key));
+            // Nonce key: HMAC-SHA256(ring key, "reddog/token-nonce/v1"), so the AEAD key is
+            // never used for anything else.
+            let mut derive = <Hmac<Sha256> as KeyInit>::new_from_slice(&key)
+                .map_err(|_| EngineError::Internal("HMAC key setup failed".into()))?;
+            key.zeroize();
+            derive.update(b"reddog/token-nonce/v1");
+            let mut nonce_key: [u8; 32] = derive.finalize().into_bytes().into();
+            let nonce_mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&nonce_key)
+                .map_err(|_| EngineError::Internal("HMAC key setup failed".into()))?;
+            nonce_key.zeroize();
+            ring.push(RingKey { id, cipher, nonce_mac });
+        }
+        let primary = ring
+            .iter()
+            .position(|k| k.id == primary)
+            .ok_or_else(|| EngineError::invalid("key_ring.primary", "the primary key id is not in the ring"))?;
+        Ok(KeyRing { keys: ring, primary, development: false })
+    }
+
+    /// Parses the key ring JSON. Errors name the offending field and never echo key text.
+    pub fn from_json(text: &str) -> Result<KeyRing, EngineError> {
+        let mut file: KeyRingFile = serde_json::from_str(text).map_err(|e| {
+            // serde's message may quote the input; keep only its position.
+            EngineError::invalid(
+                "key_ring",
+                format!("not a key ring JSON document (line {}, column {})", e.line(), e.column()),
+            )
+        })?;
+        let mut keys = Vec::with_capacity(file.keys.len());
+        for (id, hex_key) in &mut file.keys {
+            let mut key = [0u8; 32];
+            let ok = hex::decode_to_slice(hex_key.trim(), &mut key).is_ok();
+            hex_key.zeroize();
+            if !ok {
+                return Err(EngineError::invalid(
+                    format!("key_ring.keys.{id}"),
+                    "a key is 64 hexadecimal characters (32 bytes)",
+                ));
+            }
+            keys.push((id.clone(), key));
+        }
+        KeyRing::new(keys, &file.primary)
+    }
+
+    /// A fresh random one-key ring for development: tokens die with the process.
+    pub fn development() -> Result<KeyRing, EngineError> {
+        let mut key = [0u8; 32];
+        rand::rngs::SysRng
+            .try_fill_bytes(&mut key)
+            .map_err(|e| EngineError::Internal(format!("operating system random source failed: {e}")))?;
+        let mut ring = KeyRing::new(vec![("dev".to_string(), key)], "dev")?;
+        key.zeroize();
+        ring.development = true;
+        Ok(ring)
+    }
+
+    /// Whether this is a throw-away development ring.
+    pub fn is_development(&self) -> bool {
+        self.development
+    }
+
+    /// The id new tokens are sealed under.
+    pub fn primary_id(&self) -> &str {
+        &self.keys[self.primary].id
+    }
+
+    /// Every key id in the ring.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(|k| k.id.as_str())
+    }
+
+    /// Seals `payload` into a token of `kind` under the primary key.
+    pub fn seal(&self, kind: TokenKind, payload: &impl Message) -> Result<Vec<u8>, EngineError> {
+        let key = &self.keys[self.primary];
+        let id = key.id.as_bytes();
+        let header_len = 3 + id.len();
+        let body = payload.encoded_len();
+        let mut token = Vec::with_capacity(header_len + NONCE_LEN + body + TAG_LEN);
+        token.extend_from_slice(&[TOKEN_VERSION, kind.byte(), id.len() as u8]);
+        token.extend_from_slice(id);
+        token.resize(header_len + NONCE_LEN, 0);
+        payload.encode(&mut token).map_err(|_| EngineError::Internal("token payload encoding failed".into()))?;
+        let (head, rest) = token.split_at_mut(header_len);
+        let (nonce_bytes, plaintext) = rest.split_at_mut(NONCE_LEN);
+        let mut mac = key.nonce_mac.clone();
+        mac.update(head);
+        mac.update(plaintext);
+        nonce_bytes.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
+        let nonce = XNonce::try_from(&*nonce_bytes).map_err(|_| EngineError::Internal("nonce length".into()))?;
+        let tag = key
+            .cipher
+            .encrypt_inout_detached(&nonce, head, plaintext.into())
+            .map_err(|_| EngineError::Internal("token encryption failed".into()))?;
+        token.extend_from_slice(tag.as_slice());
+        Ok(token)
+    }
+
+    /// Opens a token of `kind`; any failure is [`EngineError::InvalidToken`].
+    pub fn open<M: Message + Default>(&self, kind: TokenKind, token: &[u8]) -> Result<M, EngineError> {
+        let bad = || EngineError::InvalidToken;
+        if token.len() > MAX_TOKEN_LEN || token.len() < 3 {
+            return Err(bad());
+        }
+        if token[0] != TOKEN_VERSION || token[1] != kind.byte() {
+            return Err(bad());
+        }
+        let id_len = usize::from(token[2]);
+        let header_len = 3 + id_len;
+        if id_len == 0 || token.len() < header_len + NONCE_LEN + TAG_LEN {
+            return Err(bad());
+        }
+        let (head, rest) = token.split_at(header_len);
+        let id = &head[3..];
+        let key = self.keys.iter().find(|k| k.id.as_bytes() == id).ok_or_else(bad)?;
+        let (nonce_bytes, sealed) = rest.split_at(NONCE_LEN);
+        let (ciphertext, tag_bytes) = sealed.split_at(sealed.len() - TAG_LEN);
+        let nonce = XNonce::try_from(nonce_bytes).map_err(|_| bad())?;
+        let tag = chacha20poly1305::Tag::try_from(tag_bytes).map_err(|_| bad())?;
+        let mut plain = ciphertext.to_vec();
+        let opened = key.cipher.decrypt_inout_detached(&nonce, head, plain.as_mut_slice().into(), &tag);
+        if opened.is_err() {
+            return Err(bad());
+        }
+        let decoded = M::decode(plain.as_slice()).map_err(|_| bad());
+        plain.zeroize();
+        decoded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Sample {
+        #[prost(string, tag = "1")]
+        text: String,
+    }
+
+    fn ring(primary: &str) -> KeyRing {
+        KeyRing::from_json(&format!(
+            r#"{{"primary":"{primary}","keys":{{"k1":"{}","k0":"{}"}}}}"#,
+            "11".repeat(32),
+            "00".repeat(32)
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn seal_open_round_trip_and_determinism() {
+        let r = ring("k1");
+        let msg = Sample { text: "hello".into() };
+        let t = r.seal(TokenKind::Round, &msg).unwrap();
+        assert_eq!(r.seal(TokenKind::Round, &msg).unwrap(), t);
+        assert_eq!(r.open::<Sample>(TokenKind::Round, &t).unwrap(), msg);
+        assert_eq!(r.open::<Sample>(TokenKind::Commitment, &t), Err(EngineError::InvalidToken));
+    }
+
+    #[test]
+    fn any_tampering_is_refused() {
+        let r = ring("k1");
+        let t = r.seal(TokenKind::Round, &Sample { text: "hello".into() }).unwrap();
+        for i in 0..t.len() {
+            let mut bad = t.clone();
+            bad[i] ^= 1;
+            assert_eq!(r.open::<Sample>(TokenKind::Round, &bad), Err(EngineError::InvalidToken), "byte {i}");
+        }
+        for n in 0..t.len() {
+            assert_eq!(r.open::<Sample>(TokenKind::Round, &t[..n]), Err(EngineError::InvalidToken));
+        }
+    }
+
+    #[test]
+    fn rotation_keeps_old_tokens_and_foreign_keys_are_refused() {
+        let old = ring("k0");
+        let t = old.seal(TokenKind::Round, &Sample { text: "x".into() }).unwrap();
+        let new = ring("k1");
+        assert!(new.open::<Sample>(TokenKind::Round, &t).is_ok());
+        let foreign =
+            KeyRing::from_json(&format!(r#"{{"primary":"k0","keys":{{"k0":"{}"}}}}"#, "22".repeat(32))).unwrap();
+        assert_eq!(foreign.open::<Sample>(TokenKind::Round, &t), Err(EngineError::InvalidToken));
+    }
+
+    #[test]
+    fn bad_rings_are_refused_without_echoing_keys() {
+        let secret = "ab".repeat(31) + "zz";
+        let err = KeyRing::from_json(&format!(r#"{{"primary":"a","keys":{{"a":"{secret}"}}}}"#)).unwrap_err();
+        assert!(!err.to_string().contains("abab"));
+        assert!(KeyRing::from_json(&format!(r#"{{"primary":"b","keys":{{"a":"{}"}}}}"#, "00".repeat(32))).is_err());
+        assert!(KeyRing::from_json(&format!(r#"{{"primary":"a b","keys":{{"a b":"{}"}}}}"#, "00".repeat(32))).is_err());
+        assert!(format!("{:?}", ring("k1")).contains("k0"));
+    }
+}

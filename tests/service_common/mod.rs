@@ -1,0 +1,262 @@
+//! Shared helpers for the service integration tests: an in-process server on 127.0.0.1:0,
+//! a generated tonic client, test key rings, and commitment tokens sealed over known seeds so
+//! a test can search for the deal it needs.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reddog::fairness::{DealInputs, FairShoe, ServerSeed};
+use reddog::game::{Card, CardSource, Decks, HandClass, Table};
+use reddog::service::proto::red_dog_client::RedDogClient;
+use reddog::service::proto::{self, Limits, SeatBet};
+use reddog::service::state::CommitmentPayload;
+use reddog::service::token::TokenKind;
+use reddog::service::{EngineConfig, KeyRing, ServerConfig};
+use tokio::sync::oneshot;
+use tonic::transport::Channel;
+
+pub const KEY_A: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+pub const KEY_B: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+
+pub fn ring_json(primary: &str, keys: &[(&str, &str)]) -> String {
+    let keys: Vec<String> = keys
+        .iter()
+        .map(|(id, k)| format!("\"{id}\":\"{k}\""))
+        .collect();
+    format!(
+        "{{\"primary\":\"{primary}\",\"keys\":{{{}}}}}",
+        keys.join(",")
+    )
+}
+
+pub fn ring_a() -> String {
+    ring_json("a", &[("a", KEY_A)])
+}
+
+/// A running in-process server.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl TestServer {
+    pub async fn start(ring: &str, ttl: Duration) -> TestServer {
+        Self::start_with(ring, ttl, Table::default()).await
+    }
+
+    pub async fn start_with(ring: &str, ttl: Duration, table: Table) -> TestServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let config = ServerConfig {
+            engine: EngineConfig {
+                table,
+                key_ring: KeyRing::from_json(ring).unwrap(),
+                commitment_ttl: ttl,
+            },
+            drain_timeout: Duration::from_secs(5),
+        };
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            reddog::service::run(listener, config, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        TestServer {
+            addr,
+            stop: Some(tx),
+            task,
+        }
+    }
+
+    pub async fn client(&self) -> RedDogClient<Channel> {
+        connect(self.addr).await
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        tokio::time::timeout(Duration::from_secs(10), &mut self.task)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+}
+
+pub async fn connect(addr: SocketAddr) -> RedDogClient<Channel> {
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
+    for _ in 0..100 {
+        if let Ok(ch) = endpoint.connect().await {
+            return RedDogClient::new(ch);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("could not connect to {addr}");
+}
+
+/// A commitment token over a known seed, sealed with `ring` as the server would.
+pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let ring = KeyRing::from_json(ring).unwrap();
+    ring.seal(
+        TokenKind::Commitment,
+        &CommitmentPayload {
+            server_seed: seed.to_vec(),
+            expires_at_unix_ms: now + ttl_ms,
+        },
+    )
+    .unwrap()
+}
+
+/// The first three cards the fair shoe deals.
+pub fn deal(seed: [u8; 32], client_seed: &str, nonce: u64) -> [Card; 3] {
+    let s = ServerSeed::from_bytes(seed);
+    let mut shoe = FairShoe::new(&DealInputs {
+        server_seed: &s,
+        client_seed: client_seed.as_bytes(),
+        nonce,
+        decks: Decks::ONE,
+    });
+    [shoe.draw(), shoe.draw(), shoe.draw()]
+}
+
+/// What a test wants the deal to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    ThreeOfAKind,
+    PairNoMatch,
+    Consecutive,
+    Between,
+    Matches,
+    Outside,
+}
+
+pub fn classify(cards: [Card; 3]) -> Want {
+    let (a, b, t) = (
+        cards[0].rank().value(),
+        cards[1].rank().value(),
+        cards[2].rank().value(),
+    );
+    match HandClass::of(cards[0], cards[1]) {
+        HandClass::Pair if t == a => Want::ThreeOfAKind,
+        HandClass::Pair => Want::PairNoMatch,
+        HandClass::Consecutive => Want::Consecutive,
+        HandClass::NonConsecutive(_) if t > a.min(b) && t < a.max(b) => Want::Between,
+        HandClass::NonConsecutive(_) if t == a || t == b => Want::Matches,
+        HandClass::NonConsecutive(_) => Want::Outside,
+    }
+}
+
+pub const SEED: [u8; 32] = [42; 32];
+pub const CLIENT_SEED: &str = "player-chosen seed";
+
+/// The first nonce whose deal (under [`SEED`], [`CLIENT_SEED`]) is `want`.
+pub fn nonce_for(want: Want) -> u64 {
+    (0..1_000_000u64)
+        .find(|&n| classify(deal(SEED, CLIENT_SEED, n)) == want)
+        .expect("a deal of every kind exists")
+}
+
+pub fn limits(min_bet: u64, max_bet: u64) -> Option<Limits> {
+    Some(Limits { min_bet, max_bet })
+}
+
+pub fn start_request(token: Vec<u8>, nonce: u64, bets: &[u64]) -> proto::StartRoundRequest {
+    proto::StartRoundRequest {
+        commitment_token: token,
+        client_seed: CLIENT_SEED.to_string(),
+        nonce,
+        round_id: format!("round-{nonce}"),
+        seats: bets.iter().map(|&bet| SeatBet { bet }).collect(),
+        player_limits: limits(100, 100_000),
+    }
+}
+
+pub fn decision(seat: u32, action: proto::Action) -> proto::SeatDecision {
+    proto::SeatDecision {
+        seat,
+        action: action as i32,
+    }
+}
+
+/// A `reddog serve` child process on 127.0.0.1:0.
+pub struct ServerProcess {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+impl ServerProcess {
+    /// Starts the real binary with `env` added, waits (bounded) for its `listening on` line.
+    pub fn spawn(env: &[(&str, &str)], stderr: std::process::Stdio) -> ServerProcess {
+        use std::io::BufRead;
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reddog"));
+        cmd.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("REDDOG_KEY_RING_FILE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn reddog");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Some(addr) = line.strip_prefix("listening on ") {
+                    let _ = tx.send(addr.parse::<SocketAddr>().unwrap());
+                }
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the server printed `listening on ADDR`");
+        ServerProcess { child, addr }
+    }
+
+    pub fn kill(mut self) {
+        let _ = self.child.kill(); // SIGKILL
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait (bounded) for a clean exit. Async so the test's own runtime keeps
+    /// running (and closes its client connections) meanwhile.
+    pub async fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        for _ in 0..200 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = self.child.kill();
+        panic!("the server did not exit within 10 s of SIGTERM");
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,88 @@
+//! With logs at the most verbose level, no server seed appears in the logs before its
+//! reveal (nor after: the engine never logs seeds).
+
+mod service_common;
+
+use std::time::Duration;
+
+use reddog::fairness::Reveal;
+use reddog::service::proto::{self, Action};
+use service_common::*;
+
+#[tokio::test]
+async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("reddog.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let ring = ring_a();
+    for format in ["text", "json"] {
+        let log = log.try_clone().unwrap();
+        let server = ServerProcess::spawn(
+            &[
+                ("REDDOG_KEY_RING", ring.as_str()),
+                ("RUST_LOG", "trace"),
+                ("REDDOG_LOG_FORMAT", format),
+            ],
+            std::process::Stdio::from(log),
+        );
+        let mut c = connect(server.addr).await;
+        let mut seen = Vec::new();
+        for i in 0..8u64 {
+            let committed = c
+                .commit_seed(proto::CommitSeedRequest {
+                    round_id: format!("{format}-{i}"),
+                })
+                .await;
+            let committed = committed.unwrap().into_inner();
+            let started = c
+                .start_round(start_request(committed.commitment_token, i, &[500, 1000]))
+                .await
+                .unwrap()
+                .into_inner();
+            let mut token = started.round_token;
+            if started.round.unwrap().awaiting_decisions {
+                let d = proto::DecideRequest {
+                    round_token: token,
+                    decisions: vec![decision(0, Action::Raise), decision(1, Action::Stand)],
+                    round_id: String::new(),
+                };
+                token = c.decide(d).await.unwrap().into_inner().round_token;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let before_reveal = std::fs::read(&log_path).unwrap();
+            let settle = c
+                .settle(proto::SettleRequest {
+                    round_token: token,
+                    round_id: String::new(),
+                })
+                .await;
+            let reveal: Reveal =
+                serde_json::from_str(&settle.unwrap().into_inner().reveal_json).unwrap();
+            let text = String::from_utf8_lossy(&before_reveal).to_lowercase();
+            assert!(
+                text.contains(&reveal.commitment),
+                "the audit log records the round's commitment"
+            );
+            assert!(
+                !text.contains(&reveal.server_seed),
+                "server seed logged before its reveal"
+            );
+            seen.push(reveal.server_seed);
+        }
+        drop(c);
+        let status = server.terminate().await;
+        assert!(status.success());
+        let all = String::from_utf8_lossy(&std::fs::read(&log_path).unwrap()).to_lowercase();
+        assert!(all.contains("trace"), "trace-level events were written");
+        for seed in &seen {
+            assert!(!all.contains(seed.as_str()), "server seed logged at all");
+            // Nor as a decimal byte list (a derived Debug of the raw bytes).
+            let bytes = hex::decode(seed).unwrap();
+            let listed = format!("{}, {}, {}, {}", bytes[0], bytes[1], bytes[2], bytes[3]);
+            assert!(
+                !all.contains(&listed) || bytes[..4].iter().all(|&b| b < 10),
+                "seed bytes logged"
+            );
+        }
+    }
+}

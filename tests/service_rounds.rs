@@ -1,0 +1,480 @@
+//! Complete rounds of every hand class, with 1 and 7 seats, through a generated tonic client
+//! against the real server on 127.0.0.1:0; every reveal verified; retries return the same.
+
+mod service_common;
+
+use std::time::Duration;
+
+use reddog::fairness::{Reveal, verify};
+use reddog::game::{Paytable, Spread};
+use reddog::service::proto::{self, Action, HandClass, Outcome, Rule};
+use service_common::*;
+
+const TTL: Duration = Duration::from_secs(600);
+
+fn check_reveal(settle: &proto::SettleResponse, commitment: &str) {
+    let reveal: Reveal = serde_json::from_str(&settle.reveal_json).unwrap();
+    assert!(
+        verify(&reveal).unwrap().ok(),
+        "reveal must verify: {}",
+        settle.reveal_json
+    );
+    assert_eq!(reveal.commitment, commitment);
+    let fields = settle.reveal.as_ref().unwrap();
+    assert_eq!(fields.server_seed, reveal.server_seed);
+    assert_eq!(fields.cards, reveal.cards);
+    assert_eq!(fields.client_seed, reveal.client_seed);
+    assert_eq!(fields.nonce, reveal.nonce);
+    assert_eq!(Some(fields.round_id.clone()), reveal.round_id);
+}
+
+/// Plays one seat of 10.00 through a deal of the given kind, raising when allowed.
+async fn play_one(
+    want: Want,
+    expect_class: HandClass,
+    expect: (Outcome, Rule),
+    returned: impl Fn(u64) -> u64,
+) {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut client = server.client().await;
+    let nonce = nonce_for(want);
+    let token = commitment_token(&ring_a(), SEED, 60_000);
+    let started = client
+        .start_round(start_request(token, nonce, &[1000]))
+        .await
+        .unwrap()
+        .into_inner();
+    let view = started.round.as_ref().unwrap();
+    assert_eq!(view.hand_class(), expect_class);
+    assert_eq!(started.round_id, format!("round-{nonce}"));
+    let cards = deal(SEED, CLIENT_SEED, nonce);
+    assert_eq!(view.first_card.as_ref().unwrap().code, cards[0].to_string());
+    assert_eq!(
+        view.second_card.as_ref().unwrap().code,
+        cards[1].to_string()
+    );
+    let mut round_token = started.round_token.clone();
+    let mut raised = false;
+    match expect_class {
+        HandClass::NonConsecutive => {
+            assert!(view.awaiting_decisions);
+            assert!(view.spread >= 1 && view.spread <= 11);
+            assert!(view.third_card.is_none(), "third card must stay hidden");
+            assert_eq!(
+                view.seats[0].allowed_actions,
+                vec![Action::Raise as i32, Action::Stand as i32]
+            );
+            let decided = client
+                .decide(proto::DecideRequest {
+                    round_token: round_token.clone(),
+                    decisions: vec![decision(0, Action::Raise)],
+                    round_id: String::new(),
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            assert_eq!(decided.raised_amount, 1000);
+            let v = decided.round.unwrap();
+            assert!(!v.awaiting_decisions);
+            assert_eq!(v.third_card.unwrap().code, cards[2].to_string());
+            assert_eq!(v.seats[0].stake, 2000);
+            assert!(v.seats[0].allowed_actions.is_empty());
+            round_token = decided.round_token;
+            raised = true;
+        }
+        HandClass::Pair => {
+            assert!(!view.awaiting_decisions);
+            assert_eq!(view.third_card.as_ref().unwrap().code, cards[2].to_string());
+            assert!(view.seats[0].allowed_actions.is_empty());
+        }
+        _ => {
+            assert!(!view.awaiting_decisions);
+            assert!(view.third_card.is_none());
+            assert_eq!(view.spread, 0);
+        }
+    }
+    let settle = client
+        .settle(proto::SettleRequest {
+            round_token: round_token.clone(),
+            round_id: format!("round-{nonce}"),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let r = &settle.results[0];
+    assert_eq!((r.outcome(), r.rule()), expect);
+    assert_eq!(r.raised, raised);
+    assert_eq!(r.returned, returned(r.stake));
+    assert_eq!(settle.total_returned, r.returned);
+    assert_eq!(settle.total_staked, r.stake);
+    let commitment = ServerSeedHex::commitment(SEED);
+    check_reveal(&settle, &commitment);
+    assert_eq!(
+        settle.reveal.as_ref().unwrap().cards.len(),
+        if want == Want::Consecutive { 2 } else { 3 }
+    );
+    // Settling the same token again returns the same settlement.
+    let again = client
+        .settle(proto::SettleRequest {
+            round_token,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again, settle);
+    server.stop().await;
+}
+
+struct ServerSeedHex;
+impl ServerSeedHex {
+    fn commitment(seed: [u8; 32]) -> String {
+        reddog::fairness::ServerSeed::from_bytes(seed)
+            .commitment()
+            .to_string()
+    }
+}
+
+#[tokio::test]
+async fn three_of_a_kind_pays_eleven_to_one() {
+    play_one(
+        Want::ThreeOfAKind,
+        HandClass::Pair,
+        (Outcome::Win, Rule::ThreeOfAKind),
+        |s| s * 12,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_pair_without_match_pushes() {
+    play_one(
+        Want::PairNoMatch,
+        HandClass::Pair,
+        (Outcome::Push, Rule::PairNoMatch),
+        |s| s,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_consecutive_hand_pushes() {
+    play_one(
+        Want::Consecutive,
+        HandClass::Consecutive,
+        (Outcome::Push, Rule::Consecutive),
+        |s| s,
+    )
+    .await;
+}
+
+fn spread_odds(want: Want) -> u64 {
+    let cards = deal(SEED, CLIENT_SEED, nonce_for(want));
+    let spread = cards[0].rank().value().abs_diff(cards[1].rank().value()) - 1;
+    u64::from(Paytable::STANDARD.spread_odds(Spread::new(spread).unwrap()))
+}
+
+#[tokio::test]
+async fn a_third_card_between_wins_at_the_spread_odds_on_the_raised_stake() {
+    let odds = spread_odds(Want::Between);
+    play_one(
+        Want::Between,
+        HandClass::NonConsecutive,
+        (Outcome::Win, Rule::ThirdCardBetween),
+        |s| {
+            assert_eq!(s, 2000);
+            s * (odds + 1)
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_third_card_matching_loses() {
+    play_one(
+        Want::Matches,
+        HandClass::NonConsecutive,
+        (Outcome::Lose, Rule::ThirdCardMatches),
+        |_| 0,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_third_card_outside_loses() {
+    play_one(
+        Want::Outside,
+        HandClass::NonConsecutive,
+        (Outcome::Lose, Rule::ThirdCardOutside),
+        |_| 0,
+    )
+    .await;
+}
+
+/// Seven seats on one non-consecutive deal: two decide in one call (all or nothing), three
+/// in another, two never decide and stand by default at Settle.
+#[tokio::test]
+async fn seven_seats_share_one_deal_and_decide_independently() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut client = server.client().await;
+    let nonce = nonce_for(Want::Between);
+    let odds = spread_odds(Want::Between);
+    let bets = [500, 600, 700, 800, 900, 1000, 30_000];
+    let started = client
+        .start_round(start_request(
+            commitment_token(&ring_a(), SEED, 60_000),
+            nonce,
+            &bets,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let view = started.round.unwrap();
+    assert_eq!(view.seats.len(), 7);
+    assert!(view.seats.iter().all(|s| s.allowed_actions.len() == 2));
+    let d1 = client
+        .decide(proto::DecideRequest {
+            round_token: started.round_token,
+            decisions: vec![decision(0, Action::Raise), decision(6, Action::Stand)],
+            round_id: started.round_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(d1.raised_amount, 500);
+    let v = d1.round.as_ref().unwrap();
+    assert!(v.awaiting_decisions && v.third_card.is_none());
+    assert!(v.seats[0].allowed_actions.is_empty() && v.seats[6].allowed_actions.is_empty());
+    assert_eq!(v.seats[1].allowed_actions.len(), 2);
+    let d2 = client
+        .decide(proto::DecideRequest {
+            round_token: d1.round_token,
+            decisions: vec![
+                decision(1, Action::Raise),
+                decision(2, Action::Stand),
+                decision(5, Action::Raise),
+            ],
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(d2.raised_amount, 600 + 1000);
+    assert!(d2.round.as_ref().unwrap().awaiting_decisions);
+    let settle = client
+        .settle(proto::SettleRequest {
+            round_token: d2.round_token,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let raised = [true, true, false, false, false, true, false];
+    for (i, r) in settle.results.iter().enumerate() {
+        assert_eq!(r.seat as usize, i);
+        assert_eq!(r.raised, raised[i]);
+        assert_eq!(r.stood_by_default, i == 3 || i == 4);
+        let stake = bets[i] * if raised[i] { 2 } else { 1 };
+        assert_eq!(r.stake, stake);
+        assert_eq!(r.returned, stake * (odds + 1));
+        assert_eq!(r.outcome(), Outcome::Win);
+    }
+    assert_eq!(
+        settle.total_staked,
+        settle.results.iter().map(|r| r.stake).sum::<u64>()
+    );
+    assert_eq!(
+        settle.total_returned,
+        settle.results.iter().map(|r| r.returned).sum::<u64>()
+    );
+    assert!(settle.round.as_ref().unwrap().third_card.is_some());
+    check_reveal(&settle, &ServerSeedHex::commitment(SEED));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn seven_seats_on_a_pair_are_settled_at_once() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut client = server.client().await;
+    let nonce = nonce_for(Want::ThreeOfAKind);
+    let started = client
+        .start_round(start_request(
+            commitment_token(&ring_a(), SEED, 60_000),
+            nonce,
+            &[500; 7],
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let settle = client
+        .settle(proto::SettleRequest {
+            round_token: started.round_token,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(settle.results.len(), 7);
+    assert!(
+        settle
+            .results
+            .iter()
+            .all(|r| r.returned == 6000 && r.rule() == Rule::ThreeOfAKind)
+    );
+    assert_eq!(settle.total_returned, 42_000);
+    server.stop().await;
+}
+
+/// The platform's real flow: CommitSeed, then a round whose seed the test never sees until
+/// the reveal.
+#[tokio::test]
+async fn commit_seed_then_a_full_round_reveals_the_committed_seed() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut client = server.client().await;
+    for i in 0..20u64 {
+        let committed = client
+            .commit_seed(proto::CommitSeedRequest {
+                round_id: format!("r{i}"),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(committed.commitment.len(), 64);
+        assert_eq!(committed.round_id, format!("r{i}"));
+        assert_eq!(committed.algorithm, "reddog-deal-v1");
+        let mut req = start_request(committed.commitment_token, i, &[500, 1000]);
+        req.round_id = format!("r{i}");
+        let started = client.start_round(req).await.unwrap().into_inner();
+        assert_eq!(started.commitment, committed.commitment);
+        let mut token = started.round_token;
+        if started.round.unwrap().awaiting_decisions {
+            token = client
+                .decide(proto::DecideRequest {
+                    round_token: token,
+                    decisions: vec![decision(1, Action::Raise), decision(0, Action::Stand)],
+                    round_id: format!("r{i}"),
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .round_token;
+        }
+        let settle = client
+            .settle(proto::SettleRequest {
+                round_token: token,
+                round_id: String::new(),
+            })
+            .await
+            .unwrap();
+        let settle = settle.into_inner();
+        assert_eq!(settle.round_id, format!("r{i}"));
+        check_reveal(&settle, &committed.commitment);
+    }
+    server.stop().await;
+}
+
+/// Retries: the same StartRound request deals the same cards and returns the same token;
+/// the same Decide on the same token returns the same token.
+#[tokio::test]
+async fn retried_calls_return_identical_answers() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut client = server.client().await;
+    let nonce = nonce_for(Want::Outside);
+    let req = start_request(
+        commitment_token(&ring_a(), SEED, 60_000),
+        nonce,
+        &[500, 500],
+    );
+    let a = client.start_round(req.clone()).await.unwrap().into_inner();
+    let b = client.start_round(req).await.unwrap().into_inner();
+    assert_eq!(a, b);
+    let decide = proto::DecideRequest {
+        round_token: a.round_token.clone(),
+        decisions: vec![decision(0, Action::Raise)],
+        round_id: String::new(),
+    };
+    let d1 = client.decide(decide.clone()).await.unwrap().into_inner();
+    let d2 = client.decide(decide).await.unwrap().into_inner();
+    assert_eq!(d1, d2);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn get_rules_states_the_table() {
+    let server = TestServer::start(&ring_a(), Duration::from_secs(90)).await;
+    let rules = server
+        .client()
+        .await
+        .get_rules(proto::GetRulesRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(rules.decks, 1);
+    assert_eq!(
+        rules.spread_odds.iter().map(|s| s.odds).collect::<Vec<_>>(),
+        vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1]
+    );
+    assert_eq!(rules.three_of_a_kind_odds, 11);
+    assert_eq!(rules.table_limits, limits(500, 30_000));
+    assert_eq!(rules.max_seats, 7);
+    assert_eq!(rules.fairness_algorithm, "reddog-deal-v1");
+    assert_eq!(rules.fairness_algorithm_version, 1);
+    assert_eq!(rules.commitment_ttl_secs, 90);
+    server.stop().await;
+}
+
+/// Health: "" and reddog.v1.RedDog flip to NOT_SERVING when draining; liveness stays up.
+#[tokio::test]
+async fn health_flips_to_not_serving_on_shutdown() {
+    use tonic_health::pb::health_client::HealthClient;
+    use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = HealthClient::new(channel);
+    for name in ["", "reddog.v1.RedDog", "liveness"] {
+        let r = health
+            .check(HealthCheckRequest {
+                service: name.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.status(), ServingStatus::Serving, "{name:?}");
+    }
+    let mut overall = health
+        .watch(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut live = health
+        .watch(HealthCheckRequest {
+            service: "liveness".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        overall.message().await.unwrap().unwrap().status(),
+        ServingStatus::Serving
+    );
+    assert_eq!(
+        live.message().await.unwrap().unwrap().status(),
+        ServingStatus::Serving
+    );
+    let stopping = tokio::spawn(server.stop());
+    let next = tokio::time::timeout(Duration::from_secs(5), overall.message())
+        .await
+        .unwrap();
+    assert_eq!(next.unwrap().unwrap().status(), ServingStatus::NotServing);
+    drop((overall, live));
+    tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .unwrap()
+        .unwrap();
+}
