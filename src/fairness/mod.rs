@@ -11,4 +11,4 @@ mod shuffle;
 
 pub use reveal::{Reveal, Verdict, verify};
 pub use seed::{Commitment, ServerSeed};
-pub use shuffle::{ALGORITHM, ALGORITHM_VERSION, DealInputs, FairShoe, derive_key};
+pub use shuffle::{ALGORITHM, ALGORITHM_VERSION, DealInputs, DealStream, FairShoe, derive_key};

@@ -84,13 +84,18 @@ pub fn verify(reveal: &Reveal) -> Result<Verdict, EngineError> {
         .map(|c| c.parse::<Card>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| EngineError::invalid("cards", "every card must look like \"Ah\" or \"Tc\""))?;
+    if claimed.is_empty() {
+        return Err(EngineError::invalid("cards", "must list the cards the round dealt (at least one)"));
+    }
+    if u32::try_from(reveal.client_seed.len()).is_err() {
+        return Err(EngineError::out_of_range("client_seed", reveal.client_seed.len(), 0, u64::from(u32::MAX)));
+    }
     if claimed.len() > decks.cards() {
         return Err(EngineError::out_of_range("cards", claimed.len(), 0, decks.cards() as u64));
     }
     let inputs =
         DealInputs { server_seed: &seed, client_seed: reveal.client_seed.as_bytes(), nonce: reveal.nonce, decks };
-    let mut shoe = FairShoe::new(&inputs);
-    let recomputed: Vec<Card> = (0..claimed.len()).filter_map(|_| shoe.next_card()).collect();
+    let recomputed = FairShoe::deal(&inputs, claimed.len());
     Ok(Verdict { commitment_ok: seed.commitment().0 == commitment, cards_ok: recomputed == claimed, recomputed })
 }
 
@@ -136,5 +141,11 @@ mod tests {
         let mut r = sample();
         r.decks = 9;
         assert_eq!(verify(&r).unwrap_err().field(), Some("decks"));
+        let mut r = sample();
+        r.cards.clear();
+        assert_eq!(verify(&r).unwrap_err().field(), Some("cards"));
+        let mut r = sample();
+        r.cards[0] = "Zz".into();
+        assert_eq!(verify(&r).unwrap_err().field(), Some("cards"));
     }
 }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Fairness: the independent Python verifier (standard library only, nothing to install)
+# checks every test vector, runs its own unit tests, and cross-checks the binary's
+# `reddog verify` against it on a fresh reveal. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+command -v python3 >/dev/null || { echo "python3 is required" >&2; exit 1; }
+
+passed=0
+failed=0
+step() { # name, command...
+  local name=$1; shift
+  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+
+step "python verifier: every vector in tests/vectors/" python3 verify/verify.py --vectors tests/vectors/
+step "python verifier: unit tests" python3 -m unittest discover -s verify -q
+
+cargo build --locked --quiet --bin reddog
+bin=target/debug/reddog
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$bin" commit --reveal --client-seed "ci grüße $RANDOM" --nonce "$RANDOM" --decks 6 --cards 3 > "$tmp/reveal.json"
+step "reddog verify accepts a fresh reveal" "$bin" verify "$tmp/reveal.json"
+step "python verifier accepts the same reveal" python3 verify/verify.py "$tmp/reveal.json"
+step "both read stdin" sh -c "'$bin' verify < '$tmp/reveal.json' && python3 verify/verify.py < '$tmp/reveal.json'"
+
+python3 - "$tmp/reveal.json" > "$tmp/bad.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1], encoding="utf-8"))
+r["cards"][0], r["cards"][1] = r["cards"][1], r["cards"][0]
+if r["cards"][0] == r["cards"][1]:
+    r["nonce"] = (r["nonce"] + 1) % 2**64
+json.dump(r, sys.stdout)
+PY
+step "reddog verify rejects a tampered reveal" sh -c "! '$bin' verify '$tmp/bad.json' >/dev/null 2>&1"
+step "python verifier rejects a tampered reveal" sh -c "! python3 verify/verify.py '$tmp/bad.json' >/dev/null"
+
+echo "fairness: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,352 @@
+//! Statistics of the deal, as a testing lab would ask for them (`docs/FAIRNESS.md`,
+//! "Statistical evidence"):
+//!
+//! 1. **Uniformity of the shuffle.** One deck, `N` deals with nonces `0..N` (a fresh derived key
+//!    per deal, exactly as rounds are dealt), the whole shoe drawn; count card code × position
+//!    in a 52 × 52 table and compute Pearson's `X² = Σ (O − E)² / E` with `E = N/52`. Every row
+//!    and every column of the table sums to `N` (each deal is a permutation), and for uniformly
+//!    random permutations `X² · (n−1)/n` follows χ² with `(n−1)² = 2601` degrees of freedom
+//!    (`n = 52`; the covariance of a permutation matrix has eigenvalue `n/(n−1)` on the
+//!    `(n−1)²`-dimensional space of tables with zero row and column sums, and 0 elsewhere). The
+//!    maximum standardized cell residual is checked too: it is what finds a bias in one cell.
+//! 2. **Hand classes, spreads and outcomes.** The first three cards of `N` deals of 1 and of 8
+//!    decks, classified into 25 outcome classes (pair then trips / no trips, consecutive, and
+//!    spread 1..=11 then third card inside / not inside), against exact probabilities computed
+//!    here from rank counts; Pearson's `X²` with 24 degrees of freedom.
+//!
+//! Thresholds: α = 10⁻⁶ for every test, critical values from the Wilson–Hilferty approximation
+//! `χ²(df, 1−α) ≈ df · (1 − 2/(9 df) + z · √(2/(9 df)))³` with `z` the standard normal
+//! `1−α` quantile, computed below — not tuned. The inputs are fixed, so each run is
+//! deterministic. The quick versions run in CI; the `#[ignore]`d long versions, with the
+//! sample sizes the power argument needs, run with
+//! `cargo test --release --test fairness_stats -- --ignored --nocapture`.
+
+use rayon::prelude::*;
+use reddog::fairness::{DealInputs, FairShoe, ServerSeed};
+use reddog::game::{Decks, HandClass};
+
+const ALPHA: f64 = 1e-6;
+const SEED: [u8; 32] = *b"reddog statistics server seed 01";
+const CLIENT: &[u8] = b"statistics";
+
+/// Standard normal quantile (Acklam's rational approximation, relative error < 1.2e-9).
+fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -39.696_830_286_653_76,
+        220.946_098_424_520_5,
+        -275.928_510_446_968_7,
+        138.357_751_867_269,
+        -30.664_798_066_147_16,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -54.476_098_798_224_06,
+        161.585_836_858_040_9,
+        -155.698_979_859_886_6,
+        66.801_311_887_719_72,
+        -13.280_681_552_885_72,
+    ];
+    const C: [f64; 6] = [
+        -0.007_784_894_002_430_293,
+        -0.322_396_458_041_136_5,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] = [
+        0.007_784_695_709_041_462,
+        0.322_467_129_070_039_8,
+        2.445_134_137_142_996,
+        3.754_408_661_907_416,
+    ];
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < 0.02425 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - 0.02425 {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
+/// The upper `alpha` critical value of χ² with `df` degrees of freedom (Wilson–Hilferty).
+fn chi_square_critical(df: f64, alpha: f64) -> f64 {
+    let z = normal_quantile(1.0 - alpha);
+    let a = 2.0 / (9.0 * df);
+    df * (1.0 - a + z * a.sqrt()).powi(3)
+}
+
+fn inputs(seed: &ServerSeed, nonce: u64, decks: Decks) -> DealInputs<'_> {
+    DealInputs {
+        server_seed: seed,
+        client_seed: CLIENT,
+        nonce,
+        decks,
+    }
+}
+
+/// Card code × position counts of `n` one-deck deals, nonces `0..n`.
+fn card_by_position(n: u64) -> Vec<[u64; 52]> {
+    let seed = ServerSeed::from_bytes(SEED);
+    let chunks = 64u64;
+    (0..chunks)
+        .into_par_iter()
+        .map(|chunk| {
+            let mut counts = vec![[0u64; 52]; 52];
+            for nonce in (chunk * n / chunks)..((chunk + 1) * n / chunks) {
+                let mut shoe = FairShoe::new(&inputs(&seed, nonce, Decks::ONE));
+                for row in counts.iter_mut() {
+                    let card = shoe.next_card().expect("a 52-card shoe deals 52 cards");
+                    row[usize::from(card.code())] += 1;
+                }
+            }
+            counts
+        })
+        .reduce(
+            || vec![[0u64; 52]; 52],
+            |mut a, b| {
+                for (ra, rb) in a.iter_mut().zip(&b) {
+                    for (x, y) in ra.iter_mut().zip(rb) {
+                        *x += y;
+                    }
+                }
+                a
+            },
+        )
+}
+
+/// Runs the card × position test on `n` deals; returns (scaled X², critical value, max |z|,
+/// its Bonferroni threshold) after asserting both.
+fn check_card_by_position(n: u64) {
+    let counts = card_by_position(n);
+    for row in &counts {
+        assert_eq!(
+            row.iter().sum::<u64>(),
+            n,
+            "every position holds one card per deal"
+        );
+    }
+    let p = 1.0 / 52.0;
+    let expected = n as f64 * p;
+    let sd = (n as f64 * p * (1.0 - p)).sqrt();
+    let mut x2 = 0.0;
+    let mut max_z = 0.0f64;
+    for row in &counts {
+        for &o in row {
+            let d = o as f64 - expected;
+            x2 += d * d / expected;
+            max_z = max_z.max(d.abs() / sd);
+        }
+    }
+    let df = 51.0 * 51.0;
+    let scaled = x2 * 51.0 / 52.0;
+    let critical = chi_square_critical(df, ALPHA);
+    // Two-sided, Bonferroni over the 2704 cells at family-wise α.
+    let z_limit = normal_quantile(1.0 - ALPHA / 2.0 / 2704.0);
+    println!(
+        "card x position, 1 deck, N = {n}: X² = {x2:.1}, X²·51/52 = {scaled:.1} (df {df}, mean {df}), \
+         critical value at α = {ALPHA:e}: {critical:.1}; max |z| = {max_z:.2} (limit {z_limit:.2})"
+    );
+    assert!(
+        scaled < critical,
+        "the shuffle is not uniform: X²·51/52 = {scaled:.1} ≥ {critical:.1}"
+    );
+    assert!(
+        max_z < z_limit,
+        "one card × position cell is off: max |z| = {max_z:.2} ≥ {z_limit:.2}"
+    );
+}
+
+#[test]
+fn the_wilson_hilferty_critical_values_match_published_tables() {
+    // Tabulated: χ²(10, 0.999) = 29.588, χ²(100, 0.999) = 149.449; z(0.999999) = 4.753424.
+    assert!((normal_quantile(1.0 - 1e-6) - 4.753_424).abs() < 1e-5);
+    assert!((chi_square_critical(10.0, 1e-3) - 29.588).abs() < 0.2);
+    assert!((chi_square_critical(100.0, 1e-3) - 149.449).abs() < 0.2);
+}
+
+#[test]
+fn every_card_is_equally_likely_at_every_position_of_a_one_deck_shuffle() {
+    check_card_by_position(if cfg!(debug_assertions) {
+        10_000
+    } else {
+        200_000
+    });
+}
+
+/// The sample size that detects a 1% relative bias in one cell with power 0.99 (see the
+/// module docs and `docs/FAIRNESS.md`): 3.8 · 10⁷ deals.
+#[test]
+#[ignore = "long run: about a minute in release on two idle cores"]
+fn long_run_every_card_is_equally_likely_at_every_position() {
+    check_card_by_position(38_000_000);
+}
+
+/// Outcome classes of a round's first three cards: 0 pair+trips, 1 pair+no trips,
+/// 2 consecutive, 3 + 2(s−1) spread s with the third card inside, 4 + 2(s−1) outside.
+const CLASSES: usize = 25;
+
+fn class_of(cards: &[reddog::game::Card]) -> usize {
+    let inside = |lo: u8, hi: u8, r: u8| lo < r && r < hi;
+    let (a, b, c) = (
+        cards[0].rank().value(),
+        cards[1].rank().value(),
+        cards[2].rank().value(),
+    );
+    match HandClass::of(cards[0], cards[1]) {
+        HandClass::Pair if c == a => 0,
+        HandClass::Pair => 1,
+        HandClass::Consecutive => 2,
+        HandClass::NonConsecutive(s) => {
+            let base = 3 + 2 * usize::from(s.get() - 1);
+            if inside(a.min(b), a.max(b), c) {
+                base
+            } else {
+                base + 1
+            }
+        }
+    }
+}
+
+/// Exact class probabilities for a shoe of `d` decks, from rank counts: `4d` cards of each
+/// of the 13 ranks among `52d`.
+fn exact_class_probabilities(d: u32) -> [f64; CLASSES] {
+    let per_rank = 4.0 * f64::from(d);
+    let total = 52.0 * f64::from(d);
+    let mut p = [0.0; CLASSES];
+    let pair = (per_rank - 1.0) / (total - 1.0);
+    let trips = (per_rank - 2.0) / (total - 2.0);
+    p[0] = pair * trips;
+    p[1] = pair * (1.0 - trips);
+    // Ordered rank pairs at distance k: 2(13 − k); each has (4d)² card pairs of 52d(52d−1).
+    let distance = |k: u32| 2.0 * f64::from(13 - k) * per_rank * per_rank / (total * (total - 1.0));
+    p[2] = distance(1);
+    for s in 1..=11u32 {
+        let win = f64::from(s) * per_rank / (total - 2.0);
+        p[3 + 2 * (s as usize - 1)] = distance(s + 1) * win;
+        p[4 + 2 * (s as usize - 1)] = distance(s + 1) * (1.0 - win);
+    }
+    p
+}
+
+fn check_outcome_classes(decks: u32, n: u64) {
+    let seed = ServerSeed::from_bytes(SEED);
+    let decks = Decks::new(decks).unwrap();
+    let counts = (0..n)
+        .into_par_iter()
+        .fold(
+            || [0u64; CLASSES],
+            |mut acc, nonce| {
+                // Nonces from 2^40 on, apart from those of the card × position test.
+                acc[class_of(&FairShoe::deal(&inputs(&seed, (1 << 40) + nonce, decks), 3))] += 1;
+                acc
+            },
+        )
+        .reduce(
+            || [0u64; CLASSES],
+            |a, b| std::array::from_fn(|i| a[i] + b[i]),
+        );
+    let p = exact_class_probabilities(u32::from(decks.get()));
+    assert!(
+        (p.iter().sum::<f64>() - 1.0).abs() < 1e-12,
+        "the classes partition all deals"
+    );
+    let x2: f64 = counts
+        .iter()
+        .zip(&p)
+        .map(|(&o, &p)| {
+            let e = n as f64 * p;
+            (o as f64 - e).powi(2) / e
+        })
+        .sum();
+    let df = (CLASSES - 1) as f64;
+    let critical = chi_square_critical(df, ALPHA);
+    println!(
+        "outcome classes, {} deck(s), N = {n}: X² = {x2:.2} (df {df}), critical value at α = {ALPHA:e}: {critical:.2}",
+        decks.get()
+    );
+    assert!(
+        x2 < critical,
+        "hand classes deviate from the exact odds: X² = {x2:.2} ≥ {critical:.2}"
+    );
+}
+
+#[test]
+fn the_exact_class_probabilities_match_known_red_dog_odds() {
+    // One deck: pair 3/51, consecutive 2·12·16/(52·51) = 384/2652.
+    let p = exact_class_probabilities(1);
+    assert!((p[0] + p[1] - 3.0 / 51.0).abs() < 1e-15);
+    assert!((p[2] - 384.0 / 2652.0).abs() < 1e-15);
+    // Spread 11 (A and 2): 2·16/2652, and then 44 of 50 cards are inside.
+    assert!((p[23] - 32.0 / 2652.0 * 44.0 / 50.0).abs() < 1e-15);
+}
+
+#[test]
+fn hand_classes_spreads_and_outcomes_follow_the_exact_odds() {
+    let n = if cfg!(debug_assertions) {
+        20_000
+    } else {
+        400_000
+    };
+    check_outcome_classes(1, n);
+    check_outcome_classes(8, n);
+}
+
+#[test]
+#[ignore = "long run: a few minutes in release"]
+fn long_run_hand_classes_spreads_and_outcomes_follow_the_exact_odds() {
+    check_outcome_classes(1, 20_000_000);
+    check_outcome_classes(8, 20_000_000);
+}
+
+/// Independent runs (server seeds `[k; 32]`): the unscaled `X²` of the card × position
+/// table must average `n(n−1) = 2652` with standard deviation `√(2n²) ≈ 73.5`, i.e. the
+/// reference distribution of the card × position test is the right one, for small and for
+/// large samples.
+#[test]
+#[ignore = "long run: a few minutes in release"]
+fn long_run_repeated_card_by_position_statistics_have_the_predicted_mean_and_spread() {
+    repeated_card_by_position(40, 20_000);
+    repeated_card_by_position(16, 2_000_000);
+}
+
+fn repeated_card_by_position(runs: u8, n: u64) {
+    let xs: Vec<f64> = (0..runs)
+        .into_par_iter()
+        .map(|k| {
+            let seed = ServerSeed::from_bytes([k; 32]);
+            let mut counts = vec![[0u64; 52]; 52];
+            for nonce in 0..n {
+                let mut shoe = FairShoe::new(&inputs(&seed, nonce, Decks::ONE));
+                for row in counts.iter_mut() {
+                    row[usize::from(shoe.next_card().unwrap().code())] += 1;
+                }
+            }
+            let e = n as f64 / 52.0;
+            counts
+                .iter()
+                .flatten()
+                .map(|&o| (o as f64 - e).powi(2) / e)
+                .sum::<f64>()
+        })
+        .collect();
+    let runs = f64::from(runs);
+    let mean = xs.iter().sum::<f64>() / runs;
+    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (runs - 1.0)).sqrt();
+    let (mean_0, sd_0) = (52.0 * 51.0, (2.0f64 * 52.0 * 52.0).sqrt());
+    let below = xs.iter().filter(|&&x| x < mean_0).count();
+    println!(
+        "{runs} runs of N = {n}: mean X² = {mean:.1} (predicted {mean_0}), sd = {sd:.1} (predicted {sd_0:.1}), \
+         {below} below the predicted mean"
+    );
+    // ±5 standard errors of the mean; the sample sd within a factor 1.6.
+    assert!((mean - mean_0).abs() < 5.0 * sd_0 / runs.sqrt());
+    assert!(sd > sd_0 / 1.6 && sd < sd_0 * 1.6);
+}
