@@ -35,11 +35,11 @@ impl Reveal {
         Reveal {
             algorithm: ALGORITHM.to_string(),
             server_seed: inputs.server_seed.reveal_hex(),
-            commitment: inputs.server_seed.commitment().to_string(),
+            commitment: inputs.server_seed.commitment().to_hex(),
             client_seed: client_seed.to_string(),
             nonce: inputs.nonce,
             decks: inputs.decks.get(),
-            cards: cards.iter().map(Card::to_string).collect(),
+            cards: cards.iter().map(|c| c.text().to_owned()).collect(),
             round_id,
         }
     }

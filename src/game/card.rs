@@ -97,11 +97,23 @@ impl Card {
     pub const fn suit(self) -> Suit {
         Suit::ALL[(self.0 % 4) as usize]
     }
+
+    /// The card's text form, e.g. `Ah` (the same as `Display`, without formatting machinery).
+    pub const fn text(self) -> &'static str {
+        CARD_TEXT[self.0 as usize]
+    }
 }
+
+/// Text form of each card code, in code order.
+const CARD_TEXT: [&str; DECK_SIZE] = [
+    "2c", "2d", "2h", "2s", "3c", "3d", "3h", "3s", "4c", "4d", "4h", "4s", "5c", "5d", "5h", "5s", "6c", "6d", "6h",
+    "6s", "7c", "7d", "7h", "7s", "8c", "8d", "8h", "8s", "9c", "9d", "9h", "9s", "Tc", "Td", "Th", "Ts", "Jc", "Jd",
+    "Jh", "Js", "Qc", "Qd", "Qh", "Qs", "Kc", "Kd", "Kh", "Ks", "Ac", "Ad", "Ah", "As",
+];
 
 impl fmt::Display for Card {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}", self.rank().symbol(), self.suit().symbol())
+        f.write_str(self.text())
     }
 }
 
@@ -260,6 +272,14 @@ mod tests {
             assert_eq!(Card::new(card.rank(), card.suit()), card);
         }
         assert_eq!(Card::from_code(52), None);
+    }
+
+    #[test]
+    fn text_table_matches_rank_and_suit_symbols() {
+        for code in 0..52u8 {
+            let card = Card::from_code(code).unwrap();
+            assert_eq!(card.text(), format!("{}{}", card.rank().symbol(), card.suit().symbol()));
+        }
     }
 
     #[test]

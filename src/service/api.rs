@@ -19,7 +19,7 @@ use tracing::{debug, info, info_span};
 
 use super::convert;
 use super::error::invalid_token;
-use super::metrics;
+use super::metrics::{self, Method, Metrics};
 use super::proto::{self, red_dog_server::RedDog};
 use super::state::{CommitmentPayload, RoundPayload, RoundState};
 use super::token::{KeyRing, TokenKind};
@@ -50,33 +50,42 @@ struct Inner {
     ring: KeyRing,
     ttl_ms: i64,
     rules: proto::GetRulesResponse,
+    metrics: Metrics,
 }
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Runs a handler body with an RPC span, latency and status metrics.
-fn observe<T>(method: &'static str, f: impl FnOnce() -> Result<T, Status>) -> Result<Response<T>, Status> {
-    let started = Instant::now();
-    let span = info_span!("rpc", rpc.service = "reddog.v1.RedDog", rpc.method = method);
-    let result = span.in_scope(f);
-    let code = result.as_ref().map_or_else(Status::code, |_| tonic::Code::Ok);
-    metrics::rpc(method, code, started);
-    if let Err(status) = &result {
-        debug!(method, code = ?status.code(), message = status.message(), "rpc refused");
-    }
-    result.map(Response::new)
-}
-
 impl RedDogService {
+    /// Runs a handler body with an RPC span, latency and status metrics.
+    fn observe<T>(&self, method: Method, f: impl FnOnce() -> Result<T, Status>) -> Result<Response<T>, Status> {
+        let started = Instant::now();
+        let span = info_span!("rpc", rpc.service = "reddog.v1.RedDog", rpc.method = method.name());
+        let result = span.in_scope(f);
+        let code = result.as_ref().map_or_else(Status::code, |_| tonic::Code::Ok);
+        self.inner.metrics.rpc(method, code, started);
+        if let Err(status) = &result {
+            debug!(method = method.name(), code = ?status.code(), message = status.message(), "rpc refused");
+        }
+        result.map(Response::new)
+    }
+
     pub fn new(config: EngineConfig) -> RedDogService {
         let ttl_ms = i64::try_from(config.commitment_ttl.as_millis()).unwrap_or(i64::MAX);
         let rules = super::rules::rules(&config.table, config.commitment_ttl);
-        RedDogService { inner: Arc::new(Inner { table: config.table, ring: config.key_ring, ttl_ms, rules }) }
+        RedDogService {
+            inner: Arc::new(Inner {
+                table: config.table,
+                ring: config.key_ring,
+                ttl_ms,
+                rules,
+                metrics: Metrics::register(),
+            }),
+        }
     }
 
-    fn open_round(&self, method: &'static str, token: &[u8], round_id: &str) -> Result<RoundState, Status> {
+    fn open_round(&self, method: Method, token: &[u8], round_id: &str) -> Result<RoundState, Status> {
         convert::required_token("round_token", token)?;
         convert::round_id("round_id", round_id)?;
         let state =
@@ -98,7 +107,7 @@ impl RedDogService {
         let expires_at_unix_ms = now_ms().saturating_add(self.inner.ttl_ms);
         let payload = CommitmentPayload { server_seed: seed.expose().to_vec(), expires_at_unix_ms };
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
-        let commitment = seed.commitment().to_string();
+        let commitment = seed.commitment().to_hex();
         info!(target: "reddog::audit", event = "seed_committed", round_id = %req.round_id, %commitment, expires_at_unix_ms);
         Ok(proto::CommitSeedResponse {
             round_id: req.round_id.clone(),
@@ -121,7 +130,7 @@ impl RedDogService {
             .open::<CommitmentPayload>(TokenKind::Commitment, &req.commitment_token)
             .and_then(|p| if now_ms() > p.expires_at_unix_ms { Err(EngineError::InvalidToken) } else { p.seed() })
             .map_err(|_| {
-                metrics::token_rejected("StartRound");
+                metrics::token_rejected(Method::StartRound);
                 invalid_token("commitment_token")
             })?;
         let inputs = DealInputs {
@@ -141,9 +150,9 @@ impl RedDogService {
             paytable: table.paytable.clone(),
         };
         let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
-        let commitment = state.seed.commitment().to_string();
+        let commitment = state.seed.commitment().to_hex();
         let class = state.round.class();
-        metrics::round_started(class.name());
+        self.inner.metrics.round_started(class);
         info!(
             target: "reddog::audit",
             event = "round_started",
@@ -165,7 +174,7 @@ impl RedDogService {
     }
 
     fn decide(&self, req: &proto::DecideRequest) -> Result<proto::DecideResponse, Status> {
-        let mut state = self.open_round("Decide", &req.round_token, &req.round_id)?;
+        let mut state = self.open_round(Method::Decide, &req.round_token, &req.round_id)?;
         let decisions = convert::decisions(&req.decisions, state.round.seats().len())?;
         let mut raised = 0u64;
         for &(seat, decision) in &decisions {
@@ -192,7 +201,7 @@ impl RedDogService {
     }
 
     fn settle(&self, req: &proto::SettleRequest) -> Result<proto::SettleResponse, Status> {
-        let mut state = self.open_round("Settle", &req.round_token, &req.round_id)?;
+        let mut state = self.open_round(Method::Settle, &req.round_token, &req.round_id)?;
         state.round.close();
         let table = Table { decks: state.decks, paytable: state.paytable.clone(), limits: self.inner.table.limits };
         let settlement = state.round.settle(&table)?;
@@ -226,7 +235,7 @@ impl RedDogService {
         let round_id = (!state.round_id.is_empty()).then(|| state.round_id.clone());
         let reveal = Reveal::new(&inputs, &state.client_seed, &state.dealt_cards(), round_id);
         let reveal_json = serde_json::to_string(&reveal).map_err(|e| EngineError::Internal(e.to_string()))?;
-        metrics::settled(&settlement, staked, returned);
+        self.inner.metrics.settled(&settlement, staked, returned);
         info!(
             target: "reddog::audit",
             event = "round_settled",
@@ -264,28 +273,28 @@ impl RedDog for RedDogService {
         &self,
         _request: Request<proto::GetRulesRequest>,
     ) -> Result<Response<proto::GetRulesResponse>, Status> {
-        observe("GetRules", || Ok(self.inner.rules.clone()))
+        self.observe(Method::GetRules, || Ok(self.inner.rules.clone()))
     }
 
     async fn commit_seed(
         &self,
         request: Request<proto::CommitSeedRequest>,
     ) -> Result<Response<proto::CommitSeedResponse>, Status> {
-        observe("CommitSeed", || self.commit_seed(request.get_ref()))
+        self.observe(Method::CommitSeed, || self.commit_seed(request.get_ref()))
     }
 
     async fn start_round(
         &self,
         request: Request<proto::StartRoundRequest>,
     ) -> Result<Response<proto::StartRoundResponse>, Status> {
-        observe("StartRound", || self.start_round(request.get_ref()))
+        self.observe(Method::StartRound, || self.start_round(request.get_ref()))
     }
 
     async fn decide(&self, request: Request<proto::DecideRequest>) -> Result<Response<proto::DecideResponse>, Status> {
-        observe("Decide", || self.decide(request.get_ref()))
+        self.observe(Method::Decide, || self.decide(request.get_ref()))
     }
 
     async fn settle(&self, request: Request<proto::SettleRequest>) -> Result<Response<proto::SettleResponse>, Status> {
-        observe("Settle", || self.settle(request.get_ref()))
+        self.observe(Method::Settle, || self.settle(request.get_ref()))
     }
 }

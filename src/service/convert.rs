@@ -101,7 +101,7 @@ pub fn card(c: Card) -> proto::Card {
         Suit::Hearts => proto::Suit::Hearts,
         Suit::Spades => proto::Suit::Spades,
     };
-    proto::Card { code: c.to_string(), rank: u32::from(c.rank().value()), suit: suit as i32 }
+    proto::Card { code: c.text().to_owned(), rank: u32::from(c.rank().value()), suit: suit as i32 }
 }
 
 pub fn hand_class(c: HandClass) -> proto::HandClass {

@@ -18,12 +18,12 @@ use std::net::SocketAddr;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use metrics::{counter, histogram};
+use metrics::{Counter, Histogram, counter, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::game::Settlement;
+use crate::game::{HandClass, Rule, Settlement};
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
@@ -106,36 +106,129 @@ pub async fn spawn(addr: SocketAddr) -> std::io::Result<Option<SocketAddr>> {
     Ok(Some(bound))
 }
 
-/// Records one answered RPC.
-pub fn rpc(method: &'static str, code: tonic::Code, started: Instant) {
-    counter!("reddog_rpc_requests_total", "method" => method, "code" => code_name(code)).increment(1);
-    histogram!("reddog_rpc_duration_seconds", "method" => method).record(started.elapsed().as_secs_f64());
+/// The RPCs of `reddog.v1.RedDog`, as metric labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    GetRules,
+    CommitSeed,
+    StartRound,
+    Decide,
+    Settle,
 }
 
-/// Records a refused token.
-pub fn token_rejected(method: &'static str) {
-    counter!("reddog_token_rejections_total", "method" => method).increment(1);
-}
+impl Method {
+    const ALL: [Method; 5] = [Method::GetRules, Method::CommitSeed, Method::StartRound, Method::Decide, Method::Settle];
 
-/// Records a dealt round.
-pub fn round_started(hand_class: &'static str) {
-    counter!("reddog_rounds_started_total", "hand_class" => hand_class).increment(1);
-}
-
-/// Records a settlement: per seat outcome, and the staked and returned sums.
-pub fn settled(s: &Settlement, staked: u64, returned: u64) {
-    let class = s.class.name();
-    for seat in &s.seats {
-        counter!(
-            "reddog_seats_settled_total",
-            "hand_class" => class,
-            "outcome" => seat.outcome.name(),
-            "rule" => seat.rule.name()
-        )
-        .increment(1);
+    pub const fn name(self) -> &'static str {
+        match self {
+            Method::GetRules => "GetRules",
+            Method::CommitSeed => "CommitSeed",
+            Method::StartRound => "StartRound",
+            Method::Decide => "Decide",
+            Method::Settle => "Settle",
+        }
     }
-    counter!("reddog_staked_minor_units_total").increment(staked);
-    counter!("reddog_returned_minor_units_total").increment(returned);
+}
+
+const RULES: [Rule; 6] = [
+    Rule::ThreeOfAKind,
+    Rule::PairNoMatch,
+    Rule::Consecutive,
+    Rule::ThirdCardBetween,
+    Rule::ThirdCardMatches,
+    Rule::ThirdCardOutside,
+];
+
+/// The hand class and outcome a rule implies (a rule decides both).
+const fn rule_labels(rule: Rule) -> (&'static str, &'static str) {
+    match rule {
+        Rule::ThreeOfAKind => ("pair", "win"),
+        Rule::PairNoMatch => ("pair", "push"),
+        Rule::Consecutive => ("consecutive", "push"),
+        Rule::ThirdCardBetween => ("non_consecutive", "win"),
+        Rule::ThirdCardMatches | Rule::ThirdCardOutside => ("non_consecutive", "lose"),
+    }
+}
+
+/// Handles to the metrics every RPC touches, registered once when the service is built, so
+/// a call only increments atomics (the `counter!` macro would build, hash and look up a
+/// labelled key on every call). Built after [`install`]; without a recorder the handles are
+/// no-ops. Registering eagerly also makes every series visible at 0 from the start.
+pub struct Metrics {
+    ok: [Counter; 5],
+    duration: [Histogram; 5],
+    /// By hand class: pair, consecutive, non-consecutive.
+    rounds_started: [Counter; 3],
+    /// By rule, in the order of `RULES`.
+    seats_settled: [Counter; 6],
+    staked: Counter,
+    returned: Counter,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Metrics {
+    /// Registers the handles with the global recorder.
+    pub fn register() -> Metrics {
+        Metrics {
+            ok: Method::ALL.map(|m| counter!("reddog_rpc_requests_total", "method" => m.name(), "code" => "OK")),
+            duration: Method::ALL.map(|m| histogram!("reddog_rpc_duration_seconds", "method" => m.name())),
+            rounds_started: ["pair", "consecutive", "non_consecutive"]
+                .map(|class| counter!("reddog_rounds_started_total", "hand_class" => class)),
+            seats_settled: RULES.map(|rule| {
+                let (class, outcome) = rule_labels(rule);
+                counter!(
+                    "reddog_seats_settled_total",
+                    "hand_class" => class,
+                    "outcome" => outcome,
+                    "rule" => rule.name()
+                )
+            }),
+            staked: counter!("reddog_staked_minor_units_total"),
+            returned: counter!("reddog_returned_minor_units_total"),
+        }
+    }
+
+    /// Records one answered RPC.
+    pub fn rpc(&self, method: Method, code: tonic::Code, started: Instant) {
+        let i = method as usize;
+        if code == tonic::Code::Ok {
+            self.ok[i].increment(1);
+        } else {
+            counter!("reddog_rpc_requests_total", "method" => method.name(), "code" => code_name(code)).increment(1);
+        }
+        self.duration[i].record(started.elapsed().as_secs_f64());
+    }
+
+    /// Records a dealt round.
+    pub fn round_started(&self, class: HandClass) {
+        let i = match class {
+            HandClass::Pair => 0,
+            HandClass::Consecutive => 1,
+            HandClass::NonConsecutive(_) => 2,
+        };
+        self.rounds_started[i].increment(1);
+    }
+
+    /// Records a settlement: per seat outcome, and the staked and returned sums.
+    pub fn settled(&self, s: &Settlement, staked: u64, returned: u64) {
+        for seat in &s.seats {
+            if let Some(i) = RULES.iter().position(|&r| r == seat.rule) {
+                self.seats_settled[i].increment(1);
+            }
+        }
+        self.staked.increment(staked);
+        self.returned.increment(returned);
+    }
+}
+
+/// Records a refused token (rare: not worth a cached handle).
+pub fn token_rejected(method: Method) {
+    counter!("reddog_token_rejections_total", "method" => method.name()).increment(1);
 }
 
 fn code_name(code: tonic::Code) -> &'static str {
