@@ -5,6 +5,8 @@
 pub mod error;
 pub mod fairness;
 pub mod game;
+pub mod odds;
 pub mod service;
+pub mod sim;
 
 pub use error::EngineError;

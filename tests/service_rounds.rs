@@ -420,6 +420,16 @@ async fn get_rules_states_the_table() {
     assert_eq!(rules.fairness_algorithm, "reddog-deal-v1");
     assert_eq!(rules.fairness_algorithm_version, 1);
     assert_eq!(rules.commitment_ttl_secs, 90);
+    assert_eq!(
+        rules.raise_rule,
+        "raise when the spread is 7 or more, otherwise stand"
+    );
+    assert!(
+        rules.rtp_decimal.starts_with("0.9"),
+        "{}",
+        rules.rtp_decimal
+    );
+    assert!(rules.rtp_exact.contains('/'), "{}", rules.rtp_exact);
     server.stop().await;
 }
 

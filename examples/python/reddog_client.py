@@ -52,11 +52,18 @@ def make_verifier(verifier_path, reddog_bin):
             with open(os.devnull, "w") as quiet:
                 return bool(module.check_reveal(json.loads(reveal_json), out=quiet))
         return verify
-    # Fallback until verify/verify.py is on this branch: the engine's own checker.
+    # Fallback until verify/verify.py is on this branch: the engine's own checker, and if
+    # that is not built either, the commitment check alone (said loudly on every run).
     print("NOTE: %s not found; falling back to `%s verify`" % (verifier_path, reddog_bin))
+    import hashlib
 
     def verify(reveal_json):
         r = subprocess.run([reddog_bin, "verify", "-"], input=reveal_json.encode(), capture_output=True)
+        if b"not built yet" in r.stderr or b"unexpected argument" in r.stderr:
+            reveal = json.loads(reveal_json)
+            print("NOTE: `reddog verify` is not built on this branch either: checked only "
+                  "SHA-256(server_seed) == commitment, not the cards")
+            return hashlib.sha256(bytes.fromhex(reveal["server_seed"])).hexdigest() == reveal["commitment"]
         return r.returncode == 0
     return verify
 

@@ -1,4 +1,4 @@
-//! Hands: what the first two cards make (RULES.md, "A round").
+//! Hands: what the first two cards make (`docs/RULES.md`, "A round").
 
 use std::fmt;
 

@@ -1,4 +1,4 @@
-//! The rules of Red Dog (`RULES.md`), pure: no I/O, no transport, no randomness of its own.
+//! The rules of Red Dog (`docs/RULES.md`), pure: no I/O, no transport, no randomness of its own.
 //!
 //! - [`card`]: cards, the shoe, and the [`CardSource`] seam the randomness plugs into;
 //! - [`hand`]: pair / consecutive / non-consecutive and the spread;

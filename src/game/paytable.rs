@@ -6,7 +6,7 @@ use super::hand::Spread;
 use crate::error::EngineError;
 
 /// The largest odds a paytable may set. It bounds every payout so that a round whose bets
-/// passed [`crate::game::Table::check_bet`] can always be settled without overflow.
+/// passed [`crate::game::BetLimits::check`] can always be settled without overflow.
 pub const MAX_ODDS: u32 = 10_000;
 
 /// Odds paid on a win, "X to 1": the stake comes back plus `X` times the stake.

@@ -165,7 +165,10 @@ impl Round {
             return Err(EngineError::out_of_range("seats", bets.len(), 1, MAX_SEATS as u64));
         }
         for (i, &bet) in bets.iter().enumerate() {
-            table.limits.check(seat_field(i, "bet"), bet)?;
+            // Name the field only on failure: formatting it for every seat costs more than the deal.
+            if bet < table.limits.min() || bet > table.limits.max() {
+                table.limits.check(seat_field(i, "bet"), bet)?;
+            }
         }
         let seats: Vec<Seat> = bets.iter().map(|&bet| Seat { bet, decision: None }).collect();
         let cards = [source.draw(), source.draw()];

