@@ -384,3 +384,38 @@ fn repeated_card_by_position(
     assert!((mean - mean_0).abs() < 5.0 * sd_0 / runs.sqrt());
     assert!(sd > sd_0 / 1.6 && sd < sd_0 * 1.6);
 }
+
+#[test]
+fn the_expected_class_probabilities_equal_the_game_cores_exact_odds() {
+    use reddog::game::{Paytable, Spread};
+    use reddog::odds::{Analysis, to_f64};
+    for d in 1..=8u32 {
+        let odds = Analysis::new(Decks::new(d).unwrap(), &Paytable::STANDARD);
+        let p = exact_class_probabilities(d);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(
+            close(p[0], to_f64(&odds.p_three_of_a_kind())),
+            "{d} decks: trips"
+        );
+        assert!(
+            close(p[0] + p[1], to_f64(&odds.p_pair())),
+            "{d} decks: pair"
+        );
+        assert!(
+            close(p[2], to_f64(&odds.p_consecutive())),
+            "{d} decks: consecutive"
+        );
+        for s in Spread::all() {
+            let i = 3 + 2 * usize::from(s.get() - 1);
+            let win = to_f64(&odds.p_win_given_spread(s).unwrap());
+            assert!(
+                close(p[i] + p[i + 1], to_f64(&odds.p_spread(s))),
+                "{d} decks: spread {s}"
+            );
+            assert!(
+                close(p[i], to_f64(&odds.p_spread(s)) * win),
+                "{d} decks: spread {s} won"
+            );
+        }
+    }
+}
