@@ -313,40 +313,109 @@ fn long_run_hand_classes_spreads_and_outcomes_follow_the_exact_odds() {
 #[test]
 #[ignore = "long run: a few minutes in release"]
 fn long_run_repeated_card_by_position_statistics_have_the_predicted_mean_and_spread() {
-    repeated_card_by_position(40, 20_000);
-    repeated_card_by_position(16, 2_000_000);
+    repeated_card_by_position("fair shoe", 0..40, 20_000, fair_counts);
+    repeated_card_by_position("fair shoe", 0..16, 2_000_000, fair_counts);
+    repeated_card_by_position("fair shoe", 100..132, 2_000_000, fair_counts);
 }
 
-fn repeated_card_by_position(runs: u8, n: u64) {
-    let xs: Vec<f64> = (0..runs)
+/// The same measurement with the same harness, the shoe driven by `rand`'s `StdRng` instead
+/// of the fair deal: a control for the harness and the reference distribution.
+#[test]
+#[ignore = "long run: a few minutes in release"]
+fn long_run_control_the_same_statistics_with_a_different_generator() {
+    repeated_card_by_position("StdRng control", 0..32, 2_000_000, |k, n| {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0xC0FFEE + u64::from(k));
+        let mut counts = vec![[0u64; 52]; 52];
+        for _ in 0..n {
+            let mut shoe = reddog::game::Shoe::new(Decks::ONE);
+            for row in counts.iter_mut() {
+                row[usize::from(shoe.draw_with(|b| rng.random_range(0..b)).unwrap().code())] += 1;
+            }
+        }
+        counts
+    });
+}
+
+/// Card × position counts of `n` fair one-deck deals under server seed `[k; 32]`.
+fn fair_counts(k: u8, n: u64) -> Vec<[u64; 52]> {
+    let seed = ServerSeed::from_bytes([k; 32]);
+    let mut counts = vec![[0u64; 52]; 52];
+    for nonce in 0..n {
+        let mut shoe = FairShoe::new(&inputs(&seed, nonce, Decks::ONE));
+        for row in counts.iter_mut() {
+            row[usize::from(shoe.next_card().unwrap().code())] += 1;
+        }
+    }
+    counts
+}
+
+fn repeated_card_by_position(
+    label: &str,
+    seeds: std::ops::Range<u8>,
+    n: u64,
+    counts_of: impl Fn(u8, u64) -> Vec<[u64; 52]> + Sync,
+) {
+    let runs = seeds.len();
+    let stats: Vec<(f64, f64)> = seeds
         .into_par_iter()
         .map(|k| {
-            let seed = ServerSeed::from_bytes([k; 32]);
-            let mut counts = vec![[0u64; 52]; 52];
-            for nonce in 0..n {
-                let mut shoe = FairShoe::new(&inputs(&seed, nonce, Decks::ONE));
-                for row in counts.iter_mut() {
-                    row[usize::from(shoe.next_card().unwrap().code())] += 1;
-                }
-            }
+            let counts = counts_of(k, n);
             let e = n as f64 / 52.0;
-            counts
-                .iter()
-                .flatten()
-                .map(|&o| (o as f64 - e).powi(2) / e)
-                .sum::<f64>()
+            let x2 = |row: &[u64; 52]| row.iter().map(|&o| (o as f64 - e).powi(2) / e).sum::<f64>();
+            (counts.iter().map(x2).sum::<f64>(), x2(&counts[0]))
         })
         .collect();
-    let runs = f64::from(runs);
+    let xs: Vec<f64> = stats.iter().map(|s| s.0).collect();
+    let first_card = stats.iter().map(|s| s.1).sum::<f64>() / runs as f64;
+    let runs = runs as f64;
     let mean = xs.iter().sum::<f64>() / runs;
     let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (runs - 1.0)).sqrt();
     let (mean_0, sd_0) = (52.0 * 51.0, (2.0f64 * 52.0 * 52.0).sqrt());
     let below = xs.iter().filter(|&&x| x < mean_0).count();
     println!(
-        "{runs} runs of N = {n}: mean X² = {mean:.1} (predicted {mean_0}), sd = {sd:.1} (predicted {sd_0:.1}), \
-         {below} below the predicted mean"
+        "{label}: {runs} runs of N = {n}: mean X² = {mean:.1} (predicted {mean_0}, standard error {:.1}), \
+         sd = {sd:.1} (predicted {sd_0:.1}), {below} below the predicted mean; first card alone: mean X² = \
+         {first_card:.2} (predicted 51, standard error {:.2})",
+        sd_0 / runs.sqrt(),
+        (102.0 / runs).sqrt()
     );
     // ±5 standard errors of the mean; the sample sd within a factor 1.6.
     assert!((mean - mean_0).abs() < 5.0 * sd_0 / runs.sqrt());
     assert!(sd > sd_0 / 1.6 && sd < sd_0 * 1.6);
+}
+
+#[test]
+fn the_expected_class_probabilities_equal_the_game_cores_exact_odds() {
+    use reddog::game::{Paytable, Spread};
+    use reddog::odds::{Analysis, to_f64};
+    for d in 1..=8u32 {
+        let odds = Analysis::new(Decks::new(d).unwrap(), &Paytable::STANDARD);
+        let p = exact_class_probabilities(d);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(
+            close(p[0], to_f64(&odds.p_three_of_a_kind())),
+            "{d} decks: trips"
+        );
+        assert!(
+            close(p[0] + p[1], to_f64(&odds.p_pair())),
+            "{d} decks: pair"
+        );
+        assert!(
+            close(p[2], to_f64(&odds.p_consecutive())),
+            "{d} decks: consecutive"
+        );
+        for s in Spread::all() {
+            let i = 3 + 2 * usize::from(s.get() - 1);
+            let win = to_f64(&odds.p_win_given_spread(s).unwrap());
+            assert!(
+                close(p[i] + p[i + 1], to_f64(&odds.p_spread(s))),
+                "{d} decks: spread {s}"
+            );
+            assert!(
+                close(p[i], to_f64(&odds.p_spread(s)) * win),
+                "{d} decks: spread {s} won"
+            );
+        }
+    }
 }
