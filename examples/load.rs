@@ -65,6 +65,51 @@ impl RedDog for Noop {
     }
 }
 
+/// Answers each RPC with a stored copy of a real engine response: the cost of a tonic unary
+/// call carrying the same request and response bytes, without the engine's work.
+#[derive(Clone, Default)]
+struct Canned {
+    rules: proto::GetRulesResponse,
+    commit: proto::CommitSeedResponse,
+    start: proto::StartRoundResponse,
+    decide: proto::DecideResponse,
+    settle: proto::SettleResponse,
+}
+
+#[tonic::async_trait]
+impl RedDog for Canned {
+    async fn get_rules(
+        &self,
+        _: Request<proto::GetRulesRequest>,
+    ) -> Result<Response<proto::GetRulesResponse>, Status> {
+        Ok(Response::new(self.rules.clone()))
+    }
+    async fn commit_seed(
+        &self,
+        _: Request<proto::CommitSeedRequest>,
+    ) -> Result<Response<proto::CommitSeedResponse>, Status> {
+        Ok(Response::new(self.commit.clone()))
+    }
+    async fn start_round(
+        &self,
+        _: Request<proto::StartRoundRequest>,
+    ) -> Result<Response<proto::StartRoundResponse>, Status> {
+        Ok(Response::new(self.start.clone()))
+    }
+    async fn decide(
+        &self,
+        _: Request<proto::DecideRequest>,
+    ) -> Result<Response<proto::DecideResponse>, Status> {
+        Ok(Response::new(self.decide.clone()))
+    }
+    async fn settle(
+        &self,
+        _: Request<proto::SettleRequest>,
+    ) -> Result<Response<proto::SettleResponse>, Status> {
+        Ok(Response::new(self.settle.clone()))
+    }
+}
+
 struct Opts {
     secs: u64,
     concurrency: usize,
@@ -191,11 +236,15 @@ async fn rate(clients: &[RedDogClient<Channel>], call: &Call, o: &Opts) -> Rate 
 }
 
 async fn serve_noop() -> SocketAddr {
+    serve_baseline(Noop).await
+}
+
+async fn serve_baseline<S: RedDog>(svc: S) -> SocketAddr {
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     tokio::spawn(
         Server::builder()
-            .add_service(RedDogServer::new(Noop))
+            .add_service(RedDogServer::new(svc))
             .serve_with_incoming(
                 tonic::transport::server::TcpIncoming::from(l).with_nodelay(Some(true)),
             ),
@@ -278,6 +327,15 @@ fn main() {
         };
         let engine = clients(engine_addr, o.connections).await;
         let (start, decide, settle) = fixtures(&mut engine[0].clone()).await;
+        let mut e = engine[0].clone();
+        let canned = Canned {
+            rules: e.get_rules(proto::GetRulesRequest {}).await.unwrap().into_inner(),
+            commit: e.commit_seed(proto::CommitSeedRequest { round_id: "load".into() }).await.unwrap().into_inner(),
+            start: e.start_round(start.clone()).await.unwrap().into_inner(),
+            decide: e.decide(decide.clone()).await.unwrap().into_inner(),
+            settle: e.settle(settle.clone()).await.unwrap().into_inner(),
+        };
+        let canned = clients(serve_baseline(canned).await, o.connections).await;
         println!(
             "concurrency {}, connections {}, {} s per measurement, engine {}",
             o.concurrency,
@@ -303,16 +361,19 @@ fn main() {
         ];
         for (name, call) in calls {
             let r = rate(&engine, &call, &o).await;
-            // Re-measure the baseline next to each RPC to cancel drift from other load.
+            // Re-measure the baselines next to each RPC to cancel drift from other load.
             let b = rate(&noop, &Call::GetRules, &o).await;
+            let c = rate(&canned, &call, &o).await;
             println!(
-                "{name:<12} {:>8.0} calls/s wall {:>8.0} calls/CPU-s | no-op {:>8.0} wall {:>8.0} CPU | ratio wall {:.3} CPU {:.3}",
+                "{name:<12} {:>8.0} calls/s wall {:>8.0} calls/CPU-s | no-op {:>8.0} wall {:>8.0} CPU | ratio wall {:.3} CPU {:.3} | same bytes, no engine: {:>8.0} CPU, ratio CPU {:.3}",
                 r.wall,
                 r.cpu,
                 b.wall,
                 b.cpu,
                 r.wall / b.wall,
-                r.cpu / b.cpu
+                r.cpu / b.cpu,
+                c.cpu,
+                r.cpu / c.cpu
             );
         }
     });
