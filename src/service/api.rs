@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tonic::{Request, Response, Status};
-use tracing::{debug, info, info_span};
+use tracing::{debug, debug_span, info};
 
 use super::convert;
 use super::error::invalid_token;
@@ -61,7 +61,8 @@ impl RedDogService {
     /// Runs a handler body with an RPC span, latency and status metrics.
     fn observe<T>(&self, method: Method, f: impl FnOnce() -> Result<T, Status>) -> Result<Response<T>, Status> {
         let started = Instant::now();
-        let span = info_span!("rpc", rpc.service = "reddog.v1.RedDog", rpc.method = method.name());
+        // DEBUG: built only when trace export or debug logs want it (see `telemetry::init`).
+        let span = debug_span!("rpc", rpc.service = "reddog.v1.RedDog", rpc.method = method.name());
         let result = span.in_scope(f);
         let code = result.as_ref().map_or_else(Status::code, |_| tonic::Code::Ok);
         self.inner.metrics.rpc(method, code, started);
