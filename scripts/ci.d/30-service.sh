@@ -8,6 +8,14 @@ cd "$(dirname "$0")/../.."
 TOOLS="$PWD/.tools"
 mkdir -p "$TOOLS"
 
+# A fresh machine may lack npm or the venv module; install them from Debian if so.
+need_apt=()
+command -v npm >/dev/null || need_apt+=(npm)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
+if ((${#need_apt[@]})); then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
 echo "-- buf lint"
 if [ ! -x "$TOOLS/buf/node_modules/.bin/buf" ]; then
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/buf" @bufbuild/buf >/dev/null
