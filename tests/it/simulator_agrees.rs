@@ -3,7 +3,7 @@
 //! for each of 1, 2, 4, 6 and 8 decks. Run it in release:
 //!
 //! ```text
-//! cargo test --release --test simulator_agrees -- --ignored --nocapture
+//! cargo test --release --test it simulator_agrees:: -- --ignored --nocapture
 //! ```
 //!
 //! `REDDOG_AGREE_ROUNDS` overrides the rounds per deck count (default 10,000,000).

@@ -1,12 +1,10 @@
 //! Every bad input gets a precise status whose `google.rpc` details name the field; every
 //! unusable token gets one identical answer.
 
-mod service_common;
-
 use std::time::Duration;
 
+use crate::common::*;
 use reddog::service::proto::{self, Action, SeatBet};
-use service_common::*;
 use tonic::{Code, Status};
 use tonic_types::StatusExt;
 

@@ -1,14 +1,12 @@
 //! Complete rounds of every hand class, with 1 and 7 seats, through a generated tonic client
 //! against the real server on 127.0.0.1:0; every reveal verified; retries return the same.
 
-mod service_common;
-
 use std::time::Duration;
 
+use crate::common::*;
 use reddog::fairness::{Reveal, verify};
 use reddog::game::{Paytable, Spread};
 use reddog::service::proto::{self, Action, HandClass, Outcome, Rule};
-use service_common::*;
 
 const TTL: Duration = Duration::from_secs(600);
 

@@ -19,7 +19,7 @@
 //! `1−α` quantile, computed below — not tuned. The inputs are fixed, so each run is
 //! deterministic. The quick versions run in CI; the `#[ignore]`d long versions, with the
 //! sample sizes the power argument needs, run with
-//! `cargo test --release --test fairness_stats -- --ignored --nocapture`.
+//! `cargo test --release --test it fairness_stats:: -- --ignored --nocapture`.
 
 use rayon::prelude::*;
 use reddog::fairness::{DealInputs, FairShoe, ServerSeed};

@@ -1,13 +1,11 @@
 //! With logs at the most verbose level, no server seed appears in the logs before its
 //! reveal (nor after: the engine never logs seeds).
 
-mod service_common;
-
 use std::time::Duration;
 
+use crate::common::*;
 use reddog::fairness::Reveal;
 use reddog::service::proto::{self, Action};
-use service_common::*;
 
 #[tokio::test]
 async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {

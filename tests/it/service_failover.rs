@@ -1,14 +1,12 @@
 //! Statelessness: rounds started on one process finish on another holding the same key ring
 //! after the first is killed with SIGKILL; a key rotation with rounds in flight fails none.
 
-mod service_common;
-
 use std::time::Duration;
 
+use crate::common::*;
 use reddog::fairness::{Reveal, verify};
 use reddog::service::proto::red_dog_client::RedDogClient;
 use reddog::service::proto::{self, Action};
-use service_common::*;
 use tonic::transport::Channel;
 
 /// Starts `n` rounds (CommitSeed + StartRound, and for non-consecutive hands a decision for

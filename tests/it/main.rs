@@ -1,0 +1,22 @@
+//! The integration tests, as one test binary (one link instead of one per file): the real
+//! server on `127.0.0.1:0` through a generated client, the real binary as a child process,
+//! property tests, the test vectors and the statistics.
+//!
+//! Run one group with a filter, e.g. `cargo test --test it service_errors::`; the long
+//! `#[ignore]`d runs with `cargo test --release --test it <module>:: -- --ignored --nocapture`.
+
+mod common;
+
+mod cli_json;
+mod drain;
+mod fairness_cli;
+mod fairness_stats;
+mod fairness_vectors;
+mod odds_match_every_deal;
+mod round_properties;
+mod rules_by_example;
+mod service_errors;
+mod service_failover;
+mod service_logs;
+mod service_rounds;
+mod simulator_agrees;
