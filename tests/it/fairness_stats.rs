@@ -361,9 +361,6 @@ fn repeated_card_by_position(
         .into_par_iter()
         .map(|k| {
             let counts = counts_of(k, n);
-            if runs > 100 {
-                eprintln!("{label}: run {k} done at {:.0} s", started.elapsed().as_secs_f64());
-            }
             let e = n as f64 / 52.0;
             let x2 = |row: &[u64; 52]| row.iter().map(|&o| (o as f64 - e).powi(2) / e).sum::<f64>();
             (counts.iter().map(x2).sum::<f64>(), x2(&counts[0]))
