@@ -417,7 +417,7 @@ def _parse_v1(obj):
     want_keys(obj, "reveal (version 1)", V1_REQUIRED, V1_OPTIONAL)
     seed, commitment, nonce, decks = _common(obj, lower_only=False)
     client_seed = want_string(obj["client_seed"], "client_seed", 0, 2**32 - 1)
-    round_id = want_string(obj["round_id"], "round_id") if "round_id" in obj else None
+    round_id = want_round_id(obj["round_id"]) if "round_id" in obj else None
     codes = want_cards(obj["cards"])
     return Reveal(version=1, server_seed=seed, commitment=commitment, client_seed=client_seed, nonce=nonce,
                   decks=decks, codes=codes, round_id=round_id, table_id=None)
