@@ -500,8 +500,10 @@ def parse_expect(obj, where="--expect"):
         name = "%s.%s" % (where, key)
         if key == "commitment":
             out.append((key, want_hex32(value, name, lower_only=False)))
-        elif key in ("nonce", "decks"):
+        elif key == "nonce":
             out.append((key, want_int(value, name, 0, U64_MAX)))
+        elif key == "decks":
+            out.append((key, want_int(value, name, 1, 8)))
         else:
             out.append((key, want_string(value, name)))
     return out
@@ -521,7 +523,8 @@ def expect_from_args(args):
         if key in ("nonce", "decks"):
             if not (value.isascii() and value.isdigit()):
                 raise Malformed("--expect-%s: must be a decimal integer" % key.replace("_", "-"))
-            out.append((key, want_int(int(value), "--expect-" + key, 0, U64_MAX)))
+            lo, hi = (0, U64_MAX) if key == "nonce" else (1, 8)
+            out.append((key, want_int(int(value), "--expect-" + key, lo, hi)))
         else:
             out.append((key, os.fsencode(value)))
     return out
