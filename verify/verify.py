@@ -623,13 +623,13 @@ def check_text(data, expectations=(), out=None):
 
 
 def report(reveal, ok, lines, out):
-    print("format      %s" % ("reddog-reveal-v2" if reveal.version == 2 else "reddog-reveal-v1"), file=out)
+    print("%-18s %s" % ("format", "reddog-reveal-v2" if reveal.version == 2 else "reddog-reveal-v1"), file=out)
     if reveal.round_id is not None:
-        print("round_id    %s" % _render(reveal.round_id), file=out)
+        print("%-18s %s" % ("round_id", _render(reveal.round_id)), file=out)
     for label, good, text in lines:
         mark = "" if good is None else ("OK    " if good else "FAIL  ")
-        print("%-11s %s%s" % (label, mark, text), file=out)
-    print("verdict     %s" % ("VERIFIED" if ok else "NOT VERIFIED"), file=out)
+        print("%-18s %s%s" % (label, mark, text), file=out)
+    print("%-18s %s" % ("verdict", "VERIFIED" if ok else "NOT VERIFIED"), file=out)
 
 
 # --- Test vectors -------------------------------------------------------------------------
