@@ -1,0 +1,363 @@
+//! The five findings of the round-integrity audit (issue 8), each reproduced against the real
+//! server (or the real binary) and checked fixed:
+//!
+//! 1. rounds that could never be settled (a round token over the size `open` accepts);
+//! 2. totals that saturated at `u64::MAX`;
+//! 3. one commitment dealing any number of rounds (Settle as an unsealing oracle);
+//! 4. forks of a round that settle with identical reveals;
+//! 5. malformed reveals accepted by `reddog verify`.
+
+use std::time::Duration;
+
+use crate::common::*;
+use reddog::game::table::MAX_BET;
+use reddog::game::{Paytable, Table, TableSpec};
+use reddog::service::proto::red_dog_client::RedDogClient;
+use reddog::service::proto::{self, Action};
+use tonic::Code;
+use tonic::transport::Channel;
+
+const TTL: Duration = Duration::from_secs(600);
+
+/// A commitment from the server for one round.
+async fn commit(
+    c: &mut RedDogClient<Channel>,
+    round_id: &str,
+    _nonce: u64,
+) -> proto::CommitSeedResponse {
+    c.commit_seed(proto::CommitSeedRequest {
+        round_id: round_id.to_string(),
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+fn start(
+    token: Vec<u8>,
+    round_id: &str,
+    client_seed: String,
+    nonce: u64,
+    bets: &[u64],
+) -> proto::StartRoundRequest {
+    proto::StartRoundRequest {
+        commitment_token: token,
+        client_seed,
+        nonce,
+        round_id: round_id.to_string(),
+        seats: bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
+        player_limits: limits(1, MAX_BET),
+    }
+}
+
+/// Finding 1: a round with the largest inputs the API accepts must be playable to the end.
+/// Before the fix, a 1-seat round with a 926-byte client seed, or 7 seats with a 777-byte
+/// seed and a 128-byte round id, got a round token that Decide and Settle refused forever.
+#[tokio::test]
+async fn finding_1_a_round_with_the_largest_inputs_can_always_be_settled() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    let cases: [(usize, usize, usize); 4] =
+        [(1, 926, 8), (7, 777, 128), (7, 1024, 128), (1, 1024, 128)];
+    for (i, (seats, seed_len, id_len)) in cases.into_iter().enumerate() {
+        let round_id = format!("{i}{}", "r".repeat(id_len - 1));
+        let nonce = u64::MAX - i as u64;
+        let committed = commit(&mut c, &round_id, nonce).await;
+        let client_seed = "s".repeat(seed_len);
+        let bets = vec![30_000u64; seats];
+        let started = c
+            .start_round(start(
+                committed.commitment_token,
+                &round_id,
+                client_seed,
+                nonce,
+                &bets,
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut token = started.round_token;
+        if started.round.unwrap().awaiting_decisions {
+            // One Decide per seat: the largest number of steps a round can take.
+            for seat in 0..seats as u32 {
+                let decided = c
+                    .decide(proto::DecideRequest {
+                        round_token: token.clone(),
+                        decisions: vec![decision(seat, Action::Raise)],
+                        round_id: String::new(),
+                    })
+                    .await
+                    .unwrap_or_else(|e| panic!("case {i}: Decide seat {seat}: {e:?}"))
+                    .into_inner();
+                token = decided.round_token;
+            }
+        }
+        let settled = c
+            .settle(proto::SettleRequest {
+                round_token: token,
+                round_id: String::new(),
+            })
+            .await
+            .unwrap_or_else(|e| {
+                panic!("case {i} ({seats} seats, {seed_len}-byte seed): Settle: {e:?}")
+            })
+            .into_inner();
+        assert_eq!(settled.results.len(), seats);
+    }
+    server.stop().await;
+}
+
+/// Finding 2: a table whose largest round does not fit in `u64` is refused (naming the field
+/// and the largest allowed value), and the largest table that is allowed settles exact totals.
+/// Before the fix, such a table was accepted and `total_returned` came back as `u64::MAX`.
+#[tokio::test]
+async fn finding_2_totals_are_exact_or_the_table_is_refused() {
+    let paytable = Paytable::new([10_000; 11], 10_000).unwrap();
+    let spec = |max_bet: u64| TableSpec {
+        decks: None,
+        paytable: Some(paytable.clone()),
+        min_bet: Some(1),
+        max_bet: Some(max_bet),
+    };
+    let largest = u64::MAX / (7 * 2 * 10_001);
+    let table = match Table::try_from(spec(MAX_BET)) {
+        Err(e) => {
+            assert_eq!(e.field(), Some("max_bet"), "{e}");
+            assert!(
+                e.to_string().contains(&largest.to_string()),
+                "names the largest allowed value: {e}"
+            );
+            Table::try_from(spec(largest)).expect("the largest allowed max_bet is accepted")
+        }
+        // Before the fix the table was accepted: its totals must then be exact.
+        Ok(t) => t,
+    };
+    let bet = table.limits.max().minor();
+    let server = TestServer::start_with(&ring_a(), TTL, table).await;
+    let mut c = server.client().await;
+    let nonce = nonce_for(Want::Between);
+    let token = commitment_token(&ring_a(), SEED, 60_000);
+    let mut req = start_request(token, nonce, &[bet; 7]);
+    req.player_limits = limits(1, bet);
+    let started = c.start_round(req).await.unwrap().into_inner();
+    let decided = c
+        .decide(proto::DecideRequest {
+            round_token: started.round_token,
+            decisions: (0..7).map(|s| decision(s, Action::Raise)).collect(),
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let settled = c
+        .settle(proto::SettleRequest {
+            round_token: decided.round_token,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let staked: u128 = settled.results.iter().map(|r| u128::from(r.stake)).sum();
+    let returned: u128 = settled.results.iter().map(|r| u128::from(r.returned)).sum();
+    assert_eq!(u128::from(settled.total_staked), staked);
+    assert_eq!(
+        u128::from(settled.total_returned),
+        returned,
+        "total_returned is the exact sum"
+    );
+    assert!(returned > 0);
+    server.stop().await;
+}
+
+/// Finding 3: a commitment serves one round only. Before the fix, a platform could start a
+/// throw-away round (another round id or nonce) from the real round's commitment, settle it,
+/// read the seed and so the real round's face-down card.
+#[tokio::test]
+async fn finding_3_a_commitment_deals_only_the_round_it_was_made_for() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    let committed = commit(&mut c, "real-round", 0).await;
+    let token = committed.commitment_token.clone();
+    let seed = || "player seed".to_string();
+    c.start_round(start(token.clone(), "real-round", seed(), 0, &[500]))
+        .await
+        .expect("the round the commitment was made for starts");
+    // The throw-away rounds: another round id, another nonce.
+    let other_id = c
+        .start_round(start(token.clone(), "throw-away", seed(), 0, &[500]))
+        .await;
+    let status = other_id.expect_err("another round id must be refused");
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(status.message().starts_with("round_id"), "{status:?}");
+    let other_nonce = c
+        .start_round(start(token.clone(), "real-round", seed(), 1, &[500]))
+        .await;
+    let status = other_nonce.expect_err("another nonce must be refused");
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(status.message().starts_with("nonce"), "{status:?}");
+    server.stop().await;
+}
+
+/// Finding 4: after Decide(T0) → T1, settling T0 (the seat stands by default) and settling T1
+/// (the seat raised) must be told apart by their reveals. Before the fix both reveals were
+/// byte-identical: nobody could tell which fork was paid.
+#[tokio::test]
+async fn finding_4_two_forks_of_a_round_settle_with_different_reveals() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    let nonce = nonce_for(Want::Between);
+    let token = commitment_token(&ring_a(), SEED, 60_000);
+    let started = c
+        .start_round(start_request(token, nonce, &[1000]))
+        .await
+        .unwrap()
+        .into_inner();
+    let t0 = started.round_token;
+    let t1 = c
+        .decide(proto::DecideRequest {
+            round_token: t0.clone(),
+            decisions: vec![decision(0, Action::Raise)],
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .round_token;
+    let settle = |t: Vec<u8>| proto::SettleRequest {
+        round_token: t,
+        round_id: String::new(),
+    };
+    let fork0 = c.settle(settle(t0)).await.unwrap().into_inner();
+    let fork1 = c.settle(settle(t1)).await.unwrap().into_inner();
+    assert_ne!(fork0.results[0].returned, fork1.results[0].returned);
+    assert_ne!(
+        fork0.reveal_json, fork1.reveal_json,
+        "the forks' reveals must differ"
+    );
+    assert!(
+        fork1
+            .reveal_json
+            .contains(r#""decisions":[[{"seat":0,"action":"raise"}]]"#),
+        "the reveal lists the decisions: {}",
+        fork1.reveal_json
+    );
+    assert!(
+        fork0.reveal_json.contains(r#""decisions":[]"#),
+        "{}",
+        fork0.reveal_json
+    );
+    server.stop().await;
+}
+
+/// Finding 5: `reddog verify` refuses malformed reveals as malformed (exit status 2): card
+/// text that is not canonical (`jd`, `10h`), a numeric round id, a third card dropped or
+/// extra cards, duplicate keys. Before the fix `jd`, `10h`, a dropped or extra card were
+/// accepted as verified.
+#[test]
+fn finding_5_reddog_verify_refuses_malformed_reveals() {
+    use reddog::fairness::{DealInputs, FairShoe, ServerSeed};
+    use reddog::game::{Card, Decks, HandClass};
+    let seed = ServerSeed::from_bytes(SEED);
+    let deal = |nonce: u64| {
+        let inputs = DealInputs {
+            server_seed: &seed,
+            client_seed: CLIENT_SEED.as_bytes(),
+            nonce,
+            decks: Decks::ONE,
+        };
+        FairShoe::deal(&inputs, 4)
+    };
+    let text = |c: &[Card]| {
+        c.iter()
+            .map(|c| format!("\"{c}\""))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let reveal = |nonce: u64, cards: String, tail: &str| {
+        format!(
+            r#"{{"algorithm":"reddog-deal-v1","server_seed":"{}","commitment":"{}","client_seed":"{CLIENT_SEED}","nonce":{nonce},"decks":1,"cards":[{cards}]{tail}}}"#,
+            seed.reveal_hex(),
+            seed.commitment()
+        )
+    };
+    // A non-consecutive deal, so the reveal must list exactly three cards.
+    let nonce = nonce_for(Want::Between);
+    let cards = deal(nonce);
+    assert!(matches!(
+        HandClass::of(cards[0], cards[1]),
+        HandClass::NonConsecutive(_)
+    ));
+    // A non-consecutive deal whose first card is a ten.
+    let (ten_nonce, ten_cards) = (0..10_000u64)
+        .map(|n| (n, deal(n)))
+        .find(|(_, c)| {
+            c[0].to_string().starts_with('T')
+                && matches!(HandClass::of(c[0], c[1]), HandClass::NonConsecutive(_))
+        })
+        .unwrap();
+    let id = r#","round_id":"r-1""#;
+    let verify = |json: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_reddog"))
+            .args(["verify", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(json.as_bytes())
+            .unwrap();
+        child.wait().unwrap().code()
+    };
+    assert_eq!(
+        verify(&reveal(nonce, text(&cards[..3]), id)),
+        Some(0),
+        "the genuine reveal verifies"
+    );
+    assert_eq!(
+        verify(&reveal(ten_nonce, text(&ten_cards[..3]), id)),
+        Some(0),
+        "the genuine reveal verifies"
+    );
+    let lower = cards[0].to_string().to_lowercase();
+    let ten = ten_cards[0].to_string().replace('T', "10");
+    let malformed = [
+        (
+            "lower-case card",
+            reveal(nonce, format!("\"{lower}\",{}", text(&cards[1..3])), id),
+        ),
+        (
+            "`10` for a ten",
+            reveal(
+                ten_nonce,
+                format!("\"{ten}\",{}", text(&ten_cards[1..3])),
+                id,
+            ),
+        ),
+        (
+            "numeric round id",
+            reveal(nonce, text(&cards[..3]), r#","round_id":17"#),
+        ),
+        ("third card dropped", reveal(nonce, text(&cards[..2]), id)),
+        ("an extra card", reveal(nonce, text(&cards[..4]), id)),
+        (
+            "duplicate key",
+            reveal(nonce, text(&cards[..3]), r#","round_id":"r-1","nonce":0"#),
+        ),
+        (
+            "unknown key",
+            reveal(nonce, text(&cards[..3]), r#","round_id":"r-1","extra":1"#),
+        ),
+    ];
+    for (what, json) in &malformed {
+        assert_eq!(
+            verify(json),
+            Some(2),
+            "{what} must be refused as malformed: {json}"
+        );
+    }
+}
