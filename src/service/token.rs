@@ -41,16 +41,82 @@ use serde::Deserialize;
 use sha2::Sha256;
 use zeroize::Zeroize;
 
+use super::convert::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
 use crate::error::EngineError;
+use crate::game::paytable::MAX_ODDS;
+use crate::game::table::MAX_BET;
+use crate::game::{MAX_DECKS, MAX_SEATS};
 
 /// The token format version this engine writes and reads.
 pub const TOKEN_VERSION: u8 = 1;
-/// Longest token accepted; anything longer is refused before any work.
-pub const MAX_TOKEN_LEN: usize = 1024;
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
 /// Longest key id.
 pub const MAX_KEY_ID_LEN: usize = 32;
+
+/// Bytes of a protobuf varint holding `v`.
+pub const fn varint_len(v: u64) -> usize {
+    let mut n = 1;
+    let mut v = v >> 7;
+    while v != 0 {
+        n += 1;
+        v >>= 7;
+    }
+    n
+}
+
+/// Bytes of a length-delimited protobuf field (one-byte tag) of `n` bytes.
+const fn bytes_field(n: usize) -> usize {
+    1 + varint_len(n as u64) + n
+}
+
+/// Bytes of a varint protobuf field (one-byte tag) holding at most `max`.
+const fn varint_field(max: u64) -> usize {
+    1 + varint_len(max)
+}
+
+/// The longest encoded [`super::state::RoundPayload`] any accepted request can produce: the
+/// largest client seed, round id and table id the API accepts, 7 seats at the largest bet any
+/// table allows, every seat decided (each in its own Decide call), the largest odds.
+pub const MAX_ROUND_PAYLOAD_LEN: usize = {
+    let seats = MAX_SEATS;
+    bytes_field(32) // server_seed
+        + bytes_field(MAX_CLIENT_SEED_BYTES)
+        + varint_field(u64::MAX) // nonce
+        + varint_field(MAX_DECKS as u64)
+        + bytes_field(MAX_ROUND_ID_BYTES)
+        + varint_field(1) // complete
+        + bytes_field(3) // cards
+        + bytes_field(seats * varint_len(MAX_BET)) // bets, packed
+        + bytes_field(seats) // decisions
+        + bytes_field(12 * varint_len(MAX_ODDS as u64)) // paytable, packed
+        + bytes_field(MAX_TABLE_ID_BYTES)
+        + varint_field(MAX_SEATS as u64) // step
+        + bytes_field(32) // transcript
+        + bytes_field(seats) // decided_in
+};
+
+/// The longest encoded [`super::state::CommitmentPayload`].
+pub const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
+    + varint_field(u64::MAX) // expires_at_unix_ms (int64: 10 bytes when negative)
+    + bytes_field(MAX_ROUND_ID_BYTES)
+    + varint_field(u64::MAX) // nonce
+    + bytes_field(MAX_TABLE_ID_BYTES)
+    + varint_field(MAX_DECKS as u64);
+
+/// Longest token: header (version, kind, key id length, the longest key id), nonce, the
+/// longest payload, tag. Derived from the largest inputs the API accepts, so every token
+/// the engine issues for an accepted request fits; [`KeyRing::seal`] refuses anything longer
+/// (an internal error, unreachable) and [`KeyRing::open`] refuses anything longer before any
+/// work.
+pub const MAX_TOKEN_LEN: usize = {
+    let payload = if MAX_ROUND_PAYLOAD_LEN > MAX_COMMITMENT_PAYLOAD_LEN {
+        MAX_ROUND_PAYLOAD_LEN
+    } else {
+        MAX_COMMITMENT_PAYLOAD_LEN
+    };
+    3 + MAX_KEY_ID_LEN + NONCE_LEN + payload + TAG_LEN
+};
 
 /// What a token carries; bound into the associated data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,6 +264,10 @@ impl KeyRing {
         let id = key.id.as_bytes();
         let header_len = 3 + id.len();
         let body = payload.encoded_len();
+        let len = header_len + NONCE_LEN + body + TAG_LEN;
+        if len > MAX_TOKEN_LEN {
+            return Err(EngineError::TokenTooLarge { len, max: MAX_TOKEN_LEN });
+        }
         let mut token = Vec::with_capacity(header_len + NONCE_LEN + body + TAG_LEN);
         token.extend_from_slice(&[TOKEN_VERSION, kind.byte(), id.len() as u8]);
         token.extend_from_slice(id);

@@ -23,14 +23,12 @@ const TTL: Duration = Duration::from_secs(600);
 async fn commit(
     c: &mut RedDogClient<Channel>,
     round_id: &str,
-    _nonce: u64,
+    nonce: u64,
 ) -> proto::CommitSeedResponse {
-    c.commit_seed(proto::CommitSeedRequest {
-        round_id: round_id.to_string(),
-    })
-    .await
-    .unwrap()
-    .into_inner()
+    c.commit_seed(commit_request(round_id, nonce))
+        .await
+        .unwrap()
+        .into_inner()
 }
 
 fn start(
@@ -47,6 +45,7 @@ fn start(
         round_id: round_id.to_string(),
         seats: bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
         player_limits: limits(1, MAX_BET),
+        table_id: String::new(),
     }
 }
 
@@ -132,11 +131,11 @@ async fn finding_2_totals_are_exact_or_the_table_is_refused() {
         // Before the fix the table was accepted: its totals must then be exact.
         Ok(t) => t,
     };
-    let bet = table.limits.max().minor();
+    let bet = table.limits().max().minor();
     let server = TestServer::start_with(&ring_a(), TTL, table).await;
     let mut c = server.client().await;
     let nonce = nonce_for(Want::Between);
-    let token = commitment_token(&ring_a(), SEED, 60_000);
+    let token = bound_commitment_token(&ring_a(), SEED, nonce);
     let mut req = start_request(token, nonce, &[bet; 7]);
     req.player_limits = limits(1, bet);
     let started = c.start_round(req).await.unwrap().into_inner();
@@ -206,7 +205,7 @@ async fn finding_4_two_forks_of_a_round_settle_with_different_reveals() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     let nonce = nonce_for(Want::Between);
-    let token = commitment_token(&ring_a(), SEED, 60_000);
+    let token = bound_commitment_token(&ring_a(), SEED, nonce);
     let started = c
         .start_round(start_request(token, nonce, &[1000]))
         .await
@@ -323,12 +322,21 @@ fn finding_5_reddog_verify_refuses_malformed_reveals() {
         Some(0),
         "the genuine reveal verifies"
     );
-    let lower = cards[0].to_string().to_lowercase();
+    let lower = ten_cards[0].to_string().to_lowercase();
+    let upper = cards[0].to_string().to_uppercase();
     let ten = ten_cards[0].to_string().replace('T', "10");
     let malformed = [
         (
-            "lower-case card",
-            reveal(nonce, format!("\"{lower}\",{}", text(&cards[1..3])), id),
+            "lower-case rank",
+            reveal(
+                ten_nonce,
+                format!("\"{lower}\",{}", text(&ten_cards[1..3])),
+                id,
+            ),
+        ),
+        (
+            "upper-case suit",
+            reveal(nonce, format!("\"{upper}\",{}", text(&cards[1..3])), id),
         ),
         (
             "`10` for a ten",
