@@ -22,7 +22,7 @@ bin=target/debug/reddog
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$bin" commit --reveal --client-seed "ci grüße $RANDOM" --nonce "$RANDOM" --decks 6 --cards 3 > "$tmp/reveal.json"
+"$bin" commit --reveal --client-seed "ci grüße $RANDOM" --nonce "$RANDOM" --decks 6 > "$tmp/reveal.json"
 step "reddog verify accepts a fresh reveal" "$bin" verify "$tmp/reveal.json"
 step "python verifier accepts the same reveal" python3 verify/verify.py "$tmp/reveal.json"
 step "both read stdin" sh -c "'$bin' verify < '$tmp/reveal.json' && python3 verify/verify.py < '$tmp/reveal.json'"

@@ -72,9 +72,11 @@ pub struct CommitArgs {
     /// With `--reveal`: decks in the shoe, 1..=8.
     #[arg(long, default_value_t = 1)]
     pub decks: u32,
-    /// With `--reveal`: how many cards the round dealt.
-    #[arg(long, default_value_t = 3)]
-    pub cards: usize,
+    /// With `--reveal`: how many cards the round dealt. A round deals 2 cards on a
+    /// consecutive hand and 3 otherwise; that is the default, and any other count is refused
+    /// (a reveal with another count is malformed).
+    #[arg(long)]
+    pub cards: Option<usize>,
 }
 
 /// Which stream `rng-dump` writes.
@@ -265,12 +267,15 @@ pub fn commit(args: CommitArgs) -> anyhow::Result<()> {
     let mut out = io::stdout().lock();
     if args.reveal {
         let decks = Decks::new(args.decks)?;
-        if !(1..=decks.cards()).contains(&args.cards) {
-            bail!("--cards: {} is outside 1..={}", args.cards, decks.cards());
-        }
         let inputs =
             DealInputs { server_seed: &seed, client_seed: args.client_seed.as_bytes(), nonce: args.nonce, decks };
-        let cards = FairShoe::deal(&inputs, args.cards);
+        let mut cards = FairShoe::deal(&inputs, 3);
+        if HandClass::of(cards[0], cards[1]) == HandClass::Consecutive {
+            cards.truncate(2);
+        }
+        if let Some(n) = args.cards.filter(|&n| n != cards.len()) {
+            bail!("--cards: this deal's hand deals {} cards, not {n}", cards.len());
+        }
         let reveal = RevealV1::new(&inputs, &args.client_seed, &cards, None);
         writeln!(out, "{}", serde_json::to_string_pretty(&reveal)?)?;
     } else {

@@ -330,3 +330,82 @@ fn legacy_steps(p: &RoundPayload) -> Result<Vec<Vec<(usize, Decision)>>, EngineE
         .collect();
     Ok(if step.is_empty() { vec![] } else { vec![step] })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::game::{StackedDeck, Table};
+
+    fn state() -> RoundState {
+        let table = Table::default();
+        let deck = StackedDeck::new(["3c", "Jd", "5h"].map(|c| c.parse::<Card>().unwrap()));
+        let mut deck = deck;
+        let round = Round::start(&table, &[Money(500), Money(600), Money(700)], &mut deck).unwrap();
+        let mut s = RoundState {
+            round,
+            seed: ServerSeed::from_bytes([3; 32]),
+            client_seed: "c".into(),
+            nonce: 9,
+            decks: Decks::ONE,
+            round_id: "r".into(),
+            table_id: DEFAULT_TABLE_ID.into(),
+            paytable: Paytable::STANDARD,
+            steps: vec![],
+            transcript: Transcript([0; 32]),
+        };
+        s.transcript = s.start_transcript();
+        s
+    }
+
+    fn decide(s: &mut RoundState, d: &[(usize, Decision)]) {
+        let (sorted, _) = s.round.decide_all(d).unwrap();
+        s.transcript = s.transcript.decide(&sorted);
+        s.steps.push(sorted);
+    }
+
+    #[test]
+    fn a_payload_round_trips_with_its_steps_and_transcript() {
+        let mut s = state();
+        decide(&mut s, &[(2, Decision::Stand), (0, Decision::Raise)]);
+        decide(&mut s, &[(1, Decision::Raise)]);
+        let back = RoundState::from_payload(s.to_payload()).unwrap();
+        assert_eq!(back.steps, s.steps);
+        assert_eq!(back.transcript, s.transcript);
+        assert_eq!(back.to_payload(), s.to_payload());
+        assert_eq!(back.transcript, back.steps.iter().fold(back.start_transcript(), |t, st| t.decide(st)));
+    }
+
+    #[test]
+    fn a_pre_transcript_payload_gets_t0_and_its_decisions_as_one_step() {
+        let mut s = state();
+        decide(&mut s, &[(0, Decision::Raise)]);
+        decide(&mut s, &[(2, Decision::Stand)]);
+        let mut legacy = s.to_payload();
+        legacy.table_id.clear();
+        legacy.step = 0;
+        legacy.transcript.clear();
+        legacy.decided_in.clear();
+        let back = RoundState::from_payload(legacy).unwrap();
+        assert_eq!(back.table_id, DEFAULT_TABLE_ID);
+        assert_eq!(back.steps, vec![vec![(0, Decision::Raise), (2, Decision::Stand)]]);
+        assert_eq!(back.transcript, s.start_transcript().decide(&back.steps[0]));
+    }
+
+    #[test]
+    fn inconsistent_step_records_are_invalid_tokens() {
+        let mut s = state();
+        decide(&mut s, &[(0, Decision::Raise)]);
+        let good = s.to_payload();
+        let mut skipped = good.clone();
+        skipped.decided_in[0] = 2; // decided in a call that is not recorded
+        let mut undecided = good.clone();
+        undecided.decided_in[1] = 1; // seat 1 has not decided
+        let mut empty_step = good.clone();
+        empty_step.step = 2; // call 2 decided no seat
+        let mut short = good;
+        short.transcript.truncate(31);
+        for p in [skipped, undecided, empty_step, short] {
+            assert_eq!(RoundState::from_payload(p).unwrap_err(), EngineError::InvalidToken);
+        }
+    }
+}

@@ -369,3 +369,192 @@ fn finding_5_reddog_verify_refuses_malformed_reveals() {
         );
     }
 }
+
+/// The binding in detail: `round_id` is required; another table id is refused naming
+/// `table_id`; an unknown table is NOT_FOUND; a commitment from before the binding existed
+/// (no round in it) still serves the round the StartRound names; the response echoes what the
+/// player must be shown.
+#[tokio::test]
+async fn commit_seed_binds_round_id_nonce_and_table() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    let status = c.commit_seed(commit_request("", 0)).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(status.message().starts_with("round_id"), "{status:?}");
+    let mut unknown = commit_request("r-1", 0);
+    unknown.table_id = "vip".into();
+    let status = c.commit_seed(unknown).await.unwrap_err();
+    assert_eq!(status.code(), Code::NotFound, "{status:?}");
+    assert!(status.message().starts_with("table_id"), "{status:?}");
+
+    let committed = commit(&mut c, "r-1", 77).await;
+    assert_eq!(
+        (
+            committed.nonce,
+            committed.table_id.as_str(),
+            committed.decks
+        ),
+        (77, "default", 1)
+    );
+    let mut other_table = start(
+        committed.commitment_token.clone(),
+        "r-1",
+        "seed".into(),
+        77,
+        &[500],
+    );
+    other_table.table_id = "vip".into();
+    let status = c.start_round(other_table).await.unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(status.message().starts_with("table_id"), "{status:?}");
+    let mut no_round_id = start(
+        committed.commitment_token.clone(),
+        "",
+        "seed".into(),
+        77,
+        &[500],
+    );
+    no_round_id.round_id.clear();
+    let status = c.start_round(no_round_id).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    let mut named = start(
+        committed.commitment_token.clone(),
+        "r-1",
+        "seed".into(),
+        77,
+        &[500],
+    );
+    named.table_id = "default".into();
+    let started = c.start_round(named).await.unwrap().into_inner();
+    assert_eq!(started.table_id, "default");
+    assert_eq!(started.commitment, committed.commitment);
+
+    // A pre-binding commitment token (sealed by an engine before this change).
+    let legacy = commitment_token(&ring_a(), SEED, 60_000);
+    for (id, nonce) in [("any-1", 1u64), ("any-2", 2)] {
+        c.start_round(start(legacy.clone(), id, "seed".into(), nonce, &[500]))
+            .await
+            .expect("an unbound commitment serves the round it is used for");
+    }
+    server.stop().await;
+}
+
+/// A table whose deck count changed between CommitSeed and StartRound refuses the
+/// commitment (on `commitment_token`) rather than dealing from another shoe than announced.
+#[tokio::test]
+async fn a_commitment_for_another_shoe_is_refused() {
+    let one_deck = TestServer::start(&ring_a(), TTL).await;
+    let committed = commit(&mut one_deck.client().await, "r-1", 3).await;
+    one_deck.stop().await;
+    let six = Table::try_from(TableSpec {
+        decks: Some(6),
+        ..Default::default()
+    })
+    .unwrap();
+    let six_decks = TestServer::start_with(&ring_a(), TTL, six).await;
+    let status = six_decks
+        .client()
+        .await
+        .start_round(start(
+            committed.commitment_token,
+            "r-1",
+            "seed".into(),
+            3,
+            &[500],
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(
+        status.message().starts_with("commitment_token"),
+        "{status:?}"
+    );
+    six_decks.stop().await;
+}
+
+/// StartRound, Decide and Settle answer the step and the transcript t_step, which equal the
+/// chain recomputed from the round's inputs (fairness::transcript); a retried Decide with its
+/// decisions in another order returns identical token bytes and transcript.
+#[tokio::test]
+async fn every_step_answers_the_recomputed_transcript() {
+    use reddog::fairness::{ServerSeed, StartInputs};
+    use reddog::game::{Decision, Decks, Money};
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    let nonce = nonce_for(Want::Outside);
+    let bets = [500u64, 600, 700];
+    let started = c
+        .start_round(start_request(
+            bound_commitment_token(&ring_a(), SEED, nonce),
+            nonce,
+            &bets,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let commitment = ServerSeed::from_bytes(SEED).commitment().0;
+    let money: Vec<Money> = bets.iter().map(|&b| Money(b)).collect();
+    let round_id = format!("round-{nonce}");
+    let t0 = StartInputs {
+        commitment: &commitment,
+        table_id: "default",
+        round_id: &round_id,
+        nonce,
+        decks: Decks::ONE,
+        client_seed: CLIENT_SEED.as_bytes(),
+        paytable: &Paytable::STANDARD,
+        bets: &money,
+    }
+    .transcript();
+    assert_eq!(
+        (started.step, started.transcript.as_str()),
+        (0, t0.to_hex().as_str())
+    );
+    let decide = |token: Vec<u8>, d: Vec<proto::SeatDecision>| proto::DecideRequest {
+        round_token: token,
+        decisions: d,
+        round_id: String::new(),
+    };
+    let first = c
+        .decide(decide(
+            started.round_token.clone(),
+            vec![decision(2, Action::Stand), decision(0, Action::Raise)],
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let retry = c
+        .decide(decide(
+            started.round_token,
+            vec![decision(0, Action::Raise), decision(2, Action::Stand)],
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        first, retry,
+        "the same decisions in another order: identical answer and token"
+    );
+    let t1 = t0.decide(&[(0, Decision::Raise), (2, Decision::Stand)]);
+    assert_eq!((first.step, first.transcript.clone()), (1, t1.to_hex()));
+    let second = c
+        .decide(decide(first.round_token, vec![decision(1, Action::Raise)]))
+        .await
+        .unwrap()
+        .into_inner();
+    let t2 = t1.decide(&[(1, Decision::Raise)]);
+    assert_eq!((second.step, second.transcript.clone()), (2, t2.to_hex()));
+    let settled = c
+        .settle(proto::SettleRequest {
+            round_token: second.round_token,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((settled.step, settled.transcript.clone()), (2, t2.to_hex()));
+    assert!(settled.reveal_json.contains(&format!(
+        r#""decisions":[[{{"seat":0,"action":"raise"}},{{"seat":2,"action":"stand"}}],[{{"seat":1,"action":"raise"}}]]"#
+    )));
+    server.stop().await;
+}
