@@ -379,7 +379,7 @@ mod tests {
             decks: u32::from(MAX_DECKS),
         };
         assert_eq!(commitment.encoded_len(), MAX_COMMITMENT_PAYLOAD_LEN);
-        assert!(MAX_COMMITMENT_PAYLOAD_LEN < MAX_ROUND_PAYLOAD_LEN);
+        const { assert!(MAX_COMMITMENT_PAYLOAD_LEN < MAX_ROUND_PAYLOAD_LEN) };
         // One byte more than the budget is refused at seal time, as an internal error.
         let mut over = largest_round_payload();
         over.client_seed.push('x');

@@ -553,8 +553,8 @@ async fn every_step_answers_the_recomputed_transcript() {
         .unwrap()
         .into_inner();
     assert_eq!((settled.step, settled.transcript.clone()), (2, t2.to_hex()));
-    assert!(settled.reveal_json.contains(&format!(
-        r#""decisions":[[{{"seat":0,"action":"raise"}},{{"seat":2,"action":"stand"}}],[{{"seat":1,"action":"raise"}}]]"#
-    )));
+    assert!(settled.reveal_json.contains(
+        r#""decisions":[[{"seat":0,"action":"raise"},{"seat":2,"action":"stand"}],[{"seat":1,"action":"raise"}]]"#
+    ));
     server.stop().await;
 }
