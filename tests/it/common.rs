@@ -98,16 +98,17 @@ pub async fn connect(addr: SocketAddr) -> RedDogClient<Channel> {
     panic!("could not connect to {addr}");
 }
 
-/// An unbound commitment token over a known seed, as the engine sealed them before
-/// commitments were bound to a round: it serves any round id and nonce until it expires
-/// (the rolling-update window of `docs/design/round-integrity.md` §6).
+/// An unbound version-1 commitment token over a known seed, sealed by the old code path
+/// (AES-256-GCM, no round in it) as the engine did before commitments were bound to a round:
+/// it serves any round id and nonce until it expires (the rolling-update window of
+/// `docs/design/round-integrity.md` §6).
 pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
     let ring = KeyRing::from_json(ring).unwrap();
-    ring.seal(
+    ring.seal_v1(
         TokenKind::Commitment,
         &CommitmentPayload {
             server_seed: seed.to_vec(),

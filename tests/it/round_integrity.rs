@@ -558,3 +558,101 @@ async fn every_step_answers_the_recomputed_transcript() {
     ));
     server.stop().await;
 }
+
+/// A rolling update loses no round: a version-1 commitment token and a version-1 round token,
+/// sealed by the old code path (AES-256-GCM, no binding, no transcript), open and finish in
+/// the new engine; its reveal verifies, with the old token's decisions as one Decide step.
+#[tokio::test]
+async fn a_rolling_update_loses_no_round() {
+    use reddog::fairness::{AnyReveal, ServerSeed, StartInputs, parse_reveal};
+    use reddog::game::{Decision, Decks, Money};
+    use reddog::service::state::RoundPayload;
+    use reddog::service::token::TokenKind;
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    // A version-1 commitment token: StartRound on the new engine.
+    let v1_commitment = commitment_token(&ring_a(), SEED, 60_000);
+    assert_eq!(v1_commitment[0], 1);
+    let started = c
+        .start_round(start_request(v1_commitment, 5, &[500]))
+        .await
+        .expect("a version-1 commitment token starts a round")
+        .into_inner();
+    assert_eq!(
+        started.round_token[0], 2,
+        "the new engine seals version 2 only"
+    );
+    c.settle(proto::SettleRequest {
+        round_token: started.round_token,
+        round_id: String::new(),
+    })
+    .await
+    .unwrap();
+
+    // A version-1 round token, mid-round: seat 0 raised, seat 1 still to decide.
+    let nonce = nonce_for(Want::Between);
+    let cards = deal(SEED, CLIENT_SEED, nonce);
+    let payload = RoundPayload {
+        server_seed: SEED.to_vec(),
+        client_seed: CLIENT_SEED.into(),
+        nonce,
+        decks: 1,
+        round_id: format!("round-{nonce}"),
+        complete: false,
+        cards: cards.iter().map(|c| c.code()).collect(),
+        bets: vec![1000, 2000],
+        decisions: vec![1, 0],
+        paytable: vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1, 11],
+        table_id: String::new(),
+        step: 0,
+        transcript: vec![],
+        decided_in: vec![],
+    };
+    let v1_round = reddog::service::KeyRing::from_json(&ring_a())
+        .unwrap()
+        .seal_v1(TokenKind::Round, &payload)
+        .unwrap();
+    assert_eq!(v1_round[0], 1);
+    let decided = c
+        .decide(proto::DecideRequest {
+            round_token: v1_round,
+            decisions: vec![decision(1, Action::Stand)],
+            round_id: String::new(),
+        })
+        .await
+        .expect("a version-1 round token continues")
+        .into_inner();
+    assert_eq!(decided.step, 2, "the old decisions count as one step");
+    let settled = c
+        .settle(proto::SettleRequest {
+            round_token: decided.round_token,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let reveal = parse_reveal(&settled.reveal_json).unwrap();
+    assert!(reveal.verify().unwrap().ok(), "{}", settled.reveal_json);
+    let AnyReveal::V2(reveal) = reveal else {
+        panic!("v2")
+    };
+    let commitment = ServerSeed::from_bytes(SEED).commitment().0;
+    let round_id = format!("round-{nonce}");
+    let t0 = StartInputs {
+        commitment: &commitment,
+        table_id: "default",
+        round_id: &round_id,
+        nonce,
+        decks: Decks::ONE,
+        client_seed: CLIENT_SEED.as_bytes(),
+        paytable: &Paytable::STANDARD,
+        bets: &[Money(1000), Money(2000)],
+    }
+    .transcript();
+    let t2 = t0
+        .decide(&[(0, Decision::Raise)])
+        .decide(&[(1, Decision::Stand)]);
+    assert_eq!(reveal.transcript, t2.to_hex());
+    assert_eq!(settled.results[0].stake, 2000);
+    server.stop().await;
+}
