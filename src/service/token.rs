@@ -42,6 +42,7 @@
 //!   §4): ≤ 2^43 calls at q = 2^40, a PRP/PRF switching term ≤ (2^43)²/2^129 = 2^-43;
 //! - each derived (key, nonce) pair seals one payload (two only on a collision), far inside
 //!   the per-nonce limits of RFC 8452 §9.
+//!
 //! At 100,000 seals a second across the whole fleet, 2^40 seals take about 127 days.
 //!
 //! # Version 1 (opened, never sealed)
