@@ -203,6 +203,11 @@ impl RedDogService {
             decks: table.decks(),
         };
         let round = Round::start(&table, &bets, &mut FairShoe::new(&inputs))?;
+        // Fits: the table's largest round fits in u64 (Table::new), checked all the same.
+        let total_bet = bets
+            .iter()
+            .try_fold(Money::ZERO, |sum, &b| sum.checked_add(b))
+            .ok_or_else(|| EngineError::overflow("the round's total bet"))?;
         let mut state = RoundState {
             round,
             seed: committed,
@@ -231,8 +236,7 @@ impl RedDogService {
             step = 0u32,
             %transcript,
             seats = bets.len(),
-            // A sum for the log only; u128 cannot overflow for 7 u64 bets.
-            total_bet = bets.iter().map(|b| u128::from(b.0)).sum::<u128>() as f64,
+            total_bet = total_bet.0,
             hand_class = class.name(),
             spread = class.spread().map_or(0, Spread::get),
             cards = %format_args!("{} {}", state.round.cards()[0], state.round.cards()[1]),

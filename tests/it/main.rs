@@ -7,6 +7,7 @@
 
 mod common;
 
+mod audit_log;
 mod cli_json;
 mod drain;
 mod fairness_cli;
