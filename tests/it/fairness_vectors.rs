@@ -102,6 +102,8 @@ fn cases() -> Vec<Case> {
         case("8-deck/ascii-client/nonce-1", SEED_D, "lucky-7", 1, 8),
         case("1-deck/rejection", SEED_R, REJECTION_CLIENT, 20_319_252, 1),
         case("8-deck/rejection", SEED_R, REJECTION_CLIENT, 4_203_422, 8),
+        // FAIRNESS.md §3.4: "a" with *another* nonce is a third, different message.
+        case("2-deck/colon-client-shifted/nonce-2", SEED_C, "a", 2, 2),
     ]);
     all
 }
@@ -272,6 +274,13 @@ fn the_vectors_cover_what_the_issue_asks_for() {
     assert!(has(&|c| c.client.len() > 1024 && !c.client.is_ascii()));
     assert!(has(&|c| !c.client.is_ascii()));
     assert!(has(&|c| c.nonce == 0) && has(&|c| c.nonce == u64::MAX));
+    // FAIRNESS.md §3.4: "a:b" with one nonce, "a" with the same nonce and with another: three
+    // different messages, so three unrelated keys.
+    let colon: Vec<&Case> = all.iter().filter(|c| c.client == "a:b" || c.client == "a").collect();
+    assert!(colon.iter().any(|c| c.client == "a" && c.nonce != colon[0].nonce));
+    let keys: std::collections::HashSet<String> =
+        colon.iter().map(|c| render_case(c).into_iter().find(|(k, _)| *k == "key").unwrap().1.to_string()).collect();
+    assert_eq!(keys.len(), 3, "the colon cases must give three different keys");
     let rejecting = all.iter().filter(|c| {
         render_case(c)
             .iter()
