@@ -14,6 +14,7 @@ mod fairness_cli;
 mod fairness_stats;
 mod fairness_vectors;
 mod odds_match_every_deal;
+mod reveal_vectors;
 mod round_integrity;
 mod round_properties;
 mod rules_by_example;
