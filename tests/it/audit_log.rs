@@ -174,6 +174,7 @@ async fn audit_log_flags_each_misuse_from_real_replicas_and_nothing_else() {
     assert!(rb.terminate().await.success());
 
     let (code, out) = audit_log(&[&log_b, &log_a]);
+    println!("{out}");
     assert_eq!(code, Some(1), "{out}");
     let kinds = |commitment: &str| -> Vec<String> {
         out.lines()
