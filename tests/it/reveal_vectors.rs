@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::common::{Want, classify};
 use reddog::fairness::{
     AnyReveal, Expectations, ServerSeed, StartInputs, Transcript, parse_reveal,
 };
@@ -27,17 +28,6 @@ use tonic::Request;
 
 const RING: &str = r#"{"primary":"vectors","keys":{"vectors":"5555555555555555555555555555555555555555555555555555555555555555"}}"#;
 
-/// What a case wants dealt.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Want {
-    ThreeOfAKind,
-    PairNoMatch,
-    Consecutive,
-    Between,
-    Matches,
-    Outside,
-}
-
 struct Case {
     name: &'static str,
     seed: [u8; 32],
@@ -52,22 +42,6 @@ struct Case {
     table: Table,
 }
 
-fn classify(cards: &[reddog::game::Card]) -> Want {
-    let (a, b, t) = (
-        cards[0].rank().value(),
-        cards[1].rank().value(),
-        cards[2].rank().value(),
-    );
-    match HandClass::of(cards[0], cards[1]) {
-        HandClass::Pair if t == a => Want::ThreeOfAKind,
-        HandClass::Pair => Want::PairNoMatch,
-        HandClass::Consecutive => Want::Consecutive,
-        HandClass::NonConsecutive(_) if t > a.min(b) && t < a.max(b) => Want::Between,
-        HandClass::NonConsecutive(_) if t == a || t == b => Want::Matches,
-        HandClass::NonConsecutive(_) => Want::Outside,
-    }
-}
-
 fn nonce_for(c: &Case) -> u64 {
     let seed = ServerSeed::from_bytes(c.seed);
     (c.nonce_from..=u64::MAX)
@@ -79,7 +53,8 @@ fn nonce_for(c: &Case) -> u64 {
                 nonce,
                 decks: c.table.decks(),
             };
-            classify(&reddog::fairness::FairShoe::deal(&inputs, 3)) == c.want
+            let cards = reddog::fairness::FairShoe::deal(&inputs, 3);
+            classify([cards[0], cards[1], cards[2]]) == c.want
         })
         .expect("a deal of every kind")
 }
