@@ -9,12 +9,15 @@
 //! - **fork** — one round (commitment) with two different transcripts at the same Decide
 //!   step, or settled with two different transcripts;
 //! - **peek then play** — after the round was settled, a Decide or Settle on a token older
-//!   than the one settled, or a Decide on the very token that was settled.
+//!   than the one settled, or a Decide on the very token that was settled;
+//! - **round re-dealt** — one round id (per table) with rounds started under two or more
+//!   commitments: the trace of "open many commitments for a round, peek each, show one"
+//!   (a retried `CommitSeed` whose seed never starts a round is not flagged).
 //!
 //! The fields read (documented in docs/API.md, "Audit events"): `timestamp`, `target`,
 //! `fields.event`, `fields.round_id`, `fields.commitment`, `fields.step`,
-//! `fields.transcript`, and for `seats_decided` `fields.parent_step` and
-//! `fields.parent_transcript`. Pure: no I/O; the command reads the files.
+//! `fields.transcript`, for `round_started` `fields.table_id`, and for `seats_decided`
+//! `fields.parent_step` and `fields.parent_transcript`. Pure: no I/O; the command reads the files.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -27,8 +30,8 @@ pub const AUDIT_TARGET: &str = "reddog::audit";
 /// What an audit event records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// `round_started`: step 0, transcript `t_0`.
-    Started,
+    /// `round_started`: step 0, transcript `t_0`, at this table.
+    Started { table_id: String },
     /// `seats_decided`: applied to the token at `parent`.
     Decided { parent_step: u32, parent_transcript: String },
     /// `round_settled`: the settled token's step and transcript.
@@ -125,7 +128,10 @@ pub fn parse_line(line: &str, origin: String) -> Result<Event, Skip> {
         f.get(k).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()).ok_or(Skip::Incomplete(k))
     };
     let kind = match event {
-        "round_started" => Kind::Started,
+        // Events of an engine before named tables carry no table id: the default table.
+        "round_started" => {
+            Kind::Started { table_id: f.get("table_id").and_then(Value::as_str).unwrap_or("default").to_owned() }
+        }
         "seats_decided" => {
             Kind::Decided { parent_step: step("parent_step")?, parent_transcript: text("parent_transcript")? }
         }
@@ -153,6 +159,8 @@ pub enum Finding {
     CommitmentReuse { commitment: String, round_ids: Vec<String>, transcripts: Vec<String> },
     /// One round with two transcripts at the same step, or settled with two transcripts.
     Fork { commitment: String, round_id: String, what: String, transcripts: Vec<String> },
+    /// One round id (at one table) started under two or more commitments.
+    RoundReDealt { table_id: String, round_id: String, commitments: Vec<String> },
     /// A Decide or Settle, after the round was settled, on an older token or the settled one.
     PeekThenPlay {
         commitment: String,
@@ -166,21 +174,23 @@ pub enum Finding {
 }
 
 impl Finding {
-    /// The commitment the finding is about.
-    pub fn commitment(&self) -> &str {
+    /// Whether the finding is about this commitment.
+    pub fn concerns(&self, c: &str) -> bool {
         match self {
             Finding::CommitmentReuse { commitment, .. }
             | Finding::Fork { commitment, .. }
-            | Finding::PeekThenPlay { commitment, .. } => commitment,
+            | Finding::PeekThenPlay { commitment, .. } => commitment == c,
+            Finding::RoundReDealt { commitments, .. } => commitments.iter().any(|x| x == c),
         }
     }
 
-    /// A short name: `commitment-reuse`, `fork`, `peek-then-play`.
+    /// A short name: `commitment-reuse`, `fork`, `peek-then-play`, `round-re-dealt`.
     pub fn name(&self) -> &'static str {
         match self {
             Finding::CommitmentReuse { .. } => "commitment-reuse",
             Finding::Fork { .. } => "fork",
             Finding::PeekThenPlay { .. } => "peek-then-play",
+            Finding::RoundReDealt { .. } => "round-re-dealt",
         }
     }
 }
@@ -200,6 +210,12 @@ impl fmt::Display for Finding {
                 "fork              round {round_id:?} (commitment {commitment}): {what}: {}",
                 transcripts.join(", ")
             ),
+            Finding::RoundReDealt { table_id, round_id, commitments } => write!(
+                f,
+                "round-re-dealt    round {round_id:?} at table {table_id:?} was started under {} commitments: {}",
+                commitments.len(),
+                commitments.join(", ")
+            ),
             Finding::PeekThenPlay { commitment, round_id, settled, then, origin } => write!(
                 f,
                 "peek-then-play    round {round_id:?} (commitment {commitment}) was settled at step {} (transcript {}, {}), then {then} ({origin})",
@@ -215,17 +231,28 @@ pub fn analyse(mut events: Vec<Event>) -> Vec<Finding> {
     events.sort_by_key(|e| e.at);
     let mut findings = Vec::new();
     let mut by_commitment: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
+    let mut by_round: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
     for e in &events {
         by_commitment.entry(e.commitment.as_str()).or_default().push(e);
+        if let Kind::Started { table_id } = &e.kind {
+            by_round.entry((table_id.as_str(), e.round_id.as_str())).or_default().insert(&e.commitment);
+        }
+    }
+    for ((table_id, round_id), commitments) in by_round.into_iter().filter(|(_, c)| c.len() > 1) {
+        findings.push(Finding::RoundReDealt {
+            table_id: table_id.to_owned(),
+            round_id: round_id.to_owned(),
+            commitments: commitments.into_iter().map(str::to_owned).collect(),
+        });
     }
     for (commitment, events) in by_commitment {
         let round_id = events[0].round_id.clone();
         // Commitment reuse: different t_0.
         let starts: BTreeSet<&str> =
-            events.iter().filter(|e| e.kind == Kind::Started).map(|e| e.transcript.as_str()).collect();
+            events.iter().filter(|e| matches!(e.kind, Kind::Started { .. })).map(|e| e.transcript.as_str()).collect();
         if starts.len() > 1 {
             let ids: BTreeSet<&str> =
-                events.iter().filter(|e| e.kind == Kind::Started).map(|e| e.round_id.as_str()).collect();
+                events.iter().filter(|e| matches!(e.kind, Kind::Started { .. })).map(|e| e.round_id.as_str()).collect();
             findings.push(Finding::CommitmentReuse {
                 commitment: commitment.to_owned(),
                 round_ids: ids.into_iter().map(str::to_owned).collect(),
@@ -287,6 +314,10 @@ pub fn analyse(mut events: Vec<Event>) -> Vec<Finding> {
 mod tests {
     use super::*;
 
+    fn started() -> Kind {
+        Kind::Started { table_id: "default".into() }
+    }
+
     fn ev(at: i64, kind: Kind, commitment: &str, step: u32, transcript: &str) -> Event {
         Event {
             at: (at, 0),
@@ -311,8 +342,8 @@ mod tests {
     #[test]
     fn a_clean_round_with_retries_is_not_flagged() {
         let events = vec![
-            ev(1, Kind::Started, "c", 0, "t0"),
-            ev(2, Kind::Started, "c", 0, "t0"), // retried StartRound
+            ev(1, started(), "c", 0, "t0"),
+            ev(2, started(), "c", 0, "t0"), // retried StartRound
             decided(3, "c", (0, "t0"), 1, "t1"),
             decided(4, "c", (0, "t0"), 1, "t1"), // retried Decide
             decided(5, "c", (1, "t1"), 2, "t2"),
@@ -326,14 +357,14 @@ mod tests {
     fn each_pattern_is_found_whatever_the_order_of_reading() {
         let mut events = vec![
             // reuse: two different t_0 under one commitment
-            ev(1, Kind::Started, "reuse", 0, "a0"),
-            ev(2, Kind::Started, "reuse", 0, "b0"),
+            ev(1, started(), "reuse", 0, "a0"),
+            ev(2, started(), "reuse", 0, "b0"),
             // fork: two different Decides from t0
-            ev(1, Kind::Started, "fork", 0, "t0"),
+            ev(1, started(), "fork", 0, "t0"),
             decided(2, "fork", (0, "t0"), 1, "raise"),
             decided(3, "fork", (0, "t0"), 1, "stand"),
             // peek then play: settle t1, then decide on t1 and settle t0
-            ev(1, Kind::Started, "peek", 0, "p0"),
+            ev(1, started(), "peek", 0, "p0"),
             decided(2, "peek", (0, "p0"), 1, "p1"),
             ev(3, Kind::Settled, "peek", 1, "p1"),
             decided(4, "peek", (1, "p1"), 2, "p2"),
@@ -341,7 +372,7 @@ mod tests {
         ];
         events.reverse();
         let found = analyse(events);
-        let by = |c: &str| names(&found.iter().filter(|f| f.commitment() == c).cloned().collect::<Vec<_>>());
+        let by = |c: &str| names(&found.iter().filter(|f| f.concerns(c)).cloned().collect::<Vec<_>>());
         assert_eq!(by("reuse"), vec!["commitment-reuse"]);
         assert_eq!(by("fork"), vec!["fork"]);
         assert_eq!(by("peek"), vec!["fork", "peek-then-play", "peek-then-play"]);
@@ -349,17 +380,38 @@ mod tests {
     }
 
     #[test]
+    fn a_round_id_started_under_two_commitments_is_re_dealt() {
+        let mut a = ev(1, started(), "c1", 0, "a0");
+        let mut b = ev(2, started(), "c2", 0, "b0");
+        let mut other_table = ev(3, Kind::Started { table_id: "vip".into() }, "c3", 0, "c0");
+        for e in [&mut a, &mut b, &mut other_table] {
+            e.round_id = "r-1".into();
+        }
+        let found = analyse(vec![a.clone(), ev(2, Kind::Settled, "c1", 0, "a0"), b, other_table]);
+        assert_eq!(
+            found,
+            vec![Finding::RoundReDealt {
+                table_id: "default".into(),
+                round_id: "r-1".into(),
+                commitments: vec!["c1".into(), "c2".into()]
+            }]
+        );
+        // A retried StartRound (one commitment) is not a re-deal.
+        assert_eq!(analyse(vec![a.clone(), a]), vec![]);
+    }
+
+    #[test]
     fn a_settle_before_the_decide_in_time_is_what_counts() {
         // Decide on t0 first, then settle the result: normal. The same two events with the
         // settle of t0 first and the Decide on t0 after it: peek then play.
         let normal = vec![
-            ev(1, Kind::Started, "c", 0, "t0"),
+            ev(1, started(), "c", 0, "t0"),
             decided(2, "c", (0, "t0"), 1, "t1"),
             ev(3, Kind::Settled, "c", 1, "t1"),
         ];
         assert_eq!(analyse(normal), vec![]);
         let peek = vec![
-            ev(1, Kind::Started, "c", 0, "t0"),
+            ev(1, started(), "c", 0, "t0"),
             ev(2, Kind::Settled, "c", 0, "t0"),
             decided(3, "c", (0, "t0"), 1, "t1"),
         ];

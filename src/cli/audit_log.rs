@@ -1,6 +1,6 @@
 //! `reddog audit-log FILE…`: reads the JSON logs (`--log-format json`) of any number of
-//! replicas, in any order, and reports commitment reuse, forks and peek-then-play
-//! ([`reddog::audit`]). Exit status 0: nothing found; 1: something found; 2: a file could
+//! replicas, in any order, and reports commitment reuse, forks, peek-then-play and rounds
+//! re-dealt ([`reddog::audit`]). Exit status 0: nothing found; 1: something found; 2: a file could
 //! not be read, or holds no JSON log line at all.
 
 use std::io::{self, Write};

@@ -37,7 +37,7 @@ enum Command {
     /// Print a new key ring JSON, or an existing one with a new key added (rotation).
     Keygen(keygen::KeygenArgs),
     /// Read the engine's JSON logs (any replicas, any order) and report commitment reuse,
-    /// forks and peek-then-play; exit 1 when anything is found.
+    /// forks, peek-then-play and rounds re-dealt; exit 1 when anything is found.
     AuditLog(audit_log::AuditLogArgs),
 }
 

@@ -1,6 +1,7 @@
 //! `reddog audit-log` on the JSON logs of real `reddog serve` processes: two replicas sharing
 //! a key ring, rounds driven across both, the logs read in reverse order. Each misuse pattern
-//! (commitment reuse, fork, peek then play) is flagged for its round and only its round;
+//! (commitment reuse, fork, peek then play, round re-dealt) is flagged for its round and only
+//! its round;
 //! clean rounds, retries of every call included, are not flagged; a clean log exits 0 and an
 //! unreadable one 2.
 
@@ -169,6 +170,37 @@ async fn audit_log_flags_each_misuse_from_real_replicas_and_nothing_else() {
     let t2 = decide(&mut a, t1, 1, Action::Raise).await;
     let _ = t2;
 
+    // Round re-dealt: two commitments for one round id, each dealt (a throw-away peek and the
+    // round shown); plus a retried CommitSeed whose seed is never used (not flagged).
+    let mut redealt = Vec::new();
+    for peek in [true, false] {
+        let committed = b
+            .commit_seed(commit_request("redeal", 9))
+            .await
+            .unwrap()
+            .into_inner();
+        let started = a
+            .start_round(proto::StartRoundRequest {
+                commitment_token: committed.commitment_token,
+                client_seed: "player".into(),
+                nonce: 9,
+                round_id: "redeal".into(),
+                seats: vec![proto::SeatBet { bet: 500 }],
+                player_limits: limits(500, 30_000),
+                table_id: String::new(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        if peek {
+            settle(&mut b, started.round_token).await;
+        }
+        redealt.push(committed.commitment);
+    }
+    a.commit_seed(commit_request("lost-response", 3))
+        .await
+        .unwrap();
+
     drop((a, b));
     assert!(ra.terminate().await.success());
     assert!(rb.terminate().await.success());
@@ -185,10 +217,13 @@ async fn audit_log_flags_each_misuse_from_real_replicas_and_nothing_else() {
     assert_eq!(kinds(&reuse), vec!["commitment-reuse"], "{out}");
     assert_eq!(kinds(&fork), vec!["fork"], "{out}");
     assert_eq!(kinds(&peek), vec!["peek-then-play"], "{out}");
+    for c in &redealt {
+        assert_eq!(kinds(c), vec!["round-re-dealt"], "{out}");
+    }
     for c in &clean {
         assert!(kinds(c).is_empty(), "clean round {c} flagged: {out}");
     }
-    assert!(out.contains("findings: 3"), "{out}");
+    assert!(out.contains("findings: 4"), "{out}");
 }
 
 #[tokio::test]
