@@ -27,7 +27,7 @@ use super::proto::{self, red_dog_server::RedDog};
 use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 use super::token::{KeyRing, TokenKind};
 use crate::error::{BoundField, EngineError};
-use crate::fairness::{ALGORITHM, DealInputs, FairShoe, RevealV2, ServerSeed, SettledRound, action_text};
+use crate::fairness::{ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, ServerSeed, SettledRound, action_text};
 use crate::game::{Money, Round, Spread, Table};
 
 /// What the service needs to run.
@@ -321,7 +321,22 @@ impl RedDogService {
             settlement: &settlement,
             transcript: state.transcript,
         });
-        let reveal_json = reveal.to_json();
+        // A round started by an engine before round integrity may have no round id (it was
+        // optional then); a v2 reveal needs one, so such a round reveals in the v1 format
+        // (cards only), which is what that engine would have returned.
+        let (reveal_json, reveal_fields) = if state.round_id.is_empty() {
+            let inputs = DealInputs {
+                server_seed: &state.seed,
+                client_seed: state.client_seed.as_bytes(),
+                nonce: state.nonce,
+                decks: state.decks,
+            };
+            let v1 = RevealV1::new(&inputs, &state.client_seed, &cards, None);
+            let json = serde_json::to_string(&v1).map_err(|e| EngineError::Internal(e.to_string()))?;
+            (json, reveal_message_v1(&v1))
+        } else {
+            (reveal.to_json(), reveal_message(&reveal))
+        };
         self.inner.metrics.settled(&settlement);
         info!(
             target: "reddog::audit",
@@ -342,10 +357,24 @@ impl RedDogService {
             total_returned: settlement.total_returned.0,
             step: state.step(),
             transcript: reveal.transcript.clone(),
-            reveal: Some(reveal_message(&reveal)),
+            reveal: Some(reveal_fields),
             round_id: state.round_id,
             reveal_json,
         })
+    }
+}
+
+/// A version-1 reveal as protobuf fields (no format, table, money or transcript).
+fn reveal_message_v1(r: &RevealV1) -> proto::Reveal {
+    proto::Reveal {
+        algorithm: r.algorithm.clone(),
+        server_seed: r.server_seed.clone(),
+        commitment: r.commitment.clone(),
+        client_seed: r.client_seed.clone(),
+        nonce: r.nonce,
+        decks: u32::from(r.decks),
+        cards: r.cards.clone(),
+        ..proto::Reveal::default()
     }
 }
 
