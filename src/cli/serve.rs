@@ -79,25 +79,27 @@ fn load_table(args: &ServeArgs) -> anyhow::Result<Table> {
     Ok(Table::try_from(spec)?)
 }
 
-async fn shutdown_signal() {
+/// The shutdown signal: SIGTERM or SIGINT. The handlers are registered when this is called,
+/// not when the future is first polled, so a signal that arrives right after the `listening
+/// on` line is a graceful shutdown rather than the default action (termination).
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => info!("SIGTERM received"),
-                    _ = tokio::signal::ctrl_c() => info!("SIGINT received"),
-                }
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => info!("SIGTERM received"),
+                _ = int.recv() => info!("SIGINT received"),
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        })
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
 
@@ -129,6 +131,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let metrics = reddog::service::metrics::spawn(args.metrics_listen)
         .await
         .with_context(|| format!("binding the metrics listener {}", args.metrics_listen))?;
+    let shutdown = shutdown_signal().context("installing the SIGTERM / SIGINT handlers")?;
     info!(
         decks = table.decks().get(),
         min_bet = table.limits().min().0,
@@ -145,7 +148,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         engine: EngineConfig { table, key_ring, commitment_ttl: Duration::from_secs(args.commitment_ttl_secs) },
         drain_timeout: Duration::from_secs(args.drain_timeout_secs),
     };
-    let result = reddog::service::run(listener, config, shutdown_signal()).await;
+    let result = reddog::service::run(listener, config, shutdown).await;
     telemetry.shutdown();
     result.map_err(Into::into)
 }

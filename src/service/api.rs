@@ -27,7 +27,7 @@ use super::proto::{self, red_dog_server::RedDog};
 use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 use super::token::{KeyRing, TokenKind};
 use crate::error::{BoundField, EngineError};
-use crate::fairness::{ALGORITHM, DealInputs, FairShoe, RevealV2, ServerSeed, SettledRound, action_text};
+use crate::fairness::{ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, ServerSeed, SettledRound, action_text};
 use crate::game::{Money, Round, Spread, Table};
 
 /// What the service needs to run.
@@ -203,6 +203,11 @@ impl RedDogService {
             decks: table.decks(),
         };
         let round = Round::start(&table, &bets, &mut FairShoe::new(&inputs))?;
+        // Fits: the table's largest round fits in u64 (Table::new), checked all the same.
+        let total_bet = bets
+            .iter()
+            .try_fold(Money::ZERO, |sum, &b| sum.checked_add(b))
+            .ok_or_else(|| EngineError::overflow("the round's total bet"))?;
         let mut state = RoundState {
             round,
             seed: committed,
@@ -231,8 +236,7 @@ impl RedDogService {
             step = 0u32,
             %transcript,
             seats = bets.len(),
-            // A sum for the log only; u128 cannot overflow for 7 u64 bets.
-            total_bet = bets.iter().map(|b| u128::from(b.0)).sum::<u128>() as f64,
+            total_bet = total_bet.0,
             hand_class = class.name(),
             spread = class.spread().map_or(0, Spread::get),
             cards = %format_args!("{} {}", state.round.cards()[0], state.round.cards()[1]),
@@ -317,7 +321,22 @@ impl RedDogService {
             settlement: &settlement,
             transcript: state.transcript,
         });
-        let reveal_json = reveal.to_json();
+        // A round started by an engine before round integrity may have no round id (it was
+        // optional then); a v2 reveal needs one, so such a round reveals in the v1 format
+        // (cards only), which is what that engine would have returned.
+        let (reveal_json, reveal_fields) = if state.round_id.is_empty() {
+            let inputs = DealInputs {
+                server_seed: &state.seed,
+                client_seed: state.client_seed.as_bytes(),
+                nonce: state.nonce,
+                decks: state.decks,
+            };
+            let v1 = RevealV1::new(&inputs, &state.client_seed, &cards, None);
+            let json = serde_json::to_string(&v1).map_err(|e| EngineError::Internal(e.to_string()))?;
+            (json, reveal_message_v1(&v1))
+        } else {
+            (reveal.to_json(), reveal_message(&reveal))
+        };
         self.inner.metrics.settled(&settlement);
         info!(
             target: "reddog::audit",
@@ -338,10 +357,24 @@ impl RedDogService {
             total_returned: settlement.total_returned.0,
             step: state.step(),
             transcript: reveal.transcript.clone(),
-            reveal: Some(reveal_message(&reveal)),
+            reveal: Some(reveal_fields),
             round_id: state.round_id,
             reveal_json,
         })
+    }
+}
+
+/// A version-1 reveal as protobuf fields (no format, table, money or transcript).
+fn reveal_message_v1(r: &RevealV1) -> proto::Reveal {
+    proto::Reveal {
+        algorithm: r.algorithm.clone(),
+        server_seed: r.server_seed.clone(),
+        commitment: r.commitment.clone(),
+        client_seed: r.client_seed.clone(),
+        nonce: r.nonce,
+        decks: u32::from(r.decks),
+        cards: r.cards.clone(),
+        ..proto::Reveal::default()
     }
 }
 

@@ -7,12 +7,14 @@
 
 mod common;
 
+mod audit_log;
 mod cli_json;
 mod drain;
 mod fairness_cli;
 mod fairness_stats;
 mod fairness_vectors;
 mod odds_match_every_deal;
+mod reveal_vectors;
 mod round_integrity;
 mod round_properties;
 mod rules_by_example;
