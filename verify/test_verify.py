@@ -209,6 +209,10 @@ class CommandLine(unittest.TestCase):
                 with open(path, "w") as f:
                     json.dump(expect, f)
                 self.assertEqual(self.run_cli("--expect", path, stdin=text)[0], code, expect)
+            with open(path, "w") as f:
+                json.dump({"nonce": r["nonce"]}, f)
+            self.assertEqual(self.run_cli("--expect", path, "--expect-nonce", str(r["nonce"]), stdin=text)[0], 0)
+            self.assertEqual(self.run_cli("--expect", path, "--expect-nonce", str(r["nonce"] + 1), stdin=text)[0], 2)
 
 
 class Vectors(unittest.TestCase):

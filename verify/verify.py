@@ -805,6 +805,9 @@ def main(argv):
         if args.expect is not None:
             with open(args.expect, "rb") as f:
                 expectations += parse_expect(loads_strict(f.read()), "--expect " + args.expect)
+        for key, value in expectations:
+            if any(k == key and x != value for k, x in expectations):
+                raise Malformed("--expect-%s disagrees with the --expect file" % key.replace("_", "-"))
         if args.file == "-":
             data = sys.stdin.buffer.read()
         else:
