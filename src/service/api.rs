@@ -22,7 +22,7 @@ use super::error::invalid_token;
 use super::metrics::{self, Method, Metrics};
 use super::proto::{self, red_dog_server::RedDog};
 use super::state::{CommitmentPayload, RoundPayload, RoundState};
-use super::token::{KeyRing, TokenKind};
+use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::EngineError;
 use crate::fairness::{ALGORITHM, DealInputs, FairShoe, Reveal, ServerSeed};
 use crate::game::{Money, Round, Table};
@@ -89,13 +89,15 @@ impl RedDogService {
     fn open_round(&self, method: Method, token: &[u8], round_id: &str) -> Result<RoundState, Status> {
         convert::required_token("round_token", token)?;
         convert::round_id("round_id", round_id)?;
-        let state =
-            self.inner.ring.open::<RoundPayload>(TokenKind::Round, token).and_then(RoundState::from_payload).map_err(
-                |_| {
-                    metrics::token_rejected(method);
-                    invalid_token("round_token")
-                },
-            )?;
+        let state = self
+            .inner
+            .ring
+            .open_checked::<RoundPayload>(TokenKind::Round, token)
+            .and_then(|p| RoundState::from_payload(p).map_err(|_| TokenRefusal::Malformed))
+            .map_err(|why| {
+                metrics::token_rejected(method, why.label());
+                invalid_token("round_token")
+            })?;
         if !round_id.is_empty() && round_id != state.round_id {
             return Err(EngineError::invalid("round_id", "does not match the round id carried in round_token").into());
         }
@@ -128,10 +130,16 @@ impl RedDogService {
         let committed = self
             .inner
             .ring
-            .open::<CommitmentPayload>(TokenKind::Commitment, &req.commitment_token)
-            .and_then(|p| if now_ms() > p.expires_at_unix_ms { Err(EngineError::InvalidToken) } else { p.seed() })
-            .map_err(|_| {
-                metrics::token_rejected(Method::StartRound);
+            .open_checked::<CommitmentPayload>(TokenKind::Commitment, &req.commitment_token)
+            .and_then(|p| {
+                if now_ms() > p.expires_at_unix_ms {
+                    Err(TokenRefusal::Expired)
+                } else {
+                    p.seed().map_err(|_| TokenRefusal::Malformed)
+                }
+            })
+            .map_err(|why| {
+                metrics::token_rejected(Method::StartRound, why.label());
                 invalid_token("commitment_token")
             })?;
         let inputs = DealInputs {
