@@ -5,7 +5,7 @@
 //!   calls finish), a per-call timeout (DEADLINE_EXCEEDED; it covers reading the request body,
 //!   so a stalled body cannot hold its slot), and the answers tonic gives to requests it
 //!   cannot decode, put right: an undecodable message (bad UTF-8, wrong wire type, truncated)
-//!   is INVALID_ARGUMENT, not INTERNAL, and a message over the size limit is
+//!   or a unary call without a message is INVALID_ARGUMENT, not INTERNAL, and a message over the size limit is
 //!   RESOURCE_EXHAUSTED, not OUT_OF_RANGE — both with `google.rpc` details.
 //!   Health and reflection are not behind the cap: health stays answerable under any load.
 //! - [`EndOnStop`] wraps the health service: when the server drains, a response stream still
@@ -101,6 +101,9 @@ fn put_right(response: Response<Body>, limit: usize) -> Response<Body> {
     let fix = match code {
         Some(b"13") | Some(b"11") => Status::from_header_map(response.headers()).and_then(|s| match s.code() {
             Code::Internal if s.message().starts_with(PROST_PREFIX) => Some(undecodable(s.message())),
+            Code::Internal if s.message() == "Missing request message." => {
+                Some(EngineError::invalid("request", "the call carried no request message").into())
+            }
             Code::OutOfRange if s.message().contains("decoded message length too large") => Some(too_large(limit)),
             _ => None,
         }),

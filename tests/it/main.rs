@@ -20,3 +20,4 @@ mod service_failover;
 mod service_logs;
 mod service_rounds;
 mod simulator_agrees;
+mod transport;
