@@ -15,7 +15,8 @@
 //!   announcing 65,531 bytes and then all but 1 byte of it (a 64 KiB body that stalls);
 //! - `priority`: one connection sends `--frames` PRIORITY frames, each stream depending on
 //!   itself (a stream error the server answers with RST_STREAM);
-//! - `idle`: `--conns` TCP connections that never send the HTTP/2 preface.
+//! - `idle`: `--conns` TCP connections that never send the HTTP/2 preface;
+//! - `watch`: no flood, only the sampling (to watch another tool's load, such as h2load).
 //!
 //! With `--pid` it samples the server's VmRSS every 50 ms (and reads VmHWM) and its CPU time;
 //! with `--health` it asks grpc.health.v1.Health/Check every 250 ms during the flood over a
@@ -78,6 +79,14 @@ enum Flood {
     Priority {
         #[arg(long, default_value_t = 100_000)]
         frames: u32,
+    },
+    /// No flood: only sample memory and health (to watch another tool's load, e.g. h2load).
+    Watch {
+        #[arg(long, default_value_t = 10.0)]
+        secs: f64,
+        /// Stop earlier, as soon as this process (the load tool) has exited.
+        #[arg(long)]
+        while_pid: Option<u32>,
     },
     Idle {
         #[arg(long, default_value_t = 1000)]
@@ -552,6 +561,16 @@ async fn main() -> std::process::ExitCode {
                 .await
             }
             Flood::Priority { frames } => flood_priority(args.target, frames).await,
+            Flood::Watch { secs, while_pid } => {
+                let until = Instant::now() + Duration::from_secs_f64(secs);
+                while Instant::now() < until
+                    && while_pid
+                        .is_none_or(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Ok(Vec::new())
+            }
             Flood::Idle { conns, hold_secs } => {
                 flood_idle(args.target, conns, Duration::from_secs_f64(hold_secs)).await
             }

@@ -145,12 +145,14 @@ impl TlsReloader {
     /// Reloads on SIGHUP (if `sighup`) and whenever a file changes, until `stop` turns true.
     pub fn watch(&self, sighup: bool, mut stop: tokio::sync::watch::Receiver<bool>) {
         let this = self.clone();
+        // Registered before returning, so a SIGHUP right after start-up never hits the default
+        // action (which would end the process).
+        #[cfg(unix)]
+        let mut hup =
+            if sighup { tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok() } else { None };
+        #[cfg(not(unix))]
+        let _ = sighup;
         tokio::spawn(async move {
-            #[cfg(unix)]
-            let mut hup =
-                if sighup { tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok() } else { None };
-            #[cfg(not(unix))]
-            let _ = sighup;
             let mut tick = tokio::time::interval(this.poll);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {

@@ -20,4 +20,5 @@ mod service_failover;
 mod service_logs;
 mod service_rounds;
 mod simulator_agrees;
+mod tls;
 mod transport;
