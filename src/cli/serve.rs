@@ -70,6 +70,9 @@ pub struct ServeArgs {
     /// Connections in their handshake at once; more are closed at accept.
     #[arg(long, env = "REDDOG_MAX_PENDING_HANDSHAKES", default_value_t = TransportLimits::default().max_pending_handshakes)]
     pub max_pending_handshakes: usize,
+    /// Connections past the handshake, at most; more are closed at accept.
+    #[arg(long, env = "REDDOG_MAX_CONNECTIONS", default_value_t = TransportLimits::default().max_connections)]
+    pub max_connections: usize,
     /// A connection without a call in progress for this long is closed, in seconds.
     #[arg(long, env = "REDDOG_IDLE_TIMEOUT_SECS", default_value_t = TransportLimits::default().idle_timeout.as_secs())]
     pub idle_timeout_secs: u64,
@@ -136,6 +139,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
             max_in_flight: args.max_in_flight,
             handshake_timeout: Duration::from_millis(args.handshake_timeout_ms),
             max_pending_handshakes: args.max_pending_handshakes,
+            max_connections: args.max_connections,
             idle_timeout: Duration::from_secs(args.idle_timeout_secs),
             keepalive_interval: Duration::from_secs(args.keepalive_interval_secs),
         },

@@ -80,6 +80,10 @@ pub struct TransportLimits {
     pub handshake_timeout: Duration,
     /// Connections not yet past the handshake, at most; more are closed at once.
     pub max_pending_handshakes: usize,
+    /// Connections past the handshake, at most; more are closed at accept. With
+    /// `max_concurrent_streams_per_connection` it bounds the streams (and their memory) the
+    /// server holds at once.
+    pub max_connections: usize,
     /// A connection with no call in progress for this long is closed.
     pub idle_timeout: Duration,
     /// Interval of HTTP/2 PINGs to detect dead peers.
@@ -95,6 +99,7 @@ impl Default for TransportLimits {
             max_in_flight: 256,
             handshake_timeout: Duration::from_secs(5),
             max_pending_handshakes: 1024,
+            max_connections: 512,
             idle_timeout: Duration::from_secs(300),
             keepalive_interval: Duration::from_secs(30),
         }
@@ -185,6 +190,9 @@ impl Settings {
         }
         if !(1..=100_000).contains(&l.max_in_flight) {
             return invalid("max-in-flight", format!("{}: must be 1..=100000", l.max_in_flight));
+        }
+        if !(1..=1_000_000).contains(&l.max_connections) {
+            return invalid("max-connections", format!("{}: must be 1..=1000000", l.max_connections));
         }
         if !(1..=1_000_000).contains(&l.max_pending_handshakes) {
             return invalid("max-pending-handshakes", format!("{}: must be 1..=1000000", l.max_pending_handshakes));

@@ -32,7 +32,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use super::error::ERROR_DOMAIN;
 use super::metrics;
-use super::transport::{ActivityGuard, ConnInfo};
+use super::transport::ConnInfo;
 use crate::error::EngineError;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -170,8 +170,9 @@ where
                     timed_out(timeout).into_http()
                 }
             };
-            drop(permit);
-            Ok(answer)
+            // The slot is held until the response has been sent (its body dropped): a call
+            // whose answer still waits to be written counts, and so does its buffer.
+            Ok(answer.map(|body| Body::new(Held { inner: body, _guard: permit })))
         })
     }
 }
@@ -311,13 +312,13 @@ where
     }
 }
 
-/// A body that keeps its call counted until dropped.
-struct Held {
+/// A body that keeps something (a call counted, a slot) until dropped.
+struct Held<G> {
     inner: Body,
-    _guard: ActivityGuard,
+    _guard: G,
 }
 
-impl http_body::Body for Held {
+impl<G: Send + Unpin + 'static> http_body::Body for Held<G> {
     type Data = Bytes;
     type Error = Status;
 

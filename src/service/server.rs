@@ -32,6 +32,13 @@ pub const LIVENESS: &str = "liveness";
 pub const SERVICE_NAME: &str = "reddog.v1.RedDog";
 /// Largest request accepted (bytes); a request is at most a token and a client seed.
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
+/// HTTP/2 flow-control windows: how much request data one stream, and one connection, may
+/// send before the server has read it. A stream's window holds one largest request (64 KiB
+/// and the 5-byte gRPC prefix); the connection's bounds what a connection can make the server
+/// buffer (hyper's default is 1 MiB each).
+pub const STREAM_WINDOW: u32 = 80 * 1024;
+/// See [`STREAM_WINDOW`].
+pub const CONNECTION_WINDOW: u32 = 128 * 1024;
 /// How long the server waits for a PING answer before it drops the connection.
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -94,6 +101,8 @@ pub(crate) async fn serve(
         .http2_keepalive_interval(Some(limits.keepalive_interval))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
         .max_concurrent_streams(limits.max_concurrent_streams_per_connection)
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
         .http2_max_local_error_reset_streams(Some(limits.max_local_error_resets))
         .layer(ActivityLayer)
         .add_service(DrainStreams::new(health_service, stop_rx.clone()))

@@ -11,6 +11,8 @@
 //!   [`TransportLimits::max_pending_handshakes`] connections wait at once; more are closed at
 //!   accept. Connections still in the handshake when the server drains are closed at once,
 //!   so they never hold the drain.
+//! - **Connection cap.** At most [`TransportLimits::max_connections`] connections past the
+//!   handshake; more are closed at accept (before the handshake, so they cost nothing).
 //! - **Idle deadline.** A connection with no call in progress for
 //!   [`TransportLimits::idle_timeout`] is closed (its reads end). Calls are counted by
 //!   [`ActivityLayer`] from request to the end of the response body, so a health `Watch`
@@ -27,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
 use tokio_stream::wrappers::ReceiverStream;
@@ -156,6 +158,8 @@ impl AsyncWrite for Stream {
 /// reads pass through until the idle deadline, when they end (the server closes it).
 pub struct ConnIo {
     inner: Stream,
+    /// This connection's place under the connection cap, given back when it closes.
+    _slot: OwnedSemaphorePermit,
     replayed: usize,
     idle_timeout: Duration,
     idle: Pin<Box<Sleep>>,
@@ -260,6 +264,7 @@ pub fn incoming(
 ) -> ReceiverStream<Result<ConnIo, io::Error>> {
     let (tx, rx) = mpsc::channel(64);
     let limits = limits.clone();
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
     tokio::spawn(async move {
         let mut pending: JoinSet<()> = JoinSet::new();
         let mut backoff = Duration::ZERO;
@@ -275,8 +280,13 @@ pub fn incoming(
                             debug!(%peer, "closing a connection: too many connections in their handshake");
                             continue;
                         }
+                        let Ok(slot) = slots.clone().try_acquire_owned() else {
+                            metrics::connection_closed("too_many_connections");
+                            debug!(%peer, "closing a connection: at the connection cap");
+                            continue;
+                        };
                         let _ = tcp.set_nodelay(true);
-                        pending.spawn(admit(tcp, peer, tls.clone(), limits.clone(), tx.clone()));
+                        pending.spawn(admit(tcp, peer, slot, tls.clone(), limits.clone(), tx.clone()));
                     }
                     Err(e) if per_connection_error(&e) => debug!(error = %e, "accept failed for one connection"),
                     Err(e) => {
@@ -305,6 +315,7 @@ pub fn incoming(
 async fn admit(
     tcp: TcpStream,
     peer: SocketAddr,
+    slot: OwnedSemaphorePermit,
     tls: Option<TlsReloader>,
     limits: TransportLimits,
     tx: mpsc::Sender<Result<ConnIo, io::Error>>,
@@ -340,6 +351,7 @@ async fn admit(
     let idle = Box::pin(tokio::time::sleep(limits.idle_timeout));
     let io = ConnIo {
         inner: stream,
+        _slot: slot,
         replayed: 0,
         idle_timeout: limits.idle_timeout,
         idle,

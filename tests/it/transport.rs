@@ -404,6 +404,42 @@ async fn connections_in_their_handshake_do_not_hold_the_drain() {
     }
 }
 
+#[tokio::test]
+async fn connections_over_the_cap_are_closed_at_accept() {
+    let mut s = settings(&ring_a());
+    s.limits.max_connections = 2;
+    let server = TestServer::spawn(s).await;
+    let mut a = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
+    let mut b = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
+    a.get_rules(GetRulesRequest {}).await.unwrap();
+    b.get_rules(GetRulesRequest {}).await.unwrap();
+    let third = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    until_closed(third, Duration::from_secs(5)).await;
+    // A slot frees when a connection closes.
+    drop(b);
+    eventually_connects(server.addr).await;
+    a.get_rules(GetRulesRequest {}).await.unwrap();
+    server.stop().await;
+}
+
+/// A new connection plays a call within 5 s (retried while the server frees a slot).
+async fn eventually_connects(addr: std::net::SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
+        if let Ok(ch) = endpoint.connect().await
+            && proto::red_dog_client::RedDogClient::new(ch)
+                .get_rules(GetRulesRequest {})
+                .await
+                .is_ok()
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no slot freed within 5 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn futures_connect(addr: std::net::SocketAddr, n: usize) -> Vec<tokio::net::TcpStream> {
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
@@ -414,7 +450,8 @@ async fn futures_connect(addr: std::net::SocketAddr, n: usize) -> Vec<tokio::net
 
 #[tokio::test]
 async fn nonsense_settings_are_refused_with_a_message_naming_them() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut Settings)>)> = vec![
+    type Change = Box<dyn Fn(&mut Settings)>;
+    let cases: Vec<(&str, Change)> = vec![
         (
             "commitment-ttl-secs",
             Box::new(|s| s.commitment_ttl = Duration::ZERO),
