@@ -93,13 +93,13 @@ pub struct TransportLimits {
 impl Default for TransportLimits {
     fn default() -> Self {
         TransportLimits {
-            max_concurrent_streams_per_connection: 100,
+            max_concurrent_streams_per_connection: 16,
             max_local_error_resets: 256,
             request_timeout: Duration::from_secs(10),
             max_in_flight: 256,
             handshake_timeout: Duration::from_secs(5),
             max_pending_handshakes: 1024,
-            max_connections: 512,
+            max_connections: 256,
             idle_timeout: Duration::from_secs(300),
             keepalive_interval: Duration::from_secs(30),
         }

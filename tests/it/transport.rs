@@ -225,6 +225,11 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
             .map(|v| v.field.clone())
             .collect();
         assert_eq!(fields, vec!["round_id".to_string()], "{what}: {status:?}");
+        eprintln!(
+            "bad input: CommitSeed {what} -> {:?} field={fields:?} message={:?}",
+            status.code(),
+            status.message()
+        );
         assert_eq!(error_reason(&status), "INVALID_ARGUMENT");
     }
     // A call with no request message at all (tonic alone: INTERNAL "Missing request message").
@@ -241,6 +246,11 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
             .field,
         "request"
     );
+    eprintln!(
+        "bad input: GetRules with no request message -> {:?} field=request message={:?}",
+        status.code(),
+        status.message()
+    );
     // Over the 64 KiB limit: RESOURCE_EXHAUSTED with a QuotaFailure.
     let mut big = vec![0x0a];
     let n = 70_000u32;
@@ -254,6 +264,12 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
     let status = raw_call(ch.clone(), COMMIT, big).await.unwrap_err();
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
     assert_eq!(error_reason(&status), "REQUEST_TOO_LARGE");
+    eprintln!(
+        "bad input: CommitSeed 70,000-byte round_id -> {:?} reason={} message={:?}",
+        status.code(),
+        error_reason(&status),
+        status.message()
+    );
     assert!(
         status.get_error_details().quota_failure().is_some(),
         "{status:?}"
@@ -293,6 +309,10 @@ async fn token_refusals_are_counted_by_reason_and_answered_alike() {
             status.details().to_vec(),
         ));
     }
+    eprintln!(
+        "bad input: StartRound with an expired / foreign-key / tampered / malformed commitment token -> {:?} {:?} (all four identical)",
+        answers[0].0, answers[0].1
+    );
     assert!(
         answers.windows(2).all(|w| w[0] == w[1]),
         "one answer for every reason: {answers:?}"
