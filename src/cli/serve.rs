@@ -130,6 +130,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         metrics_listen: Some(args.metrics_listen),
         key_ring,
         table_config: args.table_config.clone(),
+        table: None,
         commitment_ttl: Duration::from_secs(args.commitment_ttl_secs),
         drain_timeout: Duration::from_secs(args.drain_timeout_secs),
         limits: TransportLimits {
@@ -195,9 +196,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let table = &app.engine().table;
     let bound = app.local_addr();
     info!(
-        decks = table.decks.get(),
-        min_bet = table.limits.min().0,
-        max_bet = table.limits.max().0,
+        decks = table.decks().get(),
+        min_bet = table.limits().min().0,
+        max_bet = table.limits().max().0,
         otlp = telemetry.otlp_enabled(),
         tls = app.tls().is_some(),
         "listening on {bound}"

@@ -128,6 +128,8 @@ pub struct Settings {
     pub key_ring: KeyRingSource,
     /// Path of the table JSON; `None`: the built-in table.
     pub table_config: Option<PathBuf>,
+    /// The table itself (embedding, tests); when set, `table_config` must be `None`.
+    pub table: Option<Table>,
     /// How long a commitment from CommitSeed stays usable (1 s .. 1 day).
     pub commitment_ttl: Duration,
     /// Upper bound on graceful shutdown (1 s .. 1 h).
@@ -147,6 +149,7 @@ impl Settings {
             metrics_listen: None,
             key_ring,
             table_config: None,
+            table: None,
             commitment_ttl: Duration::from_secs(600),
             drain_timeout: Duration::from_secs(20),
             limits: TransportLimits::default(),
@@ -216,7 +219,17 @@ impl Settings {
     }
 
     fn load_table(&self) -> Result<Table, SettingsError> {
-        let Some(path) = &self.table_config else { return Ok(Table::default()) };
+        let path = match (&self.table, &self.table_config) {
+            (Some(_), Some(_)) => {
+                return Err(SettingsError::Invalid {
+                    setting: "table-config",
+                    reason: "both a table and a table file are given".into(),
+                });
+            }
+            (Some(table), None) => return Ok(table.clone()),
+            (None, None) => return Ok(Table::default()),
+            (None, Some(path)) => path,
+        };
         let bad = |reason: String| SettingsError::Invalid { setting: "table-config", reason };
         let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
         let spec: TableSpec = serde_json::from_str(&text).map_err(|e| bad(format!("{}: {e}", path.display())))?;

@@ -136,14 +136,11 @@ async fn mutual_tls_admits_only_current_certificates_from_the_ca() {
         .await
         .expect("a client with a certificate from the CA");
     let committed = c
-        .commit_seed(proto::CommitSeedRequest {
-            round_id: "tls-1".into(),
-        })
+        .commit_seed(commit_request("round-7", 7))
         .await
         .unwrap()
         .into_inner();
-    let mut req = start_request(committed.commitment_token, 7, &[500]);
-    req.round_id = "tls-1".into();
+    let req = start_request(committed.commitment_token, 7, &[500]);
     let started = c.start_round(req).await.unwrap().into_inner();
     let mut token = started.round_token;
     if started.round.unwrap().awaiting_decisions {
@@ -151,7 +148,7 @@ async fn mutual_tls_admits_only_current_certificates_from_the_ca() {
             .decide(proto::DecideRequest {
                 round_token: token,
                 decisions: vec![decision(0, Action::Stand)],
-                round_id: "tls-1".into(),
+                round_id: "round-7".into(),
             })
             .await
             .unwrap()
@@ -161,7 +158,7 @@ async fn mutual_tls_admits_only_current_certificates_from_the_ca() {
     let settled = c
         .settle(proto::SettleRequest {
             round_token: token,
-            round_id: "tls-1".into(),
+            round_id: "round-7".into(),
         })
         .await
         .unwrap()
