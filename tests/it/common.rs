@@ -333,3 +333,34 @@ impl Drop for ServerProcess {
         let _ = self.child.wait();
     }
 }
+
+/// Starts a GetRules call whose request message is held back until it is sent on the returned
+/// sender (dropping the sender without sending ends the call without a message): the server
+/// has accepted the stream and its handler waits meanwhile — a call deterministically "in
+/// flight", without any test hook in the server.
+pub fn held_call(
+    ch: Channel,
+) -> (
+    tokio::sync::mpsc::Sender<proto::GetRulesRequest>,
+    tokio::task::JoinHandle<Result<proto::GetRulesResponse, tonic::Status>>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::channel::<proto::GetRulesRequest>(1);
+    let task = tokio::spawn(async move {
+        let mut grpc = tonic::client::Grpc::new(ch);
+        grpc.ready()
+            .await
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        let codec =
+            tonic_prost::ProstCodec::<proto::GetRulesRequest, proto::GetRulesResponse>::default();
+        let path =
+            tonic::codegen::http::uri::PathAndQuery::from_static("/reddog.v1.RedDog/GetRules");
+        grpc.client_streaming(
+            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)),
+            path,
+            codec,
+        )
+        .await
+        .map(tonic::Response::into_inner)
+    });
+    (tx, task)
+}

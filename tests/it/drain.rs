@@ -18,9 +18,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use reddog::service::proto::{GetRulesRequest, GetRulesResponse};
-use tokio_stream::wrappers::ReceiverStream;
-use tonic::codegen::http::uri::PathAndQuery;
+use reddog::service::proto::GetRulesRequest;
+
+use crate::common::held_call;
 use tonic::transport::{Channel, Endpoint};
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -109,28 +109,6 @@ async fn channel(addr: SocketAddr) -> Channel {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("cannot connect to {addr}");
-}
-
-/// Starts a GetRules call whose request message is held back until `release` is sent.
-fn held_call(
-    ch: Channel,
-) -> (
-    tokio::sync::mpsc::Sender<GetRulesRequest>,
-    tokio::task::JoinHandle<Result<GetRulesResponse, tonic::Status>>,
-) {
-    let (tx, rx) = tokio::sync::mpsc::channel::<GetRulesRequest>(1);
-    let task = tokio::spawn(async move {
-        let mut grpc = tonic::client::Grpc::new(ch);
-        grpc.ready()
-            .await
-            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-        let codec = tonic_prost::ProstCodec::<GetRulesRequest, GetRulesResponse>::default();
-        let path = PathAndQuery::from_static("/reddog.v1.RedDog/GetRules");
-        grpc.client_streaming(tonic::Request::new(ReceiverStream::new(rx)), path, codec)
-            .await
-            .map(tonic::Response::into_inner)
-    });
-    (tx, task)
 }
 
 async fn watch(

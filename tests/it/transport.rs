@@ -12,10 +12,9 @@
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut};
-use reddog::service::proto::{self, GetRulesRequest, GetRulesResponse};
+use reddog::service::proto::{self, GetRulesRequest};
 use reddog::service::{Application, KeyRingSource, Settings};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::Channel;
@@ -71,29 +70,6 @@ async fn raw_call(ch: Channel, method: &'static str, bytes: Vec<u8>) -> Result<V
     )
     .await
     .map(tonic::Response::into_inner)
-}
-
-/// Starts a GetRules call whose request message is held back until the sender is used or
-/// dropped: the server holds the call (and its slot) meanwhile.
-fn held_call(
-    ch: Channel,
-) -> (
-    tokio::sync::mpsc::Sender<GetRulesRequest>,
-    tokio::task::JoinHandle<Result<GetRulesResponse, Status>>,
-) {
-    let (tx, rx) = tokio::sync::mpsc::channel::<GetRulesRequest>(1);
-    let task = tokio::spawn(async move {
-        let mut grpc = tonic::client::Grpc::new(ch);
-        grpc.ready()
-            .await
-            .map_err(|e| Status::unavailable(e.to_string()))?;
-        let codec = tonic_prost::ProstCodec::<GetRulesRequest, GetRulesResponse>::default();
-        let path = PathAndQuery::from_static("/reddog.v1.RedDog/GetRules");
-        grpc.client_streaming(tonic::Request::new(ReceiverStream::new(rx)), path, codec)
-            .await
-            .map(tonic::Response::into_inner)
-    });
-    (tx, task)
 }
 
 /// The value of one Prometheus series in the process's metrics (0 if absent).
