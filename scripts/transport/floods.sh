@@ -55,9 +55,9 @@ text = urllib.request.urlopen("http://%s/metrics" % sys.argv[1], timeout=5).read
 print(next((l.split()[-1] for l in text.splitlines() if l.startswith(sys.argv[2] + " ")), "0"))
 PY
 }
-flood() { # flood NAME ARGS...
+line=""
+flood() { # flood NAME ARGS... (sets $line)
   local name="$1"; shift
-  local line
   line="$("$FLOOD" --target "$ADDR" --pid "$PID" --health --max-rss-mib "$MAX_RSS" "$@" 2>"$OUT.flood")"
   local rc=$?
   runs=$((runs + 1))
@@ -74,6 +74,12 @@ if [ "$FDS" = 1 ]; then
   # Out of file descriptors: the server may hold 256; 400 silent connections take them all.
   start prlimit --nofile=256:256
   flood "fd exhaustion (nofile 256) x400" --settle-secs 1 idle --conns 400 --hold-secs 8
+  # A busy accept loop would burn ~15 s of CPU here on an idle machine; the back-off ~0.05 s.
+  cpu="$(sed -n 's/.*server_cpu_secs=\([0-9.]*\).*/\1/p' <<<"$line")"
+  if [ -n "$cpu" ] && awk -v c="$cpu" 'BEGIN { exit !(c > 3) }'; then
+    echo "  FAIL: the server used $cpu s of CPU while out of file descriptors (accept loop spinning?)"
+    failures=$((failures + 1))
+  fi
   stop
 fi
 
