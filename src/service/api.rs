@@ -19,7 +19,7 @@ use tracing::{debug, debug_span, info};
 
 use super::convert;
 use super::error::invalid_token;
-use super::metrics::{self, Method, Metrics};
+use super::metrics::{self, Method, Metrics, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
 use super::state::{CommitmentPayload, RoundPayload, RoundState};
 use super::token::{KeyRing, TokenKind};
@@ -51,20 +51,49 @@ struct Inner {
     ttl_ms: i64,
     rules: proto::GetRulesResponse,
     metrics: Metrics,
+    table_metrics: TableMetrics,
 }
+
+/// The id of the table a single-table configuration serves (docs/design/round-integrity.md).
+pub const DEFAULT_TABLE_ID: &str = "default";
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl RedDogService {
-    /// Runs a handler body with an RPC span, latency and status metrics.
-    fn observe<T>(&self, method: Method, f: impl FnOnce() -> Result<T, Status>) -> Result<Response<T>, Status> {
+    /// Runs a handler body with an RPC span, latency and status metrics. The span follows
+    /// OpenTelemetry's RPC conventions and continues the caller's trace when the request
+    /// carries a W3C `traceparent` (see [`super::telemetry::continue_trace`]).
+    fn observe<T>(
+        &self,
+        method: Method,
+        metadata: &tonic::metadata::MetadataMap,
+        f: impl FnOnce() -> Result<T, Status>,
+    ) -> Result<Response<T>, Status> {
         let started = Instant::now();
         // DEBUG: built only when trace export or debug logs want it (see `telemetry::init`).
-        let span = debug_span!("rpc", rpc.service = "reddog.v1.RedDog", rpc.method = method.name());
+        let span = debug_span!(
+            "rpc",
+            otel.name = method.full_name(),
+            otel.kind = "server",
+            otel.status_code = tracing::field::Empty,
+            rpc.system = "grpc",
+            rpc.service = "reddog.v1.RedDog",
+            rpc.method = method.name(),
+            rpc.grpc.status_code = tracing::field::Empty,
+        );
+        if !span.is_disabled() {
+            super::telemetry::continue_trace(&span, metadata);
+        }
         let result = span.in_scope(f);
         let code = result.as_ref().map_or_else(Status::code, |_| tonic::Code::Ok);
+        if !span.is_disabled() {
+            span.record("rpc.grpc.status_code", code as i64);
+            if super::telemetry::is_server_error(code) {
+                span.record("otel.status_code", "error");
+            }
+        }
         self.inner.metrics.rpc(method, code, started);
         if let Err(status) = &result {
             debug!(method = method.name(), code = ?status.code(), message = status.message(), "rpc refused");
@@ -75,6 +104,7 @@ impl RedDogService {
     pub fn new(config: EngineConfig) -> RedDogService {
         let ttl_ms = i64::try_from(config.commitment_ttl.as_millis()).unwrap_or(i64::MAX);
         let rules = super::rules::rules(&config.table, config.commitment_ttl);
+        let table_metrics = TableMetrics::register(DEFAULT_TABLE_ID, &config.table);
         RedDogService {
             inner: Arc::new(Inner {
                 table: config.table,
@@ -82,6 +112,7 @@ impl RedDogService {
                 ttl_ms,
                 rules,
                 metrics: Metrics::register(),
+                table_metrics,
             }),
         }
     }
@@ -153,7 +184,7 @@ impl RedDogService {
         let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
         let commitment = state.seed.commitment().to_hex();
         let class = state.round.class();
-        self.inner.metrics.round_started(class);
+        self.inner.table_metrics.round_started(class);
         info!(
             target: "reddog::audit",
             event = "round_started",
@@ -236,7 +267,7 @@ impl RedDogService {
         let round_id = (!state.round_id.is_empty()).then(|| state.round_id.clone());
         let reveal = Reveal::new(&inputs, &state.client_seed, &state.dealt_cards(), round_id);
         let reveal_json = serde_json::to_string(&reveal).map_err(|e| EngineError::Internal(e.to_string()))?;
-        self.inner.metrics.settled(&settlement, staked, returned);
+        self.inner.table_metrics.settled(&settlement, staked, returned);
         info!(
             target: "reddog::audit",
             event = "round_settled",
@@ -272,30 +303,30 @@ impl RedDogService {
 impl RedDog for RedDogService {
     async fn get_rules(
         &self,
-        _request: Request<proto::GetRulesRequest>,
+        request: Request<proto::GetRulesRequest>,
     ) -> Result<Response<proto::GetRulesResponse>, Status> {
-        self.observe(Method::GetRules, || Ok(self.inner.rules.clone()))
+        self.observe(Method::GetRules, request.metadata(), || Ok(self.inner.rules.clone()))
     }
 
     async fn commit_seed(
         &self,
         request: Request<proto::CommitSeedRequest>,
     ) -> Result<Response<proto::CommitSeedResponse>, Status> {
-        self.observe(Method::CommitSeed, || self.commit_seed(request.get_ref()))
+        self.observe(Method::CommitSeed, request.metadata(), || self.commit_seed(request.get_ref()))
     }
 
     async fn start_round(
         &self,
         request: Request<proto::StartRoundRequest>,
     ) -> Result<Response<proto::StartRoundResponse>, Status> {
-        self.observe(Method::StartRound, || self.start_round(request.get_ref()))
+        self.observe(Method::StartRound, request.metadata(), || self.start_round(request.get_ref()))
     }
 
     async fn decide(&self, request: Request<proto::DecideRequest>) -> Result<Response<proto::DecideResponse>, Status> {
-        self.observe(Method::Decide, || self.decide(request.get_ref()))
+        self.observe(Method::Decide, request.metadata(), || self.decide(request.get_ref()))
     }
 
     async fn settle(&self, request: Request<proto::SettleRequest>) -> Result<Response<proto::SettleResponse>, Status> {
-        self.observe(Method::Settle, || self.settle(request.get_ref()))
+        self.observe(Method::Settle, request.metadata(), || self.settle(request.get_ref()))
     }
 }

@@ -8,10 +8,12 @@
 //! - [`state`]: what tokens carry;
 //! - [`api`]: the RPC handlers;
 //! - [`error`]: `EngineError` → gRPC status with `google.rpc` details;
+//! - [`build_info`]: version, commit and build date compiled in;
 //! - [`metrics`], [`telemetry`]: Prometheus metrics, logs and OTLP traces;
 //! - [`server`]: health, reflection, limits and graceful shutdown ([`run`]).
 
 pub mod api;
+pub mod build_info;
 pub mod convert;
 pub mod error;
 pub mod metrics;
