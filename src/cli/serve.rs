@@ -26,14 +26,14 @@ pub enum LogFormatArg {
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// gRPC listen address (use port 0 for any free port).
-    #[arg(long, env = "REDDOG_LISTEN", default_value = "127.0.0.1:50051")]
+    /// gRPC listen address, IP:PORT or HOST:PORT (e.g. localhost:50051; port 0 for any free port).
+    #[arg(long, env = "REDDOG_LISTEN", default_value = "127.0.0.1:50051", value_parser = listen_addr)]
     pub listen: SocketAddr,
-    /// Prometheus metrics listen address (text format at /metrics).
-    #[arg(long, env = "REDDOG_METRICS_LISTEN", default_value = "127.0.0.1:9464")]
+    /// Prometheus metrics listen address (text format at /metrics), IP:PORT or HOST:PORT.
+    #[arg(long, env = "REDDOG_METRICS_LISTEN", default_value = "127.0.0.1:9464", value_parser = listen_addr)]
     pub metrics_listen: SocketAddr,
     /// Path to the key ring JSON: {"primary":"k1","keys":{"k1":"<64 hex>",...}}.
-    #[arg(long, env = "REDDOG_KEY_RING_FILE", conflicts_with = "key_ring")]
+    #[arg(long, env = "REDDOG_KEY_RING_FILE")]
     pub key_ring_file: Option<PathBuf>,
     /// The key ring JSON inline (for tests and development).
     #[arg(long, env = "REDDOG_KEY_RING", hide_env_values = true)]
@@ -52,6 +52,28 @@ pub struct ServeArgs {
     pub log_format: LogFormatArg,
 }
 
+/// A listen address: `IP:PORT`, `[IPv6]:PORT` or `HOST:PORT` (the host name resolved once,
+/// at start-up; the first IPv4 address wins, so `localhost` means 127.0.0.1).
+pub fn listen_addr(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if text.rsplit_once(':').is_none_or(|(host, port)| host.is_empty() || port.parse::<u16>().is_err()) {
+        return Err(format!(
+            "{text:?} is not an address: give IP:PORT or HOST:PORT, e.g. 127.0.0.1:50051 or localhost:50051"
+        ));
+    }
+    let addrs: Vec<SocketAddr> =
+        text.to_socket_addrs().map_err(|e| format!("cannot resolve the host name in {text:?}: {e}"))?.collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .ok_or_else(|| format!("the host name in {text:?} resolves to no address"))
+}
+
 impl Default for ServeArgs {
     fn default() -> Self {
         use clap::FromArgMatches;
@@ -61,6 +83,14 @@ impl Default for ServeArgs {
 }
 
 fn load_ring(args: &ServeArgs) -> anyhow::Result<KeyRing> {
+    if args.key_ring_file.is_some() && args.key_ring.is_some() {
+        // Name both sources, the environment variables included: a variable set elsewhere
+        // (a shell profile, a pod spec) is the usual surprise.
+        anyhow::bail!(
+            "two key rings given: --key-ring-file (or REDDOG_KEY_RING_FILE) and --key-ring (or the environment \
+             variable REDDOG_KEY_RING) are both set; keep one (unset REDDOG_KEY_RING to use the file)"
+        );
+    }
     let text = match (&args.key_ring_file, &args.key_ring) {
         (Some(path), _) => {
             std::fs::read_to_string(path).with_context(|| format!("reading the key ring file {}", path.display()))?
@@ -76,7 +106,7 @@ fn load_table(args: &ServeArgs) -> anyhow::Result<Table> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading the table config {}", path.display()))?;
     let spec: TableSpec =
         serde_json::from_str(&text).with_context(|| format!("parsing the table config {}", path.display()))?;
-    Ok(Table::try_from(spec)?)
+    Table::try_from(spec).with_context(|| format!("the table config {}", path.display()))
 }
 
 async fn shutdown_signal() {

@@ -13,6 +13,7 @@ mod fairness_cli;
 mod fairness_stats;
 mod fairness_vectors;
 mod odds_match_every_deal;
+mod operator_errors;
 mod otlp_traces;
 mod round_properties;
 mod rules_by_example;
