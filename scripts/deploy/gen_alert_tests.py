@@ -22,17 +22,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from alert_constants import deal_classes  # noqa: E402
 
-MINUTES = 25 * 60 + 10          # series length: the 24 h windows are full at 25 h
+STEP_MIN = 4                     # one input sample every 4 minutes: within the 5 min lookback
+SAMPLES = 25 * 60 // STEP_MIN + 2  # series length: the 24 h windows are full at 25 h
 EVAL = "25h"
 TABLE = 'table="default"'
 
 
-def series(name: str, labels: str, step: float, start: float = 0.0) -> dict:
-    return {"series": f"{name}{{{labels}}}", "values": f"{start:g}+{step:.6g}x{MINUTES}"}
+def series(name: str, labels: str, per_minute: float) -> dict:
+    """A counter rising by `per_minute` a minute, sampled every STEP_MIN minutes."""
+    return {"series": f"{name}{{{labels}}}", "values": f"0+{per_minute * STEP_MIN:.8g}x{SAMPLES}"}
 
 
 def const(name: str, labels: str, value: float) -> dict:
-    return {"series": f"{name}{{{labels}}}", "values": f"{value!r}x{MINUTES}"}
+    return {"series": f"{name}{{{labels}}}", "values": f"{value!r}x{SAMPLES}"}
 
 
 def gauges() -> list:
@@ -119,7 +121,7 @@ def annotations(alertname: str) -> dict:
 
 
 def case(name: str, input_series: list, alerts: list, promql: list | None = None) -> dict:
-    t = {"name": name, "interval": "1m", "input_series": gauges() + input_series,
+    t = {"name": name, "interval": f"{STEP_MIN}m", "input_series": gauges() + input_series,
          "alert_rule_test": alerts}
     if promql:
         t["promql_expr_test"] = promql
