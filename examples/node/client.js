@@ -106,7 +106,7 @@ async function main() {
   const classes = {};
   for (let i = 0; i < a.rounds; i++) {
     const roundId = `node-${process.pid}-${i}`;
-    const commit = await call(client, 'commitSeed', { roundId });
+    const commit = await call(client, 'commitSeed', { roundId, nonce: String(i), tableId: '' });
     const start = await call(client, 'startRound', {
       commitmentToken: commit.commitmentToken, clientSeed: `node player ${i}`, nonce: String(i), roundId,
       seats: [{ bet: '1000' }, { bet: '2500' }], playerLimits: { minBet: '500', maxBet: '20000' },

@@ -22,9 +22,20 @@
 //! are `hand_class` `pair` and `consecutive` (spread `0`) and `non_consecutive` with spread
 //! `1`…`11`.
 //! No metric carries a seed, key, token or round id.
+//!
+//! **The money counters never wrap.** A `metrics` counter is a `u64` that wraps at 2^64, and
+//! one round at the largest table allowed returns nearly 2^64 minor units, so two such rounds
+//! would wrap it to a small, wrong number. The two money counters are therefore not
+//! `metrics` counters: they are exact `u128` sums kept here ([`MoneyTotals`]) and rendered
+//! by [`serve`] after the exporter's text, as Prometheus counters. A `u128` sum of `u64`
+//! amounts needs more than 2^64 settlements to reach 2^128; the sums are checked anyway, and
+//! a sum that would overflow is left unchanged and logged (never wrapped, never clamped).
+//! Prometheus stores samples as float64, so values above 2^53 lose low digits there — never
+//! their magnitude.
 
 use std::net::SocketAddr;
-use std::sync::OnceLock;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use metrics::{
@@ -39,6 +50,61 @@ use crate::game::{HandClass, Rule, Settlement, Spread, Table};
 use crate::odds::{Analysis, RtpDefinition, to_f64};
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// The exact sums of the money settled by this process, in minor units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MoneyTotals {
+    pub staked: u128,
+    pub returned: u128,
+}
+
+/// Per table id (a `BTreeMap`: rendered in a stable order).
+static MONEY: Mutex<BTreeMap<String, MoneyTotals>> = Mutex::new(BTreeMap::new());
+
+/// The money settled so far by this process at `table` (all services in it).
+pub fn money_totals(table: &str) -> MoneyTotals {
+    MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(table).copied().unwrap_or_default()
+}
+
+/// Adds a settlement's totals to the table's money sums, exactly.
+fn add_money(table: &str, staked: u64, returned: u64) {
+    let mut all = MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let m = all.entry(table.to_string()).or_default();
+    match (m.staked.checked_add(u128::from(staked)), m.returned.checked_add(u128::from(returned))) {
+        (Some(s), Some(r)) => *m = MoneyTotals { staked: s, returned: r },
+        _ => tracing::error!(table, "money metric sums would overflow 128 bits; left unchanged"),
+    }
+}
+
+/// Makes a table's money counters visible at 0 before its first settlement.
+fn register_money(table: &str) {
+    MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(table.to_string()).or_default();
+}
+
+/// The money counters in Prometheus text format.
+pub fn render_money() -> String {
+    let all = MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let mut out = String::from(
+        "# HELP reddog_staked_minor_units_total Sum of the stakes settled, in the table's minor units (exact).\n\
+         # TYPE reddog_staked_minor_units_total counter\n",
+    );
+    for (table, m) in &all {
+        out.push_str(&format!("reddog_staked_minor_units_total{{table=\"{}\"}} {}\n", label_value(table), m.staked));
+    }
+    out.push_str(
+        "# HELP reddog_returned_minor_units_total Sum returned to players, in the table's minor units (exact).\n\
+         # TYPE reddog_returned_minor_units_total counter\n",
+    );
+    for (table, m) in &all {
+        out.push_str(&format!("reddog_returned_minor_units_total{{table=\"{}\"}} {}\n", label_value(table), m.returned));
+    }
+    out
+}
+
+/// A Prometheus label value, escaped (table ids are `[A-Za-z0-9._-]`, so this is defence only).
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
 
 /// Installs the Prometheus recorder as the process's global `metrics` recorder (once; later
 /// calls return the same handle). `None` if another recorder was installed first.
@@ -94,7 +160,7 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
             }
             let head = &buf[..len];
             let (status, body) = if head.starts_with(b"GET /metrics ") || head.starts_with(b"GET /metrics?") {
-                ("200 OK", handle.render())
+                ("200 OK", handle.render() + &render_money())
             } else if head.starts_with(b"GET / ") {
                 ("200 OK", "reddog metrics: see /metrics\n".to_string())
             } else {
@@ -222,11 +288,6 @@ fn describe() {
         "reddog_seats_settled_total",
         "Seat results returned by Settle, by table, hand class, outcome, rule"
     );
-    describe_counter!("reddog_staked_minor_units_total", "Stakes settled, in the table's minor units");
-    describe_counter!(
-        "reddog_returned_minor_units_total",
-        "Amounts returned to players, in the table's minor units; returned / staked = observed RTP"
-    );
     describe_gauge!(
         "reddog_settled_round_moment_sum",
         "Per table, the sum over Settle answers of returned^2 (moment=rr), returned*staked (rs) and staked^2 (ss), \
@@ -304,8 +365,8 @@ pub struct TableMetrics {
     rounds_settled: [[Option<Counter>; 6]; DEALS],
     /// By rule, in the order of `RULES`.
     seats_settled: [Counter; 6],
-    staked: Counter,
-    returned: Counter,
+    /// The table id (label `table`); its money sums live in `MONEY`.
+    id: String,
     /// returned², returned·staked, staked² per Settle answer.
     moments: [Gauge; 3],
 }
@@ -323,8 +384,9 @@ impl TableMetrics {
     pub fn register(id: &str, table: &Table) -> TableMetrics {
         describe();
         let id = id.to_string();
-        let analysis = Analysis::new(table.decks, &table.paytable);
-        gauge!("reddog_table_info", "table" => id.clone(), "decks" => table.decks.get().to_string()).set(1.0);
+        register_money(&id);
+        let analysis = Analysis::new(table.decks(), table.paytable());
+        gauge!("reddog_table_info", "table" => id.clone(), "decks" => table.decks().get().to_string()).set(1.0);
         for i in 0..DEALS {
             let (class, spread) = deal_labels(i);
             let (p, win) = match i {
@@ -377,10 +439,9 @@ impl TableMetrics {
                     "rule" => rule.name()
                 )
             }),
-            staked: counter!("reddog_staked_minor_units_total", "table" => id.clone()),
-            returned: counter!("reddog_returned_minor_units_total", "table" => id.clone()),
             moments: ["rr", "rs", "ss"]
                 .map(|m| gauge!("reddog_settled_round_moment_sum", "table" => id.clone(), "moment" => m)),
+            id: id.clone(),
         }
     }
 
@@ -390,8 +451,9 @@ impl TableMetrics {
     }
 
     /// Records a settlement: the round's rule, per seat outcome, the staked and returned
-    /// sums and their products (as `f64`: statistics only, never money).
-    pub fn settled(&self, s: &Settlement, staked: u64, returned: u64) {
+    /// sums (exact, see the module docs) and their products (as `f64`: statistics for the
+    /// RTP's standard error, never money).
+    pub fn settled(&self, s: &Settlement) {
         let deal = deal_index(s.class);
         if let Some(rule) = s.seats.first().map(|seat| seat.rule)
             && let Some(Some(c)) = RULES.iter().position(|&r| r == rule).map(|i| &self.rounds_settled[deal][i])
@@ -403,8 +465,8 @@ impl TableMetrics {
                 self.seats_settled[i].increment(1);
             }
         }
-        self.staked.increment(staked);
-        self.returned.increment(returned);
+        let (staked, returned) = (s.total_staked.0, s.total_returned.0);
+        add_money(&self.id, staked, returned);
         let (r, st) = (returned as f64, staked as f64);
         self.moments[0].increment(r * r);
         self.moments[1].increment(r * st);
@@ -437,5 +499,26 @@ fn code_name(code: tonic::Code) -> &'static str {
         Unavailable => "UNAVAILABLE",
         DataLoss => "DATA_LOSS",
         Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_money_sums_do_not_wrap_past_u64() {
+        let before = money_totals("wrap-test");
+        add_money("wrap-test", u64::MAX, u64::MAX);
+        add_money("wrap-test", u64::MAX, 1);
+        let after = money_totals("wrap-test");
+        // Other tests may settle meanwhile: the sums only grow, by at least these amounts.
+        assert!(after.staked - before.staked >= 2 * u128::from(u64::MAX));
+        assert!(after.returned - before.returned > u128::from(u64::MAX));
+        let text = render_money();
+        assert!(text.contains("# TYPE reddog_staked_minor_units_total counter"));
+        let value: u128 =
+            text.lines().find_map(|l| l.strip_prefix("reddog_staked_minor_units_total{table=\"wrap-test\"} ")).unwrap().parse().unwrap();
+        assert!(value > u128::from(u64::MAX), "rendered above 2^64, not wrapped: {value}");
     }
 }
