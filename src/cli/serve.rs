@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use reddog::game::{Table, TableSpec};
+use reddog::game::Table;
+use reddog::service::tables::Tables;
 use reddog::service::telemetry::{self, LogFormat};
 use reddog::service::{EngineConfig, KeyRing, ServerConfig};
 use tracing::{info, warn};
@@ -38,7 +39,8 @@ pub struct ServeArgs {
     /// The key ring JSON inline (for tests and development).
     #[arg(long, env = "REDDOG_KEY_RING", hide_env_values = true)]
     pub key_ring: Option<String>,
-    /// Path to the table JSON (decks, min_bet, max_bet, paytable; all optional).
+    /// Path to the table JSON: one table (decks, min_bet, max_bet, paytable, currency,
+    /// minor_unit_exponent; all optional) or {"tables": {"<id>": {...}, ...}}.
     #[arg(long, env = "REDDOG_TABLE_CONFIG")]
     pub table_config: Option<PathBuf>,
     /// How long a commitment from CommitSeed stays usable, in seconds.
@@ -101,12 +103,10 @@ fn load_ring(args: &ServeArgs) -> anyhow::Result<KeyRing> {
     Ok(KeyRing::from_json(&text)?)
 }
 
-fn load_table(args: &ServeArgs) -> anyhow::Result<Table> {
-    let Some(path) = &args.table_config else { return Ok(Table::default()) };
+fn load_tables(args: &ServeArgs) -> anyhow::Result<Tables> {
+    let Some(path) = &args.table_config else { return Ok(Tables::single(Table::default())) };
     let text = std::fs::read_to_string(path).with_context(|| format!("reading the table config {}", path.display()))?;
-    let spec: TableSpec =
-        serde_json::from_str(&text).with_context(|| format!("parsing the table config {}", path.display()))?;
-    Table::try_from(spec).with_context(|| format!("the table config {}", path.display()))
+    Tables::from_json(&text).with_context(|| format!("the table config {}", path.display()))
 }
 
 async fn shutdown_signal() {
@@ -152,7 +152,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         info!(primary = key_ring.primary_id(), keys = ?key_ring.ids().collect::<Vec<_>>(), "key ring loaded");
     }
-    let table = load_table(&args)?;
+    let tables = load_tables(&args)?;
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let bound = listener.local_addr()?;
@@ -160,9 +160,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding the metrics listener {}", args.metrics_listen))?;
     info!(
-        decks = table.decks().get(),
-        min_bet = table.limits().min().0,
-        max_bet = table.limits().max().0,
+        tables = %tables.iter().map(|t| format!("{}({} decks, {}..={} {})", t.id, t.table.decks().get(),
+            t.table.limits().min().0, t.table.limits().max().0, t.currency.code())).collect::<Vec<_>>().join(" "),
         otlp = telemetry.otlp_enabled(),
         "listening on {bound}"
     );
@@ -172,7 +171,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         println!("metrics on {m}");
     }
     let config = ServerConfig {
-        engine: EngineConfig { table, key_ring, commitment_ttl: Duration::from_secs(args.commitment_ttl_secs) },
+        engine: EngineConfig { tables, key_ring, commitment_ttl: Duration::from_secs(args.commitment_ttl_secs) },
         drain_timeout: Duration::from_secs(args.drain_timeout_secs),
     };
     let result = reddog::service::run(listener, config, shutdown_signal()).await;

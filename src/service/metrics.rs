@@ -14,7 +14,7 @@
 //! | `reddog_deal_probability` | gauge | `table`, `hand_class`, `spread` | exact probability of the deal class |
 //! | `reddog_third_card_probability` | gauge | `table`, `hand_class`, `spread` | exact P(third card wins \| deal class) |
 //! | `reddog_rtp_bound` | gauge | `table`, `definition`, `bound` | exact RTP range over every strategy |
-//! | `reddog_table_info` | gauge (1) | `table`, `decks` | the configured tables |
+//! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent` | the configured tables |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
 //! | `reddog_token_rejections_total` | counter | `method` | tokens refused (any reason) |
 //!
@@ -33,8 +33,8 @@
 //! Prometheus stores samples as float64, so values above 2^53 lose low digits there — never
 //! their magnitude.
 
-use std::net::SocketAddr;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::build_info;
+use super::tables::Currency;
 use crate::game::{HandClass, Rule, Settlement, Spread, Table};
 use crate::odds::{Analysis, RtpDefinition, to_f64};
 
@@ -96,7 +97,11 @@ pub fn render_money() -> String {
          # TYPE reddog_returned_minor_units_total counter\n",
     );
     for (table, m) in &all {
-        out.push_str(&format!("reddog_returned_minor_units_total{{table=\"{}\"}} {}\n", label_value(table), m.returned));
+        out.push_str(&format!(
+            "reddog_returned_minor_units_total{{table=\"{}\"}} {}\n",
+            label_value(table),
+            m.returned
+        ));
     }
     out
 }
@@ -193,10 +198,12 @@ pub enum Method {
     StartRound,
     Decide,
     Settle,
+    ListTables,
 }
 
 impl Method {
-    const ALL: [Method; 5] = [Method::GetRules, Method::CommitSeed, Method::StartRound, Method::Decide, Method::Settle];
+    const ALL: [Method; 6] =
+        [Method::GetRules, Method::CommitSeed, Method::StartRound, Method::Decide, Method::Settle, Method::ListTables];
 
     /// The span name OpenTelemetry's RPC conventions ask for: `reddog.v1.RedDog/<Method>`.
     pub const fn full_name(self) -> &'static str {
@@ -206,6 +213,7 @@ impl Method {
             Method::StartRound => "reddog.v1.RedDog/StartRound",
             Method::Decide => "reddog.v1.RedDog/Decide",
             Method::Settle => "reddog.v1.RedDog/Settle",
+            Method::ListTables => "reddog.v1.RedDog/ListTables",
         }
     }
 
@@ -216,6 +224,7 @@ impl Method {
             Method::StartRound => "StartRound",
             Method::Decide => "Decide",
             Method::Settle => "Settle",
+            Method::ListTables => "ListTables",
         }
     }
 }
@@ -316,8 +325,8 @@ fn describe() {
 /// labelled key on every call). Built after [`install`]; without a recorder the handles are
 /// no-ops. Registering eagerly also makes every series visible at 0 from the start.
 pub struct Metrics {
-    ok: [Counter; 5],
-    duration: [Histogram; 5],
+    ok: [Counter; 6],
+    duration: [Histogram; 6],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -381,12 +390,19 @@ impl TableMetrics {
     /// Registers the table's handles and sets its exact figures (computed once here from the
     /// odds module: probabilities of every deal class and of the third card winning, and the
     /// RTP range over every strategy).
-    pub fn register(id: &str, table: &Table) -> TableMetrics {
+    pub fn register(id: &str, table: &Table, currency: &Currency) -> TableMetrics {
         describe();
         let id = id.to_string();
         register_money(&id);
         let analysis = Analysis::new(table.decks(), table.paytable());
-        gauge!("reddog_table_info", "table" => id.clone(), "decks" => table.decks().get().to_string()).set(1.0);
+        gauge!(
+            "reddog_table_info",
+            "table" => id.clone(),
+            "decks" => table.decks().get().to_string(),
+            "currency" => currency.code().to_string(),
+            "minor_unit_exponent" => currency.minor_unit_exponent().to_string()
+        )
+        .set(1.0);
         for i in 0..DEALS {
             let (class, spread) = deal_labels(i);
             let (p, win) = match i {
@@ -517,8 +533,12 @@ mod tests {
         assert!(after.returned - before.returned > u128::from(u64::MAX));
         let text = render_money();
         assert!(text.contains("# TYPE reddog_staked_minor_units_total counter"));
-        let value: u128 =
-            text.lines().find_map(|l| l.strip_prefix("reddog_staked_minor_units_total{table=\"wrap-test\"} ")).unwrap().parse().unwrap();
+        let value: u128 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("reddog_staked_minor_units_total{table=\"wrap-test\"} "))
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!(value > u128::from(u64::MAX), "rendered above 2^64, not wrapped: {value}");
     }
 }

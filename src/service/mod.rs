@@ -6,6 +6,7 @@
 //! - [`convert`]: request validation and response building;
 //! - [`token`]: the key ring and the sealed token format;
 //! - [`state`]: what tokens carry;
+//! - [`tables`]: the named tables a process serves, with their currencies;
 //! - [`api`]: the RPC handlers;
 //! - [`error`]: `EngineError` → gRPC status with `google.rpc` details;
 //! - [`build_info`]: version, commit and build date compiled in;
@@ -21,6 +22,7 @@ pub mod proto;
 pub mod rules;
 pub mod server;
 pub mod state;
+pub mod tables;
 pub mod telemetry;
 pub mod token;
 

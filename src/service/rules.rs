@@ -10,8 +10,13 @@ use crate::fairness::{ALGORITHM, ALGORITHM_VERSION};
 use crate::game::{MAX_SEATS, Spread, Table};
 use crate::odds::{Analysis, RtpDefinition, decimal, fraction};
 
-/// The rules of `table` as the API states them.
-pub fn rules(table: &Table, commitment_ttl: Duration) -> proto::GetRulesResponse {
+/// The rules of `table` (id `table_id`, amounts in `currency`) as the API states them.
+pub fn rules(
+    table: &Table,
+    commitment_ttl: Duration,
+    table_id: &str,
+    currency: proto::Currency,
+) -> proto::GetRulesResponse {
     let (rtp_exact, rtp_decimal, raise_rule) = rtp(table);
     proto::GetRulesResponse {
         decks: u32::from(table.decks().get()),
@@ -31,6 +36,8 @@ pub fn rules(table: &Table, commitment_ttl: Duration) -> proto::GetRulesResponse
         max_round_id_bytes: MAX_ROUND_ID_BYTES as u32,
         max_token_bytes: MAX_TOKEN_LEN as u32,
         rtp_figures: rtp_figures(table),
+        table_id: table_id.to_string(),
+        currency: Some(currency),
         engine: Some(proto::BuildInfo {
             version: build_info::VERSION.to_string(),
             git_commit: build_info::GIT_COMMIT.to_string(),

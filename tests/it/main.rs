@@ -22,5 +22,6 @@ mod service_errors;
 mod service_failover;
 mod service_logs;
 mod service_rounds;
+mod service_tables;
 mod simulator_agrees;
 mod token_budget;

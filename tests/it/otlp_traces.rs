@@ -128,7 +128,7 @@ async fn a_callers_traceparent_becomes_the_parent_of_the_engines_span_exported_o
     let ok_parent = "00f067aa0ba902b7";
     client
         .get_rules(with_traceparent(
-            proto::GetRulesRequest {},
+            proto::GetRulesRequest::default(),
             &format!("00-{ok_trace}-{ok_parent}-01"),
         ))
         .await
@@ -198,7 +198,10 @@ async fn a_callers_traceparent_becomes_the_parent_of_the_engines_span_exported_o
     }
 
     // A call without traceparent starts a new trace of its own (no parent).
-    client.get_rules(proto::GetRulesRequest {}).await.unwrap();
+    client
+        .get_rules(proto::GetRulesRequest::default())
+        .await
+        .unwrap();
     let mut root = None;
     for _ in 0..300 {
         root = receiver
