@@ -39,6 +39,12 @@ impl RedDog for Noop {
     ) -> Result<Response<proto::GetRulesResponse>, Status> {
         Ok(Response::new(proto::GetRulesResponse::default()))
     }
+    async fn list_tables(
+        &self,
+        _: Request<proto::ListTablesRequest>,
+    ) -> Result<Response<proto::ListTablesResponse>, Status> {
+        Ok(Response::new(proto::ListTablesResponse::default()))
+    }
     async fn commit_seed(
         &self,
         _: Request<proto::CommitSeedRequest>,
@@ -83,6 +89,12 @@ impl RedDog for Canned {
         _: Request<proto::GetRulesRequest>,
     ) -> Result<Response<proto::GetRulesResponse>, Status> {
         Ok(Response::new(self.rules.clone()))
+    }
+    async fn list_tables(
+        &self,
+        _: Request<proto::ListTablesRequest>,
+    ) -> Result<Response<proto::ListTablesResponse>, Status> {
+        Ok(Response::new(proto::ListTablesResponse::default()))
     }
     async fn commit_seed(
         &self,

@@ -21,10 +21,13 @@ use tonic::{Request, Response, Status};
 
 use crate::common::{ServerProcess, connect};
 
+/// A received span with its resource's attributes.
+type Received = (Vec<KeyValue>, Span);
+
 #[derive(Clone, Default)]
 struct Receiver {
-    /// Every span received, with its resource's attributes.
-    spans: Arc<Mutex<Vec<(Vec<KeyValue>, Span)>>>,
+    /// Every span received.
+    spans: Arc<Mutex<Vec<Received>>>,
 }
 
 #[tonic::async_trait]
@@ -80,7 +83,7 @@ fn with_traceparent<T>(message: T, traceparent: &str) -> Request<T> {
 }
 
 /// Waits (bounded) until the receiver holds a span of `trace_id`, and returns it.
-async fn span_of(rx: &Receiver, trace_id: &[u8]) -> (Vec<KeyValue>, Span) {
+async fn span_of(rx: &Receiver, trace_id: &[u8]) -> Received {
     for _ in 0..300 {
         if let Some(found) = rx
             .spans
