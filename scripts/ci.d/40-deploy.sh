@@ -93,6 +93,9 @@ if "$BIN" serve --help 2>/dev/null | grep -q -- '--listen'; then
   else
     bad "reddog serve starts with deploy/base/table.json and a keygen ring, serves health, exits 0 on SIGTERM"
   fi
+  check "reddog serve starts with the several-table example deploy/examples/tables.json" \
+    "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/examples/tables.json \
+      --out "$WORK/probe-tables.json" --quiet
 else
   echo "  skip  \`reddog serve\` has no options yet (the service is not built)"
 fi
