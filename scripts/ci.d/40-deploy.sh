@@ -96,6 +96,8 @@ if "$BIN" serve --help 2>/dev/null | grep -q -- '--listen'; then
   check "reddog serve starts with the several-table example deploy/examples/tables.json" \
     "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/examples/tables.json \
       --out "$WORK/probe-tables.json" --quiet
+  check "exported exact odds and RTP range equal an independent computation (1, 6 and 8 decks)" \
+    "$PY" scripts/deploy/check_exact_gauges.py --probe "$WORK/probe-tables.json"
 else
   echo "  skip  \`reddog serve\` has no options yet (the service is not built)"
 fi
