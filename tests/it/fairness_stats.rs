@@ -357,7 +357,6 @@ fn repeated_card_by_position(
     counts_of: impl Fn(u8, u64) -> Vec<[u64; 52]> + Sync,
 ) {
     let runs = seeds.len();
-    let started = std::time::Instant::now();
     let stats: Vec<(f64, f64)> = seeds
         .into_par_iter()
         .map(|k| {
