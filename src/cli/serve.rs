@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context;
 use reddog::service::telemetry::{self, LogFormat};
 use reddog::service::{Application, KeyRingSource, Settings, TlsSettings, TransportLimits};
 use tracing::{info, warn};
@@ -31,16 +32,17 @@ pub const KEY_RING_ENV: &str = "REDDOG_KEY_RING";
 environment variable REDDOG_KEY_RING (development and tests; never a command-line flag). Neither: a throw-away \
 development ring. See docs/OPERATIONS.md.")]
 pub struct ServeArgs {
-    /// gRPC listen address (use port 0 for any free port).
-    #[arg(long, env = "REDDOG_LISTEN", default_value = "127.0.0.1:50051")]
+    /// gRPC listen address, IP:PORT or HOST:PORT (e.g. localhost:50051; port 0 for any free port).
+    #[arg(long, env = "REDDOG_LISTEN", default_value = "127.0.0.1:50051", value_parser = listen_addr)]
     pub listen: SocketAddr,
-    /// Prometheus metrics listen address (text format at /metrics).
-    #[arg(long, env = "REDDOG_METRICS_LISTEN", default_value = "127.0.0.1:9464")]
+    /// Prometheus metrics listen address (text format at /metrics), IP:PORT or HOST:PORT.
+    #[arg(long, env = "REDDOG_METRICS_LISTEN", default_value = "127.0.0.1:9464", value_parser = listen_addr)]
     pub metrics_listen: SocketAddr,
     /// Path to the key ring JSON: {"primary":"k1","keys":{"k1":"<64 hex>",...}}.
     #[arg(long, env = "REDDOG_KEY_RING_FILE")]
     pub key_ring_file: Option<PathBuf>,
-    /// Path to the table JSON (decks, min_bet, max_bet, paytable; all optional).
+    /// Path to the table JSON: one table (decks, min_bet, max_bet, paytable, currency,
+    /// minor_unit_exponent; all optional) or {"tables": {"<id>": {...}, ...}}.
     #[arg(long, env = "REDDOG_TABLE_CONFIG")]
     pub table_config: Option<PathBuf>,
     /// How long a commitment from CommitSeed stays usable, in seconds (1..=86400).
@@ -97,6 +99,28 @@ const fn millis(d: Duration) -> u64 {
     d.as_secs() * 1000 + d.subsec_millis() as u64
 }
 
+/// A listen address: `IP:PORT`, `[IPv6]:PORT` or `HOST:PORT` (the host name resolved once,
+/// at start-up; the first IPv4 address wins, so `localhost` means 127.0.0.1).
+pub fn listen_addr(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if text.rsplit_once(':').is_none_or(|(host, port)| host.is_empty() || port.parse::<u16>().is_err()) {
+        return Err(format!(
+            "{text:?} is not an address: give IP:PORT or HOST:PORT, e.g. 127.0.0.1:50051 or localhost:50051"
+        ));
+    }
+    let addrs: Vec<SocketAddr> =
+        text.to_socket_addrs().map_err(|e| format!("cannot resolve the host name in {text:?}: {e}"))?.collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .ok_or_else(|| format!("the host name in {text:?} resolves to no address"))
+}
+
 impl Default for ServeArgs {
     fn default() -> Self {
         use clap::FromArgMatches;
@@ -109,8 +133,11 @@ impl Default for ServeArgs {
 fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
     let inline = std::env::var(KEY_RING_ENV).ok().filter(|s| !s.trim().is_empty());
     let key_ring = match (&args.key_ring_file, inline) {
+        // Name both sources: a variable set elsewhere (a shell profile, a pod spec) is the usual
+        // surprise.
         (Some(_), Some(_)) => anyhow::bail!(
-            "both --key-ring-file (or REDDOG_KEY_RING_FILE) and {KEY_RING_ENV} are set: set one key ring source"
+            "two key rings given: --key-ring-file (or REDDOG_KEY_RING_FILE) and the environment variable \
+             {KEY_RING_ENV} are both set; keep one (unset {KEY_RING_ENV} to use the file)"
         ),
         (Some(path), None) => KeyRingSource::File(path.clone()),
         (None, Some(json)) => KeyRingSource::Json(json.into()),
@@ -130,7 +157,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         metrics_listen: Some(args.metrics_listen),
         key_ring,
         table_config: args.table_config.clone(),
-        table: None,
+        tables: None,
         commitment_ttl: Duration::from_secs(args.commitment_ttl_secs),
         drain_timeout: Duration::from_secs(args.drain_timeout_secs),
         limits: TransportLimits {
@@ -149,25 +176,27 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
     })
 }
 
-async fn shutdown_signal() {
+/// The shutdown signal: SIGTERM or SIGINT. The handlers are registered when this is called,
+/// not when the future is first polled, so a signal that arrives right after the `listening
+/// on` line is a graceful shutdown rather than the default action (termination).
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => info!("SIGTERM received"),
-                    _ = tokio::signal::ctrl_c() => info!("SIGINT received"),
-                }
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => info!("SIGTERM received"),
+                _ = int.recv() => info!("SIGINT received"),
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        })
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
 
@@ -193,12 +222,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         info!(primary = ring.primary_id(), keys = ?ring.ids().collect::<Vec<_>>(), "key ring loaded");
     }
-    let table = &app.engine().table;
+    let shutdown = shutdown_signal().context("installing the SIGTERM / SIGINT handlers")?;
+    let tables = &app.engine().tables;
     let bound = app.local_addr();
     info!(
-        decks = table.decks().get(),
-        min_bet = table.limits().min().0,
-        max_bet = table.limits().max().0,
+        tables = %tables.iter().map(|t| format!("{}({} decks, {}..={} {})", t.id, t.table.decks().get(),
+            t.table.limits().min().0, t.table.limits().max().0, t.currency.code())).collect::<Vec<_>>().join(" "),
         otlp = telemetry.otlp_enabled(),
         tls = app.tls().is_some(),
         "listening on {bound}"
@@ -208,7 +237,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         info!("metrics on {m}");
         println!("metrics on {m}");
     }
-    let result = app.run(shutdown_signal()).await;
+    let result = app.run(shutdown).await;
     telemetry.shutdown();
     result.map_err(Into::into)
 }

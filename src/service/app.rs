@@ -13,10 +13,11 @@ use zeroize::Zeroizing;
 
 use super::api::EngineConfig;
 use super::server::{self, ServeError};
+use super::tables::Tables;
 use super::tls::{TlsFiles, TlsReloader};
 use super::token::KeyRing;
 use crate::error::EngineError;
-use crate::game::{Table, TableSpec};
+use crate::game::Table;
 
 /// Where the key ring comes from. Never from a command-line argument (it would show in `ps`).
 pub enum KeyRingSource {
@@ -126,10 +127,10 @@ pub struct Settings {
     /// Prometheus metrics listen address; `None`: no metrics listener.
     pub metrics_listen: Option<SocketAddr>,
     pub key_ring: KeyRingSource,
-    /// Path of the table JSON; `None`: the built-in table.
+    /// Path of the table JSON (one table, or `{"tables": {...}}`); `None`: the built-in table.
     pub table_config: Option<PathBuf>,
-    /// The table itself (embedding, tests); when set, `table_config` must be `None`.
-    pub table: Option<Table>,
+    /// The tables themselves (embedding, tests); when set, `table_config` must be `None`.
+    pub tables: Option<Tables>,
     /// How long a commitment from CommitSeed stays usable (1 s .. 1 day).
     pub commitment_ttl: Duration,
     /// Upper bound on graceful shutdown (1 s .. 1 h).
@@ -149,7 +150,7 @@ impl Settings {
             metrics_listen: None,
             key_ring,
             table_config: None,
-            table: None,
+            tables: None,
             commitment_ttl: Duration::from_secs(600),
             drain_timeout: Duration::from_secs(20),
             limits: TransportLimits::default(),
@@ -218,22 +219,21 @@ impl Settings {
         Ok(())
     }
 
-    fn load_table(&self) -> Result<Table, SettingsError> {
-        let path = match (&self.table, &self.table_config) {
+    fn load_tables(&self) -> Result<Tables, SettingsError> {
+        let path = match (&self.tables, &self.table_config) {
             (Some(_), Some(_)) => {
                 return Err(SettingsError::Invalid {
                     setting: "table-config",
-                    reason: "both a table and a table file are given".into(),
+                    reason: "both tables and a table file are given".into(),
                 });
             }
-            (Some(table), None) => return Ok(table.clone()),
-            (None, None) => return Ok(Table::default()),
+            (Some(tables), None) => return Ok(tables.clone()),
+            (None, None) => return Ok(Tables::single(Table::default())),
             (None, Some(path)) => path,
         };
         let bad = |reason: String| SettingsError::Invalid { setting: "table-config", reason };
         let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
-        let spec: TableSpec = serde_json::from_str(&text).map_err(|e| bad(format!("{}: {e}", path.display())))?;
-        Table::try_from(spec).map_err(|e| bad(format!("{}: {e}", path.display())))
+        Tables::from_json(&text).map_err(|e| bad(format!("{}: {e}", path.display())))
     }
 }
 
@@ -279,7 +279,7 @@ impl Application {
     pub async fn build(settings: Settings) -> Result<Application, SettingsError> {
         settings.validate()?;
         let key_ring = settings.key_ring.load()?;
-        let table = settings.load_table()?;
+        let tables = settings.load_tables()?;
         let tls = match &settings.tls {
             Some(t) => Some(
                 TlsReloader::load(TlsFiles {
@@ -311,7 +311,7 @@ impl Application {
         Ok(Application {
             listener,
             metrics_addr,
-            engine: EngineConfig { table, key_ring, commitment_ttl: settings.commitment_ttl },
+            engine: EngineConfig { tables, key_ring, commitment_ttl: settings.commitment_ttl },
             drain_timeout: settings.drain_timeout,
             limits: settings.limits,
             tls,

@@ -6,8 +6,10 @@
 //! - [`convert`]: request validation and response building;
 //! - [`token`]: the key ring and the sealed token format;
 //! - [`state`]: what tokens carry;
+//! - [`tables`]: the named tables a process serves, with their currencies;
 //! - [`api`]: the RPC handlers;
 //! - [`error`]: `EngineError` → gRPC status with `google.rpc` details;
+//! - [`build_info`]: version, commit and build date compiled in;
 //! - [`metrics`], [`telemetry`]: Prometheus metrics, logs and OTLP traces;
 //! - [`app`]: [`Settings`] and [`Application`] — how the binary and the tests build and run
 //!   the server;
@@ -18,6 +20,7 @@
 
 pub mod api;
 pub mod app;
+pub mod build_info;
 pub mod convert;
 pub mod error;
 pub mod guard;
@@ -26,6 +29,7 @@ pub mod proto;
 pub mod rules;
 pub mod server;
 pub mod state;
+pub mod tables;
 pub mod telemetry;
 pub mod tls;
 pub mod token;

@@ -77,9 +77,18 @@ impl TestServer {
     }
 
     pub async fn start_with(ring: &str, ttl: Duration, table: Table) -> TestServer {
+        Self::start_tables(ring, ttl, reddog::service::tables::Tables::single(table)).await
+    }
+
+    /// A server with several named tables.
+    pub async fn start_tables(
+        ring: &str,
+        ttl: Duration,
+        tables: reddog::service::tables::Tables,
+    ) -> TestServer {
         let mut s = settings(ring);
         s.commitment_ttl = ttl;
-        s.table = Some(table);
+        s.tables = Some(tables);
         Self::spawn(s).await
     }
 

@@ -98,7 +98,7 @@ async fn tls_client(
     // handshake done, so a refusal can surface at the first call.
     tokio::time::timeout(
         Duration::from_secs(10),
-        c.get_rules(proto::GetRulesRequest {}),
+        c.get_rules(proto::GetRulesRequest::default()),
     )
     .await
     .map_err(|_| "first call: timed out".to_string())?
@@ -187,12 +187,14 @@ async fn mutual_tls_admits_only_current_certificates_from_the_ca() {
         .connect_timeout(Duration::from_secs(2));
     if let Ok(ch) = plain.connect().await {
         RedDogClient::new(ch)
-            .get_rules(proto::GetRulesRequest {})
+            .get_rules(proto::GetRulesRequest::default())
             .await
             .expect_err("plaintext over a TLS port");
     }
     // The good client's connection still works.
-    c.get_rules(proto::GetRulesRequest {}).await.unwrap();
+    c.get_rules(proto::GetRulesRequest::default())
+        .await
+        .unwrap();
     server.stop().await;
 }
 
@@ -232,7 +234,9 @@ async fn a_changed_certificate_file_is_served_without_a_restart() {
     }
     // New connections get the new certificate only; the old connection is not dropped.
     assert!(tls_client(server.addr, &ca1.pem, None).await.is_err());
-    old.get_rules(proto::GetRulesRequest {}).await.unwrap();
+    old.get_rules(proto::GetRulesRequest::default())
+        .await
+        .unwrap();
 
     // A broken file set is refused and the certificate in force stays.
     write(dir.path(), "tls.crt", "not a certificate");

@@ -104,7 +104,7 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     let started = Instant::now();
     let shed = loop {
         // Until both held calls have reached the server, a call may still get through.
-        match c.get_rules(GetRulesRequest {}).await {
+        match c.get_rules(GetRulesRequest::default()).await {
             Err(status) => break status,
             Ok(_) => assert!(
                 started.elapsed() < Duration::from_secs(5),
@@ -118,7 +118,7 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     assert!(shed.get_error_details().retry_info().is_some());
     // Promptly: a shed call does not wait for a slot.
     let t = Instant::now();
-    let again = c.get_rules(GetRulesRequest {}).await.unwrap_err();
+    let again = c.get_rules(GetRulesRequest::default()).await.unwrap_err();
     assert_eq!(again.code(), Code::ResourceExhausted);
     assert!(
         t.elapsed() < Duration::from_millis(500),
@@ -137,7 +137,7 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     assert_eq!(h.into_inner().status, 1);
     // The held calls complete, and then calls are admitted again.
     for tx in [tx1, tx2] {
-        tx.send(GetRulesRequest {}).await.unwrap();
+        tx.send(GetRulesRequest::default()).await.unwrap();
     }
     for call in [call1, call2] {
         tokio::time::timeout(Duration::from_secs(5), call)
@@ -146,7 +146,7 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
             .unwrap()
             .expect("a held call completes");
     }
-    c.get_rules(GetRulesRequest {})
+    c.get_rules(GetRulesRequest::default())
         .await
         .expect("admitted again once the load dropped");
     server.stop().await;
@@ -341,7 +341,7 @@ async fn a_connection_without_preface_is_closed_at_the_handshake_deadline() {
     server
         .client()
         .await
-        .get_rules(GetRulesRequest {})
+        .get_rules(GetRulesRequest::default())
         .await
         .unwrap();
     server.stop().await;
@@ -362,9 +362,9 @@ async fn an_idle_connection_is_closed_at_the_idle_deadline() {
     // A connection in use is not idle: a call 600 ms after the first on one channel works.
     let mut c = server.client().await;
     let (tx, held) = held_call(channel(server.addr).await);
-    c.get_rules(GetRulesRequest {}).await.unwrap();
+    c.get_rules(GetRulesRequest::default()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
-    tx.send(GetRulesRequest {}).await.unwrap();
+    tx.send(GetRulesRequest::default()).await.unwrap();
     drop(tx);
     tokio::time::timeout(Duration::from_secs(5), held)
         .await
@@ -385,7 +385,7 @@ async fn connections_in_their_handshake_do_not_hold_the_drain() {
     server
         .client()
         .await
-        .get_rules(GetRulesRequest {})
+        .get_rules(GetRulesRequest::default())
         .await
         .unwrap();
     let started = Instant::now();
@@ -407,14 +407,14 @@ async fn connections_over_the_cap_are_closed_at_accept() {
     let server = TestServer::spawn(s).await;
     let mut a = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
     let mut b = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
-    a.get_rules(GetRulesRequest {}).await.unwrap();
-    b.get_rules(GetRulesRequest {}).await.unwrap();
+    a.get_rules(GetRulesRequest::default()).await.unwrap();
+    b.get_rules(GetRulesRequest::default()).await.unwrap();
     let third = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     until_closed(third, Duration::from_secs(5)).await;
     // A slot frees when a connection closes.
     drop(b);
     eventually_connects(server.addr).await;
-    a.get_rules(GetRulesRequest {}).await.unwrap();
+    a.get_rules(GetRulesRequest::default()).await.unwrap();
     server.stop().await;
 }
 
@@ -425,7 +425,7 @@ async fn eventually_connects(addr: std::net::SocketAddr) {
         let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
         if let Ok(ch) = endpoint.connect().await
             && proto::red_dog_client::RedDogClient::new(ch)
-                .get_rules(GetRulesRequest {})
+                .get_rules(GetRulesRequest::default())
                 .await
                 .is_ok()
         {
