@@ -182,7 +182,7 @@ fn cases() -> Vec<Case> {
 /// Plays a case through the service; returns (reveal_json, transcript chain, t_0 preimage).
 fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec<u8>) {
     let svc = RedDogService::new(EngineConfig {
-        table: c.table.clone(),
+        tables: reddog::service::tables::Tables::single(c.table.clone()),
         key_ring: KeyRing::from_json(RING).unwrap(),
         commitment_ttl: Duration::from_secs(600),
     });
