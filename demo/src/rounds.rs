@@ -807,20 +807,22 @@ impl Platform {
                 continue;
             }
             let _guard = self.player_lock(player).await;
-            self.db(|c| -> rusqlite::Result<()> {
-                if state == "dealt" {
+            self.db(|c| c.execute("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&round_id]))?;
+            let mut result = self.advance(&round_id).await;
+            // At start, a round waiting for the player's decision (found so, or dealt just
+            // now by recovery) is settled: the engine stands an undecided seat.
+            if at_startup && result.as_ref().is_ok_and(|r| r.state == "dealt") {
+                self.db(|c| {
                     c.execute(
-                        "UPDATE rounds SET state = 'settling', recovered = 1, updated_ms = ?2,
-                                note = 'the platform restarted while waiting for the decision: settled as a stand'
+                        "UPDATE rounds SET state = 'settling', updated_ms = ?2,
+                                note = 'the platform restarted during the round: settled with no decision (stand)'
                          WHERE round_id = ?1 AND state = 'dealt'",
                         params![round_id, now_ms()],
-                    )?;
-                } else {
-                    c.execute("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&round_id])?;
-                }
-                Ok(())
-            })?;
-            match self.advance(&round_id).await {
+                    )
+                })?;
+                result = self.advance(&round_id).await;
+            }
+            match result {
                 Ok(r) => {
                     tracing::info!(round_id = %round_id, from = %state, to = %r.state, "recovered round");
                     report.finished.push(round_id);

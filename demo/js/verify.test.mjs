@@ -1,0 +1,108 @@
+// The browser's verifier (demo/static/verify.js), run in node against the engine's test
+// vectors: tests/vectors/deal-v1.json always; the reveal-v2 vectors and the negative
+// vectors (tests/vectors/reveal-*.json) whenever the repository has them.
+//   node --test demo/js/
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, existsSync, readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+import * as V from "../static/verify.js";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const vectors = path.join(root, "tests/vectors");
+// Read with the strict parser itself: a nonce of 2^64-1 must not pass through a double.
+const plain = (v) => v instanceof Map ? Object.fromEntries([...v].map(([k, x]) => [k, plain(x)]))
+  : Array.isArray(v) ? v.map(plain) : typeof v === "bigint" && v <= 2n ** 53n ? Number(v) : v;
+const deal = plain(V.parseStrictJson(readFileSync(path.join(vectors, "deal-v1.json"), "utf8")));
+const te = new TextEncoder();
+
+test("ChaCha20 block: RFC 8439 zero key keystream starts 76b8e0ad…", () => {
+  const bytes = V.chacha20BlockBytes(new Uint8Array(32), 0);
+  assert.equal(V.bytesToHex(bytes).slice(0, 32), "76b8e0ada0f13d90405d6ae55386bd28");
+});
+
+test(`deal-v1.json: all ${deal.cases.length} cases (commitment, HMAC message, key, block 0, 20 cards, rejections)`, async () => {
+  assert.ok(deal.cases.length >= 26);
+  for (const c of deal.cases) {
+    const seed = V.hexToBytes(c.server_seed);
+    const clientSeed = te.encode(c.client_seed);
+    assert.equal(V.bytesToHex(clientSeed), c.client_seed_hex, c.name);
+    assert.equal(V.bytesToHex(await V.sha256(seed)), c.commitment, c.name);
+    const nonce = BigInt(c.nonce);
+    assert.equal(V.bytesToHex(V.dealMessage(clientSeed, nonce, c.decks)), c.hmac_message, c.name);
+    const d = await V.deal(seed, clientSeed, nonce, c.decks, 20);
+    assert.equal(V.bytesToHex(d.key), c.key, c.name);
+    assert.equal(V.bytesToHex(V.chacha20BlockBytes(d.key, 0)), c.keystream_block0, c.name);
+    assert.deepEqual(d.codes, c.codes, c.name);
+    assert.deepEqual(d.codes.map(V.cardText), c.cards, c.name);
+    assert.equal(d.rejected, c.rejected_words, c.name);
+  }
+});
+
+test("the nonce 2^64-1 survives parsing (BigInt), and is not rounded", () => {
+  const m = V.parseStrictJson('{"nonce":18446744073709551615}');
+  assert.equal(m.get("nonce"), 18446744073709551615n);
+});
+
+test("deal-v1 cases as v1 reveals verify; a changed card, seed or commitment does not", async () => {
+  for (const c of deal.cases) {
+    const n = V.handClass(c.cards.slice(0, 2)).kind === "consecutive" ? 2 : 3;
+    // Skip shoes whose first cards would be refused as impossible (never for real deals).
+    const reveal = `{"algorithm":"reddog-deal-v1","server_seed":"${c.server_seed}","commitment":"${c.commitment}",` +
+      `"client_seed":${JSON.stringify(c.client_seed)},"nonce":${BigInt(c.nonce)},"decks":${c.decks},` +
+      `"cards":${JSON.stringify(c.cards.slice(0, n))}}`;
+    const ok = await V.verifyReveal(reveal, { commitment: c.commitment, nonce: String(c.nonce), client_seed: c.client_seed, decks: c.decks });
+    assert.equal(ok.verdict, "verified", `${c.name}: ${ok.errors}`);
+    const other = c.cards.slice(n).find((x) => x !== c.cards[n - 1]);
+    const tampered = reveal.replace(JSON.stringify(c.cards.slice(0, n)), JSON.stringify([...c.cards.slice(0, n - 1), other]));
+    const r2 = await V.verifyReveal(tampered);
+    assert.notEqual(r2.verdict, "verified", c.name);
+    // Expected values shown before the deal must match.
+    const r3 = await V.verifyReveal(reveal, { nonce: "12345678" });
+    assert.equal(r3.verdict, "not_verified", c.name);
+  }
+});
+
+test("strict JSON: duplicate keys, non-integers, lone surrogates, trailing data, BOM are refused", () => {
+  for (const bad of ['{"a":1,"a":1}', '{"a":1.0}', '{"a":1e3}', '{"a":-1}', '{"a":01}', '{"a":"\\ud800"}', '{"a":1} x',
+    '\ufeff{"a":1}', '{"a":"\u0001"}', "{'a':1}", '{"a":1,}', "[1,]", '{"a":tru}']) {
+    let r;
+    try { r = V.parseStrictJson(bad); } catch (e) { assert.ok(e instanceof V.MalformedError, bad); continue; }
+    // Non-integers parse as NonInteger (refused later by the grammar), never as numbers.
+    assert.ok(r.get("a") instanceof V.NonInteger, `${bad} parsed as ${r.get("a")}`);
+  }
+  assert.equal(V.parseStrictJson('"\\ud83c\\udfb2"'), "🎲");
+  assert.deepEqual(V.parseStrictJson("[0, 1, 18446744073709551616]"), [0n, 1n, 18446744073709551616n]);
+});
+
+test("payouts by the rules: pair, trips, consecutive, win by spread, loss", () => {
+  const pt = { spread: [5n, 4n, 2n, 1n, 1n, 1n, 1n, 1n, 1n, 1n, 1n], three_of_a_kind: 11n };
+  assert.deepEqual(V.seatReturn(["7c", "7d", "7h"], 500n, pt).returned, 6000n);
+  assert.deepEqual(V.seatReturn(["7c", "7d", "9h"], 500n, pt).returned, 500n);
+  assert.deepEqual(V.seatReturn(["7c", "8d"], 500n, pt).returned, 500n);
+  assert.deepEqual(V.seatReturn(["5c", "7d", "6h"], 500n, pt).returned, 3000n); // spread 1 pays 5:1
+  assert.deepEqual(V.seatReturn(["2c", "Ad", "8h"], 1000n, pt).returned, 2000n); // spread 11 pays 1:1
+  assert.deepEqual(V.seatReturn(["2c", "Ad", "Ah"], 1000n, pt).returned, 0n); // matches an end: lost
+  assert.deepEqual(V.seatReturn(["4c", "9d", "Kh"], 1000n, pt).returned, 0n); // outside: lost
+});
+
+// Files the round-integrity and verifier work add: every reveal vector file found.
+const extra = existsSync(vectors) ? readdirSync(vectors).filter((f) => /^reveal.*\.json$/.test(f)) : [];
+for (const f of extra) {
+  test(`vectors ${f}`, async () => {
+    const doc = JSON.parse(readFileSync(path.join(vectors, f), "utf8"));
+    const cases = doc.cases ?? doc.vectors ?? [];
+    assert.ok(cases.length > 0, `${f} has no cases`);
+    for (const c of cases) {
+      const text = c.reveal_json ?? (typeof c.reveal === "string" ? c.reveal : JSON.stringify(c.reveal));
+      const expect = c.expect ?? {};
+      const r = await V.verifyReveal(text, expect);
+      const want = c.verdict ?? c.expected ?? (c.exit === 0 ? "verified" : c.exit === 1 ? "not_verified" : c.exit === 2 ? "malformed" : undefined);
+      assert.ok(want, `${f}/${c.name}: no expected verdict in the vector`);
+      const norm = String(want).toLowerCase().replace(/[^a-z]/g, "_");
+      const mapped = norm.startsWith("verif") ? "verified" : norm.startsWith("malf") ? "malformed" : "not_verified";
+      assert.equal(r.verdict, mapped, `${f}/${c.name}: ${r.errors}`);
+    }
+  });
+}
