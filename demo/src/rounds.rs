@@ -807,7 +807,12 @@ impl Platform {
                 continue;
             }
             let _guard = self.player_lock(player).await;
-            self.db(|c| c.execute("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&round_id]))?;
+            self.db(|c| {
+                c.execute(
+                    "UPDATE rounds SET recovered = 1 WHERE round_id = ?1",
+                    [&round_id],
+                )
+            })?;
             let mut result = self.advance(&round_id).await;
             // At start, a round waiting for the player's decision (found so, or dealt just
             // now by recovery) is settled: the engine stands an undecided seat.
