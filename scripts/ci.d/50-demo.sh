@@ -38,7 +38,11 @@ cargo clippy -p reddog-demo --all-targets --locked -- -D warnings
 
 phase "build the engine and the platform"
 a=$(t)
-cargo build --locked --bin reddog -p reddog-demo
+# The engine binary exactly as `cargo test` (scripts/test-all) builds it, so this is a no-op
+# after that step; built together with the demo, cargo would unify their dependencies'
+# features and rebuild everything once more.
+cargo test --locked -p reddog --no-run >/dev/null 2>&1 || cargo test --locked -p reddog --no-run
+cargo build --locked -p reddog-demo
 echo "   build took $(( $(t) - a )) s"
 
 phase "cargo test -p reddog-demo (unit tests, crash recovery with the real binaries)"
