@@ -106,3 +106,58 @@ for (const f of extra) {
     }
   });
 }
+
+test("v2 reveal: grammar, payouts and transcript; every tampering is caught", async () => {
+  const c = deal.cases.find((x) => x.name === "1-deck/ascii-client/nonce-0");
+  assert.deepEqual(c.cards.slice(0, 3), ["Jd", "6h", "6d"]); // spread 4; 6d matches an end: lost
+  const base = {
+    format: "reddog-reveal-v2", algorithm: "reddog-deal-v1", server_seed: c.server_seed, commitment: c.commitment,
+    table_id: "default", round_id: "r-1", client_seed: c.client_seed, nonce: 0n, decks: 1n, cards: ["Jd", "6h", "6d"],
+    paytable: { spread: [5n, 4n, 2n, 1n, 1n, 1n, 1n, 1n, 1n, 1n, 1n], three_of_a_kind: 11n },
+    decisions: [[{ seat: 0n, action: "raise" }], [{ seat: 1n, action: "stand" }]],
+    seats: [{ bet: 500n, raised: true, stake: 1000n, returned: 0n }, { bet: 700n, raised: false, stake: 700n, returned: 0n }],
+  };
+  base.transcript = await V.transcriptHash(base);
+  // Serialise with BigInt as bare integers, in the engine's key order.
+  const text = (o) => JSON.stringify(o, (k, v) => (typeof v === "bigint" ? `#${v}#` : v)).replace(/"#(\d+)#"/g, "$1");
+  const ok = await V.verifyReveal(text(base), { commitment: c.commitment, nonce: "0", round_id: "r-1", table_id: "default", decks: 1, client_seed: c.client_seed });
+  assert.equal(ok.verdict, "verified", ok.errors.join("; "));
+  const cases = [
+    ["returned changed", (o) => { o.seats[1].returned = 700n; }, "not_verified"],
+    ["stake without the raise", (o) => { o.seats[0].stake = 500n; }, "not_verified"],
+    ["raised flag flipped", (o) => { o.seats[1].raised = true; }, "not_verified"],
+    ["a decision removed (transcript and raise)", (o) => { o.decisions = [o.decisions[1]]; }, "not_verified"],
+    ["transcript changed", (o) => { o.transcript = "0".repeat(64); }, "not_verified"],
+    ["paytable changed (transcript)", (o) => { o.paytable.spread[3] = 2n; }, "not_verified"],
+    ["bet changed (transcript)", (o) => { o.seats[1].bet = 700n; o.seats[1].stake = 700n; o.round_id = "r-2"; }, "not_verified"],
+    ["third card changed", (o) => { o.cards[2] = "8c"; }, "not_verified"],
+    ["server seed changed", (o) => { o.server_seed = "1" + o.server_seed.slice(1); }, "not_verified"],
+    ["upper-case hex", (o) => { o.commitment = o.commitment.toUpperCase(); }, "malformed"],
+    ["unknown key", (o) => { o.extra = 1n; }, "malformed"],
+    ["missing key", (o) => { delete o.transcript; }, "malformed"],
+    ["seat decides twice", (o) => { o.decisions.push([{ seat: 0n, action: "stand" }]); }, "malformed"],
+    ["empty decide step", (o) => { o.decisions.push([]); }, "malformed"],
+    ["decision for a missing seat", (o) => { o.decisions[1][0].seat = 2n; }, "malformed"],
+    ["3 cards on a consecutive hand", (o) => { o.cards = ["7c", "8d", "9h"]; }, "malformed"],
+    ["2 cards on a spread", (o) => { o.cards = ["Jd", "6h"]; }, "malformed"],
+    ["odds 0", (o) => { o.paytable.three_of_a_kind = 0n; }, "malformed"],
+    ["8 seats", (o) => { while (o.seats.length < 8) o.seats.push({ bet: 1n, raised: false, stake: 1n, returned: 0n }); }, "malformed"],
+    ["decks 9", (o) => { o.decks = 9n; }, "malformed"],
+    ["empty client seed", (o) => { o.client_seed = ""; }, "malformed"],
+    ["bad table id", (o) => { o.table_id = "a b"; }, "malformed"],
+  ];
+  for (const [name, change, want] of cases) {
+    const o = structuredClone(base);
+    change(o);
+    const r = await V.verifyReveal(text(o));
+    assert.equal(r.verdict, want, `${name}: ${r.errors}`);
+  }
+  // Raw-text tamperings: a duplicate key, a float, a sign.
+  const t = text(base);
+  assert.equal((await V.verifyReveal(t.replace('"decks":1,', '"decks":1,"decks":1,'))).verdict, "malformed");
+  assert.equal((await V.verifyReveal(t.replace('"nonce":0,', '"nonce":0.0,'))).verdict, "malformed");
+  assert.equal((await V.verifyReveal(t.replace('"nonce":0,', '"nonce":-0,'))).verdict, "malformed");
+  // Another round's reveal: expectations from before the deal catch it.
+  const other = await V.verifyReveal(t, { round_id: "r-9" });
+  assert.equal(other.verdict, "not_verified");
+});

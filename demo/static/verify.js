@@ -328,16 +328,13 @@ function hex64(v, what, lowerOnly) {
 }
 const utf8Len = (s) => te.encode(s).length;
 function noControl(s) { return !/[\u0000-\u001f\u007f-\u009f]/.test(s); }
-function cards(v, decks) {
+function cards(v) {
   if (!Array.isArray(v)) bad("cards must be an array");
   for (const c of v) if (typeof c !== "string" || !/^[23456789TJQKA][cdhs]$/.test(c)) bad(`cards: "${c}" is not a card`);
   if (v.length < 2 || v.length > 3) bad("cards must hold 2 or 3 cards");
   const h = handClass(v);
   if (h.kind === "consecutive" && v.length !== 2) bad("cards: a consecutive hand has exactly 2 cards");
   if (h.kind !== "consecutive" && v.length !== 3) bad("cards: this hand has exactly 3 cards");
-  // More copies of a card than the shoe holds can never be dealt.
-  const seen = {};
-  for (const c of v) { seen[c] = (seen[c] || 0) + 1; if (BigInt(seen[c]) > decks) bad(`cards: more ${c} than ${decks} deck(s) hold`); }
   return v;
 }
 
@@ -352,8 +349,12 @@ function parseV1(m) {
     nonce: int(m.get("nonce"), "nonce", 0n, U64_MAX),
     decks: int(m.get("decks"), "decks", 1n, 8n),
   };
-  r.cards = cards(m.get("cards"), r.decks);
-  if (m.has("round_id")) r.round_id = str(m.get("round_id"), "round_id");
+  r.cards = cards(m.get("cards"));
+  if (m.has("round_id")) {
+    r.round_id = str(m.get("round_id"), "round_id");
+    const rl = utf8Len(r.round_id);
+    if (rl < 1 || rl > 128 || !noControl(r.round_id)) bad("round_id must be 1-128 bytes without control characters");
+  }
   return r;
 }
 
@@ -376,7 +377,7 @@ function parseV2(m) {
   if (rl < 1 || rl > 128 || !noControl(r.round_id)) bad("round_id must be 1-128 bytes without control characters");
   const cl = utf8Len(r.client_seed);
   if (cl < 1 || cl > 1024) bad("client_seed must be 1-1024 bytes");
-  r.cards = cards(m.get("cards"), r.decks);
+  r.cards = cards(m.get("cards"));
   const pt = m.get("paytable");
   exactKeys(pt, ["spread", "three_of_a_kind"], [], "paytable");
   const spread = pt.get("spread");
