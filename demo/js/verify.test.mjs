@@ -53,6 +53,8 @@ test("deal-v1 cases as v1 reveals verify; a changed card, seed or commitment doe
       `"client_seed":${JSON.stringify(c.client_seed)},"nonce":${BigInt(c.nonce)},"decks":${c.decks},` +
       `"cards":${JSON.stringify(c.cards.slice(0, n))}}`;
     const ok = await V.verifyReveal(reveal, { commitment: c.commitment, nonce: String(c.nonce), client_seed: c.client_seed, decks: c.decks });
+    // A v1 reveal cannot confirm a table id.
+    assert.equal((await V.verifyReveal(reveal, { table_id: "default" })).verdict, "not_verified", c.name);
     assert.equal(ok.verdict, "verified", `${c.name}: ${ok.errors}`);
     const other = c.cards.slice(n).find((x) => x !== c.cards[n - 1]);
     const tampered = reveal.replace(JSON.stringify(c.cards.slice(0, n)), JSON.stringify([...c.cards.slice(0, n - 1), other]));
@@ -91,7 +93,7 @@ test("payouts by the rules: pair, trips, consecutive, win by spread, loss", () =
 const extra = existsSync(vectors) ? readdirSync(vectors).filter((f) => /^reveal.*\.json$/.test(f)) : [];
 for (const f of extra) {
   test(`vectors ${f}`, async () => {
-    const doc = JSON.parse(readFileSync(path.join(vectors, f), "utf8"));
+    const doc = plain(V.parseStrictJson(readFileSync(path.join(vectors, f), "utf8")));
     const cases = doc.cases ?? doc.vectors ?? [];
     assert.ok(cases.length > 0, `${f} has no cases`);
     for (const c of cases) {

@@ -474,12 +474,12 @@ export async function verifyReveal(text, expect = {}) {
   const expectKeys = ["commitment", "client_seed", "nonce", "round_id", "table_id", "decks"];
   for (const k of expectKeys) {
     if (expect[k] === undefined || expect[k] === null) continue;
-    // A v1 reveal has no table_id and an optional round_id: nothing to compare.
-    if (r.format === "reddog-reveal-v1" && r[k] === undefined && (k === "table_id" || k === "round_id")) continue;
+    // An expectation the reveal cannot confirm (a v1 reveal has no table_id and an optional
+    // round_id) fails: the reveal does not prove it belongs to this round.
     let want = expect[k], have = r[k];
     if (k === "nonce" || k === "decks") { want = BigInt(want); }
     if (k === "commitment") want = String(want).toLowerCase();
-    check(`expected ${k}`, have === want, `shown before the deal: ${want}; revealed: ${have}`);
+    check(`expected ${k}`, have === want, `shown before the deal: ${want}; revealed: ${have ?? "(absent)"}`);
   }
 
   out.errors = checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
