@@ -392,6 +392,19 @@ async function main() {
     await shot(page, "history.png");
   });
 
+  await step("five wrong PINs in a row lock PIN checks (even the right PIN) for 15 minutes", async () => {
+    const tries = await page.evaluate(async () => {
+      const out = [];
+      for (const pin of ["0000", "0000", "0000", "0000", "0000", "2468"]) {
+        const r = await fetch("/api/limits", { method: "POST", headers: { "content-type": "application/json" },
+          body: JSON.stringify({ max_bet: 1000, pin }) });
+        out.push(`${r.status} ${(await r.json()).error}`);
+      }
+      return out;
+    });
+    eq(tries.join(", "), "403 wrong_pin, 403 wrong_pin, 403 wrong_pin, 403 wrong_pin, 403 wrong_pin, 429 pin_locked", "PIN tries");
+  });
+
   await step("no sealed token ever reached the browser", async () => {
     assert(apiBodies.length >= 2 * rounds, `only ${apiBodies.length} API answers seen for ${rounds} rounds`);
     const keys = new Set();

@@ -6,7 +6,13 @@ use rusqlite::Connection;
 use std::path::Path;
 
 /// The migrations, in order. Append only: a database at version `n` has run the first `n`.
-const MIGRATIONS: &[(&str, &str)] = &[("0001_init", include_str!("../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_init", include_str!("../migrations/0001_init.sql")),
+    (
+        "0002_pin_lockout",
+        include_str!("../migrations/0002_pin_lockout.sql"),
+    ),
+];
 
 /// Opens (creating if needed) the database file and brings its schema up to date.
 ///
@@ -60,6 +66,36 @@ pub fn latest_version() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_version_1_database_is_upgraded_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.sqlite");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            let tx = conn.transaction().unwrap();
+            tx.execute_batch(MIGRATIONS[0].1).unwrap();
+            tx.pragma_update(None, "user_version", 1).unwrap();
+            tx.commit().unwrap();
+            conn.execute(
+                "INSERT INTO players (name, pin_hash, created_ms) VALUES ('old', 'h', 0)",
+                [],
+            )
+            .unwrap();
+        }
+        let conn = open(&path).unwrap();
+        let failures: i64 = conn
+            .query_row(
+                "SELECT pin_failures FROM players WHERE name = 'old'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(
+            failures, 0,
+            "the new column exists, with its default, on the existing row"
+        );
+    }
 
     #[test]
     fn migrations_apply_once_and_record_the_version() {

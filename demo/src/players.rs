@@ -34,6 +34,59 @@ pub enum PlayerError {
     Db(#[from] rusqlite::Error),
 }
 
+/// Wrong PINs in a row that lock PIN checks.
+pub const MAX_PIN_FAILURES: i64 = 5;
+/// How long PIN checks stay locked after [`MAX_PIN_FAILURES`] wrong PINs.
+pub const PIN_LOCK_MS: i64 = 15 * 60 * 1000;
+
+/// When the player's PIN checks unlock, if they are locked at `now_ms`.
+pub fn pin_locked_until(
+    conn: &Connection,
+    player: i64,
+    now_ms: i64,
+) -> rusqlite::Result<Option<i64>> {
+    let until: Option<i64> = conn.query_row(
+        "SELECT pin_locked_until_ms FROM players WHERE id = ?1",
+        [player],
+        |r| r.get(0),
+    )?;
+    Ok(until.filter(|&u| u > now_ms))
+}
+
+/// Records a PIN check: a wrong PIN counts, and the [`MAX_PIN_FAILURES`]th in a row locks
+/// PIN checks for [`PIN_LOCK_MS`]; a right PIN resets the count.
+pub fn record_pin_check(
+    conn: &Connection,
+    player: i64,
+    ok: bool,
+    now_ms: i64,
+) -> rusqlite::Result<()> {
+    if ok {
+        conn.execute(
+            "UPDATE players SET pin_failures = 0, pin_locked_until_ms = NULL WHERE id = ?1",
+            [player],
+        )?;
+        return Ok(());
+    }
+    let failures: i64 = conn.query_row(
+        "SELECT pin_failures + 1 FROM players WHERE id = ?1",
+        [player],
+        |r| r.get(0),
+    )?;
+    if failures >= MAX_PIN_FAILURES {
+        conn.execute(
+            "UPDATE players SET pin_failures = 0, pin_locked_until_ms = ?2 WHERE id = ?1",
+            params![player, now_ms.saturating_add(PIN_LOCK_MS)],
+        )?;
+    } else {
+        conn.execute(
+            "UPDATE players SET pin_failures = ?2 WHERE id = ?1",
+            params![player, failures],
+        )?;
+    }
+    Ok(())
+}
+
 /// Checks a player name.
 pub fn validate_name(name: &str) -> Result<(), PlayerError> {
     let ok = (1..=32).contains(&name.len())
@@ -267,6 +320,33 @@ mod tests {
             Err(PlayerError::NameTaken)
         ));
         assert!(ledger::check(&conn).unwrap().problems.is_empty());
+    }
+
+    #[test]
+    fn five_wrong_pins_in_a_row_lock_pin_checks_for_15_minutes() {
+        let mut conn = db::open_in_memory().unwrap();
+        let id = create(&mut conn, "eve", "h", 0, 1).unwrap();
+        let t = 1_000_000;
+        for k in 0..4 {
+            record_pin_check(&conn, id, false, t + k).unwrap();
+            assert_eq!(pin_locked_until(&conn, id, t + k).unwrap(), None);
+        }
+        // A right PIN resets the count: four more wrong ones do not lock.
+        record_pin_check(&conn, id, true, t + 5).unwrap();
+        for k in 0..4 {
+            record_pin_check(&conn, id, false, t + 10 + k).unwrap();
+        }
+        assert_eq!(pin_locked_until(&conn, id, t + 20).unwrap(), None);
+        record_pin_check(&conn, id, false, t + 20).unwrap();
+        assert_eq!(
+            pin_locked_until(&conn, id, t + 21).unwrap(),
+            Some(t + 20 + PIN_LOCK_MS)
+        );
+        assert_eq!(
+            pin_locked_until(&conn, id, t + 20 + PIN_LOCK_MS).unwrap(),
+            None,
+            "unlocked after 15 minutes"
+        );
     }
 
     #[test]

@@ -303,6 +303,9 @@ async fn register(
 
 async fn login(State(app): State<App>, Json(req): Json<Credentials>) -> Result<Response, ApiError> {
     let found = app.db(|c| players::find(c, &req.name))?;
+    if let Some((id, _)) = &found {
+        pin_not_locked(&app, *id)?;
+    }
     // Hash something even for an unknown name, so timing does not tell names apart.
     let (id, hash) = found.unwrap_or((
         -1,
@@ -312,11 +315,32 @@ async fn login(State(app): State<App>, Json(req): Json<Credentials>) -> Result<R
     let ok = tokio::task::spawn_blocking(move || players::verify_pin(&hash, &pin))
         .await
         .unwrap_or(false);
-    if !ok || id < 0 {
+    if id < 0 {
+        return Err(PlayerError::BadLogin.into());
+    }
+    app.db(|c| players::record_pin_check(c, id, ok, now_ms()))?;
+    if !ok {
         return Err(PlayerError::BadLogin.into());
     }
     let token = app.db(|c| players::new_session(c, id, now_ms()))?;
     Ok(with_cookie(&token, json!({"name": req.name})))
+}
+
+/// Refuses (429) while the player's PIN checks are locked after repeated wrong PINs.
+fn pin_not_locked(app: &Platform, player: i64) -> Result<(), ApiError> {
+    match app.db(|c| players::pin_locked_until(c, player, now_ms()))? {
+        Some(until) => {
+            let at = jiff::Timestamp::from_millisecond(until)
+                .map(|t| t.to_string())
+                .unwrap_or_default();
+            Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "pin_locked",
+                format!("pin: too many wrong PINs; try again after {at}"),
+            ))
+        }
+        None => Ok(()),
+    }
 }
 
 async fn logout(State(app): State<App>, headers: HeaderMap) -> Result<Response, ApiError> {
@@ -393,11 +417,13 @@ async fn set_limits(
     Json(req): Json<LimitRequest>,
 ) -> Result<Response, ApiError> {
     let player = require_player(&app, &headers)?;
+    pin_not_locked(&app, player)?;
     let hash = app.db(|c| players::pin_hash(c, player))?;
     let pin = req.pin.clone();
     let pin_ok = tokio::task::spawn_blocking(move || players::verify_pin(&hash, &pin))
         .await
         .unwrap_or(false);
+    app.db(|c| players::record_pin_check(c, player, pin_ok, now_ms()))?;
     let table = app.table;
     let result = app.db(|c| {
         Ok::<_, rusqlite::Error>(players::set_max_bet(
