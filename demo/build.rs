@@ -5,8 +5,6 @@
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=../proto");
     let fds = protox::compile(["reddog/v1/reddog.proto"], ["../proto"])?;
-    tonic_prost_build::configure()
-        .build_server(false)
-        .compile_fds(fds)?;
+    tonic_prost_build::configure().build_server(false).compile_fds(fds)?;
     Ok(())
 }

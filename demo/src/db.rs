@@ -8,10 +8,7 @@ use std::path::Path;
 /// The migrations, in order. Append only: a database at version `n` has run the first `n`.
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("../migrations/0001_init.sql")),
-    (
-        "0002_pin_lockout",
-        include_str!("../migrations/0002_pin_lockout.sql"),
-    ),
+    ("0002_pin_lockout", include_str!("../migrations/0002_pin_lockout.sql")),
 ];
 
 /// Opens (creating if needed) the database file and brings its schema up to date.
@@ -77,24 +74,12 @@ mod tests {
             tx.execute_batch(MIGRATIONS[0].1).unwrap();
             tx.pragma_update(None, "user_version", 1).unwrap();
             tx.commit().unwrap();
-            conn.execute(
-                "INSERT INTO players (name, pin_hash, created_ms) VALUES ('old', 'h', 0)",
-                [],
-            )
-            .unwrap();
+            conn.execute("INSERT INTO players (name, pin_hash, created_ms) VALUES ('old', 'h', 0)", []).unwrap();
         }
         let conn = open(&path).unwrap();
-        let failures: i64 = conn
-            .query_row(
-                "SELECT pin_failures FROM players WHERE name = 'old'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(
-            failures, 0,
-            "the new column exists, with its default, on the existing row"
-        );
+        let failures: i64 =
+            conn.query_row("SELECT pin_failures FROM players WHERE name = 'old'", [], |r| r.get(0)).unwrap();
+        assert_eq!(failures, 0, "the new column exists, with its default, on the existing row");
     }
 
     #[test]
@@ -102,16 +87,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.sqlite");
         let conn = open(&path).unwrap();
-        let v: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .unwrap();
+        let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
         assert_eq!(v, latest_version());
         drop(conn);
         // Reopening runs nothing again (a second CREATE TABLE would fail).
         let conn = open(&path).unwrap();
-        let n: i64 = conn
-            .query_row("SELECT count(*) FROM accounts", [], |r| r.get(0))
-            .unwrap();
+        let n: i64 = conn.query_row("SELECT count(*) FROM accounts", [], |r| r.get(0)).unwrap();
         assert_eq!(n, 2, "cashier and house exist exactly once");
     }
 }

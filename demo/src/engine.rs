@@ -70,8 +70,8 @@ impl From<tonic::Status> for EngineError {
     fn from(status: tonic::Status) -> Self {
         use tonic::Code::*;
         match status.code() {
-            InvalidArgument | OutOfRange | FailedPrecondition | NotFound | AlreadyExists
-            | PermissionDenied | Unauthenticated | Unimplemented => EngineError::Refused(status),
+            InvalidArgument | OutOfRange | FailedPrecondition | NotFound | AlreadyExists | PermissionDenied
+            | Unauthenticated | Unimplemented => EngineError::Refused(status),
             _ => EngineError::Unavailable(status),
         }
     }
@@ -90,19 +90,12 @@ impl Engine {
         let endpoint = Endpoint::from_shared(url.to_string())?
             .connect_timeout(Duration::from_secs(2))
             .timeout(Duration::from_secs(10));
-        Ok(Self {
-            client: RedDogClient::new(endpoint.connect_lazy()),
-        })
+        Ok(Self { client: RedDogClient::new(endpoint.connect_lazy()) })
     }
 
     /// `GetRules`.
     pub async fn rules(&self) -> Result<Rules, EngineError> {
-        let r = self
-            .client
-            .clone()
-            .get_rules(pb::GetRulesRequest {})
-            .await?
-            .into_inner();
+        let r = self.client.clone().get_rules(pb::GetRulesRequest {}).await?.into_inner();
         let limits = r.table_limits.unwrap_or_default();
         Ok(Rules {
             decks: r.decks,
@@ -118,21 +111,14 @@ impl Engine {
     }
 
     /// `CommitSeed` for one round, bound to its round id and nonce.
-    pub async fn commit(
-        &self,
-        round_id: &str,
-        nonce: u64,
-        decks: u32,
-    ) -> Result<Commitment, EngineError> {
+    pub async fn commit(&self, round_id: &str, nonce: u64, decks: u32) -> Result<Commitment, EngineError> {
         // Before the round-integrity API the request has only the round id; the nonce is
         // fixed by the platform here and shown with the commitment all the same.
         let _ = nonce;
         let r = self
             .client
             .clone()
-            .commit_seed(pb::CommitSeedRequest {
-                round_id: round_id.to_string(),
-            })
+            .commit_seed(pb::CommitSeedRequest { round_id: round_id.to_string() })
             .await?
             .into_inner();
         Ok(Commitment {
@@ -160,10 +146,7 @@ impl Engine {
             nonce,
             round_id: round_id.to_string(),
             seats: vec![pb::SeatBet { bet }],
-            player_limits: Some(pb::Limits {
-                min_bet: limits.0,
-                max_bet: limits.1,
-            }),
+            player_limits: Some(pb::Limits { min_bet: limits.0, max_bet: limits.1 }),
         };
         Ok(self.client.clone().start_round(req).await?.into_inner())
     }
@@ -175,32 +158,18 @@ impl Engine {
         round_id: &str,
         raise: bool,
     ) -> Result<pb::DecideResponse, EngineError> {
-        let action = if raise {
-            pb::Action::Raise
-        } else {
-            pb::Action::Stand
-        };
+        let action = if raise { pb::Action::Raise } else { pb::Action::Stand };
         let req = pb::DecideRequest {
             round_token,
-            decisions: vec![pb::SeatDecision {
-                seat: 0,
-                action: action as i32,
-            }],
+            decisions: vec![pb::SeatDecision { seat: 0, action: action as i32 }],
             round_id: round_id.to_string(),
         };
         Ok(self.client.clone().decide(req).await?.into_inner())
     }
 
     /// `Settle`.
-    pub async fn settle(
-        &self,
-        round_token: Vec<u8>,
-        round_id: &str,
-    ) -> Result<pb::SettleResponse, EngineError> {
-        let req = pb::SettleRequest {
-            round_token,
-            round_id: round_id.to_string(),
-        };
+    pub async fn settle(&self, round_token: Vec<u8>, round_id: &str) -> Result<pb::SettleResponse, EngineError> {
+        let req = pb::SettleRequest { round_token, round_id: round_id.to_string() };
         Ok(self.client.clone().settle(req).await?.into_inner())
     }
 }

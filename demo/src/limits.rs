@@ -38,10 +38,7 @@ impl PlayerLimit {
     /// The limits in force for this player at `table`: `(min, max)` with
     /// `min = table.min_bet` and `max = min(player max, table max)` (never below `min`).
     pub fn effective(&self, table: TableLimits) -> (u64, u64) {
-        let max = self
-            .max_bet
-            .map_or(table.max_bet, |m| m.min(table.max_bet))
-            .max(table.min_bet);
+        let max = self.max_bet.map_or(table.max_bet, |m| m.min(table.max_bet)).max(table.min_bet);
         (table.min_bet, max)
     }
 }
@@ -59,9 +56,7 @@ pub enum LimitError {
     #[error("max_bet: {0} is already your maximum")]
     Unchanged(u64),
     /// Already changed since the last Friday 12:00 AM Eastern.
-    #[error(
-        "your limit was already changed this week; the next change is possible from {next_allowed}"
-    )]
+    #[error("your limit was already changed this week; the next change is possible from {next_allowed}")]
     TooSoon { next_allowed: Timestamp },
     /// The PIN did not match.
     #[error("pin: wrong PIN")]
@@ -81,15 +76,9 @@ pub fn week_start(now: Timestamp) -> Result<Timestamp, LimitError> {
     let tz = eastern()?;
     let date = now.to_zoned_datetime(tz.clone()).date();
     let back =
-        i64::from(date.weekday().to_monday_zero_offset() - Weekday::Friday.to_monday_zero_offset())
-            .rem_euclid(7);
-    let friday = date
-        .checked_sub(back.days())
-        .map_err(|e| LimitError::TimeZone(e.to_string()))?;
-    Ok(friday
-        .to_zoned_datetime(tz)
-        .map_err(|e| LimitError::TimeZone(e.to_string()))?
-        .timestamp())
+        i64::from(date.weekday().to_monday_zero_offset() - Weekday::Friday.to_monday_zero_offset()).rem_euclid(7);
+    let friday = date.checked_sub(back.days()).map_err(|e| LimitError::TimeZone(e.to_string()))?;
+    Ok(friday.to_zoned_datetime(tz).map_err(|e| LimitError::TimeZone(e.to_string()))?.timestamp())
 }
 
 /// The start of the next limit week after the one containing `now` (the next Friday
@@ -97,20 +86,12 @@ pub fn week_start(now: Timestamp) -> Result<Timestamp, LimitError> {
 pub fn next_week_start(now: Timestamp) -> Result<Timestamp, LimitError> {
     let tz = eastern()?;
     let start = week_start(now)?.to_zoned_datetime(tz.clone()).date();
-    let next = start
-        .checked_add(7.days())
-        .map_err(|e| LimitError::TimeZone(e.to_string()))?;
-    Ok(next
-        .to_zoned_datetime(tz)
-        .map_err(|e| LimitError::TimeZone(e.to_string()))?
-        .timestamp())
+    let next = start.checked_add(7.days()).map_err(|e| LimitError::TimeZone(e.to_string()))?;
+    Ok(next.to_zoned_datetime(tz).map_err(|e| LimitError::TimeZone(e.to_string()))?.timestamp())
 }
 
 /// When this player may next change their limit: `None` = now.
-pub fn next_change_allowed(
-    current: &PlayerLimit,
-    now: Timestamp,
-) -> Result<Option<Timestamp>, LimitError> {
+pub fn next_change_allowed(current: &PlayerLimit, now: Timestamp) -> Result<Option<Timestamp>, LimitError> {
     match current.changed_at {
         Some(changed) if changed >= week_start(now)? => Ok(Some(next_week_start(now)?)),
         _ => Ok(None),
@@ -126,16 +107,10 @@ pub fn check_change(
     now: Timestamp,
 ) -> Result<(), LimitError> {
     if requested > table.max_bet {
-        return Err(LimitError::AboveTable {
-            requested,
-            table_max: table.max_bet,
-        });
+        return Err(LimitError::AboveTable { requested, table_max: table.max_bet });
     }
     if requested < table.min_bet {
-        return Err(LimitError::BelowTableMinimum {
-            requested,
-            table_min: table.min_bet,
-        });
+        return Err(LimitError::BelowTableMinimum { requested, table_min: table.min_bet });
     }
     if current.effective(table).1 == requested {
         return Err(LimitError::Unchanged(requested));
@@ -149,53 +124,31 @@ pub fn check_change(
 /// Checks an original bet against the player's limits at `table`.
 pub fn check_bet(table: TableLimits, player: &PlayerLimit, bet: u64) -> Result<(), (u64, u64)> {
     let (min, max) = player.effective(table);
-    if bet < min || bet > max {
-        Err((min, max))
-    } else {
-        Ok(())
-    }
+    if bet < min || bet > max { Err((min, max)) } else { Ok(()) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const TABLE: TableLimits = TableLimits {
-        min_bet: 500,
-        max_bet: 30_000,
-    };
+    const TABLE: TableLimits = TableLimits { min_bet: 500, max_bet: 30_000 };
 
     fn ts(s: &str) -> Timestamp {
         s.parse().unwrap()
     }
 
     fn changed(at: &str, max: u64) -> PlayerLimit {
-        PlayerLimit {
-            max_bet: Some(max),
-            changed_at: Some(ts(at)),
-        }
+        PlayerLimit { max_bet: Some(max), changed_at: Some(ts(at)) }
     }
 
     #[test]
     fn the_week_turns_at_friday_midnight_eastern_standard_time() {
         // Friday 2026-01-09 00:00 EST = 05:00 UTC.
-        assert_eq!(
-            week_start(ts("2026-01-09T05:00:00Z")).unwrap(),
-            ts("2026-01-09T05:00:00Z")
-        );
-        assert_eq!(
-            week_start(ts("2026-01-09T04:59:59Z")).unwrap(),
-            ts("2026-01-02T05:00:00Z")
-        );
+        assert_eq!(week_start(ts("2026-01-09T05:00:00Z")).unwrap(), ts("2026-01-09T05:00:00Z"));
+        assert_eq!(week_start(ts("2026-01-09T04:59:59Z")).unwrap(), ts("2026-01-02T05:00:00Z"));
         // Any day of the week maps back to its Friday.
-        assert_eq!(
-            week_start(ts("2026-01-14T12:00:00Z")).unwrap(),
-            ts("2026-01-09T05:00:00Z")
-        );
-        assert_eq!(
-            next_week_start(ts("2026-01-14T12:00:00Z")).unwrap(),
-            ts("2026-01-16T05:00:00Z")
-        );
+        assert_eq!(week_start(ts("2026-01-14T12:00:00Z")).unwrap(), ts("2026-01-09T05:00:00Z"));
+        assert_eq!(next_week_start(ts("2026-01-14T12:00:00Z")).unwrap(), ts("2026-01-16T05:00:00Z"));
     }
 
     #[test]
@@ -209,15 +162,9 @@ mod tests {
         assert_eq!(next.duration_since(start).as_secs(), 167 * 3600);
         // 04:30 UTC on Friday 03-13 is 00:30 EDT: already the new week (a fixed UTC-5 would
         // still say Thursday).
-        assert_eq!(
-            week_start(ts("2026-03-13T04:30:00Z")).unwrap(),
-            ts("2026-03-13T04:00:00Z")
-        );
+        assert_eq!(week_start(ts("2026-03-13T04:30:00Z")).unwrap(), ts("2026-03-13T04:00:00Z"));
         // One second before: Thursday 23:59:59 EDT, the old week.
-        assert_eq!(
-            week_start(ts("2026-03-13T03:59:59Z")).unwrap(),
-            ts("2026-03-06T05:00:00Z")
-        );
+        assert_eq!(week_start(ts("2026-03-13T03:59:59Z")).unwrap(), ts("2026-03-06T05:00:00Z"));
     }
 
     #[test]
@@ -231,65 +178,34 @@ mod tests {
         assert_eq!(next.duration_since(start).as_secs(), 169 * 3600);
         // 04:30 UTC on Friday 11-06 is Thursday 23:30 EST: still the old week (a fixed UTC-4
         // would already say Friday).
-        assert_eq!(
-            week_start(ts("2026-11-06T04:30:00Z")).unwrap(),
-            ts("2026-10-30T04:00:00Z")
-        );
-        assert_eq!(
-            week_start(ts("2026-11-06T05:00:00Z")).unwrap(),
-            ts("2026-11-06T05:00:00Z")
-        );
+        assert_eq!(week_start(ts("2026-11-06T04:30:00Z")).unwrap(), ts("2026-10-30T04:00:00Z"));
+        assert_eq!(week_start(ts("2026-11-06T05:00:00Z")).unwrap(), ts("2026-11-06T05:00:00Z"));
         // The repeated hour on the Sunday itself belongs to that week.
-        assert_eq!(
-            week_start(ts("2026-11-01T05:30:00Z")).unwrap(),
-            ts("2026-10-30T04:00:00Z")
-        );
-        assert_eq!(
-            week_start(ts("2026-11-01T06:30:00Z")).unwrap(),
-            ts("2026-10-30T04:00:00Z")
-        );
+        assert_eq!(week_start(ts("2026-11-01T05:30:00Z")).unwrap(), ts("2026-10-30T04:00:00Z"));
+        assert_eq!(week_start(ts("2026-11-01T06:30:00Z")).unwrap(), ts("2026-10-30T04:00:00Z"));
     }
 
     #[test]
     fn a_player_may_change_once_per_week() {
         let never = PlayerLimit::default();
-        assert_eq!(
-            check_change(TABLE, &never, 10_000, ts("2026-03-12T12:00:00Z")),
-            Ok(())
-        );
+        assert_eq!(check_change(TABLE, &never, 10_000, ts("2026-03-12T12:00:00Z")), Ok(()));
         // Changed on Thursday 2026-03-12; a second change that Thursday night is refused
         // until Friday 00:00 EDT = 04:00 UTC.
         let cur = changed("2026-03-12T12:00:00Z", 10_000);
         assert_eq!(
             check_change(TABLE, &cur, 5_000, ts("2026-03-13T03:59:59Z")),
-            Err(LimitError::TooSoon {
-                next_allowed: ts("2026-03-13T04:00:00Z")
-            })
+            Err(LimitError::TooSoon { next_allowed: ts("2026-03-13T04:00:00Z") })
         );
-        assert_eq!(
-            check_change(TABLE, &cur, 5_000, ts("2026-03-13T04:00:00Z")),
-            Ok(())
-        );
+        assert_eq!(check_change(TABLE, &cur, 5_000, ts("2026-03-13T04:00:00Z")), Ok(()));
         // Changed on a Friday morning: refused all week, allowed from the next Friday.
         let cur = changed("2026-10-30T15:00:00Z", 10_000);
         assert_eq!(
             check_change(TABLE, &cur, 5_000, ts("2026-11-06T04:59:59Z")),
-            Err(LimitError::TooSoon {
-                next_allowed: ts("2026-11-06T05:00:00Z")
-            })
+            Err(LimitError::TooSoon { next_allowed: ts("2026-11-06T05:00:00Z") })
         );
-        assert_eq!(
-            check_change(TABLE, &cur, 5_000, ts("2026-11-06T05:00:00Z")),
-            Ok(())
-        );
-        assert_eq!(
-            next_change_allowed(&cur, ts("2026-11-03T00:00:00Z")),
-            Ok(Some(ts("2026-11-06T05:00:00Z")))
-        );
-        assert_eq!(
-            next_change_allowed(&cur, ts("2026-11-06T05:00:00Z")),
-            Ok(None)
-        );
+        assert_eq!(check_change(TABLE, &cur, 5_000, ts("2026-11-06T05:00:00Z")), Ok(()));
+        assert_eq!(next_change_allowed(&cur, ts("2026-11-03T00:00:00Z")), Ok(Some(ts("2026-11-06T05:00:00Z"))));
+        assert_eq!(next_change_allowed(&cur, ts("2026-11-06T05:00:00Z")), Ok(None));
     }
 
     #[test]
@@ -298,40 +214,25 @@ mod tests {
         let now = ts("2026-06-01T00:00:00Z");
         assert_eq!(
             check_change(TABLE, &never, 30_001, now),
-            Err(LimitError::AboveTable {
-                requested: 30_001,
-                table_max: 30_000
-            })
+            Err(LimitError::AboveTable { requested: 30_001, table_max: 30_000 })
         );
         assert_eq!(
             check_change(TABLE, &never, 499, now),
-            Err(LimitError::BelowTableMinimum {
-                requested: 499,
-                table_min: 500
-            })
+            Err(LimitError::BelowTableMinimum { requested: 499, table_min: 500 })
         );
-        assert_eq!(
-            check_change(TABLE, &never, 30_000, now),
-            Err(LimitError::Unchanged(30_000))
-        );
+        assert_eq!(check_change(TABLE, &never, 30_000, now), Err(LimitError::Unchanged(30_000)));
         assert_eq!(check_change(TABLE, &never, 500, now), Ok(()));
     }
 
     #[test]
     fn the_effective_limit_bounds_every_bet() {
-        let p = PlayerLimit {
-            max_bet: Some(2_000),
-            changed_at: None,
-        };
+        let p = PlayerLimit { max_bet: Some(2_000), changed_at: None };
         assert_eq!(p.effective(TABLE), (500, 2_000));
         assert_eq!(check_bet(TABLE, &p, 2_000), Ok(()));
         assert_eq!(check_bet(TABLE, &p, 2_001), Err((500, 2_000)));
         assert_eq!(check_bet(TABLE, &p, 499), Err((500, 2_000)));
         // A stored player maximum above a (later lowered) table maximum never widens it.
-        let p = PlayerLimit {
-            max_bet: Some(50_000),
-            changed_at: None,
-        };
+        let p = PlayerLimit { max_bet: Some(50_000), changed_at: None };
         assert_eq!(p.effective(TABLE), (500, 30_000));
     }
 }

@@ -40,11 +40,7 @@ enum Command {
 #[derive(clap::Args, Clone)]
 struct ServeArgs {
     /// The engine's gRPC address.
-    #[arg(
-        long,
-        env = "REDDOG_DEMO_ENGINE",
-        default_value = "http://127.0.0.1:50051"
-    )]
+    #[arg(long, env = "REDDOG_DEMO_ENGINE", default_value = "http://127.0.0.1:50051")]
     engine: String,
     /// Where the table is served (port 0 picks a free one; the bound address is printed).
     #[arg(long, env = "REDDOG_DEMO_LISTEN", default_value = "127.0.0.1:8080")]
@@ -53,11 +49,7 @@ struct ServeArgs {
     #[arg(long, env = "REDDOG_DEMO_DB", default_value = "reddog-demo.sqlite")]
     db: PathBuf,
     /// What a new player's wallet starts with, in minor units (100000 = 1000.00).
-    #[arg(
-        long,
-        env = "REDDOG_DEMO_NEW_PLAYER_BALANCE",
-        default_value_t = 100_000
-    )]
+    #[arg(long, env = "REDDOG_DEMO_NEW_PLAYER_BALANCE", default_value_t = 100_000)]
     new_player_balance: i64,
     /// How long to wait for the engine at start.
     #[arg(long, default_value_t = 30)]
@@ -89,21 +81,13 @@ fn ledger_command(path: &std::path::Path, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!(
-            "{:<24} {:>14} {:>14} {:>8}",
-            "account", "balance", "entries sum", "entries"
-        );
+        println!("{:<24} {:>14} {:>14} {:>8}", "account", "balance", "entries sum", "entries");
         for a in &report.accounts {
-            println!(
-                "{:<24} {:>14} {:>14} {:>8}",
-                a.name, a.balance, a.entries_sum, a.entries
-            );
+            println!("{:<24} {:>14} {:>14} {:>8}", a.name, a.balance, a.entries_sum, a.entries);
         }
         println!("transactions: {}", report.transactions);
         if report.problems.is_empty() {
-            println!(
-                "ledger consistent: every transaction sums to 0, every balance equals its entries"
-            );
+            println!("ledger consistent: every transaction sums to 0, every balance equals its entries");
         }
         for p in &report.problems {
             println!("PROBLEM: {p}");
@@ -127,28 +111,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 tracing::warn!(error = %e, engine = %args.engine, "waiting for the engine");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            Err(e) => bail!(
-                "the engine at {} does not answer ({e}); start it first: cargo run --release",
-                args.engine
-            ),
+            Err(e) => bail!("the engine at {} does not answer ({e}); start it first: cargo run --release", args.engine),
         }
     };
-    tracing::info!(
-        decks = rules.decks,
-        min = rules.min_bet,
-        max = rules.max_bet,
-        "engine rules"
-    );
-    let crash_at = std::env::var("REDDOG_DEMO_CRASH_AT")
-        .ok()
-        .filter(|s| !s.is_empty());
-    let platform = Arc::new(Platform::new(
-        conn,
-        engine,
-        rules,
-        args.new_player_balance,
-        crash_at,
-    ));
+    tracing::info!(decks = rules.decks, min = rules.min_bet, max = rules.max_bet, "engine rules");
+    let crash_at = std::env::var("REDDOG_DEMO_CRASH_AT").ok().filter(|s| !s.is_empty());
+    let platform = Arc::new(Platform::new(conn, engine, rules, args.new_player_balance, crash_at));
 
     let report = platform.recover(true).await?;
     tracing::info!(
@@ -172,14 +140,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     });
 
-    let listener = tokio::net::TcpListener::bind(&args.listen)
-        .await
-        .with_context(|| format!("binding {}", args.listen))?;
+    let listener =
+        tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;
     println!("listening on http://{addr}");
-    axum::serve(listener, web::router(platform))
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    axum::serve(listener, web::router(platform)).with_graceful_shutdown(shutdown()).await?;
     Ok(())
 }
 
@@ -189,8 +154,7 @@ async fn shutdown() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             s.recv().await;
         }
     };

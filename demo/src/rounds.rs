@@ -63,9 +63,7 @@ pub enum RoundError {
 impl From<LedgerError> for RoundError {
     fn from(e: LedgerError) -> Self {
         match e {
-            LedgerError::InsufficientFunds { balance, needed } => {
-                RoundError::InsufficientFunds { balance, needed }
-            }
+            LedgerError::InsufficientFunds { balance, needed } => RoundError::InsufficientFunds { balance, needed },
             LedgerError::Db(db) => RoundError::Db(db),
             other => RoundError::Ledger(other),
         }
@@ -161,12 +159,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
 }
 
 fn load(conn: &Connection, round_id: &str) -> rusqlite::Result<Option<Row>> {
-    conn.query_row(
-        &format!("SELECT {COLUMNS} FROM rounds WHERE round_id = ?1"),
-        [round_id],
-        row,
-    )
-    .optional()
+    conn.query_row(&format!("SELECT {COLUMNS} FROM rounds WHERE round_id = ?1"), [round_id], row).optional()
 }
 
 /// A round as the browser sees it: everything but the tokens.
@@ -234,11 +227,7 @@ pub struct RoundView {
 
 impl From<Row> for RoundView {
     fn from(r: Row) -> Self {
-        let cards = r
-            .cards
-            .as_deref()
-            .and_then(|c| serde_json::from_str(c).ok())
-            .unwrap_or_default();
+        let cards = r.cards.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
         RoundView {
             awaiting_decision: r.state == "dealt",
             round_id: r.round_id,
@@ -323,10 +312,7 @@ impl Platform {
         new_player_balance: i64,
         crash_at: Option<String>,
     ) -> Self {
-        let table = TableLimits {
-            min_bet: rules.min_bet,
-            max_bet: rules.max_bet,
-        };
+        let table = TableLimits { min_bet: rules.min_bet, max_bet: rules.max_bet };
         Platform {
             db: Arc::new(Mutex::new(conn)),
             engine,
@@ -339,10 +325,7 @@ impl Platform {
     }
 
     /// Runs `f` with the database (briefly; never across an engine call).
-    pub fn db<T, E: From<rusqlite::Error>>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, E>,
-    ) -> Result<T, E> {
+    pub fn db<T, E: From<rusqlite::Error>>(&self, f: impl FnOnce(&mut Connection) -> Result<T, E>) -> Result<T, E> {
         let mut guard = match self.db.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
@@ -410,20 +393,12 @@ impl Platform {
         if let Some(r) = existing {
             return Ok(r.into());
         }
-        let nonce: i64 = self.db(|c| {
-            c.query_row(
-                "SELECT next_nonce FROM players WHERE id = ?1",
-                [player],
-                |r| r.get(0),
-            )
-        })?;
+        let nonce: i64 =
+            self.db(|c| c.query_row("SELECT next_nonce FROM players WHERE id = ?1", [player], |r| r.get(0)))?;
         let mut suffix = [0u8; 4];
         getrandom::fill(&mut suffix).map_err(|e| RoundError::EngineUnavailable(e.to_string()))?;
         let round_id = format!("p{player}-n{nonce}-{}", hex::encode(suffix));
-        let c = self
-            .engine
-            .commit(&round_id, u64_of(nonce)?, self.rules.decks)
-            .await?;
+        let c = self.engine.commit(&round_id, u64_of(nonce)?, self.rules.decks).await?;
         let now = now_ms();
         self.db(|conn| {
             let tx = conn.transaction()?;
@@ -436,9 +411,7 @@ impl Platform {
             tx.execute("UPDATE players SET next_nonce = ?2 WHERE id = ?1", params![player, nonce + 1])?;
             tx.commit()
         })?;
-        let r = self
-            .db(|c| load(c, &round_id))?
-            .ok_or(RoundError::NotFound)?;
+        let r = self.db(|c| load(c, &round_id))?.ok_or(RoundError::NotFound)?;
         Ok(r.into())
     }
 
@@ -499,12 +472,7 @@ impl Platform {
 
     /// Raise or stand: records the decision (debiting the raise) before `Decide`, then
     /// settles. A retry of the same decision returns the round as it is.
-    pub async fn decide(
-        &self,
-        player: i64,
-        round_id: &str,
-        raise: bool,
-    ) -> Result<RoundView, RoundError> {
+    pub async fn decide(&self, player: i64, round_id: &str, raise: bool) -> Result<RoundView, RoundError> {
         let _guard = self.player_lock(player).await;
         let now = now_ms();
         let wanted = if raise { "raise" } else { "stand" };
@@ -515,13 +483,23 @@ impl Platform {
                 if r.decision.as_deref() == Some(wanted) {
                     return Ok(false);
                 }
-                return Err(RoundError::Conflict(format!("action: the round is {}, not waiting for a decision", r.state)));
+                return Err(RoundError::Conflict(format!(
+                    "action: the round is {}, not waiting for a decision",
+                    r.state
+                )));
             }
             let bet = r.bet.ok_or(RoundError::NotFound)?;
             let stake = if raise {
                 let wallet = ledger::player_account(&tx, player)?;
                 let house = ledger::system_account(&tx, "house")?;
-                ledger::post(&tx, &format!("{round_id}:raise"), "raise", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
+                ledger::post(
+                    &tx,
+                    &format!("{round_id}:raise"),
+                    "raise",
+                    Some(round_id),
+                    &[(wallet, -bet), (house, bet)],
+                    now,
+                )?;
                 bet.checked_mul(2).ok_or(RoundError::Ledger(LedgerError::Overflow))?
             } else {
                 bet
@@ -547,9 +525,7 @@ impl Platform {
         // Each pass moves the state forward (betting → dealt|settling → settled,
         // deciding → settling → settled), so four passes always suffice.
         for _ in 0..4 {
-            let r = self
-                .db(|c| load(c, round_id))?
-                .ok_or(RoundError::NotFound)?;
+            let r = self.db(|c| load(c, round_id))?.ok_or(RoundError::NotFound)?;
             match r.state.as_str() {
                 "betting" => self.step_start(&r).await?,
                 "deciding" => self.step_decide(&r).await?,
@@ -561,12 +537,8 @@ impl Platform {
     }
 
     async fn step_start(&self, r: &Row) -> Result<(), RoundError> {
-        let (Some(seed), Some(bet), Some(min), Some(max)) =
-            (&r.client_seed, r.bet, r.limit_min, r.limit_max)
-        else {
-            return Err(RoundError::Conflict(
-                "round is missing its deal inputs".into(),
-            ));
+        let (Some(seed), Some(bet), Some(min), Some(max)) = (&r.client_seed, r.bet, r.limit_min, r.limit_max) else {
+            return Err(RoundError::Conflict("round is missing its deal inputs".into()));
         };
         let answer = self
             .engine
@@ -584,17 +556,10 @@ impl Platform {
             Ok(resp) => {
                 let view = resp.round.unwrap_or_default();
                 let mut cards = vec![];
-                for c in [&view.first_card, &view.second_card, &view.third_card]
-                    .into_iter()
-                    .flatten()
-                {
+                for c in [&view.first_card, &view.second_card, &view.third_card].into_iter().flatten() {
                     cards.push(c.code.clone());
                 }
-                let state = if view.awaiting_decisions {
-                    "dealt"
-                } else {
-                    "settling"
-                };
+                let state = if view.awaiting_decisions { "dealt" } else { "settling" };
                 self.db(|c| {
                     c.execute(
                         "UPDATE rounds SET state = ?2, round_token = ?3, cards = ?4, hand_class = ?5, spread = ?6,
@@ -622,10 +587,7 @@ impl Platform {
                 self.void_and_refund(
                     r,
                     bet,
-                    &format!(
-                        "the engine refused to deal ({}); bet refunded",
-                        status.message()
-                    ),
+                    &format!("the engine refused to deal ({}); bet refunded", status.message()),
                 )?;
                 Err(RoundError::EngineRefused(status.message().to_string()))
             }
@@ -651,10 +613,7 @@ impl Platform {
     }
 
     async fn step_decide(&self, r: &Row) -> Result<(), RoundError> {
-        let token = r
-            .round_token
-            .clone()
-            .ok_or_else(|| RoundError::Conflict("round has no token".into()))?;
+        let token = r.round_token.clone().ok_or_else(|| RoundError::Conflict("round has no token".into()))?;
         let raise = r.decision.as_deref() == Some("raise");
         match self.engine.decide(token, &r.round_id, raise).await {
             Ok(resp) => {
@@ -696,24 +655,13 @@ impl Platform {
     }
 
     async fn step_settle(&self, r: &Row) -> Result<(), RoundError> {
-        let token = r
-            .round_token
-            .clone()
-            .ok_or_else(|| RoundError::Conflict("round has no token".into()))?;
+        let token = r.round_token.clone().ok_or_else(|| RoundError::Conflict("round has no token".into()))?;
         let resp = match self.engine.settle(token, &r.round_id).await {
             Ok(resp) => resp,
             Err(EngineError::Refused(status)) => {
                 tracing::error!(round_id = %r.round_id, code = ?status.code(), "Settle refused; the round stays open for an operator");
-                let note = format!(
-                    "the engine refused to settle ({}); kept for an operator",
-                    status.message()
-                );
-                self.db(|c| {
-                    c.execute(
-                        "UPDATE rounds SET note = ?2 WHERE round_id = ?1",
-                        params![r.round_id, note],
-                    )
-                })?;
+                let note = format!("the engine refused to settle ({}); kept for an operator", status.message());
+                self.db(|c| c.execute("UPDATE rounds SET note = ?2 WHERE round_id = ?1", params![r.round_id, note]))?;
                 return Err(RoundError::EngineRefused(status.message().to_string()));
             }
             Err(e) => return Err(e.into()),
@@ -722,10 +670,7 @@ impl Platform {
         let seat = resp.results.first().cloned().unwrap_or_default();
         let view = resp.round.clone().unwrap_or_default();
         let mut cards = vec![];
-        for c in [&view.first_card, &view.second_card, &view.third_card]
-            .into_iter()
-            .flatten()
-        {
+        for c in [&view.first_card, &view.second_card, &view.third_card].into_iter().flatten() {
             cards.push(c.code.clone());
         }
         let returned = i64_of(seat.returned)?;
@@ -735,16 +680,9 @@ impl Platform {
             // The platform debited r.stake; the engine settled engine_stake. Never happens
             // when the protocol is followed; recorded for an operator if it does.
             tracing::error!(round_id = %r.round_id, engine_stake, debited = ?r.stake, "stake mismatch");
-            note = Some(format!(
-                "stake mismatch: engine {engine_stake}, debited {:?}",
-                r.stake
-            ));
+            note = Some(format!("stake mismatch: engine {engine_stake}, debited {:?}", r.stake));
         }
-        let decision = if seat.stood_by_default {
-            Some("default".to_string())
-        } else {
-            r.decision.clone()
-        };
+        let decision = if seat.stood_by_default { Some("default".to_string()) } else { r.decision.clone() };
         let now = now_ms();
         self.db(|c| -> Result<(), RoundError> {
             let tx = c.transaction()?;
@@ -807,12 +745,7 @@ impl Platform {
                 continue;
             }
             let _guard = self.player_lock(player).await;
-            self.db(|c| {
-                c.execute(
-                    "UPDATE rounds SET recovered = 1 WHERE round_id = ?1",
-                    [&round_id],
-                )
-            })?;
+            self.db(|c| c.execute("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&round_id]))?;
             let mut result = self.advance(&round_id).await;
             // At start, a round waiting for the player's decision (found so, or dealt just
             // now by recovery) is settled: the engine stands an undecided seat.

@@ -30,21 +30,13 @@ pub struct ApiError {
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-        }
+        ApiError { status, code, message: message.into() }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(json!({"error": self.code, "message": self.message})),
-        )
-            .into_response()
+        (self.status, Json(json!({"error": self.code, "message": self.message}))).into_response()
     }
 }
 
@@ -62,11 +54,7 @@ impl From<RoundError> for ApiError {
             EngineUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "engine_unavailable"),
             Ledger(_) | Db(_) => {
                 tracing::error!(error = %e, "internal error");
-                return ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "internal error",
-                );
+                return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error");
             }
         };
         ApiError::new(status, code, e.to_string())
@@ -82,11 +70,7 @@ impl From<PlayerError> for ApiError {
             BadLogin => (StatusCode::UNAUTHORIZED, "bad_login"),
             Hash | Ledger(_) | Db(_) => {
                 tracing::error!(error = %e, "internal error");
-                return ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "internal error",
-                );
+                return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error");
             }
         };
         ApiError::new(status, code, e.to_string())
@@ -130,14 +114,8 @@ async fn security_headers(req: axum::extract::Request, next: axum::middleware::N
              base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
         ),
     );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     res
 }
@@ -151,42 +129,21 @@ fn page(body: &'static str) -> Response {
 
 async fn static_file(Path(file): Path<String>) -> Response {
     let (ctype, body) = match file.as_str() {
-        "app.js" => (
-            "text/javascript; charset=utf-8",
-            include_str!("../static/app.js"),
-        ),
-        "history.js" => (
-            "text/javascript; charset=utf-8",
-            include_str!("../static/history.js"),
-        ),
-        "verify.js" => (
-            "text/javascript; charset=utf-8",
-            include_str!("../static/verify.js"),
-        ),
-        "ui.js" => (
-            "text/javascript; charset=utf-8",
-            include_str!("../static/ui.js"),
-        ),
-        "style.css" => (
-            "text/css; charset=utf-8",
-            include_str!("../static/style.css"),
-        ),
+        "app.js" => ("text/javascript; charset=utf-8", include_str!("../static/app.js")),
+        "history.js" => ("text/javascript; charset=utf-8", include_str!("../static/history.js")),
+        "verify.js" => ("text/javascript; charset=utf-8", include_str!("../static/verify.js")),
+        "ui.js" => ("text/javascript; charset=utf-8", include_str!("../static/ui.js")),
+        "style.css" => ("text/css; charset=utf-8", include_str!("../static/style.css")),
         _ => return (StatusCode::NOT_FOUND, "not found").into_response(),
     };
     ([(header::CONTENT_TYPE, ctype)], body).into_response()
 }
 
 fn session_token(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|kv| {
-            let (k, v) = kv.trim().split_once('=')?;
-            (k == COOKIE && v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
-                .then(|| v.to_string())
-        })
+    headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
+        let (k, v) = kv.trim().split_once('=')?;
+        (k == COOKIE && v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit())).then(|| v.to_string())
+    })
 }
 
 fn player_of(app: &Platform, headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
@@ -197,8 +154,7 @@ fn player_of(app: &Platform, headers: &HeaderMap) -> Result<Option<i64>, ApiErro
 }
 
 fn require_player(app: &Platform, headers: &HeaderMap) -> Result<i64, ApiError> {
-    player_of(app, headers)?
-        .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in first"))
+    player_of(app, headers)?.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in first"))
 }
 
 fn with_cookie(token: &str, body: serde_json::Value) -> Response {
@@ -250,11 +206,7 @@ async fn state(State(app): State<App>, headers: HeaderMap) -> Result<Response, A
     let round = match app.open_round(player).await {
         Ok(r) => r,
         Err(RoundError::EngineUnavailable(m)) => {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "engine_unavailable",
-                m,
-            ));
+            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "engine_unavailable", m));
         }
         Err(e) => return Err(e.into()),
     };
@@ -275,22 +227,13 @@ struct Credentials {
     pin: String,
 }
 
-async fn register(
-    State(app): State<App>,
-    Json(req): Json<Credentials>,
-) -> Result<Response, ApiError> {
+async fn register(State(app): State<App>, Json(req): Json<Credentials>) -> Result<Response, ApiError> {
     players::validate_name(&req.name)?;
     players::validate_pin(&req.pin)?;
     let pin = req.pin.clone();
     let hash = tokio::task::spawn_blocking(move || players::hash_pin(&pin))
         .await
-        .map_err(|_| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "internal error",
-            )
-        })??;
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error"))??;
     let now = now_ms();
     let balance = app.new_player_balance;
     let (id, token) = app.db(|c| -> Result<(i64, String), PlayerError> {
@@ -307,14 +250,10 @@ async fn login(State(app): State<App>, Json(req): Json<Credentials>) -> Result<R
         pin_not_locked(&app, *id)?;
     }
     // Hash something even for an unknown name, so timing does not tell names apart.
-    let (id, hash) = found.unwrap_or((
-        -1,
-        "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG".into(),
-    ));
+    let (id, hash) =
+        found.unwrap_or((-1, "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG".into()));
     let pin = req.pin.clone();
-    let ok = tokio::task::spawn_blocking(move || players::verify_pin(&hash, &pin))
-        .await
-        .unwrap_or(false);
+    let ok = tokio::task::spawn_blocking(move || players::verify_pin(&hash, &pin)).await.unwrap_or(false);
     if id < 0 {
         return Err(PlayerError::BadLogin.into());
     }
@@ -330,9 +269,7 @@ async fn login(State(app): State<App>, Json(req): Json<Credentials>) -> Result<R
 fn pin_not_locked(app: &Platform, player: i64) -> Result<(), ApiError> {
     match app.db(|c| players::pin_locked_until(c, player, now_ms()))? {
         Some(until) => {
-            let at = jiff::Timestamp::from_millisecond(until)
-                .map(|t| t.to_string())
-                .unwrap_or_default();
+            let at = jiff::Timestamp::from_millisecond(until).map(|t| t.to_string()).unwrap_or_default();
             Err(ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "pin_locked",
@@ -351,10 +288,7 @@ async fn logout(State(app): State<App>, headers: HeaderMap) -> Result<Response, 
     Ok(([(header::SET_COOKIE, cookie)], Json(json!({}))).into_response())
 }
 
-async fn new_round(
-    State(app): State<App>,
-    headers: HeaderMap,
-) -> Result<Json<RoundView>, ApiError> {
+async fn new_round(State(app): State<App>, headers: HeaderMap) -> Result<Json<RoundView>, ApiError> {
     let player = require_player(&app, &headers)?;
     Ok(Json(app.current_or_new(player).await?))
 }
@@ -366,15 +300,9 @@ struct DealRequest {
     bet: i64,
 }
 
-async fn deal(
-    State(app): State<App>,
-    headers: HeaderMap,
-    Json(req): Json<DealRequest>,
-) -> Result<Response, ApiError> {
+async fn deal(State(app): State<App>, headers: HeaderMap, Json(req): Json<DealRequest>) -> Result<Response, ApiError> {
     let player = require_player(&app, &headers)?;
-    let round = app
-        .deal(player, &req.round_id, &req.client_seed, req.bet)
-        .await?;
+    let round = app.deal(player, &req.round_id, &req.client_seed, req.bet).await?;
     Ok(Json(json!({"round": round, "balance": app.balance(player)?})).into_response())
 }
 
@@ -394,11 +322,7 @@ async fn decide(
         "raise" => true,
         "stand" => false,
         _ => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid",
-                "action: 'raise' or 'stand'",
-            ));
+            return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", "action: 'raise' or 'stand'"));
         }
     };
     let round = app.decide(player, &req.round_id, raise).await?;
@@ -420,20 +344,11 @@ async fn set_limits(
     pin_not_locked(&app, player)?;
     let hash = app.db(|c| players::pin_hash(c, player))?;
     let pin = req.pin.clone();
-    let pin_ok = tokio::task::spawn_blocking(move || players::verify_pin(&hash, &pin))
-        .await
-        .unwrap_or(false);
+    let pin_ok = tokio::task::spawn_blocking(move || players::verify_pin(&hash, &pin)).await.unwrap_or(false);
     app.db(|c| players::record_pin_check(c, player, pin_ok, now_ms()))?;
     let table = app.table;
     let result = app.db(|c| {
-        Ok::<_, rusqlite::Error>(players::set_max_bet(
-            c,
-            player,
-            pin_ok,
-            req.max_bet,
-            table,
-            jiff::Timestamp::now(),
-        ))
+        Ok::<_, rusqlite::Error>(players::set_max_bet(c, player, pin_ok, req.max_bet, table, jiff::Timestamp::now()))
     })?;
     match result {
         Ok(_) => {
@@ -464,8 +379,5 @@ async fn history(
 ) -> Result<Response, ApiError> {
     let player = require_player(&app, &headers)?;
     let limit = q.limit.unwrap_or(50).clamp(1, 500);
-    Ok(
-        Json(json!({"rounds": app.history(player, limit)?, "balance": app.balance(player)?}))
-            .into_response(),
-    )
+    Ok(Json(json!({"rounds": app.history(player, limit)?, "balance": app.balance(player)?})).into_response())
 }

@@ -19,11 +19,7 @@ fn engine_bin() -> PathBuf {
         return PathBuf::from(p);
     }
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/reddog");
-    assert!(
-        p.exists(),
-        "the engine binary {} is missing: run `cargo build --bin reddog` first",
-        p.display()
-    );
+    assert!(p.exists(), "the engine binary {} is missing: run `cargo build --bin reddog` first", p.display());
     p
 }
 
@@ -38,16 +34,8 @@ impl Drop for Proc {
 
 /// Starts `cmd` and returns it with the first stdout line's capture after `prefix`.
 fn start(mut cmd: Command, prefix: &str) -> (Proc, String) {
-    let logs = if std::env::var_os("RECOVERY_TEST_LOGS").is_some() {
-        Stdio::inherit()
-    } else {
-        Stdio::null()
-    };
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(logs)
-        .spawn()
-        .expect("spawn");
+    let logs = if std::env::var_os("RECOVERY_TEST_LOGS").is_some() { Stdio::inherit() } else { Stdio::null() };
+    let mut child = cmd.stdout(Stdio::piped()).stderr(logs).spawn().expect("spawn");
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let prefix = prefix.to_string();
@@ -58,35 +46,21 @@ fn start(mut cmd: Command, prefix: &str) -> (Proc, String) {
             }
         }
     });
-    let found = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("process did not print its address in 30 s");
+    let found = rx.recv_timeout(Duration::from_secs(30)).expect("process did not print its address in 30 s");
     (Proc(child), found)
 }
 
 fn start_engine() -> (Proc, String) {
     let mut cmd = Command::new(engine_bin());
-    cmd.args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--metrics-listen",
-        "127.0.0.1:0",
-    ]);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"]);
     start(cmd, "listening on ")
 }
 
 fn start_platform(engine: &str, db: &Path, crash_at: Option<&str>) -> (Proc, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_reddog-demo"));
-    cmd.args([
-        "--engine",
-        &format!("http://{engine}"),
-        "--listen",
-        "127.0.0.1:0",
-        "--db",
-    ])
-    .arg(db)
-    .args(["--new-player-balance", "100000"]);
+    cmd.args(["--engine", &format!("http://{engine}"), "--listen", "127.0.0.1:0", "--db"])
+        .arg(db)
+        .args(["--new-player-balance", "100000"]);
     match crash_at {
         Some(point) => cmd.env("REDDOG_DEMO_CRASH_AT", point),
         None => cmd.env_remove("REDDOG_DEMO_CRASH_AT"),
@@ -107,10 +81,8 @@ fn http(
     let mut s = TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
     let body = body.unwrap_or("");
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     if !body.is_empty() {
         req.push_str("Content-Type: application/json\r\n");
     }
@@ -126,10 +98,7 @@ fn http(
     let status = head.split_whitespace().nth(1)?.parse().ok()?;
     let cookie = head
         .lines()
-        .find_map(|l| {
-            l.strip_prefix("set-cookie: ")
-                .or_else(|| l.strip_prefix("Set-Cookie: "))
-        })
+        .find_map(|l| l.strip_prefix("set-cookie: ").or_else(|| l.strip_prefix("Set-Cookie: ")))
         .map(|c| c.split(';').next().unwrap_or("").to_string())
         .unwrap_or_default();
     Some((status, body.to_string(), cookie))
@@ -148,11 +117,9 @@ impl Db {
     }
     fn round(&self, id: &str) -> (String, Option<i64>, Option<i64>, bool) {
         self.0
-            .query_row(
-                "SELECT state, stake, returned, recovered FROM rounds WHERE round_id = ?1",
-                [id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
+            .query_row("SELECT state, stake, returned, recovered FROM rounds WHERE round_id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
             .unwrap()
     }
     fn balance(&self, player: &str) -> i64 {
@@ -166,24 +133,16 @@ impl Db {
             .unwrap()
     }
     fn postings(&self, round: &str) -> Vec<String> {
-        let mut st = self
-            .0
-            .prepare("SELECT kind FROM transactions WHERE round_id = ?1 ORDER BY id")
-            .unwrap();
-        st.query_map([round], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
+        let mut st = self.0.prepare("SELECT kind FROM transactions WHERE round_id = ?1 ORDER BY id").unwrap();
+        st.query_map([round], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
     }
     fn token_b64(&self, round: &str) -> Vec<String> {
         use base64::Engine as _;
         let (c, r): (Vec<u8>, Option<Vec<u8>>) = self
             .0
-            .query_row(
-                "SELECT commitment_token, round_token FROM rounds WHERE round_id = ?1",
-                [round],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .query_row("SELECT commitment_token, round_token FROM rounds WHERE round_id = ?1", [round], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .unwrap();
         let mut out = vec![base64::engine::general_purpose::STANDARD.encode(c)];
         out.extend(r.map(|t| base64::engine::general_purpose::STANDARD.encode(t)));
@@ -192,25 +151,15 @@ impl Db {
 }
 
 fn ledger_report(db: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_reddog-demo"))
-        .args(["ledger", "--db"])
-        .arg(db)
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_reddog-demo")).args(["ledger", "--db"]).arg(db).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "ledger check failed:\n{text}");
     text
 }
 
 fn register(addr: &str, name: &str) -> String {
-    let (status, body, cookie) = http(
-        addr,
-        "POST",
-        "/api/register",
-        None,
-        Some(&format!(r#"{{"name":"{name}","pin":"2468"}}"#)),
-    )
-    .unwrap();
+    let (status, body, cookie) =
+        http(addr, "POST", "/api/register", None, Some(&format!(r#"{{"name":"{name}","pin":"2468"}}"#))).unwrap();
     assert_eq!(status, 200, "{body}");
     cookie
 }
@@ -222,10 +171,28 @@ fn commitment(addr: &str, cookie: &str) -> serde_json::Value {
 }
 
 fn deal_body(round: &serde_json::Value, bet: i64) -> String {
-    format!(
-        r#"{{"round_id":"{}","client_seed":"recovery test","bet":{bet}}}"#,
-        round["round_id"].as_str().unwrap()
-    )
+    format!(r#"{{"round_id":"{}","client_seed":"recovery test","bet":{bet}}}"#, round["round_id"].as_str().unwrap())
+}
+
+/// Deals rounds of 10.00 until one waits for a decision (a non-consecutive hand, about 80%
+/// of deals; at most 40 tries) and returns its id. Checks on the way that no answer carries a
+/// token.
+fn deal_until_decision(addr: &str, cookie: &str, db: &Db) -> String {
+    for _ in 0..40 {
+        let round = commitment(addr, cookie);
+        let (status, body, _) =
+            http(addr, "POST", "/api/round/deal", Some(cookie), Some(&deal_body(&round, 1_000))).unwrap();
+        assert_eq!(status, 200, "{body}");
+        let v = json(&body);
+        let id = v["round"]["round_id"].as_str().unwrap().to_string();
+        for t in db.token_b64(&id) {
+            assert!(!body.contains(&t), "a token reached the browser");
+        }
+        if v["round"]["state"] == "dealt" {
+            return id;
+        }
+    }
+    panic!("no hand awaited a decision in 40 deals");
 }
 
 fn wait_exit(p: &mut Proc) {
@@ -251,28 +218,12 @@ fn rounds_interrupted_by_a_platform_crash_are_finished_on_restart() {
     let cookie = register(&addr, "carol");
     let round = commitment(&addr, &cookie);
     let id1 = round["round_id"].as_str().unwrap().to_string();
-    assert!(
-        http(
-            &addr,
-            "POST",
-            "/api/round/deal",
-            Some(&cookie),
-            Some(&deal_body(&round, 1_000))
-        )
-        .is_none()
-    );
+    assert!(http(&addr, "POST", "/api/round/deal", Some(&cookie), Some(&deal_body(&round, 1_000))).is_none());
     wait_exit(&mut platform);
     let db = Db::open(&db_path);
     assert_eq!(db.round(&id1).0, "betting");
-    assert_eq!(
-        db.balance("carol"),
-        START - 1_000,
-        "the bet was debited before the crash"
-    );
-    println!(
-        "after crash 1 (bet debited, StartRound not called):\n{}",
-        ledger_report(&db_path)
-    );
+    assert_eq!(db.balance("carol"), START - 1_000, "the bet was debited before the crash");
+    println!("after crash 1 (bet debited, StartRound not called):\n{}", ledger_report(&db_path));
 
     // Restart: recovery calls StartRound with the stored request and finishes the round.
     // A dealt non-consecutive hand is settled as a stand (recovery at start).
@@ -286,127 +237,51 @@ fn rounds_interrupted_by_a_platform_crash_are_finished_on_restart() {
     let kinds = db.postings(&id1);
     assert_eq!(kinds[0], "bet");
     assert_eq!(kinds.iter().filter(|k| *k == "bet").count(), 1, "{kinds:?}");
-    assert!(
-        kinds.iter().filter(|k| *k == "payout").count() == usize::from(returned > 0),
-        "{kinds:?}"
-    );
-    println!(
-        "after recovery 1 (round {id1} returned {returned}):\n{}",
-        ledger_report(&db_path)
-    );
+    assert!(kinds.iter().filter(|k| *k == "payout").count() == usize::from(returned > 0), "{kinds:?}");
+    println!("after recovery 1 (round {id1} returned {returned}):\n{}", ledger_report(&db_path));
     drop(platform);
 
     // --- 2. Crash right after the raise was debited, before Decide. Deal until a hand
     // awaits a decision (non-consecutive: ~80% of deals; bounded).
     let (mut platform, addr2) = start_platform(&engine_addr, &db_path, Some("after_raise_debit"));
     let _ = addr;
-    let mut raised_round = None;
-    for _ in 0..40 {
-        let round = commitment(&addr2, &cookie);
-        let (status, body, _) = http(
-            &addr2,
-            "POST",
-            "/api/round/deal",
-            Some(&cookie),
-            Some(&deal_body(&round, 1_000)),
-        )
-        .unwrap();
-        assert_eq!(status, 200, "{body}");
-        let v = json(&body);
-        // The browser's view never carries a token.
-        for t in db.token_b64(v["round"]["round_id"].as_str().unwrap()) {
-            assert!(!body.contains(&t), "a token reached the browser");
-        }
-        if v["round"]["state"] == "dealt" {
-            raised_round = Some(v["round"]["round_id"].as_str().unwrap().to_string());
-            break;
-        }
-    }
-    let id2 = raised_round.expect("no hand awaited a decision in 40 deals");
+    let id2 = deal_until_decision(&addr2, &cookie, &db);
     let before = db.balance("carol");
     let raise = format!(r#"{{"round_id":"{id2}","action":"raise"}}"#);
-    assert!(
-        http(
-            &addr2,
-            "POST",
-            "/api/round/decide",
-            Some(&cookie),
-            Some(&raise)
-        )
-        .is_none()
-    );
+    assert!(http(&addr2, "POST", "/api/round/decide", Some(&cookie), Some(&raise)).is_none());
     wait_exit(&mut platform);
     assert_eq!(db.round(&id2).0, "deciding");
-    assert_eq!(
-        db.balance("carol"),
-        before - 1_000,
-        "the raise was debited before the crash"
-    );
-    println!(
-        "after crash 2 (raise debited, Decide not called):\n{}",
-        ledger_report(&db_path)
-    );
+    assert_eq!(db.balance("carol"), before - 1_000, "the raise was debited before the crash");
+    println!("after crash 2 (raise debited, Decide not called):\n{}", ledger_report(&db_path));
 
     let (platform, _addr) = start_platform(&engine_addr, &db_path, None);
     let (state, stake, returned, recovered) = db.round(&id2);
-    assert_eq!(
-        (state.as_str(), stake, recovered),
-        ("settled", Some(2_000), true),
-        "settled with the raise"
-    );
+    assert_eq!((state.as_str(), stake, recovered), ("settled", Some(2_000), true), "settled with the raise");
     let returned = returned.unwrap();
     assert_eq!(db.balance("carol"), before - 1_000 + returned);
-    assert_eq!(
-        db.postings(&id2).iter().filter(|k| *k == "raise").count(),
-        1
-    );
-    println!(
-        "after recovery 2 (round {id2} stake 2000 returned {returned}):\n{}",
-        ledger_report(&db_path)
-    );
+    assert_eq!(db.postings(&id2).iter().filter(|k| *k == "raise").count(), 1);
+    println!("after recovery 2 (round {id2} stake 2000 returned {returned}):\n{}", ledger_report(&db_path));
     drop(platform);
 
     // --- 3. SIGKILL from outside while a round waits for the player's decision.
     let (mut platform, addr3) = start_platform(&engine_addr, &db_path, None);
-    let mut waiting = None;
-    for _ in 0..40 {
-        let round = commitment(&addr3, &cookie);
-        let (_, body, _) = http(
-            &addr3,
-            "POST",
-            "/api/round/deal",
-            Some(&cookie),
-            Some(&deal_body(&round, 1_000)),
-        )
-        .unwrap();
-        let v = json(&body);
-        if v["round"]["state"] == "dealt" {
-            waiting = Some(v["round"]["round_id"].as_str().unwrap().to_string());
-            break;
-        }
-    }
-    let id3 = waiting.expect("no hand awaited a decision in 40 deals");
+    let id3 = deal_until_decision(&addr3, &cookie, &db);
     let before = db.balance("carol");
     platform.0.kill().unwrap(); // SIGKILL
     platform.0.wait().unwrap();
     assert_eq!(db.round(&id3).0, "dealt");
     let (_platform, _) = start_platform(&engine_addr, &db_path, None);
     let (state, stake, returned, recovered) = db.round(&id3);
-    assert_eq!(
-        (state.as_str(), stake, recovered),
-        ("settled", Some(1_000), true),
-        "settled as a stand"
-    );
+    assert_eq!((state.as_str(), stake, recovered), ("settled", Some(1_000), true), "settled as a stand");
     assert_eq!(db.balance("carol"), before + returned.unwrap());
-    println!(
-        "after SIGKILL while deciding and recovery (round {id3}):\n{}",
-        ledger_report(&db_path)
-    );
+    println!("after SIGKILL while deciding and recovery (round {id3}):\n{}", ledger_report(&db_path));
 
     // Nothing is left open, and the ledger is consistent (the command exits 0).
     let open: i64 = db
         .0
-        .query_row("SELECT count(*) FROM rounds WHERE state IN ('betting', 'dealt', 'deciding', 'settling')", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM rounds WHERE state IN ('betting', 'dealt', 'deciding', 'settling')", [], |r| {
+            r.get(0)
+        })
         .unwrap();
     assert_eq!(open, 0);
 }
@@ -423,55 +298,22 @@ fn a_retried_deal_or_decision_is_idempotent_on_the_round_id() {
         let round = commitment(&addr, &cookie);
         let id = round["round_id"].as_str().unwrap().to_string();
         let body = deal_body(&round, 700);
-        let (s1, b1, _) =
-            http(&addr, "POST", "/api/round/deal", Some(&cookie), Some(&body)).unwrap();
-        let (s2, b2, _) =
-            http(&addr, "POST", "/api/round/deal", Some(&cookie), Some(&body)).unwrap();
+        let (s1, b1, _) = http(&addr, "POST", "/api/round/deal", Some(&cookie), Some(&body)).unwrap();
+        let (s2, b2, _) = http(&addr, "POST", "/api/round/deal", Some(&cookie), Some(&body)).unwrap();
         assert_eq!((s1, s2), (200, 200), "{b1} {b2}");
-        assert_eq!(
-            json(&b1)["round"]["round_id"],
-            json(&b2)["round"]["round_id"]
-        );
+        assert_eq!(json(&b1)["round"]["round_id"], json(&b2)["round"]["round_id"]);
         // A different bet on the same round is a conflict, not a second debit.
-        let (s3, _, _) = http(
-            &addr,
-            "POST",
-            "/api/round/deal",
-            Some(&cookie),
-            Some(&deal_body(&round, 800)),
-        )
-        .unwrap();
+        let (s3, _, _) = http(&addr, "POST", "/api/round/deal", Some(&cookie), Some(&deal_body(&round, 800))).unwrap();
         assert_eq!(s3, 409);
         if json(&b1)["round"]["state"] == "dealt" {
             let raise = format!(r#"{{"round_id":"{id}","action":"raise"}}"#);
-            let (d1, _, _) = http(
-                &addr,
-                "POST",
-                "/api/round/decide",
-                Some(&cookie),
-                Some(&raise),
-            )
-            .unwrap();
-            let (d2, _, _) = http(
-                &addr,
-                "POST",
-                "/api/round/decide",
-                Some(&cookie),
-                Some(&raise),
-            )
-            .unwrap();
+            let (d1, _, _) = http(&addr, "POST", "/api/round/decide", Some(&cookie), Some(&raise)).unwrap();
+            let (d2, _, _) = http(&addr, "POST", "/api/round/decide", Some(&cookie), Some(&raise)).unwrap();
             assert_eq!((d1, d2), (200, 200));
             let kinds = db.postings(&id);
             assert_eq!(kinds.iter().filter(|k| *k == "bet").count(), 1, "{kinds:?}");
-            assert_eq!(
-                kinds.iter().filter(|k| *k == "raise").count(),
-                1,
-                "{kinds:?}"
-            );
-            assert!(
-                kinds.iter().filter(|k| *k == "payout").count() <= 1,
-                "{kinds:?}"
-            );
+            assert_eq!(kinds.iter().filter(|k| *k == "raise").count(), 1, "{kinds:?}");
+            assert!(kinds.iter().filter(|k| *k == "payout").count() <= 1, "{kinds:?}");
             ledger_report(&db_path);
             return;
         }
