@@ -193,6 +193,14 @@ async function main() {
     }
     rounds++;
     eq(r.verdict, "verified", `verification: ${r.verifyText}`);
+    eq(r.format, "reddog-reveal-v2", "reveal format");
+    // The same in-browser verifier refuses the reveal with one amount changed.
+    const tampered = await page.evaluate(async (text) => {
+      const V = await import("/static/verify.js");
+      const t = text.replace(/"returned":(\d+)/, (m, n) => `"returned":${BigInt(n) + 1n}`);
+      return (await V.verifyReveal(t)).verdict;
+    }, r.reveal);
+    eq(tampered, "not_verified", "a reveal with a changed amount");
     const reveal = JSON.parse(r.reveal);
     eq(reveal.commitment, before.commitment, "revealed commitment = shown");
     eq(String(reveal.nonce), before.nonce, "revealed nonce = shown");
@@ -223,6 +231,7 @@ async function main() {
       }
       n++; rounds++;
       eq(r.verdict, "verified", `round ${r.roundId}: ${r.verifyText}`);
+      eq(r.format, "reddog-reveal-v2", "reveal format");
       const stake = raised ? 2000 : 1000;
       eq(await shownBalance(page), before - stake + Number(r.returned), `round ${r.roundId} balance`);
       if (r.hand === "pair") { seen.pair++; if (seen.pair === 1) await shot(page, "table-pair.png"); }

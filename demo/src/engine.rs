@@ -110,23 +110,22 @@ impl Engine {
         })
     }
 
-    /// `CommitSeed` for one round, bound to its round id and nonce.
-    pub async fn commit(&self, round_id: &str, nonce: u64, decks: u32) -> Result<Commitment, EngineError> {
-        // Before the round-integrity API the request has only the round id; the nonce is
-        // fixed by the platform here and shown with the commitment all the same.
-        let _ = nonce;
-        let r = self
-            .client
-            .clone()
-            .commit_seed(pb::CommitSeedRequest { round_id: round_id.to_string() })
-            .await?
-            .into_inner();
+    /// `CommitSeed` for one round, bound to its round id and nonce (and the default table):
+    /// the engine's `StartRound` refuses any other round id, nonce or table for this
+    /// commitment.
+    pub async fn commit(&self, round_id: &str, nonce: u64) -> Result<Commitment, EngineError> {
+        let req = pb::CommitSeedRequest { round_id: round_id.to_string(), nonce, table_id: String::new() };
+        let r = self.client.clone().commit_seed(req).await?.into_inner();
+        if r.nonce != nonce || r.round_id != round_id {
+            // The echo is what the player is shown; it must be what the platform asked for.
+            return Err(EngineError::Refused(tonic::Status::internal("CommitSeed echoed another round id or nonce")));
+        }
         Ok(Commitment {
             commitment: r.commitment,
             token: r.commitment_token,
             expires_ms: r.expires_at_unix_ms,
-            table_id: "default".to_string(),
-            decks,
+            table_id: r.table_id,
+            decks: r.decks,
         })
     }
 
@@ -147,6 +146,8 @@ impl Engine {
             round_id: round_id.to_string(),
             seats: vec![pb::SeatBet { bet }],
             player_limits: Some(pb::Limits { min_bet: limits.0, max_bet: limits.1 }),
+            // Empty: the table the commitment was made for.
+            table_id: String::new(),
         };
         Ok(self.client.clone().start_round(req).await?.into_inner())
     }

@@ -398,7 +398,7 @@ impl Platform {
         let mut suffix = [0u8; 4];
         getrandom::fill(&mut suffix).map_err(|e| RoundError::EngineUnavailable(e.to_string()))?;
         let round_id = format!("p{player}-n{nonce}-{}", hex::encode(suffix));
-        let c = self.engine.commit(&round_id, u64_of(nonce)?, self.rules.decks).await?;
+        let c = self.engine.commit(&round_id, u64_of(nonce)?).await?;
         let now = now_ms();
         self.db(|conn| {
             let tx = conn.transaction()?;
@@ -572,8 +572,8 @@ impl Platform {
                             engine::hand_class_name(view.hand_class),
                             view.spread,
                             view.spread_odds,
-                            Option::<i64>::None,
-                            Option::<String>::None,
+                            resp.step,
+                            resp.transcript,
                             now
                         ],
                     )
@@ -620,8 +620,9 @@ impl Platform {
                 let now = now_ms();
                 self.db(|c| {
                     c.execute(
-                        "UPDATE rounds SET state = 'settling', round_token = ?2, updated_ms = ?3 WHERE round_id = ?1",
-                        params![r.round_id, resp.round_token, now],
+                        "UPDATE rounds SET state = 'settling', round_token = ?2, step = ?3, transcript = ?4, updated_ms = ?5
+                         WHERE round_id = ?1",
+                        params![r.round_id, resp.round_token, resp.step, resp.transcript, now],
                     )
                 })?;
                 self.crash_point("after_decide");
@@ -695,7 +696,8 @@ impl Platform {
             let balance = ledger::balance(&tx, wallet)?;
             tx.execute(
                 "UPDATE rounds SET state = 'settled', cards = ?2, decision = ?3, outcome = ?4, rule = ?5, odds = ?6,
-                        returned = ?7, reveal_json = ?8, balance_after = ?9, note = ?10, stake = ?11, updated_ms = ?12
+                        returned = ?7, reveal_json = ?8, balance_after = ?9, note = ?10, stake = ?11, updated_ms = ?12,
+                        step = ?13, transcript = ?14
                  WHERE round_id = ?1",
                 params![
                     r.round_id,
@@ -709,7 +711,9 @@ impl Platform {
                     balance,
                     note,
                     engine_stake,
-                    now
+                    now,
+                    resp.step,
+                    resp.transcript
                 ],
             )?;
             tx.commit()?;
