@@ -5,7 +5,8 @@
 //   node demo/e2e/table.e2e.mjs      (after cargo build -p reddog -p reddog-demo --bins)
 //
 // Env: E2E_TOOLS (dir with node_modules/playwright-core; default .tools/e2e),
-//      CHROMIUM (default /usr/bin/chromium), E2E_SCREENSHOTS (dir: save screenshots),
+//      CHROMIUM (default /usr/bin/chromium), E2E_SCREENSHOTS (dir: save the README's
+//      screenshots there, e.g. E2E_SCREENSHOTS=docs/images),
 //      E2E_MAX_ROUNDS (bound on the keyboard rounds, default 300).
 //
 // Deals are random (the engine's server seed is secret until settlement, so no test can
@@ -86,6 +87,8 @@ function ledgerBalance(name) {
 async function shot(page, name) {
   if (!SHOTS) return;
   mkdirSync(SHOTS, { recursive: true });
+  // Let the deal animations finish, so the picture shows the table at rest.
+  await page.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished)));
   await page.screenshot({ path: path.join(SHOTS, name), fullPage: false });
   console.log(`  (screenshot ${path.join(SHOTS, name)})`);
 }
@@ -168,7 +171,6 @@ async function main() {
     eq(await page.isDisabled("#deal"), true, "Deal disabled with no bet");
     eq(await page.isDisabled("#raise"), true, "Raise disabled");
     eq(await page.isDisabled("#stand"), true, "Stand disabled");
-    await shot(page, "table-commitment.png");
   });
 
   let lastReveal = null;
@@ -214,7 +216,7 @@ async function main() {
   const seen = { pair: 0, consecutivePush: 0, raiseWin: 0 };
   await step(`rounds by keyboard until a pair, a consecutive push and a raise that wins (at most ${MAX_ROUNDS})`, async () => {
     await blur(page);
-    let n = 0;
+    let n = 0, shotDeciding = false;
     while (n < MAX_ROUNDS && !(seen.pair && seen.consecutivePush && seen.raiseWin)) {
       await page.keyboard.press("0");
       eq(await shownBet(page), 1000, "0 repeats the last bet");
@@ -223,7 +225,7 @@ async function main() {
       let r = await waitRound(page);
       let raised = false;
       if (r.deciding) {
-        if (!seen.raiseWin && n === 3 && SHOTS) await shot(page, "table-deciding.png");
+        if (!shotDeciding) { shotDeciding = true; await shot(page, "demo-table-deciding.png"); }
         await page.keyboard.press("+");
         r = await waitRound(page);
         raised = true;
@@ -234,9 +236,9 @@ async function main() {
       eq(r.format, "reddog-reveal-v2", "reveal format");
       const stake = raised ? 2000 : 1000;
       eq(await shownBalance(page), before - stake + Number(r.returned), `round ${r.roundId} balance`);
-      if (r.hand === "pair") { seen.pair++; if (seen.pair === 1) await shot(page, "table-pair.png"); }
+      if (r.hand === "pair") seen.pair++;
       if (r.hand === "consecutive" && r.outcome === "push") seen.consecutivePush++;
-      if (raised && r.outcome === "win") { seen.raiseWin++; if (seen.raiseWin === 1) await shot(page, "table-raise-win.png"); }
+      if (raised && r.outcome === "win") { seen.raiseWin++; if (seen.raiseWin === 1) await shot(page, "demo-table-settled.png"); }
     }
     console.log(`  keyboard rounds: ${n}; pairs ${seen.pair}, consecutive pushes ${seen.consecutivePush}, raises won ${seen.raiseWin}`);
     assert(seen.pair && seen.consecutivePush && seen.raiseWin, `not all cases seen in ${n} rounds`);
@@ -280,7 +282,7 @@ async function main() {
     await page.click("#limits-submit");
     await page.waitForFunction(() => document.querySelector("#limits-message").dataset.result);
     eq(await page.$eval("#limits-message", (e) => e.dataset.result), "ok", "right PIN");
-    await shot(page, "table-limits.png");
+    await shot(page, "demo-limits.png");
     await blur(page);
     for (let k = 0; k < 5; k++) await page.keyboard.press("Shift+ArrowUp");
     eq(await shownBet(page), 2000, "Shift+Up stops at my maximum 20.00");
@@ -341,7 +343,6 @@ async function main() {
     eq(r.decision, "stand", "stood");
     eq(r.verdict, "verified", `resumed round verification: ${r.verifyText}`);
     eq(await shownBalance(page), ledgerBalance(NAME), "balance shown = ledger");
-    await shot(page, "table-settled.png");
   });
 
   await step("options: sound, voice, animation remembered; animation applies after a reload", async () => {
@@ -398,7 +399,7 @@ async function main() {
     eq(Number(s.verified), rounds, "every reveal verified");
     const states = await page.$$eval("#rounds tbody tr", (rows) => rows.map((r) => r.dataset.state));
     assert(states.every((x) => x === "settled"), `states ${states}`);
-    await shot(page, "history.png");
+    await shot(page, "demo-history.png");
   });
 
   await step("five wrong PINs in a row lock PIN checks (even the right PIN) for 15 minutes", async () => {
