@@ -388,6 +388,10 @@ async function main() {
     const b0 = await shownBet(page);
     await page.keyboard.press("Enter");
     eq(await shownBet(page), Math.min(b0 + 500, 2000), "Enter on a focused chip adds it");
+    // The keyboard's context-menu key (Shift+F10) on a focused chip takes it off, as a right-click.
+    const b1 = await shownBet(page);
+    await page.keyboard.press("Shift+F10");
+    eq(await shownBet(page), Math.max(b1 - 500, 0), "Shift+F10 on a focused chip takes it off");
   });
 
   await step("game recall: every round listed with its reveal verified in the browser", async () => {
