@@ -203,10 +203,12 @@ async fn state(State(app): State<App>, headers: HeaderMap) -> Result<Response, A
         return Ok(Json(json!({"player": null, "table": table})).into_response());
     };
     // Finishing a step the platform owes (e.g. after an engine outage) happens here too.
-    let round = match app.open_round(player).await {
-        Ok(r) => r,
+    // If the engine is down, the player still sees their balance and is told so; the round
+    // stays where it is and is finished when the engine is back.
+    let (round, engine_error) = match app.open_round(player).await {
+        Ok(r) => (r, None),
         Err(RoundError::EngineUnavailable(m)) => {
-            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "engine_unavailable", m));
+            (None, Some(format!("the engine is unavailable ({m}); your round is kept")))
         }
         Err(e) => return Err(e.into()),
     };
@@ -217,6 +219,7 @@ async fn state(State(app): State<App>, headers: HeaderMap) -> Result<Response, A
         "limits": limits_view(&app, player)?,
         "round": round,
         "last_bet": app.last_bet(player)?,
+        "engine_error": engine_error,
     }))
     .into_response())
 }

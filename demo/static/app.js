@@ -210,6 +210,7 @@ async function refresh() {
   $("game").hidden = false;
   $("logout").hidden = false;
   S.lastBet = S.state.last_bet || null;
+  if (S.state.engine_error) message(S.state.engine_error);
   S.round = S.state.round;
   if (S.round?.state === "dealt") { S.shown = S.round; S.bet = S.round.bet; message("Your round was resumed: raise or stand."); }
   if (S.bet > limits().max_bet) S.bet = limits().max_bet;

@@ -51,8 +51,16 @@ fn start(mut cmd: Command, prefix: &str) -> (Proc, String) {
 }
 
 fn start_engine() -> (Proc, String) {
+    start_engine_at("127.0.0.1:0", None)
+}
+
+/// The engine on `listen`, with a given key ring (JSON) or a fresh development ring.
+fn start_engine_at(listen: &str, key_ring: Option<&str>) -> (Proc, String) {
     let mut cmd = Command::new(engine_bin());
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"]);
+    cmd.args(["serve", "--listen", listen, "--metrics-listen", "127.0.0.1:0"]);
+    if let Some(ring) = key_ring {
+        cmd.args(["--key-ring", ring]);
+    }
     start(cmd, "listening on ")
 }
 
@@ -319,4 +327,49 @@ fn a_retried_deal_or_decision_is_idempotent_on_the_round_id() {
         }
     }
     panic!("no hand awaited a decision in 40 deals");
+}
+
+#[test]
+fn an_engine_outage_keeps_the_debited_round_and_finishes_it_when_the_engine_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("demo.sqlite");
+    // A key ring the restarted engine shares, so it opens the tokens the first one sealed.
+    let ring = format!(r#"{{"primary":"k1","keys":{{"k1":"{}"}}}}"#, "ab".repeat(32));
+    let (mut engine, engine_addr) = start_engine_at("127.0.0.1:0", Some(&ring));
+    let (_platform, addr) = start_platform(&engine_addr, &db_path, None);
+    let cookie = register(&addr, "frank");
+    let round = commitment(&addr, &cookie);
+    let id = round["round_id"].as_str().unwrap().to_string();
+    let db = Db::open(&db_path);
+
+    engine.0.kill().unwrap();
+    engine.0.wait().unwrap();
+    let (status, body, _) =
+        http(&addr, "POST", "/api/round/deal", Some(&cookie), Some(&deal_body(&round, 1_000))).unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(db.round(&id).0, "betting", "the round is kept, its bet debited");
+    assert_eq!(db.balance("frank"), 100_000 - 1_000);
+    // The page still loads, with the balance and a word about the engine.
+    let (status, body, _) = http(&addr, "GET", "/api/state", Some(&cookie), None).unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(json(&body)["engine_error"].as_str().is_some_and(|m| m.contains("unavailable")), "{body}");
+
+    // The engine comes back on the same address: the next page load finishes the step the
+    // platform owed (StartRound with the stored request).
+    let (_engine, again) = start_engine_at(&engine_addr, Some(&ring));
+    assert_eq!(again, engine_addr);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, body, _) = http(&addr, "GET", "/api/state", Some(&cookie), None).unwrap();
+        assert_eq!(status, 200, "{body}");
+        let state = db.round(&id).0;
+        if state != "betting" {
+            assert!(state == "dealt" || state == "settled", "{state}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the round was not finished after the engine came back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let report = ledger_report(&db_path);
+    println!("after the engine outage:\n{report}");
 }
