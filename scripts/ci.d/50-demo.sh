@@ -48,7 +48,9 @@ cargo build --locked -p reddog-demo
 echo "   build took $(( $(t) - a )) s"
 
 phase "cargo test -p reddog-demo (unit tests, crash recovery with the real binaries)"
-REDDOG_ENGINE_BIN="$ROOT/target/debug/reddog" cargo test --locked -p reddog-demo
+cargo test --locked -p reddog-demo --lib
+# --nocapture: the log shows the ledger after each crash and recovery.
+REDDOG_ENGINE_BIN="$ROOT/target/debug/reddog" cargo test --locked -p reddog-demo --test recovery -- --nocapture
 
 phase "the browser's verifier in node, against tests/vectors"
 node --test demo/js/
