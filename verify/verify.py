@@ -371,7 +371,7 @@ def want_table_id(value):
     return raw
 
 
-def want_cards(value, decks):
+def want_cards(value):
     if not isinstance(value, list):
         raise Malformed("cards: must be a JSON array")
     codes = [card_code(c) for c in value]
@@ -418,7 +418,7 @@ def _parse_v1(obj):
     seed, commitment, nonce, decks = _common(obj, lower_only=False)
     client_seed = want_string(obj["client_seed"], "client_seed", 0, 2**32 - 1)
     round_id = want_string(obj["round_id"], "round_id") if "round_id" in obj else None
-    codes = want_cards(obj["cards"], decks)
+    codes = want_cards(obj["cards"])
     return Reveal(version=1, server_seed=seed, commitment=commitment, client_seed=client_seed, nonce=nonce,
                   decks=decks, codes=codes, round_id=round_id, table_id=None)
 
@@ -429,7 +429,7 @@ def _parse_v2(obj):
     table_id = want_table_id(obj["table_id"])
     round_id = want_round_id(obj["round_id"])
     client_seed = want_string(obj["client_seed"], "client_seed", 1, MAX_CLIENT_SEED_BYTES)
-    codes = want_cards(obj["cards"], decks)
+    codes = want_cards(obj["cards"])
     cls, _ = hand_class(codes[0], codes[1])
 
     paytable = obj["paytable"]

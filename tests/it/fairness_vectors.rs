@@ -276,11 +276,31 @@ fn the_vectors_cover_what_the_issue_asks_for() {
     assert!(has(&|c| c.nonce == 0) && has(&|c| c.nonce == u64::MAX));
     // FAIRNESS.md §3.4: "a:b" with one nonce, "a" with the same nonce and with another: three
     // different messages, so three unrelated keys.
-    let colon: Vec<&Case> = all.iter().filter(|c| c.client == "a:b" || c.client == "a").collect();
-    assert!(colon.iter().any(|c| c.client == "a" && c.nonce != colon[0].nonce));
-    let keys: std::collections::HashSet<String> =
-        colon.iter().map(|c| render_case(c).into_iter().find(|(k, _)| *k == "key").unwrap().1.to_string()).collect();
-    assert_eq!(keys.len(), 3, "the colon cases must give three different keys");
+    let colon: Vec<&Case> = all
+        .iter()
+        .filter(|c| c.client == "a:b" || c.client == "a")
+        .collect();
+    assert!(
+        colon
+            .iter()
+            .any(|c| c.client == "a" && c.nonce != colon[0].nonce)
+    );
+    let keys: std::collections::HashSet<String> = colon
+        .iter()
+        .map(|c| {
+            render_case(c)
+                .into_iter()
+                .find(|(k, _)| *k == "key")
+                .unwrap()
+                .1
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        keys.len(),
+        3,
+        "the colon cases must give three different keys"
+    );
     let rejecting = all.iter().filter(|c| {
         render_case(c)
             .iter()
