@@ -1,6 +1,8 @@
 //! The `reddog-demo` binary: `serve` (default) runs the platform; `ledger` prints and checks
 //! the ledger of a database file.
 
+#![forbid(unsafe_code)]
+
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use reddog_demo::{db, engine::Engine, ledger, rounds::Platform, web};

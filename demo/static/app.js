@@ -2,7 +2,7 @@
 // keeps the tokens; the page sees commitments, cards, results and reveals, and verifies
 // every reveal itself (verify.js).
 import { verifyReveal } from "./verify.js";
-import { api, money, renderCard, rememberShown, describeOutcome, describeHand } from "./ui.js";
+import { api, money, parseMoney, renderCard, rememberShown, describeOutcome, describeHand } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -198,8 +198,8 @@ function renderLimits() {
     (next ? `You changed it this week; the next change is possible from ${next} US Eastern.`
       : "You may change it once a week (the week turns Friday 12:00 AM US Eastern); confirm with your PIN.");
   const input = $("limits-max");
-  input.min = String(Number(l.table_min) / 100);
-  input.max = String(Number(l.table_max) / 100);
+  input.min = money(l.table_min);
+  input.max = money(l.table_max);
 }
 
 // ------------------------------------------------------------------ flow
@@ -381,9 +381,10 @@ $("register-button").addEventListener("click", () => {
 $("logout").addEventListener("click", async () => { await api("/api/logout", {}); S.state = null; S.round = null; S.shown = null; showLogin(); });
 $("limits-form").addEventListener("submit", async (e) => {
   e.preventDefault();
-  const units = Number($("limits-max").value);
+  const maxBet = parseMoney($("limits-max").value);
+  if (maxBet === null) { $("limits-message").textContent = "Enter an amount like 20 or 20.50"; return; }
   try {
-    const res = await api("/api/limits", { max_bet: Math.round(units * 100), pin: $("limits-pin").value });
+    const res = await api("/api/limits", { max_bet: maxBet, pin: $("limits-pin").value });
     S.state.limits = res.limits;
     if (S.bet > res.limits.max_bet) S.bet = res.limits.max_bet;
     $("limits-message").textContent = `Your maximum bet is now ${money(res.limits.max_bet)} for all your games.`;

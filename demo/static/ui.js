@@ -14,6 +14,13 @@ export function money(minor) {
   return `${neg ? "-" : ""}${a / 100n}.${String(a % 100n).padStart(2, "0")}`;
 }
 
+// "12", "12.5" or "12.50" as minor units (1250), with no floating point; null if not money.
+export function parseMoney(text) {
+  const m = /^\s*(\d{1,9})(?:\.(\d{1,2}))?\s*$/.exec(String(text));
+  if (!m) return null;
+  return Number(BigInt(m[1]) * 100n + BigInt((m[2] || "").padEnd(2, "0")));
+}
+
 export function cardName(code) {
   return `${RANK_NAMES[code[0]]} of ${SUIT_NAMES[code[1]]}`;
 }
