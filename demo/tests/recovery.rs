@@ -373,3 +373,38 @@ fn an_engine_outage_keeps_the_debited_round_and_finishes_it_when_the_engine_is_b
     let report = ledger_report(&db_path);
     println!("after the engine outage:\n{report}");
 }
+
+#[test]
+fn a_refused_deal_voids_the_round_and_refunds_the_bet() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("demo.sqlite");
+    let ring_a = format!(r#"{{"primary":"a","keys":{{"a":"{}"}}}}"#, "11".repeat(32));
+    let ring_b = format!(r#"{{"primary":"b","keys":{{"b":"{}"}}}}"#, "22".repeat(32));
+    let (mut engine, engine_addr) = start_engine_at("127.0.0.1:0", Some(&ring_a));
+    let (_platform, addr) = start_platform(&engine_addr, &db_path, None);
+    let cookie = register(&addr, "grace");
+    let round = commitment(&addr, &cookie);
+    let id = round["round_id"].as_str().unwrap().to_string();
+    // The engine is replaced by one whose key ring cannot open the commitment token: the
+    // bet is debited, StartRound is refused, and the platform voids the round and refunds.
+    engine.0.kill().unwrap();
+    engine.0.wait().unwrap();
+    let (_engine, again) = start_engine_at(&engine_addr, Some(&ring_b));
+    assert_eq!(again, engine_addr);
+    let (status, body, _) =
+        http(&addr, "POST", "/api/round/deal", Some(&cookie), Some(&deal_body(&round, 1_000))).unwrap();
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(json(&body)["error"], "engine_refused");
+    let db = Db::open(&db_path);
+    let (state, _, returned, _) = db.round(&id);
+    assert_eq!((state.as_str(), returned), ("voided", Some(1_000)));
+    assert_eq!(db.postings(&id), vec!["bet".to_string(), "refund".to_string()]);
+    assert_eq!(db.balance("grace"), 100_000, "refunded in full");
+    // The player gets a new commitment and plays on.
+    let next = commitment(&addr, &cookie);
+    assert_ne!(next["round_id"], round["round_id"]);
+    let (status, body, _) =
+        http(&addr, "POST", "/api/round/deal", Some(&cookie), Some(&deal_body(&next, 1_000))).unwrap();
+    assert_eq!(status, 200, "{body}");
+    ledger_report(&db_path);
+}
