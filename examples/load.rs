@@ -39,6 +39,12 @@ impl RedDog for Noop {
     ) -> Result<Response<proto::GetRulesResponse>, Status> {
         Ok(Response::new(proto::GetRulesResponse::default()))
     }
+    async fn list_tables(
+        &self,
+        _: Request<proto::ListTablesRequest>,
+    ) -> Result<Response<proto::ListTablesResponse>, Status> {
+        Ok(Response::new(proto::ListTablesResponse::default()))
+    }
     async fn commit_seed(
         &self,
         _: Request<proto::CommitSeedRequest>,
@@ -83,6 +89,12 @@ impl RedDog for Canned {
         _: Request<proto::GetRulesRequest>,
     ) -> Result<Response<proto::GetRulesResponse>, Status> {
         Ok(Response::new(self.rules.clone()))
+    }
+    async fn list_tables(
+        &self,
+        _: Request<proto::ListTablesRequest>,
+    ) -> Result<Response<proto::ListTablesResponse>, Status> {
+        Ok(Response::new(proto::ListTablesResponse::default()))
     }
     async fn commit_seed(
         &self,
@@ -163,7 +175,10 @@ enum Call {
 
 async fn one(c: &mut RedDogClient<Channel>, call: &Call) -> Result<(), Status> {
     match call {
-        Call::GetRules => c.get_rules(proto::GetRulesRequest {}).await.map(drop),
+        Call::GetRules => c
+            .get_rules(proto::GetRulesRequest::default())
+            .await
+            .map(drop),
         Call::CommitSeed => c
             .commit_seed(proto::CommitSeedRequest {
                 round_id: "load".into(),
@@ -260,7 +275,7 @@ async fn serve_engine() -> SocketAddr {
     let addr = l.local_addr().unwrap();
     let config = ServerConfig {
         engine: EngineConfig {
-            table: Table::default(),
+            tables: reddog::service::tables::Tables::single(Table::default()),
             key_ring: KeyRing::development().unwrap(),
             commitment_ttl: Duration::from_secs(3600),
         },
@@ -336,7 +351,7 @@ fn main() {
         let (start, decide, settle) = fixtures(&mut engine[0].clone()).await;
         let mut e = engine[0].clone();
         let canned = Canned {
-            rules: e.get_rules(proto::GetRulesRequest {}).await.unwrap().into_inner(),
+            rules: e.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner(),
             commit: e.commit_seed(proto::CommitSeedRequest { round_id: "load".into(), nonce: 0, table_id: String::new() }).await.unwrap().into_inner(),
             start: e.start_round(start.clone()).await.unwrap().into_inner(),
             decide: e.decide(decide.clone()).await.unwrap().into_inner(),

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use reddog::game::{Table, TableSpec};
+use reddog::game::Table;
+use reddog::service::tables::Tables;
 use reddog::service::telemetry::{self, LogFormat};
 use reddog::service::{EngineConfig, KeyRing, ServerConfig};
 use tracing::{info, warn};
@@ -26,19 +27,20 @@ pub enum LogFormatArg {
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// gRPC listen address (use port 0 for any free port).
-    #[arg(long, env = "REDDOG_LISTEN", default_value = "127.0.0.1:50051")]
+    /// gRPC listen address, IP:PORT or HOST:PORT (e.g. localhost:50051; port 0 for any free port).
+    #[arg(long, env = "REDDOG_LISTEN", default_value = "127.0.0.1:50051", value_parser = listen_addr)]
     pub listen: SocketAddr,
-    /// Prometheus metrics listen address (text format at /metrics).
-    #[arg(long, env = "REDDOG_METRICS_LISTEN", default_value = "127.0.0.1:9464")]
+    /// Prometheus metrics listen address (text format at /metrics), IP:PORT or HOST:PORT.
+    #[arg(long, env = "REDDOG_METRICS_LISTEN", default_value = "127.0.0.1:9464", value_parser = listen_addr)]
     pub metrics_listen: SocketAddr,
     /// Path to the key ring JSON: {"primary":"k1","keys":{"k1":"<64 hex>",...}}.
-    #[arg(long, env = "REDDOG_KEY_RING_FILE", conflicts_with = "key_ring")]
+    #[arg(long, env = "REDDOG_KEY_RING_FILE")]
     pub key_ring_file: Option<PathBuf>,
     /// The key ring JSON inline (for tests and development).
     #[arg(long, env = "REDDOG_KEY_RING", hide_env_values = true)]
     pub key_ring: Option<String>,
-    /// Path to the table JSON (decks, min_bet, max_bet, paytable; all optional).
+    /// Path to the table JSON: one table (decks, min_bet, max_bet, paytable, currency,
+    /// minor_unit_exponent; all optional) or {"tables": {"<id>": {...}, ...}}.
     #[arg(long, env = "REDDOG_TABLE_CONFIG")]
     pub table_config: Option<PathBuf>,
     /// How long a commitment from CommitSeed stays usable, in seconds.
@@ -52,6 +54,28 @@ pub struct ServeArgs {
     pub log_format: LogFormatArg,
 }
 
+/// A listen address: `IP:PORT`, `[IPv6]:PORT` or `HOST:PORT` (the host name resolved once,
+/// at start-up; the first IPv4 address wins, so `localhost` means 127.0.0.1).
+pub fn listen_addr(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if text.rsplit_once(':').is_none_or(|(host, port)| host.is_empty() || port.parse::<u16>().is_err()) {
+        return Err(format!(
+            "{text:?} is not an address: give IP:PORT or HOST:PORT, e.g. 127.0.0.1:50051 or localhost:50051"
+        ));
+    }
+    let addrs: Vec<SocketAddr> =
+        text.to_socket_addrs().map_err(|e| format!("cannot resolve the host name in {text:?}: {e}"))?.collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .ok_or_else(|| format!("the host name in {text:?} resolves to no address"))
+}
+
 impl Default for ServeArgs {
     fn default() -> Self {
         use clap::FromArgMatches;
@@ -61,6 +85,14 @@ impl Default for ServeArgs {
 }
 
 fn load_ring(args: &ServeArgs) -> anyhow::Result<KeyRing> {
+    if args.key_ring_file.is_some() && args.key_ring.is_some() {
+        // Name both sources, the environment variables included: a variable set elsewhere
+        // (a shell profile, a pod spec) is the usual surprise.
+        anyhow::bail!(
+            "two key rings given: --key-ring-file (or REDDOG_KEY_RING_FILE) and --key-ring (or the environment \
+             variable REDDOG_KEY_RING) are both set; keep one (unset REDDOG_KEY_RING to use the file)"
+        );
+    }
     let text = match (&args.key_ring_file, &args.key_ring) {
         (Some(path), _) => {
             std::fs::read_to_string(path).with_context(|| format!("reading the key ring file {}", path.display()))?
@@ -71,33 +103,33 @@ fn load_ring(args: &ServeArgs) -> anyhow::Result<KeyRing> {
     Ok(KeyRing::from_json(&text)?)
 }
 
-fn load_table(args: &ServeArgs) -> anyhow::Result<Table> {
-    let Some(path) = &args.table_config else { return Ok(Table::default()) };
+fn load_tables(args: &ServeArgs) -> anyhow::Result<Tables> {
+    let Some(path) = &args.table_config else { return Ok(Tables::single(Table::default())) };
     let text = std::fs::read_to_string(path).with_context(|| format!("reading the table config {}", path.display()))?;
-    let spec: TableSpec =
-        serde_json::from_str(&text).with_context(|| format!("parsing the table config {}", path.display()))?;
-    Ok(Table::try_from(spec)?)
+    Tables::from_json(&text).with_context(|| format!("the table config {}", path.display()))
 }
 
-async fn shutdown_signal() {
+/// The shutdown signal: SIGTERM or SIGINT. The handlers are registered when this is called,
+/// not when the future is first polled, so a signal that arrives right after the `listening
+/// on` line is a graceful shutdown rather than the default action (termination).
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => info!("SIGTERM received"),
-                    _ = tokio::signal::ctrl_c() => info!("SIGINT received"),
-                }
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => info!("SIGTERM received"),
+                _ = int.recv() => info!("SIGINT received"),
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        })
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
 
@@ -122,17 +154,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         info!(primary = key_ring.primary_id(), keys = ?key_ring.ids().collect::<Vec<_>>(), "key ring loaded");
     }
-    let table = load_table(&args)?;
+    let tables = load_tables(&args)?;
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let bound = listener.local_addr()?;
     let metrics = reddog::service::metrics::spawn(args.metrics_listen)
         .await
         .with_context(|| format!("binding the metrics listener {}", args.metrics_listen))?;
+    let shutdown = shutdown_signal().context("installing the SIGTERM / SIGINT handlers")?;
     info!(
-        decks = table.decks().get(),
-        min_bet = table.limits().min().0,
-        max_bet = table.limits().max().0,
+        tables = %tables.iter().map(|t| format!("{}({} decks, {}..={} {})", t.id, t.table.decks().get(),
+            t.table.limits().min().0, t.table.limits().max().0, t.currency.code())).collect::<Vec<_>>().join(" "),
         otlp = telemetry.otlp_enabled(),
         "listening on {bound}"
     );
@@ -142,10 +174,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         println!("metrics on {m}");
     }
     let config = ServerConfig {
-        engine: EngineConfig { table, key_ring, commitment_ttl: Duration::from_secs(args.commitment_ttl_secs) },
+        engine: EngineConfig { tables, key_ring, commitment_ttl: Duration::from_secs(args.commitment_ttl_secs) },
         drain_timeout: Duration::from_secs(args.drain_timeout_secs),
     };
-    let result = reddog::service::run(listener, config, shutdown_signal()).await;
+    let result = reddog::service::run(listener, config, shutdown).await;
     telemetry.shutdown();
     result.map_err(Into::into)
 }

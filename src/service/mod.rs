@@ -6,12 +6,15 @@
 //! - [`convert`]: request validation and response building;
 //! - [`token`]: the key ring and the sealed token format;
 //! - [`state`]: what tokens carry;
+//! - [`tables`]: the named tables a process serves, with their currencies;
 //! - [`api`]: the RPC handlers;
 //! - [`error`]: `EngineError` → gRPC status with `google.rpc` details;
+//! - [`build_info`]: version, commit and build date compiled in;
 //! - [`metrics`], [`telemetry`]: Prometheus metrics, logs and OTLP traces;
 //! - [`server`]: health, reflection, limits and graceful shutdown ([`run`]).
 
 pub mod api;
+pub mod build_info;
 pub mod convert;
 pub mod error;
 pub mod metrics;
@@ -19,6 +22,7 @@ pub mod proto;
 pub mod rules;
 pub mod server;
 pub mod state;
+pub mod tables;
 pub mod telemetry;
 pub mod token;
 

@@ -47,11 +47,20 @@ impl TestServer {
     }
 
     pub async fn start_with(ring: &str, ttl: Duration, table: Table) -> TestServer {
+        Self::start_tables(ring, ttl, reddog::service::tables::Tables::single(table)).await
+    }
+
+    /// A server with several named tables.
+    pub async fn start_tables(
+        ring: &str,
+        ttl: Duration,
+        tables: reddog::service::tables::Tables,
+    ) -> TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let config = ServerConfig {
             engine: EngineConfig {
-                table,
+                tables,
                 key_ring: KeyRing::from_json(ring).unwrap(),
                 commitment_ttl: ttl,
             },

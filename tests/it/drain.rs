@@ -165,7 +165,7 @@ async fn drain_completes_in_flight_calls() {
 
     // A normal call works, and both health names are SERVING.
     let (tx, call) = held_call(ch.clone());
-    tx.send(GetRulesRequest {}).await.unwrap();
+    tx.send(GetRulesRequest::default()).await.unwrap();
     drop(tx);
     call.await.unwrap().expect("GetRules before shutdown");
     let mut overall = watch(channel(server.addr).await, "").await;
@@ -221,7 +221,7 @@ async fn drain_completes_in_flight_calls() {
     // Let the in-flight calls finish: every one completes OK.
     tokio::time::sleep(Duration::from_millis(500)).await;
     for (tx, _) in &held {
-        tx.send(GetRulesRequest {})
+        tx.send(GetRulesRequest::default())
             .await
             .expect("the held call's stream is still open");
     }
