@@ -108,6 +108,9 @@ for (const f of extra) {
       const r = await V.verifyReveal(text, c.expect ?? {});
       const want = c.verdict ?? (c.exit === 1 ? "not_verified" : c.exit === 2 ? "malformed" : "verified");
       assert.equal(r.verdict, String(want).toLowerCase(), `${f}/${c.name}: ${r.errors}`);
+      // Where a vector publishes the transcript's intermediate values, they match too.
+      if (c.t0_preimage_hex) assert.equal(V.bytesToHex(V.transcriptStartPreimage(r.reveal)), c.t0_preimage_hex, `${c.name}: t_0 preimage`);
+      if (c.transcript_chain) assert.deepEqual(await V.transcriptChain(r.reveal), c.transcript_chain, `${c.name}: chain`);
     }
   });
 }

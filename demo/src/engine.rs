@@ -34,6 +34,10 @@ pub struct Rules {
     pub max_client_seed_bytes: u32,
     /// The raise rule of the best strategy, in words.
     pub raise_rule: String,
+    /// The table's currency (ISO 4217; `XXX` when none is configured).
+    pub currency: String,
+    /// Decimals of the minor unit (2 for USD and EUR).
+    pub minor_unit_exponent: u32,
 }
 
 /// A fresh commitment for one round.
@@ -95,7 +99,10 @@ impl Engine {
 
     /// `GetRules`.
     pub async fn rules(&self) -> Result<Rules, EngineError> {
-        let r = self.client.clone().get_rules(pb::GetRulesRequest {}).await?.into_inner();
+        // The default table (a platform with several tables would ask for each).
+        let req = pb::GetRulesRequest { table_id: String::new() };
+        let r = self.client.clone().get_rules(req).await?.into_inner();
+        let currency = r.currency.clone().unwrap_or_default();
         let limits = r.table_limits.unwrap_or_default();
         Ok(Rules {
             decks: r.decks,
@@ -107,6 +114,8 @@ impl Engine {
             commitment_ttl_secs: r.commitment_ttl_secs,
             max_client_seed_bytes: r.max_client_seed_bytes,
             raise_rule: r.raise_rule,
+            currency: currency.code,
+            minor_unit_exponent: currency.minor_unit_exponent,
         })
     }
 

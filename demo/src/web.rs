@@ -193,11 +193,15 @@ fn limits_view(app: &Platform, player: i64) -> Result<LimitsView, ApiError> {
 
 async fn state(State(app): State<App>, headers: HeaderMap) -> Result<Response, ApiError> {
     let r = &app.rules;
+    // Chips of 1, 5, 25 and 100 in the table's currency.
+    let unit = 10u64.checked_pow(r.minor_unit_exponent).unwrap_or(100);
+    let chips: Vec<u64> = [1u64, 5, 25, 100].iter().filter_map(|c| c.checked_mul(unit)).collect();
     let table = json!({
         "min_bet": r.min_bet, "max_bet": r.max_bet, "decks": r.decks, "spread_odds": r.spread_odds,
         "three_of_a_kind_odds": r.three_of_a_kind_odds, "algorithm": r.algorithm, "raise_rule": r.raise_rule,
         "max_client_seed_bytes": r.max_client_seed_bytes,
-        "chips": [100, 500, 2500, 10000],
+        "currency": r.currency, "minor_unit_exponent": r.minor_unit_exponent,
+        "chips": chips,
     });
     let Some(player) = player_of(&app, &headers)? else {
         return Ok(Json(json!({"player": null, "table": table})).into_response());

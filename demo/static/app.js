@@ -2,7 +2,7 @@
 // keeps the tokens; the page sees commitments, cards, results and reveals, and verifies
 // every reveal itself (verify.js).
 import { verifyReveal } from "./verify.js";
-import { api, money, parseMoney, renderCard, rememberShown, describeOutcome, describeHand } from "./ui.js";
+import { api, money, parseMoney, renderCard, rememberShown, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -79,7 +79,7 @@ function removeChip(v) { if (!deciding() && !S.busy) { beep(440, 40); setBet(S.b
 // at the minimum, down removes the bet.
 function stepBet(units) {
   if (deciding() || S.busy) return;
-  const l = limits(), step = units * 100;
+  const l = limits(), step = units * minorPerMajor();
   if (step > 0) setBet(S.bet < l.min_bet ? l.min_bet : Math.min(S.bet + step, l.max_bet));
   else setBet(S.bet <= l.min_bet ? 0 : Math.max(S.bet + step, l.min_bet));
 }
@@ -171,7 +171,8 @@ function render() {
   renderChips();
   $("who").textContent = st.player ? `Signed in as ${st.player.name}` : "";
   $("info-name").textContent = st.player?.name || "";
-  $("info-balance").textContent = money(balance());
+  const cur = st.table.currency && st.table.currency !== "XXX" ? ` ${st.table.currency}` : "";
+  $("info-balance").textContent = money(balance()) + cur;
   $("info-balance").dataset.minor = balance();
   $("info-bet").textContent = money(S.bet);
   $("info-bet").dataset.minor = S.bet;
@@ -205,6 +206,7 @@ function renderLimits() {
 // ------------------------------------------------------------------ flow
 async function refresh() {
   S.state = await api("/api/state");
+  setMinorUnitExponent(S.state.table.minor_unit_exponent);
   if (!S.state.player) { showLogin(); return; }
   $("login").hidden = true;
   $("game").hidden = false;

@@ -1,6 +1,6 @@
 // Game recall: the player's recent rounds and each reveal, verified in the browser.
 import { verifyReveal } from "./verify.js";
-import { api, money, cardLabel, cardName, describeHand, shownFor } from "./ui.js";
+import { api, money, cardLabel, cardName, describeHand, shownFor, setMinorUnitExponent } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -13,7 +13,10 @@ function status(r) {
 
 async function main() {
   let data;
-  try { data = await api("/api/history?limit=100"); }
+  try {
+    setMinorUnitExponent((await api("/api/state")).table.minor_unit_exponent);
+    data = await api("/api/history?limit=100");
+  }
   catch (e) { $("summary").textContent = e.status === 401 ? "Sign in on the table first." : e.message; return; }
   const tb = $("rounds").tBodies[0];
   let verified = 0, failed = 0;

@@ -5,20 +5,26 @@ export const SUIT_SYMBOLS = { c: "♣", d: "♦", h: "♥", s: "♠" };
 export const RANK_NAMES = { 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven", 8: "Eight", 9: "Nine",
   T: "Ten", J: "Jack", Q: "Queen", K: "King", A: "Ace" };
 
-// Minor units (an integer) as "1234.50"; no floating point.
+// The table's minor unit: decimals of the currency (from the engine's GetRules), 2 by default.
+let EXP = 2;
+export function setMinorUnitExponent(exp) { if (Number.isInteger(exp) && exp >= 0 && exp <= 6) EXP = exp; }
+export const minorPerMajor = () => 10 ** EXP;
+
+// Minor units (an integer) as "1234.50" (with the table's decimals); no floating point.
 export function money(minor) {
   if (minor === null || minor === undefined) return "—";
   const n = BigInt(minor);
   const neg = n < 0n;
   const a = neg ? -n : n;
-  return `${neg ? "-" : ""}${a / 100n}.${String(a % 100n).padStart(2, "0")}`;
+  const unit = 10n ** BigInt(EXP);
+  return `${neg ? "-" : ""}${a / unit}${EXP ? `.${String(a % unit).padStart(EXP, "0")}` : ""}`;
 }
 
 // "12", "12.5" or "12.50" as minor units (1250), with no floating point; null if not money.
 export function parseMoney(text) {
-  const m = /^\s*(\d{1,9})(?:\.(\d{1,2}))?\s*$/.exec(String(text));
-  if (!m) return null;
-  return Number(BigInt(m[1]) * 100n + BigInt((m[2] || "").padEnd(2, "0")));
+  const m = /^\s*(\d{1,9})(?:\.(\d{1,6}))?\s*$/.exec(String(text));
+  if (!m || (m[2] || "").length > EXP) return null;
+  return Number(BigInt(m[1]) * 10n ** BigInt(EXP) + BigInt((m[2] || "").padEnd(EXP, "0") || "0"));
 }
 
 export function cardName(code) {

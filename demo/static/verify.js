@@ -288,18 +288,32 @@ export function seatReturn(cards, stake, paytable) {
 
 // ---------------------------------------------------------------- transcript (design §4)
 
-export async function transcriptHash(r) {
+// The bytes t_0 is the SHA-256 of.
+export function transcriptStartPreimage(r) {
   const odds = concat([...r.paytable.spread, r.paytable.three_of_a_kind].map((o) => u32be(Number(o))));
   const bets = concat(r.seats.map((s) => u64be(s.bet)));
-  let t = await sha256(concat([
+  return concat([
     field("reddog/transcript/v1/start"), field(hexToBytes(r.commitment)), field(r.table_id), field(r.round_id),
     field(u64be(r.nonce)), field(u8(Number(r.decks))), field(r.client_seed), field(odds), field(bets),
-  ]));
+  ]);
+}
+
+// The chain t_0, t_1, …, t_K (hex), one hash per Decide step.
+export async function transcriptChain(r) {
+  let t = await sha256(transcriptStartPreimage(r));
+  const chain = [bytesToHex(t)];
   for (const step of r.decisions) {
     const body = concat(step.map((d) => Uint8Array.of(Number(d.seat), d.action === "raise" ? 1 : 2)));
     t = await sha256(concat([field("reddog/transcript/v1/decide"), field(t), field(body)]));
+    chain.push(bytesToHex(t));
   }
-  return bytesToHex(t);
+  return chain;
+}
+
+// The round's transcript hash t_K.
+export async function transcriptHash(r) {
+  const chain = await transcriptChain(r);
+  return chain[chain.length - 1];
 }
 
 // ---------------------------------------------------------------- grammar
