@@ -554,6 +554,8 @@ impl Platform {
         let now = now_ms();
         match answer {
             Ok(resp) => {
+                // The engine has dealt; a crash here loses its answer, and recovery asks again.
+                self.crash_point("after_start_answer");
                 let view = resp.round.unwrap_or_default();
                 let mut cards = vec![];
                 for c in [&view.first_card, &view.second_card, &view.third_card].into_iter().flatten() {
@@ -578,7 +580,6 @@ impl Platform {
                         ],
                     )
                 })?;
-                self.crash_point("after_start");
                 Ok(())
             }
             Err(EngineError::Refused(status)) => {
@@ -617,6 +618,7 @@ impl Platform {
         let raise = r.decision.as_deref() == Some("raise");
         match self.engine.decide(token, &r.round_id, raise).await {
             Ok(resp) => {
+                self.crash_point("after_decide_answer");
                 let now = now_ms();
                 self.db(|c| {
                     c.execute(
@@ -625,7 +627,6 @@ impl Platform {
                         params![r.round_id, resp.round_token, resp.step, resp.transcript, now],
                     )
                 })?;
-                self.crash_point("after_decide");
                 Ok(())
             }
             Err(EngineError::Refused(status)) => {

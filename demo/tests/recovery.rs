@@ -34,8 +34,11 @@ impl Drop for Proc {
 
 /// Starts `cmd` and returns it with the first stdout line's capture after `prefix`.
 fn start(mut cmd: Command, prefix: &str) -> (Proc, String) {
-    let logs = if std::env::var_os("RECOVERY_TEST_LOGS").is_some() { Stdio::inherit() } else { Stdio::null() };
-    let mut child = cmd.stdout(Stdio::piped()).stderr(logs).spawn().expect("spawn");
+    if cmd.get_args().all(|a| a != "--log-format") {
+        let logs = if std::env::var_os("RECOVERY_TEST_LOGS").is_some() { Stdio::inherit() } else { Stdio::null() };
+        cmd.stderr(logs);
+    }
+    let mut child = cmd.stdout(Stdio::piped()).spawn().expect("spawn");
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let prefix = prefix.to_string();
@@ -218,7 +221,12 @@ fn wait_exit(p: &mut Proc) {
 fn rounds_interrupted_by_a_platform_crash_are_finished_on_restart() {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("demo.sqlite");
-    let (_engine, engine_addr) = start_engine();
+    // The engine's JSON log, for `reddog audit-log` at the end.
+    let engine_log = dir.path().join("engine.log");
+    let mut cmd = Command::new(engine_bin());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--log-format", "json"])
+        .stderr(std::fs::File::create(&engine_log).unwrap());
+    let (mut engine, engine_addr) = start(cmd, "listening on ");
     const START: i64 = 100_000;
 
     // --- 1. Crash right after the bet was debited, before StartRound.
@@ -284,6 +292,21 @@ fn rounds_interrupted_by_a_platform_crash_are_finished_on_restart() {
     assert_eq!(db.balance("carol"), before + returned.unwrap());
     println!("after SIGKILL while deciding and recovery (round {id3}):\n{}", ledger_report(&db_path));
 
+    // --- 4. Crash after the engine answered StartRound, before the platform stored the
+    // answer: recovery sends the identical request again (same token bytes back).
+    let (mut platform, addr4) = start_platform(&engine_addr, &db_path, Some("after_start_answer"));
+    let round = commitment(&addr4, &cookie);
+    let id4 = round["round_id"].as_str().unwrap().to_string();
+    let before = db.balance("carol");
+    assert!(http(&addr4, "POST", "/api/round/deal", Some(&cookie), Some(&deal_body(&round, 1_000))).is_none());
+    wait_exit(&mut platform);
+    assert_eq!(db.round(&id4).0, "betting", "the answer was lost with the process");
+    let (_platform, _) = start_platform(&engine_addr, &db_path, None);
+    let (state, _, returned, recovered) = db.round(&id4);
+    assert_eq!((state.as_str(), recovered), ("settled", true));
+    assert_eq!(db.balance("carol"), before - 1_000 + returned.unwrap());
+    println!("after a crash between StartRound's answer and its storage (round {id4}):\n{}", ledger_report(&db_path));
+
     // Nothing is left open, and the ledger is consistent (the command exits 0).
     let open: i64 = db
         .0
@@ -292,6 +315,14 @@ fn rounds_interrupted_by_a_platform_crash_are_finished_on_restart() {
         })
         .unwrap();
     assert_eq!(open, 0);
+
+    // Recovery repeated requests exactly: the engine's log shows no misuse.
+    engine.0.kill().unwrap();
+    engine.0.wait().unwrap();
+    let audit = Command::new(engine_bin()).arg("audit-log").arg(&engine_log).output().unwrap();
+    let text = String::from_utf8_lossy(&audit.stdout);
+    println!("reddog audit-log over the engine's log:\n{text}");
+    assert!(audit.status.success(), "audit-log found misuse:\n{text}{}", String::from_utf8_lossy(&audit.stderr));
 }
 
 #[test]
