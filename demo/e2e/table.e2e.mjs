@@ -160,6 +160,7 @@ async function main() {
     await page.fill("#login-pin", "2468");
     await page.click("#register-button");
     await page.waitForSelector("#game:not([hidden])");
+    await page.waitForFunction(() => document.querySelector("#info-balance").dataset.minor !== "");
     eq(await shownBalance(page), 1000000, "starting balance");
     eq(ledgerBalance(NAME), 1000000, "ledger starting balance");
   });

@@ -208,16 +208,20 @@ async function refresh() {
   S.state = await api("/api/state");
   setMinorUnitExponent(S.state.table.minor_unit_exponent);
   if (!S.state.player) { showLogin(); return; }
-  $("login").hidden = true;
-  $("game").hidden = false;
-  $("logout").hidden = false;
   S.lastBet = S.state.last_bet || null;
   if (S.state.engine_error) message(S.state.engine_error);
   S.round = S.state.round;
   if (S.round?.state === "dealt") { S.shown = S.round; S.bet = S.round.bet; message("Your round was resumed: raise or stand."); }
   if (S.bet > limits().max_bet) S.bet = limits().max_bet;
-  await ensureCommitment();
-  render();
+  try {
+    await ensureCommitment();
+  } finally {
+    // The table appears once it shows the player's figures (also when the engine is down).
+    render();
+    $("login").hidden = true;
+    $("game").hidden = false;
+    $("logout").hidden = false;
+  }
 }
 
 // A round needs a commitment shown before the client seed is fixed: ask for one whenever
