@@ -102,7 +102,7 @@ async fn shutdown_signal() {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = reddog::service::server::runtime()?;
     runtime.block_on(serve(args))
 }
 

@@ -15,7 +15,7 @@ use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
 use super::api::{EngineConfig, RedDogService};
-use super::proto::{self, red_dog_server::RedDogServer};
+use super::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
 
 /// Health service name the liveness probe asks; SERVING until the process exits.
 pub const LIVENESS: &str = "liveness";
@@ -41,11 +41,29 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
 }
 
+/// The tokio runtime `reddog serve` runs on (the benchmark's no-op baseline uses the same).
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()
+}
+
 /// Serves on `listener` until `shutdown` resolves, then flips health to NOT_SERVING, stops
 /// accepting, lets in-flight calls finish and returns — after at most `drain_timeout`.
 pub async fn run(
     listener: TcpListener,
     config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    serve(listener, RedDogService::new(config.engine), config.drain_timeout, shutdown).await
+}
+
+/// [`run`] with any implementation of `reddog.v1.RedDog`: the same transport, limits, health,
+/// reflection and shutdown. `run` serves the engine; the gRPC benchmark
+/// (`examples/grpc_ratio.rs`) serves a no-op baseline through this so both share every
+/// transport setting.
+pub async fn serve<S: RedDog>(
+    listener: TcpListener,
+    service: S,
+    drain_timeout: Duration,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -62,7 +80,7 @@ pub async fn run(
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
 
-    let service = RedDogServer::new(RedDogService::new(config.engine))
+    let service = RedDogServer::new(service)
         .max_decoding_message_size(MAX_REQUEST_BYTES)
         .max_encoding_message_size(MAX_REQUEST_BYTES);
 
@@ -89,13 +107,13 @@ pub async fn run(
     health.set_service_status("", ServingStatus::NotServing).await;
     health.set_service_status(SERVICE_NAME, ServingStatus::NotServing).await;
     let _ = stop_tx.send(());
-    match tokio::time::timeout(config.drain_timeout, serve).await {
+    match tokio::time::timeout(drain_timeout, serve).await {
         Ok(result) => {
             info!("drained; stopped");
             result.map_err(Into::into)
         }
         Err(_) => {
-            warn!(timeout_secs = config.drain_timeout.as_secs_f64(), "drain timed out; stopping with calls open");
+            warn!(timeout_secs = drain_timeout.as_secs_f64(), "drain timed out; stopping with calls open");
             Ok(())
         }
     }
