@@ -62,13 +62,16 @@ struct Opts {
     engine_env: Vec<(String, String)>,
     engine_args: Vec<String>,
     log: Option<PathBuf>,
+    /// `--callgrind N1,N2`: instructions per call instead of the timed runs.
+    callgrind: Option<(u64, u64)>,
+    out: Option<PathBuf>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: grpc_ratio [--engine PATH] [--rounds N] [--calls N] [--warmup N] [-c CONNS] [-m STREAMS] \
          [--rate CALLS_PER_S] [--latency-secs S] [--server-cpu N] [--client-cpu N] [--rpc NAME]... \
-         [--engine-env K=V]... [--engine-arg ARG]... [--log FILE]"
+         [--engine-env K=V]... [--engine-arg ARG]... [--log FILE] [--callgrind N1,N2 [--out DIR]]"
     );
     std::process::exit(2)
 }
@@ -89,6 +92,8 @@ fn opts() -> Opts {
         engine_env: Vec::new(),
         engine_args: Vec::new(),
         log: None,
+        callgrind: None,
+        out: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.into_iter();
@@ -119,6 +124,12 @@ fn opts() -> Opts {
             }
             "--engine-arg" => o.engine_args.push(v()),
             "--log" => o.log = Some(v().into()),
+            "--callgrind" => {
+                let v = v();
+                let (a, b) = v.split_once(',').unwrap_or_else(|| usage());
+                o.callgrind = Some((a.parse().unwrap_or_else(|_| usage()), b.parse().unwrap_or_else(|_| usage())));
+            }
+            "--out" => o.out = Some(v().into()),
             _ => usage(),
         }
     }
@@ -260,11 +271,11 @@ fn wait_ready(child: &mut Child, want_metrics: bool) -> (SocketAddr, Option<Sock
             }
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(120);
     let (mut addr, mut metrics) = (None, None);
     while addr.is_none() || (want_metrics && metrics.is_none()) {
         let left = deadline.saturating_duration_since(Instant::now());
-        let line = rx.recv_timeout(left).expect("server did not print its addresses within 30 s");
+        let line = rx.recv_timeout(left).expect("server did not print its addresses within 120 s");
         if let Some(a) = line.strip_prefix("listening on ") {
             addr = Some(a.trim().parse().expect("address"));
         } else if let Some(a) = line.strip_prefix("metrics on ") {
@@ -274,12 +285,30 @@ fn wait_ready(child: &mut Child, want_metrics: bool) -> (SocketAddr, Option<Sock
     (addr.unwrap(), metrics)
 }
 
+/// `taskset -c CPU`, or `valgrind --tool=callgrind` writing to `callgrind_out`.
+fn launcher(o: &Opts, callgrind_out: Option<&Path>) -> Command {
+    match callgrind_out {
+        None => {
+            let mut c = Command::new("taskset");
+            c.arg("-c").arg(&o.server_cpu);
+            c
+        }
+        Some(out) => {
+            let mut c = Command::new("valgrind");
+            c.args(["--tool=callgrind", "--quiet"]).arg(format!("--callgrind-out-file={}", out.display()));
+            c
+        }
+    }
+}
+
 fn start_engine(o: &Opts, log: &Path) -> Server {
+    start_engine_with(o, log, None)
+}
+
+fn start_engine_with(o: &Opts, log: &Path, callgrind_out: Option<&Path>) -> Server {
     let err = std::fs::File::create(log).expect("engine log file");
-    let mut cmd = Command::new("taskset");
-    cmd.arg("-c")
-        .arg(&o.server_cpu)
-        .arg(&o.engine)
+    let mut cmd = launcher(o, callgrind_out);
+    cmd.arg(&o.engine)
         .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--key-ring", RING])
         .args(&o.engine_args)
         .env_remove("RUST_LOG")
@@ -296,10 +325,12 @@ fn start_engine(o: &Opts, log: &Path) -> Server {
 }
 
 fn start_noop(o: &Opts, responses: &Path, log: &Path) -> Server {
+    start_noop_with(o, responses, log, None)
+}
+
+fn start_noop_with(o: &Opts, responses: &Path, log: &Path, callgrind_out: Option<&Path>) -> Server {
     let err = std::fs::File::create(log).expect("no-op log file");
-    let mut child = Command::new("taskset")
-        .arg("-c")
-        .arg(&o.server_cpu)
+    let mut child = launcher(o, callgrind_out)
         .arg(std::env::current_exe().expect("current exe"))
         .arg("--serve-noop")
         .arg(responses)
@@ -315,8 +346,22 @@ fn start_noop(o: &Opts, responses: &Path, log: &Path) -> Server {
     Server { name: "no-op", child, addr, metrics: None, log: log.into() }
 }
 
-/// CPU seconds (user + system, all threads) of a process.
+/// CPU seconds (user + system, all threads) of a process: the sum of its threads' on-CPU
+/// nanoseconds from `/proc/<pid>/task/*/schedstat` (the servers start no threads while
+/// measured); `/proc/<pid>/stat`'s clock ticks where schedstat is missing.
 fn cpu_secs(pid: u32, tck: f64) -> f64 {
+    let ns: u64 = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+                .filter_map(|s| s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()))
+                .sum()
+        })
+        .unwrap_or(0);
+    if ns == 0 { cpu_ticks_secs(pid, tck) } else { ns as f64 / 1e9 }
+}
+
+fn cpu_ticks_secs(pid: u32, tck: f64) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/<pid>/stat");
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -420,7 +465,7 @@ async fn fixtures(c: &mut RedDogClient<Channel>) -> (BTreeMap<&'static str, Call
             nonce,
             round_id: "bench-round-0001".into(),
             seats: vec![proto::SeatBet { bet: 1000 }],
-            player_limits: None,
+            player_limits: Some(proto::Limits { min_bet: 100, max_bet: 100_000 }),
         };
         let started = c.start_round(start.clone()).await.expect("StartRound").into_inner();
         if !started.round.as_ref().is_some_and(|r| r.awaiting_decisions) {
@@ -572,11 +617,59 @@ fn machine() -> String {
         .ok()
         .and_then(|c| c.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())))
         .unwrap_or_default();
-    format!("{} cores ({cpu})", std::thread::available_parallelism().map_or(0, |n| n.get()))
+    let n = std::fs::read_to_string("/proc/cpuinfo").map_or(0, |c| c.lines().filter(|l| l.starts_with("processor")).count());
+    format!("{n} cores ({cpu})")
 }
 
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+/// Instructions (callgrind `Ir`, user space, all threads) a server process executes for
+/// `n` calls of `rpc` after start-up and 200 warm-up calls: SIGINT ends it cleanly so
+/// callgrind writes its totals.
+fn callgrind_run(o: &Opts, which: &str, rpc: &str, body: &Path, n: u64, dir: &Path, responses: &Path) -> u64 {
+    let out = dir.join(format!("callgrind.{which}.{rpc}.{n}"));
+    let log = dir.join(format!("{which}.{rpc}.{n}.log"));
+    let mut s = match which {
+        "engine" => start_engine_with(o, &log, Some(&out)),
+        _ => start_noop_with(o, responses, &log, Some(&out)),
+    };
+    h2load(o, s.addr, rpc, body, 200);
+    if n > 0 {
+        h2load(o, s.addr, rpc, body, n);
+    }
+    let pid = s.child.id().to_string();
+    let _ = Command::new("kill").args(["-INT", &pid]).status();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while s.child.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "{which} did not exit after SIGINT");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let text = std::fs::read_to_string(&out).expect("callgrind output");
+    text.lines()
+        .find_map(|l| l.strip_prefix("summary: ").or_else(|| l.strip_prefix("totals: ")))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no totals in {}", out.display()))
+}
+
+fn callgrind_table(o: &Opts, (n1, n2): (u64, u64), bodies: &BTreeMap<&str, PathBuf>, responses: &Path, dir: &Path) {
+    println!("Instructions per call (callgrind, whole server process: (Ir after {n2} calls − Ir after {n1}) / {}):", n2 - n1);
+    println!();
+    println!("| RPC | engine Ir/call | no-op Ir/call | ratio no-op/engine |");
+    println!("|---|---|---|---|");
+    for rpc in &o.rpcs {
+        let per = |which: &str| {
+            let a = callgrind_run(o, which, rpc, &bodies[rpc.as_str()], n1, dir, responses);
+            let b = callgrind_run(o, which, rpc, &bodies[rpc.as_str()], n2, dir, responses);
+            (b as f64 - a as f64) / (n2 - n1) as f64
+        };
+        let (e, n) = (per("engine"), per("no-op"));
+        println!("| {rpc} | {e:.0} | {n:.0} | {:.2} |", n / e);
+    }
+    println!();
+    println!("callgrind files: {} (callgrind_annotate --inclusive=yes FILE)", dir.display());
 }
 
 fn main() {
@@ -620,6 +713,17 @@ fn main() {
         }
     });
 
+    if let Some(ns) = o.callgrind {
+        let keep = o.out.clone().unwrap_or_else(|| dir.path().to_path_buf());
+        std::fs::create_dir_all(&keep).expect("--out DIR");
+        drop(noop);
+        drop(engine);
+        callgrind_table(&o, ns, &bodies, &responses, &keep);
+        if o.out.is_none() {
+            eprintln!("(pass --out DIR to keep the callgrind files)");
+        }
+        return;
+    }
     let commit = Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .output()
