@@ -80,7 +80,7 @@ fn opts() -> Opts {
     let mut o = Opts {
         engine: PathBuf::from("target/release/reddog"),
         rounds: 3,
-        calls: 40_000,
+        calls: 100_000,
         warmup: 4_000,
         connections: 4,
         streams: 100,
@@ -724,6 +724,7 @@ fn main() {
         }
         return;
     }
+    let autogroup = std::fs::read_to_string("/proc/self/autogroup").unwrap_or_default();
     let commit = Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .output()
@@ -731,10 +732,11 @@ fn main() {
         .unwrap_or_default();
     println!("# gRPC benchmark: engine (`{}`) vs no-op, same transport", o.engine.display());
     println!(
-        "machine: {}; commit {commit}; server core {}, h2load core {}; load average at start {}",
+        "machine: {}; commit {commit}; server core {}, h2load core {}; scheduling {}; load average at start {}",
         machine(),
         o.server_cpu,
         o.client_cpu,
+        autogroup.trim(),
         loadavg()
     );
     println!(

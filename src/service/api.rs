@@ -53,6 +53,15 @@ struct Inner {
     metrics: Metrics,
 }
 
+/// An optional card for a log field: the card's text, or nothing (no `String` built).
+struct MaybeCard(Option<crate::game::Card>);
+
+impl std::fmt::Display for MaybeCard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.map_or(Ok(()), |c| c.fmt(f))
+    }
+}
+
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
@@ -243,7 +252,7 @@ impl RedDogService {
             round_id = %state.round_id,
             commitment = %reveal.commitment,
             hand_class = settlement.class.name(),
-            third_card = %settlement.third.map_or_else(String::new, |c| c.to_string()),
+            third_card = %MaybeCard(settlement.third),
             total_staked = staked,
             total_returned = returned,
         );

@@ -8,12 +8,14 @@
 //! - [`state`]: what tokens carry;
 //! - [`api`]: the RPC handlers;
 //! - [`error`]: `EngineError` → gRPC status with `google.rpc` details;
-//! - [`metrics`], [`telemetry`]: Prometheus metrics, logs and OTLP traces;
+//! - [`metrics`], [`telemetry`], [`log_writer`]: Prometheus metrics, logs (written in
+//!   batches off the RPC path) and OTLP traces;
 //! - [`server`]: health, reflection, limits and graceful shutdown ([`run`]).
 
 pub mod api;
 pub mod convert;
 pub mod error;
+pub mod log_writer;
 pub mod metrics;
 pub mod proto;
 pub mod rules;

@@ -18,5 +18,6 @@ mod rules_by_example;
 mod service_errors;
 mod service_failover;
 mod service_logs;
+mod service_metrics;
 mod service_rounds;
 mod simulator_agrees;
