@@ -457,7 +457,7 @@ async fn connect(addr: SocketAddr) -> RedDogClient<Channel> {
 async fn fixtures(c: &mut RedDogClient<Channel>) -> (BTreeMap<&'static str, Call>, Canned) {
     let rules = c.get_rules(proto::GetRulesRequest {}).await.expect("GetRules").into_inner();
     for nonce in 0..1000u64 {
-        let commit_req = proto::CommitSeedRequest { round_id: "bench-round-0001".into(), ..Default::default() };
+        let commit_req = proto::CommitSeedRequest { round_id: "bench-round-0001".into(), nonce, ..Default::default() };
         let committed = c.commit_seed(commit_req.clone()).await.expect("CommitSeed").into_inner();
         let start = proto::StartRoundRequest {
             commitment_token: committed.commitment_token.clone(),
@@ -466,6 +466,7 @@ async fn fixtures(c: &mut RedDogClient<Channel>) -> (BTreeMap<&'static str, Call
             round_id: "bench-round-0001".into(),
             seats: vec![proto::SeatBet { bet: 1000 }],
             player_limits: Some(proto::Limits { min_bet: 100, max_bet: 100_000 }),
+            ..Default::default()
         };
         let started = c.start_round(start.clone()).await.expect("StartRound").into_inner();
         if !started.round.as_ref().is_some_and(|r| r.awaiting_decisions) {

@@ -167,6 +167,8 @@ async fn one(c: &mut RedDogClient<Channel>, call: &Call) -> Result<(), Status> {
         Call::CommitSeed => c
             .commit_seed(proto::CommitSeedRequest {
                 round_id: "load".into(),
+                nonce: 0,
+                table_id: String::new(),
             })
             .await
             .map(drop),
@@ -278,7 +280,11 @@ async fn fixtures(
 ) {
     for nonce in 0.. {
         let committed = c
-            .commit_seed(proto::CommitSeedRequest::default())
+            .commit_seed(proto::CommitSeedRequest {
+                round_id: "load-round-0001".into(),
+                nonce,
+                table_id: String::new(),
+            })
             .await
             .unwrap()
             .into_inner();
@@ -287,6 +293,7 @@ async fn fixtures(
             client_seed: "load test client seed".into(),
             nonce,
             round_id: "load-round-0001".into(),
+            table_id: String::new(),
             seats: vec![proto::SeatBet { bet: 1000 }, proto::SeatBet { bet: 2500 }],
             player_limits: Some(proto::Limits {
                 min_bet: 500,
@@ -330,7 +337,7 @@ fn main() {
         let mut e = engine[0].clone();
         let canned = Canned {
             rules: e.get_rules(proto::GetRulesRequest {}).await.unwrap().into_inner(),
-            commit: e.commit_seed(proto::CommitSeedRequest { round_id: "load".into() }).await.unwrap().into_inner(),
+            commit: e.commit_seed(proto::CommitSeedRequest { round_id: "load".into(), nonce: 0, table_id: String::new() }).await.unwrap().into_inner(),
             start: e.start_round(start.clone()).await.unwrap().into_inner(),
             decide: e.decide(decide.clone()).await.unwrap().into_inner(),
             settle: e.settle(settle.clone()).await.unwrap().into_inner(),

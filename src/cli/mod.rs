@@ -1,6 +1,8 @@
 //! Command-line front end: parses arguments and calls into the library. Each subcommand
 //! lives in its own module with its own `Args`.
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
 
 mod fairness;
@@ -35,14 +37,17 @@ enum Command {
     Keygen(keygen::KeygenArgs),
 }
 
-pub fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command.unwrap_or(Command::Serve(serve::ServeArgs::default())) {
+/// Runs the command; its exit status on success (`verify` tells verified, not verified and
+/// malformed apart).
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let done = match cli.command.unwrap_or(Command::Serve(serve::ServeArgs::default())) {
         Command::Serve(args) => serve::run(args),
         Command::Odds(args) => odds::run(args),
         Command::Simulate(args) => simulate::run(args),
-        Command::Verify(args) => fairness::verify(args),
+        Command::Verify(args) => return fairness::verify(args),
         Command::Commit(args) => fairness::commit(args),
         Command::RngDump(args) => fairness::rng_dump(args),
         Command::Keygen(args) => keygen::run(args),
-    }
+    };
+    done.map(|()| ExitCode::SUCCESS)
 }

@@ -130,9 +130,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding the metrics listener {}", args.metrics_listen))?;
     info!(
-        decks = table.decks.get(),
-        min_bet = table.limits.min().0,
-        max_bet = table.limits.max().0,
+        decks = table.decks().get(),
+        min_bet = table.limits().min().0,
+        max_bet = table.limits().max().0,
         otlp = telemetry.otlp_enabled(),
         "listening on {bound}"
     );

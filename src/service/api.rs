@@ -3,12 +3,15 @@
 //!
 //! Retry safety:
 //! - `CommitSeed` draws a fresh seed each call; a retried call simply yields another unused
-//!   commitment.
+//!   commitment (bound to the same round id and nonce).
 //! - `StartRound` is a pure function of (commitment token, client seed, nonce, bets, round id):
 //!   the same request deals the same cards and returns the same round token bytes (tokens use
-//!   a synthetic nonce, see [`super::token`]).
+//!   a synthetic nonce, see [`super::token`]). The commitment token is bound to one round id,
+//!   nonce and table: another is refused, so one commitment deals one round's cards.
 //! - `Decide` on a token refuses seats that token records as decided; the same request on the
-//!   same token returns the same new token bytes. The platform keeps only the newest token.
+//!   same token returns the same new token bytes (decisions are sorted by seat first). The
+//!   platform keeps only the newest token. Each Decide extends the round's transcript, so two
+//!   forks of a round never share a transcript, a reveal or an audit line.
 //! - `Settle` on a token always returns the same settlement and reveal.
 
 use std::sync::Arc;
@@ -21,16 +24,17 @@ use super::convert;
 use super::error::invalid_token;
 use super::metrics::{self, Method, Metrics};
 use super::proto::{self, red_dog_server::RedDog};
-use super::state::{CommitmentPayload, RoundPayload, RoundState};
+use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 use super::token::{KeyRing, TokenKind};
-use crate::error::EngineError;
-use crate::fairness::{ALGORITHM, DealInputs, FairShoe, Reveal, ServerSeed};
-use crate::game::{Money, Round, Table};
+use crate::error::{BoundField, EngineError};
+use crate::fairness::{ALGORITHM, DealInputs, FairShoe, RevealV2, ServerSeed, SettledRound, action_text};
+use crate::game::{Money, Round, Spread, Table};
 
 /// What the service needs to run.
 #[derive(Debug)]
 pub struct EngineConfig {
-    /// The table: deck count, paytable and the engine's own bet limits.
+    /// The table: deck count, paytable and the engine's own bet limits. Its id is
+    /// [`DEFAULT_TABLE_ID`].
     pub table: Table,
     /// The keys tokens are sealed and opened with.
     pub key_ring: KeyRing,
@@ -59,6 +63,22 @@ struct MaybeCard(Option<crate::game::Card>);
 impl std::fmt::Display for MaybeCard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.map_or(Ok(()), |c| c.fmt(f))
+    }
+}
+
+/// One Decide step's decisions for the audit line, `0:raise,1:stand`, written without
+/// building a `String`.
+struct DecisionList<'a>(&'a [(usize, crate::game::Decision)]);
+
+impl std::fmt::Display for DecisionList<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, &(seat, d)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{seat}:{}", action_text(d))?;
+        }
+        Ok(())
     }
 }
 
@@ -95,6 +115,14 @@ impl RedDogService {
         }
     }
 
+    /// The table with this id (empty = the default table) and its id.
+    fn table(&self, table_id: &str) -> Result<(&Table, &'static str), EngineError> {
+        match table_id {
+            "" | DEFAULT_TABLE_ID => Ok((&self.inner.table, DEFAULT_TABLE_ID)),
+            other => Err(EngineError::UnknownTable { table_id: other.to_string() }),
+        }
+    }
+
     fn open_round(&self, method: Method, token: &[u8], round_id: &str) -> Result<RoundState, Status> {
         convert::required_token("round_token", token)?;
         convert::round_id("round_id", round_id)?;
@@ -112,55 +140,110 @@ impl RedDogService {
     }
 
     fn commit_seed(&self, req: &proto::CommitSeedRequest) -> Result<proto::CommitSeedResponse, Status> {
-        convert::round_id("round_id", &req.round_id)?;
+        convert::required_round_id("round_id", &req.round_id)?;
+        convert::table_id(&req.table_id)?;
+        let (table, table_id) = self.table(&req.table_id)?;
         let seed = ServerSeed::generate()?;
-        let expires_at_unix_ms = now_ms().saturating_add(self.inner.ttl_ms);
-        let payload = CommitmentPayload { server_seed: seed.expose().to_vec(), expires_at_unix_ms };
+        let expires_at_unix_ms = now_ms().checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
+        let payload = CommitmentPayload {
+            server_seed: seed.expose().to_vec(),
+            expires_at_unix_ms,
+            round_id: req.round_id.clone(),
+            nonce: req.nonce,
+            table_id: table_id.to_string(),
+            decks: u32::from(table.decks().get()),
+        };
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
         let commitment = seed.commitment().to_hex();
-        info!(target: "reddog::audit", event = "seed_committed", round_id = %req.round_id, %commitment, expires_at_unix_ms);
+        info!(
+            target: "reddog::audit",
+            event = "seed_committed",
+            round_id = %req.round_id,
+            %commitment,
+            nonce = req.nonce,
+            table_id,
+            decks = table.decks().get(),
+            expires_at_unix_ms,
+        );
         Ok(proto::CommitSeedResponse {
             round_id: req.round_id.clone(),
             commitment,
             commitment_token: token,
             expires_at_unix_ms,
             algorithm: ALGORITHM.to_string(),
+            nonce: req.nonce,
+            table_id: table_id.to_string(),
+            decks: u32::from(table.decks().get()),
         })
     }
 
     fn start_round(&self, req: &proto::StartRoundRequest) -> Result<proto::StartRoundResponse, Status> {
         convert::required_token("commitment_token", &req.commitment_token)?;
         convert::client_seed(&req.client_seed)?;
-        convert::round_id("round_id", &req.round_id)?;
-        let table = convert::round_table(&self.inner.table, req.player_limits.as_ref())?;
-        let bets: Vec<Money> = req.seats.iter().map(|s| Money(s.bet)).collect();
-        let committed = self
+        convert::required_round_id("round_id", &req.round_id)?;
+        convert::table_id(&req.table_id)?;
+        let payload = self
             .inner
             .ring
             .open::<CommitmentPayload>(TokenKind::Commitment, &req.commitment_token)
-            .and_then(|p| if now_ms() > p.expires_at_unix_ms { Err(EngineError::InvalidToken) } else { p.seed() })
+            .and_then(|p| if now_ms() > p.expires_at_unix_ms { Err(EngineError::InvalidToken) } else { Ok(p) })
+            .and_then(|p| Ok((p.seed()?, p.binding()?)))
             .map_err(|_| {
                 metrics::token_rejected(Method::StartRound);
                 invalid_token("commitment_token")
             })?;
+        let (committed, binding) = payload;
+        let (table, table_id) = match &binding {
+            Binding::Unbound => self.table(&req.table_id)?,
+            Binding::Bound { round_id, nonce, table_id, decks } => {
+                let mismatch = |field, committed: String, requested: String| {
+                    Status::from(EngineError::CommitmentMismatch { field, committed, requested })
+                };
+                if *round_id != req.round_id {
+                    return Err(mismatch(BoundField::RoundId, format!("{round_id:?}"), format!("{:?}", req.round_id)));
+                }
+                if *nonce != req.nonce {
+                    return Err(mismatch(BoundField::Nonce, nonce.to_string(), req.nonce.to_string()));
+                }
+                if !req.table_id.is_empty() && *table_id != req.table_id {
+                    return Err(mismatch(BoundField::TableId, format!("{table_id:?}"), format!("{:?}", req.table_id)));
+                }
+                let (table, id) = self.table(table_id)?;
+                if table.decks() != *decks {
+                    return Err(EngineError::TableChanged {
+                        committed_decks: decks.get(),
+                        table_decks: table.decks().get(),
+                    }
+                    .into());
+                }
+                (table, id)
+            }
+        };
+        let table = convert::round_table(table, req.player_limits.as_ref())?;
+        let bets: Vec<Money> = req.seats.iter().map(|s| Money(s.bet)).collect();
         let inputs = DealInputs {
             server_seed: &committed,
             client_seed: req.client_seed.as_bytes(),
             nonce: req.nonce,
-            decks: table.decks,
+            decks: table.decks(),
         };
         let round = Round::start(&table, &bets, &mut FairShoe::new(&inputs))?;
-        let state = RoundState {
+        let mut state = RoundState {
             round,
             seed: committed,
             client_seed: req.client_seed.clone(),
             nonce: req.nonce,
-            decks: table.decks,
+            decks: table.decks(),
             round_id: req.round_id.clone(),
-            paytable: table.paytable.clone(),
+            table_id: table_id.to_string(),
+            paytable: table.paytable().clone(),
+            steps: Vec::new(),
+            transcript: crate::fairness::Transcript([0; 32]),
         };
+        state.transcript = state.start_transcript();
         let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
         let commitment = state.seed.commitment().to_hex();
+        let transcript = state.transcript.to_hex();
         let class = state.round.class();
         self.inner.metrics.round_started(class);
         info!(
@@ -168,112 +251,159 @@ impl RedDogService {
             event = "round_started",
             round_id = %state.round_id,
             %commitment,
+            table_id,
             nonce = state.nonce,
+            step = 0u32,
+            %transcript,
             seats = bets.len(),
-            total_bet = bets.iter().map(|b| b.0).sum::<u64>(),
+            // A sum for the log only; u128 cannot overflow for 7 u64 bets.
+            total_bet = bets.iter().map(|b| u128::from(b.0)).sum::<u128>() as f64,
             hand_class = class.name(),
-            spread = class.spread().map_or(0, |s| s.get()),
+            spread = class.spread().map_or(0, Spread::get),
             cards = %format_args!("{} {}", state.round.cards()[0], state.round.cards()[1]),
         );
         Ok(proto::StartRoundResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)),
+            round: Some(convert::round_view(&state.round, &state.paytable)?),
             round_id: state.round_id,
             round_token: token,
             commitment,
+            step: 0,
+            transcript,
+            table_id: state.table_id,
         })
     }
 
     fn decide(&self, req: &proto::DecideRequest) -> Result<proto::DecideResponse, Status> {
         let mut state = self.open_round(Method::Decide, &req.round_token, &req.round_id)?;
         let decisions = convert::decisions(&req.decisions, state.round.seats().len())?;
-        let mut raised = 0u64;
-        for &(seat, decision) in &decisions {
-            state.round.decide(seat, decision)?;
-            if decision == crate::game::Decision::Raise {
-                raised = raised.saturating_add(state.round.seats()[seat].bet.0);
-            }
-        }
+        let (sorted, raised) = state.round.decide_all(&decisions)?;
+        let (parent_step, parent) = (state.step(), state.transcript);
+        state.transcript = parent.decide(&sorted);
+        state.steps.push(sorted);
         let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
+        let transcript = state.transcript.to_hex();
+        let decided = DecisionList(state.steps.last().map_or(&[][..], Vec::as_slice));
         info!(
             target: "reddog::audit",
             event = "seats_decided",
             round_id = %state.round_id,
-            decisions = %format_args!("{decisions:?}"),
-            raised_amount = raised,
+            commitment = %state.seed.commitment(),
+            step = state.step(),
+            %transcript,
+            parent_step,
+            parent_transcript = %parent,
+            decisions = %decided,
+            raised_amount = raised.0,
             complete = matches!(state.round, Round::Complete(_)),
         );
         Ok(proto::DecideResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)),
+            round: Some(convert::round_view(&state.round, &state.paytable)?),
+            step: state.step(),
             round_id: state.round_id,
             round_token: token,
-            raised_amount: raised,
+            raised_amount: raised.0,
+            transcript,
         })
     }
 
     fn settle(&self, req: &proto::SettleRequest) -> Result<proto::SettleResponse, Status> {
         let mut state = self.open_round(Method::Settle, &req.round_token, &req.round_id)?;
         state.round.close();
-        let table = Table { decks: state.decks, paytable: state.paytable.clone(), limits: self.inner.table.limits };
-        let settlement = state.round.settle(&table)?;
-        let mut staked = 0u64;
-        let mut returned = 0u64;
+        let settlement = state.round.settle(&state.paytable)?;
         let results = settlement
             .seats
             .iter()
-            .map(|s| {
-                staked = staked.saturating_add(s.stake.0);
-                returned = returned.saturating_add(s.returned.0);
-                proto::SeatResult {
-                    seat: s.seat as u32,
-                    bet: s.bet.0,
-                    raised: s.raised,
-                    stood_by_default: s.stood_by_default,
-                    stake: s.stake.0,
-                    outcome: convert::outcome(s.outcome) as i32,
-                    rule: convert::rule(s.rule) as i32,
-                    odds: s.odds,
-                    returned: s.returned.0,
-                }
+            .map(|s| proto::SeatResult {
+                seat: s.seat as u32,
+                bet: s.bet.0,
+                raised: s.raised,
+                stood_by_default: s.stood_by_default,
+                stake: s.stake.0,
+                outcome: convert::outcome(s.outcome) as i32,
+                rule: convert::rule(s.rule) as i32,
+                odds: s.odds,
+                returned: s.returned.0,
             })
             .collect();
-        let inputs = DealInputs {
-            server_seed: &state.seed,
-            client_seed: state.client_seed.as_bytes(),
+        let cards = state.dealt_cards();
+        let reveal = RevealV2::new(&SettledRound {
+            seed: &state.seed,
+            table_id: &state.table_id,
+            round_id: &state.round_id,
+            client_seed: &state.client_seed,
             nonce: state.nonce,
             decks: state.decks,
-        };
-        let round_id = (!state.round_id.is_empty()).then(|| state.round_id.clone());
-        let reveal = Reveal::new(&inputs, &state.client_seed, &state.dealt_cards(), round_id);
-        let reveal_json = serde_json::to_string(&reveal).map_err(|e| EngineError::Internal(e.to_string()))?;
-        self.inner.metrics.settled(&settlement, staked, returned);
+            cards: &cards,
+            paytable: &state.paytable,
+            steps: &state.steps,
+            settlement: &settlement,
+            transcript: state.transcript,
+        });
+        let reveal_json = reveal.to_json();
+        self.inner.metrics.settled(&settlement);
         info!(
             target: "reddog::audit",
             event = "round_settled",
             round_id = %state.round_id,
             commitment = %reveal.commitment,
+            step = state.step(),
+            transcript = %reveal.transcript,
             hand_class = settlement.class.name(),
             third_card = %MaybeCard(settlement.third),
-            total_staked = staked,
-            total_returned = returned,
+            total_staked = settlement.total_staked.0,
+            total_returned = settlement.total_returned.0,
         );
         Ok(proto::SettleResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)),
+            round: Some(convert::round_view(&state.round, &state.paytable)?),
             results,
-            total_staked: staked,
-            total_returned: returned,
-            reveal: Some(proto::Reveal {
-                algorithm: reveal.algorithm,
-                server_seed: reveal.server_seed,
-                commitment: reveal.commitment,
-                client_seed: reveal.client_seed,
-                nonce: reveal.nonce,
-                decks: u32::from(reveal.decks),
-                cards: reveal.cards,
-                round_id: state.round_id.clone(),
-            }),
+            total_staked: settlement.total_staked.0,
+            total_returned: settlement.total_returned.0,
+            step: state.step(),
+            transcript: reveal.transcript.clone(),
+            reveal: Some(reveal_message(&reveal)),
             round_id: state.round_id,
             reveal_json,
         })
+    }
+}
+
+/// The reveal as protobuf fields (the same content as `reveal_json`).
+fn reveal_message(r: &RevealV2) -> proto::Reveal {
+    let paytable = &r.paytable;
+    proto::Reveal {
+        format: r.format.clone(),
+        algorithm: r.algorithm.clone(),
+        server_seed: r.server_seed.clone(),
+        commitment: r.commitment.clone(),
+        table_id: r.table_id.clone(),
+        round_id: r.round_id.clone(),
+        client_seed: r.client_seed.clone(),
+        nonce: r.nonce,
+        decks: u32::from(r.decks),
+        cards: r.cards.clone(),
+        paytable: Some(proto::RevealPaytable {
+            spread: Spread::all().map(|s| paytable.spread_odds(s)).collect(),
+            three_of_a_kind: paytable.three_of_a_kind_odds(),
+        }),
+        decisions: r
+            .decisions
+            .iter()
+            .map(|step| proto::RevealStep {
+                decisions: step
+                    .iter()
+                    .map(|d| proto::SeatDecision {
+                        seat: d.seat as u32,
+                        action: if d.action == "raise" { proto::Action::Raise } else { proto::Action::Stand } as i32,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        seats: r
+            .seats
+            .iter()
+            .map(|s| proto::RevealSeat { bet: s.bet, raised: s.raised, stake: s.stake, returned: s.returned })
+            .collect(),
+        transcript: r.transcript.clone(),
     }
 }
 

@@ -13,14 +13,24 @@
 //!
 //! Settlement counters count `Settle` answers: a retried `Settle` counts again.
 //! No metric carries a seed, key, token or round id.
+//!
+//! **The money counters never wrap.** A `metrics` counter is a `u64` that wraps at 2^64, and
+//! one round at the largest table allowed returns nearly 2^64 minor units, so two such rounds
+//! would wrap it to a small, wrong number. The two money counters are therefore not
+//! `metrics` counters: they are exact `u128` sums kept here ([`MoneyTotals`]) and rendered
+//! by [`serve`] after the exporter's text, as Prometheus counters. A `u128` sum of `u64`
+//! amounts needs more than 2^64 settlements to reach 2^128; the sums are checked anyway, and
+//! a sum that would overflow is left unchanged and logged (never wrapped, never clamped).
+//! Prometheus stores samples as float64, so values above 2^53 lose low digits there — never
+//! their magnitude.
 
 use std::net::SocketAddr;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use metrics::{Counter, Histogram, counter, histogram};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use http_body_util::Full;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use hyper::body::Bytes;
 use hyper::service::service_fn;
 use tokio::net::TcpListener;
@@ -28,6 +38,43 @@ use tokio::net::TcpListener;
 use crate::game::{HandClass, Rule, Settlement};
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// The exact sums of the money settled by this process, in minor units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MoneyTotals {
+    pub staked: u128,
+    pub returned: u128,
+}
+
+static MONEY: Mutex<MoneyTotals> = Mutex::new(MoneyTotals { staked: 0, returned: 0 });
+
+/// The money settled so far by this process (all services in it).
+pub fn money_totals() -> MoneyTotals {
+    *MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Adds a settlement's totals to the process's money sums, exactly.
+fn add_money(staked: u64, returned: u64) {
+    let mut m = MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match (m.staked.checked_add(u128::from(staked)), m.returned.checked_add(u128::from(returned))) {
+        (Some(s), Some(r)) => *m = MoneyTotals { staked: s, returned: r },
+        _ => tracing::error!("money metric sums would overflow 128 bits; left unchanged"),
+    }
+}
+
+/// The money counters in Prometheus text format.
+pub fn render_money() -> String {
+    let m = money_totals();
+    format!(
+        "# HELP reddog_staked_minor_units_total Sum of the stakes settled, in minor units (exact).\n\
+         # TYPE reddog_staked_minor_units_total counter\n\
+         reddog_staked_minor_units_total {}\n\
+         # HELP reddog_returned_minor_units_total Sum returned to players, in minor units (exact).\n\
+         # TYPE reddog_returned_minor_units_total counter\n\
+         reddog_returned_minor_units_total {}\n",
+        m.staked, m.returned
+    )
+}
 
 /// Installs the Prometheus recorder as the process's global `metrics` recorder (once; later
 /// calls return the same handle). `None` if another recorder was installed first.
@@ -79,7 +126,7 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
 
 fn respond<B>(req: &hyper::Request<B>, handle: &PrometheusHandle) -> hyper::Response<Full<Bytes>> {
     let (status, body) = match (req.method(), req.uri().path()) {
-        (&hyper::Method::GET, "/metrics") => (hyper::StatusCode::OK, handle.render()),
+        (&hyper::Method::GET, "/metrics") => (hyper::StatusCode::OK, handle.render() + &render_money()),
         (&hyper::Method::GET, "/") => (hyper::StatusCode::OK, "reddog metrics: see /metrics\n".to_string()),
         _ => (hyper::StatusCode::NOT_FOUND, "not found\n".to_string()),
     };
@@ -155,8 +202,6 @@ pub struct Metrics {
     rounds_started: [Counter; 3],
     /// By rule, in the order of `RULES`.
     seats_settled: [Counter; 6],
-    staked: Counter,
-    returned: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -182,8 +227,6 @@ impl Metrics {
                     "rule" => rule.name()
                 )
             }),
-            staked: counter!("reddog_staked_minor_units_total"),
-            returned: counter!("reddog_returned_minor_units_total"),
         }
     }
 
@@ -208,15 +251,15 @@ impl Metrics {
         self.rounds_started[i].increment(1);
     }
 
-    /// Records a settlement: per seat outcome, and the staked and returned sums.
-    pub fn settled(&self, s: &Settlement, staked: u64, returned: u64) {
+    /// Records a settlement: per seat outcome, and the staked and returned sums (exact, see
+    /// the module docs).
+    pub fn settled(&self, s: &Settlement) {
         for seat in &s.seats {
             if let Some(i) = RULES.iter().position(|&r| r == seat.rule) {
                 self.seats_settled[i].increment(1);
             }
         }
-        self.staked.increment(staked);
-        self.returned.increment(returned);
+        add_money(s.total_staked.0, s.total_returned.0);
     }
 }
 
@@ -245,5 +288,26 @@ fn code_name(code: tonic::Code) -> &'static str {
         Unavailable => "UNAVAILABLE",
         DataLoss => "DATA_LOSS",
         Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_money_sums_do_not_wrap_past_u64() {
+        let before = money_totals();
+        add_money(u64::MAX, u64::MAX);
+        add_money(u64::MAX, 1);
+        let after = money_totals();
+        // Other tests may settle meanwhile: the sums only grow, by at least these amounts.
+        assert!(after.staked - before.staked >= 2 * u128::from(u64::MAX));
+        assert!(after.returned - before.returned > u128::from(u64::MAX));
+        let text = render_money();
+        assert!(text.contains("# TYPE reddog_staked_minor_units_total counter"));
+        let value: u128 =
+            text.lines().find_map(|l| l.strip_prefix("reddog_staked_minor_units_total ")).unwrap().parse().unwrap();
+        assert!(value > u128::from(u64::MAX), "rendered above 2^64, not wrapped: {value}");
     }
 }

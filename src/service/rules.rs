@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use super::convert::MAX_CLIENT_SEED_BYTES;
+use super::convert::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES};
 use super::proto;
+use super::token::MAX_TOKEN_LEN;
 use crate::fairness::{ALGORITHM, ALGORITHM_VERSION};
 use crate::game::{MAX_SEATS, Spread, Table};
 use crate::odds::{Analysis, decimal, fraction};
@@ -12,12 +13,12 @@ use crate::odds::{Analysis, decimal, fraction};
 pub fn rules(table: &Table, commitment_ttl: Duration) -> proto::GetRulesResponse {
     let (rtp_exact, rtp_decimal, raise_rule) = rtp(table);
     proto::GetRulesResponse {
-        decks: u32::from(table.decks.get()),
+        decks: u32::from(table.decks().get()),
         spread_odds: Spread::all()
-            .map(|s| proto::SpreadOdds { spread: u32::from(s.get()), odds: table.paytable.spread_odds(s) })
+            .map(|s| proto::SpreadOdds { spread: u32::from(s.get()), odds: table.paytable().spread_odds(s) })
             .collect(),
-        three_of_a_kind_odds: table.paytable.three_of_a_kind_odds(),
-        table_limits: Some(proto::Limits { min_bet: table.limits.min().0, max_bet: table.limits.max().0 }),
+        three_of_a_kind_odds: table.paytable().three_of_a_kind_odds(),
+        table_limits: Some(proto::Limits { min_bet: table.limits().min().0, max_bet: table.limits().max().0 }),
         max_seats: MAX_SEATS as u32,
         rtp_exact,
         rtp_decimal,
@@ -26,13 +27,15 @@ pub fn rules(table: &Table, commitment_ttl: Duration) -> proto::GetRulesResponse
         fairness_algorithm_version: ALGORITHM_VERSION,
         commitment_ttl_secs: commitment_ttl.as_secs(),
         max_client_seed_bytes: MAX_CLIENT_SEED_BYTES as u32,
+        max_round_id_bytes: MAX_ROUND_ID_BYTES as u32,
+        max_token_bytes: MAX_TOKEN_LEN as u32,
     }
 }
 
 /// Exact RTP (reduced fraction, 10-place decimal) of the best strategy, and its raise rule in
 /// words, from the exact enumeration in [`crate::odds`].
 fn rtp(table: &Table) -> (String, String, String) {
-    let analysis = Analysis::new(table.decks, &table.paytable);
+    let analysis = Analysis::new(table.decks(), table.paytable());
     let raise = analysis.optimal_raise_set();
     let figures = analysis.figures(raise);
     (fraction(&figures.rtp), decimal(&figures.rtp, 10), raise_rule(&raise.spreads()))

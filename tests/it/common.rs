@@ -98,21 +98,60 @@ pub async fn connect(addr: SocketAddr) -> RedDogClient<Channel> {
     panic!("could not connect to {addr}");
 }
 
-/// A commitment token over a known seed, sealed with `ring` as the server would.
+/// An unbound version-1 commitment token over a known seed, sealed by the old code path
+/// (AES-256-GCM, no round in it) as the engine did before commitments were bound to a round:
+/// it serves any round id and nonce until it expires (the rolling-update window of
+/// `docs/design/round-integrity.md` §6).
 pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
     let ring = KeyRing::from_json(ring).unwrap();
-    ring.seal(
+    ring.seal_v1(
         TokenKind::Commitment,
         &CommitmentPayload {
             server_seed: seed.to_vec(),
             expires_at_unix_ms: now + ttl_ms,
+            round_id: String::new(),
+            nonce: 0,
+            table_id: String::new(),
+            decks: 0,
         },
     )
     .unwrap()
+}
+
+/// A commitment token over a known seed bound to round `round-{nonce}` and `nonce` at the
+/// default table (one deck), sealed with `ring` as `CommitSeed` would.
+pub fn bound_commitment_token(ring: &str, seed: [u8; 32], nonce: u64) -> Vec<u8> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    KeyRing::from_json(ring)
+        .unwrap()
+        .seal(
+            TokenKind::Commitment,
+            &CommitmentPayload {
+                server_seed: seed.to_vec(),
+                expires_at_unix_ms: now + 60_000,
+                round_id: format!("round-{nonce}"),
+                nonce,
+                table_id: "default".into(),
+                decks: 1,
+            },
+        )
+        .unwrap()
+}
+
+/// A `CommitSeed` request for round `round_id` with `nonce` at the default table.
+pub fn commit_request(round_id: impl Into<String>, nonce: u64) -> proto::CommitSeedRequest {
+    proto::CommitSeedRequest {
+        round_id: round_id.into(),
+        nonce,
+        table_id: String::new(),
+    }
 }
 
 /// The first three cards the fair shoe deals.
@@ -176,6 +215,7 @@ pub fn start_request(token: Vec<u8>, nonce: u64, bets: &[u64]) -> proto::StartRo
         round_id: format!("round-{nonce}"),
         seats: bets.iter().map(|&bet| SeatBet { bet }).collect(),
         player_limits: limits(100, 100_000),
+        table_id: String::new(),
     }
 }
 

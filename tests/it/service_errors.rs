@@ -422,10 +422,7 @@ async fn settle_and_commit_refuse_bad_fields() {
     .await
     .unwrap();
     assert_status(
-        c.commit_seed(proto::CommitSeedRequest {
-            round_id: "x".repeat(200),
-        })
-        .await,
+        c.commit_seed(commit_request("x".repeat(200), 0)).await,
         Code::InvalidArgument,
         "round_id",
     );
@@ -437,7 +434,7 @@ async fn an_expired_commitment_from_commit_seed_is_refused() {
     let server = TestServer::start(&ring_a(), Duration::from_millis(1)).await;
     let mut c = server.client().await;
     let committed = c
-        .commit_seed(proto::CommitSeedRequest::default())
+        .commit_seed(commit_request("round-0", 0))
         .await
         .unwrap()
         .into_inner();
