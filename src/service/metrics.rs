@@ -10,6 +10,7 @@
 //! | `reddog_staked_minor_units_total` | counter | | sum of stakes settled |
 //! | `reddog_returned_minor_units_total` | counter | | sum returned; returned/staked = observed RTP |
 //! | `reddog_token_rejections_total` | counter | `method` | tokens refused (any reason) |
+//! | `reddog_log_writer_waits_total` | counter | | log lines that waited for a stalled stderr (`log_writer`; never dropped) |
 //!
 //! Settlement counters count `Settle` answers: a retried `Settle` counts again.
 //! No metric carries a seed, key, token or round id.
@@ -28,11 +29,11 @@ use std::net::SocketAddr;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use metrics::{Counter, Histogram, counter, histogram};
 use http_body_util::Full;
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use hyper::body::Bytes;
 use hyper::service::service_fn;
+use metrics::{Counter, Histogram, counter, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 
 use crate::game::{HandClass, Rule, Settlement};

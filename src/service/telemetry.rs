@@ -54,7 +54,9 @@ where
 {
     match format {
         LogFormat::Text => tracing_subscriber::fmt::layer().with_ansi(ansi).with_writer(writer).boxed(),
-        LogFormat::Json => tracing_subscriber::fmt::layer().json().event_format(JsonLine::default()).with_writer(writer).boxed(),
+        LogFormat::Json => {
+            tracing_subscriber::fmt::layer().json().event_format(JsonLine::default()).with_writer(writer).boxed()
+        }
     }
 }
 
@@ -291,7 +293,9 @@ mod tests {
             }
             assert_eq!(after(o), after(s), "same bytes after the timestamp:\n{o}\n{s}");
             assert!(after(o).is_some(), "{o}");
-            let ts = |l: &str| serde_json::from_str::<serde_json::Value>(l).unwrap()["timestamp"].as_str().unwrap().to_string();
+            let ts = |l: &str| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["timestamp"].as_str().unwrap().to_string()
+            };
             let (to, tsk) = (ts(o), ts(s));
             assert_eq!(to.len(), tsk.len(), "{to} vs {tsk}");
             assert!(to.ends_with('Z') && to.as_bytes()[10] == b'T', "{to}");

@@ -49,8 +49,9 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
             let before_reveal = loop {
                 let log = std::fs::read(&log_path).unwrap();
                 let text = String::from_utf8_lossy(&log);
-                let started_logged =
-                    text.lines().any(|l| l.contains(&committed_hex) && l.contains("round_started"));
+                let started_logged = text
+                    .lines()
+                    .any(|l| l.contains(&committed_hex) && l.contains("round_started"));
                 if started_logged || std::time::Instant::now() > deadline {
                     break log;
                 }

@@ -23,7 +23,10 @@ fn exchange(stream: &mut std::net::TcpStream, request: &str) -> (String, String)
     }
     let mut body = vec![0u8; len];
     r.read_exact(&mut body).unwrap();
-    (status.trim_end().to_string(), String::from_utf8(body).unwrap())
+    (
+        status.trim_end().to_string(),
+        String::from_utf8(body).unwrap(),
+    )
 }
 
 #[tokio::test]
@@ -42,7 +45,10 @@ async fn metrics_endpoint_serves_the_text_format_and_404s_the_rest() {
         let metrics = exchange(&mut s, &get("/metrics"));
         let root = exchange(&mut s, &get("/"));
         let missing = exchange(&mut s, &get("/nope"));
-        let post = exchange(&mut s, "POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+        let post = exchange(
+            &mut s,
+            "POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
+        );
         (metrics, root, missing, post)
     })
     .await
@@ -50,7 +56,9 @@ async fn metrics_endpoint_serves_the_text_format_and_404s_the_rest() {
     let (metrics, root, missing, post) = result;
     assert_eq!(metrics.0, "HTTP/1.1 200 OK");
     assert!(
-        metrics.1.contains("reddog_rpc_requests_total{method=\"Decide\",code=\"OK\"} "),
+        metrics
+            .1
+            .contains("reddog_rpc_requests_total{method=\"Decide\",code=\"OK\"} "),
         "{}",
         metrics.1
     );
