@@ -8,5 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 start=$SECONDS
 cargo bench --locked --profile dev --bench round --bench handlers --bench audit -- \
-  --sample-size 10 --warm-up-time 0.1 --measurement-time 0.2 --noplot
+  --sample-size 10 --warm-up-time 0.1 --measurement-time 0.2 --nresamples 1000 --noplot
 echo "bench smoke run: $((SECONDS - start)) s"
