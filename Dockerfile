@@ -27,10 +27,12 @@ RUN --mount=type=cache,id=reddog-cargo-registry,target=/usr/local/cargo/registry
     --mount=type=cache,id=reddog-cargo-git,target=/usr/local/cargo/git \
     cargo fetch --locked
 COPY . .
+# The commit goes into the binary (GetRules, reddog_build_info): the context has no .git.
+ARG REVISION=unknown
 RUN --mount=type=cache,id=reddog-cargo-registry,target=/usr/local/cargo/registry \
     --mount=type=cache,id=reddog-cargo-git,target=/usr/local/cargo/git \
     --mount=type=cache,id=reddog-target,target=/src/target \
-    cargo build --release --locked --bin reddog \
+    REDDOG_GIT_COMMIT="${REVISION}" cargo build --release --locked --bin reddog \
     && install -D -m 0755 target/release/reddog /out/reddog \
     && /out/reddog --version
 

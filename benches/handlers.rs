@@ -15,7 +15,7 @@ use tonic::Request;
 fn service() -> RedDogService {
     let _ = reddog::service::metrics::install();
     RedDogService::new(EngineConfig {
-        table: Table::default(),
+        tables: reddog::service::tables::Tables::single(Table::default()),
         key_ring: KeyRing::from_json(&format!(
             r#"{{"primary":"k1","keys":{{"k1":"{}"}}}}"#,
             "42".repeat(32)
@@ -80,7 +80,7 @@ fn handlers(c: &mut Criterion) {
     let mut g = c.benchmark_group("handler");
     g.bench_function("GetRules", |b| {
         b.iter(|| {
-            rt.block_on(svc.get_rules(Request::new(proto::GetRulesRequest {})))
+            rt.block_on(svc.get_rules(Request::new(proto::GetRulesRequest::default())))
                 .map(black_box)
         })
     });

@@ -11,8 +11,8 @@
 //! - starts `reddog serve` (the release binary, default `info` logging: the audit log is on,
 //!   written to a file) and a **no-op server** (this program re-executed with `--serve-noop`),
 //!   both pinned with `taskset` to the server core. The no-op serves `reddog.v1.RedDog`
-//!   through [`reddog::service::server::serve`] — the very transport, limits, runtime and log
-//!   subscriber of `reddog serve` — and answers each RPC with a stored copy of the engine's
+//!   through [`reddog::service::server::serve_service`] with the default `TransportLimits` —
+//!   the very transport, limits, runtime and log subscriber of `reddog serve` — and answers each RPC with a stored copy of the engine's
 //!   real answer to the same request, so it moves the same request and response bytes and
 //!   does none of the engine's work;
 //! - plays, with a real gRPC client, a 1-seat round that deals a non-consecutive hand (the
@@ -163,6 +163,13 @@ impl RedDog for Canned {
     ) -> Result<Response<proto::GetRulesResponse>, Status> {
         Ok(Response::new(self.rules.clone()))
     }
+    async fn list_tables(
+        &self,
+        _: Request<proto::ListTablesRequest>,
+    ) -> Result<Response<proto::ListTablesResponse>, Status> {
+        // Not benchmarked.
+        Ok(Response::new(proto::ListTablesResponse::default()))
+    }
     async fn commit_seed(
         &self,
         _: Request<proto::CommitSeedRequest>,
@@ -241,7 +248,8 @@ fn serve_noop(responses: &Path) {
         let stop = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        reddog::service::server::serve(l, canned, Duration::from_secs(1), stop)
+        let limits = reddog::service::app::TransportLimits::default();
+        reddog::service::server::serve_service(l, canned, limits, Duration::from_secs(1), stop)
             .await
             .expect("serve");
         telemetry.shutdown();
@@ -474,7 +482,7 @@ impl Call {
     fn encoded(&self) -> Vec<u8> {
         use prost::Message;
         match self {
-            Call::GetRules => proto::GetRulesRequest {}.encode_to_vec(),
+            Call::GetRules => proto::GetRulesRequest::default().encode_to_vec(),
             Call::CommitSeed(r) => r.encode_to_vec(),
             Call::StartRound(r) => r.encode_to_vec(),
             Call::Decide(r) => r.encode_to_vec(),
@@ -485,7 +493,10 @@ impl Call {
 
 async fn one(c: &mut RedDogClient<Channel>, call: &Call) -> Result<(), Status> {
     match call {
-        Call::GetRules => c.get_rules(proto::GetRulesRequest {}).await.map(drop),
+        Call::GetRules => c
+            .get_rules(proto::GetRulesRequest::default())
+            .await
+            .map(drop),
         Call::CommitSeed(r) => c.commit_seed(r.clone()).await.map(drop),
         Call::StartRound(r) => c.start_round(r.clone()).await.map(drop),
         Call::Decide(r) => c.decide(r.clone()).await.map(drop),
@@ -506,7 +517,7 @@ async fn connect(addr: SocketAddr) -> RedDogClient<Channel> {
 /// request and the engine's answers.
 async fn fixtures(c: &mut RedDogClient<Channel>) -> (BTreeMap<&'static str, Call>, Canned) {
     let rules = c
-        .get_rules(proto::GetRulesRequest {})
+        .get_rules(proto::GetRulesRequest::default())
         .await
         .expect("GetRules")
         .into_inner();

@@ -547,6 +547,9 @@ def build_cases(b):
     add("v1/cards/one", dict(v1, cards=v1["cards"][:1]), "malformed")
     add("v1/round_id/number", dict(v1, round_id=1), "malformed")
     add("v1/round_id/null", dict(v1, round_id=None), "malformed")
+    add("v1/round_id/empty", dict(v1, round_id=""), "malformed")
+    add("v1/round_id/129-bytes", dict(v1, round_id="r" * 129), "malformed")
+    add("v1/round_id/control-character", dict(v1, round_id="r-1\u0000"), "malformed")
     for key in v.V1_REQUIRED:
         r = dict(v1)
         del r[key]

@@ -199,6 +199,8 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("NOT VERIFIED", out)
         self.assertEqual(self.run_cli("--expect-nonce", "x", stdin=text)[0], 2)
+        self.assertEqual(self.run_cli("--expect-decks", "9", stdin=text)[0], 2)
+        self.assertEqual(self.run_cli("--expect-commitment", "xyz", stdin=text)[0], 2)
         self.assertEqual(self.run_cli(stdin=text[:-1])[0], 2)
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "expect.json")

@@ -28,7 +28,7 @@ trap 'rm -rf "$tmp"' EXIT
 step "reddog verify and verify.py agree with every reveal vector" \
   python3 verify/cross_check.py tests/vectors/ "$bin verify" "python3 verify/verify.py"
 
-# A fresh version-1 reveal lists exactly the cards the round dealt (2 for a consecutive hand, else 3).
+# A fresh version-1 reveal (`reddog commit --reveal` lists the cards the hand dealt: 2 or 3).
 "$bin" commit --reveal --client-seed "ci grüße $RANDOM" --nonce "$RANDOM" --decks 6 > "$tmp/reveal.json"
 step "reddog verify accepts a fresh reveal" "$bin" verify "$tmp/reveal.json"
 step "python verifier accepts the same reveal" python3 verify/verify.py "$tmp/reveal.json"

@@ -149,6 +149,7 @@ fn expectations(args: &VerifyArgs) -> anyhow::Result<Expectations> {
     merge(&mut e.round_id, &args.expect_round_id, "round-id")?;
     merge(&mut e.table_id, &args.expect_table_id, "table-id")?;
     merge(&mut e.decks, &args.expect_decks, "decks")?;
+    e.validate().context("an expectation that could never match")?;
     Ok(e)
 }
 

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod audit_log;
 mod fairness;
 mod keygen;
 mod odds;
@@ -35,6 +36,9 @@ enum Command {
     RngDump(fairness::RngDumpArgs),
     /// Print a new key ring JSON, or an existing one with a new key added (rotation).
     Keygen(keygen::KeygenArgs),
+    /// Read the engine's JSON logs (any replicas, any order) and report commitment reuse,
+    /// forks, peek-then-play and rounds re-dealt; exit 1 when anything is found.
+    AuditLog(audit_log::AuditLogArgs),
 }
 
 /// Runs the command; its exit status on success (`verify` tells verified, not verified and
@@ -45,6 +49,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Odds(args) => odds::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Verify(args) => return fairness::verify(args),
+        Command::AuditLog(args) => return audit_log::run(args),
         Command::Commit(args) => fairness::commit(args),
         Command::RngDump(args) => fairness::rng_dump(args),
         Command::Keygen(args) => keygen::run(args),

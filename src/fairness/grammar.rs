@@ -447,7 +447,21 @@ impl Expectations {
             None
         };
         f.finish()?;
-        Ok(Expectations { commitment, client_seed, nonce, round_id, table_id, decks })
+        let e = Expectations { commitment, client_seed, nonce, round_id, table_id, decks };
+        e.validate()?;
+        Ok(e)
+    }
+
+    /// Refuses expectations that could never match a reveal: a commitment that is not 64 hex
+    /// digits (either case), a deck count outside 1 … 8 (docs/FAIRNESS.md §4.5: malformed input).
+    pub fn validate(&self) -> Result<(), EngineError> {
+        if let Some(c) = &self.commitment {
+            hex64(c, "expect.commitment", false)?;
+        }
+        if let Some(d) = self.decks.filter(|d| !(1..=MAX_DECKS).contains(d)) {
+            return Err(bad("expect.decks", format!("{d} is outside 1..={MAX_DECKS}")));
+        }
+        Ok(())
     }
 
     /// Every expectation the reveal does not meet (empty: all met). Hex compares without

@@ -244,6 +244,7 @@ struct DealCheck {
 }
 
 fn verify_deal(
+    algorithm: &str,
     server_seed: &str,
     commitment: &str,
     client_seed: &str,
@@ -251,6 +252,9 @@ fn verify_deal(
     decks: u8,
     cards: &[String],
 ) -> Result<DealCheck, EngineError> {
+    if algorithm != ALGORITHM {
+        return Err(EngineError::invalid("algorithm", format!("unknown algorithm, expected {ALGORITHM}")));
+    }
     let seed = ServerSeed::from_bytes(hex32("server_seed", server_seed)?);
     let commitment = hex32("commitment", commitment)?;
     let decks = Decks::new(u32::from(decks))?;
@@ -270,10 +274,8 @@ fn verify_deal(
 /// algorithm, bad deck count, a card that is not canonical, a card count that does not match
 /// the hand class) is an error; a well-formed one that does not verify is a verdict.
 pub fn verify_v1(reveal: &RevealV1) -> Result<Verdict, EngineError> {
-    if reveal.algorithm != ALGORITHM {
-        return Err(EngineError::invalid("algorithm", format!("unknown algorithm, expected {ALGORITHM}")));
-    }
     let DealCheck { commitment_ok, recomputed, cards_ok, .. } = verify_deal(
+        &reveal.algorithm,
         &reveal.server_seed,
         &reveal.commitment,
         &reveal.client_seed,
@@ -290,10 +292,8 @@ pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, EngineError> {
     if reveal.format != REVEAL_V2 {
         return Err(EngineError::invalid("format", format!("expected {REVEAL_V2}")));
     }
-    if reveal.algorithm != ALGORITHM {
-        return Err(EngineError::invalid("algorithm", format!("unknown algorithm, expected {ALGORITHM}")));
-    }
     let DealCheck { commitment_ok, recomputed, cards_ok, claimed, commitment } = verify_deal(
+        &reveal.algorithm,
         &reveal.server_seed,
         &reveal.commitment,
         &reveal.client_seed,

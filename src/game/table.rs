@@ -31,7 +31,14 @@ impl BetLimits {
         if min.0 == 0 || min.0 > MAX_BET {
             return Err(EngineError::out_of_range("limits.min_bet", min.0, 1, MAX_BET));
         }
-        if max < min || max.0 > MAX_BET {
+        if max < min {
+            // Say what is wrong, not a range whose lower end is the other setting.
+            return Err(EngineError::invalid(
+                "limits.max_bet",
+                format!("max_bet {} is less than min_bet {}: max_bet must be at least min_bet", max.0, min.0),
+            ));
+        }
+        if max.0 > MAX_BET {
             return Err(EngineError::out_of_range("limits.max_bet", max.0, min.0, MAX_BET));
         }
         Ok(BetLimits { min, max })
@@ -170,7 +177,8 @@ mod tests {
     #[test]
     fn limits_must_be_ordered_and_positive() {
         assert!(BetLimits::new(Money(0), Money(10)).is_err());
-        assert!(BetLimits::new(Money(20), Money(10)).is_err());
+        let err = BetLimits::new(Money(50_000), Money(100)).unwrap_err().to_string();
+        assert_eq!(err, "limits.max_bet: max_bet 100 is less than min_bet 50000: max_bet must be at least min_bet");
         assert!(BetLimits::new(Money(1), Money(MAX_BET + 1)).is_err());
         assert!(BetLimits::new(Money(1), Money(MAX_BET)).is_ok());
     }

@@ -150,6 +150,25 @@ fn expectations_must_match_what_the_player_was_shown() {
         Some(2),
         "duplicate keys in the expectations file"
     );
+    for never in [
+        ["--expect-commitment", "zz"],
+        ["--expect-decks", "9"],
+        ["--expect-nonce", "18446744073709551616"],
+    ] {
+        let out = reddog(&["verify", never[0], never[1]], &reveal);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{never:?} can never match: malformed input"
+        );
+    }
+    std::fs::write(&file, r#"{"commitment":"xyz"}"#).unwrap();
+    let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a non-hex commitment in the file"
+    );
     std::fs::write(&file, r#"{"player":"x"}"#).unwrap();
     let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
     assert_eq!(

@@ -339,15 +339,7 @@ fn long_run_control_the_same_statistics_with_a_different_generator() {
 
 /// Card × position counts of `n` fair one-deck deals under server seed `[k; 32]`.
 fn fair_counts(k: u8, n: u64) -> Vec<[u64; 52]> {
-    let seed = ServerSeed::from_bytes([k; 32]);
-    let mut counts = vec![[0u64; 52]; 52];
-    for nonce in 0..n {
-        let mut shoe = FairShoe::new(&inputs(&seed, nonce, Decks::ONE));
-        for row in counts.iter_mut() {
-            row[usize::from(shoe.next_card().unwrap().code())] += 1;
-        }
-    }
-    counts
+    fair_counts_of([k; 32], n)
 }
 
 fn repeated_card_by_position(

@@ -7,12 +7,16 @@
 
 mod common;
 
+mod audit_log;
 mod cli_json;
 mod drain;
 mod fairness_cli;
 mod fairness_stats;
 mod fairness_vectors;
 mod odds_match_every_deal;
+mod operator_errors;
+mod otlp_traces;
+mod reveal_vectors;
 mod round_integrity;
 mod round_properties;
 mod rules_by_example;
@@ -21,5 +25,8 @@ mod service_failover;
 mod service_logs;
 mod service_metrics;
 mod service_rounds;
+mod service_tables;
 mod simulator_agrees;
+mod tls;
 mod token_budget;
+mod transport;

@@ -654,5 +654,29 @@ async fn a_rolling_update_loses_no_round() {
         .decide(&[(1, Decision::Stand)]);
     assert_eq!(reveal.transcript, t2.to_hex());
     assert_eq!(settled.results[0].stake, 2000);
+
+    // A version-1 round token without a round id (it was optional then) settles with a
+    // version-1 reveal (cards only), which verifies: a v2 reveal needs a round id.
+    let mut no_id = payload.clone();
+    no_id.round_id.clear();
+    let v1_round = reddog::service::KeyRing::from_json(&ring_a())
+        .unwrap()
+        .seal_v1(TokenKind::Round, &no_id)
+        .unwrap();
+    let settled = c
+        .settle(proto::SettleRequest {
+            round_token: v1_round,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let reveal = parse_reveal(&settled.reveal_json).unwrap();
+    assert!(
+        matches!(reveal, AnyReveal::V1(_)),
+        "{}",
+        settled.reveal_json
+    );
+    assert!(reveal.verify().unwrap().ok());
     server.stop().await;
 }

@@ -148,7 +148,9 @@ async fn sigterm_with_an_open_connection_exits_within_the_drain_timeout() {
         std::process::Stdio::null(),
     );
     let mut c = connect(server.addr).await;
-    c.get_rules(proto::GetRulesRequest {}).await.unwrap();
+    c.get_rules(proto::GetRulesRequest::default())
+        .await
+        .unwrap();
     let started = std::time::Instant::now();
     let status = server.terminate().await;
     assert!(status.success(), "{status:?}");

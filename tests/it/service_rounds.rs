@@ -417,7 +417,7 @@ async fn get_rules_states_the_table() {
     let rules = server
         .client()
         .await
-        .get_rules(proto::GetRulesRequest {})
+        .get_rules(proto::GetRulesRequest::default())
         .await
         .unwrap()
         .into_inner();

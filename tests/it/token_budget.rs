@@ -37,7 +37,7 @@ fn service() -> (RedDogService, u64) {
     ))
     .unwrap();
     let svc = RedDogService::new(EngineConfig {
-        table,
+        tables: reddog::service::tables::Tables::single(table),
         key_ring: ring,
         commitment_ttl: Duration::from_secs(600),
     });
