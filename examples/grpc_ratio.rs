@@ -334,9 +334,8 @@ fn start_engine_with(o: &Opts, log: &Path, callgrind_out: Option<&Path>) -> Serv
             "127.0.0.1:0",
             "--metrics-listen",
             "127.0.0.1:0",
-            "--key-ring",
-            RING,
         ])
+        .env("REDDOG_KEY_RING", RING)
         .args(&o.engine_args)
         .env_remove("RUST_LOG")
         .env_remove("REDDOG_LOG_FORMAT")
