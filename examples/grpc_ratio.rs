@@ -83,7 +83,7 @@ fn opts() -> Opts {
         calls: 100_000,
         warmup: 4_000,
         connections: 4,
-        streams: 100,
+        streams: 16,
         rate: 2000.0,
         latency_secs: 2.0,
         server_cpu: "0".into(),
