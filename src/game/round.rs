@@ -319,6 +319,15 @@ impl Round {
         }
     }
 
+    /// The third card if one is dealt, face down or not (as [`Round::snapshot`] has it): for
+    /// sealing and revealing, never for showing while seats decide.
+    pub fn dealt_third(&self) -> Option<Card> {
+        match self {
+            Round::AwaitingDecisions(p) => Some(p.hidden_third),
+            Round::Complete(c) => c.third,
+        }
+    }
+
     /// The round as plain data, hidden card included: for sealing, never for showing.
     pub fn snapshot(&self) -> RoundSnapshot {
         match self {

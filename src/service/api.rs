@@ -313,7 +313,7 @@ impl RedDogService {
             transcript: crate::fairness::Transcript([0; 32]),
         };
         state.transcript = state.start_transcript();
-        let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
+        let token = self.inner.ring.seal(TokenKind::Round, &state)?;
         let commitment = state.seed.commitment().to_hex();
         let transcript = state.transcript.to_hex();
         let class = state.round.class();
@@ -354,7 +354,7 @@ impl RedDogService {
         let (parent_step, parent) = (state.step(), state.transcript);
         state.transcript = parent.decide(&sorted);
         state.steps.push(sorted);
-        let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
+        let token = self.inner.ring.seal(TokenKind::Round, &state)?;
         let transcript = state.transcript.to_hex();
         let decided = DecisionList(state.steps.last().map_or(&[][..], Vec::as_slice));
         info!(

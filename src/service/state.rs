@@ -157,6 +157,116 @@ fn decision_byte(d: Option<Decision>) -> u8 {
     }
 }
 
+/// A round token's payload as [`RoundState::to_payload`] builds it, written straight into the
+/// token (the protobuf encoding prost derives for [`RoundPayload`], byte for byte: fields in
+/// tag order, default values left out, repeated integers packed) without building the
+/// message's nine vectors and strings.
+struct PayloadFields<'a> {
+    state: &'a RoundState,
+    cards: [u8; 3],
+    n_cards: usize,
+    complete: bool,
+    decisions: [u8; MAX_SEATS],
+    decided_in: [u8; MAX_SEATS],
+    paytable: [u32; 12],
+}
+
+mod wire {
+    //! The protobuf wire format of the scalar, bytes and packed fields of [`super::RoundPayload`].
+    use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
+
+    pub fn bytes_len(tag: u32, b: &[u8]) -> usize {
+        if b.is_empty() { 0 } else { key_len(tag) + encoded_len_varint(b.len() as u64) + b.len() }
+    }
+    pub fn bytes(tag: u32, b: &[u8], buf: &mut Vec<u8>) {
+        if !b.is_empty() {
+            encode_key(tag, WireType::LengthDelimited, buf);
+            encode_varint(b.len() as u64, buf);
+            buf.extend_from_slice(b);
+        }
+    }
+    pub fn varint_len(tag: u32, v: u64) -> usize {
+        if v == 0 { 0 } else { key_len(tag) + encoded_len_varint(v) }
+    }
+    pub fn varint(tag: u32, v: u64, buf: &mut Vec<u8>) {
+        if v != 0 {
+            encode_key(tag, WireType::Varint, buf);
+            encode_varint(v, buf);
+        }
+    }
+    fn packed_body(values: impl Iterator<Item = u64>) -> usize {
+        values.map(encoded_len_varint).sum()
+    }
+    pub fn packed_len(tag: u32, values: impl Iterator<Item = u64> + Clone) -> usize {
+        let body = packed_body(values);
+        if body == 0 { 0 } else { key_len(tag) + encoded_len_varint(body as u64) + body }
+    }
+    pub fn packed(tag: u32, values: impl Iterator<Item = u64> + Clone, buf: &mut Vec<u8>) {
+        let body = packed_body(values.clone());
+        if body != 0 {
+            encode_key(tag, WireType::LengthDelimited, buf);
+            encode_varint(body as u64, buf);
+            for v in values {
+                encode_varint(v, buf);
+            }
+        }
+    }
+}
+
+impl PayloadFields<'_> {
+    fn bets(&self) -> impl Iterator<Item = u64> + Clone + '_ {
+        self.state.round.seats().iter().map(|s| s.bet.0)
+    }
+    fn paytable(&self) -> impl Iterator<Item = u64> + Clone + '_ {
+        self.paytable.iter().map(|&o| u64::from(o))
+    }
+    fn seats(&self) -> usize {
+        self.state.round.seats().len().min(MAX_SEATS)
+    }
+}
+
+impl super::token::Payload for RoundState {
+    fn payload_len(&self) -> usize {
+        let f = self.payload_fields();
+        let s = f.state;
+        let n = f.seats();
+        wire::bytes_len(1, s.seed.expose())
+            + wire::bytes_len(2, s.client_seed.as_bytes())
+            + wire::varint_len(3, s.nonce)
+            + wire::varint_len(4, u64::from(s.decks.get()))
+            + wire::bytes_len(5, s.round_id.as_bytes())
+            + wire::varint_len(6, u64::from(f.complete))
+            + wire::bytes_len(7, &f.cards[..f.n_cards])
+            + wire::packed_len(8, f.bets())
+            + wire::bytes_len(9, &f.decisions[..n])
+            + wire::packed_len(10, f.paytable())
+            + wire::bytes_len(11, s.table_id.as_bytes())
+            + wire::varint_len(12, u64::from(s.step()))
+            + wire::bytes_len(13, &s.transcript.0)
+            + wire::bytes_len(14, &f.decided_in[..n])
+    }
+
+    fn encode_to(&self, buf: &mut Vec<u8>) {
+        let f = self.payload_fields();
+        let s = f.state;
+        let n = f.seats();
+        wire::bytes(1, s.seed.expose(), buf);
+        wire::bytes(2, s.client_seed.as_bytes(), buf);
+        wire::varint(3, s.nonce, buf);
+        wire::varint(4, u64::from(s.decks.get()), buf);
+        wire::bytes(5, s.round_id.as_bytes(), buf);
+        wire::varint(6, u64::from(f.complete), buf);
+        wire::bytes(7, &f.cards[..f.n_cards], buf);
+        wire::packed(8, f.bets(), buf);
+        wire::bytes(9, &f.decisions[..n], buf);
+        wire::packed(10, f.paytable(), buf);
+        wire::bytes(11, s.table_id.as_bytes(), buf);
+        wire::varint(12, u64::from(s.step()), buf);
+        wire::bytes(13, &s.transcript.0, buf);
+        wire::bytes(14, &f.decided_in[..n], buf);
+    }
+}
+
 impl RoundState {
     /// `t_0` of this round's inputs.
     pub fn start_transcript(&self) -> Transcript {
@@ -217,9 +327,46 @@ impl RoundState {
         }
     }
 
+    /// The fields of [`RoundState::to_payload`], borrowed or on the stack (no allocation).
+    fn payload_fields(&self) -> PayloadFields<'_> {
+        let seats = self.round.seats();
+        let mut f = PayloadFields {
+            state: self,
+            cards: [0; 3],
+            n_cards: 2,
+            complete: matches!(self.round, Round::Complete(_)),
+            decisions: [0; MAX_SEATS],
+            decided_in: [0; MAX_SEATS],
+            paytable: [0; 12],
+        };
+        let [a, b] = self.round.cards();
+        f.cards[0] = a.code();
+        f.cards[1] = b.code();
+        if let Some(c) = self.round.dealt_third() {
+            f.cards[2] = c.code();
+            f.n_cards = 3;
+        }
+        for (slot, seat) in f.decisions.iter_mut().zip(seats) {
+            *slot = decision_byte(seat.decision);
+        }
+        for (k, step) in self.steps.iter().enumerate() {
+            for &(seat, _) in step {
+                if let Some(slot) = f.decided_in.get_mut(seat) {
+                    // k < MAX_SEATS: fits in a byte.
+                    *slot = (k + 1) as u8;
+                }
+            }
+        }
+        for (slot, s) in f.paytable.iter_mut().zip(Spread::all()) {
+            *slot = self.paytable.spread_odds(s);
+        }
+        f.paytable[11] = self.paytable.three_of_a_kind_odds();
+        f
+    }
+
     /// Rebuilds the round from an opened payload. A payload no genuine token could hold is
     /// an invalid token, never a panic.
-    pub fn from_payload(p: RoundPayload) -> Result<RoundState, EngineError> {
+    pub fn from_payload(mut p: RoundPayload) -> Result<RoundState, EngineError> {
         let bad = || EngineError::InvalidToken;
         let seed: [u8; 32] = p.server_seed.as_slice().try_into().map_err(|_| bad())?;
         let card = |i: usize| p.cards.get(i).and_then(|&c| Card::from_code(c));
@@ -257,11 +404,11 @@ impl RoundState {
         let mut state = RoundState {
             round,
             seed: ServerSeed::from_bytes(seed),
-            client_seed: p.client_seed.clone(),
+            client_seed: std::mem::take(&mut p.client_seed),
             nonce: p.nonce,
             decks,
-            round_id: p.round_id.clone(),
-            table_id: if legacy { DEFAULT_TABLE_ID.to_string() } else { p.table_id.clone() },
+            round_id: std::mem::take(&mut p.round_id),
+            table_id: if legacy { DEFAULT_TABLE_ID.to_string() } else { std::mem::take(&mut p.table_id) },
             paytable,
             steps,
             transcript: Transcript([0; 32]),
@@ -277,9 +424,9 @@ impl RoundState {
     /// The cards the round has dealt, in order: two, or three once the third is dealt
     /// (face up or not). These are the first cards of the fair shoe.
     pub fn dealt_cards(&self) -> Vec<Card> {
-        let snap = self.round.snapshot();
-        let mut v = snap.cards.to_vec();
-        v.extend(snap.third);
+        let mut v = Vec::with_capacity(3);
+        v.extend(self.round.cards());
+        v.extend(self.round.dealt_third());
         v
     }
 }
@@ -373,6 +520,49 @@ mod tests {
         assert_eq!(back.transcript, s.transcript);
         assert_eq!(back.to_payload(), s.to_payload());
         assert_eq!(back.transcript, back.steps.iter().fold(back.start_transcript(), |t, st| t.decide(st)));
+    }
+
+    /// The payload written straight into the token is prost's encoding of `to_payload`.
+    fn assert_encodes_as_the_payload(s: &RoundState) {
+        use crate::service::token::Payload;
+        let mut direct = Vec::new();
+        s.encode_to(&mut direct);
+        let derived = prost::Message::encode_to_vec(&s.to_payload());
+        assert_eq!(direct, derived, "{s:?}");
+        assert_eq!(s.payload_len(), derived.len());
+    }
+
+    #[test]
+    fn the_round_state_encodes_byte_for_byte_as_its_payload() {
+        // Awaiting decisions, after each step, complete; odd values (nonce 0, empty ids,
+        // large bets, one to seven seats, consecutive and pair deals).
+        let mut s = state();
+        assert_encodes_as_the_payload(&s);
+        decide(&mut s, &[(2, Decision::Stand), (0, Decision::Raise)]);
+        assert_encodes_as_the_payload(&s);
+        decide(&mut s, &[(1, Decision::Raise)]);
+        assert_encodes_as_the_payload(&s);
+        s.round.close();
+        assert_encodes_as_the_payload(&s);
+        s.nonce = 0;
+        s.round_id.clear();
+        s.client_seed = "é".repeat(300);
+        assert_encodes_as_the_payload(&s);
+        let table = Table::default();
+        for (cards, seats) in [(["3c", "4d", "9h"], 1usize), (["Kc", "Kd", "Kh"], 7), (["2c", "Ad", "7h"], 7)] {
+            let mut deck = StackedDeck::new(cards.map(|c| c.parse::<Card>().unwrap()));
+            let bets: Vec<Money> = (0..seats).map(|i| Money(table.limits().max().0 - i as u64)).collect();
+            let round = Round::start(&table, &bets, &mut deck).unwrap();
+            let mut s = RoundState { round, nonce: u64::MAX, ..state() };
+            s.transcript = s.start_transcript();
+            assert_encodes_as_the_payload(&s);
+            if s.round.seats().len() == 7 && matches!(s.round, Round::AwaitingDecisions(_)) {
+                for seat in 0..7 {
+                    decide(&mut s, &[(seat, if seat % 2 == 0 { Decision::Raise } else { Decision::Stand })]);
+                    assert_encodes_as_the_payload(&s);
+                }
+            }
+        }
     }
 
     #[test]

@@ -381,7 +381,7 @@ impl KeyRing {
     /// Seals `payload` into a version-2 token of `kind` under the primary key. A token over
     /// [`MAX_TOKEN_LEN`] is refused ([`EngineError::TokenTooLarge`], an internal error that
     /// accepted requests cannot reach).
-    pub fn seal(&self, kind: TokenKind, payload: &impl Message) -> Result<Vec<u8>, EngineError> {
+    pub fn seal(&self, kind: TokenKind, payload: &impl Payload) -> Result<Vec<u8>, EngineError> {
         let key = &self.keys[self.primary];
         let mut token = frame(TOKEN_VERSION, kind, &key.id, payload)?;
         let header_len = 3 + key.id.len();
@@ -457,31 +457,53 @@ impl KeyRing {
         let key = self.keys.iter().find(|k| k.id.as_bytes() == id).ok_or(UnknownKey)?;
         let (nonce_bytes, sealed) = rest.split_at(NONCE_LEN);
         let (ciphertext, tag_bytes) = sealed.split_at(sealed.len() - TAG_LEN);
-        let mut plain = ciphertext.to_vec();
+        // Decrypted on the stack (the token is at most MAX_TOKEN_LEN bytes), wiped after.
+        let mut buf = [0u8; MAX_TOKEN_LEN];
+        let plain = &mut buf[..ciphertext.len()];
+        plain.copy_from_slice(ciphertext);
         let opened = if version == TOKEN_VERSION {
             let nonce = aes_gcm_siv::Nonce::try_from(nonce_bytes).map_err(|_| Malformed)?;
             let tag = aes_gcm_siv::Tag::try_from(tag_bytes).map_err(|_| Malformed)?;
-            key.siv.decrypt_inout_detached(&nonce, head, plain.as_mut_slice().into(), &tag).is_ok()
+            key.siv.decrypt_inout_detached(&nonce, head, (&mut *plain).into(), &tag).is_ok()
         } else {
             let nonce = Nonce::<U12>::try_from(nonce_bytes).map_err(|_| Malformed)?;
             let tag = aes_gcm::Tag::try_from(tag_bytes).map_err(|_| Malformed)?;
-            key.gcm.decrypt_inout_detached(&nonce, head, plain.as_mut_slice().into(), &tag).is_ok()
+            key.gcm.decrypt_inout_detached(&nonce, head, (&mut *plain).into(), &tag).is_ok()
         };
         if !opened {
             plain.zeroize();
             return Err(Tampered);
         }
-        let decoded = M::decode(plain.as_slice()).map_err(|_| Malformed);
+        let decoded = M::decode(&*plain).map_err(|_| Malformed);
         plain.zeroize();
         decoded
     }
 }
 
+/// What [`KeyRing::seal`] seals: any protobuf message, or a type that writes a message's
+/// encoding itself without building it (the round state, [`super::state::RoundState`]).
+pub trait Payload {
+    /// The length of the encoding [`Payload::encode_to`] appends.
+    fn payload_len(&self) -> usize;
+    /// Appends the protobuf encoding.
+    fn encode_to(&self, buf: &mut Vec<u8>);
+}
+
+impl<M: Message> Payload for M {
+    fn payload_len(&self) -> usize {
+        Message::encoded_len(self)
+    }
+    fn encode_to(&self, buf: &mut Vec<u8>) {
+        // A Vec grows as needed: encoding into it cannot fail.
+        let _ = self.encode(buf);
+    }
+}
+
 /// Header and a zeroed nonce, then the encoded payload: the token before encryption.
-fn frame(version: u8, kind: TokenKind, id: &str, payload: &impl Message) -> Result<Vec<u8>, EngineError> {
+fn frame(version: u8, kind: TokenKind, id: &str, payload: &impl Payload) -> Result<Vec<u8>, EngineError> {
     let id = id.as_bytes();
     let header_len = 3 + id.len();
-    let len = header_len + NONCE_LEN + payload.encoded_len() + TAG_LEN;
+    let len = header_len + NONCE_LEN + payload.payload_len() + TAG_LEN;
     if len > MAX_TOKEN_LEN {
         return Err(EngineError::TokenTooLarge { len, max: MAX_TOKEN_LEN });
     }
@@ -490,7 +512,10 @@ fn frame(version: u8, kind: TokenKind, id: &str, payload: &impl Message) -> Resu
     token.extend_from_slice(&[version, kind.byte(), id.len() as u8]);
     token.extend_from_slice(id);
     token.resize(header_len + NONCE_LEN, 0);
-    payload.encode(&mut token).map_err(|_| EngineError::Internal("token payload encoding failed".into()))?;
+    payload.encode_to(&mut token);
+    if token.len() + TAG_LEN != len {
+        return Err(EngineError::Internal("token payload encoding has the wrong length".into()));
+    }
     Ok(token)
 }
 
