@@ -41,17 +41,22 @@ impl Transcript {
     /// `t_k` from `t_{k-1}` (`self`) and the k-th Decide's decisions. The decisions are
     /// hashed in ascending seat order whatever order they are given in.
     pub fn decide(self, decisions: &[(usize, Decision)]) -> Transcript {
-        let mut sorted = decisions.to_vec();
-        sorted.sort_by_key(|&(seat, _)| seat);
-        let body: Vec<u8> = sorted
-            .iter()
-            // Seats are < MAX_SEATS (7): the cast never truncates for a genuine round.
-            .flat_map(|&(seat, d)| [u8::try_from(seat).unwrap_or(u8::MAX), action_byte(d)])
-            .collect();
+        // The service passes decisions already in seat order: hashed as they are, without
+        // a copy. A stable sort of sorted input changes nothing, so both paths hash the same.
+        if !decisions.is_sorted_by_key(|&(seat, _)| seat) {
+            let mut sorted = decisions.to_vec();
+            sorted.sort_by_key(|&(seat, _)| seat);
+            return self.decide(&sorted);
+        }
         let mut h = Sha256::new();
         field(&mut h, DECIDE_LABEL);
         field(&mut h, &self.0);
-        field(&mut h, &body);
+        // field(u8(seat) ‖ u8(action) ‖ …), streamed into the hash.
+        h.update(len32_of(decisions.len().checked_mul(2).unwrap_or(usize::MAX)).to_be_bytes());
+        for &(seat, d) in decisions {
+            // Seats are < MAX_SEATS (7): the cast never truncates for a genuine round.
+            h.update([u8::try_from(seat).unwrap_or(u8::MAX), action_byte(d)]);
+        }
         Transcript(h.finalize().into())
     }
 }
@@ -120,7 +125,30 @@ impl StartInputs<'_> {
 
     /// `t_0`.
     pub fn transcript(&self) -> Transcript {
-        Transcript(Sha256::digest(self.preimage()).into())
+        // SHA-256 of `preimage()`, streamed: the same bytes without building them.
+        let mut odds = [0u8; 48];
+        for (chunk, s) in odds.chunks_exact_mut(4).zip(Spread::all()) {
+            chunk.copy_from_slice(&self.paytable.spread_odds(s).to_be_bytes());
+        }
+        odds[44..].copy_from_slice(&self.paytable.three_of_a_kind_odds().to_be_bytes());
+        let mut h = Sha256::new();
+        for part in [
+            START_LABEL,
+            &self.commitment[..],
+            self.table_id.as_bytes(),
+            self.round_id.as_bytes(),
+            &self.nonce.to_be_bytes(),
+            &[self.decks.get()],
+            self.client_seed,
+            &odds,
+        ] {
+            field(&mut h, part);
+        }
+        h.update(len32_of(self.bets.len().checked_mul(8).unwrap_or(usize::MAX)).to_be_bytes());
+        for b in self.bets {
+            h.update(b.0.to_be_bytes());
+        }
+        Transcript(h.finalize().into())
     }
 }
 
@@ -128,7 +156,12 @@ impl StartInputs<'_> {
 /// longest is a 1024-byte client seed); a longer one would be a bug, and is hashed with a
 /// saturated length rather than a wrapped one, which still differs from every genuine input.
 fn len32(bytes: &[u8]) -> u32 {
-    u32::try_from(bytes.len()).unwrap_or(u32::MAX)
+    len32_of(bytes.len())
+}
+
+/// [`len32`] of a length.
+fn len32_of(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
 }
 
 fn field(h: &mut Sha256, bytes: &[u8]) {
@@ -190,6 +223,30 @@ mod tests {
         put(&[500u64.to_be_bytes(), 1000u64.to_be_bytes()].concat());
         assert_eq!(pre, expect);
         assert_eq!(start(&c, &bets, &p).transcript().0, <[u8; 32]>::from(Sha256::digest(&expect)));
+    }
+
+    #[test]
+    fn the_streamed_hashes_are_sha256_of_the_specified_bytes() {
+        let c = [0x5a; 32];
+        let p = Paytable::new([9, 8, 7, 6, 5, 4, 3, 2, 1, 1, 1], 300).unwrap();
+        let seed = vec![b'x'; 1024];
+        for bets in [&[][..], &[Money(1)][..], &[Money(u64::MAX); 7][..]] {
+            let s = StartInputs { client_seed: &seed, round_id: "", table_id: "t.1", ..start(&c, bets, &p) };
+            assert_eq!(s.transcript().0, <[u8; 32]>::from(Sha256::digest(s.preimage())));
+        }
+        // t_k over u32be(len) ‖ (u8(seat) ‖ u8(action))… in seat order, whatever the given order.
+        let t = Transcript([3; 32]);
+        let decisions = [(4, Decision::Stand), (0, Decision::Raise), (6, Decision::Raise), (2, Decision::Stand)];
+        let mut expect = Vec::new();
+        for part in [DECIDE_LABEL, &t.0[..], &[0, 1, 2, 2, 4, 2, 6, 1][..]] {
+            expect.extend_from_slice(&(part.len() as u32).to_be_bytes());
+            expect.extend_from_slice(part);
+        }
+        let want = <[u8; 32]>::from(Sha256::digest(&expect));
+        let mut sorted = decisions;
+        sorted.sort_by_key(|&(seat, _)| seat);
+        assert_eq!(t.decide(&decisions).0, want);
+        assert_eq!(t.decide(&sorted).0, want);
     }
 
     #[test]

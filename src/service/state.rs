@@ -271,7 +271,19 @@ impl RoundState {
     /// `t_0` of this round's inputs.
     pub fn start_transcript(&self) -> Transcript {
         let commitment = self.seed.commitment().0;
-        let bets: Vec<Money> = self.round.seats().iter().map(|s| s.bet).collect();
+        let seats = self.round.seats();
+        // At most MAX_SEATS seats (Round's invariant): the bets fit on the stack.
+        let mut stack = [Money::ZERO; MAX_SEATS];
+        let heap: Vec<Money>;
+        let bets = if seats.len() <= MAX_SEATS {
+            for (b, s) in stack.iter_mut().zip(seats) {
+                *b = s.bet;
+            }
+            &stack[..seats.len()]
+        } else {
+            heap = seats.iter().map(|s| s.bet).collect();
+            &heap[..]
+        };
         StartInputs {
             commitment: &commitment,
             table_id: &self.table_id,
@@ -280,7 +292,7 @@ impl RoundState {
             decks: self.decks,
             client_seed: self.client_seed.as_bytes(),
             paytable: &self.paytable,
-            bets: &bets,
+            bets,
         }
         .transcript()
     }
