@@ -167,8 +167,14 @@ impl RevealV2 {
 
     /// The exact JSON text: compact, keys in the order of the format's specification.
     pub fn to_json(&self) -> String {
-        // Serializing plain strings, integers, booleans and arrays cannot fail.
-        serde_json::to_string(self).unwrap_or_default()
+        // Written into a buffer the size of a typical reveal (~900 bytes for one seat), so
+        // it rarely grows. Serializing plain strings, integers, booleans and arrays cannot
+        // fail, and serde_json writes UTF-8.
+        let mut out = Vec::with_capacity(1024);
+        match serde_json::to_writer(&mut out, self) {
+            Ok(()) => String::from_utf8(out).unwrap_or_default(),
+            Err(_) => String::new(),
+        }
     }
 }
 

@@ -81,7 +81,10 @@ pub(crate) fn hex32(bytes: &[u8; 32]) -> String {
     let mut out = [0u8; 64];
     // Both cannot fail: the output is exactly twice the input, and hex digits are ASCII.
     let _ = hex::encode_to_slice(bytes, &mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    // Hex digits are ASCII: no lossy scan needed, one allocation of the exact size.
+    let mut s = String::with_capacity(64);
+    s.push_str(std::str::from_utf8(&out).unwrap_or_default());
+    s
 }
 
 #[cfg(test)]

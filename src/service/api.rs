@@ -402,19 +402,6 @@ impl RedDogService {
             })
             .collect();
         let cards = state.dealt_cards();
-        let reveal = RevealV2::new(&SettledRound {
-            seed: &state.seed,
-            table_id: &state.table_id,
-            round_id: &state.round_id,
-            client_seed: &state.client_seed,
-            nonce: state.nonce,
-            decks: state.decks,
-            cards: &cards,
-            paytable: &state.paytable,
-            steps: &state.steps,
-            settlement: &settlement,
-            transcript: state.transcript,
-        });
         // A round started by an engine before round integrity may have no round id (it was
         // optional then); a v2 reveal needs one, so such a round reveals in the v1 format
         // (cards only), which is what that engine would have returned.
@@ -429,7 +416,21 @@ impl RedDogService {
             let json = serde_json::to_string(&v1).map_err(|e| EngineError::Internal(e.to_string()))?;
             (json, reveal_message_v1(&v1))
         } else {
-            (reveal.to_json(), reveal_message(&reveal))
+            let reveal = RevealV2::new(&SettledRound {
+                seed: &state.seed,
+                table_id: &state.table_id,
+                round_id: &state.round_id,
+                client_seed: &state.client_seed,
+                nonce: state.nonce,
+                decks: state.decks,
+                cards: &cards,
+                paytable: &state.paytable,
+                steps: &state.steps,
+                settlement: &settlement,
+                transcript: state.transcript,
+            });
+            // The JSON first, then the reveal's strings move into the message (no copies).
+            (reveal.to_json(), reveal_message(reveal))
         };
         if let Some(m) = self.inner.table_metrics.get(&state.table_id) {
             m.settled(&settlement);
@@ -438,9 +439,9 @@ impl RedDogService {
             target: "reddog::audit",
             event = "round_settled",
             round_id = %state.round_id,
-            commitment = %reveal.commitment,
+            commitment = %state.seed.commitment(),
             step = state.step(),
-            transcript = %reveal.transcript,
+            transcript = %state.transcript,
             hand_class = settlement.class.name(),
             third_card = %MaybeCard(settlement.third),
             total_staked = settlement.total_staked.0,
@@ -452,7 +453,7 @@ impl RedDogService {
             total_staked: settlement.total_staked.0,
             total_returned: settlement.total_returned.0,
             step: state.step(),
-            transcript: reveal.transcript.clone(),
+            transcript: state.transcript.to_hex(),
             reveal: Some(reveal_fields),
             round_id: state.round_id,
             reveal_json,
@@ -477,19 +478,19 @@ fn reveal_message_v1(r: &RevealV1) -> proto::Reveal {
 }
 
 /// The reveal as protobuf fields (the same content as `reveal_json`).
-fn reveal_message(r: &RevealV2) -> proto::Reveal {
+fn reveal_message(r: RevealV2) -> proto::Reveal {
     let paytable = &r.paytable;
     proto::Reveal {
-        format: r.format.clone(),
-        algorithm: r.algorithm.clone(),
-        server_seed: r.server_seed.clone(),
-        commitment: r.commitment.clone(),
-        table_id: r.table_id.clone(),
-        round_id: r.round_id.clone(),
-        client_seed: r.client_seed.clone(),
+        format: r.format,
+        algorithm: r.algorithm,
+        server_seed: r.server_seed,
+        commitment: r.commitment,
+        table_id: r.table_id,
+        round_id: r.round_id,
+        client_seed: r.client_seed,
         nonce: r.nonce,
         decks: u32::from(r.decks),
-        cards: r.cards.clone(),
+        cards: r.cards,
         paytable: Some(proto::RevealPaytable {
             spread: Spread::all().map(|s| paytable.spread_odds(s)).collect(),
             three_of_a_kind: paytable.three_of_a_kind_odds(),
@@ -512,7 +513,7 @@ fn reveal_message(r: &RevealV2) -> proto::Reveal {
             .iter()
             .map(|s| proto::RevealSeat { bet: s.bet, raised: s.raised, stake: s.stake, returned: s.returned })
             .collect(),
-        transcript: r.transcript.clone(),
+        transcript: r.transcript,
     }
 }
 
