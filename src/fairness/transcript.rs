@@ -52,7 +52,7 @@ impl Transcript {
         field(&mut h, DECIDE_LABEL);
         field(&mut h, &self.0);
         // field(u8(seat) ‖ u8(action) ‖ …), streamed into the hash.
-        h.update(len32_of(decisions.len().checked_mul(2).unwrap_or(usize::MAX)).to_be_bytes());
+        h.update(len32_of(decisions.len().saturating_mul(2)).to_be_bytes());
         for &(seat, d) in decisions {
             // Seats are < MAX_SEATS (7): the cast never truncates for a genuine round.
             h.update([u8::try_from(seat).unwrap_or(u8::MAX), action_byte(d)]);
@@ -144,7 +144,7 @@ impl StartInputs<'_> {
         ] {
             field(&mut h, part);
         }
-        h.update(len32_of(self.bets.len().checked_mul(8).unwrap_or(usize::MAX)).to_be_bytes());
+        h.update(len32_of(self.bets.len().saturating_mul(8)).to_be_bytes());
         for b in self.bets {
             h.update(b.0.to_be_bytes());
         }
