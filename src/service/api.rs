@@ -439,7 +439,7 @@ impl RedDogService {
             target: "reddog::audit",
             event = "round_settled",
             round_id = %state.round_id,
-            commitment = %state.seed.commitment(),
+            commitment = %reveal_fields.commitment,
             step = state.step(),
             transcript = %state.transcript,
             hand_class = settlement.class.name(),
