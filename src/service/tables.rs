@@ -27,6 +27,8 @@ pub use super::state::DEFAULT_TABLE_ID;
 
 /// Largest minor-unit exponent accepted (ISO 4217 uses 0 to 4).
 pub const MAX_MINOR_UNIT_EXPONENT: u8 = 4;
+/// Bytes of an ISO 4217 alphabetic code.
+pub const CURRENCY_CODE_LEN: usize = 3;
 
 /// A table's currency.
 ///
@@ -46,7 +48,7 @@ impl Currency {
     /// A currency from its ISO 4217 alphabetic code and minor-unit exponent; `field` names the
     /// configuration entry in errors.
     pub fn new(code: &str, minor_unit_exponent: u8, field: &str) -> Result<Currency, EngineError> {
-        if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+        if code.len() != CURRENCY_CODE_LEN || !code.bytes().all(|b| b.is_ascii_uppercase()) {
             return Err(EngineError::invalid(
                 format!("{field}.currency"),
                 format!("{code:?} is not an ISO 4217 alphabetic code (three capital letters, e.g. EUR, USD, JPY)"),
