@@ -20,11 +20,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use reddog::game::Table;
 use reddog::service::proto::red_dog_client::RedDogClient;
 use reddog::service::proto::red_dog_server::{RedDog, RedDogServer};
 use reddog::service::proto::{self, Action};
-use reddog::service::{EngineConfig, KeyRing, ServerConfig};
+use reddog::service::{Application, KeyRingSource, Settings};
 use tonic::transport::{Channel, Server};
 use tonic::{Request, Response, Status};
 
@@ -270,18 +269,14 @@ async fn serve_baseline<S: RedDog>(svc: S) -> SocketAddr {
 }
 
 async fn serve_engine() -> SocketAddr {
-    let _ = reddog::service::metrics::install();
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    let config = ServerConfig {
-        engine: EngineConfig {
-            tables: reddog::service::tables::Tables::single(Table::default()),
-            key_ring: KeyRing::development().unwrap(),
-            commitment_ttl: Duration::from_secs(3600),
-        },
-        drain_timeout: Duration::from_secs(1),
-    };
-    tokio::spawn(reddog::service::run(l, config, std::future::pending()));
+    let mut settings = Settings::local(KeyRingSource::Development);
+    settings.commitment_ttl = Duration::from_secs(3600);
+    settings.drain_timeout = Duration::from_secs(1);
+    // A load generator measures the engine, not the shedding: lift the global cap.
+    settings.limits.max_in_flight = 100_000;
+    let app = Application::build(settings).await.unwrap();
+    let addr = app.local_addr();
+    tokio::spawn(app.run(std::future::pending()));
     addr
 }
 

@@ -26,7 +26,7 @@ use super::metrics::{self, Method, Metrics, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
 use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 use super::tables::{Currency, NamedTable, Tables};
-use super::token::{KeyRing, TokenKind};
+use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{BoundField, EngineError};
 use crate::fairness::{ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, ServerSeed, SettledRound, action_text};
 use crate::game::{Money, Round, Spread};
@@ -169,13 +169,15 @@ impl RedDogService {
     fn open_round(&self, method: Method, token: &[u8], round_id: &str) -> Result<RoundState, Status> {
         convert::required_token("round_token", token)?;
         convert::round_id("round_id", round_id)?;
-        let state =
-            self.inner.ring.open::<RoundPayload>(TokenKind::Round, token).and_then(RoundState::from_payload).map_err(
-                |_| {
-                    metrics::token_rejected(method);
-                    invalid_token("round_token")
-                },
-            )?;
+        let state = self
+            .inner
+            .ring
+            .open_checked::<RoundPayload>(TokenKind::Round, token)
+            .and_then(|p| RoundState::from_payload(p).map_err(|_| TokenRefusal::Malformed))
+            .map_err(|why| {
+                metrics::token_rejected(method, why.label());
+                invalid_token("round_token")
+            })?;
         if !round_id.is_empty() && round_id != state.round_id {
             return Err(EngineError::invalid("round_id", "does not match the round id carried in round_token").into());
         }
@@ -232,11 +234,14 @@ impl RedDogService {
         let payload = self
             .inner
             .ring
-            .open::<CommitmentPayload>(TokenKind::Commitment, &req.commitment_token)
-            .and_then(|p| if now_ms() > p.expires_at_unix_ms { Err(EngineError::InvalidToken) } else { Ok(p) })
-            .and_then(|p| Ok((p.seed()?, p.binding()?)))
-            .map_err(|_| {
-                metrics::token_rejected(Method::StartRound);
+            .open_checked::<CommitmentPayload>(TokenKind::Commitment, &req.commitment_token)
+            .and_then(|p| if now_ms() > p.expires_at_unix_ms { Err(TokenRefusal::Expired) } else { Ok(p) })
+            .and_then(|p| {
+                let seed = p.seed().map_err(|_| TokenRefusal::Malformed)?;
+                Ok((seed, p.binding().map_err(|_| TokenRefusal::Malformed)?))
+            })
+            .map_err(|why| {
+                metrics::token_rejected(Method::StartRound, why.label());
                 invalid_token("commitment_token")
             })?;
         let (committed, binding) = payload;

@@ -16,7 +16,12 @@
 //! | `reddog_rtp_bound` | gauge | `table`, `definition`, `bound` | exact RTP range over every strategy |
 //! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent` | the configured tables |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
-//! | `reddog_token_rejections_total` | counter | `method` | tokens refused (any reason) |
+//! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`); the client gets one answer for all |
+//! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED because the server was at `--max-in-flight` |
+//! | `reddog_request_timeouts_total` | counter | | RedDog calls cut at `--request-timeout-ms` (DEADLINE_EXCEEDED) |
+//! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
+//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections`, `idle` |
+//! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made the accept loop back off |
 //!
 //! Settlement counters count `Settle` answers: a retried `Settle` counts again. Deal classes
 //! are `hand_class` `pair` and `consecutive` (spread `0`) and `non_consecutive` with spread
@@ -490,9 +495,36 @@ impl TableMetrics {
     }
 }
 
-/// Records a refused token (rare: not worth a cached handle).
-pub fn token_rejected(method: Method) {
-    counter!("reddog_token_rejections_total", "method" => method.name()).increment(1);
+/// Records a refused token and logs why at WARN, on the server only (rare: not worth a
+/// cached handle). `reason` is one of the [`crate::service::token::TokenRefusal`] labels.
+pub fn token_rejected(method: Method, reason: &'static str) {
+    tracing::warn!(method = method.name(), reason, "token refused");
+    counter!("reddog_token_rejections_total", "method" => method.name(), "reason" => reason).increment(1);
+}
+
+/// Records a call shed at the global concurrency cap.
+pub fn load_shed() {
+    counter!("reddog_load_shed_total").increment(1);
+}
+
+/// Records a call cut at the per-call timeout.
+pub fn request_timed_out() {
+    counter!("reddog_request_timeouts_total").increment(1);
+}
+
+/// Records a request tonic could not decode, by the code it was answered with.
+pub fn bad_request(code: tonic::Code) {
+    counter!("reddog_undecodable_requests_total", "code" => code_name(code)).increment(1);
+}
+
+/// Records a connection the server closed, by why.
+pub fn connection_closed(reason: &'static str) {
+    counter!("reddog_connections_closed_total", "reason" => reason).increment(1);
+}
+
+/// Records one back-off of the accept loop.
+pub fn accept_backoff() {
+    counter!("reddog_accept_backoffs_total").increment(1);
 }
 
 fn code_name(code: tonic::Code) -> &'static str {

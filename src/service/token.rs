@@ -55,7 +55,6 @@
 //! Every way a token can be wrong (truncated, tampered, unknown key id, wrong kind, unknown
 //! version, not decodable, expired) is the one error [`EngineError::InvalidToken`].
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use std::sync::OnceLock;
@@ -70,6 +69,7 @@ use prost::Message;
 use rand::TryRng;
 use serde::Deserialize;
 use sha2::Sha256;
+use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 use super::convert::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
@@ -240,7 +240,31 @@ impl fmt::Debug for KeyRing {
 #[serde(deny_unknown_fields)]
 struct KeyRingFile {
     primary: String,
-    keys: BTreeMap<String, String>,
+    keys: KeyList,
+}
+
+/// The `keys` object in document order, duplicates kept (a map would keep only the last of
+/// two equal ids; [`KeyRing::new`] refuses them instead).
+struct KeyList(Vec<(String, String)>);
+
+impl<'de> Deserialize<'de> for KeyList {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<KeyList, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = KeyList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of key id to 64 hexadecimal characters")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<KeyList, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(entry) = map.next_entry::<String, String>()? {
+                    keys.push(entry);
+                }
+                Ok(KeyList(keys))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// `true` for a valid key id: 1 to 32 characters of `[A-Za-z0-9._-]`.
@@ -251,18 +275,16 @@ pub fn valid_key_id(id: &str) -> bool {
 
 impl KeyRing {
     /// Builds a ring from `(id, 32-byte key)` pairs; `primary` must be one of the ids.
-    pub fn new(keys: Vec<(String, [u8; 32])>, primary: &str) -> Result<KeyRing, EngineError> {
-        if keys.is_empty() {
-            return Err(EngineError::invalid("key_ring.keys", "the key ring holds no key"));
+    ///
+    /// Refused (errors name the ids, never key bytes): no key, an invalid or repeated id, an
+    /// all-zero key, the same key under two ids.
+    pub fn new(mut keys: Vec<(String, [u8; 32])>, primary: &str) -> Result<KeyRing, EngineError> {
+        if let Err(e) = Self::check(&keys) {
+            keys.iter_mut().for_each(|(_, k)| k.zeroize());
+            return Err(e);
         }
         let mut ring = Vec::with_capacity(keys.len());
         for (id, mut key) in keys {
-            if !valid_key_id(&id) {
-                return Err(EngineError::invalid("key_ring.keys", "key ids are 1-32 characters of [A-Za-z0-9._-]"));
-            }
-            if ring.iter().any(|k: &RingKey| k.id == id) {
-                return Err(EngineError::invalid("key_ring.keys", format!("key id {id:?} appears twice")));
-            }
             let scheduled = RingKey::new(id, &key);
             key.zeroize();
             ring.push(scheduled?);
@@ -275,6 +297,36 @@ impl KeyRing {
     }
 
     /// Parses the key ring JSON. Errors name the offending field and never echo key text.
+    fn check(keys: &[(String, [u8; 32])]) -> Result<(), EngineError> {
+        if keys.is_empty() {
+            return Err(EngineError::invalid("key_ring.keys", "the key ring holds no key"));
+        }
+        for (i, (id, key)) in keys.iter().enumerate() {
+            if !valid_key_id(id) {
+                return Err(EngineError::invalid("key_ring.keys", "key ids are 1-32 characters of [A-Za-z0-9._-]"));
+            }
+            if keys[..i].iter().any(|(other, _)| other == id) {
+                return Err(EngineError::invalid(
+                    format!("key_ring.keys.{id}"),
+                    format!("key id {id:?} appears twice (a JSON object must not repeat a key id)"),
+                ));
+            }
+            if key.iter().all(|&b| b == 0) {
+                return Err(EngineError::invalid(
+                    format!("key_ring.keys.{id}"),
+                    "the key is all zeros: generate keys with `reddog keygen`",
+                ));
+            }
+            if let Some((other, _)) = keys[..i].iter().find(|(_, k)| bool::from(k.ct_eq(key))) {
+                return Err(EngineError::invalid(
+                    format!("key_ring.keys.{id}"),
+                    format!("keys {other:?} and {id:?} are the same key: each id needs its own key"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn from_json(text: &str) -> Result<KeyRing, EngineError> {
         let mut file: KeyRingFile = serde_json::from_str(text).map_err(|e| {
             // serde's message may quote the input; keep only its position.
@@ -283,18 +335,23 @@ impl KeyRing {
                 format!("not a key ring JSON document (line {}, column {})", e.line(), e.column()),
             )
         })?;
-        let mut keys = Vec::with_capacity(file.keys.len());
-        for (id, hex_key) in &mut file.keys {
+        let mut keys = Vec::with_capacity(file.keys.0.len());
+        let mut bad = None;
+        for (id, hex_key) in &mut file.keys.0 {
             let mut key = [0u8; 32];
             let ok = hex::decode_to_slice(hex_key.trim(), &mut key).is_ok();
             hex_key.zeroize();
-            if !ok {
-                return Err(EngineError::invalid(
-                    format!("key_ring.keys.{id}"),
-                    "a key is 64 hexadecimal characters (32 bytes)",
-                ));
+            if !ok && bad.is_none() {
+                bad = Some(id.clone());
             }
             keys.push((id.clone(), key));
+        }
+        if let Some(id) = bad {
+            keys.iter_mut().for_each(|(_, k)| k.zeroize());
+            return Err(EngineError::invalid(
+                format!("key_ring.keys.{id}"),
+                "a key is 64 hexadecimal characters (32 bytes)",
+            ));
         }
         KeyRing::new(keys, &file.primary)
     }
@@ -377,39 +434,49 @@ impl KeyRing {
     /// Opens a token of `kind` (version 2, or version 1 from an earlier engine); any failure
     /// is [`EngineError::InvalidToken`].
     pub fn open<M: Message + Default>(&self, kind: TokenKind, token: &[u8]) -> Result<M, EngineError> {
-        let bad = || EngineError::InvalidToken;
+        self.open_checked(kind, token).map_err(EngineError::from)
+    }
+
+    /// Opens a token of `kind`, saying why it is refused. The reason is for the operator's
+    /// metric and log only: the client always gets the one answer ([`EngineError::InvalidToken`]).
+    pub fn open_checked<M: Message + Default>(&self, kind: TokenKind, token: &[u8]) -> Result<M, TokenRefusal> {
+        use TokenRefusal::{Malformed, Tampered, UnknownKey, WrongKind};
         if token.len() > MAX_TOKEN_LEN || token.len() < 3 {
-            return Err(bad());
+            return Err(Malformed);
         }
         let version = token[0];
-        if !matches!(version, TOKEN_VERSION | TOKEN_VERSION_1) || token[1] != kind.byte() {
-            return Err(bad());
+        if !matches!(version, TOKEN_VERSION | TOKEN_VERSION_1) {
+            return Err(Malformed);
+        }
+        if token[1] != kind.byte() {
+            let other = [TokenKind::Commitment, TokenKind::Round].into_iter().any(|k| k.byte() == token[1]);
+            return Err(if other { WrongKind } else { Malformed });
         }
         let id_len = usize::from(token[2]);
         let header_len = 3 + id_len;
         if id_len == 0 || token.len() < header_len + NONCE_LEN + TAG_LEN {
-            return Err(bad());
+            return Err(Malformed);
         }
         let (head, rest) = token.split_at(header_len);
         let id = &head[3..];
-        let key = self.keys.iter().find(|k| k.id.as_bytes() == id).ok_or_else(bad)?;
+        let key = self.keys.iter().find(|k| k.id.as_bytes() == id).ok_or(UnknownKey)?;
         let (nonce_bytes, sealed) = rest.split_at(NONCE_LEN);
         let (ciphertext, tag_bytes) = sealed.split_at(sealed.len() - TAG_LEN);
         let mut plain = ciphertext.to_vec();
         let opened = if version == TOKEN_VERSION {
-            let nonce = aes_gcm_siv::Nonce::try_from(nonce_bytes).map_err(|_| bad())?;
-            let tag = aes_gcm_siv::Tag::try_from(tag_bytes).map_err(|_| bad())?;
+            let nonce = aes_gcm_siv::Nonce::try_from(nonce_bytes).map_err(|_| Malformed)?;
+            let tag = aes_gcm_siv::Tag::try_from(tag_bytes).map_err(|_| Malformed)?;
             key.siv.decrypt_inout_detached(&nonce, head, plain.as_mut_slice().into(), &tag).is_ok()
         } else {
-            let nonce = Nonce::<U12>::try_from(nonce_bytes).map_err(|_| bad())?;
-            let tag = aes_gcm::Tag::try_from(tag_bytes).map_err(|_| bad())?;
+            let nonce = Nonce::<U12>::try_from(nonce_bytes).map_err(|_| Malformed)?;
+            let tag = aes_gcm::Tag::try_from(tag_bytes).map_err(|_| Malformed)?;
             key.gcm.decrypt_inout_detached(&nonce, head, plain.as_mut_slice().into(), &tag).is_ok()
         };
         if !opened {
             plain.zeroize();
-            return Err(bad());
+            return Err(Tampered);
         }
-        let decoded = M::decode(plain.as_slice()).map_err(|_| bad());
+        let decoded = M::decode(plain.as_slice()).map_err(|_| Malformed);
         plain.zeroize();
         decoded
     }
@@ -432,6 +499,40 @@ fn frame(version: u8, kind: TokenKind, id: &str, payload: &impl Message) -> Resu
     Ok(token)
 }
 
+/// Why a token was refused, for the operator (metric label and WARN log); never sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenRefusal {
+    /// Not a token of a known format: wrong length, version or layout, or undecodable content.
+    Malformed,
+    /// A genuine-looking token of the other kind (a commitment where a round was expected).
+    WrongKind,
+    /// Sealed under a key id the ring does not hold (foreign, or retired too early).
+    UnknownKey,
+    /// The authentication tag does not verify: altered, or sealed under another key of that id.
+    Tampered,
+    /// Genuine, but past its expiry.
+    Expired,
+}
+
+impl TokenRefusal {
+    /// The metric label.
+    pub const fn label(self) -> &'static str {
+        match self {
+            TokenRefusal::Malformed => "malformed",
+            TokenRefusal::WrongKind => "wrong_kind",
+            TokenRefusal::UnknownKey => "unknown_key",
+            TokenRefusal::Tampered => "tampered",
+            TokenRefusal::Expired => "expired",
+        }
+    }
+}
+
+impl From<TokenRefusal> for EngineError {
+    fn from(_: TokenRefusal) -> EngineError {
+        EngineError::InvalidToken
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,7 +547,7 @@ mod tests {
         KeyRing::from_json(&format!(
             r#"{{"primary":"{primary}","keys":{{"k1":"{}","k0":"{}"}}}}"#,
             "11".repeat(32),
-            "00".repeat(32)
+            "01".repeat(32)
         ))
         .unwrap()
     }
@@ -597,8 +698,47 @@ mod tests {
         let secret = "ab".repeat(31) + "zz";
         let err = KeyRing::from_json(&format!(r#"{{"primary":"a","keys":{{"a":"{secret}"}}}}"#)).unwrap_err();
         assert!(!err.to_string().contains("abab"));
-        assert!(KeyRing::from_json(&format!(r#"{{"primary":"b","keys":{{"a":"{}"}}}}"#, "00".repeat(32))).is_err());
-        assert!(KeyRing::from_json(&format!(r#"{{"primary":"a b","keys":{{"a b":"{}"}}}}"#, "00".repeat(32))).is_err());
+        assert!(KeyRing::from_json(&format!(r#"{{"primary":"b","keys":{{"a":"{}"}}}}"#, "03".repeat(32))).is_err());
+        assert!(KeyRing::from_json(&format!(r#"{{"primary":"a b","keys":{{"a b":"{}"}}}}"#, "03".repeat(32))).is_err());
         assert!(format!("{:?}", ring("k1")).contains("k0"));
+    }
+
+    /// The message of a refused ring: names the problem, never the key text.
+    fn refusal(json: &str, secret: &str) -> String {
+        let err = KeyRing::from_json(json).unwrap_err().to_string();
+        assert!(!err.contains(secret), "{err}");
+        err
+    }
+
+    #[test]
+    fn duplicate_ids_zero_keys_and_shared_keys_are_refused() {
+        let (k1, k2) = ("4a".repeat(32), "5b".repeat(32));
+        // A repeated JSON key: serde into a map would keep the last one silently.
+        let err = refusal(&format!(r#"{{"primary":"a","keys":{{"a":"{k1}","a":"{k2}"}}}}"#), &k1[..16]);
+        assert!(err.contains("appears twice"), "{err}");
+        let err = refusal(&format!(r#"{{"primary":"a","keys":{{"a":"{}"}}}}"#, "00".repeat(32)), "0000000000");
+        assert!(err.contains("all zeros"), "{err}");
+        let err = refusal(&format!(r#"{{"primary":"a","keys":{{"a":"{k1}","b":"{k1}"}}}}"#), &k1[..16]);
+        assert!(err.contains("same key"), "{err}");
+        assert!(KeyRing::from_json(&format!(r#"{{"primary":"a","keys":{{"a":"{k1}","b":"{k2}"}}}}"#)).is_ok());
+    }
+
+    #[test]
+    fn refusals_say_why_to_the_operator() {
+        let r = ring("k1");
+        let t = r.seal(TokenKind::Round, &Sample { text: "hello".into() }).unwrap();
+        let why = |t: &[u8], kind| r.open_checked::<Sample>(kind, t).unwrap_err();
+        assert_eq!(why(&t, TokenKind::Commitment), TokenRefusal::WrongKind);
+        let mut bad = t.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        assert_eq!(why(&bad, TokenKind::Round), TokenRefusal::Tampered);
+        assert_eq!(why(&t[..10], TokenKind::Round), TokenRefusal::Malformed);
+        assert_eq!(why(b"junk", TokenKind::Round), TokenRefusal::Malformed);
+        let foreign =
+            KeyRing::from_json(&format!(r#"{{"primary":"zz","keys":{{"zz":"{}"}}}}"#, "22".repeat(32))).unwrap();
+        let t2 = foreign.seal(TokenKind::Round, &Sample { text: "x".into() }).unwrap();
+        assert_eq!(why(&t2, TokenKind::Round), TokenRefusal::UnknownKey);
+        // Every refusal is the same error to the caller.
+        assert_eq!(r.open::<Sample>(TokenKind::Round, &t2), Err(EngineError::InvalidToken));
     }
 }

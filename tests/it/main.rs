@@ -27,4 +27,6 @@ mod service_logs;
 mod service_rounds;
 mod service_tables;
 mod simulator_agrees;
+mod tls;
 mod token_budget;
+mod transport;

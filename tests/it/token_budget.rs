@@ -167,8 +167,8 @@ fn play(
     note(&started.round_token);
     let mut tokens = vec![started.round_token.clone()];
     let mut token = started.round_token;
-    let awaited = started.round.as_ref().is_some_and(|r| r.awaiting_decisions);
-    if awaited {
+    let non_consecutive = started.round.as_ref().is_some_and(|r| r.awaiting_decisions);
+    if non_consecutive {
         for call in &plan.calls {
             let decided = rt
                 .block_on(
@@ -204,7 +204,7 @@ fn play(
         prop_assert_eq!(settled.results.len(), plan.bets.len());
         prop_assert_eq!(settled.step as usize, i);
     }
-    Ok(awaited)
+    Ok(non_consecutive)
 }
 
 proptest! {
@@ -237,12 +237,16 @@ fn the_largest_round_of_all_fits_and_the_largest_token_is_measured() {
         bets: vec![max_bet; 7],
         calls: (0..7).map(|s| vec![(s, true)]).collect(),
     };
-    // Until the round played is a non-consecutive deal, so all seven Decides happen (the
-    // largest token is then certainly issued, whatever the property test drew).
-    let played = (0..64).map(|n| u64::MAX - n).any(|nonce| {
+    // A non-consecutive deal, so all seven Decides happen.
+    let mut played = false;
+    // `play` says whether its own deal was non-consecutive (so all seven Decides happened).
+    for nonce in (0..64).map(|n| u64::MAX - n) {
         let round_id = format!("{:0>128}", nonce);
-        play(&svc, &rt, seed.clone(), round_id, nonce, &plan, max_bet).unwrap()
-    });
+        if play(&svc, &rt, seed.clone(), round_id, nonce, &plan, max_bet).unwrap() {
+            played = true;
+            break;
+        }
+    }
     assert!(played, "a non-consecutive deal among 64 nonces");
     let largest = LARGEST.load(Ordering::Relaxed);
     println!(
