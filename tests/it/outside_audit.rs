@@ -12,7 +12,9 @@
 //!   in" one currency dealt in another;
 //! - `reddog audit-log` reported a retried `Decide` as peek-then-play when the retry's log line
 //!   came after the settlement (a slow replica, or clocks a little apart), although API.md says
-//!   "Retried calls log identical lines and are not reported".
+//!   "Retried calls log identical lines and are not reported";
+//! - a `StartRound` retried after its commitment expired is refused although API.md said every
+//!   call may be retried with the same request (documented now, and pinned here).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -269,4 +271,43 @@ async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
         "a clean round with a retry was reported:\n{stdout}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// API.md said "every call may be retried after a timeout with the same request"; a
+/// `StartRound` retried after its commitment expired is refused (the engine keeps no memory, so
+/// it cannot tell a retry from a late first use), even though the first attempt dealt. API.md
+/// now states this limit and what the platform does about it; this pins the behaviour.
+#[tokio::test]
+async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
+    let srv = TestServer::start(&ring_a(), Duration::from_secs(1)).await;
+    let mut c = srv.client().await;
+    let commit = c
+        .commit_seed(commit_request("expiring", 3))
+        .await
+        .unwrap()
+        .into_inner();
+    let req = proto::StartRoundRequest {
+        commitment_token: commit.commitment_token,
+        client_seed: "player".into(),
+        nonce: 3,
+        round_id: "expiring".into(),
+        seats: vec![SeatBet { bet: 1000 }],
+        player_limits: limits(500, 30_000),
+        table_id: String::new(),
+    };
+    c.start_round(req.clone()).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        <= commit.expires_at_unix_ms
+    {
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let err = c.start_round(req).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert_eq!(field_of(&err), "commitment_token");
+    srv.stop().await;
 }
