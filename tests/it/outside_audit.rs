@@ -14,7 +14,8 @@
 //!   came after the settlement (a slow replica, or clocks a little apart), although API.md says
 //!   "Retried calls log identical lines and are not reported";
 //! - a `StartRound` retried after its commitment expired is refused although API.md said every
-//!   call may be retried with the same request (documented now, and pinned here).
+//!   call may be retried with the same request (documented now, and pinned here);
+//! - a table configuration repeating a table id (or a field) started with the last one, silently.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -310,4 +311,32 @@ async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
     assert_eq!(field_of(&err), "commitment_token");
     srv.stop().await;
+}
+
+/// A table configuration that repeats a table id (or a field of one table) started with the
+/// last of the two, silently: serde_json's maps keep the last of two equal keys. An operator who
+/// pastes a table block twice, or gives `max_bet` twice, must hear of it at start-up, as with a
+/// repeated key id in the key ring (issue 9).
+#[test]
+fn a_table_config_that_repeats_a_key_is_refused_naming_it() {
+    for (json, field) in [
+        (r#"{"tables":{"a":{},"a":{"decks":8}}}"#, "tables.a"),
+        (
+            r#"{"tables":{"a":{"max_bet":30000,"max_bet":3000000}}}"#,
+            "tables.a.max_bet",
+        ),
+        (r#"{"decks":1,"decks":8}"#, "decks"),
+        (
+            r#"{"tables":{"a":{"paytable":{"spread":[5,4,2,1,1,1,1,1,1,1,1],"three_of_a_kind":11,"three_of_a_kind":99}}}}"#,
+            "tables.a.paytable.three_of_a_kind",
+        ),
+    ] {
+        let err = Tables::from_json(json).expect_err(json);
+        assert_eq!(
+            err.field().map(|f| f.to_string()).as_deref(),
+            Some(field),
+            "{json}: {err}"
+        );
+        assert!(err.to_string().contains("twice"), "{err}");
+    }
 }
