@@ -2,7 +2,6 @@
 and field docs/API.md's error table promises; the answer's code, ErrorInfo field and the
 BadRequest/PreconditionFailure violation must all name it. Never INTERNAL, never a crash."""
 
-import hashlib
 import json
 import os
 import sys

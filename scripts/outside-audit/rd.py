@@ -6,7 +6,6 @@ not verify.py's pure-Python one."""
 import atexit
 import hashlib
 import hmac
-import json
 import os
 import re
 import subprocess
@@ -24,7 +23,7 @@ sys.path.insert(0, GEN)
 import grpc  # noqa: E402
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms  # noqa: E402
 from google.rpc import error_details_pb2, status_pb2  # noqa: E402
-from reddog.v1 import reddog_pb2 as pb  # noqa: E402
+from reddog.v1 import reddog_pb2 as pb  # noqa: E402,F401 (re-exported to the probes)
 from reddog.v1 import reddog_pb2_grpc as pbg  # noqa: E402
 
 RANKS = "23456789TJQKA"
