@@ -202,6 +202,8 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
                 nonce,
                 table_id: "default".into(),
                 decks: u32::from(c.table.decks().get()),
+                currency: String::new(),
+                minor_unit_exponent: 0,
             },
         )
         .unwrap();
