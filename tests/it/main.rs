@@ -16,6 +16,7 @@ mod fairness_vectors;
 mod odds_match_every_deal;
 mod operator_errors;
 mod otlp_traces;
+mod outside_audit;
 mod reveal_vectors;
 mod round_integrity;
 mod round_properties;
