@@ -253,6 +253,12 @@ impl PayloadFields<'_> {
     fn seats(&self) -> usize {
         self.state.round.seats().len().min(MAX_SEATS)
     }
+    fn currency_code(&self) -> &str {
+        self.state.currency.as_ref().map_or("", |c| c.code())
+    }
+    fn minor_unit_exponent(&self) -> u64 {
+        self.state.currency.as_ref().map_or(0, |c| u64::from(c.minor_unit_exponent()))
+    }
 }
 
 impl super::token::Payload for RoundState {
@@ -274,6 +280,8 @@ impl super::token::Payload for RoundState {
             + wire::varint_len(12, u64::from(s.step()))
             + wire::bytes_len(13, &s.transcript.0)
             + wire::bytes_len(14, &f.decided_in[..n])
+            + wire::bytes_len(15, f.currency_code().as_bytes())
+            + wire::varint_len(16, f.minor_unit_exponent())
     }
 
     fn encode_to(&self, buf: &mut Vec<u8>) {
@@ -294,6 +302,8 @@ impl super::token::Payload for RoundState {
         wire::varint(12, u64::from(s.step()), buf);
         wire::bytes(13, &s.transcript.0, buf);
         wire::bytes(14, &f.decided_in[..n], buf);
+        wire::bytes(15, f.currency_code().as_bytes(), buf);
+        wire::varint(16, f.minor_unit_exponent(), buf);
     }
 }
 
@@ -594,6 +604,10 @@ mod tests {
         s.nonce = 0;
         s.round_id.clear();
         s.client_seed = "é".repeat(300);
+        assert_encodes_as_the_payload(&s);
+        s.currency = None;
+        assert_encodes_as_the_payload(&s);
+        s.currency = Some(Currency::new("JPY", 0, "currency").unwrap());
         assert_encodes_as_the_payload(&s);
         let table = Table::default();
         for (cards, seats) in [(["3c", "4d", "9h"], 1usize), (["Kc", "Kd", "Kh"], 7), (["2c", "Ad", "7h"], 7)] {
