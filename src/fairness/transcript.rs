@@ -97,41 +97,13 @@ pub struct StartInputs<'a> {
 }
 
 impl StartInputs<'_> {
-    /// The exact bytes SHA-256 is taken of for `t_0` (published in the test vectors).
-    pub fn preimage(&self) -> Vec<u8> {
-        let mut odds = Vec::with_capacity(48);
-        for s in Spread::all() {
-            odds.extend_from_slice(&self.paytable.spread_odds(s).to_be_bytes());
-        }
-        odds.extend_from_slice(&self.paytable.three_of_a_kind_odds().to_be_bytes());
-        let bets: Vec<u8> = self.bets.iter().flat_map(|b| b.0.to_be_bytes()).collect();
-        let mut out = Vec::with_capacity(160 + self.client_seed.len() + self.round_id.len());
-        for part in [
-            START_LABEL,
-            &self.commitment[..],
-            self.table_id.as_bytes(),
-            self.round_id.as_bytes(),
-            &self.nonce.to_be_bytes(),
-            &[self.decks.get()],
-            self.client_seed,
-            &odds,
-            &bets,
-        ] {
-            out.extend_from_slice(&len32(part).to_be_bytes());
-            out.extend_from_slice(part);
-        }
-        out
-    }
-
-    /// `t_0`.
-    pub fn transcript(&self) -> Transcript {
-        // SHA-256 of `preimage()`, streamed: the same bytes without building them.
+    /// The bytes of [`StartInputs::preimage`], piece by piece, through `put`.
+    fn write_preimage(&self, mut put: impl FnMut(&[u8])) {
         let mut odds = [0u8; 48];
         for (chunk, s) in odds.chunks_exact_mut(4).zip(Spread::all()) {
             chunk.copy_from_slice(&self.paytable.spread_odds(s).to_be_bytes());
         }
         odds[44..].copy_from_slice(&self.paytable.three_of_a_kind_odds().to_be_bytes());
-        let mut h = Sha256::new();
         for part in [
             START_LABEL,
             &self.commitment[..],
@@ -142,12 +114,27 @@ impl StartInputs<'_> {
             self.client_seed,
             &odds,
         ] {
-            field(&mut h, part);
+            put(&len32(part).to_be_bytes());
+            put(part);
         }
-        h.update(len32_of(self.bets.len().saturating_mul(8)).to_be_bytes());
+        // field(u64be(bet seat 0) ‖ …), written bet by bet.
+        put(&len32_of(self.bets.len().saturating_mul(8)).to_be_bytes());
         for b in self.bets {
-            h.update(b.0.to_be_bytes());
+            put(&b.0.to_be_bytes());
         }
+    }
+
+    /// The exact bytes SHA-256 is taken of for `t_0` (published in the test vectors).
+    pub fn preimage(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(160 + self.client_seed.len() + self.round_id.len());
+        self.write_preimage(|b| out.extend_from_slice(b));
+        out
+    }
+
+    /// `t_0`: SHA-256 of the preimage, streamed into the hash without building it.
+    pub fn transcript(&self) -> Transcript {
+        let mut h = Sha256::new();
+        self.write_preimage(|b| h.update(b));
         Transcript(h.finalize().into())
     }
 }
