@@ -36,15 +36,21 @@ WORKDIR /src
 ENV CARGO_TERM_COLOR=never \
     CARGO_INCREMENTAL=0
 # Manifests first, then the sources the crate needs (see .dockerignore: an allow-list).
+# The workspace's other member (demo/, the reference platform) must be present for cargo to
+# read the workspace; only its manifest is needed to fetch, with an empty stand-in target.
 COPY Cargo.toml Cargo.lock ./
+COPY demo/Cargo.toml demo/Cargo.toml
 RUN --mount=type=cache,id=reddog-cargo-registry,target=/usr/local/cargo/registry \
     --mount=type=cache,id=reddog-cargo-git,target=/usr/local/cargo/git \
-    cargo fetch --locked
+    mkdir -p demo/src && touch demo/src/main.rs \
+    && cargo fetch --locked
 COPY . .
+# The commit goes into the binary (GetRules, reddog_build_info): the context has no .git.
+ARG REVISION=unknown
 RUN --mount=type=cache,id=reddog-cargo-registry,target=/usr/local/cargo/registry \
     --mount=type=cache,id=reddog-cargo-git,target=/usr/local/cargo/git \
     --mount=type=cache,id=reddog-target,target=/src/target \
-    cargo build --release --locked --bin reddog \
+    REDDOG_GIT_COMMIT="${REVISION}" cargo build --release --locked --bin reddog \
     && install -D -m 0755 target/release/reddog /out/reddog \
     && /out/reddog --version
 

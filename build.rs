@@ -1,11 +1,80 @@
 //! Generates the gRPC code for `proto/reddog/v1/*.proto` with `tonic-prost-build`, parsing the
 //! protos with `protox` so no `protoc` has to be installed. The encoded descriptor set is
 //! written to `OUT_DIR/reddog_descriptor.bin` for server reflection.
+//!
+//! Also stamps the build: `REDDOG_GIT_COMMIT` (the environment variable of that name if set —
+//! the Dockerfile passes its `REVISION` — else `git rev-parse HEAD` when git and a repository
+//! are there, else `unknown`) and `REDDOG_BUILD_DATE` (RFC 3339 UTC, from
+//! `SOURCE_DATE_EPOCH` when set, for reproducible builds, else the time of the build). Both
+//! are compiled in: the binary never runs git.
 
 use std::path::PathBuf;
+use std::process::Command;
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git").args(args).output().ok()?;
+    let text = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !text.is_empty()).then_some(text)
+}
+
+/// Days since 1970-01-01 to a civil (year, month, day), proleptic Gregorian (H. Hinnant).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn rfc3339(unix: i64) -> String {
+    let (y, m, d) = civil(unix.div_euclid(86_400));
+    let s = unix.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+fn stamp() {
+    println!("cargo:rerun-if-env-changed=REDDOG_GIT_COMMIT");
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    let commit = std::env::var("REDDOG_GIT_COMMIT")
+        .ok()
+        .filter(|c| !c.is_empty() && c != "unknown")
+        .or_else(|| git(&["rev-parse", "HEAD"]))
+        .unwrap_or_else(|| "unknown".to_string());
+    // Re-stamp when HEAD moves: HEAD itself, the branch it points at, packed refs.
+    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+        println!("cargo:rerun-if-changed={dir}/HEAD");
+        if let (Some(common), Some(branch)) = (
+            git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]),
+            git(&["symbolic-ref", "-q", "HEAD"]),
+        ) {
+            println!("cargo:rerun-if-changed={common}/{branch}");
+            println!("cargo:rerun-if-changed={common}/packed-refs");
+        }
+    }
+    let unix = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64)
+        });
+    println!("cargo:rustc-env=REDDOG_GIT_COMMIT={commit}");
+    println!("cargo:rustc-env=REDDOG_BUILD_DATE={}", rfc3339(unix));
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto");
+    stamp();
     let fds = protox::compile(["reddog/v1/reddog.proto"], ["proto"])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(

@@ -15,7 +15,7 @@ use tonic::Request;
 fn service() -> RedDogService {
     let _ = reddog::service::metrics::install();
     RedDogService::new(EngineConfig {
-        table: Table::default(),
+        tables: reddog::service::tables::Tables::single(Table::default()),
         key_ring: KeyRing::from_json(&format!(
             r#"{{"primary":"k1","keys":{{"k1":"{}"}}}}"#,
             "42".repeat(32)
@@ -34,7 +34,11 @@ fn handlers(c: &mut Criterion) {
     let (start, round_token) = (0u64..)
         .find_map(|nonce| {
             let committed = rt
-                .block_on(svc.commit_seed(Request::new(proto::CommitSeedRequest::default())))
+                .block_on(svc.commit_seed(Request::new(proto::CommitSeedRequest {
+                    round_id: "bench-round-0001".into(),
+                    nonce,
+                    table_id: String::new(),
+                })))
                 .ok()?
                 .into_inner();
             let start = proto::StartRoundRequest {
@@ -42,6 +46,7 @@ fn handlers(c: &mut Criterion) {
                 client_seed: "bench client seed".into(),
                 nonce,
                 round_id: "bench-round-0001".into(),
+                table_id: String::new(),
                 seats: vec![proto::SeatBet { bet: 1000 }, proto::SeatBet { bet: 2500 }],
                 player_limits: Some(proto::Limits {
                     min_bet: 500,
@@ -75,14 +80,18 @@ fn handlers(c: &mut Criterion) {
     let mut g = c.benchmark_group("handler");
     g.bench_function("GetRules", |b| {
         b.iter(|| {
-            rt.block_on(svc.get_rules(Request::new(proto::GetRulesRequest {})))
+            rt.block_on(svc.get_rules(Request::new(proto::GetRulesRequest::default())))
                 .map(black_box)
         })
     });
     g.bench_function("CommitSeed", |b| {
         b.iter(|| {
-            rt.block_on(svc.commit_seed(Request::new(proto::CommitSeedRequest::default())))
-                .map(black_box)
+            rt.block_on(svc.commit_seed(Request::new(proto::CommitSeedRequest {
+                round_id: "bench-round-0001".into(),
+                nonce: 1,
+                table_id: String::new(),
+            })))
+            .map(black_box)
         })
     });
     g.bench_function("StartRound", |b| {

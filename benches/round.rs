@@ -16,11 +16,8 @@ use reddog::sim::{FastShoe, chunk_rng, play_round};
 fn one_round(c: &mut Criterion) {
     for decks in [1u32, 8] {
         let decks = Decks::new(decks).unwrap();
-        let table = Table {
-            decks,
-            ..Table::default()
-        };
-        let raise = Policy::Optimal.raise_set(decks, &table.paytable);
+        let table = Table::default().with_decks(decks);
+        let raise = Policy::Optimal.raise_set(decks, table.paytable());
         for seats in [1usize, 7] {
             let bets = vec![Money(500); seats];
             let mut shoe = FastShoe::new(decks, chunk_rng(1, 0));

@@ -20,11 +20,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use reddog::game::Table;
 use reddog::service::proto::red_dog_client::RedDogClient;
 use reddog::service::proto::red_dog_server::{RedDog, RedDogServer};
 use reddog::service::proto::{self, Action};
-use reddog::service::{EngineConfig, KeyRing, ServerConfig};
+use reddog::service::{Application, KeyRingSource, Settings};
 use tonic::transport::{Channel, Server};
 use tonic::{Request, Response, Status};
 
@@ -38,6 +37,12 @@ impl RedDog for Noop {
         _: Request<proto::GetRulesRequest>,
     ) -> Result<Response<proto::GetRulesResponse>, Status> {
         Ok(Response::new(proto::GetRulesResponse::default()))
+    }
+    async fn list_tables(
+        &self,
+        _: Request<proto::ListTablesRequest>,
+    ) -> Result<Response<proto::ListTablesResponse>, Status> {
+        Ok(Response::new(proto::ListTablesResponse::default()))
     }
     async fn commit_seed(
         &self,
@@ -83,6 +88,12 @@ impl RedDog for Canned {
         _: Request<proto::GetRulesRequest>,
     ) -> Result<Response<proto::GetRulesResponse>, Status> {
         Ok(Response::new(self.rules.clone()))
+    }
+    async fn list_tables(
+        &self,
+        _: Request<proto::ListTablesRequest>,
+    ) -> Result<Response<proto::ListTablesResponse>, Status> {
+        Ok(Response::new(proto::ListTablesResponse::default()))
     }
     async fn commit_seed(
         &self,
@@ -163,10 +174,15 @@ enum Call {
 
 async fn one(c: &mut RedDogClient<Channel>, call: &Call) -> Result<(), Status> {
     match call {
-        Call::GetRules => c.get_rules(proto::GetRulesRequest {}).await.map(drop),
+        Call::GetRules => c
+            .get_rules(proto::GetRulesRequest::default())
+            .await
+            .map(drop),
         Call::CommitSeed => c
             .commit_seed(proto::CommitSeedRequest {
                 round_id: "load".into(),
+                nonce: 0,
+                table_id: String::new(),
             })
             .await
             .map(drop),
@@ -253,18 +269,14 @@ async fn serve_baseline<S: RedDog>(svc: S) -> SocketAddr {
 }
 
 async fn serve_engine() -> SocketAddr {
-    let _ = reddog::service::metrics::install();
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    let config = ServerConfig {
-        engine: EngineConfig {
-            table: Table::default(),
-            key_ring: KeyRing::development().unwrap(),
-            commitment_ttl: Duration::from_secs(3600),
-        },
-        drain_timeout: Duration::from_secs(1),
-    };
-    tokio::spawn(reddog::service::run(l, config, std::future::pending()));
+    let mut settings = Settings::local(KeyRingSource::Development);
+    settings.commitment_ttl = Duration::from_secs(3600);
+    settings.drain_timeout = Duration::from_secs(1);
+    // A load generator measures the engine, not the shedding: lift the global cap.
+    settings.limits.max_in_flight = 100_000;
+    let app = Application::build(settings).await.unwrap();
+    let addr = app.local_addr();
+    tokio::spawn(app.run(std::future::pending()));
     addr
 }
 
@@ -278,7 +290,11 @@ async fn fixtures(
 ) {
     for nonce in 0.. {
         let committed = c
-            .commit_seed(proto::CommitSeedRequest::default())
+            .commit_seed(proto::CommitSeedRequest {
+                round_id: "load-round-0001".into(),
+                nonce,
+                table_id: String::new(),
+            })
             .await
             .unwrap()
             .into_inner();
@@ -287,6 +303,7 @@ async fn fixtures(
             client_seed: "load test client seed".into(),
             nonce,
             round_id: "load-round-0001".into(),
+            table_id: String::new(),
             seats: vec![proto::SeatBet { bet: 1000 }, proto::SeatBet { bet: 2500 }],
             player_limits: Some(proto::Limits {
                 min_bet: 500,
@@ -329,8 +346,8 @@ fn main() {
         let (start, decide, settle) = fixtures(&mut engine[0].clone()).await;
         let mut e = engine[0].clone();
         let canned = Canned {
-            rules: e.get_rules(proto::GetRulesRequest {}).await.unwrap().into_inner(),
-            commit: e.commit_seed(proto::CommitSeedRequest { round_id: "load".into() }).await.unwrap().into_inner(),
+            rules: e.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner(),
+            commit: e.commit_seed(proto::CommitSeedRequest { round_id: "load".into(), nonce: 0, table_id: String::new() }).await.unwrap().into_inner(),
             start: e.start_round(start.clone()).await.unwrap().into_inner(),
             decide: e.decide(decide.clone()).await.unwrap().into_inner(),
             settle: e.settle(settle.clone()).await.unwrap().into_inner(),

@@ -27,12 +27,13 @@ use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use prost::Message;
-use reddog::fairness::{Reveal, ServerSeed, verify};
-use reddog::game::table::MAX_BET;
+use reddog::fairness::{AnyReveal, ServerSeed, parse_reveal};
+use reddog::game::table::largest_max_bet;
 use reddog::game::{BetLimits, Decks, MAX_SEATS, Money, Paytable, Table};
 use reddog::service::proto::red_dog_server::RedDog;
 use reddog::service::proto::{self, Action, Outcome};
-use reddog::service::state::{CommitmentPayload, RoundPayload, RoundState};
+use reddog::service::state::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
+use reddog::service::tables::Tables;
 use reddog::service::token::TokenKind;
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
 use tonic::{Code, Request, Status};
@@ -102,26 +103,22 @@ pub struct Engine {
     pub table: Table,
 }
 
-/// Three tables: the default one (1 deck, 500–30 000); 6 decks with the standard paytable;
-/// 8 decks paying the largest odds allowed with bets up to `MAX_BET` (the largest amounts
-/// the engine accepts).
+/// Three engines, each with one table (id `default`): the default table (1 deck,
+/// 500–30 000); 6 decks with the standard paytable; 8 decks paying the largest odds allowed
+/// with bets up to the largest `max_bet` such a table may have (the largest amounts the engine
+/// accepts: seven raised seats paid 10 000 to 1 just fit in `u64`).
 pub fn engines() -> &'static [Engine] {
     static ENGINES: OnceLock<Vec<Engine>> = OnceLock::new();
     ENGINES.get_or_init(|| {
-        let big = Table {
-            decks: Decks::new(8).unwrap(),
-            paytable: Paytable::new([10_000; 11], 10_000).unwrap(),
-            limits: BetLimits::new(Money(1), Money(MAX_BET)).unwrap(),
-        };
-        let six = Table {
-            decks: Decks::new(6).unwrap(),
-            ..Table::default()
-        };
+        let pay = Paytable::new([10_000; 11], 10_000).unwrap();
+        let limits = BetLimits::new(Money(1), largest_max_bet(&pay)).unwrap();
+        let big = Table::new(Decks::new(8).unwrap(), pay, limits).unwrap();
+        let six = Table::default().with_decks(Decks::new(6).unwrap());
         [Table::default(), six, big]
             .into_iter()
             .map(|table| Engine {
                 service: RedDogService::new(EngineConfig {
-                    table: table.clone(),
+                    tables: Tables::single(table.clone()),
                     key_ring: KeyRing::from_json(RING).unwrap(),
                     commitment_ttl: std::time::Duration::from_secs(3600),
                 }),
@@ -148,22 +145,29 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
-// ---- the API-version-dependent builders (issue 8 changes these) ------------------------------
+// ---- the API-version-dependent builders ------------------------------------------------------
 
-/// A commitment token over `seed`, sealed as the engine's CommitSeed would, for a round with
-/// this id and nonce.
-pub fn commitment_token(ring: &KeyRing, seed: [u8; 32], _round_id: &str, _nonce: u64) -> Vec<u8> {
-    ring.seal(
-        TokenKind::Commitment,
-        &CommitmentPayload {
-            server_seed: seed.to_vec(),
-            expires_at_unix_ms: now_ms() + 3_600_000,
-        },
-    )
-    .unwrap()
+/// A commitment token over `seed`, sealed as the engine's CommitSeed would: bound to this
+/// round id and nonce, at the default table with `decks` decks.
+pub fn commitment_token(
+    ring: &KeyRing,
+    seed: [u8; 32],
+    round_id: &str,
+    nonce: u64,
+    decks: Decks,
+) -> Vec<u8> {
+    let payload = CommitmentPayload {
+        server_seed: seed.to_vec(),
+        expires_at_unix_ms: now_ms() + 3_600_000,
+        round_id: round_id.to_string(),
+        nonce,
+        table_id: DEFAULT_TABLE_ID.to_string(),
+        decks: u32::from(decks.get()),
+    };
+    ring.seal(TokenKind::Commitment, &payload).unwrap()
 }
 
-/// The StartRound request of a round.
+/// The StartRound request of a round (at the default table).
 pub fn start_request(
     commitment_token: Vec<u8>,
     client_seed: String,
@@ -179,6 +183,7 @@ pub fn start_request(
         round_id,
         seats: bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
         player_limits: limits,
+        table_id: String::new(),
     }
 }
 
@@ -228,10 +233,12 @@ pub struct Model {
     pub decided: Vec<Option<bool>>,
     /// The hand awaits decisions (non-consecutive and some seat undecided).
     pub awaiting: bool,
+    /// Decide calls applied.
+    pub step: u32,
 }
 
 /// Checks a settlement against the model: every seat's stake, outcome and return by the
-/// rules, the totals as exact sums, the reveal.
+/// rules, the totals as exact sums, the step, the reveal.
 pub fn assert_settlement(m: &Model, s: &proto::SettleResponse) {
     assert_eq!(s.results.len(), m.bets.len(), "one result per seat");
     assert_eq!(s.round_id, m.round_id);
@@ -241,9 +248,10 @@ pub fn assert_settlement(m: &Model, s: &proto::SettleResponse) {
         assert_eq!(r.bet, m.bets[i], "seat {i} bet");
         let raised = m.decided[i] == Some(true);
         assert_eq!(r.raised, raised, "seat {i} raised");
+        let factor = if raised { 2 } else { 1 };
         assert_eq!(
             u128::from(r.stake),
-            u128::from(r.bet) * if raised { 2 } else { 1 },
+            u128::from(r.bet) * factor,
             "seat {i} stake"
         );
         let want = match Outcome::try_from(r.outcome) {
@@ -267,25 +275,56 @@ pub fn assert_settlement(m: &Model, s: &proto::SettleResponse) {
     assert_eq!(
         u128::from(s.total_returned),
         returned,
-        "total_returned is the exact sum of the returns"
+        "total_returned is the exact sum"
     );
     let view = s.round.as_ref().expect("round view");
     assert!(!view.awaiting_decisions, "a settled round awaits nothing");
-    assert_reveal(m, &s.reveal_json);
+    assert_eq!(s.step, m.step, "Settle adds no step");
+    assert_reveal(m, s);
 }
 
-/// The reveal verifies and is the reveal of this round's inputs.
-pub fn assert_reveal(m: &Model, reveal_json: &str) {
-    let reveal: Reveal = serde_json::from_str(reveal_json).expect("reveal_json parses");
+/// The reveal (format v2) verifies, is the reveal of this round's inputs, and carries the
+/// settlement's seats and the settled token's transcript.
+pub fn assert_reveal(m: &Model, s: &proto::SettleResponse) {
+    let Ok(AnyReveal::V2(reveal)) = parse_reveal(&s.reveal_json) else {
+        panic!(
+            "reveal_json is not a well-formed v2 reveal: {}",
+            s.reveal_json
+        )
+    };
     let seed = ServerSeed::from_bytes(m.seed);
     assert_eq!(reveal.server_seed, seed.reveal_hex());
     assert_eq!(reveal.commitment, seed.commitment().to_hex());
     assert_eq!(reveal.client_seed, m.client_seed);
-    assert_eq!(reveal.nonce, m.nonce);
-    assert!(
-        verify(&reveal).expect("a well-formed reveal").ok(),
-        "the reveal verifies"
+    assert_eq!(
+        (reveal.nonce, reveal.round_id.as_str()),
+        (m.nonce, m.round_id.as_str())
     );
+    assert_eq!(reveal.table_id, DEFAULT_TABLE_ID);
+    assert_eq!(
+        reveal.decisions.len(),
+        m.step as usize,
+        "one reveal step per Decide call"
+    );
+    assert_eq!(
+        reveal.transcript, s.transcript,
+        "the reveal's transcript is the settled one"
+    );
+    let seats: Vec<_> = s
+        .results
+        .iter()
+        .map(|r| (r.bet, r.raised, r.stake, r.returned))
+        .collect();
+    let shown: Vec<_> = reveal
+        .seats
+        .iter()
+        .map(|r| (r.bet, r.raised, r.stake, r.returned))
+        .collect();
+    assert_eq!(shown, seats, "the reveal's seats are the settlement's");
+    let verdict = AnyReveal::V2(reveal)
+        .verify()
+        .expect("a well-formed reveal");
+    assert!(verdict.ok(), "the reveal verifies: {verdict:?}");
 }
 
 /// Settles `token` twice through the service (must succeed, identically) and checks it.
@@ -297,7 +336,7 @@ pub fn settle_and_check(e: &Engine, m: &Model, token: &[u8]) -> proto::SettleRes
     let first = run(e.service.settle(Request::new(req.clone())))
         .unwrap_or_else(|s| {
             panic!(
-                "a round the engine accepted cannot be settled: {:?} {}",
+                "an accepted round cannot be settled: {:?} {}",
                 s.code(),
                 s.message()
             )
@@ -318,10 +357,7 @@ pub fn tokens(data: &[u8]) {
     let mut input = Bytes::new(data);
     match input.u8() % 3 {
         // Arbitrary bytes as a token of each kind.
-        0 => {
-            let token = input.rest();
-            open_anything(ring, token);
-        }
+        0 => open_anything(ring, input.rest()),
         // Arbitrary bytes behind a genuine header (version, kind, the primary's key id), so
         // the bytes reach the AEAD.
         1 => {
@@ -336,16 +372,18 @@ pub fn tokens(data: &[u8]) {
             token.extend_from_slice(input.rest());
             open_anything(ring, &token);
         }
-        // A payload the engine seals: reopens to the same payload; one changed byte never opens.
+        // A payload the engine seals reopens to the same payload; one changed byte never opens.
         _ => {
             let flip_at = usize::from(input.u8()) | usize::from(input.u8()) << 8;
             let flip = input.u8() | 1;
             let Ok(payload) = RoundPayload::decode(input.rest()) else {
                 return;
             };
+            // Refusing to seal is allowed (a payload over the token budget); issuing a token
+            // that does not reopen is not.
             let Ok(token) = ring.seal(TokenKind::Round, &payload) else {
                 return;
-            }; // refusing to seal is allowed
+            };
             let opened = ring
                 .open::<RoundPayload>(TokenKind::Round, &token)
                 .unwrap_or_else(|e| {
@@ -360,30 +398,24 @@ pub fn tokens(data: &[u8]) {
                 token,
                 "sealing is deterministic"
             );
-            assert!(
-                ring.open::<CommitmentPayload>(TokenKind::Commitment, &token)
-                    .is_err(),
-                "kind is bound"
-            );
-            assert!(
-                KeyRing::from_json(OLD_RING)
-                    .unwrap()
-                    .open::<RoundPayload>(TokenKind::Round, &token)
-                    .is_err(),
-                "a ring without the key does not open"
-            );
+            let kind_bound = ring
+                .open::<CommitmentPayload>(TokenKind::Commitment, &token)
+                .is_err();
+            assert!(kind_bound, "a round token opened as a commitment token");
+            let old = KeyRing::from_json(OLD_RING).unwrap();
+            let foreign = old.open::<RoundPayload>(TokenKind::Round, &token).is_err();
+            assert!(foreign, "a ring without the key opened the token");
             let mut bad = token.clone();
             let i = flip_at % bad.len();
             bad[i] ^= flip;
-            assert!(
-                ring.open::<RoundPayload>(TokenKind::Round, &bad).is_err(),
-                "byte {i} changed, still opens"
-            );
+            let refused = ring.open::<RoundPayload>(TokenKind::Round, &bad).is_err();
+            assert!(refused, "byte {i} changed, the token still opens");
             if let Ok(state) = RoundState::from_payload(opened) {
                 // A consistent round survives a seal/open round trip unchanged.
-                let again = ring.seal(TokenKind::Round, &state.to_payload()).unwrap();
-                let back = assert_round_token_opens(ring, &again);
-                assert_eq!(back.to_payload(), state.to_payload());
+                if let Ok(again) = ring.seal(TokenKind::Round, &state.to_payload()) {
+                    let back = assert_round_token_opens(ring, &again);
+                    assert_eq!(back.to_payload(), state.to_payload());
+                }
             }
         }
     }
@@ -394,7 +426,7 @@ fn open_anything(ring: &KeyRing, token: &[u8]) {
         let _ = RoundState::from_payload(p);
     }
     if let Ok(p) = ring.open::<CommitmentPayload>(TokenKind::Commitment, token) {
-        let _ = p.seed();
+        let _ = (p.seed(), p.binding());
     }
 }
 
@@ -416,17 +448,20 @@ fn genuine_rounds() -> &'static [(Model, Vec<u8>)] {
                     bets: vec![500, 1000, 30_000],
                     decided: vec![None; 3],
                     awaiting: false,
+                    step: 0,
                 };
+                let token = commitment_token(&e.ring, m.seed, &m.round_id, nonce, e.table.decks());
+                let limits = Some(proto::Limits {
+                    min_bet: 500,
+                    max_bet: 30_000,
+                });
                 let req = start_request(
-                    commitment_token(&e.ring, m.seed, &m.round_id, nonce),
+                    token,
                     m.client_seed.clone(),
                     nonce,
                     m.round_id.clone(),
                     &m.bets,
-                    Some(proto::Limits {
-                        min_bet: 500,
-                        max_bet: 30_000,
-                    }),
+                    limits,
                 );
                 let started = run(e.service.start_round(Request::new(req)))
                     .unwrap()
@@ -451,13 +486,16 @@ pub fn requests(data: &[u8]) {
             let Ok(req) = proto::GetRulesRequest::decode(body) else {
                 return;
             };
-            run(e.service.get_rules(Request::new(req))).expect("GetRules never fails");
+            match run(e.service.get_rules(Request::new(req))) {
+                Ok(_) => {}
+                Err(s) => assert_caller_error(what, &s),
+            }
         }
         1 => {
             let Ok(req) = proto::CommitSeedRequest::decode(body) else {
                 return;
             };
-            match run(e.service.commit_seed(Request::new(req))) {
+            match run(e.service.commit_seed(Request::new(req.clone()))) {
                 Ok(r) => {
                     let r = r.into_inner();
                     let p = e
@@ -465,6 +503,14 @@ pub fn requests(data: &[u8]) {
                         .open::<CommitmentPayload>(TokenKind::Commitment, &r.commitment_token)
                         .expect("an issued commitment token reopens");
                     assert_eq!(p.seed().unwrap().commitment().to_hex(), r.commitment);
+                    assert_eq!(
+                        (p.round_id.as_str(), p.nonce),
+                        (req.round_id.as_str(), req.nonce)
+                    );
+                    assert_eq!(
+                        (r.round_id.as_str(), r.nonce),
+                        (req.round_id.as_str(), req.nonce)
+                    );
                 }
                 Err(s) => assert_caller_error(what, &s),
             }
@@ -475,12 +521,14 @@ pub fn requests(data: &[u8]) {
             };
             let seed = [pick as u8; 32];
             if flags & 1 != 0 {
-                req.commitment_token = commitment_token(&e.ring, seed, &req.round_id, req.nonce);
+                req.commitment_token =
+                    commitment_token(&e.ring, seed, &req.round_id, req.nonce, e.table.decks());
             }
             match run(e.service.start_round(Request::new(req.clone()))) {
                 Ok(r) => {
                     let r = r.into_inner();
                     assert_round_token_opens(&e.ring, &r.round_token);
+                    assert_eq!(r.step, 0);
                     let view = r.round.expect("round view");
                     let m = Model {
                         seed,
@@ -488,8 +536,9 @@ pub fn requests(data: &[u8]) {
                         nonce: req.nonce,
                         round_id: req.round_id.clone(),
                         bets: req.seats.iter().map(|s| s.bet).collect(),
-                        decided: vec![None; req.seats.len()],
+                        decided: vec![view.awaiting_decisions.then_some(false); req.seats.len()],
                         awaiting: view.awaiting_decisions,
+                        step: 0,
                     };
                     if flags & 1 != 0 {
                         settle_and_check(e, &m, &r.round_token);
@@ -519,6 +568,9 @@ pub fn requests(data: &[u8]) {
                         for d in &req.decisions {
                             m.decided[d.seat as usize] = Some(d.action == Action::Raise as i32);
                         }
+                        m.step = 1;
+                        assert_eq!(r.step, 1);
+                        stand_undecided(&mut m);
                         settle_and_check(e, &m, &r.round_token);
                     }
                 }
@@ -540,11 +592,22 @@ pub fn requests(data: &[u8]) {
             match run(e.service.settle(Request::new(req.clone()))) {
                 Ok(r) => {
                     if req.round_token == *token {
-                        assert_settlement(m, &r.into_inner());
+                        let mut m = m.clone();
+                        stand_undecided(&mut m);
+                        assert_settlement(&m, &r.into_inner());
                     }
                 }
                 Err(s) => assert_caller_error(what, &s),
             }
+        }
+    }
+}
+
+/// Settle stands every seat still undecided on a hand awaiting decisions.
+fn stand_undecided(m: &mut Model) {
+    if m.awaiting {
+        for d in m.decided.iter_mut().filter(|d| d.is_none()) {
+            *d = Some(false);
         }
     }
 }
@@ -577,7 +640,7 @@ pub fn round(data: &[u8]) {
     let all = engines();
     let mut input = Bytes::new(data);
     let e = &all[usize::from(input.u8()) % all.len()];
-    let (min, max) = (e.table.limits.min().0, e.table.limits.max().0);
+    let (min, max) = (e.table.limits().min().0, e.table.limits().max().0);
 
     // The start: arbitrary inputs, bets mostly within the table's limits.
     let mut seed = [0u8; 32];
@@ -609,8 +672,9 @@ pub fn round(data: &[u8]) {
         }),
         _ => None,
     };
+    let token = commitment_token(&e.ring, seed, &round_id, nonce, e.table.decks());
     let req = start_request(
-        commitment_token(&e.ring, seed, &round_id, nonce),
+        token,
         client_seed.clone(),
         nonce,
         round_id.clone(),
@@ -626,6 +690,7 @@ pub fn round(data: &[u8]) {
     };
     let view = started.round.expect("round view");
     assert_eq!(view.seats.len(), bets.len());
+    assert_eq!(started.step, 0);
     if view.awaiting_decisions {
         assert!(
             view.third_card.is_none(),
@@ -640,6 +705,7 @@ pub fn round(data: &[u8]) {
         bets,
         decided: vec![None; view.seats.len()],
         awaiting: view.awaiting_decisions,
+        step: 0,
     };
     assert_round_token_opens(&e.ring, &started.round_token);
 
@@ -682,41 +748,38 @@ pub fn round(data: &[u8]) {
                         raised += u128::from(m.bets[d.seat as usize]);
                     }
                 }
+                next.step = m.step + 1;
+                assert_eq!(r.step, next.step, "each accepted Decide is one step");
                 assert_eq!(
                     u128::from(r.raised_amount),
                     raised,
-                    "raised_amount is the sum of the raised bets"
+                    "raised_amount = the raised bets"
                 );
                 let view = r.round.expect("round view");
                 next.awaiting = view.awaiting_decisions;
+                let undecided = next.decided.iter().any(Option::is_none);
                 assert_eq!(
-                    next.awaiting,
-                    next.decided.iter().any(Option::is_none),
+                    next.awaiting, undecided,
                     "awaiting until every seat decided"
                 );
                 if view.awaiting_decisions {
-                    assert!(
-                        view.third_card.is_none(),
-                        "the third card stays face down while seats decide"
-                    );
+                    assert!(view.third_card.is_none(), "the third card stays face down");
                 }
                 assert_round_token_opens(&e.ring, &r.round_token);
-                let again = run(e.service.decide(Request::new(req)))
-                    .expect("the same Decide again")
-                    .into_inner();
+                // A retry, with the decisions in another order, returns the same token.
+                let mut retry = req;
+                retry.decisions.reverse();
+                let again = run(e.service.decide(Request::new(retry))).expect("the same Decide");
+                let again = again.into_inner();
                 assert_eq!(
                     again.round_token, r.round_token,
-                    "a retried Decide returns the same token"
+                    "a retried Decide: the same token"
                 );
+                assert_eq!(again.transcript, r.transcript);
                 issued.push((next, r.round_token));
             }
             Err(s) => {
-                assert!(
-                    !allowed,
-                    "Decide {decisions:?} refused on {m:?}: {:?} {}",
-                    s.code(),
-                    s.message()
-                );
+                assert!(!allowed, "Decide {decisions:?} refused on {m:?}: {s:?}");
                 assert_caller_error("Decide", &s);
             }
         }
@@ -725,12 +788,7 @@ pub fn round(data: &[u8]) {
     // Every token the round issued can be settled, and pays by the rules.
     for (m, token) in &issued {
         let mut settled = m.clone();
-        for d in &mut settled.decided {
-            // Settle stands every undecided seat.
-            if m.awaiting && d.is_none() {
-                *d = Some(false);
-            }
-        }
+        stand_undecided(&mut settled);
         settle_and_check(e, &settled, token);
     }
 }

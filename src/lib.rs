@@ -2,6 +2,7 @@
 //! provably fair shuffle ([`fairness`]) and, around them, the stateless gRPC service.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod error;
 pub mod fairness;
 pub mod game;

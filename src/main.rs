@@ -5,7 +5,13 @@ mod cli;
 
 use clap::Parser;
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let args = cli::Cli::parse();
-    cli::run(args)
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("Error: {e:?}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }

@@ -1,10 +1,16 @@
 """Unit tests of the independent verifier: python3 -m unittest discover -s verify"""
 
+import copy
+import hashlib
 import io
 import json
 import os
+import subprocess
+import sys
+import tempfile
 import unittest
 
+import make_negative_vectors as mk
 import verify as v
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,44 +66,196 @@ class Deal(unittest.TestCase):
             v.card_code("1h")
 
 
-class Reveals(unittest.TestCase):
+class RevealsV1(unittest.TestCase):
     def reveal(self, **changes):
         codes, _ = v.deal(SEED, "grüße".encode(), 42, 1, 3)
+        cls, _ = v.hand_class(codes[0], codes[1])
         r = {"algorithm": v.ALGORITHM, "server_seed": SEED.hex(),
-             "commitment": __import__("hashlib").sha256(SEED).hexdigest(), "client_seed": "grüße",
-             "nonce": 42, "decks": 1, "cards": [v.card_text(c) for c in codes]}
+             "commitment": hashlib.sha256(SEED).hexdigest(), "client_seed": "grüße",
+             "nonce": 42, "decks": 1, "cards": [v.card_text(c) for c in codes[:v.cards_for(cls)]]}
         r.update(changes)
         return r
 
-    def test_a_genuine_reveal_verifies(self):
-        self.assertTrue(v.check_reveal(self.reveal(), out=io.StringIO()))
+    def verdict(self, r, expect=()):
+        return v.check_text(json.dumps(r), list(expect))
 
-    def test_a_changed_card_nonce_or_commitment_does_not(self):
+    def test_a_genuine_reveal_verifies_with_or_without_round_id(self):
+        self.assertEqual(self.verdict(self.reveal()), "verified")
+        self.assertEqual(self.verdict(self.reveal(round_id="r-1")), "verified")
+
+    def test_version_1_accepts_upper_case_hex_as_its_spec_allowed(self):
+        r = self.reveal(server_seed=SEED.hex().upper(), commitment=hashlib.sha256(SEED).hexdigest().upper())
+        self.assertEqual(self.verdict(r), "verified")
+
+    def test_a_changed_card_nonce_or_commitment_does_not_verify(self):
         r = self.reveal()
-        r["cards"] = r["cards"][::-1]
-        self.assertFalse(v.check_reveal(r, out=io.StringIO()))
-        self.assertFalse(v.check_reveal(self.reveal(nonce=43), out=io.StringIO()))
-        self.assertFalse(v.check_reveal(self.reveal(commitment="00" * 32), out=io.StringIO()))
+        r["cards"] = [r["cards"][1], r["cards"][0]] + r["cards"][2:]
+        self.assertEqual(self.verdict(r), "not_verified")
+        self.assertEqual(self.verdict(self.reveal(nonce=43)), "not_verified")
+        self.assertEqual(self.verdict(self.reveal(commitment="00" * 32)), "not_verified")
 
-    def test_malformed_reveals_are_errors(self):
-        for bad in ({"decks": 9}, {"nonce": -1}, {"nonce": 2**64}, {"server_seed": "xyz"}, {"cards": []},
-                    {"algorithm": "reddog-deal-v2"}, {"cards": ["Ah", "Zz"]}, {"decks": True}):
-            with self.assertRaises(v.Malformed, msg=str(bad)):
-                v.check_reveal(self.reveal(**bad), out=io.StringIO())
+    def test_malformed_reveals(self):
+        for bad in ({"decks": 9}, {"server_seed": "xyz"}, {"cards": []}, {"algorithm": "reddog-deal-v2"},
+                    {"cards": ["Ah", "Zz"]}, {"decks": True}, {"round_id": 5}, {"extra": 1}):
+            self.assertEqual(self.verdict(self.reveal(**bad)), "malformed", bad)
+        self.assertEqual(v.check_text(json.dumps(self.reveal()).replace('"nonce": 42', '"nonce": -1')), "malformed")
+
+    def test_expectations(self):
+        r = self.reveal(round_id="r-1")
+        good = [("commitment", hashlib.sha256(SEED).digest()), ("client_seed", "grüße".encode()), ("nonce", 42),
+                ("decks", 1), ("round_id", b"r-1")]
+        self.assertEqual(self.verdict(r, good), "verified")
+        self.assertEqual(self.verdict(r, [("nonce", 41)]), "not_verified")
+        # A version-1 reveal carries no table id: an expected one cannot be confirmed.
+        self.assertEqual(self.verdict(r, [("table_id", b"default")]), "not_verified")
+
+
+class RevealsV2(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.bases = mk.bases()
+
+    def test_every_base_verifies_pretty_printed_and_in_any_key_order(self):
+        for name, r in self.bases.items():
+            self.assertEqual(v.check_text(mk.render(r)), "verified", name)
+            self.assertEqual(v.check_text(json.dumps(r, indent=2, ensure_ascii=True)), "verified", name)
+            shuffled = dict(reversed(list(r.items())))
+            self.assertEqual(v.check_text(json.dumps(shuffled)), "verified", name)
+
+    def test_payouts_follow_the_rules_and_the_reveals_paytable(self):
+        win = self.bases["win"]
+        codes = [v.card_code(c) for c in win["cards"]]
+        cls, spread = v.hand_class(codes[0], codes[1])
+        self.assertEqual(cls, v.NON_CONSECUTIVE)
+        odds = win["paytable"]["spread"][spread - 1]
+        self.assertNotEqual(odds, mk.STANDARD["spread"][spread - 1])
+        self.assertEqual([s["returned"] for s in win["seats"]], [s["stake"] * (odds + 1) for s in win["seats"]])
+        self.assertEqual([s["stake"] for s in win["seats"]], [20, 25, 14])
+        self.assertEqual([s["returned"] for s in self.bases["loss"]["seats"]], [0, 0])
+        self.assertEqual([s["returned"] for s in self.bases["pair"]["seats"]], [50])
+        trips = self.bases["trips"]
+        self.assertEqual([s["returned"] for s in trips["seats"]], [s["bet"] * 16 for s in trips["seats"]])
+        self.assertEqual([s["returned"] for s in self.bases["consecutive"]["seats"]], [20, 30, 40])
+
+    def test_the_largest_amounts_fit_and_one_more_does_not(self):
+        r = copy.deepcopy(self.bases["pair"])
+        r["seats"] = [{"bet": v.U64_MAX, "raised": False, "stake": v.U64_MAX, "returned": v.U64_MAX}]
+        self.assertEqual(v.check_text(mk.render(mk.retranscript(r))), "verified")
+        r = copy.deepcopy(self.bases["trips"])
+        r["seats"] = [{"bet": v.U64_MAX // 16, "raised": False, "stake": v.U64_MAX // 16,
+                       "returned": v.U64_MAX // 16 * 16}]
+        self.assertEqual(v.check_text(mk.render(mk.retranscript(r))), "verified")
+        r["seats"][0]["bet"] = r["seats"][0]["stake"] = v.U64_MAX // 16 + 1
+        r["seats"][0]["returned"] = (r["seats"][0]["bet"] * 16) % 2**64
+        self.assertEqual(v.check_text(mk.render(mk.retranscript(r))), "not_verified")
+
+    def test_the_transcript_chains_one_hash_per_decide(self):
+        win = self.bases["win"]
+        t0 = v.transcript_start(bytes.fromhex(win["commitment"]), b"main-1", b"r-2026-000042", win["nonce"],
+                                win["decks"], win["client_seed"].encode(), win["paytable"], [10, 25, 7])
+        t1 = v.transcript_step(t0, [(0, "raise")])
+        t2 = v.transcript_step(t1, [(1, "stand"), (2, "raise")])
+        self.assertEqual(t2.hex(), win["transcript"])
+        # The layout of t_0 byte by byte: 9 length-prefixed fields.
+        body = (v.field(b"reddog/transcript/v1/start") + v.field(bytes.fromhex(win["commitment"]))
+                + v.field(b"main-1") + v.field(b"r-2026-000042") + v.field(win["nonce"].to_bytes(8, "big"))
+                + v.field(bytes([win["decks"]])) + v.field(win["client_seed"].encode())
+                + v.field(bytes.fromhex("00000007000000060000000300000002000000020000000200000002"
+                                        "00000002000000020000000200000002" "0000000f"))
+                + v.field(bytes.fromhex("000000000000000a" "0000000000000019" "0000000000000007")))
+        self.assertEqual(hashlib.sha256(body).digest(), t0)
+        self.assertEqual(hashlib.sha256(v.field(b"reddog/transcript/v1/decide") + v.field(t0)
+                                        + v.field(bytes([0, 1]))).digest(), t1)
+
+    def test_strict_json(self):
+        for text in ('{"a":1,"a":1}', '{"a":1.0}', '{"a":-0}', '{"a":1e3}', '{"a":NaN}', '\ufeff{}', '{"a":"\\ud800"}'):
+            with self.assertRaises(v.Malformed, msg=text):
+                v.loads_strict(text)
+        with self.assertRaises(v.Malformed):
+            v.loads_strict(b'{"a":"\xff"}')
+        self.assertEqual(v.loads_strict(' {"a" : [1, "\\u00e9"]} \n'), {"a": [1, "é"]})
+
+    def test_bool_is_not_an_integer(self):
+        with self.assertRaises(v.Malformed):
+            v.want_int(True, "x", 0, 1)
+        self.assertEqual(v.want_int(1, "x", 0, 1), 1)
+
+
+class CommandLine(unittest.TestCase):
+    def run_cli(self, *args, stdin=b""):
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "verify", "verify.py")] + list(args),
+                           input=stdin, capture_output=True)
+        return p.returncode, p.stdout.decode("utf-8", "replace")
+
+    def test_exit_statuses_and_expectations(self):
+        r = mk.bases()["loss"]
+        text = mk.render(r).encode()
+        self.assertEqual(self.run_cli(stdin=text)[0], 0)
+        self.assertEqual(self.run_cli("-", "--expect-nonce", str(r["nonce"]), "--expect-commitment",
+                                      r["commitment"].upper(), "--expect-client-seed", r["client_seed"],
+                                      "--expect-round-id", r["round_id"], "--expect-table-id", r["table_id"],
+                                      "--expect-decks", str(r["decks"]), stdin=text)[0], 0)
+        code, out = self.run_cli("--expect-nonce", str(r["nonce"] + 1), stdin=text)
+        self.assertEqual(code, 1)
+        self.assertIn("NOT VERIFIED", out)
+        self.assertEqual(self.run_cli("--expect-nonce", "x", stdin=text)[0], 2)
+        self.assertEqual(self.run_cli("--expect-decks", "9", stdin=text)[0], 2)
+        self.assertEqual(self.run_cli("--expect-commitment", "xyz", stdin=text)[0], 2)
+        self.assertEqual(self.run_cli(stdin=text[:-1])[0], 2)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "expect.json")
+            for expect, code in (({"nonce": r["nonce"], "table_id": r["table_id"]}, 0), ({"decks": 2}, 1),
+                                 ({"nonce": str(r["nonce"])}, 2), ({"player": "x"}, 2)):
+                with open(path, "w") as f:
+                    json.dump(expect, f)
+                self.assertEqual(self.run_cli("--expect", path, stdin=text)[0], code, expect)
 
 
 class Vectors(unittest.TestCase):
     def test_every_vector_passes(self):
         passed, failed = v.check_vectors(os.path.join(ROOT, "tests", "vectors"), out=io.StringIO())
         self.assertEqual(failed, 0)
-        self.assertGreaterEqual(passed, 24)
+        self.assertGreaterEqual(passed, 26 + 200)
 
-    def test_a_tampered_vector_fails(self):
-        with open(os.path.join(ROOT, "tests", "vectors", "deal-v1.json"), encoding="utf-8") as f:
-            case = json.load(f)["cases"][0]
-        case["cards"][5], case["cards"][6] = case["cards"][6], case["cards"][5]
-        self.assertIn("cards", v.check_case(case))
+    def test_the_negative_vector_file_is_what_the_generator_writes(self):
+        with open(mk.OUT, encoding="utf-8") as f:
+            self.assertEqual(f.read(), mk.document())
 
+    def test_a_verifier_that_accepts_too_much_fails_the_negative_vectors(self):
+        # Mutations of this verifier, each dropping one rule: the negative vectors must notice.
+        with open(mk.OUT, encoding="utf-8") as f:
+            doc = json.load(f)
+
+        def failures():
+            failed = []
+            for case in doc["cases"]:
+                try:
+                    got = v.check_text(case["reveal"], v._case_expect(case))
+                except Exception:  # a mutated verifier may crash: that is not the verdict either
+                    got = "crash"
+                if got != case["verdict"]:
+                    failed.append(case["name"])
+            return failed
+
+        self.assertEqual(failures(), [])
+        mutations = {
+            "card count": ("cards_for", lambda cls: 3, "v2/cards/extra-card-consecutive"),
+            "t_0 only, no chain": ("transcript_chain", lambda t0, decides: t0, "verify/transcript/start-hash-only"),
+            "standard odds": ("settle_seat", lambda codes, pt, bet, raised: self.standard(codes, bet, raised),
+                              "verify/returned/standard-paytable"),
+        }
+        for label, (attr, fake, expected) in mutations.items():
+            old = getattr(v, attr)
+            setattr(v, attr, fake)
+            try:
+                failed = failures()
+            finally:
+                setattr(v, attr, old)
+            self.assertTrue(any(n.startswith(expected) for n in failed), (label, failed[:5]))
+
+    @staticmethod
+    def standard(codes, bet, raised):
+        return v.settle_seat(codes, mk.STANDARD, bet, raised)
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,19 +1,26 @@
 #!/usr/bin/env python3
-"""Independent verifier for Red Dog deals (algorithm reddog-deal-v1).
+"""Independent verifier for Red Dog reveals (reddog-reveal-v1 and reddog-reveal-v2, deal
+algorithm reddog-deal-v1).
 
-Written from docs/FAIRNESS.md alone, with the Python standard library only (hashlib, hmac,
-json); ChaCha20 is implemented below from RFC 8439, section 2.3.
+Written from docs/FAIRNESS.md (sections 3 and 4) and RULES.md alone, with the Python standard
+library only (hashlib, hmac, json); ChaCha20 is implemented below from RFC 8439, section 2.3.
 
 Usage:
-    python3 verify/verify.py reveal.json         check a settled round's reveal
-    python3 verify/verify.py - < reveal.json     the same, from stdin (also: no argument)
-    python3 verify/verify.py --vectors tests/vectors/
-                                                 check every test vector file in a directory
+    verify.py [FILE|-] [--expect-commitment HEX] [--expect-client-seed TEXT]
+              [--expect-nonce N] [--expect-round-id TEXT] [--expect-table-id TEXT]
+              [--expect-decks N] [--expect EXPECT.json]
+        check a settled round's reveal (no FILE or "-": read stdin); each --expect-* (and each
+        key of the --expect file, a JSON object with any of the keys commitment, client_seed,
+        nonce, round_id, table_id, decks) must equal the reveal's value
+    verify.py --vectors DIR
+        check every vector file it knows in DIR (deal-v1.json, reveal-v2.json when present,
+        reveal-negative.json)
 
-Exit status: 0 verified / all vectors pass; 1 the reveal does not verify / a vector fails;
-2 the input is malformed.
+Exit status: 0 verified / all vectors pass; 1 not verified / a vector fails; 2 malformed input
+(a reveal or expectation that breaks the grammar, unreadable input, bad usage).
 """
 
+import argparse
 import hashlib
 import hmac
 import json
@@ -21,15 +28,40 @@ import os
 import sys
 
 ALGORITHM = "reddog-deal-v1"
+FORMAT_V2 = "reddog-reveal-v2"
 VERSION = 1
 DOMAIN = b"reddog/deal"
 RANKS = "23456789TJQKA"
 SUITS = "cdhs"
 MASK32 = 0xFFFFFFFF
+U64_MAX = 2**64 - 1
+
+MAX_CLIENT_SEED_BYTES = 1024
+MAX_ROUND_ID_BYTES = 128
+MAX_TABLE_ID_BYTES = 64
+MAX_SEATS = 7
+MAX_ODDS = 10000
+SPREADS = 11
+TABLE_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+LOWER_HEX = frozenset("0123456789abcdef")
+ANY_HEX = frozenset("0123456789abcdefABCDEF")
+
+V1_REQUIRED = ("algorithm", "server_seed", "commitment", "client_seed", "nonce", "decks", "cards")
+V1_OPTIONAL = ("round_id",)
+V2_KEYS = ("format", "algorithm", "server_seed", "commitment", "table_id", "round_id", "client_seed",
+           "nonce", "decks", "cards", "paytable", "decisions", "seats", "transcript")
+SEAT_KEYS = ("bet", "raised", "stake", "returned")
+DECISION_KEYS = ("seat", "action")
+PAYTABLE_KEYS = ("spread", "three_of_a_kind")
+ACTIONS = {"raise": 1, "stand": 2}
+EXPECT_KEYS = ("commitment", "client_seed", "nonce", "round_id", "table_id", "decks")
+
+TRANSCRIPT_START = b"reddog/transcript/v1/start"
+TRANSCRIPT_DECIDE = b"reddog/transcript/v1/decide"
 
 
 class Malformed(Exception):
-    """The input does not have the form the specification requires."""
+    """The input does not have the form the specification requires (exit status 2)."""
 
 
 # --- ChaCha20 (RFC 8439, 2.1-2.3) -------------------------------------------------------
@@ -89,7 +121,7 @@ class WordStream:
         return self.words.pop()
 
 
-# --- The deal (docs/FAIRNESS.md, "Derivation" and "Shuffle") -----------------------------
+# --- The deal (docs/FAIRNESS.md, section 3) ----------------------------------------------
 
 def field(data):
     return len(data).to_bytes(4, "big") + data
@@ -133,68 +165,481 @@ def card_text(code):
 
 
 def card_code(text):
+    """The code of a card in canonical text (rank from 23456789TJQKA, suit from cdhs)."""
     if not isinstance(text, str) or len(text) != 2 or text[0] not in RANKS or text[1] not in SUITS:
-        raise Malformed("cards: %r is not a card such as \"Ah\" or \"Tc\"" % (text,))
+        raise Malformed("cards: %s is not a card in canonical text such as \"Ah\" or \"Tc\"" % _show(text))
     return RANKS.index(text[0]) * 4 + SUITS.index(text[1])
 
 
-# --- Reveals ------------------------------------------------------------------------------
+def rank_value(code):
+    """2 .. 14 (ace high)."""
+    return code // 4 + 2
 
-def hex32(obj, name):
-    value = obj.get(name)
+
+# --- The rules (RULES.md) ------------------------------------------------------------------
+
+PAIR, CONSECUTIVE, NON_CONSECUTIVE = "pair", "consecutive", "non-consecutive"
+
+
+def hand_class(first, second):
+    """(class, spread) of the two face-up cards; spread is the number of ranks strictly
+    between them (1..11) for a non-consecutive hand, else None."""
+    a, b = rank_value(first), rank_value(second)
+    if a == b:
+        return PAIR, None
+    if abs(a - b) == 1:
+        return CONSECUTIVE, None
+    return NON_CONSECUTIVE, abs(a - b) - 1
+
+
+def cards_for(cls):
+    """How many cards a round of this hand class deals."""
+    return 2 if cls == CONSECUTIVE else 3
+
+
+def settle_seat(codes, paytable, bet, raised):
+    """(stake, returned) of one seat by RULES.md, in unbounded integers; returned is what goes
+    back to the player: stake * (odds + 1) on a win, stake on a push, 0 on a loss."""
+    stake = bet * 2 if raised else bet
+    cls, spread = hand_class(codes[0], codes[1])
+    if cls == CONSECUTIVE:
+        return stake, stake
+    third = rank_value(codes[2])
+    if cls == PAIR:
+        if third == rank_value(codes[0]):
+            return stake, stake * (paytable["three_of_a_kind"] + 1)
+        return stake, stake
+    lo, hi = sorted((rank_value(codes[0]), rank_value(codes[1])))
+    if lo < third < hi:
+        return stake, stake * (paytable["spread"][spread - 1] + 1)
+    return stake, 0
+
+
+# --- The transcript (FAIRNESS.md section 4, docs/design/round-integrity.md section 4) --------
+
+def transcript_start_preimage(commitment, table_id, round_id, nonce, decks, client_seed, paytable, bets):
+    """The bytes t_0 is the SHA-256 of: commitment is 32 raw bytes, strings are UTF-8 bytes."""
+    odds = b"".join(o.to_bytes(4, "big") for o in list(paytable["spread"]) + [paytable["three_of_a_kind"]])
+    return (field(TRANSCRIPT_START) + field(commitment) + field(table_id) + field(round_id)
+            + field(nonce.to_bytes(8, "big")) + field(bytes([decks])) + field(client_seed)
+            + field(odds) + field(b"".join(b.to_bytes(8, "big") for b in bets)))
+
+
+def transcript_start(*inputs):
+    """t_0 from the round's inputs (see transcript_start_preimage)."""
+    return hashlib.sha256(transcript_start_preimage(*inputs)).digest()
+
+
+def transcript_step(previous, decisions):
+    """t_k from t_(k-1) and the k-th Decide's decisions [(seat, action)], ascending seat."""
+    body = b"".join(bytes([seat, ACTIONS[action]]) for seat, action in decisions)
+    return hashlib.sha256(field(TRANSCRIPT_DECIDE) + field(previous) + field(body)).digest()
+
+
+def transcript_chain(t0, decides):
+    t = t0
+    for d in decides:
+        t = transcript_step(t, d)
+    return t
+
+
+# --- Strict JSON ---------------------------------------------------------------------------
+
+def _show(value):
+    text = json.dumps(value, ensure_ascii=True) if not isinstance(value, bytes) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _no_duplicates(pairs):
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise Malformed("duplicate key %s" % _show(key))
+        seen[key] = value
+    return seen
+
+
+def _int_literal(text):
+    # JSON allows "-0" and "-5": the grammar allows digits only (no sign).
+    if not text.isdigit():
+        raise Malformed("number %s: integers are digits only (no sign, fraction or exponent)" % text)
+    return int(text)
+
+
+def _float_literal(text):
+    raise Malformed("number %s: integers are digits only (no sign, fraction or exponent)" % text)
+
+
+def _constant(text):
+    raise Malformed("%s is not JSON" % text)
+
+
+def loads_strict(data):
+    """Parses JSON text (bytes or str) strictly: UTF-8 without BOM, no duplicate keys, numbers
+    only as unsigned integers, no NaN/Infinity, no unpaired surrogate escapes."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise Malformed("the input is not UTF-8: %s" % e) from None
+    if data.startswith("\ufeff"):
+        raise Malformed("the input starts with a byte order mark")
     try:
-        raw = bytes.fromhex(value) if isinstance(value, str) else b""
-    except ValueError:
-        raw = b""
-    if len(raw) != 32:
-        raise Malformed("%s: must be 64 hexadecimal digits" % name)
+        value = json.loads(data, object_pairs_hook=_no_duplicates, parse_int=_int_literal,
+                           parse_float=_float_literal, parse_constant=_constant)
+    except RecursionError:
+        raise Malformed("the JSON nests too deeply") from None
+    except ValueError as e:  # json.JSONDecodeError, int conversion limits
+        raise Malformed("not valid JSON: %s" % e) from None
+    _check_strings(value)
+    return value
+
+
+def _check_strings(value):
+    """Every string (keys too) must be encodable as UTF-8: no unpaired surrogate escapes."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise Malformed("a string holds an unpaired surrogate escape (not UTF-8)") from None
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+
+
+# --- The reveal grammar (FAIRNESS.md section 4) -------------------------------------------
+
+def is_int(v):
+    return type(v) is int  # bool is a subclass of int in Python: excluded here
+
+
+def want_keys(obj, where, required, optional=()):
+    if not isinstance(obj, dict):
+        raise Malformed("%s: must be a JSON object" % where)
+    for k in obj:
+        if k not in required and k not in optional:
+            raise Malformed("%s: unknown key %s" % (where, _show(k)))
+    for k in required:
+        if k not in obj:
+            raise Malformed("%s: missing key %s" % (where, _show(k)))
+
+
+def want_int(value, name, lo, hi):
+    if not is_int(value):
+        raise Malformed("%s: must be a JSON integer, got %s" % (name, _show(value)))
+    if not lo <= value <= hi:
+        raise Malformed("%s: %d is outside %d..%d" % (name, value, lo, hi))
+    return value
+
+
+def want_string(value, name, lo=0, hi=None):
+    if not isinstance(value, str):
+        raise Malformed("%s: must be a JSON string, got %s" % (name, _show(value)))
+    raw = value.encode("utf-8")
+    if len(raw) < lo or (hi is not None and len(raw) > hi):
+        raise Malformed("%s: %d bytes of UTF-8, must be %d..%s" % (name, len(raw), lo, hi if hi is not None else "2^32-1"))
     return raw
 
 
+def want_hex32(value, name, lower_only):
+    if not isinstance(value, str):
+        raise Malformed("%s: must be a JSON string of 64 hexadecimal digits" % name)
+    allowed = LOWER_HEX if lower_only else ANY_HEX
+    if len(value) != 64 or any(ch not in allowed for ch in value):
+        raise Malformed("%s: must be 64 %shexadecimal digits" % (name, "lower-case " if lower_only else ""))
+    return bytes.fromhex(value)
+
+
+def is_control(ch):
+    """Unicode general category Cc: U+0000-U+001F and U+007F-U+009F."""
+    o = ord(ch)
+    return o <= 0x1F or 0x7F <= o <= 0x9F
+
+
+def want_round_id(value):
+    raw = want_string(value, "round_id", 1, MAX_ROUND_ID_BYTES)
+    if any(is_control(ch) for ch in value):
+        raise Malformed("round_id: must not contain control characters")
+    return raw
+
+
+def want_table_id(value):
+    raw = want_string(value, "table_id", 1, MAX_TABLE_ID_BYTES)
+    if any(ch not in TABLE_ID_CHARS for ch in value):
+        raise Malformed("table_id: only the characters A-Z a-z 0-9 . _ - are allowed")
+    return raw
+
+
+def want_cards(value):
+    if not isinstance(value, list):
+        raise Malformed("cards: must be a JSON array")
+    codes = [card_code(c) for c in value]
+    if len(codes) < 2:
+        raise Malformed("cards: a round deals at least 2 cards, the reveal lists %d" % len(codes))
+    cls, _ = hand_class(codes[0], codes[1])
+    want = cards_for(cls)
+    if len(codes) != want:
+        raise Malformed("cards: a %s hand deals exactly %d cards, the reveal lists %d" % (cls, want, len(codes)))
+    return codes
+
+
+class Reveal:
+    """A reveal that passed the grammar: version 1 or 2, values decoded."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
 def parse_reveal(obj):
+    """Checks the grammar of section 4; returns a Reveal or raises Malformed naming the field."""
     if not isinstance(obj, dict):
         raise Malformed("the reveal must be a JSON object")
-    if obj.get("algorithm") != ALGORITHM:
-        raise Malformed("algorithm: must be %r" % ALGORITHM)
-    seed = hex32(obj, "server_seed")
-    commitment = hex32(obj, "commitment")
-    client_seed = obj.get("client_seed")
-    if not isinstance(client_seed, str):
-        raise Malformed("client_seed: must be a string")
-    nonce = obj.get("nonce")
-    if not isinstance(nonce, int) or isinstance(nonce, bool) or not 0 <= nonce < 2**64:
-        raise Malformed("nonce: must be an integer in 0..2^64-1")
-    decks = obj.get("decks")
-    if not isinstance(decks, int) or isinstance(decks, bool) or not 1 <= decks <= 8:
-        raise Malformed("decks: must be an integer in 1..8")
-    cards = obj.get("cards")
-    if not isinstance(cards, list) or not 1 <= len(cards) <= 52 * decks:
-        raise Malformed("cards: must list between 1 and %d cards" % (52 * decks))
-    codes = [card_code(c) for c in cards]
-    return seed, commitment, client_seed.encode("utf-8"), nonce, decks, codes
+    if "format" in obj:
+        if obj["format"] != FORMAT_V2:
+            raise Malformed("format: must be %s (a reveal without \"format\" is version 1), got %s"
+                            % (_show(FORMAT_V2), _show(obj["format"])))
+        return _parse_v2(obj)
+    return _parse_v1(obj)
 
 
-def check_reveal(obj, out=sys.stdout):
-    """Prints the recomputed cards and the verdict; returns True when the reveal verifies."""
-    seed, commitment, client_seed, nonce, decks, codes = parse_reveal(obj)
-    commitment_ok = hashlib.sha256(seed).digest() == commitment
-    recomputed, _ = deal(seed, client_seed, nonce, decks, len(codes))
-    cards_ok = recomputed == codes
-    if obj.get("round_id") is not None:
-        print("round_id    %s" % obj["round_id"], file=out)
-    print("commitment  %s" % ("OK: SHA-256(server_seed) = commitment" if commitment_ok
-                              else "MISMATCH: SHA-256(server_seed) = " + hashlib.sha256(seed).hexdigest()), file=out)
-    print("cards       %s" % " ".join(card_text(c) for c in recomputed), file=out)
-    print("revealed    %s  %s" % (" ".join(card_text(c) for c in codes), "OK" if cards_ok else "MISMATCH"), file=out)
-    ok = commitment_ok and cards_ok
-    print("verdict     %s" % ("VERIFIED" if ok else "NOT VERIFIED"), file=out)
-    return ok
+def _common(obj, lower_only):
+    if not isinstance(obj["algorithm"], str) or obj["algorithm"] != ALGORITHM:
+        raise Malformed("algorithm: must be %s, got %s" % (_show(ALGORITHM), _show(obj["algorithm"])))
+    seed = want_hex32(obj["server_seed"], "server_seed", lower_only)
+    commitment = want_hex32(obj["commitment"], "commitment", lower_only)
+    nonce = want_int(obj["nonce"], "nonce", 0, U64_MAX)
+    decks = want_int(obj["decks"], "decks", 1, 8)
+    return seed, commitment, nonce, decks
+
+
+def _parse_v1(obj):
+    want_keys(obj, "reveal (version 1)", V1_REQUIRED, V1_OPTIONAL)
+    seed, commitment, nonce, decks = _common(obj, lower_only=False)
+    client_seed = want_string(obj["client_seed"], "client_seed", 0, 2**32 - 1)
+    round_id = want_round_id(obj["round_id"]) if "round_id" in obj else None
+    codes = want_cards(obj["cards"])
+    return Reveal(version=1, server_seed=seed, commitment=commitment, client_seed=client_seed, nonce=nonce,
+                  decks=decks, codes=codes, round_id=round_id, table_id=None)
+
+
+def _parse_v2(obj):
+    want_keys(obj, "reveal", V2_KEYS)
+    seed, commitment, nonce, decks = _common(obj, lower_only=True)
+    table_id = want_table_id(obj["table_id"])
+    round_id = want_round_id(obj["round_id"])
+    client_seed = want_string(obj["client_seed"], "client_seed", 1, MAX_CLIENT_SEED_BYTES)
+    codes = want_cards(obj["cards"])
+    cls, _ = hand_class(codes[0], codes[1])
+
+    paytable = obj["paytable"]
+    want_keys(paytable, "paytable", PAYTABLE_KEYS)
+    if not isinstance(paytable["spread"], list) or len(paytable["spread"]) != SPREADS:
+        raise Malformed("paytable.spread: must be an array of exactly %d integers" % SPREADS)
+    spread = [want_int(o, "paytable.spread[%d]" % i, 1, MAX_ODDS) for i, o in enumerate(paytable["spread"])]
+    trips = want_int(paytable["three_of_a_kind"], "paytable.three_of_a_kind", 1, MAX_ODDS)
+
+    seats_in = obj["seats"]
+    if not isinstance(seats_in, list) or not 1 <= len(seats_in) <= MAX_SEATS:
+        raise Malformed("seats: must be an array of 1..%d seats" % MAX_SEATS)
+    seats = []
+    for i, s in enumerate(seats_in):
+        where = "seats[%d]" % i
+        want_keys(s, where, SEAT_KEYS)
+        if not isinstance(s["raised"], bool):
+            raise Malformed("%s.raised: must be true or false, got %s" % (where, _show(s["raised"])))
+        seats.append({"bet": want_int(s["bet"], where + ".bet", 0, U64_MAX), "raised": s["raised"],
+                      "stake": want_int(s["stake"], where + ".stake", 0, U64_MAX),
+                      "returned": want_int(s["returned"], where + ".returned", 0, U64_MAX)})
+
+    decisions_in = obj["decisions"]
+    if not isinstance(decisions_in, list):
+        raise Malformed("decisions: must be a JSON array (one entry per Decide call)")
+    if decisions_in and cls != NON_CONSECUTIVE:
+        raise Malformed("decisions: a %s hand takes no decisions" % cls)
+    decided = set()
+    decides = []
+    for k, step in enumerate(decisions_in):
+        where = "decisions[%d]" % k
+        if not isinstance(step, list) or not step:
+            raise Malformed("%s: must be a non-empty array of {\"seat\",\"action\"}" % where)
+        previous = -1
+        entries = []
+        for j, d in enumerate(step):
+            w = "%s[%d]" % (where, j)
+            want_keys(d, w, DECISION_KEYS)
+            seat = want_int(d["seat"], w + ".seat", 0, len(seats) - 1)
+            if not isinstance(d["action"], str) or d["action"] not in ACTIONS:
+                raise Malformed("%s.action: must be \"raise\" or \"stand\", got %s" % (w, _show(d["action"])))
+            if seat in decided:
+                raise Malformed("%s.seat: seat %d decides more than once in the round" % (w, seat))
+            if seat <= previous:
+                raise Malformed("%s.seat: seats within one Decide must be in ascending order" % w)
+            decided.add(seat)
+            previous = seat
+            entries.append((seat, d["action"]))
+        decides.append(entries)
+
+    transcript = want_hex32(obj["transcript"], "transcript", lower_only=True)
+    return Reveal(version=2, server_seed=seed, commitment=commitment, table_id=table_id, round_id=round_id,
+                  client_seed=client_seed, nonce=nonce, decks=decks, codes=codes,
+                  paytable={"spread": spread, "three_of_a_kind": trips}, decides=decides, seats=seats,
+                  transcript=transcript)
+
+
+# --- Expectations -------------------------------------------------------------------------
+
+def parse_expect(obj, where="--expect"):
+    """A JSON object with any of EXPECT_KEYS, no others; returns [(key, decoded value)]."""
+    if not isinstance(obj, dict):
+        raise Malformed("%s: must be a JSON object" % where)
+    out = []
+    for key, value in obj.items():
+        if key not in EXPECT_KEYS:
+            raise Malformed("%s: unknown key %s (allowed: %s)" % (where, _show(key), ", ".join(EXPECT_KEYS)))
+        name = "%s.%s" % (where, key)
+        if key == "commitment":
+            out.append((key, want_hex32(value, name, lower_only=False)))
+        elif key == "nonce":
+            out.append((key, want_int(value, name, 0, U64_MAX)))
+        elif key == "decks":
+            out.append((key, want_int(value, name, 1, 8)))
+        else:
+            out.append((key, want_string(value, name)))
+    return out
+
+
+def expect_from_args(args):
+    """The --expect-* options as [(key, value)]; text options are compared as the bytes given
+    on the command line (os.fsencode undoes Python's decoding of argv)."""
+    out = []
+    if args.expect_commitment is not None:
+        out.append(("commitment", want_hex32(args.expect_commitment, "--expect-commitment", lower_only=False)))
+    for key, value in (("client_seed", args.expect_client_seed), ("nonce", args.expect_nonce),
+                       ("round_id", args.expect_round_id), ("table_id", args.expect_table_id),
+                       ("decks", args.expect_decks)):
+        if value is None:
+            continue
+        if key in ("nonce", "decks"):
+            if not (value.isascii() and value.isdigit()):
+                raise Malformed("--expect-%s: must be a decimal integer" % key.replace("_", "-"))
+            lo, hi = (0, U64_MAX) if key == "nonce" else (1, 8)
+            out.append((key, want_int(int(value), "--expect-" + key, lo, hi)))
+        else:
+            out.append((key, os.fsencode(value)))
+    return out
+
+
+# --- Verification -------------------------------------------------------------------------
+
+def verify(reveal, expectations=()):
+    """Runs every check of section 4 on a parsed reveal; expectations are [(key, value)] with
+    keys from EXPECT_KEYS (commitment as 32 bytes, strings as UTF-8 bytes, integers). Returns
+    (ok, lines): each line (label, ok or None for information, text); ok when all hold."""
+    lines = []
+
+    def check(label, ok, text):
+        lines.append((label, ok, text))
+
+    actual = hashlib.sha256(reveal.server_seed).digest()
+    check("commitment", actual == reveal.commitment,
+          "SHA-256(server_seed) = commitment" if actual == reveal.commitment
+          else "SHA-256(server_seed) = %s, not the commitment" % actual.hex())
+
+    recomputed, _ = deal(reveal.server_seed, reveal.client_seed, reveal.nonce, reveal.decks, len(reveal.codes))
+    cards_ok = recomputed == reveal.codes
+    check("cards", cards_ok, "recomputed %s, revealed %s" % (
+        " ".join(card_text(c) for c in recomputed), " ".join(card_text(c) for c in reveal.codes)))
+    cls, spread = hand_class(reveal.codes[0], reveal.codes[1])
+    check("hand", None, cls + (", spread %d" % spread if spread else ""))
+
+    if reveal.version == 2:
+        decision = {}
+        for step in reveal.decides:
+            for seat, action in step:
+                decision[seat] = action
+        # Payouts from the revealed cards (when they are not the recomputed ones, the round is
+        # already not verified; the amounts are still checked against what the reveal says).
+        for i, s in enumerate(reveal.seats):
+            raised = decision.get(i) == "raise"
+            stake, returned = settle_seat(reveal.codes, reveal.paytable, s["bet"], raised)
+            problems = []
+            if s["raised"] != raised:
+                problems.append("raised is %s but the seat's decision is %s"
+                                % (str(s["raised"]).lower(), decision.get(i, "none (stand)")))
+            if stake > U64_MAX:
+                problems.append("the stake %d does not fit in 0..2^64-1" % stake)
+            elif s["stake"] != stake:
+                problems.append("stake %d, the rules give %d" % (s["stake"], stake))
+            if returned > U64_MAX:
+                problems.append("the amount returned %d does not fit in 0..2^64-1" % returned)
+            elif s["returned"] != returned:
+                problems.append("returned %d, the rules give %d" % (s["returned"], returned))
+            check("seat %d" % i, not problems,
+                  "; ".join(problems) if problems else "bet %d, %s, stake %d, returned %d"
+                  % (s["bet"], "raised" if raised else "stood", stake, returned))
+
+        t0 = transcript_start(reveal.commitment, reveal.table_id, reveal.round_id, reveal.nonce, reveal.decks,
+                              reveal.client_seed, reveal.paytable, [s["bet"] for s in reveal.seats])
+        t = transcript_chain(t0, reveal.decides)
+        check("transcript", t == reveal.transcript,
+              "step %d, %s" % (len(reveal.decides), t.hex()) if t == reveal.transcript
+              else "recomputed %s (step %d), revealed %s" % (t.hex(), len(reveal.decides), reveal.transcript.hex()))
+
+    for key, want in expectations:
+        have = getattr(reveal, key)
+        if have is None:
+            check("expect " + key, False, "the reveal (version %d) does not carry %s" % (reveal.version, key))
+        else:
+            check("expect " + key, have == want, "as expected" if have == want else "the reveal says %s, expected %s"
+                  % (_render(have), _render(want)))
+
+    ok = all(line[1] is not False for line in lines)
+    return ok, lines
+
+
+def _render(v):
+    if isinstance(v, bytes):
+        try:
+            return _show(v.decode("utf-8"))
+        except UnicodeDecodeError:
+            return repr(v)
+    return str(v)
+
+
+def check_text(data, expectations=(), out=None):
+    """Parses and verifies reveal text. Returns "verified", "not_verified" or "malformed"
+    (printing the reason when out is given)."""
+    try:
+        reveal = parse_reveal(loads_strict(data))
+    except Malformed as e:
+        if out is not None:
+            print("malformed   %s" % e, file=out)
+        return "malformed"
+    ok, lines = verify(reveal, expectations)
+    if out is not None:
+        report(reveal, ok, lines, out)
+    return "verified" if ok else "not_verified"
+
+
+def report(reveal, ok, lines, out):
+    print("%-18s %s" % ("format", "reddog-reveal-v2" if reveal.version == 2 else "reddog-reveal-v1"), file=out)
+    if reveal.round_id is not None:
+        print("%-18s %s" % ("round_id", _render(reveal.round_id)), file=out)
+    for label, good, text in lines:
+        mark = "" if good is None else ("OK    " if good else "FAIL  ")
+        print("%-18s %s%s" % (label, mark, text), file=out)
+    print("%-18s %s" % ("verdict", "VERIFIED" if ok else "NOT VERIFIED"), file=out)
 
 
 # --- Test vectors -------------------------------------------------------------------------
 
 def check_case(case):
-    """Returns a list of what differs between the case and the recomputation."""
+    """A deal-v1.json case: returns a list of what differs between it and the recomputation."""
     errors = []
     seed = bytes.fromhex(case["server_seed"])
     client_seed = case["client_seed"].encode("utf-8")
@@ -220,51 +665,162 @@ def check_case(case):
     return errors
 
 
-def check_vectors(directory, out=sys.stdout):
-    """Checks every *.json vector file in the directory; returns (passed, failed)."""
-    passed = failed = 0
-    files = sorted(f for f in os.listdir(directory) if f.endswith(".json"))
-    for name in files:
-        with open(os.path.join(directory, name), encoding="utf-8") as f:
-            doc = json.load(f)
-        if doc.get("algorithm") != ALGORITHM:
-            print("%s: skipped (algorithm %r)" % (name, doc.get("algorithm")), file=out)
+def _case_expect(case):
+    return parse_expect(case["expect"], "expect") if "expect" in case else []
+
+
+def _reveal_text(case):
+    r = case["reveal"]
+    return r if isinstance(r, str) else json.dumps(r, ensure_ascii=False, separators=(",", ":"))
+
+
+def _deal_cases(doc):
+    if doc.get("algorithm") != ALGORITHM:
+        raise Malformed("algorithm %s is not %s" % (_show(doc.get("algorithm")), ALGORITHM))
+    for case in doc["cases"]:
+        try:
+            errors = check_case(case)
+        except (KeyError, ValueError, TypeError) as e:
+            errors = ["malformed case: %r" % (e,)]
+        yield case.get("name"), errors
+
+
+def _negative_cases(doc):
+    if doc.get("format") != "reddog-reveal-negative-vectors-v1":
+        raise Malformed("format %s is not reddog-reveal-negative-vectors-v1" % _show(doc.get("format")))
+    for case in doc["cases"]:
+        want = case.get("verdict")
+        if want not in ("malformed", "not_verified"):
+            yield case.get("name"), ["verdict must be \"malformed\" or \"not_verified\", got %s" % _show(want)]
             continue
-        for case in doc["cases"]:
-            try:
-                errors = check_case(case)
-            except (KeyError, ValueError, TypeError) as e:
-                errors = ["malformed case: %r" % (e,)]
+        got = check_text(_reveal_text(case), _case_expect(case))
+        yield case.get("name"), ([] if got == want else ["expected %s, the verifier says %s" % (want, got)])
+
+
+def _positive_cases(doc):
+    """reveal-v2.json (generated by the engine from real rounds): every case must verify, with
+    its expectations; its transcript chain t_0 .. t_K and the preimage of t_0, when listed,
+    must be what section 4.4 computes from the reveal."""
+    if doc.get("format") != "reddog-reveal-v2-vectors":
+        raise Malformed("format %s is not reddog-reveal-v2-vectors" % _show(doc.get("format")))
+    for case in doc["cases"]:
+        want = case.get("verdict", "verified")
+        text = _reveal_text(case)
+        got = check_text(text, _case_expect(case))
+        errors = [] if got == want else ["expected %s, the verifier says %s" % (want, got)]
+        if got != "malformed" and ("transcript_chain" in case or "t0_preimage_hex" in case):
+            r = parse_reveal(loads_strict(text))
+            pre = transcript_start_preimage(r.commitment, r.table_id, r.round_id, r.nonce, r.decks, r.client_seed,
+                                            r.paytable, [s["bet"] for s in r.seats])
+            chain = [hashlib.sha256(pre).digest()]
+            for step in r.decides:
+                chain.append(transcript_step(chain[-1], step))
+            if "t0_preimage_hex" in case and case["t0_preimage_hex"] != pre.hex():
+                errors.append("t0_preimage_hex differs from section 4.4's")
+            if "transcript_chain" in case and case["transcript_chain"] != [t.hex() for t in chain]:
+                errors.append("transcript_chain differs from section 4.4's")
+        yield case.get("name"), errors
+
+
+KNOWN_VECTOR_FILES = (
+    ("deal-v1.json", True, _deal_cases),
+    ("reveal-v2.json", False, _positive_cases),
+    ("reveal-negative.json", True, _negative_cases),
+)
+
+
+def check_vectors(directory, out=sys.stdout):
+    """Checks every vector file it knows in the directory; returns (passed, failed). A required
+    file that is missing or unreadable counts as a failure."""
+    passed = failed = 0
+    for name, required, cases_of in KNOWN_VECTOR_FILES:
+        path = os.path.join(directory, name)
+        if not os.path.exists(path):
+            if required:
+                failed += 1
+                print("FAIL %s: missing" % name, file=out)
+            continue
+        try:
+            with open(path, "rb") as f:
+                doc = loads_json_file(f.read())
+            results = list(cases_of(doc))
+        except (Malformed, KeyError, TypeError, OSError) as e:
+            failed += 1
+            print("FAIL %s: unreadable: %s" % (name, e), file=out)
+            continue
+        if not results:
+            failed += 1
+            print("FAIL %s: no cases" % name, file=out)
+        for case_name, errors in results:
             if errors:
                 failed += 1
-                print("FAIL %s/%s: %s" % (name, case.get("name"), ", ".join(errors)), file=out)
+                print("FAIL %s/%s: %s" % (name, case_name, ", ".join(errors)), file=out)
             else:
                 passed += 1
-                print("ok   %s/%s" % (name, case["name"]), file=out)
+                print("ok   %s/%s" % (name, case_name), file=out)
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".json") and name not in [k[0] for k in KNOWN_VECTOR_FILES]:
+            print("skip %s: not a vector file this verifier knows" % name, file=out)
     return passed, failed
 
 
+def loads_json_file(data):
+    """Vector files are ordinary JSON (they may hold floats or signed numbers elsewhere); only
+    duplicate keys are refused."""
+    return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates)
+
+
+# --- Command line -------------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        print("error: %s" % message, file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv):
-    if len(argv) >= 1 and argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0
-    if len(argv) == 2 and argv[0] == "--vectors":
-        passed, failed = check_vectors(argv[1])
+    p = _Parser(prog="verify.py", description=__doc__.split("\n\n")[0],
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", nargs="?", default="-", help="the reveal (JSON); '-' or nothing reads stdin")
+    p.add_argument("--vectors", metavar="DIR", help="check every known vector file in DIR")
+    p.add_argument("--expect-commitment", metavar="HEX")
+    p.add_argument("--expect-client-seed", metavar="TEXT")
+    p.add_argument("--expect-nonce", metavar="N")
+    p.add_argument("--expect-round-id", metavar="TEXT")
+    p.add_argument("--expect-table-id", metavar="TEXT")
+    p.add_argument("--expect-decks", metavar="N")
+    p.add_argument("--expect", metavar="FILE", help="a JSON object of expectations (keys: %s)" % ", ".join(EXPECT_KEYS))
+    args = p.parse_args(argv)
+
+    if args.vectors is not None:
+        if args.file != "-":
+            p.error("--vectors takes no reveal file")
+        passed, failed = check_vectors(args.vectors)
         print("%d passed, %d failed" % (passed, failed))
         return 0 if failed == 0 and passed > 0 else 1
-    if len(argv) > 1:
-        print(__doc__, file=sys.stderr)
-        return 2
+
     try:
-        if not argv or argv[0] == "-":
-            obj = json.load(sys.stdin)
+        expectations = expect_from_args(args)
+        if args.expect is not None:
+            with open(args.expect, "rb") as f:
+                expectations += parse_expect(loads_strict(f.read()), "--expect " + args.expect)
+        if args.file == "-":
+            data = sys.stdin.buffer.read()
         else:
-            with open(argv[0], encoding="utf-8") as f:
-                obj = json.load(f)
-        return 0 if check_reveal(obj) else 1
-    except (Malformed, ValueError, OSError) as e:
+            with open(args.file, "rb") as f:
+                data = f.read()
+    except (Malformed, OSError) as e:
         print("error: %s" % e, file=sys.stderr)
         return 2
+    try:
+        reveal = parse_reveal(loads_strict(data))
+    except Malformed as e:
+        print("error: malformed reveal: %s" % e, file=sys.stderr)
+        return 2
+    ok, lines = verify(reveal, expectations)
+    report(reveal, ok, lines, sys.stdout)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

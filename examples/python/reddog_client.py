@@ -41,24 +41,42 @@ def load_stubs(proto_dir):
 
 
 def make_verifier(verifier_path, reddog_bin):
-    """Returns verify(reveal_json) -> bool, preferring the independent Python verifier."""
+    """Returns verify(reveal_json, expect) -> bool, preferring the independent Python verifier.
+
+    `expect` is what the player was shown before the round (commitment, client seed, nonce,
+    round id): a verifier that knows `--expect-*` checks the reveal against it; otherwise the
+    client compares those fields itself."""
     if os.path.exists(verifier_path):
+        help_text = subprocess.run([sys.executable, verifier_path, "--help"], capture_output=True, text=True).stdout
+        if "--expect-commitment" in help_text:
+            print("verifying reveals with the independent verifier %s (with --expect-*)" % verifier_path)
+
+            def verify_cli(reveal_json, expect):
+                args = [sys.executable, verifier_path, "-"]
+                for key, value in sorted(expect.items()):
+                    args += ["--expect-" + key.replace("_", "-"), str(value)]
+                r = subprocess.run(args, input=reveal_json.encode(), capture_output=True)
+                return r.returncode == 0
+            return verify_cli
         spec = importlib.util.spec_from_file_location("reddog_verify", verifier_path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         print("verifying reveals with the independent verifier %s" % verifier_path)
 
-        def verify(reveal_json):
+        def verify(reveal_json, expect):
             with open(os.devnull, "w") as quiet:
-                return bool(module.check_reveal(json.loads(reveal_json), out=quiet))
+                return bool(module.check_reveal(json.loads(reveal_json), out=quiet)) and matches(reveal_json, expect)
         return verify
     # Fallback until verify/verify.py is on this branch: the engine's own checker, and if
     # that is not built either, the commitment check alone (said loudly on every run).
     print("NOTE: %s not found; falling back to `%s verify`" % (verifier_path, reddog_bin))
     import hashlib
 
-    def verify(reveal_json):
-        r = subprocess.run([reddog_bin, "verify", "-"], input=reveal_json.encode(), capture_output=True)
+    def verify(reveal_json, expect):
+        args = [reddog_bin, "verify", "-"]
+        for key, value in sorted(expect.items()):
+            args += ["--expect-" + key.replace("_", "-"), str(value)]
+        r = subprocess.run(args, input=reveal_json.encode(), capture_output=True)
         if b"not built yet" in r.stderr or b"unexpected argument" in r.stderr:
             reveal = json.loads(reveal_json)
             print("NOTE: `reddog verify` is not built on this branch either: checked only "
@@ -66,6 +84,12 @@ def make_verifier(verifier_path, reddog_bin):
             return hashlib.sha256(bytes.fromhex(reveal["server_seed"])).hexdigest() == reveal["commitment"]
         return r.returncode == 0
     return verify
+
+
+def matches(reveal_json, expect):
+    """The reveal's fields equal what the player was shown."""
+    reveal = json.loads(reveal_json)
+    return all(reveal.get(k) == v for k, v in expect.items())
 
 
 def play(stub, pb, verify, rounds, seed):
@@ -79,8 +103,10 @@ def play(stub, pb, verify, rounds, seed):
     failures = 0
     for i in range(rounds):
         round_id = "py-%d-%d" % (seed, i)
-        # 1. Commit: show the commitment to the player before they pick their client seed.
-        committed = stub.CommitSeed(pb.CommitSeedRequest(round_id=round_id), timeout=5)
+        # 1. Commit for this round (id and nonce): show the commitment, nonce and table to the
+        #    player before they pick their client seed. The commitment serves this round only.
+        committed = stub.CommitSeed(pb.CommitSeedRequest(round_id=round_id, nonce=i), timeout=5)
+        bound = committed.nonce == i and committed.table_id == "default" and committed.decks == rules.decks
         client_seed = "python player %d" % rng.randrange(1 << 30)
         seats = [pb.SeatBet(bet=rng.randrange(lo, min(hi, 10 * lo) + 1)) for _ in range(rng.randint(1, 7))]
         # 2. Start: the platform has debited the bets.
@@ -103,10 +129,12 @@ def play(stub, pb, verify, rounds, seed):
         # 4. Settle and credit what it says. A retry returns the same settlement.
         settled = stub.Settle(pb.SettleRequest(round_token=token, round_id=round_id), timeout=5)
         again = stub.Settle(pb.SettleRequest(round_token=token), timeout=5)
-        ok = settled == again and settled.total_returned == sum(r.returned for r in settled.results)
-        ok = ok and json.loads(settled.reveal_json)["commitment"] == committed.commitment
-        # 5. Show the reveal; check it independently.
-        verified = verify(settled.reveal_json)
+        ok = bound and settled == again and settled.total_returned == sum(r.returned for r in settled.results)
+        reveal = json.loads(settled.reveal_json)
+        ok = ok and reveal.get("transcript") == settled.transcript and reveal.get("commitment") == committed.commitment
+        # 5. Show the reveal; check it independently against what the player was shown.
+        shown = {"commitment": committed.commitment, "client_seed": client_seed, "nonce": i, "round_id": round_id}
+        verified = verify(settled.reveal_json, shown)
         staked += settled.total_staked
         returned += settled.total_returned
         third = settled.round.third_card.code if settled.round.HasField("third_card") else "--"
@@ -114,6 +142,18 @@ def play(stub, pb, verify, rounds, seed):
             line, third, settled.total_staked, settled.total_returned,
             "verified" if verified and ok else "FAILED"))
         if not (verified and ok):
+            failures += 1
+    # A commitment serves only the round it was made for.
+    committed = stub.CommitSeed(pb.CommitSeedRequest(round_id="py-bound", nonce=1), timeout=5)
+    try:
+        stub.StartRound(pb.StartRoundRequest(
+            commitment_token=committed.commitment_token, client_seed="x", nonce=2, round_id="py-bound",
+            seats=[pb.SeatBet(bet=lo)], player_limits=pb.Limits(min_bet=lo, max_bet=hi)), timeout=5)
+        print("FAILED: a commitment dealt a round with another nonce")
+        failures += 1
+    except grpc.RpcError as e:
+        if e.code() != grpc.StatusCode.FAILED_PRECONDITION:
+            print("FAILED: another nonce gave %s" % e.code())
             failures += 1
     # A tampered token is refused with INVALID_ARGUMENT.
     try:

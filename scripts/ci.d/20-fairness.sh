@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fairness: the independent Python verifier (standard library only, nothing to install)
-# checks every test vector, runs its own unit tests, and cross-checks the binary's
-# `reddog verify` against it on a fresh reveal. Exits non-zero on any failure.
+# checks every test vector file, runs its own unit tests, checks that the negative vectors are
+# what their generator writes, and cross-checks the binary's `reddog verify` against it on the
+# shared reveal vectors and on a fresh reveal. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -14,15 +15,21 @@ step() { # name, command...
   if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
 }
 
-step "python verifier: every vector in tests/vectors/" python3 verify/verify.py --vectors tests/vectors/
+step "python verifier: every vector file in tests/vectors/" python3 verify/verify.py --vectors tests/vectors/
 step "python verifier: unit tests" python3 -m unittest discover -s verify -q
+step "negative vectors are what verify/make_negative_vectors.py writes" python3 verify/make_negative_vectors.py --check
 
 cargo build --locked --quiet --bin reddog
 bin=target/debug/reddog
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$bin" commit --reveal --client-seed "ci grüße $RANDOM" --nonce "$RANDOM" --decks 6 --cards 3 > "$tmp/reveal.json"
+# Both verifiers on every shared reveal vector: each must give the vector's verdict (exit status).
+step "reddog verify and verify.py agree with every reveal vector" \
+  python3 verify/cross_check.py tests/vectors/ "$bin verify" "python3 verify/verify.py"
+
+# A fresh version-1 reveal (`reddog commit --reveal` lists the cards the hand dealt: 2 or 3).
+"$bin" commit --reveal --client-seed "ci grüße $RANDOM" --nonce "$RANDOM" --decks 6 > "$tmp/reveal.json"
 step "reddog verify accepts a fresh reveal" "$bin" verify "$tmp/reveal.json"
 step "python verifier accepts the same reveal" python3 verify/verify.py "$tmp/reveal.json"
 step "both read stdin" sh -c "'$bin' verify < '$tmp/reveal.json' && python3 verify/verify.py < '$tmp/reveal.json'"

@@ -63,7 +63,8 @@ echo "-- metrics"
 import sys, urllib.request
 text = urllib.request.urlopen("http://%s/metrics" % sys.argv[1], timeout=5).read().decode()
 for name in ("reddog_rpc_requests_total", "reddog_staked_minor_units_total", "reddog_returned_minor_units_total",
-             "reddog_seats_settled_total", "reddog_token_rejections_total", "reddog_rpc_duration_seconds_bucket"):
+             "reddog_seats_settled_total", "reddog_token_rejections_total", "reddog_rpc_duration_seconds_bucket",
+             "reddog_token_seals_total"):
     assert name in text, name
 print("metrics ok")
 PY

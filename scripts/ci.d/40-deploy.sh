@@ -7,6 +7,10 @@
 #     hardening policy holds, and the manifests name only flags, env vars, ports and health
 #     services the real binary has (it is started and asked: scripts/deploy/probe_binary.py);
 #   - the documented `kubectl create secret` for the key ring yields a valid Secret;
+#   - the alert rules: `promtool check rules` and `promtool test rules` (Debian's prometheus
+#     package ships promtool) on tests generated from the exact odds, the tests' committed copy
+#     up to date, the rules' constants as computed; the Grafana dashboard's structure, PromQL
+#     and metric names;
 #   - negative tests: deliberately broken copies of deploy/ must FAIL validation.
 # Closes with "deploy: N passed, M failed"; exits non-zero on any failure.
 set -euo pipefail
@@ -28,9 +32,10 @@ need_apt=()
 command -v python3 >/dev/null || need_apt+=(python3 python3-venv)
 command -v npm >/dev/null || need_apt+=(npm)
 command -v unzip >/dev/null || need_apt+=(unzip)
+command -v promtool >/dev/null || need_apt+=(prometheus)
 if ((${#need_apt[@]})); then
   echo "== apt-get install ${need_apt[*]}"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 if ! "$CACHE/venv/bin/python" -c 'import venv' 2>/dev/null; then
   python3 -m venv "$CACHE/venv" || {
@@ -59,7 +64,7 @@ if [ ! -d "$PROMQL_DIR/node_modules/@prometheus-io/lezer-promql" ]; then
      @prometheus-io/lezer-promql@0.315.0 @lezer/lr@1 >/dev/null)
 fi
 export PROMQL_DIR
-echo "tools: $("$KUBECTL" version --client | tr '\n' ' ')| kubernetes-validate $("$CACHE/venv/bin/kubernetes-validate" --version 2>&1 | tail -1)"
+echo "tools: $("$KUBECTL" version --client | tr '\n' ' ')| kubernetes-validate $("$CACHE/venv/bin/kubernetes-validate" --version 2>&1 | tail -1) | $(promtool --version 2>&1 | head -1)"
 
 # ---- the binary ------------------------------------------------------------------------
 BIN=${REDDOG_BIN:-}
@@ -88,6 +93,11 @@ if "$BIN" serve --help 2>/dev/null | grep -q -- '--listen'; then
   else
     bad "reddog serve starts with deploy/base/table.json and a keygen ring, serves health, exits 0 on SIGTERM"
   fi
+  check "reddog serve starts with the several-table example deploy/examples/tables.json" \
+    "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/examples/tables.json \
+      --out "$WORK/probe-tables.json" --quiet
+  check "exported exact odds and RTP range equal an independent computation (1, 6 and 8 decks)" \
+    "$PY" scripts/deploy/check_exact_gauges.py --probe "$WORK/probe-tables.json"
 else
   echo "  skip  \`reddog serve\` has no options yet (the service is not built)"
 fi
@@ -105,6 +115,24 @@ if [ -f "$WORK/probe.json" ]; then
 fi
 check "alert rules: PromQL parses" "$PY" scripts/deploy/check_alerts.py --syntax-only \
   --rules deploy/monitoring/prometheus-rule.yaml
+
+# ---- alert rules under promtool, the dashboard ---------------------------------------------
+echo "-- alert rules (promtool) and dashboard"
+mkdir -p "$WORK/promtool"
+"$PY" -c 'import sys, yaml; yaml.safe_dump(yaml.safe_load(open(sys.argv[1]))["spec"], open(sys.argv[2], "w"))' \
+  deploy/monitoring/prometheus-rule.yaml "$WORK/promtool/reddog-rules.yml"
+check "promtool check rules (the PrometheusRule's .spec)" promtool check rules "$WORK/promtool/reddog-rules.yml"
+"$PY" scripts/deploy/gen_alert_tests.py "$WORK/promtool/rules-test.yaml"
+check "alert unit tests: deploy/monitoring/tests/rules-test.yaml is what gen_alert_tests.py writes" \
+  cmp -s "$WORK/promtool/rules-test.yaml" deploy/monitoring/tests/rules-test.yaml
+check "promtool test rules: $(grep -c '^- name:' "$WORK/promtool/rules-test.yaml") cases, series that must fire and must not" \
+  bash -c "cd '$WORK/promtool' && promtool test rules rules-test.yaml"
+check "alert rules use the computed critical values (alert_constants.py --check)" \
+  "$PY" scripts/deploy/alert_constants.py --check deploy/monitoring/prometheus-rule.yaml
+DASH_PROBE=()
+[ -f "$WORK/probe.json" ] && DASH_PROBE=(--probe "$WORK/probe.json")
+check "Grafana dashboard: structure, PromQL, metric names, topics" "$PY" scripts/deploy/check_dashboard.py \
+  --dashboard deploy/monitoring/reddog-dashboard.json --rules deploy/monitoring/prometheus-rule.yaml "${DASH_PROBE[@]}"
 
 # The key ring Secret exactly as docs/OPERATIONS.md creates it.
 if "$BIN" keygen --help >/dev/null 2>&1; then
@@ -176,6 +204,16 @@ break_and_expect_failure "PodDisruptionBudget on policy/v1beta1" base/pdb.yaml \
   "d['apiVersion'] = 'policy/v1beta1'"
 break_and_expect_failure "kustomization names a missing file" base/kustomization.yaml \
   "d['resources'].append('missing.yaml')"
+break_and_expect_failure "replicas in the overlay (resets the HPA on every apply)" overlays/production/deployment-patch.yaml \
+  "d['spec']['replicas'] = 3"
+break_and_expect_failure "the namespace rendered with the app (kubectl delete -k deletes it)" overlays/production/kustomization.yaml \
+  "d['resources'].append('../../namespaces/production')"
+break_and_expect_failure "topology spread without nodeTaintsPolicy: Honor" base/deployment.yaml \
+  "if $D True: [t.pop('nodeTaintsPolicy') for t in d['spec']['template']['spec']['topologySpreadConstraints']]"
+break_and_expect_failure "readiness failureThreshold 1" base/deployment.yaml \
+  "if $D True: $C['readinessProbe']['failureThreshold'] = 1"
+break_and_expect_failure "OTLP egress misses OpenTelemetry Operator collectors" base/networkpolicy.yaml \
+  "if d['metadata']['name'] == 'reddog': d['spec']['egress'][1]['to'].pop()"
 if "$BIN" serve --help 2>/dev/null | grep -q -- '--listen'; then
   break_and_expect_failure "env var the binary does not accept" base/deployment.yaml \
     "if $D True: $C['env'].append({'name': 'REDDOG_LISTEN_ADDR', 'value': '0.0.0.0:50051'})"

@@ -111,6 +111,11 @@ def main() -> int:
         needed += [str(p.relative_to(ROOT)) for p in (ROOT / "proto").rglob("*") if p.is_file()]
     cargo = (ROOT / "Cargo.toml").read_text()
     needed += re.findall(r'^\s*path\s*=\s*"([^"]+)"', cargo, re.M)
+    # Workspace members: cargo reads each member's manifest even to build one package.
+    members = re.search(r'^members\s*=\s*\[([^\]]*)\]', cargo, re.M)
+    for m in re.findall(r'"([^"]+)"', members.group(1)) if members else []:
+        if m != ".":
+            needed.append(f"{m}/Cargo.toml")
     for src in (ROOT / "src").rglob("*.rs"):
         for inc in re.findall(r'include_(?:str|bytes)!\(\s*"([^"]+)"', src.read_text()):
             p = (src.parent / inc).resolve()

@@ -5,7 +5,8 @@ Runs `reddog serve` on 127.0.0.1 (port 0 for gRPC) with the base's table.json an
 ring from `reddog keygen` in a file, waits for the "listening on 127.0.0.1:PORT" log line,
 asks grpc.health.v1 for the status of the health services the manifests' probes name (and
 the well-known ones), scrapes /metrics, then sends SIGTERM and waits (bounded) for exit.
-Writes {"health": {service: status}, "metric_names": [...], "exit_code": n} as JSON.
+Writes {"health": {service: status}, "metric_names": [...], "metrics_text": "...",
+"exit_code": n} as JSON.
 Exits 0 when it could do all of that, 1 otherwise (printing why).
 """
 
@@ -113,6 +114,7 @@ def main() -> int:
             names = sorted({m.group(1) for m in
                             re.finditer(r"^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) ", body, re.M)})
             result["metric_names"] = names
+            result["metrics_text"] = body
             if not a.quiet:
                 print(f"metrics: {len(names)} families")
         finally:

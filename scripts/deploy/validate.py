@@ -36,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 K8S_VERSIONS = ["1.31", "1.37"]
 CRD_SCHEMAS = {
     ("monitoring.coreos.com/v1", "PrometheusRule"): HERE / "schemas" / "prometheusrule.json",
+    ("monitoring.coreos.com/v1", "PodMonitor"): HERE / "schemas" / "podmonitor.json",
 }
 GRPC_PORT_NAME = "grpc"
 METRICS_PORT_NAME = "metrics"
@@ -120,8 +121,17 @@ def policy(c: Checker, name: str, docs: list[dict]) -> dict | None:
     dep = deps[0]
     spec = dep["spec"]
     pod = spec["template"]["spec"]
-    c.ok(isinstance(spec.get("replicas"), int) and spec["replicas"] >= 2,
-         f"{name}: replicas >= 2", str(spec.get("replicas")))
+    # The HPA owns the replica count: a `replicas` in the manifests would reset it to that
+    # number on every `kubectl apply` (a scale-down in the middle of a peak).
+    hpa_owned = any(h["spec"]["scaleTargetRef"].get("kind") == "Deployment"
+                    and h["spec"]["scaleTargetRef"].get("name") == dep["metadata"]["name"]
+                    for h in by_kind(docs, "HorizontalPodAutoscaler"))
+    c.ok(hpa_owned and "replicas" not in spec,
+         f"{name}: no replicas in the Deployment, the HPA owns the count",
+         f"replicas: {spec.get('replicas')!r}" if "replicas" in spec else "no HPA targets the Deployment")
+    # `kubectl delete -k` of the app must not take the namespace or the key ring with it.
+    kept = [f"{d['kind']}/{d['metadata']['name']}" for d in docs if d.get("kind") in ("Namespace", "Secret")]
+    c.ok(not kept, f"{name}: renders no Namespace or Secret (kubectl delete -k keeps them)", ", ".join(kept))
     ru = spec.get("strategy", {}).get("rollingUpdate", {})
     c.ok(spec.get("strategy", {}).get("type") == "RollingUpdate" and ru.get("maxUnavailable") == 1,
          f"{name}: RollingUpdate with maxUnavailable 1", str(spec.get("strategy")))
@@ -154,6 +164,11 @@ def policy(c: Checker, name: str, docs: list[dict]) -> dict | None:
              f"{name}: liveness and readiness ask different health services",
              str(probe_services))
 
+    rp = ctr.get("readinessProbe") or {}
+    c.ok(rp.get("failureThreshold", 3) >= 2,
+         f"{name}: readiness failureThreshold >= 2 (one slow probe does not pull the pod)",
+         str(rp.get("failureThreshold")))
+
     env = {e["name"]: e for e in ctr.get("env", [])}
     # Security context: pod and container.
     psc = pod.get("securityContext", {})
@@ -176,9 +191,15 @@ def policy(c: Checker, name: str, docs: list[dict]) -> dict | None:
          and pod.get("automountServiceAccountToken") is False,
          f"{name}: dedicated ServiceAccount, no token automount", str(sa_name))
 
-    keys = {t.get("topologyKey") for t in pod.get("topologySpreadConstraints", [])}
+    tsc = pod.get("topologySpreadConstraints", [])
+    keys = {t.get("topologyKey") for t in tsc}
     c.ok({"topology.kubernetes.io/zone", "kubernetes.io/hostname"} <= keys,
          f"{name}: topology spread across zones and nodes", str(keys))
+    # Honor: nodes whose taints the pod does not tolerate are not counted as spread domains
+    # (otherwise a tainted node "owed" a pod blocks scheduling with DoNotSchedule).
+    c.ok(bool(tsc) and all(t.get("nodeTaintsPolicy") == "Honor" for t in tsc),
+         f"{name}: topology spread honours node taints (nodeTaintsPolicy: Honor)",
+         str([t.get("nodeTaintsPolicy") for t in tsc]))
 
     # Drain: grace period > preStop sleep + the server's drain bound.
     drain = env.get("REDDOG_DRAIN_TIMEOUT_SECS", {}).get("value")
@@ -258,6 +279,17 @@ def policy(c: Checker, name: str, docs: list[dict]) -> dict | None:
                            for p in r.get("ports", [])}, key=lambda x: (str(type(x)), x))
     c.ok(all(r.get("ports") for n in nps for r in n["spec"].get("egress", [])) and egress_ports == [53, 4317],
          f"{name}: NetworkPolicy egress only DNS and OTLP", str(egress_ports))
+    # OTLP egress reaches collectors however they are run: the Helm chart labels its pods
+    # app.kubernetes.io/name=opentelemetry-collector; the OpenTelemetry Operator labels the
+    # collectors it runs app.kubernetes.io/component=opentelemetry-collector (their name
+    # label is "<name>-collector").
+    otlp_peers = [p.get("podSelector", {}).get("matchLabels", {}) for n in nps
+                  for r in n["spec"].get("egress", []) if any(x.get("port") == 4317 for x in r.get("ports", []))
+                  for p in r.get("to", [])]
+    for label, how in (({"app.kubernetes.io/component": "opentelemetry-collector"}, "OpenTelemetry Operator"),
+                       ({"app.kubernetes.io/name": "opentelemetry-collector"}, "Helm chart")):
+        c.ok(any(peer and all(label.get(k) == v for k, v in peer.items()) for peer in otlp_peers),
+             f"{name}: OTLP egress matches collectors run by the {how} ({label})", str(otlp_peers))
     return {"container": ctr, "env": env, "probe_services": probe_services,
             "grpc_port": grpc_port, "metrics_port": metrics_port}
 

@@ -1,17 +1,22 @@
 //! `reddog verify`, `reddog commit` and `reddog rng-dump`: the provably fair deal from the
 //! command line (`docs/FAIRNESS.md`).
 //!
-//! - `verify` checks a settled round's reveal (JSON, from a file or stdin), prints the cards
-//!   and the verdict, and fails (exit status 1) when the reveal does not verify;
+//! - `verify` checks a settled round's reveal (JSON, from a file or stdin) by the strict
+//!   grammar, re-derives its cards, recomputes every seat's money and the transcript (version
+//!   2), compares it with what the player was shown (`--expect-…`), prints the verdict and
+//!   exits 0 (verified), 1 (not verified) or 2 (malformed or unreadable);
 //! - `commit` prints a fresh server seed and its commitment — for manual experiments only:
 //!   it prints the secret seed;
 //! - `rng-dump` writes the raw generator stream of a deal to stdout, for dieharder.
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use reddog::fairness::{self, ALGORITHM, DealInputs, DealStream, FairShoe, Reveal, ServerSeed};
+use reddog::fairness::{
+    ALGORITHM, AnyReveal, DealInputs, DealStream, Expectations, FairShoe, RevealV1, ServerSeed, parse_reveal,
+};
 use reddog::game::{Card, Decks, HandClass};
 use zeroize::Zeroize;
 
@@ -19,7 +24,36 @@ use zeroize::Zeroize;
 pub struct VerifyArgs {
     /// The reveal as JSON; `-` or nothing reads stdin.
     pub file: Option<PathBuf>,
+    /// The commitment the player was shown before the round (64 hex).
+    #[arg(long, value_name = "HEX")]
+    pub expect_commitment: Option<String>,
+    /// The player's client seed.
+    #[arg(long, value_name = "TEXT")]
+    pub expect_client_seed: Option<String>,
+    /// The nonce the player was shown.
+    #[arg(long, value_name = "N")]
+    pub expect_nonce: Option<u64>,
+    /// The round id the player was shown.
+    #[arg(long, value_name = "ID")]
+    pub expect_round_id: Option<String>,
+    /// The table id the player was shown.
+    #[arg(long, value_name = "ID")]
+    pub expect_table_id: Option<String>,
+    /// The deck count the player was shown.
+    #[arg(long, value_name = "N")]
+    pub expect_decks: Option<u8>,
+    /// A JSON object of expectations with any of the keys commitment, client_seed, nonce,
+    /// round_id, table_id, decks (flags given as well must agree with it).
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
 }
+
+/// Exit status of `reddog verify`: the reveal verified.
+const VERIFIED: u8 = 0;
+/// Exit status: well-formed, but a check failed.
+const NOT_VERIFIED: u8 = 1;
+/// Exit status: malformed reveal or expectations, or unreadable input.
+const MALFORMED: u8 = 2;
 
 #[derive(Debug, clap::Args)]
 pub struct CommitArgs {
@@ -38,9 +72,11 @@ pub struct CommitArgs {
     /// With `--reveal`: decks in the shoe, 1..=8.
     #[arg(long, default_value_t = 1)]
     pub decks: u32,
-    /// With `--reveal`: how many cards the round dealt.
-    #[arg(long, default_value_t = 3)]
-    pub cards: usize,
+    /// With `--reveal`: how many cards the round dealt. A round deals 2 cards on a
+    /// consecutive hand and 3 otherwise; that is the default, and any other count is refused
+    /// (a reveal with another count is malformed).
+    #[arg(long)]
+    pub cards: Option<usize>,
 }
 
 /// Which stream `rng-dump` writes.
@@ -77,28 +113,93 @@ pub struct RngDumpArgs {
     pub decks: u32,
 }
 
-pub fn verify(args: VerifyArgs) -> anyhow::Result<()> {
-    let text = match args.file.as_deref() {
-        None => read_stdin()?,
-        Some(p) if p.as_os_str() == "-" => read_stdin()?,
-        Some(p) => std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+fn read_input(file: Option<&std::path::Path>) -> anyhow::Result<String> {
+    match file {
+        None => read_stdin(),
+        Some(p) if p.as_os_str() == "-" => read_stdin(),
+        Some(p) => std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display())),
+    }
+}
+
+/// The expectations from the flags and the `--expect` file; a flag and the file must agree.
+fn expectations(args: &VerifyArgs) -> anyhow::Result<Expectations> {
+    let mut e = match &args.expect {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            Expectations::parse(&text).with_context(|| format!("{} is not an expectations file", path.display()))?
+        }
+        None => Expectations::default(),
     };
-    let reveal: Reveal = serde_json::from_str(&text).context("the reveal is not valid JSON of the expected shape")?;
-    let verdict = fairness::verify(&reveal).context("the reveal is malformed")?;
+    fn merge<T: PartialEq + std::fmt::Debug + Clone>(
+        slot: &mut Option<T>,
+        flag: &Option<T>,
+        name: &str,
+    ) -> anyhow::Result<()> {
+        if let Some(v) = flag {
+            if slot.as_ref().is_some_and(|old| old != v) {
+                bail!("--expect-{name} disagrees with the --expect file");
+            }
+            *slot = Some(v.clone());
+        }
+        Ok(())
+    }
+    merge(&mut e.commitment, &args.expect_commitment, "commitment")?;
+    merge(&mut e.client_seed, &args.expect_client_seed, "client-seed")?;
+    merge(&mut e.nonce, &args.expect_nonce, "nonce")?;
+    merge(&mut e.round_id, &args.expect_round_id, "round-id")?;
+    merge(&mut e.table_id, &args.expect_table_id, "table-id")?;
+    merge(&mut e.decks, &args.expect_decks, "decks")?;
+    e.validate().context("an expectation that could never match")?;
+    Ok(e)
+}
+
+pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let prepared = read_input(args.file.as_deref()).and_then(|text| Ok((text, expectations(&args)?)));
+    let (text, expect) = match prepared {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(ExitCode::from(MALFORMED));
+        }
+    };
+    let checked = parse_reveal(&text).and_then(|r| Ok((r.verify()?, r)));
+    let (verdict, reveal) = match checked {
+        Ok(x) => x,
+        Err(e) => {
+            println!("verdict     MALFORMED");
+            eprintln!("error: the reveal is malformed: {e}");
+            return Ok(ExitCode::from(MALFORMED));
+        }
+    };
+    let mismatches = expect.check(&reveal);
 
     let mark = |ok: bool| if ok { "OK" } else { "MISMATCH" };
     let list = |cards: &[Card]| cards.iter().map(Card::to_string).collect::<Vec<_>>().join(" ");
     let mut out = io::stdout().lock();
-    writeln!(out, "algorithm   {}", reveal.algorithm)?;
-    if let Some(id) = &reveal.round_id {
-        writeln!(out, "round_id    {id}")?;
+    let (algorithm, client_seed, nonce, decks, commitment, cards) = match &reveal {
+        AnyReveal::V1(r) => (&r.algorithm, &r.client_seed, r.nonce, r.decks, &r.commitment, &r.cards),
+        AnyReveal::V2(r) => (&r.algorithm, &r.client_seed, r.nonce, r.decks, &r.commitment, &r.cards),
+    };
+    match &reveal {
+        AnyReveal::V1(r) => {
+            writeln!(out, "format      reddog-reveal-v1 (cards only: no money, no transcript)")?;
+            if let Some(id) = &r.round_id {
+                writeln!(out, "round_id    {id}")?;
+            }
+        }
+        AnyReveal::V2(r) => {
+            writeln!(out, "format      {}", r.format)?;
+            writeln!(out, "table_id    {}", r.table_id)?;
+            writeln!(out, "round_id    {}", r.round_id)?;
+        }
     }
-    writeln!(out, "client_seed {:?}", reveal.client_seed)?;
-    writeln!(out, "nonce       {}", reveal.nonce)?;
-    writeln!(out, "decks       {}", reveal.decks)?;
-    writeln!(out, "commitment  {}  {}", reveal.commitment.trim(), mark(verdict.commitment_ok))?;
+    writeln!(out, "algorithm   {algorithm}")?;
+    writeln!(out, "client_seed {client_seed:?}")?;
+    writeln!(out, "nonce       {nonce}")?;
+    writeln!(out, "decks       {decks}")?;
+    writeln!(out, "commitment  {commitment}  {}", mark(verdict.commitment_ok))?;
     writeln!(out, "cards       {}", list(&verdict.recomputed))?;
-    writeln!(out, "revealed    {}  {}", reveal.cards.join(" "), mark(verdict.cards_ok))?;
+    writeln!(out, "revealed    {}  {}", cards.join(" "), mark(verdict.cards_ok))?;
     if let [a, b, ..] = verdict.recomputed[..] {
         let hand = match HandClass::of(a, b) {
             HandClass::NonConsecutive(spread) => format!("non_consecutive, spread {spread}"),
@@ -106,18 +207,60 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<()> {
         };
         writeln!(out, "hand        {hand}")?;
     }
-    if verdict.ok() {
-        writeln!(out, "verdict     VERIFIED")?;
-        Ok(())
-    } else {
-        writeln!(out, "verdict     NOT VERIFIED")?;
-        out.flush()?;
-        match (verdict.commitment_ok, verdict.cards_ok) {
-            (false, false) => bail!("the commitment is not SHA-256 of the server seed, and the cards differ"),
-            (false, true) => bail!("the commitment is not SHA-256 of the server seed"),
-            _ => bail!("the revealed cards differ from the cards the inputs deal"),
+    if let AnyReveal::V2(r) = &reveal {
+        for (k, step) in r.decisions.iter().enumerate() {
+            let s: Vec<String> = step.iter().map(|d| format!("seat {} {}", d.seat, d.action)).collect();
+            writeln!(out, "decide {:<4} {}", k + 1, s.join(", "))?;
         }
+        for (i, seat) in r.seats.iter().enumerate() {
+            let ok = verdict.expected_seats.get(i) == Some(seat);
+            writeln!(
+                out,
+                "seat {i}      bet {} raised {} stake {} returned {}  {}",
+                seat.bet,
+                seat.raised,
+                seat.stake,
+                seat.returned,
+                mark(ok)
+            )?;
+            if let (false, Some(e)) = (ok, verdict.expected_seats.get(i)) {
+                writeln!(
+                    out,
+                    "            the rules give: raised {} stake {} returned {}",
+                    e.raised, e.stake, e.returned
+                )?;
+            }
+        }
+        writeln!(out, "transcript  {}  {}", r.transcript, mark(verdict.transcript_ok == Some(true)))?;
     }
+    for m in &mismatches {
+        let revealed = m.revealed.as_deref().unwrap_or("(not in the reveal)");
+        writeln!(out, "expected    {} {:?}, the reveal has {:?}  MISMATCH", m.field, m.expected, revealed)?;
+    }
+    if verdict.ok() && mismatches.is_empty() {
+        writeln!(out, "verdict     VERIFIED")?;
+        return Ok(ExitCode::from(VERIFIED));
+    }
+    writeln!(out, "verdict     NOT VERIFIED")?;
+    out.flush()?;
+    let mut why = Vec::new();
+    if !verdict.commitment_ok {
+        why.push("the commitment is not SHA-256 of the server seed");
+    }
+    if !verdict.cards_ok {
+        why.push("the revealed cards differ from the cards the inputs deal");
+    }
+    if verdict.payouts_ok == Some(false) {
+        why.push("a seat's raise, stake or return is not what the rules pay");
+    }
+    if verdict.transcript_ok == Some(false) {
+        why.push("the transcript is not the hash of the round's inputs and decisions");
+    }
+    if !mismatches.is_empty() {
+        why.push("the reveal is not of the round the player was shown");
+    }
+    eprintln!("not verified: {}", why.join("; "));
+    Ok(ExitCode::from(NOT_VERIFIED))
 }
 
 pub fn commit(args: CommitArgs) -> anyhow::Result<()> {
@@ -125,13 +268,16 @@ pub fn commit(args: CommitArgs) -> anyhow::Result<()> {
     let mut out = io::stdout().lock();
     if args.reveal {
         let decks = Decks::new(args.decks)?;
-        if !(1..=decks.cards()).contains(&args.cards) {
-            bail!("--cards: {} is outside 1..={}", args.cards, decks.cards());
-        }
         let inputs =
             DealInputs { server_seed: &seed, client_seed: args.client_seed.as_bytes(), nonce: args.nonce, decks };
-        let cards = FairShoe::deal(&inputs, args.cards);
-        let reveal = Reveal::new(&inputs, &args.client_seed, &cards, None);
+        let mut cards = FairShoe::deal(&inputs, 3);
+        if HandClass::of(cards[0], cards[1]) == HandClass::Consecutive {
+            cards.truncate(2);
+        }
+        if let Some(n) = args.cards.filter(|&n| n != cards.len()) {
+            bail!("--cards: this deal's hand deals {} cards, not {n}", cards.len());
+        }
+        let reveal = RevealV1::new(&inputs, &args.client_seed, &cards, None);
         writeln!(out, "{}", serde_json::to_string_pretty(&reveal)?)?;
     } else {
         eprintln!("for manual experiments only: the server seed is a secret until its round is settled");

@@ -1,8 +1,11 @@
 //! Command-line front end: parses arguments and calls into the library. Each subcommand
 //! lives in its own module with its own `Args`.
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
 
+mod audit_log;
 mod fairness;
 mod keygen;
 mod odds;
@@ -33,16 +36,23 @@ enum Command {
     RngDump(fairness::RngDumpArgs),
     /// Print a new key ring JSON, or an existing one with a new key added (rotation).
     Keygen(keygen::KeygenArgs),
+    /// Read the engine's JSON logs (any replicas, any order) and report commitment reuse,
+    /// forks, peek-then-play and rounds re-dealt; exit 1 when anything is found.
+    AuditLog(audit_log::AuditLogArgs),
 }
 
-pub fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command.unwrap_or(Command::Serve(serve::ServeArgs::default())) {
+/// Runs the command; its exit status on success (`verify` tells verified, not verified and
+/// malformed apart).
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let done = match cli.command.unwrap_or(Command::Serve(serve::ServeArgs::default())) {
         Command::Serve(args) => serve::run(args),
         Command::Odds(args) => odds::run(args),
         Command::Simulate(args) => simulate::run(args),
-        Command::Verify(args) => fairness::verify(args),
+        Command::Verify(args) => return fairness::verify(args),
+        Command::AuditLog(args) => return audit_log::run(args),
         Command::Commit(args) => fairness::commit(args),
         Command::RngDump(args) => fairness::rng_dump(args),
         Command::Keygen(args) => keygen::run(args),
-    }
+    };
+    done.map(|()| ExitCode::SUCCESS)
 }

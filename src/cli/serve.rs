@@ -1,6 +1,6 @@
-//! `reddog serve` (also what `reddog` with no arguments runs): parses the configuration from
-//! flags and `REDDOG_*` environment variables and runs [`reddog::service::run`] until SIGTERM
-//! or SIGINT.
+//! `reddog serve` (also what `reddog` with no arguments runs): flags and `REDDOG_*`
+//! environment variables → [`Settings`] → [`Application::build`] → [`Application::run`] until
+//! SIGTERM or SIGINT. SIGHUP reloads the TLS certificates.
 //!
 //! At startup it prints to stdout, one line each, exactly:
 //! `listening on <ip:port>` (the bound gRPC address) and `metrics on <ip:port>` (the bound
@@ -11,9 +11,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use reddog::game::{Table, TableSpec};
 use reddog::service::telemetry::{self, LogFormat};
-use reddog::service::{EngineConfig, KeyRing, ServerConfig};
+use reddog::service::{Application, KeyRingSource, Settings, TlsSettings, TransportLimits};
 use tracing::{info, warn};
 
 /// Log format choice for `--log-format`.
@@ -24,32 +23,102 @@ pub enum LogFormatArg {
     Json,
 }
 
+/// The environment variable that may hold the key ring JSON itself (there is no flag: a
+/// command line shows in `ps`).
+pub const KEY_RING_ENV: &str = "REDDOG_KEY_RING";
+
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Key ring: --key-ring-file / REDDOG_KEY_RING_FILE (a path), or the JSON itself in the \
+environment variable REDDOG_KEY_RING (development and tests; never a command-line flag). Neither: a throw-away \
+development ring. See docs/OPERATIONS.md.")]
 pub struct ServeArgs {
-    /// gRPC listen address (use port 0 for any free port).
-    #[arg(long, env = "REDDOG_LISTEN", default_value = "127.0.0.1:50051")]
+    /// gRPC listen address, IP:PORT or HOST:PORT (e.g. localhost:50051; port 0 for any free port).
+    #[arg(long, env = "REDDOG_LISTEN", default_value = "127.0.0.1:50051", value_parser = listen_addr)]
     pub listen: SocketAddr,
-    /// Prometheus metrics listen address (text format at /metrics).
-    #[arg(long, env = "REDDOG_METRICS_LISTEN", default_value = "127.0.0.1:9464")]
+    /// Prometheus metrics listen address (text format at /metrics), IP:PORT or HOST:PORT.
+    #[arg(long, env = "REDDOG_METRICS_LISTEN", default_value = "127.0.0.1:9464", value_parser = listen_addr)]
     pub metrics_listen: SocketAddr,
     /// Path to the key ring JSON: {"primary":"k1","keys":{"k1":"<64 hex>",...}}.
-    #[arg(long, env = "REDDOG_KEY_RING_FILE", conflicts_with = "key_ring")]
+    #[arg(long, env = "REDDOG_KEY_RING_FILE")]
     pub key_ring_file: Option<PathBuf>,
-    /// The key ring JSON inline (for tests and development).
-    #[arg(long, env = "REDDOG_KEY_RING", hide_env_values = true)]
-    pub key_ring: Option<String>,
-    /// Path to the table JSON (decks, min_bet, max_bet, paytable; all optional).
+    /// Path to the table JSON: one table (decks, min_bet, max_bet, paytable, currency,
+    /// minor_unit_exponent; all optional) or {"tables": {"<id>": {...}, ...}}.
     #[arg(long, env = "REDDOG_TABLE_CONFIG")]
     pub table_config: Option<PathBuf>,
-    /// How long a commitment from CommitSeed stays usable, in seconds.
+    /// How long a commitment from CommitSeed stays usable, in seconds (1..=86400).
     #[arg(long, env = "REDDOG_COMMITMENT_TTL_SECS", default_value_t = 600)]
     pub commitment_ttl_secs: u64,
-    /// Longest wait for in-flight calls on shutdown, in seconds.
+    /// Longest wait for in-flight calls on shutdown, in seconds (1..=3600).
     #[arg(long, env = "REDDOG_DRAIN_TIMEOUT_SECS", default_value_t = 20)]
     pub drain_timeout_secs: u64,
     /// Log line format; the level comes from RUST_LOG (default info).
     #[arg(long, env = "REDDOG_LOG_FORMAT", value_enum, default_value_t = LogFormatArg::Text)]
     pub log_format: LogFormatArg,
+    /// HTTP/2 concurrent streams allowed per connection.
+    #[arg(long, env = "REDDOG_MAX_CONCURRENT_STREAMS", default_value_t = TransportLimits::default().max_concurrent_streams_per_connection)]
+    pub max_concurrent_streams: u32,
+    /// Streams a connection may make the server reset before it is closed (h2's local-reset guard).
+    #[arg(long, env = "REDDOG_MAX_LOCAL_ERROR_RESETS", default_value_t = TransportLimits::default().max_local_error_resets)]
+    pub max_local_error_resets: usize,
+    /// RedDog calls in progress across all connections; more are answered RESOURCE_EXHAUSTED.
+    #[arg(long, env = "REDDOG_MAX_IN_FLIGHT", default_value_t = TransportLimits::default().max_in_flight)]
+    pub max_in_flight: usize,
+    /// Longest RedDog call, request body included, in milliseconds (DEADLINE_EXCEEDED after).
+    #[arg(long, env = "REDDOG_REQUEST_TIMEOUT_MS", default_value_t = millis(TransportLimits::default().request_timeout))]
+    pub request_timeout_ms: u64,
+    /// Time from accept to the HTTP/2 preface (TLS handshake included), in milliseconds.
+    #[arg(long, env = "REDDOG_HANDSHAKE_TIMEOUT_MS", default_value_t = millis(TransportLimits::default().handshake_timeout))]
+    pub handshake_timeout_ms: u64,
+    /// Connections in their handshake at once; more are closed at accept.
+    #[arg(long, env = "REDDOG_MAX_PENDING_HANDSHAKES", default_value_t = TransportLimits::default().max_pending_handshakes)]
+    pub max_pending_handshakes: usize,
+    /// Connections past the handshake, at most; more are closed at accept.
+    #[arg(long, env = "REDDOG_MAX_CONNECTIONS", default_value_t = TransportLimits::default().max_connections)]
+    pub max_connections: usize,
+    /// A connection without a call in progress for this long is closed, in seconds.
+    #[arg(long, env = "REDDOG_IDLE_TIMEOUT_SECS", default_value_t = TransportLimits::default().idle_timeout.as_secs())]
+    pub idle_timeout_secs: u64,
+    /// Interval of HTTP/2 keep-alive PINGs, in seconds.
+    #[arg(long, env = "REDDOG_KEEPALIVE_INTERVAL_SECS", default_value_t = TransportLimits::default().keepalive_interval.as_secs())]
+    pub keepalive_interval_secs: u64,
+    /// Server certificate chain (PEM); with --tls-key turns TLS on.
+    #[arg(long, env = "REDDOG_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Server private key (PEM).
+    #[arg(long, env = "REDDOG_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// CA bundle (PEM) client certificates must chain to: requires client certificates (mTLS).
+    #[arg(long, env = "REDDOG_TLS_CLIENT_CA", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// How often the TLS files are checked for changes, in seconds (SIGHUP reloads at once).
+    #[arg(long, env = "REDDOG_TLS_RELOAD_POLL_SECS", default_value_t = 10)]
+    pub tls_reload_poll_secs: u64,
+}
+
+const fn millis(d: Duration) -> u64 {
+    d.as_secs() * 1000 + d.subsec_millis() as u64
+}
+
+/// A listen address: `IP:PORT`, `[IPv6]:PORT` or `HOST:PORT` (the host name resolved once,
+/// at start-up; the first IPv4 address wins, so `localhost` means 127.0.0.1).
+pub fn listen_addr(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if text.rsplit_once(':').is_none_or(|(host, port)| host.is_empty() || port.parse::<u16>().is_err()) {
+        return Err(format!(
+            "{text:?} is not an address: give IP:PORT or HOST:PORT, e.g. 127.0.0.1:50051 or localhost:50051"
+        ));
+    }
+    let addrs: Vec<SocketAddr> =
+        text.to_socket_addrs().map_err(|e| format!("cannot resolve the host name in {text:?}: {e}"))?.collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .ok_or_else(|| format!("the host name in {text:?} resolves to no address"))
 }
 
 impl Default for ServeArgs {
@@ -60,44 +129,74 @@ impl Default for ServeArgs {
     }
 }
 
-fn load_ring(args: &ServeArgs) -> anyhow::Result<KeyRing> {
-    let text = match (&args.key_ring_file, &args.key_ring) {
-        (Some(path), _) => {
-            std::fs::read_to_string(path).with_context(|| format!("reading the key ring file {}", path.display()))?
-        }
-        (None, Some(inline)) => inline.clone(),
-        (None, None) => return Ok(KeyRing::development()?),
+/// Flags and environment → settings (validated later by `Application::build`).
+fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
+    let inline = std::env::var(KEY_RING_ENV).ok().filter(|s| !s.trim().is_empty());
+    let key_ring = match (&args.key_ring_file, inline) {
+        // Name both sources: a variable set elsewhere (a shell profile, a pod spec) is the usual
+        // surprise.
+        (Some(_), Some(_)) => anyhow::bail!(
+            "two key rings given: --key-ring-file (or REDDOG_KEY_RING_FILE) and the environment variable \
+             {KEY_RING_ENV} are both set; keep one (unset {KEY_RING_ENV} to use the file)"
+        ),
+        (Some(path), None) => KeyRingSource::File(path.clone()),
+        (None, Some(json)) => KeyRingSource::Json(json.into()),
+        (None, None) => KeyRingSource::Development,
     };
-    Ok(KeyRing::from_json(&text)?)
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsSettings {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: args.tls_client_ca.clone(),
+            reload_poll: Duration::from_secs(args.tls_reload_poll_secs),
+        }),
+        _ => None,
+    };
+    Ok(Settings {
+        listen: args.listen,
+        metrics_listen: Some(args.metrics_listen),
+        key_ring,
+        table_config: args.table_config.clone(),
+        tables: None,
+        commitment_ttl: Duration::from_secs(args.commitment_ttl_secs),
+        drain_timeout: Duration::from_secs(args.drain_timeout_secs),
+        limits: TransportLimits {
+            max_concurrent_streams_per_connection: args.max_concurrent_streams,
+            max_local_error_resets: args.max_local_error_resets,
+            request_timeout: Duration::from_millis(args.request_timeout_ms),
+            max_in_flight: args.max_in_flight,
+            handshake_timeout: Duration::from_millis(args.handshake_timeout_ms),
+            max_pending_handshakes: args.max_pending_handshakes,
+            max_connections: args.max_connections,
+            idle_timeout: Duration::from_secs(args.idle_timeout_secs),
+            keepalive_interval: Duration::from_secs(args.keepalive_interval_secs),
+        },
+        tls,
+        reload_on_sighup: true,
+    })
 }
 
-fn load_table(args: &ServeArgs) -> anyhow::Result<Table> {
-    let Some(path) = &args.table_config else { return Ok(Table::default()) };
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading the table config {}", path.display()))?;
-    let spec: TableSpec =
-        serde_json::from_str(&text).with_context(|| format!("parsing the table config {}", path.display()))?;
-    Ok(Table::try_from(spec)?)
-}
-
-async fn shutdown_signal() {
+/// The shutdown signal: SIGTERM or SIGINT. The handlers are registered when this is called,
+/// not when the future is first polled, so a signal that arrives right after the `listening
+/// on` line is a graceful shutdown rather than the default action (termination).
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => info!("SIGTERM received"),
-                    _ = tokio::signal::ctrl_c() => info!("SIGINT received"),
-                }
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => info!("SIGTERM received"),
+                _ = int.recv() => info!("SIGINT received"),
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        })
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
 
@@ -112,40 +211,33 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         LogFormatArg::Json => LogFormat::Json,
     };
     let telemetry = telemetry::init(format).map_err(|e| anyhow::anyhow!("starting logs and traces: {e}"))?;
-    let key_ring = load_ring(&args)?;
-    if key_ring.is_development() {
+    let app = Application::build(settings(&args)?).await?;
+    let ring = &app.engine().key_ring;
+    if ring.is_development() {
         warn!(
             "NO KEY RING CONFIGURED: using a fresh random development key ring. Tokens from this process \
              will NOT be accepted after a restart or by any other replica, so rounds in flight will not \
              survive. Set --key-ring-file / REDDOG_KEY_RING_FILE (see `reddog keygen`) in production."
         );
     } else {
-        info!(primary = key_ring.primary_id(), keys = ?key_ring.ids().collect::<Vec<_>>(), "key ring loaded");
+        info!(primary = ring.primary_id(), keys = ?ring.ids().collect::<Vec<_>>(), "key ring loaded");
     }
-    let table = load_table(&args)?;
-    let listener =
-        tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
-    let bound = listener.local_addr()?;
-    let metrics = reddog::service::metrics::spawn(args.metrics_listen)
-        .await
-        .with_context(|| format!("binding the metrics listener {}", args.metrics_listen))?;
+    let shutdown = shutdown_signal().context("installing the SIGTERM / SIGINT handlers")?;
+    let tables = &app.engine().tables;
+    let bound = app.local_addr();
     info!(
-        decks = table.decks.get(),
-        min_bet = table.limits.min().0,
-        max_bet = table.limits.max().0,
+        tables = %tables.iter().map(|t| format!("{}({} decks, {}..={} {})", t.id, t.table.decks().get(),
+            t.table.limits().min().0, t.table.limits().max().0, t.currency.code())).collect::<Vec<_>>().join(" "),
         otlp = telemetry.otlp_enabled(),
+        tls = app.tls().is_some(),
         "listening on {bound}"
     );
     println!("listening on {bound}");
-    if let Some(m) = metrics {
+    if let Some(m) = app.metrics_addr() {
         info!("metrics on {m}");
         println!("metrics on {m}");
     }
-    let config = ServerConfig {
-        engine: EngineConfig { table, key_ring, commitment_ttl: Duration::from_secs(args.commitment_ttl_secs) },
-        drain_timeout: Duration::from_secs(args.drain_timeout_secs),
-    };
-    let result = reddog::service::run(listener, config, shutdown_signal()).await;
+    let result = app.run(shutdown).await;
     telemetry.shutdown();
     result.map_err(Into::into)
 }

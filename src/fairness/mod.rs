@@ -2,13 +2,23 @@
 //! (server seed, client seed, nonce, deck count, algorithm version). `docs/FAIRNESS.md` is
 //! the byte-exact specification; this module is its reference implementation.
 //!
+//! [`transcript`] chains a round's steps into one hash; [`RevealV2`] proves a settled round's
+//! cards, money and transcript.
+//!
 //! Nothing here knows about tonic or tokio. Secrets (`ServerSeed`) never print: their
 //! `Debug` is redacted and they are zeroized on drop.
 
+pub mod grammar;
 mod reveal;
 mod seed;
 mod shuffle;
+pub mod transcript;
 
-pub use reveal::{Reveal, Verdict, verify};
+pub use grammar::{Expectations, Mismatch, parse as parse_reveal};
+pub use reveal::{
+    AnyReveal, REVEAL_V2, RevealDecision, RevealSeat, RevealV1, RevealV2, SettledRound, Verdict, action_text,
+    verify_v1, verify_v2,
+};
 pub use seed::{Commitment, ServerSeed};
 pub use shuffle::{ALGORITHM, ALGORITHM_VERSION, DealInputs, DealStream, FairShoe, derive_key};
+pub use transcript::{StartInputs, Transcript};

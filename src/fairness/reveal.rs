@@ -1,23 +1,37 @@
-//! What a settled round reveals, and its verification: SHA-256(seed) = commitment, and the
-//! cards recomputed from the inputs equal the cards the round dealt.
+//! What a settled round reveals, and its verification.
+//!
+//! - [`RevealV2`] (`"format":"reddog-reveal-v2"`, what `Settle` returns): the deal's inputs
+//!   and cards, the paytable, every `Decide` call's decisions, each seat's bet, raise, stake
+//!   and return, and the round's transcript hash. Verifying it proves the cards (they follow
+//!   from the committed seed and the inputs), the money (each seat's stake and return follow
+//!   from the cards, the decisions and the paytable by the game core's rules) and the
+//!   transcript (it follows from all of the above). Emitted as compact JSON with the keys in
+//!   the order of `docs/design/round-integrity.md` §3.
+//! - [`RevealV1`] (no `format` key): the earlier reveal, inputs and cards only. Still
+//!   verified (cards only).
+//!
+//! Parsing is strict and shared by both versions: see [`super::grammar`].
 
 use serde::{Deserialize, Serialize};
 
 use super::seed::ServerSeed;
 use super::shuffle::{ALGORITHM, DealInputs, FairShoe};
+use super::transcript::{StartInputs, Transcript};
 use crate::error::EngineError;
-use crate::game::{Card, Decks};
+use crate::game::{Card, Decision, Decks, HandClass, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Settlement};
 
-/// A settled round's reveal, as JSON: everything needed to recompute its cards.
+/// The `format` of a version-2 reveal.
+pub const REVEAL_V2: &str = "reddog-reveal-v2";
+
+/// A version-1 reveal: everything needed to recompute its cards.
 ///
 /// ```json
 /// {"algorithm":"reddog-deal-v1","server_seed":"<64 hex>","commitment":"<64 hex>",
 ///  "client_seed":"player text","nonce":0,"decks":1,"cards":["Ah","Tc","5d"],"round_id":"r-1"}
 /// ```
-/// `cards` are the cards the round dealt, in order: the first cards of the shuffled shoe.
-/// `round_id` is the platform's correlation id; it is not an input to the deal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reveal {
+#[serde(deny_unknown_fields)]
+pub struct RevealV1 {
     pub algorithm: String,
     pub server_seed: String,
     pub commitment: String,
@@ -29,10 +43,10 @@ pub struct Reveal {
     pub round_id: Option<String>,
 }
 
-impl Reveal {
-    /// The reveal of a round dealt from these inputs.
-    pub fn new(inputs: &DealInputs<'_>, client_seed: &str, cards: &[Card], round_id: Option<String>) -> Reveal {
-        Reveal {
+impl RevealV1 {
+    /// The reveal of a deal from these inputs (for `reddog commit --reveal` and tests).
+    pub fn new(inputs: &DealInputs<'_>, client_seed: &str, cards: &[Card], round_id: Option<String>) -> RevealV1 {
+        RevealV1 {
             algorithm: ALGORITHM.to_string(),
             server_seed: inputs.server_seed.reveal_hex(),
             commitment: inputs.server_seed.commitment().to_hex(),
@@ -45,7 +59,137 @@ impl Reveal {
     }
 }
 
-/// The result of checking a reveal.
+/// One seat's decision in a [`RevealV2`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevealDecision {
+    pub seat: usize,
+    /// `"raise"` or `"stand"`.
+    pub action: String,
+}
+
+/// One seat's money in a [`RevealV2`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevealSeat {
+    pub bet: u64,
+    pub raised: bool,
+    pub stake: u64,
+    pub returned: u64,
+}
+
+/// A version-2 reveal, field order = emission order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevealV2 {
+    pub format: String,
+    pub algorithm: String,
+    pub server_seed: String,
+    pub commitment: String,
+    pub table_id: String,
+    pub round_id: String,
+    pub client_seed: String,
+    pub nonce: u64,
+    pub decks: u8,
+    pub cards: Vec<String>,
+    pub paytable: Paytable,
+    /// One entry per `Decide` call, in order; each in ascending seat order.
+    pub decisions: Vec<Vec<RevealDecision>>,
+    pub seats: Vec<RevealSeat>,
+    pub transcript: String,
+}
+
+/// The action's text in a reveal.
+pub const fn action_text(d: Decision) -> &'static str {
+    match d {
+        Decision::Raise => "raise",
+        Decision::Stand => "stand",
+    }
+}
+
+fn action_of(text: &str) -> Option<Decision> {
+    match text {
+        "raise" => Some(Decision::Raise),
+        "stand" => Some(Decision::Stand),
+        _ => None,
+    }
+}
+
+/// Everything a settled round's reveal is built from.
+#[derive(Clone, Copy, Debug)]
+pub struct SettledRound<'a> {
+    pub seed: &'a ServerSeed,
+    pub table_id: &'a str,
+    pub round_id: &'a str,
+    pub client_seed: &'a str,
+    pub nonce: u64,
+    pub decks: Decks,
+    /// The cards dealt: two, or three when the hand is not consecutive.
+    pub cards: &'a [Card],
+    pub paytable: &'a Paytable,
+    /// Each `Decide` call's decisions, in ascending seat order.
+    pub steps: &'a [Vec<(usize, Decision)>],
+    pub settlement: &'a Settlement,
+    pub transcript: Transcript,
+}
+
+impl RevealV2 {
+    /// The reveal of a settled round.
+    pub fn new(r: &SettledRound<'_>) -> RevealV2 {
+        RevealV2 {
+            format: REVEAL_V2.to_string(),
+            algorithm: ALGORITHM.to_string(),
+            server_seed: r.seed.reveal_hex(),
+            commitment: r.seed.commitment().to_hex(),
+            table_id: r.table_id.to_string(),
+            round_id: r.round_id.to_string(),
+            client_seed: r.client_seed.to_string(),
+            nonce: r.nonce,
+            decks: r.decks.get(),
+            cards: r.cards.iter().map(|c| c.text().to_owned()).collect(),
+            paytable: r.paytable.clone(),
+            decisions: r
+                .steps
+                .iter()
+                .map(|step| {
+                    step.iter().map(|&(seat, d)| RevealDecision { seat, action: action_text(d).to_string() }).collect()
+                })
+                .collect(),
+            seats: r
+                .settlement
+                .seats
+                .iter()
+                .map(|s| RevealSeat { bet: s.bet.0, raised: s.raised, stake: s.stake.0, returned: s.returned.0 })
+                .collect(),
+            transcript: r.transcript.to_hex(),
+        }
+    }
+
+    /// The exact JSON text: compact, keys in the order of the format's specification.
+    pub fn to_json(&self) -> String {
+        // Serializing plain strings, integers, booleans and arrays cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// A parsed reveal of either version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AnyReveal {
+    V1(RevealV1),
+    V2(RevealV2),
+}
+
+impl AnyReveal {
+    /// Checks the reveal (see [`verify_v1`], [`verify_v2`]).
+    pub fn verify(&self) -> Result<Verdict, EngineError> {
+        match self {
+            AnyReveal::V1(r) => verify_v1(r),
+            AnyReveal::V2(r) => verify_v2(r),
+        }
+    }
+}
+
+/// The result of checking a reveal (either version).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
     /// SHA-256(server seed) equals the commitment.
@@ -54,98 +198,341 @@ pub struct Verdict {
     pub recomputed: Vec<Card>,
     /// The recomputed cards equal the revealed ones.
     pub cards_ok: bool,
+    /// Version 2: every seat's raise, stake and return follow from the cards, the decisions
+    /// and the paytable (`None` for version 1, which carries no money).
+    pub payouts_ok: Option<bool>,
+    /// Version 2: the recomputed transcript equals the revealed one (`None` for version 1).
+    pub transcript_ok: Option<bool>,
+    /// Version 2: each seat's settlement as the rules compute it, for display.
+    pub expected_seats: Vec<RevealSeat>,
 }
 
 impl Verdict {
     pub fn ok(&self) -> bool {
-        self.commitment_ok && self.cards_ok
+        self.commitment_ok && self.cards_ok && self.payouts_ok != Some(false) && self.transcript_ok != Some(false)
     }
 }
 
 fn hex32(field: &'static str, s: &str) -> Result<[u8; 32], EngineError> {
     let mut out = [0u8; 32];
-    hex::decode_to_slice(s.trim(), &mut out)
-        .map_err(|_| EngineError::invalid(field, "must be 64 hexadecimal characters"))?;
+    hex::decode_to_slice(s, &mut out).map_err(|_| EngineError::invalid(field, "must be 64 hexadecimal characters"))?;
     Ok(out)
 }
 
-/// Checks a reveal. A malformed reveal (bad hex, unknown algorithm, bad deck count, a card
-/// that is not a card) is an error; a well-formed one that does not verify is a verdict.
-pub fn verify(reveal: &Reveal) -> Result<Verdict, EngineError> {
-    if reveal.algorithm != ALGORITHM {
+fn parse_cards(cards: &[String]) -> Result<Vec<Card>, EngineError> {
+    let parsed = cards
+        .iter()
+        .map(|c| Card::from_text(c))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| EngineError::invalid("cards", "every card is canonical text like \"Ah\" or \"Tc\""))?;
+    match parsed[..] {
+        [a, b] if HandClass::of(a, b) == HandClass::Consecutive => Ok(parsed),
+        [a, b, _] if HandClass::of(a, b) != HandClass::Consecutive => Ok(parsed),
+        [_, _] => Err(EngineError::invalid("cards", "a hand that is not consecutive lists exactly 3 cards")),
+        [_, _, _] => Err(EngineError::invalid("cards", "a consecutive hand lists exactly 2 cards")),
+        _ => Err(EngineError::invalid("cards", "a round deals 2 or 3 cards")),
+    }
+}
+
+/// The commitment and card checks shared by both versions.
+struct DealCheck {
+    commitment_ok: bool,
+    recomputed: Vec<Card>,
+    cards_ok: bool,
+    claimed: Vec<Card>,
+    commitment: [u8; 32],
+}
+
+fn verify_deal(
+    algorithm: &str,
+    server_seed: &str,
+    commitment: &str,
+    client_seed: &str,
+    nonce: u64,
+    decks: u8,
+    cards: &[String],
+) -> Result<DealCheck, EngineError> {
+    if algorithm != ALGORITHM {
         return Err(EngineError::invalid("algorithm", format!("unknown algorithm, expected {ALGORITHM}")));
     }
-    let seed = ServerSeed::from_bytes(hex32("server_seed", &reveal.server_seed)?);
-    let commitment = hex32("commitment", &reveal.commitment)?;
-    let decks = Decks::new(u32::from(reveal.decks))?;
-    let claimed = reveal
-        .cards
-        .iter()
-        .map(|c| c.parse::<Card>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| EngineError::invalid("cards", "every card must look like \"Ah\" or \"Tc\""))?;
-    if claimed.is_empty() {
-        return Err(EngineError::invalid("cards", "must list the cards the round dealt (at least one)"));
-    }
-    if u32::try_from(reveal.client_seed.len()).is_err() {
-        return Err(EngineError::out_of_range("client_seed", reveal.client_seed.len(), 0, u64::from(u32::MAX)));
-    }
-    if claimed.len() > decks.cards() {
-        return Err(EngineError::out_of_range("cards", claimed.len(), 0, decks.cards() as u64));
-    }
-    let inputs =
-        DealInputs { server_seed: &seed, client_seed: reveal.client_seed.as_bytes(), nonce: reveal.nonce, decks };
+    let seed = ServerSeed::from_bytes(hex32("server_seed", server_seed)?);
+    let commitment = hex32("commitment", commitment)?;
+    let decks = Decks::new(u32::from(decks))?;
+    let claimed = parse_cards(cards)?;
+    let inputs = DealInputs { server_seed: &seed, client_seed: client_seed.as_bytes(), nonce, decks };
     let recomputed = FairShoe::deal(&inputs, claimed.len());
-    Ok(Verdict { commitment_ok: seed.commitment().0 == commitment, cards_ok: recomputed == claimed, recomputed })
+    Ok(DealCheck {
+        commitment_ok: seed.commitment().0 == commitment,
+        cards_ok: recomputed == claimed,
+        recomputed,
+        claimed,
+        commitment,
+    })
+}
+
+/// Checks a version-1 reveal: commitment and cards. A malformed reveal (bad hex, unknown
+/// algorithm, bad deck count, a card that is not canonical, a card count that does not match
+/// the hand class) is an error; a well-formed one that does not verify is a verdict.
+pub fn verify_v1(reveal: &RevealV1) -> Result<Verdict, EngineError> {
+    let DealCheck { commitment_ok, recomputed, cards_ok, .. } = verify_deal(
+        &reveal.algorithm,
+        &reveal.server_seed,
+        &reveal.commitment,
+        &reveal.client_seed,
+        reveal.nonce,
+        reveal.decks,
+        &reveal.cards,
+    )?;
+    Ok(Verdict { commitment_ok, recomputed, cards_ok, payouts_ok: None, transcript_ok: None, expected_seats: vec![] })
+}
+
+/// Checks a version-2 reveal: commitment, cards, every seat's money (recomputed by the game
+/// core from the revealed cards, decisions and paytable) and the transcript.
+pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, EngineError> {
+    if reveal.format != REVEAL_V2 {
+        return Err(EngineError::invalid("format", format!("expected {REVEAL_V2}")));
+    }
+    let DealCheck { commitment_ok, recomputed, cards_ok, claimed, commitment } = verify_deal(
+        &reveal.algorithm,
+        &reveal.server_seed,
+        &reveal.commitment,
+        &reveal.client_seed,
+        reveal.nonce,
+        reveal.decks,
+        &reveal.cards,
+    )?;
+    let decks = Decks::new(u32::from(reveal.decks))?;
+    if reveal.seats.is_empty() || reveal.seats.len() > crate::game::MAX_SEATS {
+        return Err(EngineError::invalid("seats", "a round has 1 to 7 seats"));
+    }
+    // The decisions: each seat at most once in the round, ascending within a call, only on
+    // a non-consecutive hand.
+    let class = HandClass::of(claimed[0], claimed[1]);
+    let mut decided: Vec<Option<Decision>> = vec![None; reveal.seats.len()];
+    let mut steps = Vec::with_capacity(reveal.decisions.len());
+    for (k, step) in reveal.decisions.iter().enumerate() {
+        if !matches!(class, HandClass::NonConsecutive(_)) {
+            return Err(EngineError::invalid("decisions", "only a non-consecutive hand has decisions"));
+        }
+        if step.is_empty() {
+            return Err(EngineError::invalid(format!("decisions[{k}]"), "a Decide call decides at least one seat"));
+        }
+        let mut parsed = Vec::with_capacity(step.len());
+        for (j, d) in step.iter().enumerate() {
+            let at = || format!("decisions[{k}][{j}]");
+            let action =
+                action_of(&d.action).ok_or_else(|| EngineError::invalid(at(), "action is \"raise\" or \"stand\""))?;
+            let slot = decided.get_mut(d.seat).ok_or_else(|| EngineError::invalid(at(), "no such seat"))?;
+            if slot.is_some() {
+                return Err(EngineError::invalid(at(), "a seat decides at most once in a round"));
+            }
+            if j > 0 && step[j - 1].seat >= d.seat {
+                return Err(EngineError::invalid(at(), "seats are in ascending order"));
+            }
+            *slot = Some(action);
+            parsed.push((d.seat, action));
+        }
+        steps.push(parsed);
+    }
+    let paytable = &reveal.paytable;
+    let bets: Vec<Money> = reveal.seats.iter().map(|s| Money(s.bet)).collect();
+    // The money, by the game core: rebuild the complete round and settle it.
+    let snapshot = RoundSnapshot {
+        phase: Phase::Complete,
+        cards: [claimed[0], claimed[1]],
+        third: claimed.get(2).copied(),
+        seats: bets.iter().zip(&decided).map(|(&bet, &decision)| Seat { bet, decision }).collect(),
+    };
+    let expected: Vec<RevealSeat> = Round::restore(snapshot)
+        .and_then(|round| round.settle(paytable))
+        .map(|s| {
+            s.seats
+                .iter()
+                .map(|s| RevealSeat { bet: s.bet.0, raised: s.raised, stake: s.stake.0, returned: s.returned.0 })
+                .collect()
+        })
+        // A bet of 0 or above the largest any table allows, or sums beyond 64 bits: no
+        // genuine round has them, so the amounts cannot be right.
+        .unwrap_or_default();
+    let payouts_ok = expected == reveal.seats;
+    let start = StartInputs {
+        commitment: &commitment,
+        table_id: &reveal.table_id,
+        round_id: &reveal.round_id,
+        nonce: reveal.nonce,
+        decks,
+        client_seed: reveal.client_seed.as_bytes(),
+        paytable,
+        bets: &bets,
+    };
+    let transcript = steps.iter().fold(start.transcript(), |t, step| t.decide(step));
+    let transcript_ok = transcript.to_hex() == reveal.transcript;
+    Ok(Verdict {
+        commitment_ok,
+        recomputed,
+        cards_ok,
+        payouts_ok: Some(payouts_ok),
+        transcript_ok: Some(transcript_ok),
+        expected_seats: expected,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::game::CardSource;
+    use crate::game::{CardSource, Table};
 
-    fn sample() -> Reveal {
+    fn sample_v1() -> RevealV1 {
         let seed = ServerSeed::from_bytes([9; 32]);
         let inputs = DealInputs { server_seed: &seed, client_seed: "grüße".as_bytes(), nonce: 42, decks: Decks::ONE };
         let mut shoe = FairShoe::new(&inputs);
         let cards: Vec<Card> = (0..3).map(|_| shoe.draw()).collect();
-        Reveal::new(&inputs, "grüße", &cards, Some("r-1".into()))
+        assert!(!matches!(HandClass::of(cards[0], cards[1]), HandClass::Consecutive));
+        RevealV1::new(&inputs, "grüße", &cards, Some("r-1".into()))
+    }
+
+    /// A settled 2-seat round at the default table, seat 0 raising in the first Decide.
+    pub(crate) fn sample_v2(nonce: u64) -> RevealV2 {
+        let seed = ServerSeed::from_bytes([7; 32]);
+        let inputs = DealInputs { server_seed: &seed, client_seed: b"lucky", nonce, decks: Decks::ONE };
+        let table = Table::default();
+        let bets = [Money(500), Money(1500)];
+        let mut round = Round::start(&table, &bets, &mut FairShoe::new(&inputs)).unwrap();
+        let mut steps = Vec::new();
+        if matches!(round, Round::AwaitingDecisions(_)) {
+            steps.push(round.decide_all(&[(0, Decision::Raise)]).unwrap().0);
+        }
+        round.close();
+        let settlement = round.settle(table.paytable()).unwrap();
+        let mut cards = round.cards().to_vec();
+        cards.extend(round.third());
+        let commitment = seed.commitment().0;
+        let start = StartInputs {
+            commitment: &commitment,
+            table_id: "default",
+            round_id: "r-9",
+            nonce,
+            decks: Decks::ONE,
+            client_seed: b"lucky",
+            paytable: table.paytable(),
+            bets: &bets,
+        };
+        let transcript = steps.iter().fold(start.transcript(), |t, s| t.decide(s));
+        RevealV2::new(&SettledRound {
+            seed: &seed,
+            table_id: "default",
+            round_id: "r-9",
+            client_seed: "lucky",
+            nonce,
+            decks: Decks::ONE,
+            cards: &cards,
+            paytable: table.paytable(),
+            steps: &steps,
+            settlement: &settlement,
+            transcript,
+        })
+    }
+
+    fn non_consecutive_v2() -> RevealV2 {
+        (0..).map(sample_v2).find(|r| !r.decisions.is_empty()).unwrap()
     }
 
     #[test]
-    fn a_genuine_reveal_verifies_after_a_json_round_trip() {
-        let json = serde_json::to_string(&sample()).unwrap();
-        let back: Reveal = serde_json::from_str(&json).unwrap();
-        assert!(verify(&back).unwrap().ok());
+    fn a_genuine_v1_reveal_verifies_after_a_json_round_trip() {
+        let json = serde_json::to_string(&sample_v1()).unwrap();
+        let back: RevealV1 = serde_json::from_str(&json).unwrap();
+        assert!(verify_v1(&back).unwrap().ok());
     }
 
     #[test]
-    fn a_changed_card_or_commitment_fails() {
-        let mut r = sample();
+    fn a_changed_card_or_commitment_fails_v1() {
+        let mut r = sample_v1();
         r.cards[2] = if r.cards[2] == "2c" { "3c".into() } else { "2c".into() };
-        let v = verify(&r).unwrap();
+        let v = verify_v1(&r).unwrap();
         assert!(v.commitment_ok && !v.cards_ok);
-        let mut r = sample();
+        let mut r = sample_v1();
         r.commitment = "00".repeat(32);
-        assert!(!verify(&r).unwrap().commitment_ok);
-        let mut r = sample();
+        assert!(!verify_v1(&r).unwrap().commitment_ok);
+        let mut r = sample_v1();
         r.nonce += 1;
-        assert!(!verify(&r).unwrap().cards_ok);
+        assert!(!verify_v1(&r).unwrap().cards_ok);
     }
 
     #[test]
-    fn malformed_reveals_are_errors_naming_the_field() {
-        let mut r = sample();
+    fn malformed_v1_reveals_are_errors_naming_the_field() {
+        let mut r = sample_v1();
         r.server_seed = "xyz".into();
-        assert_eq!(verify(&r).unwrap_err().field(), Some("server_seed"));
-        let mut r = sample();
+        assert_eq!(verify_v1(&r).unwrap_err().field(), Some("server_seed"));
+        let mut r = sample_v1();
         r.decks = 9;
-        assert_eq!(verify(&r).unwrap_err().field(), Some("decks"));
-        let mut r = sample();
-        r.cards.clear();
-        assert_eq!(verify(&r).unwrap_err().field(), Some("cards"));
-        let mut r = sample();
-        r.cards[0] = "Zz".into();
-        assert_eq!(verify(&r).unwrap_err().field(), Some("cards"));
+        assert_eq!(verify_v1(&r).unwrap_err().field(), Some("decks"));
+        for cards in [vec![], r.cards[..2].to_vec(), [&r.cards[..], &["2c".to_string()]].concat()] {
+            let mut r = sample_v1();
+            r.cards = cards;
+            assert_eq!(verify_v1(&r).unwrap_err().field(), Some("cards"));
+        }
+        let mut r = sample_v1();
+        r.cards[0] = r.cards[0].to_uppercase(); // e.g. "3C": not canonical
+        assert_eq!(verify_v1(&r).unwrap_err().field(), Some("cards"));
+    }
+
+    #[test]
+    fn a_genuine_v2_reveal_verifies_and_its_json_is_compact_and_ordered() {
+        let r = non_consecutive_v2();
+        let json = r.to_json();
+        assert!(json.starts_with(r#"{"format":"reddog-reveal-v2","algorithm":"reddog-deal-v1","server_seed":""#));
+        assert!(json.contains(r#""paytable":{"spread":[5,4,2,1,1,1,1,1,1,1,1],"three_of_a_kind":11},"decisions":[[{"seat":0,"action":"raise"}]],"seats":[{"bet":500,"raised":true,"stake":1000,"#));
+        assert!(!json.contains(' '), "{json}");
+        let keys = [
+            "format",
+            "algorithm",
+            "server_seed",
+            "commitment",
+            "table_id",
+            "round_id",
+            "client_seed",
+            "nonce",
+            "decks",
+            "cards",
+            "paytable",
+            "decisions",
+            "seats",
+            "transcript",
+        ];
+        let positions: Vec<usize> = keys.iter().map(|k| json.find(&format!("\"{k}\":")).unwrap()).collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "keys in order");
+        let back: RevealV2 = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        let v = verify_v2(&back).unwrap();
+        assert!(v.ok(), "{v:?}");
+    }
+
+    #[test]
+    fn wrong_money_or_decisions_or_transcript_do_not_verify() {
+        let r = non_consecutive_v2();
+        let mut bad = r.clone();
+        bad.seats[1].returned += 1;
+        let v = verify_v2(&bad).unwrap();
+        assert_eq!((v.payouts_ok, v.cards_ok), (Some(false), true));
+        let mut bad = r.clone();
+        bad.seats[0].raised = false;
+        assert_eq!(verify_v2(&bad).unwrap().payouts_ok, Some(false));
+        let mut bad = r.clone();
+        bad.decisions[0][0].action = "stand".into();
+        let v = verify_v2(&bad).unwrap();
+        assert_eq!((v.payouts_ok, v.transcript_ok), (Some(false), Some(false)));
+        let mut bad = r.clone();
+        bad.round_id = "r-10".into();
+        assert_eq!(verify_v2(&bad).unwrap().transcript_ok, Some(false));
+        let mut bad = r.clone();
+        bad.seats[1].bet += 1;
+        let v = verify_v2(&bad).unwrap();
+        assert_eq!((v.payouts_ok, v.transcript_ok), (Some(false), Some(false)));
+        let mut bad = r.clone();
+        bad.decisions[0].push(RevealDecision { seat: 0, action: "stand".into() });
+        assert!(verify_v2(&bad).is_err(), "a seat deciding twice is malformed");
+        let mut bad = r;
+        bad.decisions.push(vec![]);
+        assert!(verify_v2(&bad).is_err(), "an empty Decide is malformed");
     }
 }

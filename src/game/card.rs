@@ -117,31 +117,22 @@ impl fmt::Display for Card {
     }
 }
 
+impl Card {
+    /// The card whose canonical text is exactly `text` (`[23456789TJQKA][cdhs]`), if any.
+    pub fn from_text(text: &str) -> Option<Card> {
+        CARD_TEXT.iter().position(|&t| t == text).and_then(|i| Card::from_code(i as u8))
+    }
+}
+
 impl std::str::FromStr for Card {
     type Err = EngineError;
 
-    /// Parses the text form, e.g. `Ah` or `Tc` (rank case-insensitive; `10` is accepted for T).
+    /// Parses the canonical text form only: a rank `2`-`9`, `T`, `J`, `Q`, `K`, `A` then a
+    /// suit `c`, `d`, `h`, `s` (e.g. `Ah`, `Tc`). `10h`, `ah` or ` Ah` are refused: one card
+    /// has one text, so reveals and verifiers cannot disagree about it.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || EngineError::invalid("card", format!("{s:?} is not a card like \"Ah\" or \"Tc\""));
-        let s = s.trim();
-        let (rank_part, suit_part) = s.split_at(s.len().checked_sub(1).ok_or_else(bad)?);
-        let rank = match rank_part.to_ascii_uppercase().as_str() {
-            "10" | "T" => 10,
-            "J" => 11,
-            "Q" => 12,
-            "K" => 13,
-            "A" => 14,
-            d if d.len() == 1 && ("2"..="9").contains(&d) => d.as_bytes()[0] - b'0',
-            _ => return Err(bad()),
-        };
-        let suit = match suit_part.to_ascii_lowercase().as_str() {
-            "c" => Suit::Clubs,
-            "d" => Suit::Diamonds,
-            "h" => Suit::Hearts,
-            "s" => Suit::Spades,
-            _ => return Err(bad()),
-        };
-        Ok(Card::new(Rank(rank), suit))
+        Card::from_text(s)
+            .ok_or_else(|| EngineError::invalid("card", format!("{s:?} is not a card like \"Ah\" or \"Tc\"")))
     }
 }
 
@@ -287,7 +278,13 @@ mod tests {
         assert_eq!(Card::from_code(0).unwrap().to_string(), "2c");
         assert_eq!(Card::from_code(51).unwrap().to_string(), "As");
         assert_eq!("Th".parse::<Card>().unwrap(), Card::new(Rank::new(10).unwrap(), Suit::Hearts));
-        assert_eq!("10h".parse::<Card>().unwrap().to_string(), "Th");
+        for not_canonical in ["10h", "th", "TH", "ah", " Ah", "Ah ", "A h"] {
+            assert!(not_canonical.parse::<Card>().is_err(), "{not_canonical:?}");
+        }
+        for code in 0..52 {
+            let c = Card::from_code(code).unwrap();
+            assert_eq!(Card::from_text(c.text()), Some(c));
+        }
         assert!("1h".parse::<Card>().is_err());
         assert!("Ax".parse::<Card>().is_err());
         assert!("".parse::<Card>().is_err());

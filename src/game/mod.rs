@@ -18,4 +18,4 @@ pub use hand::{HandClass, Spread};
 pub use money::Money;
 pub use paytable::Paytable;
 pub use round::{Decision, Outcome, Phase, Round, RoundSnapshot, Rule, Seat, SeatSettlement, Settlement};
-pub use table::{BetLimits, MAX_SEATS, Table, TableSpec};
+pub use table::{BetLimits, MAX_SEATS, Table, TableSpec, largest_max_bet};

@@ -9,7 +9,8 @@
 use super::card::{Card, CardSource};
 use super::hand::{HandClass, Spread, strictly_between};
 use super::money::Money;
-use super::table::{MAX_SEATS, Table};
+use super::paytable::Paytable;
+use super::table::{MAX_BET, MAX_SEATS, Table};
 use crate::error::EngineError;
 
 /// A seat's choice on a non-consecutive hand.
@@ -26,6 +27,17 @@ pub struct Seat {
     pub bet: Money,
     /// `None` until the seat decides; always `None` on a pair or consecutive hand.
     pub decision: Option<Decision>,
+}
+
+impl Seat {
+    /// The seat's stake so far: the bet, or twice the bet once it raised. Bets never exceed
+    /// [`MAX_BET`], so this fits; the arithmetic is checked all the same.
+    pub fn stake(&self) -> Result<Money, EngineError> {
+        match self.decision {
+            Some(Decision::Raise) => self.bet.checked_mul(2).ok_or_else(|| EngineError::overflow("a raised stake")),
+            _ => Ok(self.bet),
+        }
+    }
 }
 
 /// A non-consecutive hand whose seats are still deciding.
@@ -127,12 +139,24 @@ pub struct SeatSettlement {
 }
 
 /// The result of a whole round.
+///
+/// Invariant: `total_staked` and `total_returned` are the exact sums of the seats' `stake`
+/// and `returned` (computed with checked arithmetic when the round is settled).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settlement {
     pub cards: [Card; 2],
     pub class: HandClass,
     pub third: Option<Card>,
     pub seats: Vec<SeatSettlement>,
+    /// Sum of every seat's stake.
+    pub total_staked: Money,
+    /// Sum of every seat's `returned`: what goes back to the players.
+    pub total_returned: Money,
+}
+
+/// The checked sum of some amounts.
+fn checked_sum(amounts: impl IntoIterator<Item = Money>, what: &'static str) -> Result<Money, EngineError> {
+    amounts.into_iter().try_fold(Money::ZERO, |sum, m| sum.checked_add(m).ok_or_else(|| EngineError::overflow(what)))
 }
 
 /// Which phase a [`RoundSnapshot`] is in.
@@ -153,22 +177,16 @@ pub struct RoundSnapshot {
     pub seats: Vec<Seat>,
 }
 
-fn seat_field(seat: usize, what: &str) -> String {
-    format!("seats[{seat}].{what}")
-}
-
 impl Round {
     /// Deals a round for one seat per entry of `bets`, drawing from `source` every card the
     /// round needs. Each bet must lie within the table's limits; 1 to 7 seats.
     pub fn start(table: &Table, bets: &[Money], source: &mut impl CardSource) -> Result<Round, EngineError> {
         if bets.is_empty() || bets.len() > MAX_SEATS {
-            return Err(EngineError::out_of_range("seats", bets.len(), 1, MAX_SEATS as u64));
+            return Err(EngineError::SeatCount { seats: bets.len() });
         }
-        for (i, &bet) in bets.iter().enumerate() {
-            // Name the field only on failure: formatting it for every seat costs more than the deal.
-            if bet < table.limits.min() || bet > table.limits.max() {
-                table.limits.check(seat_field(i, "bet"), bet)?;
-            }
+        let limits = table.limits();
+        if let Some(seat) = bets.iter().position(|&bet| !limits.contains(bet)) {
+            return Err(EngineError::BetOutsideLimits { seat, bet: bets[seat], limits });
         }
         let seats: Vec<Seat> = bets.iter().map(|&bet| Seat { bet, decision: None }).collect();
         let cards = [source.draw(), source.draw()];
@@ -230,28 +248,50 @@ impl Round {
     /// Records a seat's decision. Once every seat has decided the third card turns face up
     /// and the round is complete. On error the round is unchanged.
     pub fn decide(&mut self, seat: usize, decision: Decision) -> Result<(), EngineError> {
+        self.decide_all(&[(seat, decision)]).map(|_| ())
+    }
+
+    /// Records the decisions of one or more seats, all or nothing: on any error (an unknown
+    /// seat, a seat twice, a seat that already decided, a hand without decisions) the round
+    /// is unchanged. Returns the decisions in ascending seat order and the sum of the raises
+    /// they add (what the platform debits now).
+    pub fn decide_all(
+        &mut self,
+        decisions: &[(usize, Decision)],
+    ) -> Result<(Vec<(usize, Decision)>, Money), EngineError> {
         let pending = match self {
             Round::AwaitingDecisions(p) => p,
             Round::Complete(c) => {
-                let reason = match c.class {
-                    HandClass::Pair => "the hand is a pair: the third card is dealt at once and no one may raise",
-                    HandClass::Consecutive => "the hand is consecutive: a push with no third card and no decision",
-                    HandClass::NonConsecutive(_) => "every seat has already decided or the round was closed",
-                };
-                return Err(EngineError::precondition(seat_field(seat, "decision"), reason));
+                let seat = decisions.first().map_or(0, |d| d.0);
+                return Err(match c.class {
+                    HandClass::NonConsecutive(_) => EngineError::DecisionsClosed { seat },
+                    class => EngineError::NoDecisionOnThisHand { seat, class },
+                });
             }
         };
+        let mut sorted = decisions.to_vec();
+        sorted.sort_by_key(|&(seat, _)| seat);
         let seats = pending.seats.len();
-        let slot =
-            pending.seats.get_mut(seat).ok_or_else(|| EngineError::out_of_range("seat", seat, 0, seats as u64 - 1))?;
-        if slot.decision.is_some() {
-            return Err(EngineError::precondition(seat_field(seat, "decision"), "this seat has already decided"));
+        let mut raised = Money::ZERO;
+        for (i, &(seat, decision)) in sorted.iter().enumerate() {
+            let slot = pending.seats.get(seat).ok_or(EngineError::UnknownSeat { seat, seats })?;
+            if i > 0 && sorted[i - 1].0 == seat {
+                return Err(EngineError::SeatTwice { seat });
+            }
+            if slot.decision.is_some() {
+                return Err(EngineError::SeatAlreadyDecided { seat });
+            }
+            if decision == Decision::Raise {
+                raised = raised.checked_add(slot.bet).ok_or_else(|| EngineError::overflow("the raises of one call"))?;
+            }
         }
-        slot.decision = Some(decision);
+        for &(seat, decision) in &sorted {
+            pending.seats[seat].decision = Some(decision);
+        }
         if pending.seats.iter().all(|s| s.decision.is_some()) {
             self.close();
         }
-        Ok(())
+        Ok((sorted, raised))
     }
 
     /// Ends the deciding: seats that have not decided stand, and the third card turns face
@@ -267,18 +307,15 @@ impl Round {
         }
     }
 
-    /// Settles a complete round. A round still awaiting decisions is an error: call
-    /// [`Round::close`] first to settle the undecided seats as stands.
-    pub fn settle(&self, table: &Table) -> Result<Settlement, EngineError> {
+    /// Settles a complete round by `paytable` (the one the round was dealt under). A round
+    /// still awaiting decisions is an error: call [`Round::close`] first to settle the
+    /// undecided seats as stands.
+    pub fn settle(&self, paytable: &Paytable) -> Result<Settlement, EngineError> {
         match self {
-            Round::Complete(c) => c.settle(table),
-            Round::AwaitingDecisions(p) => Err(EngineError::precondition(
-                "round",
-                format!(
-                    "{} seat(s) still to decide; the third card is not dealt yet",
-                    p.seats.iter().filter(|s| s.decision.is_none()).count()
-                ),
-            )),
+            Round::Complete(c) => c.settle(paytable),
+            Round::AwaitingDecisions(p) => Err(EngineError::RoundNotComplete {
+                undecided: p.seats.iter().filter(|s| s.decision.is_none()).count(),
+            }),
         }
     }
 
@@ -306,7 +343,7 @@ impl Round {
         if seats.is_empty() || seats.len() > MAX_SEATS {
             return Err(bad("seat count out of range"));
         }
-        if seats.iter().any(|s| s.bet.0 == 0 || s.bet.0 > super::table::MAX_BET) {
+        if seats.iter().any(|s| s.bet.0 == 0 || s.bet.0 > MAX_BET) {
             return Err(bad("bet out of range"));
         }
         let class = HandClass::of(cards[0], cards[1]);
@@ -331,15 +368,17 @@ impl Round {
 }
 
 impl Complete {
-    /// Pays every seat by the rules and `table`'s paytable.
-    pub fn settle(&self, table: &Table) -> Result<Settlement, EngineError> {
+    /// Pays every seat by the rules and `paytable`, and totals the round (checked sums).
+    pub fn settle(&self, paytable: &Paytable) -> Result<Settlement, EngineError> {
         let seats = self
             .seats
             .iter()
             .enumerate()
-            .map(|(i, seat)| settle_seat(i, seat, self.cards, self.class, self.third, table))
+            .map(|(i, seat)| settle_seat(i, seat, self.cards, self.class, self.third, paytable))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Settlement { cards: self.cards, class: self.class, third: self.third, seats })
+        let total_staked = checked_sum(seats.iter().map(|s| s.stake), "the round's total stake")?;
+        let total_returned = checked_sum(seats.iter().map(|s| s.returned), "the round's total return")?;
+        Ok(Settlement { cards: self.cards, class: self.class, third: self.third, seats, total_staked, total_returned })
     }
 }
 
@@ -349,18 +388,18 @@ fn settle_seat(
     cards: [Card; 2],
     class: HandClass,
     third: Option<Card>,
-    table: &Table,
+    paytable: &Paytable,
 ) -> Result<SeatSettlement, EngineError> {
-    let overflow = || EngineError::Internal(format!("seat {index}: amount overflow in settlement"));
+    let overflow = || EngineError::overflow(format!("seat {index}: the amount returned"));
     let missing = || EngineError::Internal(format!("seat {index}: third card missing"));
     let raised = seat.decision == Some(Decision::Raise);
     let stood_by_default = matches!(class, HandClass::NonConsecutive(_)) && seat.decision.is_none();
-    let stake = if raised { seat.bet.checked_mul(2).ok_or_else(overflow)? } else { seat.bet };
+    let stake = seat.stake()?;
     let (outcome, rule, odds) = match class {
         HandClass::Consecutive => (Outcome::Push, Rule::Consecutive, 0),
         HandClass::Pair => {
             if third.ok_or_else(missing)?.rank() == cards[0].rank() {
-                (Outcome::Win, Rule::ThreeOfAKind, table.paytable.three_of_a_kind_odds())
+                (Outcome::Win, Rule::ThreeOfAKind, paytable.three_of_a_kind_odds())
             } else {
                 (Outcome::Push, Rule::PairNoMatch, 0)
             }
@@ -369,7 +408,7 @@ fn settle_seat(
             let t = third.ok_or_else(missing)?.rank();
             let (a, b) = (cards[0].rank(), cards[1].rank());
             if strictly_between(a, b, t) {
-                (Outcome::Win, Rule::ThirdCardBetween, table.paytable.spread_odds(spread))
+                (Outcome::Win, Rule::ThirdCardBetween, paytable.spread_odds(spread))
             } else if t == a || t == b {
                 (Outcome::Lose, Rule::ThirdCardMatches, 0)
             } else {
@@ -403,7 +442,7 @@ mod tests {
             round.decide(seat, d).unwrap();
         }
         round.close();
-        round.settle(&table).unwrap()
+        round.settle(table.paytable()).unwrap()
     }
 
     #[test]
@@ -500,7 +539,7 @@ mod tests {
         assert_eq!(round.third(), None);
         round.decide(1, Decision::Raise).unwrap();
         assert_eq!(round.third(), None);
-        assert!(round.settle(&table).is_err());
+        assert!(round.settle(table.paytable()).is_err());
         round.decide(0, Decision::Stand).unwrap();
         assert_eq!(round.third().map(|c| c.to_string()), Some("5h".to_string()));
     }
@@ -511,7 +550,7 @@ mod tests {
         let mut round = Round::start(&table, &[Money(500)], &mut deck("Kc Kd 7h")).unwrap();
         let before = round.clone();
         let err = round.decide(0, Decision::Raise).unwrap_err();
-        assert!(matches!(err, EngineError::FailedPrecondition { .. }));
+        assert_eq!(err, EngineError::NoDecisionOnThisHand { seat: 0, class: HandClass::Pair });
         assert_eq!(round, before);
     }
 
@@ -521,7 +560,7 @@ mod tests {
         let mut round = Round::start(&table, &[Money(500), Money(500)], &mut deck("3c 9d 5h")).unwrap();
         round.decide(0, Decision::Raise).unwrap();
         let err = round.decide(0, Decision::Stand).unwrap_err();
-        assert_eq!(err.field(), Some("seats[0].decision"));
+        assert_eq!(err, EngineError::SeatAlreadyDecided { seat: 0 });
     }
 
     #[test]
@@ -529,25 +568,27 @@ mod tests {
         let table = Table::default();
         let mut round = Round::start(&table, &[Money(500)], &mut deck("3c 9d 5h")).unwrap();
         let err = round.decide(3, Decision::Raise).unwrap_err();
-        assert!(matches!(err, EngineError::OutOfRange { .. }));
-        assert_eq!(err.field(), Some("seat"));
+        assert_eq!(err, EngineError::UnknownSeat { seat: 3, seats: 1 });
     }
 
     #[test]
     fn settling_before_the_cards_are_complete_is_refused() {
         let table = Table::default();
         let round = Round::start(&table, &[Money(500)], &mut deck("3c 9d 5h")).unwrap();
-        assert!(matches!(round.settle(&table), Err(EngineError::FailedPrecondition { .. })));
+        assert_eq!(round.settle(table.paytable()), Err(EngineError::RoundNotComplete { undecided: 1 }));
     }
 
     #[test]
     fn bets_outside_the_limits_and_bad_seat_counts_are_refused() {
         let table = Table::default();
         let err = Round::start(&table, &[Money(500), Money(499)], &mut deck("3c 9d 5h")).unwrap_err();
-        assert_eq!(err.field(), Some("seats[1].bet"));
+        assert_eq!(err, EngineError::BetOutsideLimits { seat: 1, bet: Money(499), limits: table.limits() });
         assert!(Round::start(&table, &[Money(30_001)], &mut deck("3c 9d 5h")).is_err());
         assert!(Round::start(&table, &[], &mut deck("3c 9d 5h")).is_err());
-        assert!(Round::start(&table, &[Money(500); 8], &mut deck("3c 9d 5h")).is_err());
+        assert_eq!(
+            Round::start(&table, &[Money(500); 8], &mut deck("3c 9d 5h")),
+            Err(EngineError::SeatCount { seats: 8 })
+        );
     }
 
     #[test]
@@ -567,10 +608,45 @@ mod tests {
 
     #[test]
     fn a_custom_paytable_is_used() {
-        let table = Table { paytable: Paytable::new([10; 11], 50).unwrap(), ..Table::default() };
+        let table = Table::default().with_paytable(Paytable::new([10; 11], 50).unwrap()).unwrap();
         let mut round = Round::start(&table, &[Money(500)], &mut deck("2c Ad 9h")).unwrap();
         round.decide(0, Decision::Stand).unwrap();
-        assert_eq!(round.settle(&table).unwrap().seats[0].returned, Money(5500));
+        assert_eq!(round.settle(table.paytable()).unwrap().seats[0].returned, Money(5500));
+    }
+
+    #[test]
+    fn decisions_of_one_call_apply_all_or_nothing_sorted_by_seat() {
+        let table = Table::default();
+        let mut round = Round::start(&table, &[Money(500), Money(600), Money(700)], &mut deck("3c 9d 5h")).unwrap();
+        let before = round.clone();
+        assert_eq!(
+            round.decide_all(&[(2, Decision::Raise), (2, Decision::Stand)]),
+            Err(EngineError::SeatTwice { seat: 2 })
+        );
+        assert_eq!(
+            round.decide_all(&[(1, Decision::Raise), (5, Decision::Stand)]).unwrap_err(),
+            EngineError::UnknownSeat { seat: 5, seats: 3 }
+        );
+        assert_eq!(round, before);
+        let (sorted, raised) = round.decide_all(&[(2, Decision::Raise), (0, Decision::Raise)]).unwrap();
+        assert_eq!(sorted, vec![(0, Decision::Raise), (2, Decision::Raise)]);
+        assert_eq!(raised, Money(1200));
+        let again = round.clone();
+        assert_eq!(
+            round.decide_all(&[(1, Decision::Stand), (0, Decision::Stand)]).unwrap_err(),
+            EngineError::SeatAlreadyDecided { seat: 0 }
+        );
+        assert_eq!(round, again);
+        let (_, raised) = round.decide_all(&[(1, Decision::Stand)]).unwrap();
+        assert_eq!(raised, Money::ZERO);
+        assert!(matches!(round, Round::Complete(_)));
+    }
+
+    #[test]
+    fn settlement_totals_are_the_exact_sums() {
+        let s = play("3c 9d 5h", &[1000, 2000, 30_000], &[(0, Decision::Raise), (1, Decision::Stand)]);
+        assert_eq!(s.total_staked, Money(2000 + 2000 + 30_000));
+        assert_eq!(s.total_returned, Money(4000 + 4000 + 60_000));
     }
 
     #[test]

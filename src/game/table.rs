@@ -31,7 +31,14 @@ impl BetLimits {
         if min.0 == 0 || min.0 > MAX_BET {
             return Err(EngineError::out_of_range("limits.min_bet", min.0, 1, MAX_BET));
         }
-        if max < min || max.0 > MAX_BET {
+        if max < min {
+            // Say what is wrong, not a range whose lower end is the other setting.
+            return Err(EngineError::invalid(
+                "limits.max_bet",
+                format!("max_bet {} is less than min_bet {}: max_bet must be at least min_bet", max.0, min.0),
+            ));
+        }
+        if max.0 > MAX_BET {
             return Err(EngineError::out_of_range("limits.max_bet", max.0, min.0, MAX_BET));
         }
         Ok(BetLimits { min, max })
@@ -52,13 +59,9 @@ impl BetLimits {
         (min <= max).then_some(BetLimits { min, max })
     }
 
-    /// `Ok` if `bet` lies within the limits; the error names `field`.
-    pub fn check(self, field: impl Into<std::borrow::Cow<'static, str>>, bet: Money) -> Result<(), EngineError> {
-        if bet < self.min || bet > self.max {
-            Err(EngineError::out_of_range(field, bet.0, self.min.0, self.max.0))
-        } else {
-            Ok(())
-        }
+    /// Whether `bet` lies within the limits.
+    pub fn contains(self, bet: Money) -> bool {
+        self.min <= bet && bet <= self.max
     }
 }
 
@@ -68,12 +71,71 @@ impl Default for BetLimits {
     }
 }
 
+/// The largest `max_bet` a table with `paytable` may have: with it, the largest possible
+/// round ([`MAX_SEATS`] seats at `max_bet`, every seat raised, every seat paid the paytable's
+/// best odds) still totals at most `u64::MAX` minor units, so no sum of a round's stakes or
+/// returns can overflow.
+pub fn largest_max_bet(paytable: &Paytable) -> Money {
+    let worst_case_factor = MAX_SEATS as u64 * 2 * (u64::from(paytable.max_odds()) + 1);
+    Money(u64::MAX / worst_case_factor)
+}
+
 /// A table: how many decks its shoe holds, what it pays, and its bet limits.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+///
+/// Invariant (checked by [`Table::new`]): `limits.max() <= largest_max_bet(paytable)`, so
+/// every total of a round dealt at this table fits in `u64` minor units.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Table {
-    pub decks: Decks,
-    pub paytable: Paytable,
-    pub limits: BetLimits,
+    decks: Decks,
+    paytable: Paytable,
+    limits: BetLimits,
+}
+
+impl Table {
+    /// A table, refused when its largest round would not fit in `u64` minor units (the error
+    /// names `max_bet` and the largest allowed value).
+    pub fn new(decks: Decks, paytable: Paytable, limits: BetLimits) -> Result<Table, EngineError> {
+        let largest = largest_max_bet(&paytable);
+        if limits.max() > largest {
+            return Err(EngineError::TableTooLarge { max_bet: limits.max(), largest, max_odds: paytable.max_odds() });
+        }
+        Ok(Table { decks, paytable, limits })
+    }
+
+    pub fn decks(&self) -> Decks {
+        self.decks
+    }
+
+    pub fn paytable(&self) -> &Paytable {
+        &self.paytable
+    }
+
+    pub fn limits(&self) -> BetLimits {
+        self.limits
+    }
+
+    /// The same table with other limits (e.g. narrowed to a player's), checked like
+    /// [`Table::new`].
+    pub fn with_limits(&self, limits: BetLimits) -> Result<Table, EngineError> {
+        Table::new(self.decks, self.paytable.clone(), limits)
+    }
+
+    /// The same table with another paytable, checked like [`Table::new`].
+    pub fn with_paytable(&self, paytable: Paytable) -> Result<Table, EngineError> {
+        Table::new(self.decks, paytable, self.limits)
+    }
+
+    /// The same table with another deck count.
+    pub fn with_decks(&self, decks: Decks) -> Table {
+        Table { decks, ..self.clone() }
+    }
+}
+
+impl Default for Table {
+    /// One deck, the standard paytable, the standard limits.
+    fn default() -> Self {
+        Table { decks: Decks::default(), paytable: Paytable::default(), limits: BetLimits::default() }
+    }
 }
 
 /// The plain form of a table in configuration files (JSON), all fields optional.
@@ -95,7 +157,7 @@ impl TryFrom<TableSpec> for Table {
             Money(spec.min_bet.unwrap_or(BetLimits::STANDARD.min.0)),
             Money(spec.max_bet.unwrap_or(BetLimits::STANDARD.max.0)),
         )?;
-        Ok(Table { decks, paytable: spec.paytable.unwrap_or_default(), limits })
+        Table::new(decks, spec.paytable.unwrap_or_default(), limits)
     }
 }
 
@@ -106,16 +168,17 @@ mod tests {
     #[test]
     fn default_table_is_one_deck_five_to_three_hundred() {
         let t = Table::default();
-        assert_eq!(t.decks.get(), 1);
-        assert_eq!(t.limits.min(), Money(500));
-        assert_eq!(t.limits.max(), Money(30_000));
-        assert_eq!(t.paytable, Paytable::STANDARD);
+        assert_eq!(t.decks().get(), 1);
+        assert_eq!(t.limits().min(), Money(500));
+        assert_eq!(t.limits().max(), Money(30_000));
+        assert_eq!(*t.paytable(), Paytable::STANDARD);
     }
 
     #[test]
     fn limits_must_be_ordered_and_positive() {
         assert!(BetLimits::new(Money(0), Money(10)).is_err());
-        assert!(BetLimits::new(Money(20), Money(10)).is_err());
+        let err = BetLimits::new(Money(50_000), Money(100)).unwrap_err().to_string();
+        assert_eq!(err, "limits.max_bet: max_bet 100 is less than min_bet 50000: max_bet must be at least min_bet");
         assert!(BetLimits::new(Money(1), Money(MAX_BET + 1)).is_err());
         assert!(BetLimits::new(Money(1), Money(MAX_BET)).is_ok());
     }
@@ -132,8 +195,28 @@ mod tests {
     #[test]
     fn table_spec_fills_defaults_and_validates() {
         let t = Table::try_from(TableSpec { decks: Some(6), ..Default::default() }).unwrap();
-        assert_eq!(t.decks.get(), 6);
-        assert_eq!(t.limits, BetLimits::STANDARD);
+        assert_eq!(t.decks().get(), 6);
+        assert_eq!(t.limits(), BetLimits::STANDARD);
         assert!(Table::try_from(TableSpec { decks: Some(9), ..Default::default() }).is_err());
+    }
+
+    #[test]
+    fn a_table_whose_largest_round_overflows_is_refused_naming_max_bet_and_the_largest_value() {
+        let paytable = Paytable::new([10_000; 11], 10_000).unwrap();
+        let largest = largest_max_bet(&paytable);
+        assert_eq!(largest.0, u64::MAX / (7 * 2 * 10_001));
+        // The largest round of the largest allowed table fits; one more minor unit does not.
+        let round = |bet: u64| u128::from(bet) * 7 * 2 * 10_001;
+        assert!(round(largest.0) <= u128::from(u64::MAX));
+        assert!(round(largest.0 + 1) > u128::from(u64::MAX));
+        let limits = |max: u64| BetLimits::new(Money(1), Money(max)).unwrap();
+        assert!(Table::new(Decks::ONE, paytable.clone(), limits(largest.0)).is_ok());
+        let err = Table::new(Decks::ONE, paytable.clone(), limits(largest.0 + 1)).unwrap_err();
+        assert_eq!(err.field(), Some("max_bet"));
+        assert!(err.to_string().contains(&largest.0.to_string()), "{err}");
+        let spec = TableSpec { paytable: Some(paytable), max_bet: Some(MAX_BET), ..Default::default() };
+        assert!(matches!(Table::try_from(spec), Err(EngineError::TableTooLarge { .. })));
+        // The standard paytable allows far more than the standard limits.
+        assert_eq!(largest_max_bet(&Paytable::STANDARD).0, u64::MAX / (7 * 2 * 12));
     }
 }

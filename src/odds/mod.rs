@@ -244,6 +244,52 @@ impl Analysis {
             Policy::Never => RaiseSet::NONE,
             Policy::Always => RaiseSet::ALL,
             Policy::RaiseAtLeast(k) => RaiseSet::at_least(k),
+            Policy::Worst => self.worst_raise_set(),
+        }
+    }
+
+    /// The spreads where raising has the strictly lower expected value (standing loses on
+    /// average, raising doubles the loss): the play with the lowest RTP per initial bet.
+    pub fn worst_raise_set(&self) -> RaiseSet {
+        RaiseSet::from_spreads(
+            Spread::all().filter(|&s| self.ev_stand_given_spread(s).is_some_and(|ev| ev < Exact::from(0))),
+        )
+    }
+
+    /// The lowest and the highest RTP of any strategy under `definition`, with the raise
+    /// sets that reach them, found by trying all 2¹¹ raise sets.
+    ///
+    /// Why that covers every strategy: a player sees only the two cards, and given the
+    /// spread the third card's distribution does not depend on which ranks they are, so any
+    /// strategy — randomised, mixed across players or seats, with any bet sizes chosen before
+    /// the deal — is a raise probability `x_s ∈ [0, 1]` per spread. Both RTPs are ratios of
+    /// functions linear in `x` (per initial bet the denominator is constant), so their
+    /// extremes over the cube `[0, 1]¹¹` lie at its corners: the deterministic raise sets.
+    /// Stake-weighted aggregates over many seats (what `returned / staked` measures) are
+    /// mediants of per-seat ratios and stay inside the same range. Ties keep the set with the
+    /// fewest raises (the lowest bit mask).
+    pub fn rtp_extremes(&self, definition: RtpDefinition) -> RtpExtremes {
+        let key = |f: &PolicyFigures| match definition {
+            RtpDefinition::PerInitialBet => f.rtp,
+            RtpDefinition::PerTotalWagered => f.rtp_per_total_wagered,
+        };
+        let mut worst = self.figures(RaiseSet::NONE);
+        let mut best = worst.clone();
+        for mask in 1..(1u16 << Spread::MAX) {
+            let f = self.figures(RaiseSet::from_spreads(Spread::all().filter(|s| mask & (1 << (s.get() - 1)) != 0)));
+            if key(&f) < key(&worst) {
+                worst = f.clone();
+            }
+            if key(&f) > key(&best) {
+                best = f;
+            }
+        }
+        RtpExtremes {
+            definition,
+            worst: key(&worst),
+            worst_raise: worst.raise,
+            best: key(&best),
+            best_raise: best.raise,
         }
     }
 
@@ -285,6 +331,52 @@ impl Analysis {
             variance: expected_net_squared - ev * ev,
         }
     }
+}
+
+/// The two ways an RTP is quoted (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RtpDefinition {
+    /// `rtp` = `1 + EV`: returned per unit of initial bet.
+    PerInitialBet,
+    /// `rtp_per_total_wagered` = `E[returned] / E[total wagered]`: what `returned / staked`
+    /// over many rounds measures.
+    PerTotalWagered,
+}
+
+impl RtpDefinition {
+    /// `per_initial_bet` or `per_total_wagered`.
+    pub const fn key(self) -> &'static str {
+        match self {
+            RtpDefinition::PerInitialBet => "per_initial_bet",
+            RtpDefinition::PerTotalWagered => "per_total_wagered",
+        }
+    }
+
+    /// The definition in words.
+    pub const fn text(self) -> &'static str {
+        match self {
+            RtpDefinition::PerInitialBet => {
+                "1 + EV: expected amount returned per unit of initial bet (the raise counts as money wagered, not as a \
+                 second bet)"
+            }
+            RtpDefinition::PerTotalWagered => {
+                "E[returned] / E[total wagered]: expected amount returned per unit of all money wagered, initial bets \
+                 plus raises (what returned / staked measures over many rounds)"
+            }
+        }
+    }
+}
+
+/// The lowest and highest RTP any strategy can have under one definition, exact.
+///
+/// Invariant: `worst <= best`; `worst_raise` and `best_raise` reach them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RtpExtremes {
+    pub definition: RtpDefinition,
+    pub worst: Exact,
+    pub worst_raise: RaiseSet,
+    pub best: Exact,
+    pub best_raise: RaiseSet,
 }
 
 /// `r` as a decimal string with exactly `places` digits (at most 18) after the point,
@@ -427,16 +519,22 @@ pub struct OddsReport {
     /// The spreads the optimal policy raises on.
     pub raise_spreads: Vec<u8>,
     pub hands: HandLines,
-    /// Keyed by [`Policy::key`]: `never`, `raise_at_least_7`, `optimal`.
+    /// Keyed by [`Policy::key`]: `never`, `always`, `raise_at_least_7`, `worst`, `optimal`.
     pub policies: serde_json::Map<String, serde_json::Value>,
+    /// The lowest and highest RTP of any strategy, under each definition:
+    /// `{"per_initial_bet": {"worst": {...}, "best": {...}}, "per_total_wagered": {...}}`,
+    /// each `{"fraction", "decimal", "raise_spreads"}`.
+    pub rtp_range: serde_json::Map<String, serde_json::Value>,
     /// The policies' figures in display order.
     #[serde(skip)]
     pub policy_lines: Vec<PolicyLine>,
     pub definitions: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The three policies of the issue: never raise, raise on spread ≥ 7, optimal.
-pub const REPORT_POLICIES: [Policy; 3] = [Policy::Never, Policy::RaiseAtLeast(7), Policy::Optimal];
+/// The policies `reddog odds` reports: never and always raise, raise on spread ≥ 7, the worst
+/// play and the optimal one.
+pub const REPORT_POLICIES: [Policy; 5] =
+    [Policy::Never, Policy::Always, Policy::RaiseAtLeast(7), Policy::Worst, Policy::Optimal];
 
 impl OddsReport {
     /// The odds table for `decks` decks and `paytable`, with the figures of `policies`.
@@ -476,6 +574,21 @@ impl OddsReport {
             .zip(&policy_lines)
             .map(|(p, line)| (p.key(), serde_json::to_value(line).unwrap_or(serde_json::Value::Null)))
             .collect();
+        let rtp_range = [RtpDefinition::PerInitialBet, RtpDefinition::PerTotalWagered]
+            .into_iter()
+            .map(|d| {
+                let x = a.rtp_extremes(d);
+                let side = |r: &Exact, set: RaiseSet| {
+                    serde_json::json!({"fraction": fraction(r), "decimal": to_f64(r), "raise_spreads": set.spreads()})
+                };
+                let v = serde_json::json!({
+                    "worst": side(&x.worst, x.worst_raise),
+                    "best": side(&x.best, x.best_raise),
+                    "definition": d.text(),
+                });
+                (d.key().to_string(), v)
+            })
+            .collect();
         let definitions =
             DEFINITIONS.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string()))).collect();
         OddsReport {
@@ -491,6 +604,7 @@ impl OddsReport {
                 spreads,
             },
             policies: policies_json,
+            rtp_range,
             policy_lines,
             definitions,
         }
@@ -564,9 +678,34 @@ mod tests {
     }
 
     #[test]
+    fn the_worst_play_is_the_minimum_over_every_raise_set_and_always_raise_is_not_it() {
+        for d in [1, 2, 6, 8] {
+            let a = standard(d);
+            let per_bet = a.rtp_extremes(RtpDefinition::PerInitialBet);
+            let per_total = a.rtp_extremes(RtpDefinition::PerTotalWagered);
+            // Per initial bet the extremes are exactly the worst and the optimal rules.
+            assert_eq!(per_bet.worst, a.policy(Policy::Worst).rtp, "{d} decks");
+            assert_eq!(per_bet.worst_raise, a.worst_raise_set());
+            assert_eq!(per_bet.best, a.policy(Policy::Optimal).rtp);
+            for mask in 0..(1u16 << 11) {
+                let f = a.figures(RaiseSet::from_spreads(Spread::all().filter(|s| mask & (1 << (s.get() - 1)) != 0)));
+                assert!(per_total.worst <= f.rtp_per_total_wagered && f.rtp_per_total_wagered <= per_total.best);
+                assert!(per_bet.worst <= f.rtp && f.rtp <= per_bet.best);
+            }
+            // "never raise" is not the worst play under either definition.
+            assert!(per_total.worst < a.policy(Policy::Never).rtp_per_total_wagered);
+            assert!(per_total.worst < a.policy(Policy::Always).rtp_per_total_wagered);
+        }
+        let one = standard(1);
+        // The issue's figure: always raising returns 0.8833 of what is staked (one deck).
+        assert_eq!(decimal(&one.policy(Policy::Always).rtp_per_total_wagered, 4), "0.8833");
+        assert_eq!(one.worst_raise_set().spreads(), vec![1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
     fn figures_satisfy_their_defining_identities() {
         let a = standard(6);
-        for p in [Policy::Never, Policy::Always, Policy::RaiseAtLeast(7), Policy::Optimal] {
+        for p in [Policy::Never, Policy::Always, Policy::RaiseAtLeast(7), Policy::Optimal, Policy::Worst] {
             let f = a.policy(p);
             assert_eq!(f.rtp, Exact::from(1) - f.house_edge);
             assert_eq!(f.element_of_risk * f.expected_wagered, f.house_edge);

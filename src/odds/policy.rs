@@ -18,12 +18,17 @@ pub enum Policy {
     Never,
     /// Raise on every non-consecutive hand.
     Always,
-    /// Raise when the spread is at least `k` (`k` in 1..=12; 12 never raises).
+    /// Raise when the spread is at least `k` (`k` in 1..=11; [`Policy::Never`] is the rule
+    /// that never raises).
     RaiseAtLeast(u8),
     /// Raise exactly on the spreads where raising has the higher expected value, i.e. where
     /// the expected net of the hand given its spread is strictly positive (a tie stands).
     /// Depends on the shoe and the paytable; see [`crate::odds::Analysis::optimal_raise_set`].
     Optimal,
+    /// The worst play: raise exactly where standing has a strictly negative expected value
+    /// (so raising doubles a loss). Its RTP per initial bet is the lowest of any strategy;
+    /// see [`crate::odds::Analysis::worst_raise_set`].
+    Worst,
 }
 
 impl Policy {
@@ -35,28 +40,31 @@ impl Policy {
             Policy::Always => RaiseSet::ALL,
             Policy::RaiseAtLeast(k) => RaiseSet::at_least(k),
             Policy::Optimal => super::Analysis::new(decks, paytable).optimal_raise_set(),
+            Policy::Worst => super::Analysis::new(decks, paytable).worst_raise_set(),
         }
     }
 
-    /// A stable machine name: `never`, `always`, `raise_at_least_7`, `optimal`.
+    /// A stable machine name: `never`, `always`, `raise_at_least_7`, `optimal`, `worst`.
     pub fn key(self) -> String {
         match self {
             Policy::Never => "never".into(),
             Policy::Always => "always".into(),
             Policy::RaiseAtLeast(k) => format!("raise_at_least_{k}"),
             Policy::Optimal => "optimal".into(),
+            Policy::Worst => "worst".into(),
         }
     }
 }
 
 impl fmt::Display for Policy {
-    /// The command-line form: `never`, `always`, `raise-at-least:7`, `optimal`.
+    /// The command-line form: `never`, `always`, `raise-at-least:7`, `optimal`, `worst`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Policy::Never => f.write_str("never"),
             Policy::Always => f.write_str("always"),
             Policy::RaiseAtLeast(k) => write!(f, "raise-at-least:{k}"),
             Policy::Optimal => f.write_str("optimal"),
+            Policy::Worst => f.write_str("worst"),
         }
     }
 }
@@ -64,28 +72,39 @@ impl fmt::Display for Policy {
 impl FromStr for Policy {
     type Err = EngineError;
 
-    /// Parses `optimal`, `never`, `always` or `raise-at-least:K` (K in 1..=12).
+    /// Parses `optimal`, `worst`, `never`, `always` or `raise-at-least:K` (K in 1..=11: the
+    /// largest spread is 11, so a larger K would silently never raise; `never` says that).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
         match s.to_ascii_lowercase().as_str() {
             "optimal" => Ok(Policy::Optimal),
             "never" => Ok(Policy::Never),
             "always" => Ok(Policy::Always),
+            "worst" => Ok(Policy::Worst),
             other => {
                 let k = other
                     .strip_prefix("raise-at-least:")
                     .ok_or_else(|| {
                         EngineError::invalid(
                             "policy",
-                            format!("{s:?} is not one of optimal, never, always, raise-at-least:K"),
+                            format!("{s:?} is not one of optimal, worst, never, always, raise-at-least:K (K 1..=11)"),
                         )
                     })?
                     .parse::<u8>()
-                    .map_err(|_| EngineError::invalid("policy", format!("{s:?}: K must be a whole number 1..=12")))?;
-                if (1..=Spread::MAX + 1).contains(&k) {
+                    .map_err(|_| EngineError::invalid("policy", format!("{s:?}: K must be a whole number 1..=11")))?;
+                if (1..=Spread::MAX).contains(&k) {
                     Ok(Policy::RaiseAtLeast(k))
+                } else if k > Spread::MAX {
+                    Err(EngineError::invalid(
+                        "policy",
+                        format!(
+                            "{s:?} would never raise: the largest spread is {max}, so K must be 1..={max} \
+                             (say `never` to never raise)",
+                            max = Spread::MAX
+                        ),
+                    ))
                 } else {
-                    Err(EngineError::out_of_range("policy.raise_at_least", k, 1, u64::from(Spread::MAX) + 1))
+                    Err(EngineError::out_of_range("policy.raise_at_least", k, 1, u64::from(Spread::MAX)))
                 }
             }
         }
@@ -140,7 +159,8 @@ mod tests {
         assert_eq!("Never".parse::<Policy>().unwrap(), Policy::Never);
         assert_eq!("always".parse::<Policy>().unwrap(), Policy::Always);
         assert_eq!("raise-at-least:7".parse::<Policy>().unwrap(), Policy::RaiseAtLeast(7));
-        for p in [Policy::Optimal, Policy::Never, Policy::Always, Policy::RaiseAtLeast(3)] {
+        assert_eq!("worst".parse::<Policy>().unwrap(), Policy::Worst);
+        for p in [Policy::Optimal, Policy::Never, Policy::Always, Policy::RaiseAtLeast(3), Policy::Worst] {
             assert_eq!(p.to_string().parse::<Policy>().unwrap(), p);
         }
     }
@@ -150,6 +170,9 @@ mod tests {
         for bad in ["", "sometimes", "raise-at-least:", "raise-at-least:0", "raise-at-least:13", "raise-at-least:x"] {
             assert!(bad.parse::<Policy>().is_err(), "{bad}");
         }
+        // K = 12 used to be accepted and silently meant "never": now it says so.
+        let err = "raise-at-least:12".parse::<Policy>().unwrap_err().to_string();
+        assert!(err.contains("would never raise") && err.contains("never"), "{err}");
     }
 
     #[test]

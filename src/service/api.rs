@@ -3,12 +3,15 @@
 //!
 //! Retry safety:
 //! - `CommitSeed` draws a fresh seed each call; a retried call simply yields another unused
-//!   commitment.
+//!   commitment (bound to the same round id and nonce).
 //! - `StartRound` is a pure function of (commitment token, client seed, nonce, bets, round id):
 //!   the same request deals the same cards and returns the same round token bytes (tokens use
-//!   a synthetic nonce, see [`super::token`]).
+//!   a synthetic nonce, see [`super::token`]). The commitment token is bound to one round id,
+//!   nonce and table: another is refused, so one commitment deals one round's cards.
 //! - `Decide` on a token refuses seats that token records as decided; the same request on the
-//!   same token returns the same new token bytes. The platform keeps only the newest token.
+//!   same token returns the same new token bytes (decisions are sorted by seat first). The
+//!   platform keeps only the newest token. Each Decide extends the round's transcript, so two
+//!   forks of a round never share a transcript, a reveal or an audit line.
 //! - `Settle` on a token always returns the same settlement and reveal.
 
 use std::sync::Arc;
@@ -19,19 +22,22 @@ use tracing::{debug, debug_span, info};
 
 use super::convert;
 use super::error::invalid_token;
-use super::metrics::{self, Method, Metrics};
+use super::metrics::{self, Method, Metrics, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
-use super::state::{CommitmentPayload, RoundPayload, RoundState};
-use super::token::{KeyRing, TokenKind};
-use crate::error::EngineError;
-use crate::fairness::{ALGORITHM, DealInputs, FairShoe, Reveal, ServerSeed};
-use crate::game::{Money, Round, Table};
+use super::state::{Binding, CommitmentPayload, RoundPayload, RoundState};
+use super::tables::{Currency, NamedTable, Tables};
+use super::token::{KeyRing, TokenKind, TokenRefusal};
+use crate::error::{BoundField, EngineError};
+use crate::fairness::{ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, ServerSeed, SettledRound, action_text};
+use crate::game::{Money, Round, Spread};
+use std::collections::BTreeMap;
 
 /// What the service needs to run.
 #[derive(Debug)]
 pub struct EngineConfig {
-    /// The table: deck count, paytable and the engine's own bet limits.
-    pub table: Table,
+    /// The tables: each with its deck count, paytable, bet limits and currency (see
+    /// [`Tables`]; `Tables::single(table)` for one table, id `default`).
+    pub tables: Tables,
     /// The keys tokens are sealed and opened with.
     pub key_ring: KeyRing,
     /// How long a commitment token stays usable.
@@ -46,11 +52,18 @@ pub struct RedDogService {
 
 #[derive(Debug)]
 struct Inner {
-    table: Table,
+    tables: Tables,
     ring: KeyRing,
     ttl_ms: i64,
-    rules: proto::GetRulesResponse,
+    /// GetRules' answer per table id, computed once.
+    rules: BTreeMap<String, proto::GetRulesResponse>,
     metrics: Metrics,
+    table_metrics: BTreeMap<String, TableMetrics>,
+}
+
+/// A table's currency as the API shows it.
+fn currency(c: &Currency) -> proto::Currency {
+    proto::Currency { code: c.code().to_string(), minor_unit_exponent: u32::from(c.minor_unit_exponent()) }
 }
 
 fn now_ms() -> i64 {
@@ -58,13 +71,38 @@ fn now_ms() -> i64 {
 }
 
 impl RedDogService {
-    /// Runs a handler body with an RPC span, latency and status metrics.
-    fn observe<T>(&self, method: Method, f: impl FnOnce() -> Result<T, Status>) -> Result<Response<T>, Status> {
+    /// Runs a handler body with an RPC span, latency and status metrics. The span follows
+    /// OpenTelemetry's RPC conventions and continues the caller's trace when the request
+    /// carries a W3C `traceparent` (see [`super::telemetry::continue_trace`]).
+    fn observe<T>(
+        &self,
+        method: Method,
+        metadata: &tonic::metadata::MetadataMap,
+        f: impl FnOnce() -> Result<T, Status>,
+    ) -> Result<Response<T>, Status> {
         let started = Instant::now();
         // DEBUG: built only when trace export or debug logs want it (see `telemetry::init`).
-        let span = debug_span!("rpc", rpc.service = "reddog.v1.RedDog", rpc.method = method.name());
+        let span = debug_span!(
+            "rpc",
+            otel.name = method.full_name(),
+            otel.kind = "server",
+            otel.status_code = tracing::field::Empty,
+            rpc.system = "grpc",
+            rpc.service = "reddog.v1.RedDog",
+            rpc.method = method.name(),
+            rpc.grpc.status_code = tracing::field::Empty,
+        );
+        if !span.is_disabled() {
+            super::telemetry::continue_trace(&span, metadata);
+        }
         let result = span.in_scope(f);
         let code = result.as_ref().map_or_else(Status::code, |_| tonic::Code::Ok);
+        if !span.is_disabled() {
+            span.record("rpc.grpc.status_code", code as i64);
+            if super::telemetry::is_server_error(code) {
+                span.record("otel.status_code", "error");
+            }
+        }
         self.inner.metrics.rpc(method, code, started);
         if let Err(status) = &result {
             debug!(method = method.name(), code = ?status.code(), message = status.message(), "rpc refused");
@@ -74,28 +112,63 @@ impl RedDogService {
 
     pub fn new(config: EngineConfig) -> RedDogService {
         let ttl_ms = i64::try_from(config.commitment_ttl.as_millis()).unwrap_or(i64::MAX);
-        let rules = super::rules::rules(&config.table, config.commitment_ttl);
+        let rules = config
+            .tables
+            .iter()
+            .map(|t| (t.id.clone(), super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency))))
+            .collect();
+        let table_metrics = config
+            .tables
+            .iter()
+            .map(|t| (t.id.clone(), TableMetrics::register(&t.id, &t.table, &t.currency)))
+            .collect();
         RedDogService {
             inner: Arc::new(Inner {
-                table: config.table,
+                tables: config.tables,
                 ring: config.key_ring,
                 ttl_ms,
                 rules,
                 metrics: Metrics::register(),
+                table_metrics,
             }),
+        }
+    }
+
+    /// The table with this id (empty = the default table).
+    fn table(&self, table_id: &str) -> Result<&NamedTable, EngineError> {
+        self.inner.tables.get(table_id)
+    }
+
+    /// The currency of a table a token names, if it is still configured.
+    fn currency_of(&self, table_id: &str) -> Option<proto::Currency> {
+        self.inner.tables.get(table_id).ok().map(|t| currency(&t.currency))
+    }
+
+    fn get_rules(&self, req: &proto::GetRulesRequest) -> Result<proto::GetRulesResponse, Status> {
+        convert::table_id(&req.table_id)?;
+        let id = &self.table(&req.table_id)?.id;
+        self.inner.rules.get(id).cloned().ok_or_else(|| EngineError::UnknownTable { table_id: id.clone() }.into())
+    }
+
+    fn list_tables(&self) -> proto::ListTablesResponse {
+        proto::ListTablesResponse {
+            tables: self.inner.rules.values().cloned().collect(),
+            default_table_id: self.inner.tables.default_table().map(|t| t.id.clone()).unwrap_or_default(),
         }
     }
 
     fn open_round(&self, method: Method, token: &[u8], round_id: &str) -> Result<RoundState, Status> {
         convert::required_token("round_token", token)?;
         convert::round_id("round_id", round_id)?;
-        let state =
-            self.inner.ring.open::<RoundPayload>(TokenKind::Round, token).and_then(RoundState::from_payload).map_err(
-                |_| {
-                    metrics::token_rejected(method);
-                    invalid_token("round_token")
-                },
-            )?;
+        let state = self
+            .inner
+            .ring
+            .open_checked::<RoundPayload>(TokenKind::Round, token)
+            .and_then(|p| RoundState::from_payload(p).map_err(|_| TokenRefusal::Malformed))
+            .map_err(|why| {
+                metrics::token_rejected(method, why.label());
+                invalid_token("round_token")
+            })?;
         if !round_id.is_empty() && round_id != state.round_id {
             return Err(EngineError::invalid("round_id", "does not match the round id carried in round_token").into());
         }
@@ -103,168 +176,321 @@ impl RedDogService {
     }
 
     fn commit_seed(&self, req: &proto::CommitSeedRequest) -> Result<proto::CommitSeedResponse, Status> {
-        convert::round_id("round_id", &req.round_id)?;
+        convert::required_round_id("round_id", &req.round_id)?;
+        convert::table_id(&req.table_id)?;
+        let named = self.table(&req.table_id)?;
+        let (table, table_id) = (&named.table, named.id.as_str());
         let seed = ServerSeed::generate()?;
-        let expires_at_unix_ms = now_ms().saturating_add(self.inner.ttl_ms);
-        let payload = CommitmentPayload { server_seed: seed.expose().to_vec(), expires_at_unix_ms };
+        let expires_at_unix_ms = now_ms().checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
+        let payload = CommitmentPayload {
+            server_seed: seed.expose().to_vec(),
+            expires_at_unix_ms,
+            round_id: req.round_id.clone(),
+            nonce: req.nonce,
+            table_id: table_id.to_string(),
+            decks: u32::from(table.decks().get()),
+        };
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
         let commitment = seed.commitment().to_hex();
-        info!(target: "reddog::audit", event = "seed_committed", round_id = %req.round_id, %commitment, expires_at_unix_ms);
+        info!(
+            target: "reddog::audit",
+            event = "seed_committed",
+            round_id = %req.round_id,
+            %commitment,
+            nonce = req.nonce,
+            table_id,
+            decks = table.decks().get(),
+            expires_at_unix_ms,
+        );
         Ok(proto::CommitSeedResponse {
             round_id: req.round_id.clone(),
             commitment,
             commitment_token: token,
             expires_at_unix_ms,
             algorithm: ALGORITHM.to_string(),
+            nonce: req.nonce,
+            table_id: table_id.to_string(),
+            decks: u32::from(table.decks().get()),
+            currency: Some(currency(&named.currency)),
         })
     }
 
     fn start_round(&self, req: &proto::StartRoundRequest) -> Result<proto::StartRoundResponse, Status> {
         convert::required_token("commitment_token", &req.commitment_token)?;
         convert::client_seed(&req.client_seed)?;
-        convert::round_id("round_id", &req.round_id)?;
-        let table = convert::round_table(&self.inner.table, req.player_limits.as_ref())?;
-        let bets: Vec<Money> = req.seats.iter().map(|s| Money(s.bet)).collect();
-        let committed = self
+        convert::required_round_id("round_id", &req.round_id)?;
+        convert::table_id(&req.table_id)?;
+        let payload = self
             .inner
             .ring
-            .open::<CommitmentPayload>(TokenKind::Commitment, &req.commitment_token)
-            .and_then(|p| if now_ms() > p.expires_at_unix_ms { Err(EngineError::InvalidToken) } else { p.seed() })
-            .map_err(|_| {
-                metrics::token_rejected(Method::StartRound);
+            .open_checked::<CommitmentPayload>(TokenKind::Commitment, &req.commitment_token)
+            .and_then(|p| if now_ms() > p.expires_at_unix_ms { Err(TokenRefusal::Expired) } else { Ok(p) })
+            .and_then(|p| {
+                let seed = p.seed().map_err(|_| TokenRefusal::Malformed)?;
+                Ok((seed, p.binding().map_err(|_| TokenRefusal::Malformed)?))
+            })
+            .map_err(|why| {
+                metrics::token_rejected(Method::StartRound, why.label());
                 invalid_token("commitment_token")
             })?;
+        let (committed, binding) = payload;
+        let named = match &binding {
+            Binding::Unbound => self.table(&req.table_id)?,
+            Binding::Bound { round_id, nonce, table_id, decks } => {
+                let mismatch = |field, committed: String, requested: String| {
+                    Status::from(EngineError::CommitmentMismatch { field, committed, requested })
+                };
+                if *round_id != req.round_id {
+                    return Err(mismatch(BoundField::RoundId, format!("{round_id:?}"), format!("{:?}", req.round_id)));
+                }
+                if *nonce != req.nonce {
+                    return Err(mismatch(BoundField::Nonce, nonce.to_string(), req.nonce.to_string()));
+                }
+                if !req.table_id.is_empty() && *table_id != req.table_id {
+                    return Err(mismatch(BoundField::TableId, format!("{table_id:?}"), format!("{:?}", req.table_id)));
+                }
+                let named = self.table(table_id)?;
+                if named.table.decks() != *decks {
+                    return Err(EngineError::TableChanged {
+                        committed_decks: decks.get(),
+                        table_decks: named.table.decks().get(),
+                    }
+                    .into());
+                }
+                named
+            }
+        };
+        let table_id = named.id.as_str();
+        let table = convert::round_table(&named.table, req.player_limits.as_ref())?;
+        let bets: Vec<Money> = req.seats.iter().map(|s| Money(s.bet)).collect();
         let inputs = DealInputs {
             server_seed: &committed,
             client_seed: req.client_seed.as_bytes(),
             nonce: req.nonce,
-            decks: table.decks,
+            decks: table.decks(),
         };
         let round = Round::start(&table, &bets, &mut FairShoe::new(&inputs))?;
-        let state = RoundState {
+        // Fits: the table's largest round fits in u64 (Table::new), checked all the same.
+        let total_bet = bets
+            .iter()
+            .try_fold(Money::ZERO, |sum, &b| sum.checked_add(b))
+            .ok_or_else(|| EngineError::overflow("the round's total bet"))?;
+        let mut state = RoundState {
             round,
             seed: committed,
             client_seed: req.client_seed.clone(),
             nonce: req.nonce,
-            decks: table.decks,
+            decks: table.decks(),
             round_id: req.round_id.clone(),
-            paytable: table.paytable.clone(),
+            table_id: table_id.to_string(),
+            paytable: table.paytable().clone(),
+            steps: Vec::new(),
+            transcript: crate::fairness::Transcript([0; 32]),
         };
+        state.transcript = state.start_transcript();
         let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
         let commitment = state.seed.commitment().to_hex();
+        let transcript = state.transcript.to_hex();
         let class = state.round.class();
-        self.inner.metrics.round_started(class);
+        if let Some(m) = self.inner.table_metrics.get(table_id) {
+            m.round_started(class);
+        }
         info!(
             target: "reddog::audit",
             event = "round_started",
             round_id = %state.round_id,
             %commitment,
+            table_id,
             nonce = state.nonce,
+            step = 0u32,
+            %transcript,
             seats = bets.len(),
-            total_bet = bets.iter().map(|b| b.0).sum::<u64>(),
+            total_bet = total_bet.0,
             hand_class = class.name(),
-            spread = class.spread().map_or(0, |s| s.get()),
+            spread = class.spread().map_or(0, Spread::get),
             cards = %format_args!("{} {}", state.round.cards()[0], state.round.cards()[1]),
         );
         Ok(proto::StartRoundResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)),
+            round: Some(convert::round_view(&state.round, &state.paytable)?),
             round_id: state.round_id,
             round_token: token,
             commitment,
+            step: 0,
+            transcript,
+            table_id: state.table_id,
+            currency: Some(currency(&named.currency)),
         })
     }
 
     fn decide(&self, req: &proto::DecideRequest) -> Result<proto::DecideResponse, Status> {
         let mut state = self.open_round(Method::Decide, &req.round_token, &req.round_id)?;
         let decisions = convert::decisions(&req.decisions, state.round.seats().len())?;
-        let mut raised = 0u64;
-        for &(seat, decision) in &decisions {
-            state.round.decide(seat, decision)?;
-            if decision == crate::game::Decision::Raise {
-                raised = raised.saturating_add(state.round.seats()[seat].bet.0);
-            }
-        }
+        let (sorted, raised) = state.round.decide_all(&decisions)?;
+        let (parent_step, parent) = (state.step(), state.transcript);
+        state.transcript = parent.decide(&sorted);
+        state.steps.push(sorted);
         let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
+        let transcript = state.transcript.to_hex();
+        let decided = state
+            .steps
+            .last()
+            .map(|s| s.iter().map(|&(seat, d)| format!("{seat}:{}", action_text(d))).collect::<Vec<_>>().join(","));
         info!(
             target: "reddog::audit",
             event = "seats_decided",
             round_id = %state.round_id,
-            decisions = %format_args!("{decisions:?}"),
-            raised_amount = raised,
+            commitment = %state.seed.commitment(),
+            step = state.step(),
+            %transcript,
+            parent_step,
+            parent_transcript = %parent,
+            decisions = decided.as_deref().unwrap_or(""),
+            raised_amount = raised.0,
             complete = matches!(state.round, Round::Complete(_)),
         );
         Ok(proto::DecideResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)),
+            round: Some(convert::round_view(&state.round, &state.paytable)?),
+            step: state.step(),
             round_id: state.round_id,
             round_token: token,
-            raised_amount: raised,
+            raised_amount: raised.0,
+            transcript,
+            currency: self.currency_of(&state.table_id),
+            table_id: state.table_id,
         })
     }
 
     fn settle(&self, req: &proto::SettleRequest) -> Result<proto::SettleResponse, Status> {
         let mut state = self.open_round(Method::Settle, &req.round_token, &req.round_id)?;
         state.round.close();
-        let table = Table { decks: state.decks, paytable: state.paytable.clone(), limits: self.inner.table.limits };
-        let settlement = state.round.settle(&table)?;
-        let mut staked = 0u64;
-        let mut returned = 0u64;
+        let settlement = state.round.settle(&state.paytable)?;
         let results = settlement
             .seats
             .iter()
-            .map(|s| {
-                staked = staked.saturating_add(s.stake.0);
-                returned = returned.saturating_add(s.returned.0);
-                proto::SeatResult {
-                    seat: s.seat as u32,
-                    bet: s.bet.0,
-                    raised: s.raised,
-                    stood_by_default: s.stood_by_default,
-                    stake: s.stake.0,
-                    outcome: convert::outcome(s.outcome) as i32,
-                    rule: convert::rule(s.rule) as i32,
-                    odds: s.odds,
-                    returned: s.returned.0,
-                }
+            .map(|s| proto::SeatResult {
+                seat: s.seat as u32,
+                bet: s.bet.0,
+                raised: s.raised,
+                stood_by_default: s.stood_by_default,
+                stake: s.stake.0,
+                outcome: convert::outcome(s.outcome) as i32,
+                rule: convert::rule(s.rule) as i32,
+                odds: s.odds,
+                returned: s.returned.0,
             })
             .collect();
-        let inputs = DealInputs {
-            server_seed: &state.seed,
-            client_seed: state.client_seed.as_bytes(),
+        let cards = state.dealt_cards();
+        let reveal = RevealV2::new(&SettledRound {
+            seed: &state.seed,
+            table_id: &state.table_id,
+            round_id: &state.round_id,
+            client_seed: &state.client_seed,
             nonce: state.nonce,
             decks: state.decks,
+            cards: &cards,
+            paytable: &state.paytable,
+            steps: &state.steps,
+            settlement: &settlement,
+            transcript: state.transcript,
+        });
+        // A round started by an engine before round integrity may have no round id (it was
+        // optional then); a v2 reveal needs one, so such a round reveals in the v1 format
+        // (cards only), which is what that engine would have returned.
+        let (reveal_json, reveal_fields) = if state.round_id.is_empty() {
+            let inputs = DealInputs {
+                server_seed: &state.seed,
+                client_seed: state.client_seed.as_bytes(),
+                nonce: state.nonce,
+                decks: state.decks,
+            };
+            let v1 = RevealV1::new(&inputs, &state.client_seed, &cards, None);
+            let json = serde_json::to_string(&v1).map_err(|e| EngineError::Internal(e.to_string()))?;
+            (json, reveal_message_v1(&v1))
+        } else {
+            (reveal.to_json(), reveal_message(&reveal))
         };
-        let round_id = (!state.round_id.is_empty()).then(|| state.round_id.clone());
-        let reveal = Reveal::new(&inputs, &state.client_seed, &state.dealt_cards(), round_id);
-        let reveal_json = serde_json::to_string(&reveal).map_err(|e| EngineError::Internal(e.to_string()))?;
-        self.inner.metrics.settled(&settlement, staked, returned);
+        if let Some(m) = self.inner.table_metrics.get(&state.table_id) {
+            m.settled(&settlement);
+        }
         info!(
             target: "reddog::audit",
             event = "round_settled",
             round_id = %state.round_id,
             commitment = %reveal.commitment,
+            step = state.step(),
+            transcript = %reveal.transcript,
             hand_class = settlement.class.name(),
             third_card = %settlement.third.map_or_else(String::new, |c| c.to_string()),
-            total_staked = staked,
-            total_returned = returned,
+            total_staked = settlement.total_staked.0,
+            total_returned = settlement.total_returned.0,
         );
         Ok(proto::SettleResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)),
+            round: Some(convert::round_view(&state.round, &state.paytable)?),
             results,
-            total_staked: staked,
-            total_returned: returned,
-            reveal: Some(proto::Reveal {
-                algorithm: reveal.algorithm,
-                server_seed: reveal.server_seed,
-                commitment: reveal.commitment,
-                client_seed: reveal.client_seed,
-                nonce: reveal.nonce,
-                decks: u32::from(reveal.decks),
-                cards: reveal.cards,
-                round_id: state.round_id.clone(),
-            }),
+            total_staked: settlement.total_staked.0,
+            total_returned: settlement.total_returned.0,
+            step: state.step(),
+            transcript: reveal.transcript.clone(),
+            reveal: Some(reveal_fields),
             round_id: state.round_id,
             reveal_json,
+            currency: self.currency_of(&state.table_id),
+            table_id: state.table_id,
         })
+    }
+}
+
+/// A version-1 reveal as protobuf fields (no format, table, money or transcript).
+fn reveal_message_v1(r: &RevealV1) -> proto::Reveal {
+    proto::Reveal {
+        algorithm: r.algorithm.clone(),
+        server_seed: r.server_seed.clone(),
+        commitment: r.commitment.clone(),
+        client_seed: r.client_seed.clone(),
+        nonce: r.nonce,
+        decks: u32::from(r.decks),
+        cards: r.cards.clone(),
+        ..proto::Reveal::default()
+    }
+}
+
+/// The reveal as protobuf fields (the same content as `reveal_json`).
+fn reveal_message(r: &RevealV2) -> proto::Reveal {
+    let paytable = &r.paytable;
+    proto::Reveal {
+        format: r.format.clone(),
+        algorithm: r.algorithm.clone(),
+        server_seed: r.server_seed.clone(),
+        commitment: r.commitment.clone(),
+        table_id: r.table_id.clone(),
+        round_id: r.round_id.clone(),
+        client_seed: r.client_seed.clone(),
+        nonce: r.nonce,
+        decks: u32::from(r.decks),
+        cards: r.cards.clone(),
+        paytable: Some(proto::RevealPaytable {
+            spread: Spread::all().map(|s| paytable.spread_odds(s)).collect(),
+            three_of_a_kind: paytable.three_of_a_kind_odds(),
+        }),
+        decisions: r
+            .decisions
+            .iter()
+            .map(|step| proto::RevealStep {
+                decisions: step
+                    .iter()
+                    .map(|d| proto::SeatDecision {
+                        seat: d.seat as u32,
+                        action: if d.action == "raise" { proto::Action::Raise } else { proto::Action::Stand } as i32,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        seats: r
+            .seats
+            .iter()
+            .map(|s| proto::RevealSeat { bet: s.bet, raised: s.raised, stake: s.stake, returned: s.returned })
+            .collect(),
+        transcript: r.transcript.clone(),
     }
 }
 
@@ -272,30 +498,37 @@ impl RedDogService {
 impl RedDog for RedDogService {
     async fn get_rules(
         &self,
-        _request: Request<proto::GetRulesRequest>,
+        request: Request<proto::GetRulesRequest>,
     ) -> Result<Response<proto::GetRulesResponse>, Status> {
-        self.observe(Method::GetRules, || Ok(self.inner.rules.clone()))
+        self.observe(Method::GetRules, request.metadata(), || self.get_rules(request.get_ref()))
+    }
+
+    async fn list_tables(
+        &self,
+        request: Request<proto::ListTablesRequest>,
+    ) -> Result<Response<proto::ListTablesResponse>, Status> {
+        self.observe(Method::ListTables, request.metadata(), || Ok(self.list_tables()))
     }
 
     async fn commit_seed(
         &self,
         request: Request<proto::CommitSeedRequest>,
     ) -> Result<Response<proto::CommitSeedResponse>, Status> {
-        self.observe(Method::CommitSeed, || self.commit_seed(request.get_ref()))
+        self.observe(Method::CommitSeed, request.metadata(), || self.commit_seed(request.get_ref()))
     }
 
     async fn start_round(
         &self,
         request: Request<proto::StartRoundRequest>,
     ) -> Result<Response<proto::StartRoundResponse>, Status> {
-        self.observe(Method::StartRound, || self.start_round(request.get_ref()))
+        self.observe(Method::StartRound, request.metadata(), || self.start_round(request.get_ref()))
     }
 
     async fn decide(&self, request: Request<proto::DecideRequest>) -> Result<Response<proto::DecideResponse>, Status> {
-        self.observe(Method::Decide, || self.decide(request.get_ref()))
+        self.observe(Method::Decide, request.metadata(), || self.decide(request.get_ref()))
     }
 
     async fn settle(&self, request: Request<proto::SettleRequest>) -> Result<Response<proto::SettleResponse>, Status> {
-        self.observe(Method::Settle, || self.settle(request.get_ref()))
+        self.observe(Method::Settle, request.metadata(), || self.settle(request.get_ref()))
     }
 }

@@ -11,8 +11,31 @@ use super::proto;
 pub const MAX_CLIENT_SEED_BYTES: usize = 1024;
 /// Longest platform round id, in bytes of UTF-8.
 pub const MAX_ROUND_ID_BYTES: usize = 128;
+/// Longest table id, in bytes (`[A-Za-z0-9._-]`).
+pub const MAX_TABLE_ID_BYTES: usize = 64;
 
-/// Checks an optional platform round id.
+/// Checks a required platform round id: 1 to [`MAX_ROUND_ID_BYTES`] bytes, no control
+/// characters.
+pub fn required_round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
+    if id.is_empty() {
+        return Err(EngineError::invalid(field, "required: the platform's id of the round"));
+    }
+    round_id(field, id)
+}
+
+/// Checks a table id: empty (the default table) or 1 to [`MAX_TABLE_ID_BYTES`] bytes of
+/// `[A-Za-z0-9._-]`.
+pub fn table_id(id: &str) -> Result<(), EngineError> {
+    if id.len() > MAX_TABLE_ID_BYTES {
+        return Err(EngineError::invalid("table_id", format!("at most {MAX_TABLE_ID_BYTES} bytes")));
+    }
+    if !id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+        return Err(EngineError::invalid("table_id", "only the characters A-Z a-z 0-9 . _ -"));
+    }
+    Ok(())
+}
+
+/// Checks an optional platform round id (empty, or as [`required_round_id`]).
 pub fn round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
     if id.len() > MAX_ROUND_ID_BYTES {
         return Err(EngineError::invalid(field, format!("at most {MAX_ROUND_ID_BYTES} bytes")));
@@ -49,19 +72,10 @@ pub fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Tabl
         return Err(EngineError::out_of_range("player_limits.max_bet", limits.max_bet, limits.min_bet, MAX_BET));
     }
     let player = BetLimits::new(Money(limits.min_bet), Money(limits.max_bet))?;
-    let both = table.limits.intersect(player).ok_or_else(|| {
-        EngineError::precondition(
-            "player_limits",
-            format!(
-                "the player's limits {}..={} do not overlap the table's {}..={}",
-                limits.min_bet,
-                limits.max_bet,
-                table.limits.min().0,
-                table.limits.max().0
-            ),
-        )
-    })?;
-    Ok(Table { decks: table.decks, paytable: table.paytable.clone(), limits: both })
+    let both =
+        table.limits().intersect(player).ok_or(EngineError::LimitsDoNotOverlap { player, table: table.limits() })?;
+    // Narrower limits than a valid table's: always a valid table.
+    table.with_limits(both)
 }
 
 /// Validated decisions: at least one, known actions, each seat once and within the round.
@@ -139,7 +153,7 @@ pub fn rule(r: Rule) -> proto::Rule {
 }
 
 /// The round as the table shows it: never the face-down third card.
-pub fn round_view(round: &Round, paytable: &Paytable) -> proto::RoundView {
+pub fn round_view(round: &Round, paytable: &Paytable) -> Result<proto::RoundView, EngineError> {
     let [first, second] = round.cards();
     let class = round.class();
     let spread = class.spread();
@@ -147,15 +161,17 @@ pub fn round_view(round: &Round, paytable: &Paytable) -> proto::RoundView {
         .seats()
         .iter()
         .enumerate()
-        .map(|(i, s)| proto::SeatView {
-            seat: i as u32,
-            bet: s.bet.0,
-            stake: if s.decision == Some(Decision::Raise) { s.bet.0.saturating_mul(2) } else { s.bet.0 },
-            decision: s.decision.map_or(proto::Action::Unspecified, action) as i32,
-            allowed_actions: round.allowed(i).iter().map(|&d| action(d) as i32).collect(),
+        .map(|(i, s)| {
+            Ok(proto::SeatView {
+                seat: i as u32,
+                bet: s.bet.0,
+                stake: s.stake()?.0,
+                decision: s.decision.map_or(proto::Action::Unspecified, action) as i32,
+                allowed_actions: round.allowed(i).iter().map(|&d| action(d) as i32).collect(),
+            })
         })
-        .collect();
-    proto::RoundView {
+        .collect::<Result<_, EngineError>>()?;
+    Ok(proto::RoundView {
         first_card: Some(card(first)),
         second_card: Some(card(second)),
         hand_class: hand_class(class) as i32,
@@ -164,5 +180,5 @@ pub fn round_view(round: &Round, paytable: &Paytable) -> proto::RoundView {
         third_card: round.third().map(card),
         awaiting_decisions: matches!(round, Round::AwaitingDecisions(_)),
         seats,
-    }
+    })
 }

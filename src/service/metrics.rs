@@ -5,27 +5,116 @@
 //! |---|---|---|---|
 //! | `reddog_rpc_requests_total` | counter | `method`, `code` | RPCs answered, by gRPC status code name |
 //! | `reddog_rpc_duration_seconds` | histogram | `method` | handler latency |
-//! | `reddog_rounds_started_total` | counter | `hand_class` | rounds dealt |
-//! | `reddog_seats_settled_total` | counter | `hand_class`, `outcome`, `rule` | seat results returned by `Settle` |
-//! | `reddog_staked_minor_units_total` | counter | | sum of stakes settled |
-//! | `reddog_returned_minor_units_total` | counter | | sum returned; returned/staked = observed RTP |
-//! | `reddog_token_rejections_total` | counter | `method` | tokens refused (any reason) |
+//! | `reddog_rounds_started_total` | counter | `table`, `hand_class`, `spread` | rounds dealt, by deal class |
+//! | `reddog_rounds_settled_total` | counter | `table`, `hand_class`, `spread`, `rule` | Settle answers by deal class and deciding rule |
+//! | `reddog_seats_settled_total` | counter | `table`, `hand_class`, `outcome`, `rule` | seat results returned by `Settle` |
+//! | `reddog_staked_minor_units_total` | counter | `table` | sum of stakes settled |
+//! | `reddog_returned_minor_units_total` | counter | `table` | sum returned; returned/staked = observed RTP |
+//! | `reddog_settled_round_moment_sum` | gauge (only rises) | `table`, `moment` | Σ returned², Σ returned·staked, Σ staked² per Settle answer |
+//! | `reddog_deal_probability` | gauge | `table`, `hand_class`, `spread` | exact probability of the deal class |
+//! | `reddog_third_card_probability` | gauge | `table`, `hand_class`, `spread` | exact P(third card wins \| deal class) |
+//! | `reddog_rtp_bound` | gauge | `table`, `definition`, `bound` | exact RTP range over every strategy |
+//! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent` | the configured tables |
+//! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
+//! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`); the client gets one answer for all |
+//! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED because the server was at `--max-in-flight` |
+//! | `reddog_request_timeouts_total` | counter | | RedDog calls cut at `--request-timeout-ms` (DEADLINE_EXCEEDED) |
+//! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
+//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections`, `idle` |
+//! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made the accept loop back off |
 //!
-//! Settlement counters count `Settle` answers: a retried `Settle` counts again.
+//! Settlement counters count `Settle` answers: a retried `Settle` counts again. Deal classes
+//! are `hand_class` `pair` and `consecutive` (spread `0`) and `non_consecutive` with spread
+//! `1`…`11`.
 //! No metric carries a seed, key, token or round id.
+//!
+//! **The money counters never wrap.** A `metrics` counter is a `u64` that wraps at 2^64, and
+//! one round at the largest table allowed returns nearly 2^64 minor units, so two such rounds
+//! would wrap it to a small, wrong number. The two money counters are therefore not
+//! `metrics` counters: they are exact `u128` sums kept here ([`MoneyTotals`]) and rendered
+//! by [`serve`] after the exporter's text, as Prometheus counters. A `u128` sum of `u64`
+//! amounts needs more than 2^64 settlements to reach 2^128; the sums are checked anyway, and
+//! a sum that would overflow is left unchanged and logged (never wrapped, never clamped).
+//! Prometheus stores samples as float64, so values above 2^53 lose low digits there — never
+//! their magnitude.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use metrics::{Counter, Histogram, counter, histogram};
+use metrics::{
+    Counter, Gauge, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
+};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::game::{HandClass, Rule, Settlement};
+use super::build_info;
+use super::tables::Currency;
+use crate::game::{HandClass, Rule, Settlement, Spread, Table};
+use crate::odds::{Analysis, RtpDefinition, to_f64};
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// The exact sums of the money settled by this process, in minor units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MoneyTotals {
+    pub staked: u128,
+    pub returned: u128,
+}
+
+/// Per table id (a `BTreeMap`: rendered in a stable order).
+static MONEY: Mutex<BTreeMap<String, MoneyTotals>> = Mutex::new(BTreeMap::new());
+
+/// The money settled so far by this process at `table` (all services in it).
+pub fn money_totals(table: &str) -> MoneyTotals {
+    MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(table).copied().unwrap_or_default()
+}
+
+/// Adds a settlement's totals to the table's money sums, exactly.
+fn add_money(table: &str, staked: u64, returned: u64) {
+    let mut all = MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let m = all.entry(table.to_string()).or_default();
+    match (m.staked.checked_add(u128::from(staked)), m.returned.checked_add(u128::from(returned))) {
+        (Some(s), Some(r)) => *m = MoneyTotals { staked: s, returned: r },
+        _ => tracing::error!(table, "money metric sums would overflow 128 bits; left unchanged"),
+    }
+}
+
+/// Makes a table's money counters visible at 0 before its first settlement.
+fn register_money(table: &str) {
+    MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(table.to_string()).or_default();
+}
+
+/// The money counters in Prometheus text format.
+pub fn render_money() -> String {
+    let all = MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let mut out = String::from(
+        "# HELP reddog_staked_minor_units_total Sum of the stakes settled, in the table's minor units (exact).\n\
+         # TYPE reddog_staked_minor_units_total counter\n",
+    );
+    for (table, m) in &all {
+        out.push_str(&format!("reddog_staked_minor_units_total{{table=\"{}\"}} {}\n", label_value(table), m.staked));
+    }
+    out.push_str(
+        "# HELP reddog_returned_minor_units_total Sum returned to players, in the table's minor units (exact).\n\
+         # TYPE reddog_returned_minor_units_total counter\n",
+    );
+    for (table, m) in &all {
+        out.push_str(&format!(
+            "reddog_returned_minor_units_total{{table=\"{}\"}} {}\n",
+            label_value(table),
+            m.returned
+        ));
+    }
+    out
+}
+
+/// A Prometheus label value, escaped (table ids are `[A-Za-z0-9._-]`, so this is defence only).
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
 
 /// Installs the Prometheus recorder as the process's global `metrics` recorder (once; later
 /// calls return the same handle). `None` if another recorder was installed first.
@@ -81,7 +170,7 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
             }
             let head = &buf[..len];
             let (status, body) = if head.starts_with(b"GET /metrics ") || head.starts_with(b"GET /metrics?") {
-                ("200 OK", handle.render())
+                ("200 OK", handle.render() + &render_money())
             } else if head.starts_with(b"GET / ") {
                 ("200 OK", "reddog metrics: see /metrics\n".to_string())
             } else {
@@ -114,10 +203,24 @@ pub enum Method {
     StartRound,
     Decide,
     Settle,
+    ListTables,
 }
 
 impl Method {
-    const ALL: [Method; 5] = [Method::GetRules, Method::CommitSeed, Method::StartRound, Method::Decide, Method::Settle];
+    const ALL: [Method; 6] =
+        [Method::GetRules, Method::CommitSeed, Method::StartRound, Method::Decide, Method::Settle, Method::ListTables];
+
+    /// The span name OpenTelemetry's RPC conventions ask for: `reddog.v1.RedDog/<Method>`.
+    pub const fn full_name(self) -> &'static str {
+        match self {
+            Method::GetRules => "reddog.v1.RedDog/GetRules",
+            Method::CommitSeed => "reddog.v1.RedDog/CommitSeed",
+            Method::StartRound => "reddog.v1.RedDog/StartRound",
+            Method::Decide => "reddog.v1.RedDog/Decide",
+            Method::Settle => "reddog.v1.RedDog/Settle",
+            Method::ListTables => "reddog.v1.RedDog/ListTables",
+        }
+    }
 
     pub const fn name(self) -> &'static str {
         match self {
@@ -126,6 +229,7 @@ impl Method {
             Method::StartRound => "StartRound",
             Method::Decide => "Decide",
             Method::Settle => "Settle",
+            Method::ListTables => "ListTables",
         }
     }
 }
@@ -150,19 +254,84 @@ const fn rule_labels(rule: Rule) -> (&'static str, &'static str) {
     }
 }
 
+/// Deal classes: pair, consecutive, then spreads 1 to 11 — what the first two cards make,
+/// which no player decision affects.
+const DEALS: usize = 2 + Spread::MAX as usize;
+
+/// The deal class of a hand: 0 pair, 1 consecutive, 1 + s for spread s.
+fn deal_index(class: HandClass) -> usize {
+    match class {
+        HandClass::Pair => 0,
+        HandClass::Consecutive => 1,
+        HandClass::NonConsecutive(s) => 1 + usize::from(s.get()),
+    }
+}
+
+/// The `hand_class` and `spread` labels of deal class `i` (`spread` is `0` unless the hand
+/// is non-consecutive, as in the API's `RoundView.spread`).
+fn deal_labels(i: usize) -> (&'static str, String) {
+    match i {
+        0 => ("pair", "0".to_string()),
+        1 => ("consecutive", "0".to_string()),
+        _ => ("non_consecutive", (i - 1).to_string()),
+    }
+}
+
+/// Whether `rule` can end a round of deal class `i`.
+fn rule_fits(i: usize, rule: Rule) -> bool {
+    match i {
+        0 => matches!(rule, Rule::ThreeOfAKind | Rule::PairNoMatch),
+        1 => rule == Rule::Consecutive,
+        _ => matches!(rule, Rule::ThirdCardBetween | Rule::ThirdCardMatches | Rule::ThirdCardOutside),
+    }
+}
+
+/// Registers the HELP texts (once per process; later calls are harmless).
+fn describe() {
+    describe_counter!("reddog_rpc_requests_total", "RPCs answered, by method and gRPC status code name");
+    describe_histogram!("reddog_rpc_duration_seconds", Unit::Seconds, "RPC handler latency");
+    describe_counter!(
+        "reddog_rounds_started_total",
+        "Rounds dealt by StartRound, by table, hand class and spread (0 unless non-consecutive)"
+    );
+    describe_counter!(
+        "reddog_rounds_settled_total",
+        "Settle answers (rounds), by table, hand class, spread and the rule that decided the round"
+    );
+    describe_counter!(
+        "reddog_seats_settled_total",
+        "Seat results returned by Settle, by table, hand class, outcome, rule"
+    );
+    describe_gauge!(
+        "reddog_settled_round_moment_sum",
+        "Per table, the sum over Settle answers of returned^2 (moment=rr), returned*staked (rs) and staked^2 (ss), \
+         minor units squared: the standard error of the observed RTP"
+    );
+    describe_gauge!(
+        "reddog_deal_probability",
+        "Exact probability of each deal class (hand_class, spread) for the table's shoe"
+    );
+    describe_gauge!(
+        "reddog_third_card_probability",
+        "Exact probability that the third card wins, given the deal class: three of a kind given a pair, between \
+         given a spread"
+    );
+    describe_gauge!(
+        "reddog_rtp_bound",
+        "Exact lowest (bound=worst) and highest (bound=best) RTP of any strategy at the table, per definition"
+    );
+    describe_gauge!("reddog_table_info", "Always 1; labels describe a configured table");
+    describe_gauge!("reddog_build_info", "Always 1; labels give the engine's version, git commit and build date");
+    describe_counter!("reddog_token_rejections_total", "Tokens refused (tampered, unknown key, expired, wrong kind)");
+}
+
 /// Handles to the metrics every RPC touches, registered once when the service is built, so
 /// a call only increments atomics (the `counter!` macro would build, hash and look up a
 /// labelled key on every call). Built after [`install`]; without a recorder the handles are
 /// no-ops. Registering eagerly also makes every series visible at 0 from the start.
 pub struct Metrics {
-    ok: [Counter; 5],
-    duration: [Histogram; 5],
-    /// By hand class: pair, consecutive, non-consecutive.
-    rounds_started: [Counter; 3],
-    /// By rule, in the order of `RULES`.
-    seats_settled: [Counter; 6],
-    staked: Counter,
-    returned: Counter,
+    ok: [Counter; 6],
+    duration: [Histogram; 6],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -172,24 +341,19 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Metrics {
-    /// Registers the handles with the global recorder.
+    /// Registers the per-RPC handles and `reddog_build_info` with the global recorder.
     pub fn register() -> Metrics {
+        describe();
+        gauge!(
+            "reddog_build_info",
+            "version" => build_info::VERSION,
+            "git_commit" => build_info::GIT_COMMIT,
+            "build_date" => build_info::BUILD_DATE
+        )
+        .set(1.0);
         Metrics {
             ok: Method::ALL.map(|m| counter!("reddog_rpc_requests_total", "method" => m.name(), "code" => "OK")),
             duration: Method::ALL.map(|m| histogram!("reddog_rpc_duration_seconds", "method" => m.name())),
-            rounds_started: ["pair", "consecutive", "non_consecutive"]
-                .map(|class| counter!("reddog_rounds_started_total", "hand_class" => class)),
-            seats_settled: RULES.map(|rule| {
-                let (class, outcome) = rule_labels(rule);
-                counter!(
-                    "reddog_seats_settled_total",
-                    "hand_class" => class,
-                    "outcome" => outcome,
-                    "rule" => rule.name()
-                )
-            }),
-            staked: counter!("reddog_staked_minor_units_total"),
-            returned: counter!("reddog_returned_minor_units_total"),
         }
     }
 
@@ -203,32 +367,164 @@ impl Metrics {
         }
         self.duration[i].record(started.elapsed().as_secs_f64());
     }
+}
+
+/// The game metrics of one table, labelled `table`: what was dealt and settled, and the exact
+/// figures the fairness alerts compare them with (docs/OPERATIONS.md, "Metrics and alerts").
+pub struct TableMetrics {
+    /// By deal class.
+    rounds_started: [Counter; DEALS],
+    /// By deal class and rule (in the order of `RULES`); `None` where the rule cannot end
+    /// that class.
+    rounds_settled: [[Option<Counter>; 6]; DEALS],
+    /// By rule, in the order of `RULES`.
+    seats_settled: [Counter; 6],
+    /// The table id (label `table`); its money sums live in `MONEY`.
+    id: String,
+    /// returned², returned·staked, staked² per Settle answer.
+    moments: [Gauge; 3],
+}
+
+impl std::fmt::Debug for TableMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TableMetrics")
+    }
+}
+
+impl TableMetrics {
+    /// Registers the table's handles and sets its exact figures (computed once here from the
+    /// odds module: probabilities of every deal class and of the third card winning, and the
+    /// RTP range over every strategy).
+    pub fn register(id: &str, table: &Table, currency: &Currency) -> TableMetrics {
+        describe();
+        let id = id.to_string();
+        register_money(&id);
+        let analysis = Analysis::new(table.decks(), table.paytable());
+        gauge!(
+            "reddog_table_info",
+            "table" => id.clone(),
+            "decks" => table.decks().get().to_string(),
+            "currency" => currency.code().to_string(),
+            "minor_unit_exponent" => currency.minor_unit_exponent().to_string()
+        )
+        .set(1.0);
+        for i in 0..DEALS {
+            let (class, spread) = deal_labels(i);
+            let (p, win) = match i {
+                0 => (analysis.p_pair(), Some(analysis.p_three_of_a_kind_given_pair())),
+                1 => (analysis.p_consecutive(), None),
+                _ => {
+                    let Some(s) = Spread::new((i - 1) as u8) else { continue };
+                    (analysis.p_spread(s), analysis.p_win_given_spread(s))
+                }
+            };
+            let labels = [("table", id.clone()), ("hand_class", class.to_string()), ("spread", spread)];
+            gauge!("reddog_deal_probability", &labels).set(to_f64(&p));
+            if let Some(w) = win {
+                gauge!("reddog_third_card_probability", &labels).set(to_f64(&w));
+            }
+        }
+        for def in [RtpDefinition::PerInitialBet, RtpDefinition::PerTotalWagered] {
+            let x = analysis.rtp_extremes(def);
+            for (bound, value) in [("worst", &x.worst), ("best", &x.best)] {
+                gauge!("reddog_rtp_bound", "table" => id.clone(), "definition" => def.key(), "bound" => bound)
+                    .set(to_f64(value));
+            }
+        }
+        TableMetrics {
+            rounds_started: std::array::from_fn(|i| {
+                let (class, spread) = deal_labels(i);
+                counter!("reddog_rounds_started_total", "table" => id.clone(), "hand_class" => class, "spread" => spread)
+            }),
+            rounds_settled: std::array::from_fn(|i| {
+                let (class, spread) = deal_labels(i);
+                RULES.map(|rule| {
+                    rule_fits(i, rule).then(|| {
+                        counter!(
+                            "reddog_rounds_settled_total",
+                            "table" => id.clone(),
+                            "hand_class" => class,
+                            "spread" => spread.clone(),
+                            "rule" => rule.name()
+                        )
+                    })
+                })
+            }),
+            seats_settled: RULES.map(|rule| {
+                let (class, outcome) = rule_labels(rule);
+                counter!(
+                    "reddog_seats_settled_total",
+                    "table" => id.clone(),
+                    "hand_class" => class,
+                    "outcome" => outcome,
+                    "rule" => rule.name()
+                )
+            }),
+            moments: ["rr", "rs", "ss"]
+                .map(|m| gauge!("reddog_settled_round_moment_sum", "table" => id.clone(), "moment" => m)),
+            id: id.clone(),
+        }
+    }
 
     /// Records a dealt round.
     pub fn round_started(&self, class: HandClass) {
-        let i = match class {
-            HandClass::Pair => 0,
-            HandClass::Consecutive => 1,
-            HandClass::NonConsecutive(_) => 2,
-        };
-        self.rounds_started[i].increment(1);
+        self.rounds_started[deal_index(class)].increment(1);
     }
 
-    /// Records a settlement: per seat outcome, and the staked and returned sums.
-    pub fn settled(&self, s: &Settlement, staked: u64, returned: u64) {
+    /// Records a settlement: the round's rule, per seat outcome, the staked and returned
+    /// sums (exact, see the module docs) and their products (as `f64`: statistics for the
+    /// RTP's standard error, never money).
+    pub fn settled(&self, s: &Settlement) {
+        let deal = deal_index(s.class);
+        if let Some(rule) = s.seats.first().map(|seat| seat.rule)
+            && let Some(Some(c)) = RULES.iter().position(|&r| r == rule).map(|i| &self.rounds_settled[deal][i])
+        {
+            c.increment(1);
+        }
         for seat in &s.seats {
             if let Some(i) = RULES.iter().position(|&r| r == seat.rule) {
                 self.seats_settled[i].increment(1);
             }
         }
-        self.staked.increment(staked);
-        self.returned.increment(returned);
+        let (staked, returned) = (s.total_staked.0, s.total_returned.0);
+        add_money(&self.id, staked, returned);
+        let (r, st) = (returned as f64, staked as f64);
+        self.moments[0].increment(r * r);
+        self.moments[1].increment(r * st);
+        self.moments[2].increment(st * st);
     }
 }
 
-/// Records a refused token (rare: not worth a cached handle).
-pub fn token_rejected(method: Method) {
-    counter!("reddog_token_rejections_total", "method" => method.name()).increment(1);
+/// Records a refused token and logs why at WARN, on the server only (rare: not worth a
+/// cached handle). `reason` is one of the [`crate::service::token::TokenRefusal`] labels.
+pub fn token_rejected(method: Method, reason: &'static str) {
+    tracing::warn!(method = method.name(), reason, "token refused");
+    counter!("reddog_token_rejections_total", "method" => method.name(), "reason" => reason).increment(1);
+}
+
+/// Records a call shed at the global concurrency cap.
+pub fn load_shed() {
+    counter!("reddog_load_shed_total").increment(1);
+}
+
+/// Records a call cut at the per-call timeout.
+pub fn request_timed_out() {
+    counter!("reddog_request_timeouts_total").increment(1);
+}
+
+/// Records a request tonic could not decode, by the code it was answered with.
+pub fn bad_request(code: tonic::Code) {
+    counter!("reddog_undecodable_requests_total", "code" => code_name(code)).increment(1);
+}
+
+/// Records a connection the server closed, by why.
+pub fn connection_closed(reason: &'static str) {
+    counter!("reddog_connections_closed_total", "reason" => reason).increment(1);
+}
+
+/// Records one back-off of the accept loop.
+pub fn accept_backoff() {
+    counter!("reddog_accept_backoffs_total").increment(1);
 }
 
 fn code_name(code: tonic::Code) -> &'static str {
@@ -251,5 +547,30 @@ fn code_name(code: tonic::Code) -> &'static str {
         Unavailable => "UNAVAILABLE",
         DataLoss => "DATA_LOSS",
         Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_money_sums_do_not_wrap_past_u64() {
+        let before = money_totals("wrap-test");
+        add_money("wrap-test", u64::MAX, u64::MAX);
+        add_money("wrap-test", u64::MAX, 1);
+        let after = money_totals("wrap-test");
+        // Other tests may settle meanwhile: the sums only grow, by at least these amounts.
+        assert!(after.staked - before.staked >= 2 * u128::from(u64::MAX));
+        assert!(after.returned - before.returned > u128::from(u64::MAX));
+        let text = render_money();
+        assert!(text.contains("# TYPE reddog_staked_minor_units_total counter"));
+        let value: u128 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("reddog_staked_minor_units_total{table=\"wrap-test\"} "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(value > u128::from(u64::MAX), "rendered above 2^64, not wrapped: {value}");
     }
 }

@@ -6,22 +6,36 @@
 //! - [`convert`]: request validation and response building;
 //! - [`token`]: the key ring and the sealed token format;
 //! - [`state`]: what tokens carry;
+//! - [`tables`]: the named tables a process serves, with their currencies;
 //! - [`api`]: the RPC handlers;
 //! - [`error`]: `EngineError` → gRPC status with `google.rpc` details;
+//! - [`build_info`]: version, commit and build date compiled in;
 //! - [`metrics`], [`telemetry`]: Prometheus metrics, logs and OTLP traces;
-//! - [`server`]: health, reflection, limits and graceful shutdown ([`run`]).
+//! - [`app`]: [`Settings`] and [`Application`] — how the binary and the tests build and run
+//!   the server;
+//! - [`server`]: health, reflection, limits and graceful shutdown;
+//! - [`transport`], [`guard`], [`tls`]: connection admission (handshake and idle deadlines,
+//!   accept back-off), the global concurrency cap with load shedding, the per-call timeout,
+//!   and TLS with reload.
 
 pub mod api;
+pub mod app;
+pub mod build_info;
 pub mod convert;
 pub mod error;
+pub mod guard;
 pub mod metrics;
 pub mod proto;
 pub mod rules;
 pub mod server;
 pub mod state;
+pub mod tables;
 pub mod telemetry;
+pub mod tls;
 pub mod token;
+pub mod transport;
 
 pub use api::{EngineConfig, RedDogService};
-pub use server::{LIVENESS, SERVICE_NAME, ServeError, ServerConfig, run};
+pub use app::{Application, KeyRingSource, Settings, SettingsError, TlsSettings, TransportLimits};
+pub use server::{LIVENESS, MAX_REQUEST_BYTES, SERVICE_NAME, ServeError};
 pub use token::KeyRing;

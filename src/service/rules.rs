@@ -2,22 +2,29 @@
 
 use std::time::Duration;
 
-use super::convert::MAX_CLIENT_SEED_BYTES;
+use super::build_info;
+use super::convert::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES};
 use super::proto;
+use super::token::MAX_TOKEN_LEN;
 use crate::fairness::{ALGORITHM, ALGORITHM_VERSION};
 use crate::game::{MAX_SEATS, Spread, Table};
-use crate::odds::{Analysis, decimal, fraction};
+use crate::odds::{Analysis, RtpDefinition, decimal, fraction};
 
-/// The rules of `table` as the API states them.
-pub fn rules(table: &Table, commitment_ttl: Duration) -> proto::GetRulesResponse {
+/// The rules of `table` (id `table_id`, amounts in `currency`) as the API states them.
+pub fn rules(
+    table: &Table,
+    commitment_ttl: Duration,
+    table_id: &str,
+    currency: proto::Currency,
+) -> proto::GetRulesResponse {
     let (rtp_exact, rtp_decimal, raise_rule) = rtp(table);
     proto::GetRulesResponse {
-        decks: u32::from(table.decks.get()),
+        decks: u32::from(table.decks().get()),
         spread_odds: Spread::all()
-            .map(|s| proto::SpreadOdds { spread: u32::from(s.get()), odds: table.paytable.spread_odds(s) })
+            .map(|s| proto::SpreadOdds { spread: u32::from(s.get()), odds: table.paytable().spread_odds(s) })
             .collect(),
-        three_of_a_kind_odds: table.paytable.three_of_a_kind_odds(),
-        table_limits: Some(proto::Limits { min_bet: table.limits.min().0, max_bet: table.limits.max().0 }),
+        three_of_a_kind_odds: table.paytable().three_of_a_kind_odds(),
+        table_limits: Some(proto::Limits { min_bet: table.limits().min().0, max_bet: table.limits().max().0 }),
         max_seats: MAX_SEATS as u32,
         rtp_exact,
         rtp_decimal,
@@ -26,13 +33,45 @@ pub fn rules(table: &Table, commitment_ttl: Duration) -> proto::GetRulesResponse
         fairness_algorithm_version: ALGORITHM_VERSION,
         commitment_ttl_secs: commitment_ttl.as_secs(),
         max_client_seed_bytes: MAX_CLIENT_SEED_BYTES as u32,
+        max_round_id_bytes: MAX_ROUND_ID_BYTES as u32,
+        max_token_bytes: MAX_TOKEN_LEN as u32,
+        rtp_figures: rtp_figures(table),
+        table_id: table_id.to_string(),
+        currency: Some(currency),
+        engine: Some(proto::BuildInfo {
+            version: build_info::VERSION.to_string(),
+            git_commit: build_info::GIT_COMMIT.to_string(),
+            build_date: build_info::BUILD_DATE.to_string(),
+        }),
     }
+}
+
+/// Best and worst strategy under each RTP definition, exact (see
+/// [`Analysis::rtp_extremes`] for why the extremes over raise sets cover every strategy).
+fn rtp_figures(table: &Table) -> Vec<proto::RtpFigure> {
+    let analysis = Analysis::new(table.decks(), table.paytable());
+    let mut out = Vec::with_capacity(4);
+    for def in [RtpDefinition::PerInitialBet, RtpDefinition::PerTotalWagered] {
+        let x = analysis.rtp_extremes(def);
+        for (strategy, value, raise) in [("best", &x.best, x.best_raise), ("worst", &x.worst, x.worst_raise)] {
+            out.push(proto::RtpFigure {
+                strategy: strategy.to_string(),
+                definition: def.key().to_string(),
+                definition_text: def.text().to_string(),
+                exact: fraction(value),
+                decimal: decimal(value, 10),
+                raise_rule: raise_rule(&raise.spreads()),
+                raise_spreads: raise.spreads().into_iter().map(u32::from).collect(),
+            });
+        }
+    }
+    out
 }
 
 /// Exact RTP (reduced fraction, 10-place decimal) of the best strategy, and its raise rule in
 /// words, from the exact enumeration in [`crate::odds`].
 fn rtp(table: &Table) -> (String, String, String) {
-    let analysis = Analysis::new(table.decks, &table.paytable);
+    let analysis = Analysis::new(table.decks(), table.paytable());
     let raise = analysis.optimal_raise_set();
     let figures = analysis.figures(raise);
     (fraction(&figures.rtp), decimal(&figures.rtp, 10), raise_rule(&raise.spreads()))

@@ -1,21 +1,30 @@
-//! The gRPC server: the RedDog service, standard health and server reflection, request
-//! limits, and graceful shutdown.
+//! The gRPC server: the RedDog service, standard health and server reflection, transport
+//! limits, and graceful shutdown. Built and started through [`super::Application`].
 //!
 //! Health names: `""` (overall) and `reddog.v1.RedDog` are SERVING while the server accepts
 //! calls and NOT_SERVING once draining starts; `liveness` stays SERVING until the process
 //! exits. Point a Kubernetes readiness probe at `""` and its liveness probe at `liveness`.
+//! Health `Watch` streams end (UNAVAILABLE) when the drain starts, after the NOT_SERVING update.
+//!
+//! Limits (see [`super::app::TransportLimits`]): HTTP/2 max concurrent streams per
+//! connection and h2's local-reset guard; the handshake and idle deadlines and accept back-off
+//! of [`super::transport`]; the global cap, load shedding and per-call timeout of
+//! [`super::guard`]; requests and responses of at most [`MAX_REQUEST_BYTES`].
 
 use std::future::Future;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
 use super::api::{EngineConfig, RedDogService};
+use super::app::TransportLimits;
+use super::guard::{ActivityLayer, DrainStreams, Guarded};
 use super::proto::{self, red_dog_server::RedDogServer};
+use super::tls::TlsReloader;
+use super::transport;
 
 /// Health service name the liveness probe asks; SERVING until the process exits.
 pub const LIVENESS: &str = "liveness";
@@ -23,14 +32,15 @@ pub const LIVENESS: &str = "liveness";
 pub const SERVICE_NAME: &str = "reddog.v1.RedDog";
 /// Largest request accepted (bytes); a request is at most a token and a client seed.
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
-
-/// How the server runs.
-#[derive(Debug)]
-pub struct ServerConfig {
-    pub engine: EngineConfig,
-    /// How long in-flight calls may take to finish after shutdown starts.
-    pub drain_timeout: Duration,
-}
+/// HTTP/2 flow-control windows: how much request data one stream, and one connection, may
+/// send before the server has read it. A stream's window holds one largest request (64 KiB
+/// and the 5-byte gRPC prefix); the connection's bounds what a connection can make the server
+/// buffer (hyper's default is 1 MiB each).
+pub const STREAM_WINDOW: u32 = 80 * 1024;
+/// See [`STREAM_WINDOW`].
+pub const CONNECTION_WINDOW: u32 = 128 * 1024;
+/// How long the server waits for a PING answer before it drops the connection.
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Why the server stopped abnormally.
 #[derive(Debug, thiserror::Error)]
@@ -41,13 +51,24 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
 }
 
-/// Serves on `listener` until `shutdown` resolves, then flips health to NOT_SERVING, stops
-/// accepting, lets in-flight calls finish and returns — after at most `drain_timeout`.
-pub async fn run(
+/// What [`serve`] needs besides the listener.
+pub(crate) struct ServerParts {
+    pub engine: EngineConfig,
+    pub drain_timeout: Duration,
+    pub limits: TransportLimits,
+    pub tls: Option<TlsReloader>,
+    pub reload_on_sighup: bool,
+}
+
+/// Serves on `listener` until `shutdown` resolves, then flips health to NOT_SERVING, ends
+/// health streams, stops accepting, closes connections still in their handshake, lets
+/// in-flight calls finish and returns — after at most `drain_timeout`.
+pub(crate) async fn serve(
     listener: TcpListener,
-    config: ServerConfig,
+    parts: ServerParts,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
+    let ServerParts { engine, drain_timeout, limits, tls, reload_on_sighup } = parts;
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_service_status("", ServingStatus::Serving).await;
     health.set_service_status(SERVICE_NAME, ServingStatus::Serving).await;
@@ -56,27 +77,44 @@ pub async fn run(
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        // google.rpc (ErrorInfo, BadRequest, …): buf curl and grpcurl decode error details.
+        .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
         .build_v1()?;
     let reflection_v1alpha = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        // google.rpc (ErrorInfo, BadRequest, …): buf curl and grpcurl decode error details.
+        .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
 
-    let service = RedDogServer::new(RedDogService::new(config.engine))
-        .max_decoding_message_size(MAX_REQUEST_BYTES)
-        .max_encoding_message_size(MAX_REQUEST_BYTES);
-
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let service = Guarded::new(
+        RedDogServer::new(RedDogService::new(engine))
+            .max_decoding_message_size(MAX_REQUEST_BYTES)
+            .max_encoding_message_size(MAX_REQUEST_BYTES),
+        limits.max_in_flight,
+        limits.request_timeout,
+        MAX_REQUEST_BYTES,
+    );
+    if let Some(tls) = &tls {
+        tls.watch(reload_on_sighup, stop_rx.clone());
+    }
+    let incoming = transport::incoming(listener, &limits, tls, stop_rx.clone());
+    let mut stopped = stop_rx.clone();
     let serve = Server::builder()
-        .http2_keepalive_interval(Some(Duration::from_secs(30)))
-        .add_service(health_service)
+        .http2_keepalive_interval(Some(limits.keepalive_interval))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+        .max_concurrent_streams(limits.max_concurrent_streams_per_connection)
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .http2_max_local_error_reset_streams(Some(limits.max_local_error_resets))
+        .layer(ActivityLayer)
+        .add_service(DrainStreams::new(health_service, stop_rx.clone()))
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(service)
-        // Accepted sockets get TCP_NODELAY here: `Server::tcp_nodelay` only applies when tonic
-        // binds the listener itself, and without it responses stall on Nagle + delayed ACK.
-        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), async {
-            let _ = stop_rx.await;
+        .serve_with_incoming_shutdown(incoming, async move {
+            let _ = stopped.wait_for(|s| *s).await;
         });
     tokio::pin!(serve);
     tokio::pin!(shutdown);
@@ -88,14 +126,14 @@ pub async fn run(
     info!("shutting down: health NOT_SERVING, draining in-flight calls");
     health.set_service_status("", ServingStatus::NotServing).await;
     health.set_service_status(SERVICE_NAME, ServingStatus::NotServing).await;
-    let _ = stop_tx.send(());
-    match tokio::time::timeout(config.drain_timeout, serve).await {
+    let _ = stop_tx.send(true);
+    match tokio::time::timeout(drain_timeout, serve).await {
         Ok(result) => {
             info!("drained; stopped");
             result.map_err(Into::into)
         }
         Err(_) => {
-            warn!(timeout_secs = config.drain_timeout.as_secs_f64(), "drain timed out; stopping with calls open");
+            warn!(timeout_secs = drain_timeout.as_secs_f64(), "drain timed out; stopping with calls open");
             Ok(())
         }
     }

@@ -1,12 +1,21 @@
-//! What the tokens carry: a committed seed with its expiry, and a whole round with
-//! everything its reveal needs. The payloads are protobuf messages private to the engine;
-//! only their sealed form ever leaves it.
+//! What the tokens carry: a committed seed bound to one round (round id, nonce, table, deck
+//! count) with its expiry, and a whole round with everything its reveal needs, including
+//! the history of its `Decide` calls and its transcript hash. The payloads are protobuf
+//! messages private to the engine; only their sealed form ever leaves it.
+//!
+//! Payloads written by the engine before round integrity (issue 8) are still read: a
+//! commitment without a binding (`decks` = 0) is [`Binding::Unbound`], and a round without a
+//! transcript gets `t_0` computed from its contents and its recorded decisions as one step
+//! (`docs/design/round-integrity.md` §6).
 
 use zeroize::Zeroize;
 
 use crate::error::EngineError;
-use crate::fairness::ServerSeed;
-use crate::game::{Card, Decision, Decks, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Spread};
+use crate::fairness::{ServerSeed, StartInputs, Transcript};
+use crate::game::{Card, Decision, Decks, MAX_SEATS, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Spread};
+
+/// The id of the default table.
+pub const DEFAULT_TABLE_ID: &str = "default";
 
 /// The sealed content of a commitment token.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -17,6 +26,27 @@ pub struct CommitmentPayload {
     /// Unix milliseconds after which StartRound refuses the token.
     #[prost(int64, tag = "2")]
     pub expires_at_unix_ms: i64,
+    /// The round the commitment is for.
+    #[prost(string, tag = "3")]
+    pub round_id: String,
+    #[prost(uint64, tag = "4")]
+    pub nonce: u64,
+    #[prost(string, tag = "5")]
+    pub table_id: String,
+    /// Decks of the table when the commitment was made; 0 in an unbound (pre-binding)
+    /// commitment.
+    #[prost(uint32, tag = "6")]
+    pub decks: u32,
+}
+
+/// What a commitment is bound to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Binding {
+    /// A commitment sealed before binding existed: it serves the round id and nonce the
+    /// StartRound names, at the default table, until it expires.
+    Unbound,
+    /// The one round the commitment may deal.
+    Bound { round_id: String, nonce: u64, table_id: String, decks: Decks },
 }
 
 impl CommitmentPayload {
@@ -24,6 +54,23 @@ impl CommitmentPayload {
     pub fn seed(&self) -> Result<ServerSeed, EngineError> {
         let bytes: [u8; 32] = self.server_seed.as_slice().try_into().map_err(|_| EngineError::InvalidToken)?;
         Ok(ServerSeed::from_bytes(bytes))
+    }
+
+    /// The round the commitment is bound to.
+    pub fn binding(&self) -> Result<Binding, EngineError> {
+        if self.decks == 0 {
+            return if self.round_id.is_empty() && self.nonce == 0 && self.table_id.is_empty() {
+                Ok(Binding::Unbound)
+            } else {
+                Err(EngineError::InvalidToken)
+            };
+        }
+        Ok(Binding::Bound {
+            round_id: self.round_id.clone(),
+            nonce: self.nonce,
+            table_id: self.table_id.clone(),
+            decks: Decks::new(self.decks).map_err(|_| EngineError::InvalidToken)?,
+        })
     }
 }
 
@@ -62,6 +109,19 @@ pub struct RoundPayload {
     /// The paytable the round was dealt under: odds for spreads 1..=11, then three of a kind.
     #[prost(uint32, repeated, tag = "10")]
     pub paytable: Vec<u32>,
+    /// The table the round is dealt at (empty in a pre-transcript token: the default table).
+    #[prost(string, tag = "11")]
+    pub table_id: String,
+    /// Decide calls applied.
+    #[prost(uint32, tag = "12")]
+    pub step: u32,
+    /// `t_step`, 32 bytes (empty in a pre-transcript token).
+    #[prost(bytes = "vec", tag = "13")]
+    pub transcript: Vec<u8>,
+    /// One byte per seat: the Decide call (1-based) in which the seat decided, 0 if it has
+    /// not (empty in a pre-transcript token).
+    #[prost(bytes = "vec", tag = "14")]
+    pub decided_in: Vec<u8>,
 }
 
 impl Drop for RoundPayload {
@@ -71,6 +131,10 @@ impl Drop for RoundPayload {
 }
 
 /// A round with everything needed to continue, settle and reveal it.
+///
+/// Invariant: `transcript` is `t_k` for `k = steps.len()` over the round's inputs and
+/// `steps`; `steps` holds each Decide call's decisions in ascending seat order, and the
+/// decisions recorded in `round` are exactly those of `steps`.
 #[derive(Debug, Clone)]
 pub struct RoundState {
     pub round: Round,
@@ -79,10 +143,44 @@ pub struct RoundState {
     pub nonce: u64,
     pub decks: Decks,
     pub round_id: String,
+    pub table_id: String,
     pub paytable: Paytable,
+    pub steps: Vec<Vec<(usize, Decision)>>,
+    pub transcript: Transcript,
+}
+
+fn decision_byte(d: Option<Decision>) -> u8 {
+    match d {
+        None => 0,
+        Some(Decision::Raise) => 1,
+        Some(Decision::Stand) => 2,
+    }
 }
 
 impl RoundState {
+    /// `t_0` of this round's inputs.
+    pub fn start_transcript(&self) -> Transcript {
+        let commitment = self.seed.commitment().0;
+        let bets: Vec<Money> = self.round.seats().iter().map(|s| s.bet).collect();
+        StartInputs {
+            commitment: &commitment,
+            table_id: &self.table_id,
+            round_id: &self.round_id,
+            nonce: self.nonce,
+            decks: self.decks,
+            client_seed: self.client_seed.as_bytes(),
+            paytable: &self.paytable,
+            bets: &bets,
+        }
+        .transcript()
+    }
+
+    /// Decide calls applied so far.
+    pub fn step(&self) -> u32 {
+        // At most MAX_SEATS (7) steps: each decides at least one seat.
+        self.steps.len() as u32
+    }
+
     /// The payload to seal.
     pub fn to_payload(&self) -> RoundPayload {
         let snap = self.round.snapshot();
@@ -92,6 +190,15 @@ impl RoundState {
         let mut paytable = Vec::with_capacity(12);
         paytable.extend(Spread::all().map(|s| self.paytable.spread_odds(s)));
         paytable.push(self.paytable.three_of_a_kind_odds());
+        let mut decided_in = vec![0u8; snap.seats.len()];
+        for (k, step) in self.steps.iter().enumerate() {
+            for &(seat, _) in step {
+                if let Some(slot) = decided_in.get_mut(seat) {
+                    // k < MAX_SEATS: fits in a byte.
+                    *slot = (k + 1) as u8;
+                }
+            }
+        }
         RoundPayload {
             server_seed: self.seed.expose().to_vec(),
             client_seed: self.client_seed.clone(),
@@ -101,16 +208,12 @@ impl RoundState {
             complete: snap.phase == Phase::Complete,
             cards,
             bets: snap.seats.iter().map(|s| s.bet.0).collect(),
-            decisions: snap
-                .seats
-                .iter()
-                .map(|s| match s.decision {
-                    None => 0,
-                    Some(Decision::Raise) => 1,
-                    Some(Decision::Stand) => 2,
-                })
-                .collect(),
+            decisions: snap.seats.iter().map(|s| decision_byte(s.decision)).collect(),
             paytable,
+            table_id: self.table_id.clone(),
+            step: self.step(),
+            transcript: self.transcript.0.to_vec(),
+            decided_in,
         }
     }
 
@@ -149,15 +252,26 @@ impl RoundState {
         spread.copy_from_slice(&p.paytable[..11]);
         let paytable = Paytable::new(spread, p.paytable[11]).map_err(|_| bad())?;
         let decks = Decks::new(p.decks).map_err(|_| bad())?;
-        Ok(RoundState {
+        let legacy = p.transcript.is_empty();
+        let steps = if legacy { legacy_steps(&p)? } else { steps_from(&p)? };
+        let mut state = RoundState {
             round,
             seed: ServerSeed::from_bytes(seed),
             client_seed: p.client_seed.clone(),
             nonce: p.nonce,
             decks,
             round_id: p.round_id.clone(),
+            table_id: if legacy { DEFAULT_TABLE_ID.to_string() } else { p.table_id.clone() },
             paytable,
-        })
+            steps,
+            transcript: Transcript([0; 32]),
+        };
+        state.transcript = if legacy {
+            state.steps.iter().fold(state.start_transcript(), |t, s| t.decide(s))
+        } else {
+            Transcript(p.transcript.as_slice().try_into().map_err(|_| bad())?)
+        };
+        Ok(state)
     }
 
     /// The cards the round has dealt, in order: two, or three once the third is dealt
@@ -167,5 +281,131 @@ impl RoundState {
         let mut v = snap.cards.to_vec();
         v.extend(snap.third);
         v
+    }
+}
+
+/// The Decide calls of a token with a transcript: seats grouped by the call they decided
+/// in. Every call 1..=step decided at least one seat; undecided seats have 0.
+fn steps_from(p: &RoundPayload) -> Result<Vec<Vec<(usize, Decision)>>, EngineError> {
+    let bad = || EngineError::InvalidToken;
+    let step = usize::try_from(p.step).map_err(|_| bad())?;
+    if p.decided_in.len() != p.decisions.len() || step > MAX_SEATS || p.table_id.is_empty() {
+        return Err(bad());
+    }
+    let mut steps: Vec<Vec<(usize, Decision)>> = vec![Vec::new(); step];
+    for (seat, (&k, &d)) in p.decided_in.iter().zip(&p.decisions).enumerate() {
+        let decision = match d {
+            1 => Decision::Raise,
+            2 => Decision::Stand,
+            _ if k == 0 => continue,
+            _ => return Err(bad()),
+        };
+        let k = usize::from(k);
+        if k == 0 || k > step {
+            return Err(bad());
+        }
+        steps[k - 1].push((seat, decision));
+    }
+    if steps.iter().any(Vec::is_empty) {
+        return Err(bad());
+    }
+    Ok(steps)
+}
+
+/// A pre-transcript token's recorded decisions, as one Decide step (none if no seat
+/// decided).
+fn legacy_steps(p: &RoundPayload) -> Result<Vec<Vec<(usize, Decision)>>, EngineError> {
+    if p.step != 0 || !p.decided_in.is_empty() || !p.table_id.is_empty() {
+        return Err(EngineError::InvalidToken);
+    }
+    let step: Vec<(usize, Decision)> = p
+        .decisions
+        .iter()
+        .enumerate()
+        .filter_map(|(seat, &d)| match d {
+            1 => Some((seat, Decision::Raise)),
+            2 => Some((seat, Decision::Stand)),
+            _ => None,
+        })
+        .collect();
+    Ok(if step.is_empty() { vec![] } else { vec![step] })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::game::{StackedDeck, Table};
+
+    fn state() -> RoundState {
+        let table = Table::default();
+        let deck = StackedDeck::new(["3c", "Jd", "5h"].map(|c| c.parse::<Card>().unwrap()));
+        let mut deck = deck;
+        let round = Round::start(&table, &[Money(500), Money(600), Money(700)], &mut deck).unwrap();
+        let mut s = RoundState {
+            round,
+            seed: ServerSeed::from_bytes([3; 32]),
+            client_seed: "c".into(),
+            nonce: 9,
+            decks: Decks::ONE,
+            round_id: "r".into(),
+            table_id: DEFAULT_TABLE_ID.into(),
+            paytable: Paytable::STANDARD,
+            steps: vec![],
+            transcript: Transcript([0; 32]),
+        };
+        s.transcript = s.start_transcript();
+        s
+    }
+
+    fn decide(s: &mut RoundState, d: &[(usize, Decision)]) {
+        let (sorted, _) = s.round.decide_all(d).unwrap();
+        s.transcript = s.transcript.decide(&sorted);
+        s.steps.push(sorted);
+    }
+
+    #[test]
+    fn a_payload_round_trips_with_its_steps_and_transcript() {
+        let mut s = state();
+        decide(&mut s, &[(2, Decision::Stand), (0, Decision::Raise)]);
+        decide(&mut s, &[(1, Decision::Raise)]);
+        let back = RoundState::from_payload(s.to_payload()).unwrap();
+        assert_eq!(back.steps, s.steps);
+        assert_eq!(back.transcript, s.transcript);
+        assert_eq!(back.to_payload(), s.to_payload());
+        assert_eq!(back.transcript, back.steps.iter().fold(back.start_transcript(), |t, st| t.decide(st)));
+    }
+
+    #[test]
+    fn a_pre_transcript_payload_gets_t0_and_its_decisions_as_one_step() {
+        let mut s = state();
+        decide(&mut s, &[(0, Decision::Raise)]);
+        decide(&mut s, &[(2, Decision::Stand)]);
+        let mut legacy = s.to_payload();
+        legacy.table_id.clear();
+        legacy.step = 0;
+        legacy.transcript.clear();
+        legacy.decided_in.clear();
+        let back = RoundState::from_payload(legacy).unwrap();
+        assert_eq!(back.table_id, DEFAULT_TABLE_ID);
+        assert_eq!(back.steps, vec![vec![(0, Decision::Raise), (2, Decision::Stand)]]);
+        assert_eq!(back.transcript, s.start_transcript().decide(&back.steps[0]));
+    }
+
+    #[test]
+    fn inconsistent_step_records_are_invalid_tokens() {
+        let mut s = state();
+        decide(&mut s, &[(0, Decision::Raise)]);
+        let good = s.to_payload();
+        let mut skipped = good.clone();
+        skipped.decided_in[0] = 2; // decided in a call that is not recorded
+        let mut undecided = good.clone();
+        undecided.decided_in[1] = 1; // seat 1 has not decided
+        let mut empty_step = good.clone();
+        empty_step.step = 2; // call 2 decided no seat
+        let mut short = good;
+        short.transcript.truncate(31);
+        for p in [skipped, undecided, empty_step, short] {
+            assert_eq!(RoundState::from_payload(p).unwrap_err(), EngineError::InvalidToken);
+        }
     }
 }

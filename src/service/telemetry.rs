@@ -2,6 +2,10 @@
 //! `RUST_LOG` (default `info`), plus OpenTelemetry traces over OTLP/gRPC when the standard
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` is set (the exporter reads the other `OTEL_*` variables).
 //!
+//! The per-RPC span continues the caller's trace: a W3C `traceparent` (and `tracestate`) in
+//! the request's gRPC metadata becomes its parent ([`continue_trace`]), so a platform's trace
+//! shows the engine's spans under its own call.
+//!
 //! Audit events use the target `reddog::audit`, one per round step (`seed_committed`,
 //! `round_started`, `seats_decided`, `round_settled`). No event or span carries a server seed
 //! before its reveal, a key or a token.
@@ -9,8 +13,11 @@
 use std::io::Write;
 use std::sync::mpsc::{SyncSender, sync_channel};
 
+use opentelemetry::propagation::{Extractor, TextMapPropagator as _};
 use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -150,4 +157,42 @@ pub fn init(format: LogFormat) -> Result<Telemetry, Box<dyn std::error::Error + 
     });
     tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).try_init()?;
     Ok(Telemetry { provider, logs })
+}
+
+/// Reads W3C trace context headers from gRPC metadata (ASCII keys only).
+struct MetadataExtractor<'a>(&'a tonic::metadata::MetadataMap);
+
+impl Extractor for MetadataExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0
+            .keys()
+            .filter_map(|k| match k {
+                tonic::metadata::KeyRef::Ascii(k) => Some(k.as_str()),
+                tonic::metadata::KeyRef::Binary(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// Makes the caller's span — the W3C `traceparent` in `metadata`, with its `tracestate` —
+/// the parent of `span`. Without a valid `traceparent` the span starts a new trace. A no-op
+/// unless the OpenTelemetry layer is installed.
+pub fn continue_trace(span: &tracing::Span, metadata: &tonic::metadata::MetadataMap) {
+    if metadata.get("traceparent").is_none() {
+        return;
+    }
+    let cx = TraceContextPropagator::new().extract(&MetadataExtractor(metadata));
+    // Fails only if the span is disabled or already started: then there is nothing to link.
+    let _ = span.set_parent(cx);
+}
+
+/// Whether a status is a server fault, for the span status (OpenTelemetry's gRPC server
+/// conventions): a caller's mistake (INVALID_ARGUMENT, …) leaves the span unset.
+pub fn is_server_error(code: tonic::Code) -> bool {
+    use tonic::Code::*;
+    matches!(code, Unknown | DeadlineExceeded | Unimplemented | Internal | Unavailable | DataLoss)
 }

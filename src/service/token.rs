@@ -1,56 +1,163 @@
-//! Opaque tokens: the round state and the committed seed, sealed with AES-256-GCM under a
-//! key ring, so the service keeps no per-round memory and any replica holding the
-//! ring can continue any round.
+//! Opaque tokens: the round state and the committed seed, sealed under a key ring, so the
+//! service keeps no per-round memory and any replica holding the ring can continue any round.
 //!
-//! # Format (version 1)
+//! # Format (version 2, the only one sealed)
 //!
 //! ```text
-//! byte 0      version = 1
+//! byte 0      version = 2
 //! byte 1      kind: b'c' commitment token, b'r' round token
 //! byte 2      n = length of the key id (1..=32)
 //! 3..3+n      key id (ASCII [A-Za-z0-9._-])
-//! next 12     AES-GCM nonce
-//! rest        ciphertext of the payload (a protobuf message), then the 16-byte GCM tag
+//! next 12     nonce
+//! rest        AES-256-GCM-SIV ciphertext of the payload (a protobuf message), then the
+//!             16-byte tag
 //! ```
 //! The header (everything before the nonce) is the associated data, so a commitment token
-//! cannot be passed off as a round token, nor a token re-labelled with another key id.
+//! cannot be passed off as a round token, nor a token re-labelled with another key id or
+//! version.
 //!
-//! The nonce is synthetic (as in SIV constructions): the first 12 bytes of HMAC-SHA256 under a per-key nonce key
-//! (derived from the ring key) over header and payload. Sealing the same payload twice
-//! therefore gives the same token bytes — a retried `Decide` returns an identical token — and
-//! distinct payloads get nonces that collide only with negligible probability (birthday bound
-//! 2^48 tokens per key). Commitment payloads contain a fresh random seed, so their tokens are
-//! always distinct.
+//! **Keys.** Each ring key is only ever an HKDF-SHA256 input key (salt `reddog/token/v2`):
+//! the AEAD key is `HKDF-Expand(info "reddog/token/v2/aead")`, the nonce key
+//! `HKDF-Expand(info "reddog/token/v2/nonce")` — purpose-separated, so the raw ring key keys
+//! nothing directly.
 //!
-//! AES-256-GCM rather than XChaCha20-Poly1305: with AES-NI and carry-less multiply it is
-//! several times cheaper per token here, and a token is sealed or opened on every call.
+//! **Nonce.** Synthetic: the first 12 bytes of HMAC-SHA256(nonce key, header ‖ payload).
+//! Sealing the same payload twice gives the same bytes — a retried `Decide` returns an
+//! identical token — and distinct payloads get unrelated nonces.
 //!
-//! Every way a token can be wrong (truncated, tampered, unknown key id, wrong kind, not
-//! decodable, expired) is the one error [`EngineError::InvalidToken`].
+//! **Why AES-256-GCM-SIV (RFC 8452).** Under AES-GCM a repeated nonce with two different
+//! payloads leaks the authentication key (forgeries) and the XOR of the plaintexts; the
+//! version-1 tokens relied on the 96-bit synthetic nonces never colliding, which holds only
+//! well below 2^48 tokens per key. GCM-SIV is nonce-misuse resistant (RFC 8452 §9): the tag
+//! is computed over the plaintext and seeds the keystream, and per-nonce keys are derived
+//! from the nonce (RFC 8452 §4), so a repeated nonce reveals only whether the two sealed
+//! (header, payload) pairs were identical — never a key, never a forgery.
+//!
+//! **Per-key message budget: 2^40 seals per key id**, then rotate (`reddog keygen --add-to`,
+//! docs/OPERATIONS.md; `reddog_token_seals_total{key_id}` counts the seals of each key id).
+//! The bound behind it, for q seals of at most [`MAX_TOKEN_LEN`] bytes (≤ 93 AES blocks):
+//! - synthetic-nonce collisions between distinct payloads: probability ≤ q²/2^97, i.e.
+//!   ≤ 2^-17 at q = 2^40 — and by the misuse resistance above a collision is not an attack;
+//! - per-nonce key derivation costs 6 AES-256 calls under the AEAD key per seal (RFC 8452
+//!   §4): ≤ 2^43 calls at q = 2^40, a PRP/PRF switching term ≤ (2^43)²/2^129 = 2^-43;
+//! - each derived (key, nonce) pair seals one payload (two only on a collision), far inside
+//!   the per-nonce limits of RFC 8452 §9.
+//!
+//! At 100,000 seals a second across the whole fleet, 2^40 seals take about 127 days.
+//!
+//! # Version 1 (opened, never sealed)
+//!
+//! Same layout with version byte 1 and AES-256-GCM keyed directly by the ring key, its
+//! synthetic nonce keyed by HMAC-SHA256(ring key, "reddog/token-nonce/v1"). A rolling update
+//! loses no round: the engine opens version-1 tokens until they are settled or expire, and
+//! seals only version 2.
+//!
+//! Every way a token can be wrong (truncated, tampered, unknown key id, wrong kind, unknown
+//! version, not decodable, expired) is the one error [`EngineError::InvalidToken`].
 
-use std::collections::BTreeMap;
 use std::fmt;
+
+use std::sync::OnceLock;
 
 use aes_gcm::aead::consts::U12;
 use aes_gcm::aead::{AeadInOut, KeyInit};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
+use aes_gcm_siv::Aes256GcmSiv;
+use hkdf::Hkdf;
 use hmac::{Hmac, Mac};
 use prost::Message;
 use rand::TryRng;
 use serde::Deserialize;
 use sha2::Sha256;
+use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
+use super::convert::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
 use crate::error::EngineError;
+use crate::game::paytable::MAX_ODDS;
+use crate::game::table::MAX_BET;
+use crate::game::{MAX_DECKS, MAX_SEATS};
 
-/// The token format version this engine writes and reads.
-pub const TOKEN_VERSION: u8 = 1;
-/// Longest token accepted; anything longer is refused before any work.
-pub const MAX_TOKEN_LEN: usize = 1024;
+/// The token format version this engine seals.
+pub const TOKEN_VERSION: u8 = 2;
+/// The earlier format, still opened.
+pub const TOKEN_VERSION_1: u8 = 1;
+/// HKDF salt of the version-2 subkeys.
+const HKDF_SALT: &[u8] = b"reddog/token/v2";
+/// HKDF info of the AEAD key.
+const AEAD_INFO: &[u8] = b"reddog/token/v2/aead";
+/// HKDF info of the synthetic-nonce key.
+const NONCE_INFO: &[u8] = b"reddog/token/v2/nonce";
+/// Seals per key id before the key must be rotated (see the module docs for the bound).
+pub const SEALS_PER_KEY_BUDGET: u64 = 1 << 40;
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
 /// Longest key id.
 pub const MAX_KEY_ID_LEN: usize = 32;
+
+/// Bytes of a protobuf varint holding `v`.
+pub const fn varint_len(v: u64) -> usize {
+    let mut n = 1;
+    let mut v = v >> 7;
+    while v != 0 {
+        n += 1;
+        v >>= 7;
+    }
+    n
+}
+
+/// Bytes of a length-delimited protobuf field (one-byte tag) of `n` bytes.
+const fn bytes_field(n: usize) -> usize {
+    1 + varint_len(n as u64) + n
+}
+
+/// Bytes of a varint protobuf field (one-byte tag) holding at most `max`.
+const fn varint_field(max: u64) -> usize {
+    1 + varint_len(max)
+}
+
+/// The longest encoded [`super::state::RoundPayload`] any accepted request can produce: the
+/// largest client seed, round id and table id the API accepts, 7 seats at the largest bet any
+/// table allows, every seat decided (each in its own Decide call), the largest odds.
+pub const MAX_ROUND_PAYLOAD_LEN: usize = {
+    let seats = MAX_SEATS;
+    bytes_field(32) // server_seed
+        + bytes_field(MAX_CLIENT_SEED_BYTES)
+        + varint_field(u64::MAX) // nonce
+        + varint_field(MAX_DECKS as u64)
+        + bytes_field(MAX_ROUND_ID_BYTES)
+        + varint_field(1) // complete
+        + bytes_field(3) // cards
+        + bytes_field(seats * varint_len(MAX_BET)) // bets, packed
+        + bytes_field(seats) // decisions
+        + bytes_field(12 * varint_len(MAX_ODDS as u64)) // paytable, packed
+        + bytes_field(MAX_TABLE_ID_BYTES)
+        + varint_field(MAX_SEATS as u64) // step
+        + bytes_field(32) // transcript
+        + bytes_field(seats) // decided_in
+};
+
+/// The longest encoded [`super::state::CommitmentPayload`].
+pub const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
+    + varint_field(u64::MAX) // expires_at_unix_ms (int64: 10 bytes when negative)
+    + bytes_field(MAX_ROUND_ID_BYTES)
+    + varint_field(u64::MAX) // nonce
+    + bytes_field(MAX_TABLE_ID_BYTES)
+    + varint_field(MAX_DECKS as u64);
+
+/// Longest token: header (version, kind, key id length, the longest key id), nonce, the
+/// longest payload, tag. Derived from the largest inputs the API accepts, so every token
+/// the engine issues for an accepted request fits; [`KeyRing::seal`] refuses anything longer
+/// (an internal error, unreachable) and [`KeyRing::open`] refuses anything longer before any
+/// work.
+pub const MAX_TOKEN_LEN: usize = {
+    let payload = if MAX_ROUND_PAYLOAD_LEN > MAX_COMMITMENT_PAYLOAD_LEN {
+        MAX_ROUND_PAYLOAD_LEN
+    } else {
+        MAX_COMMITMENT_PAYLOAD_LEN
+    };
+    3 + MAX_KEY_ID_LEN + NONCE_LEN + payload + TAG_LEN
+};
 
 /// What a token carries; bound into the associated data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,11 +175,42 @@ impl TokenKind {
     }
 }
 
-/// One key of the ring, with its cipher and nonce key scheduled once at load time.
+/// One key of the ring, with its ciphers and nonce keys scheduled once at load time.
 struct RingKey {
     id: String,
-    cipher: Aes256Gcm,
-    nonce_mac: Hmac<Sha256>,
+    /// Version 2: AES-256-GCM-SIV under the HKDF-derived AEAD key.
+    siv: Aes256GcmSiv,
+    /// Version 2: HMAC-SHA256 under the HKDF-derived nonce key.
+    siv_nonce_mac: Hmac<Sha256>,
+    /// Version 1 (open only, and [`KeyRing::seal_v1`]): AES-256-GCM under the ring key.
+    gcm: Aes256Gcm,
+    gcm_nonce_mac: Hmac<Sha256>,
+    /// `reddog_token_seals_total{key_id}`, registered at the first seal (the recorder is
+    /// installed after the ring is loaded).
+    seals: OnceLock<metrics::Counter>,
+}
+
+impl RingKey {
+    fn new(id: String, key: &[u8; 32]) -> Result<RingKey, EngineError> {
+        let setup = || EngineError::Internal("token key setup failed".into());
+        let hk = Hkdf::<Sha256>::new(Some(HKDF_SALT), key);
+        let mut aead_key = [0u8; 32];
+        let mut nonce_key = [0u8; 32];
+        hk.expand(AEAD_INFO, &mut aead_key).map_err(|_| setup())?;
+        hk.expand(NONCE_INFO, &mut nonce_key).map_err(|_| setup())?;
+        let siv = Aes256GcmSiv::new(&aes_gcm_siv::Key::<Aes256GcmSiv>::from(aead_key));
+        let siv_nonce_mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&nonce_key).map_err(|_| setup())?;
+        aead_key.zeroize();
+        nonce_key.zeroize();
+        // Version 1: the AEAD keyed by the ring key; nonce key HMAC-SHA256(ring key, label).
+        let gcm = Aes256Gcm::new(&Key::<Aes256Gcm>::from(*key));
+        let mut derive = <Hmac<Sha256> as KeyInit>::new_from_slice(key).map_err(|_| setup())?;
+        derive.update(b"reddog/token-nonce/v1");
+        let mut v1_nonce_key: [u8; 32] = derive.finalize().into_bytes().into();
+        let gcm_nonce_mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&v1_nonce_key).map_err(|_| setup())?;
+        v1_nonce_key.zeroize();
+        Ok(RingKey { id, siv, siv_nonce_mac, gcm, gcm_nonce_mac, seals: OnceLock::new() })
+    }
 }
 
 /// The keys tokens are sealed and opened with. New tokens are sealed under the primary key;
@@ -97,7 +235,31 @@ impl fmt::Debug for KeyRing {
 #[serde(deny_unknown_fields)]
 struct KeyRingFile {
     primary: String,
-    keys: BTreeMap<String, String>,
+    keys: KeyList,
+}
+
+/// The `keys` object in document order, duplicates kept (a map would keep only the last of
+/// two equal ids; [`KeyRing::new`] refuses them instead).
+struct KeyList(Vec<(String, String)>);
+
+impl<'de> Deserialize<'de> for KeyList {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<KeyList, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = KeyList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of key id to 64 hexadecimal characters")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<KeyList, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(entry) = map.next_entry::<String, String>()? {
+                    keys.push(entry);
+                }
+                Ok(KeyList(keys))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// `true` for a valid key id: 1 to 32 characters of `[A-Za-z0-9._-]`.
@@ -108,30 +270,19 @@ pub fn valid_key_id(id: &str) -> bool {
 
 impl KeyRing {
     /// Builds a ring from `(id, 32-byte key)` pairs; `primary` must be one of the ids.
-    pub fn new(keys: Vec<(String, [u8; 32])>, primary: &str) -> Result<KeyRing, EngineError> {
-        if keys.is_empty() {
-            return Err(EngineError::invalid("key_ring.keys", "the key ring holds no key"));
+    ///
+    /// Refused (errors name the ids, never key bytes): no key, an invalid or repeated id, an
+    /// all-zero key, the same key under two ids.
+    pub fn new(mut keys: Vec<(String, [u8; 32])>, primary: &str) -> Result<KeyRing, EngineError> {
+        if let Err(e) = Self::check(&keys) {
+            keys.iter_mut().for_each(|(_, k)| k.zeroize());
+            return Err(e);
         }
         let mut ring = Vec::with_capacity(keys.len());
         for (id, mut key) in keys {
-            if !valid_key_id(&id) {
-                return Err(EngineError::invalid("key_ring.keys", "key ids are 1-32 characters of [A-Za-z0-9._-]"));
-            }
-            if ring.iter().any(|k: &RingKey| k.id == id) {
-                return Err(EngineError::invalid("key_ring.keys", format!("key id {id:?} appears twice")));
-            }
-            let cipher = Aes256Gcm::new(&Key::<Aes256Gcm>::from(key));
-            // Nonce key: HMAC-SHA256(ring key, "reddog/token-nonce/v1"), so the AEAD key is
-            // never used for anything else.
-            let mut derive = <Hmac<Sha256> as KeyInit>::new_from_slice(&key)
-                .map_err(|_| EngineError::Internal("HMAC key setup failed".into()))?;
+            let scheduled = RingKey::new(id, &key);
             key.zeroize();
-            derive.update(b"reddog/token-nonce/v1");
-            let mut nonce_key: [u8; 32] = derive.finalize().into_bytes().into();
-            let nonce_mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&nonce_key)
-                .map_err(|_| EngineError::Internal("HMAC key setup failed".into()))?;
-            nonce_key.zeroize();
-            ring.push(RingKey { id, cipher, nonce_mac });
+            ring.push(scheduled?);
         }
         let primary = ring
             .iter()
@@ -141,6 +292,36 @@ impl KeyRing {
     }
 
     /// Parses the key ring JSON. Errors name the offending field and never echo key text.
+    fn check(keys: &[(String, [u8; 32])]) -> Result<(), EngineError> {
+        if keys.is_empty() {
+            return Err(EngineError::invalid("key_ring.keys", "the key ring holds no key"));
+        }
+        for (i, (id, key)) in keys.iter().enumerate() {
+            if !valid_key_id(id) {
+                return Err(EngineError::invalid("key_ring.keys", "key ids are 1-32 characters of [A-Za-z0-9._-]"));
+            }
+            if keys[..i].iter().any(|(other, _)| other == id) {
+                return Err(EngineError::invalid(
+                    format!("key_ring.keys.{id}"),
+                    format!("key id {id:?} appears twice (a JSON object must not repeat a key id)"),
+                ));
+            }
+            if key.iter().all(|&b| b == 0) {
+                return Err(EngineError::invalid(
+                    format!("key_ring.keys.{id}"),
+                    "the key is all zeros: generate keys with `reddog keygen`",
+                ));
+            }
+            if let Some((other, _)) = keys[..i].iter().find(|(_, k)| bool::from(k.ct_eq(key))) {
+                return Err(EngineError::invalid(
+                    format!("key_ring.keys.{id}"),
+                    format!("keys {other:?} and {id:?} are the same key: each id needs its own key"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn from_json(text: &str) -> Result<KeyRing, EngineError> {
         let mut file: KeyRingFile = serde_json::from_str(text).map_err(|e| {
             // serde's message may quote the input; keep only its position.
@@ -149,18 +330,23 @@ impl KeyRing {
                 format!("not a key ring JSON document (line {}, column {})", e.line(), e.column()),
             )
         })?;
-        let mut keys = Vec::with_capacity(file.keys.len());
-        for (id, hex_key) in &mut file.keys {
+        let mut keys = Vec::with_capacity(file.keys.0.len());
+        let mut bad = None;
+        for (id, hex_key) in &mut file.keys.0 {
             let mut key = [0u8; 32];
             let ok = hex::decode_to_slice(hex_key.trim(), &mut key).is_ok();
             hex_key.zeroize();
-            if !ok {
-                return Err(EngineError::invalid(
-                    format!("key_ring.keys.{id}"),
-                    "a key is 64 hexadecimal characters (32 bytes)",
-                ));
+            if !ok && bad.is_none() {
+                bad = Some(id.clone());
             }
             keys.push((id.clone(), key));
+        }
+        if let Some(id) = bad {
+            keys.iter_mut().for_each(|(_, k)| k.zeroize());
+            return Err(EngineError::invalid(
+                format!("key_ring.keys.{id}"),
+                "a key is 64 hexadecimal characters (32 bytes)",
+            ));
         }
         KeyRing::new(keys, &file.primary)
     }
@@ -192,61 +378,153 @@ impl KeyRing {
         self.keys.iter().map(|k| k.id.as_str())
     }
 
-    /// Seals `payload` into a token of `kind` under the primary key.
+    /// Seals `payload` into a version-2 token of `kind` under the primary key. A token over
+    /// [`MAX_TOKEN_LEN`] is refused ([`EngineError::TokenTooLarge`], an internal error that
+    /// accepted requests cannot reach).
     pub fn seal(&self, kind: TokenKind, payload: &impl Message) -> Result<Vec<u8>, EngineError> {
         let key = &self.keys[self.primary];
-        let id = key.id.as_bytes();
-        let header_len = 3 + id.len();
-        let body = payload.encoded_len();
-        let mut token = Vec::with_capacity(header_len + NONCE_LEN + body + TAG_LEN);
-        token.extend_from_slice(&[TOKEN_VERSION, kind.byte(), id.len() as u8]);
-        token.extend_from_slice(id);
-        token.resize(header_len + NONCE_LEN, 0);
-        payload.encode(&mut token).map_err(|_| EngineError::Internal("token payload encoding failed".into()))?;
+        let mut token = frame(TOKEN_VERSION, kind, &key.id, payload)?;
+        let header_len = 3 + key.id.len();
         let (head, rest) = token.split_at_mut(header_len);
         let (nonce_bytes, plaintext) = rest.split_at_mut(NONCE_LEN);
-        let mut mac = key.nonce_mac.clone();
+        let mut mac = key.siv_nonce_mac.clone();
+        mac.update(head);
+        mac.update(plaintext);
+        nonce_bytes.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
+        let nonce =
+            aes_gcm_siv::Nonce::try_from(&*nonce_bytes).map_err(|_| EngineError::Internal("nonce length".into()))?;
+        let tag = key
+            .siv
+            .encrypt_inout_detached(&nonce, head, plaintext.into())
+            .map_err(|_| EngineError::Internal("token encryption failed".into()))?;
+        token.extend_from_slice(tag.as_slice());
+        key.seals
+            .get_or_init(|| metrics::counter!("reddog_token_seals_total", "key_id" => key.id.clone()))
+            .increment(1);
+        Ok(token)
+    }
+
+    /// Seals a **version-1** token (AES-256-GCM), exactly as the engine did before version 2.
+    /// Only for tests of the rolling update: the service never calls it.
+    #[doc(hidden)]
+    pub fn seal_v1(&self, kind: TokenKind, payload: &impl Message) -> Result<Vec<u8>, EngineError> {
+        let key = &self.keys[self.primary];
+        let mut token = frame(TOKEN_VERSION_1, kind, &key.id, payload)?;
+        let header_len = 3 + key.id.len();
+        let (head, rest) = token.split_at_mut(header_len);
+        let (nonce_bytes, plaintext) = rest.split_at_mut(NONCE_LEN);
+        let mut mac = key.gcm_nonce_mac.clone();
         mac.update(head);
         mac.update(plaintext);
         nonce_bytes.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
         let nonce = Nonce::<U12>::try_from(&*nonce_bytes).map_err(|_| EngineError::Internal("nonce length".into()))?;
         let tag = key
-            .cipher
+            .gcm
             .encrypt_inout_detached(&nonce, head, plaintext.into())
             .map_err(|_| EngineError::Internal("token encryption failed".into()))?;
         token.extend_from_slice(tag.as_slice());
         Ok(token)
     }
 
-    /// Opens a token of `kind`; any failure is [`EngineError::InvalidToken`].
+    /// Opens a token of `kind` (version 2, or version 1 from an earlier engine); any failure
+    /// is [`EngineError::InvalidToken`].
     pub fn open<M: Message + Default>(&self, kind: TokenKind, token: &[u8]) -> Result<M, EngineError> {
-        let bad = || EngineError::InvalidToken;
+        self.open_checked(kind, token).map_err(EngineError::from)
+    }
+
+    /// Opens a token of `kind`, saying why it is refused. The reason is for the operator's
+    /// metric and log only: the client always gets the one answer ([`EngineError::InvalidToken`]).
+    pub fn open_checked<M: Message + Default>(&self, kind: TokenKind, token: &[u8]) -> Result<M, TokenRefusal> {
+        use TokenRefusal::{Malformed, Tampered, UnknownKey, WrongKind};
         if token.len() > MAX_TOKEN_LEN || token.len() < 3 {
-            return Err(bad());
+            return Err(Malformed);
         }
-        if token[0] != TOKEN_VERSION || token[1] != kind.byte() {
-            return Err(bad());
+        let version = token[0];
+        if !matches!(version, TOKEN_VERSION | TOKEN_VERSION_1) {
+            return Err(Malformed);
+        }
+        if token[1] != kind.byte() {
+            let other = [TokenKind::Commitment, TokenKind::Round].into_iter().any(|k| k.byte() == token[1]);
+            return Err(if other { WrongKind } else { Malformed });
         }
         let id_len = usize::from(token[2]);
         let header_len = 3 + id_len;
         if id_len == 0 || token.len() < header_len + NONCE_LEN + TAG_LEN {
-            return Err(bad());
+            return Err(Malformed);
         }
         let (head, rest) = token.split_at(header_len);
         let id = &head[3..];
-        let key = self.keys.iter().find(|k| k.id.as_bytes() == id).ok_or_else(bad)?;
+        let key = self.keys.iter().find(|k| k.id.as_bytes() == id).ok_or(UnknownKey)?;
         let (nonce_bytes, sealed) = rest.split_at(NONCE_LEN);
         let (ciphertext, tag_bytes) = sealed.split_at(sealed.len() - TAG_LEN);
-        let nonce = Nonce::<U12>::try_from(nonce_bytes).map_err(|_| bad())?;
-        let tag = aes_gcm::Tag::try_from(tag_bytes).map_err(|_| bad())?;
         let mut plain = ciphertext.to_vec();
-        let opened = key.cipher.decrypt_inout_detached(&nonce, head, plain.as_mut_slice().into(), &tag);
-        if opened.is_err() {
-            return Err(bad());
+        let opened = if version == TOKEN_VERSION {
+            let nonce = aes_gcm_siv::Nonce::try_from(nonce_bytes).map_err(|_| Malformed)?;
+            let tag = aes_gcm_siv::Tag::try_from(tag_bytes).map_err(|_| Malformed)?;
+            key.siv.decrypt_inout_detached(&nonce, head, plain.as_mut_slice().into(), &tag).is_ok()
+        } else {
+            let nonce = Nonce::<U12>::try_from(nonce_bytes).map_err(|_| Malformed)?;
+            let tag = aes_gcm::Tag::try_from(tag_bytes).map_err(|_| Malformed)?;
+            key.gcm.decrypt_inout_detached(&nonce, head, plain.as_mut_slice().into(), &tag).is_ok()
+        };
+        if !opened {
+            plain.zeroize();
+            return Err(Tampered);
         }
-        let decoded = M::decode(plain.as_slice()).map_err(|_| bad());
+        let decoded = M::decode(plain.as_slice()).map_err(|_| Malformed);
         plain.zeroize();
         decoded
+    }
+}
+
+/// Header and a zeroed nonce, then the encoded payload: the token before encryption.
+fn frame(version: u8, kind: TokenKind, id: &str, payload: &impl Message) -> Result<Vec<u8>, EngineError> {
+    let id = id.as_bytes();
+    let header_len = 3 + id.len();
+    let len = header_len + NONCE_LEN + payload.encoded_len() + TAG_LEN;
+    if len > MAX_TOKEN_LEN {
+        return Err(EngineError::TokenTooLarge { len, max: MAX_TOKEN_LEN });
+    }
+    let mut token = Vec::with_capacity(len);
+    // A valid key id is 1..=32 bytes: its length fits in the byte.
+    token.extend_from_slice(&[version, kind.byte(), id.len() as u8]);
+    token.extend_from_slice(id);
+    token.resize(header_len + NONCE_LEN, 0);
+    payload.encode(&mut token).map_err(|_| EngineError::Internal("token payload encoding failed".into()))?;
+    Ok(token)
+}
+
+/// Why a token was refused, for the operator (metric label and WARN log); never sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenRefusal {
+    /// Not a token of a known format: wrong length, version or layout, or undecodable content.
+    Malformed,
+    /// A genuine-looking token of the other kind (a commitment where a round was expected).
+    WrongKind,
+    /// Sealed under a key id the ring does not hold (foreign, or retired too early).
+    UnknownKey,
+    /// The authentication tag does not verify: altered, or sealed under another key of that id.
+    Tampered,
+    /// Genuine, but past its expiry.
+    Expired,
+}
+
+impl TokenRefusal {
+    /// The metric label.
+    pub const fn label(self) -> &'static str {
+        match self {
+            TokenRefusal::Malformed => "malformed",
+            TokenRefusal::WrongKind => "wrong_kind",
+            TokenRefusal::UnknownKey => "unknown_key",
+            TokenRefusal::Tampered => "tampered",
+            TokenRefusal::Expired => "expired",
+        }
+    }
+}
+
+impl From<TokenRefusal> for EngineError {
+    fn from(_: TokenRefusal) -> EngineError {
+        EngineError::InvalidToken
     }
 }
 
@@ -264,9 +542,59 @@ mod tests {
         KeyRing::from_json(&format!(
             r#"{{"primary":"{primary}","keys":{{"k1":"{}","k0":"{}"}}}}"#,
             "11".repeat(32),
-            "00".repeat(32)
+            "01".repeat(32)
         ))
         .unwrap()
+    }
+
+    /// The largest round payload any accepted request can produce: every field at its
+    /// maximum at once.
+    fn largest_round_payload() -> crate::service::state::RoundPayload {
+        crate::service::state::RoundPayload {
+            server_seed: vec![0xff; 32],
+            client_seed: "\u{10ffff}".repeat(MAX_CLIENT_SEED_BYTES / 4),
+            nonce: u64::MAX,
+            decks: u32::from(MAX_DECKS),
+            round_id: "r".repeat(MAX_ROUND_ID_BYTES),
+            complete: true,
+            cards: vec![51, 50, 49],
+            bets: vec![MAX_BET; MAX_SEATS],
+            decisions: vec![1; MAX_SEATS],
+            paytable: vec![MAX_ODDS; 12],
+            table_id: "t".repeat(MAX_TABLE_ID_BYTES),
+            step: MAX_SEATS as u32,
+            transcript: vec![0xff; 32],
+            decided_in: (1..=MAX_SEATS as u8).collect(),
+        }
+    }
+
+    #[test]
+    fn the_token_budget_is_exactly_the_largest_token_an_accepted_request_makes() {
+        let payload = largest_round_payload();
+        assert_eq!(payload.client_seed.len(), MAX_CLIENT_SEED_BYTES);
+        assert_eq!(payload.encoded_len(), MAX_ROUND_PAYLOAD_LEN, "the const budget is tight");
+        let id = "k".repeat(MAX_KEY_ID_LEN);
+        let ring = KeyRing::new(vec![(id.clone(), [7; 32])], &id).unwrap();
+        let token = ring.seal(TokenKind::Round, &payload).unwrap();
+        assert_eq!(token.len(), MAX_TOKEN_LEN);
+        assert!(ring.open::<crate::service::state::RoundPayload>(TokenKind::Round, &token).is_ok());
+        let commitment = crate::service::state::CommitmentPayload {
+            server_seed: vec![0xff; 32],
+            expires_at_unix_ms: -1,
+            round_id: "r".repeat(MAX_ROUND_ID_BYTES),
+            nonce: u64::MAX,
+            table_id: "t".repeat(MAX_TABLE_ID_BYTES),
+            decks: u32::from(MAX_DECKS),
+        };
+        assert_eq!(commitment.encoded_len(), MAX_COMMITMENT_PAYLOAD_LEN);
+        const { assert!(MAX_COMMITMENT_PAYLOAD_LEN < MAX_ROUND_PAYLOAD_LEN) };
+        // One byte more than the budget is refused at seal time, as an internal error.
+        let mut over = largest_round_payload();
+        over.client_seed.push('x');
+        assert_eq!(
+            ring.seal(TokenKind::Round, &over),
+            Err(EngineError::TokenTooLarge { len: MAX_TOKEN_LEN + 1, max: MAX_TOKEN_LEN })
+        );
     }
 
     #[test]
@@ -277,6 +605,58 @@ mod tests {
         assert_eq!(r.seal(TokenKind::Round, &msg).unwrap(), t);
         assert_eq!(r.open::<Sample>(TokenKind::Round, &t).unwrap(), msg);
         assert_eq!(r.open::<Sample>(TokenKind::Commitment, &t), Err(EngineError::InvalidToken));
+    }
+
+    #[test]
+    fn version_2_is_sealed_and_version_1_still_opens() {
+        let r = ring("k1");
+        let msg = Sample { text: "round".into() };
+        let v2 = r.seal(TokenKind::Round, &msg).unwrap();
+        let v1 = r.seal_v1(TokenKind::Round, &msg).unwrap();
+        assert_eq!((v2[0], v1[0]), (2, 1));
+        assert_eq!(v2.len(), v1.len(), "same layout");
+        assert_ne!(v2[3 + 2..], v1[3 + 2..], "another AEAD and other keys");
+        assert_eq!(r.open::<Sample>(TokenKind::Round, &v2).unwrap(), msg);
+        assert_eq!(r.open::<Sample>(TokenKind::Round, &v1).unwrap(), msg);
+        // The version byte is authenticated: relabelling either token fails.
+        for (t, other) in [(&v2, 1u8), (&v1, 2u8)] {
+            let mut relabelled = t.clone();
+            relabelled[0] = other;
+            assert_eq!(r.open::<Sample>(TokenKind::Round, &relabelled), Err(EngineError::InvalidToken));
+        }
+        let mut unknown = v2.clone();
+        unknown[0] = 3;
+        assert_eq!(r.open::<Sample>(TokenKind::Round, &unknown), Err(EngineError::InvalidToken));
+    }
+
+    #[test]
+    fn the_version_2_keys_are_the_hkdf_subkeys_not_the_ring_key() {
+        // Recompute a version-2 token independently from the documented derivation.
+        let ring_key = [0x11u8; 32];
+        let r = ring("k1");
+        let msg = Sample { text: "hkdf".into() };
+        let token = r.seal(TokenKind::Commitment, &msg).unwrap();
+        let hk = Hkdf::<Sha256>::new(Some(b"reddog/token/v2"), &ring_key);
+        let (mut aead_key, mut nonce_key) = ([0u8; 32], [0u8; 32]);
+        hk.expand(b"reddog/token/v2/aead", &mut aead_key).unwrap();
+        hk.expand(b"reddog/token/v2/nonce", &mut nonce_key).unwrap();
+        let head = [2u8, b'c', 2, b'k', b'1'];
+        let plain = msg.encode_to_vec();
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&nonce_key).unwrap();
+        mac.update(&head);
+        mac.update(&plain);
+        let nonce = mac.finalize().into_bytes();
+        let cipher = Aes256GcmSiv::new(&aes_gcm_siv::Key::<Aes256GcmSiv>::from(aead_key));
+        let mut body = plain.clone();
+        let n = aes_gcm_siv::Nonce::try_from(&nonce[..12]).unwrap();
+        let tag = cipher.encrypt_inout_detached(&n, &head, body.as_mut_slice().into()).unwrap();
+        let expected = [&head[..], &nonce[..12], &body, tag.as_slice()].concat();
+        assert_eq!(token, expected);
+        // Keyed directly by the ring key, the same layout does not open.
+        let raw = Aes256GcmSiv::new(&aes_gcm_siv::Key::<Aes256GcmSiv>::from(ring_key));
+        let mut again = token[5 + 12..token.len() - 16].to_vec();
+        let t = aes_gcm_siv::Tag::try_from(&token[token.len() - 16..]).unwrap();
+        assert!(raw.decrypt_inout_detached(&n, &head, again.as_mut_slice().into(), &t).is_err());
     }
 
     #[test]
@@ -309,8 +689,47 @@ mod tests {
         let secret = "ab".repeat(31) + "zz";
         let err = KeyRing::from_json(&format!(r#"{{"primary":"a","keys":{{"a":"{secret}"}}}}"#)).unwrap_err();
         assert!(!err.to_string().contains("abab"));
-        assert!(KeyRing::from_json(&format!(r#"{{"primary":"b","keys":{{"a":"{}"}}}}"#, "00".repeat(32))).is_err());
-        assert!(KeyRing::from_json(&format!(r#"{{"primary":"a b","keys":{{"a b":"{}"}}}}"#, "00".repeat(32))).is_err());
+        assert!(KeyRing::from_json(&format!(r#"{{"primary":"b","keys":{{"a":"{}"}}}}"#, "03".repeat(32))).is_err());
+        assert!(KeyRing::from_json(&format!(r#"{{"primary":"a b","keys":{{"a b":"{}"}}}}"#, "03".repeat(32))).is_err());
         assert!(format!("{:?}", ring("k1")).contains("k0"));
+    }
+
+    /// The message of a refused ring: names the problem, never the key text.
+    fn refusal(json: &str, secret: &str) -> String {
+        let err = KeyRing::from_json(json).unwrap_err().to_string();
+        assert!(!err.contains(secret), "{err}");
+        err
+    }
+
+    #[test]
+    fn duplicate_ids_zero_keys_and_shared_keys_are_refused() {
+        let (k1, k2) = ("4a".repeat(32), "5b".repeat(32));
+        // A repeated JSON key: serde into a map would keep the last one silently.
+        let err = refusal(&format!(r#"{{"primary":"a","keys":{{"a":"{k1}","a":"{k2}"}}}}"#), &k1[..16]);
+        assert!(err.contains("appears twice"), "{err}");
+        let err = refusal(&format!(r#"{{"primary":"a","keys":{{"a":"{}"}}}}"#, "00".repeat(32)), "0000000000");
+        assert!(err.contains("all zeros"), "{err}");
+        let err = refusal(&format!(r#"{{"primary":"a","keys":{{"a":"{k1}","b":"{k1}"}}}}"#), &k1[..16]);
+        assert!(err.contains("same key"), "{err}");
+        assert!(KeyRing::from_json(&format!(r#"{{"primary":"a","keys":{{"a":"{k1}","b":"{k2}"}}}}"#)).is_ok());
+    }
+
+    #[test]
+    fn refusals_say_why_to_the_operator() {
+        let r = ring("k1");
+        let t = r.seal(TokenKind::Round, &Sample { text: "hello".into() }).unwrap();
+        let why = |t: &[u8], kind| r.open_checked::<Sample>(kind, t).unwrap_err();
+        assert_eq!(why(&t, TokenKind::Commitment), TokenRefusal::WrongKind);
+        let mut bad = t.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        assert_eq!(why(&bad, TokenKind::Round), TokenRefusal::Tampered);
+        assert_eq!(why(&t[..10], TokenKind::Round), TokenRefusal::Malformed);
+        assert_eq!(why(b"junk", TokenKind::Round), TokenRefusal::Malformed);
+        let foreign =
+            KeyRing::from_json(&format!(r#"{{"primary":"zz","keys":{{"zz":"{}"}}}}"#, "22".repeat(32))).unwrap();
+        let t2 = foreign.seal(TokenKind::Round, &Sample { text: "x".into() }).unwrap();
+        assert_eq!(why(&t2, TokenKind::Round), TokenRefusal::UnknownKey);
+        // Every refusal is the same error to the caller.
+        assert_eq!(r.open::<Sample>(TokenKind::Round, &t2), Err(EngineError::InvalidToken));
     }
 }

@@ -266,7 +266,7 @@ pub fn simulate(config: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<S
     if config.rounds == 0 {
         return Err(EngineError::out_of_range("rounds", 0u64, 1, u64::MAX));
     }
-    let table = Table { decks: config.decks, paytable: config.paytable.clone(), ..Table::default() };
+    let table = Table::default().with_decks(config.decks).with_paytable(config.paytable.clone())?;
     let raise = config.policy.raise_set(config.decks, &config.paytable);
     let chunks = config.rounds.div_ceil(CHUNK_ROUNDS);
     let done = AtomicU64::new(0);
@@ -330,7 +330,7 @@ pub fn run_chunk(
     chunk: u64,
     rounds: u64,
 ) -> Result<Sums, EngineError> {
-    let mut shoe = FastShoe::new(table.decks, chunk_rng(seed, chunk));
+    let mut shoe = FastShoe::new(table.decks(), chunk_rng(seed, chunk));
     let bets = vec![SIM_BET; seats];
     let mut sums = Sums::default();
     for _ in 0..rounds {
@@ -372,7 +372,7 @@ pub fn play_round(
             round.decide(seat, decision)?;
         }
     }
-    round.settle(table)
+    round.settle(table.paytable())
 }
 
 /// How the simulator's interval is computed, as stated in every output.

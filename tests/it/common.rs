@@ -12,7 +12,7 @@ use reddog::service::proto::red_dog_client::RedDogClient;
 use reddog::service::proto::{self, Limits, SeatBet};
 use reddog::service::state::CommitmentPayload;
 use reddog::service::token::TokenKind;
-use reddog::service::{EngineConfig, KeyRing, ServerConfig};
+use reddog::service::{Application, KeyRing, KeyRingSource, Settings};
 use tokio::sync::oneshot;
 use tonic::transport::Channel;
 
@@ -34,37 +34,35 @@ pub fn ring_a() -> String {
     ring_json("a", &[("a", KEY_A)])
 }
 
-/// A running in-process server.
+/// A running in-process server, built with [`Application::build`] exactly as the binary
+/// builds it (on 127.0.0.1:0, no metrics listener).
 pub struct TestServer {
     pub addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
+    task: tokio::task::JoinHandle<Result<(), reddog::service::ServeError>>,
+}
+
+/// Settings for a test server: 127.0.0.1:0, the ring given as JSON, default limits.
+pub fn settings(ring: &str) -> Settings {
+    Settings::local(KeyRingSource::json(ring))
 }
 
 impl TestServer {
-    pub async fn start(ring: &str, ttl: Duration) -> TestServer {
-        Self::start_with(ring, ttl, Table::default()).await
+    /// Builds and starts a server with `settings`; panics if they are refused.
+    pub async fn spawn(settings: Settings) -> TestServer {
+        let app = Application::build(settings)
+            .await
+            .expect("Application::build");
+        Self::run(app)
     }
 
-    pub async fn start_with(ring: &str, ttl: Duration, table: Table) -> TestServer {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let config = ServerConfig {
-            engine: EngineConfig {
-                table,
-                key_ring: KeyRing::from_json(ring).unwrap(),
-                commitment_ttl: ttl,
-            },
-            drain_timeout: Duration::from_secs(5),
-        };
+    /// Starts an already built application.
+    pub fn run(app: Application) -> TestServer {
+        let addr = app.local_addr();
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            reddog::service::run(listener, config, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
+        let task = tokio::spawn(app.run(async {
+            let _ = rx.await;
+        }));
         TestServer {
             addr,
             stop: Some(tx),
@@ -72,47 +70,130 @@ impl TestServer {
         }
     }
 
+    pub async fn start(ring: &str, ttl: Duration) -> TestServer {
+        let mut s = settings(ring);
+        s.commitment_ttl = ttl;
+        Self::spawn(s).await
+    }
+
+    pub async fn start_with(ring: &str, ttl: Duration, table: Table) -> TestServer {
+        Self::start_tables(ring, ttl, reddog::service::tables::Tables::single(table)).await
+    }
+
+    /// A server with several named tables.
+    pub async fn start_tables(
+        ring: &str,
+        ttl: Duration,
+        tables: reddog::service::tables::Tables,
+    ) -> TestServer {
+        let mut s = settings(ring);
+        s.commitment_ttl = ttl;
+        s.tables = Some(tables);
+        Self::spawn(s).await
+    }
+
     pub async fn client(&self) -> RedDogClient<Channel> {
         connect(self.addr).await
     }
 
+    /// Starts the drain and waits (bounded) for the server to return.
     pub async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
-        tokio::time::timeout(Duration::from_secs(10), &mut self.task)
+        tokio::time::timeout(Duration::from_secs(30), &mut self.task)
             .await
+            .expect("the server stopped within 30 s")
             .unwrap()
-            .unwrap();
+            .expect("the server returned Ok");
+    }
+}
+
+/// Polls `check` every 10 ms until it is true; panics after `limit`.
+pub async fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not within {limit:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A channel to `addr`, retried (bounded: 5 s) while the server comes up.
+pub async fn channel(addr: SocketAddr) -> Channel {
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match endpoint.connect().await {
+            Ok(ch) => return ch,
+            Err(e) if tokio::time::Instant::now() >= deadline => {
+                panic!("could not connect to {addr} within 5 s: {e}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
     }
 }
 
 pub async fn connect(addr: SocketAddr) -> RedDogClient<Channel> {
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
-    for _ in 0..100 {
-        if let Ok(ch) = endpoint.connect().await {
-            return RedDogClient::new(ch);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("could not connect to {addr}");
+    RedDogClient::new(channel(addr).await)
 }
 
-/// A commitment token over a known seed, sealed with `ring` as the server would.
+/// An unbound version-1 commitment token over a known seed, sealed by the old code path
+/// (AES-256-GCM, no round in it) as the engine did before commitments were bound to a round:
+/// it serves any round id and nonce until it expires (the rolling-update window of
+/// `docs/design/round-integrity.md` §6).
 pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
     let ring = KeyRing::from_json(ring).unwrap();
-    ring.seal(
+    ring.seal_v1(
         TokenKind::Commitment,
         &CommitmentPayload {
             server_seed: seed.to_vec(),
             expires_at_unix_ms: now + ttl_ms,
+            round_id: String::new(),
+            nonce: 0,
+            table_id: String::new(),
+            decks: 0,
         },
     )
     .unwrap()
+}
+
+/// A commitment token over a known seed bound to round `round-{nonce}` and `nonce` at the
+/// default table (one deck), sealed with `ring` as `CommitSeed` would.
+pub fn bound_commitment_token(ring: &str, seed: [u8; 32], nonce: u64) -> Vec<u8> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    KeyRing::from_json(ring)
+        .unwrap()
+        .seal(
+            TokenKind::Commitment,
+            &CommitmentPayload {
+                server_seed: seed.to_vec(),
+                expires_at_unix_ms: now + 60_000,
+                round_id: format!("round-{nonce}"),
+                nonce,
+                table_id: "default".into(),
+                decks: 1,
+            },
+        )
+        .unwrap()
+}
+
+/// A `CommitSeed` request for round `round_id` with `nonce` at the default table.
+pub fn commit_request(round_id: impl Into<String>, nonce: u64) -> proto::CommitSeedRequest {
+    proto::CommitSeedRequest {
+        round_id: round_id.into(),
+        nonce,
+        table_id: String::new(),
+    }
 }
 
 /// The first three cards the fair shoe deals.
@@ -176,6 +257,7 @@ pub fn start_request(token: Vec<u8>, nonce: u64, bets: &[u64]) -> proto::StartRo
         round_id: format!("round-{nonce}"),
         seats: bets.iter().map(|&bet| SeatBet { bet }).collect(),
         player_limits: limits(100, 100_000),
+        table_id: String::new(),
     }
 }
 
@@ -259,4 +341,35 @@ impl Drop for ServerProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts a GetRules call whose request message is held back until it is sent on the returned
+/// sender (dropping the sender without sending ends the call without a message): the server
+/// has accepted the stream and its handler waits meanwhile — a call deterministically "in
+/// flight", without any test hook in the server.
+pub fn held_call(
+    ch: Channel,
+) -> (
+    tokio::sync::mpsc::Sender<proto::GetRulesRequest>,
+    tokio::task::JoinHandle<Result<proto::GetRulesResponse, tonic::Status>>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::channel::<proto::GetRulesRequest>(1);
+    let task = tokio::spawn(async move {
+        let mut grpc = tonic::client::Grpc::new(ch);
+        grpc.ready()
+            .await
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        let codec =
+            tonic_prost::ProstCodec::<proto::GetRulesRequest, proto::GetRulesResponse>::default();
+        let path =
+            tonic::codegen::http::uri::PathAndQuery::from_static("/reddog.v1.RedDog/GetRules");
+        grpc.client_streaming(
+            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)),
+            path,
+            codec,
+        )
+        .await
+        .map(tonic::Response::into_inner)
+    });
+    (tx, task)
 }

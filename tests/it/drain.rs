@@ -6,7 +6,8 @@
 //! message the client has not sent yet (HTTP/2 HEADERS sent, DATA withheld), so the server has
 //! accepted the stream and its handler is waiting. Then:
 //! - `drain_completes_in_flight_calls`: SIGTERM; the overall health status (`""`, what the
-//!   readiness probe asks) turns NOT_SERVING on a Watch opened before; `liveness` does not;
+//!   readiness probe asks) turns NOT_SERVING on a Watch opened before, then that Watch ends
+//!   (UNAVAILABLE) so it cannot hold the drain; `liveness` never turns NOT_SERVING;
 //!   the held calls are released, complete OK, and the process exits 0 well within the bound;
 //! - `drain_is_bounded`: a call that never completes does not keep the process alive past
 //!   `--drain-timeout-secs`.
@@ -17,9 +18,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use reddog::service::proto::{GetRulesRequest, GetRulesResponse};
-use tokio_stream::wrappers::ReceiverStream;
-use tonic::codegen::http::uri::PathAndQuery;
+use reddog::service::proto::GetRulesRequest;
+
+use crate::common::held_call;
 use tonic::transport::{Channel, Endpoint};
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -49,13 +50,9 @@ fn start(drain_timeout_secs: u64) -> Server {
             "--metrics-listen",
             "127.0.0.1:0",
         ])
-        .args([
-            "--key-ring",
-            RING,
-            "--drain-timeout-secs",
-            &drain_timeout_secs.to_string(),
-        ])
+        .args(["--drain-timeout-secs", &drain_timeout_secs.to_string()])
         .env_clear()
+        .env("REDDOG_KEY_RING", RING)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -114,28 +111,6 @@ async fn channel(addr: SocketAddr) -> Channel {
     panic!("cannot connect to {addr}");
 }
 
-/// Starts a GetRules call whose request message is held back until `release` is sent.
-fn held_call(
-    ch: Channel,
-) -> (
-    tokio::sync::mpsc::Sender<GetRulesRequest>,
-    tokio::task::JoinHandle<Result<GetRulesResponse, tonic::Status>>,
-) {
-    let (tx, rx) = tokio::sync::mpsc::channel::<GetRulesRequest>(1);
-    let task = tokio::spawn(async move {
-        let mut grpc = tonic::client::Grpc::new(ch);
-        grpc.ready()
-            .await
-            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-        let codec = tonic_prost::ProstCodec::<GetRulesRequest, GetRulesResponse>::default();
-        let path = PathAndQuery::from_static("/reddog.v1.RedDog/GetRules");
-        grpc.client_streaming(tonic::Request::new(ReceiverStream::new(rx)), path, codec)
-            .await
-            .map(tonic::Response::into_inner)
-    });
-    (tx, task)
-}
-
 async fn watch(
     ch: Channel,
     service: &str,
@@ -165,7 +140,7 @@ async fn drain_completes_in_flight_calls() {
 
     // A normal call works, and both health names are SERVING.
     let (tx, call) = held_call(ch.clone());
-    tx.send(GetRulesRequest {}).await.unwrap();
+    tx.send(GetRulesRequest::default()).await.unwrap();
     drop(tx);
     call.await.unwrap().expect("GetRules before shutdown");
     let mut overall = watch(channel(server.addr).await, "").await;
@@ -195,18 +170,22 @@ async fn drain_completes_in_flight_calls() {
         ServingStatus::NotServing,
         "\"\" during the drain"
     );
-    // Liveness does not change (a change would arrive as a message).
-    match tokio::time::timeout(Duration::from_millis(500), liveness.message()).await {
-        Err(_) => {}
-        Ok(Ok(Some(m))) => assert_eq!(
-            m.status(),
-            ServingStatus::Serving,
-            "liveness during the drain"
-        ),
-        Ok(other) => panic!("liveness watch ended during the drain: {other:?}"),
+    // Then the Watch ends (it must not hold the drain) with UNAVAILABLE.
+    let end = tokio::time::timeout(Duration::from_secs(5), overall.message())
+        .await
+        .expect("Watch(\"\") ends within 5 s of SIGTERM");
+    match end {
+        Err(status) => assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}"),
+        Ok(other) => panic!("Watch(\"\") after NOT_SERVING: {other:?}"),
     }
-    drop(overall);
-    drop(liveness);
+    // Liveness never changes: its Watch ends without a NOT_SERVING message.
+    let end = tokio::time::timeout(Duration::from_secs(5), liveness.message())
+        .await
+        .expect("Watch(liveness) ends within 5 s of SIGTERM");
+    match end {
+        Err(status) => assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}"),
+        Ok(other) => panic!("liveness during the drain: {other:?}"),
+    }
     assert!(
         server.child.try_wait().unwrap().is_none(),
         "exited with calls in flight"
@@ -221,7 +200,7 @@ async fn drain_completes_in_flight_calls() {
     // Let the in-flight calls finish: every one completes OK.
     tokio::time::sleep(Duration::from_millis(500)).await;
     for (tx, _) in &held {
-        tx.send(GetRulesRequest {})
+        tx.send(GetRulesRequest::default())
             .await
             .expect("the held call's stream is still open");
     }

@@ -31,8 +31,6 @@ fn worked_example() -> String {
             "--reveal",
             "--client-seed",
             "lucky-7",
-            "--cards",
-            "3",
         ],
         "",
     );
@@ -73,7 +71,7 @@ fn the_worked_example_of_the_spec_verifies_from_stdin() {
 fn a_tampered_reveal_fails_with_a_non_zero_exit_status() {
     let reveal = worked_example().replace("\"6d\"", "\"7d\"");
     let out = reddog(&["verify", "-"], &reveal);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(1), "not verified: exit status 1");
     assert!(
         String::from_utf8(out.stdout)
             .unwrap()
@@ -90,10 +88,94 @@ fn a_tampered_reveal_fails_with_a_non_zero_exit_status() {
 fn a_malformed_reveal_is_an_error_naming_the_field() {
     let reveal = worked_example().replace("\"decks\": 1", "\"decks\": 9");
     let out = reddog(&["verify"], &reveal);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2), "malformed: exit status 2");
     assert!(String::from_utf8(out.stderr).unwrap().contains("decks"));
     let out = reddog(&["verify"], "not json");
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2));
+    let out = reddog(&["verify", "/nonexistent/reveal.json"], "");
+    assert_eq!(out.status.code(), Some(2), "unreadable: exit status 2");
+}
+
+#[test]
+fn expectations_must_match_what_the_player_was_shown() {
+    let reveal = worked_example();
+    let commitment = "630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd";
+    let ok = reddog(
+        &[
+            "verify",
+            "--expect-commitment",
+            commitment,
+            "--expect-client-seed",
+            "lucky-7",
+            "--expect-nonce",
+            "0",
+            "--expect-decks",
+            "1",
+        ],
+        &reveal,
+    );
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+    for wrong in [
+        ["--expect-commitment", &"00".repeat(32)],
+        ["--expect-client-seed", "lucky-8"],
+        ["--expect-nonce", "1"],
+        ["--expect-decks", "2"],
+        ["--expect-round-id", "r-1"],
+    ] {
+        let out = reddog(&["verify", wrong[0], wrong[1]], &reveal);
+        assert_eq!(out.status.code(), Some(1), "{wrong:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("MISMATCH"),
+            "{wrong:?}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shown.json");
+    std::fs::write(
+        &file,
+        format!(r#"{{"commitment":"{commitment}","nonce":0}}"#),
+    )
+    .unwrap();
+    let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
+    assert_eq!(out.status.code(), Some(0));
+    std::fs::write(&file, r#"{"nonce":0,"nonce":1}"#).unwrap();
+    let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "duplicate keys in the expectations file"
+    );
+    for never in [
+        ["--expect-commitment", "zz"],
+        ["--expect-decks", "9"],
+        ["--expect-nonce", "18446744073709551616"],
+    ] {
+        let out = reddog(&["verify", never[0], never[1]], &reveal);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{never:?} can never match: malformed input"
+        );
+    }
+    std::fs::write(&file, r#"{"commitment":"xyz"}"#).unwrap();
+    let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a non-hex commitment in the file"
+    );
+    std::fs::write(&file, r#"{"player":"x"}"#).unwrap();
+    let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "unknown key in the expectations file"
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use reddog::fairness::{
-    self, ALGORITHM, ALGORITHM_VERSION, DealInputs, DealStream, FairShoe, Reveal, ServerSeed,
+    self, ALGORITHM, ALGORITHM_VERSION, DealInputs, DealStream, FairShoe, RevealV1, ServerSeed,
 };
 use reddog::game::{Card, Decks, Shoe};
 use serde_json::{Value, json};
@@ -102,6 +102,8 @@ fn cases() -> Vec<Case> {
         case("8-deck/ascii-client/nonce-1", SEED_D, "lucky-7", 1, 8),
         case("1-deck/rejection", SEED_R, REJECTION_CLIENT, 20_319_252, 1),
         case("8-deck/rejection", SEED_R, REJECTION_CLIENT, 4_203_422, 8),
+        // FAIRNESS.md §3.4: "a" with *another* nonce is a third, different message.
+        case("2-deck/colon-client-shifted/nonce-2", SEED_C, "a", 2, 2),
     ]);
     all
 }
@@ -272,6 +274,33 @@ fn the_vectors_cover_what_the_issue_asks_for() {
     assert!(has(&|c| c.client.len() > 1024 && !c.client.is_ascii()));
     assert!(has(&|c| !c.client.is_ascii()));
     assert!(has(&|c| c.nonce == 0) && has(&|c| c.nonce == u64::MAX));
+    // FAIRNESS.md §3.4: "a:b" with one nonce, "a" with the same nonce and with another: three
+    // different messages, so three unrelated keys.
+    let colon: Vec<&Case> = all
+        .iter()
+        .filter(|c| c.client == "a:b" || c.client == "a")
+        .collect();
+    assert!(
+        colon
+            .iter()
+            .any(|c| c.client == "a" && c.nonce != colon[0].nonce)
+    );
+    let keys: std::collections::HashSet<String> = colon
+        .iter()
+        .map(|c| {
+            render_case(c)
+                .into_iter()
+                .find(|(k, _)| *k == "key")
+                .unwrap()
+                .1
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        keys.len(),
+        3,
+        "the colon cases must give three different keys"
+    );
     let rejecting = all.iter().filter(|c| {
         render_case(c)
             .iter()
@@ -288,23 +317,36 @@ fn every_vector_verifies_as_a_reveal_and_fails_with_a_changed_card() {
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(vector_file()).unwrap()).unwrap();
     for case in doc["cases"].as_array().unwrap() {
-        let mut reveal = Reveal {
+        let mut cards: Vec<String> = serde_json::from_value(case["cards"].clone()).unwrap();
+        // A round deals 2 cards on a consecutive hand, 3 otherwise.
+        let (a, b): (Card, Card) = (cards[0].parse().unwrap(), cards[1].parse().unwrap());
+        cards.truncate(
+            if reddog::game::HandClass::of(a, b) == reddog::game::HandClass::Consecutive {
+                2
+            } else {
+                3
+            },
+        );
+        let mut reveal = RevealV1 {
             algorithm: ALGORITHM.into(),
             server_seed: case["server_seed"].as_str().unwrap().into(),
             commitment: case["commitment"].as_str().unwrap().into(),
             client_seed: case["client_seed"].as_str().unwrap().into(),
             nonce: case["nonce"].as_u64().unwrap(),
             decks: case["decks"].as_u64().unwrap() as u8,
-            cards: serde_json::from_value(case["cards"].clone()).unwrap(),
+            cards,
             round_id: None,
         };
-        assert!(fairness::verify(&reveal).unwrap().ok(), "{}", case["name"]);
-        let first: Card = reveal.cards[0].parse().unwrap();
-        reveal.cards[0] = Card::from_code((first.code() + 1) % 52)
-            .unwrap()
-            .to_string();
         assert!(
-            !fairness::verify(&reveal).unwrap().cards_ok,
+            fairness::verify_v1(&reveal).unwrap().ok(),
+            "{}",
+            case["name"]
+        );
+        // Another suit of the same rank: the hand class stays, the card differs.
+        let first: Card = reveal.cards[0].parse().unwrap();
+        reveal.cards[0] = Card::from_code(first.code() ^ 1).unwrap().to_string();
+        assert!(
+            !fairness::verify_v1(&reveal).unwrap().cards_ok,
             "{}",
             case["name"]
         );

@@ -251,7 +251,7 @@ async fn sigterm_under_load_drains() {
             !task.is_finished(),
             "an in-flight call was cut off by SIGTERM"
         );
-        tx.send(GetRulesRequest {})
+        tx.send(GetRulesRequest::default())
             .await
             .expect("the held stream is still open");
     }

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use reddog::fairness::{Reveal, verify};
+use reddog::fairness::{AnyReveal, parse_reveal};
 use reddog::service::proto::red_dog_client::RedDogClient;
 use reddog::service::proto::{self, Action, Outcome};
 use tonic::transport::{Channel, Endpoint};
@@ -440,9 +440,11 @@ where
 
 // ---- the API-version-dependent pieces (issue 8 changes these) --------------------------------
 
-pub fn commit_request(round_id: &str, _nonce: u64) -> proto::CommitSeedRequest {
+pub fn commit_request(round_id: &str, nonce: u64) -> proto::CommitSeedRequest {
     proto::CommitSeedRequest {
         round_id: round_id.to_string(),
+        nonce,
+        table_id: String::new(),
     }
 }
 
@@ -463,24 +465,47 @@ pub fn start_request(
             min_bet: 500,
             max_bet: 30_000,
         }),
+        table_id: String::new(),
     }
 }
 
-/// The reveal verifies, is this round's, and matches the commitment shown before it.
-pub fn check_reveal(reveal_json: &str, commitment: &str, client_seed: &str, nonce: u64) {
-    let reveal: Reveal = serde_json::from_str(reveal_json).expect("reveal_json parses");
+/// The reveal (v2) verifies, is this round's, matches the commitment shown before it, and
+/// carries the settlement's seats and the settled token's transcript.
+pub fn check_reveal(
+    settled: &proto::SettleResponse,
+    commitment: &str,
+    client_seed: &str,
+    nonce: u64,
+) {
+    let Ok(AnyReveal::V2(reveal)) = parse_reveal(&settled.reveal_json) else {
+        panic!("not a well-formed v2 reveal: {}", settled.reveal_json)
+    };
     assert_eq!(
         reveal.commitment, commitment,
         "the reveal is of the commitment shown"
     );
     assert_eq!(
-        (reveal.client_seed.as_str(), reveal.nonce),
-        (client_seed, nonce)
+        (
+            reveal.client_seed.as_str(),
+            reveal.nonce,
+            reveal.round_id.as_str()
+        ),
+        (client_seed, nonce, settled.round_id.as_str())
     );
-    assert!(
-        verify(&reveal).expect("well-formed reveal").ok(),
-        "the reveal verifies"
-    );
+    assert_eq!(reveal.transcript, settled.transcript);
+    let seats: Vec<_> = settled
+        .results
+        .iter()
+        .map(|r| (r.bet, r.raised, r.stake, r.returned))
+        .collect();
+    let shown: Vec<_> = reveal
+        .seats
+        .iter()
+        .map(|r| (r.bet, r.raised, r.stake, r.returned))
+        .collect();
+    assert_eq!(shown, seats, "the reveal's seats are the settlement's");
+    let verdict = AnyReveal::V2(reveal).verify().expect("well-formed reveal");
+    assert!(verdict.ok(), "the reveal verifies: {verdict:?}");
 }
 
 // ---- the ledger ----------------------------------------------------------------------------
@@ -718,12 +743,7 @@ async fn play_round(pool: &Pool, ledger: &Ledger, player: usize, rng: &mut Rng, 
         (staked, returned),
         "{round_id} totals"
     );
-    check_reveal(
-        &settled.reveal_json,
-        &committed.commitment,
-        &client_seed,
-        nonce,
-    );
+    check_reveal(&settled, &committed.commitment, &client_seed, nonce);
     if started_on != settled_on {
         ledger.hopped.fetch_add(1, Ordering::Relaxed);
     }

@@ -91,10 +91,11 @@ fn harness_catches_a_broken_property() {
         bets: vec![500],
         decided: vec![None],
         awaiting: false,
+        step: 0,
     };
-    let result = std::panic::catch_unwind(|| {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         harness::assert_round_token_opens(ring, b"\x01r\x02f1 not a token at all, not even close")
-    });
+    }));
     assert!(
         result.is_err(),
         "a forged token passed assert_round_token_opens"

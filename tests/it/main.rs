@@ -7,6 +7,7 @@
 
 mod common;
 
+mod audit_log;
 mod cli_json;
 mod drain;
 mod fairness_cli;
@@ -16,11 +17,19 @@ mod faults;
 mod fleet;
 mod fuzz_corpus;
 mod odds_match_every_deal;
+mod operator_errors;
+mod otlp_traces;
+mod reveal_vectors;
+mod round_integrity;
 mod round_properties;
 mod rules_by_example;
 mod service_errors;
 mod service_failover;
 mod service_logs;
 mod service_rounds;
+mod service_tables;
 mod simulator_agrees;
 mod soak;
+mod tls;
+mod token_budget;
+mod transport;

@@ -11,13 +11,12 @@ const BET: u64 = 500;
 
 /// Σnet and Σnet² over every ordered deal, in minor units, and the number of deals.
 fn brute_force(decks: u8, paytable: &Paytable, policy: Policy) -> (i128, i128, i128) {
-    let table = Table {
-        decks: Decks::new(u32::from(decks)).unwrap(),
-        paytable: paytable.clone(),
-        ..Table::default()
-    };
-    let raise = policy.raise_set(table.decks, paytable);
-    let cards: Vec<Card> = (0..table.decks.cards())
+    let table = Table::default()
+        .with_decks(Decks::new(u32::from(decks)).unwrap())
+        .with_paytable(paytable.clone())
+        .unwrap();
+    let raise = policy.raise_set(table.decks(), paytable);
+    let cards: Vec<Card> = (0..table.decks().cards())
         .map(|p| Card::from_code((p % 52) as u8).unwrap())
         .collect();
     let (mut sum, mut sum_sq, mut deals) = (0i128, 0i128, 0i128);

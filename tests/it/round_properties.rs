@@ -115,7 +115,7 @@ proptest! {
         steps in proptest::collection::vec(step(), 0..16),
         paytable in paytable(),
     ) {
-        let table = Table { paytable: paytable.clone(), ..Table::default() };
+        let table = Table::default().with_paytable(paytable.clone()).unwrap();
         let stakes: Vec<Money> = bets.iter().copied().map(Money).collect();
         let mut round = Round::start(&table, &stakes, &mut StackedDeck::new(cards)).unwrap();
         prop_assert_eq!(round.cards(), [cards[0], cards[1]]);
@@ -144,7 +144,7 @@ proptest! {
                     // The hidden card is never shown while a seat is still deciding.
                     if !closed && matches!(round.class(), HandClass::NonConsecutive(_)) {
                         prop_assert_eq!(round.third(), None);
-                        prop_assert!(round.settle(&table).is_err());
+                        prop_assert!(round.settle(table.paytable()).is_err());
                     }
                 }
                 Step::Close => {
@@ -155,7 +155,7 @@ proptest! {
         }
         round.close();
         prop_assert_eq!(round.snapshot().phase, Phase::Complete);
-        let s = round.settle(&table).unwrap();
+        let s = round.settle(table.paytable()).unwrap();
         prop_assert_eq!(s.seats.len(), bets.len());
         for (i, seat) in s.seats.iter().enumerate() {
             prop_assert_eq!(seat.seat, i);
@@ -175,7 +175,7 @@ proptest! {
         paytable in paytable(),
     ) {
         let decks = Decks::new(decks).unwrap();
-        let table = Table { decks, paytable: paytable.clone(), ..Table::default() };
+        let table = Table::default().with_decks(decks).with_paytable(paytable.clone()).unwrap();
         let raise = RaiseSet::from_spreads(reddog::game::Spread::all().filter(|s| mask & (1 << (s.get() - 1)) != 0));
         let mut shoe = FastShoe::new(decks, chunk_rng(seed, 0));
         for _ in 0..20 {

@@ -13,7 +13,7 @@ fn play(cards: &str, bet: u64, decision: Option<Decision>) -> Settlement {
         round.decide(0, d).unwrap();
     }
     round.close();
-    round.settle(&table).unwrap()
+    round.settle(table.paytable()).unwrap()
 }
 
 #[test]

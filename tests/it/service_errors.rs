@@ -422,10 +422,7 @@ async fn settle_and_commit_refuse_bad_fields() {
     .await
     .unwrap();
     assert_status(
-        c.commit_seed(proto::CommitSeedRequest {
-            round_id: "x".repeat(200),
-        })
-        .await,
+        c.commit_seed(commit_request("x".repeat(200), 0)).await,
         Code::InvalidArgument,
         "round_id",
     );
@@ -434,18 +431,32 @@ async fn settle_and_commit_refuse_bad_fields() {
 
 #[tokio::test]
 async fn an_expired_commitment_from_commit_seed_is_refused() {
-    let server = TestServer::start(&ring_a(), Duration::from_millis(1)).await;
+    // 1 s is the shortest lifetime the settings accept.
+    let server = TestServer::start(&ring_a(), Duration::from_secs(1)).await;
     let mut c = server.client().await;
     let committed = c
-        .commit_seed(proto::CommitSeedRequest::default())
+        .commit_seed(commit_request("round-0", 0))
         .await
         .unwrap()
         .into_inner();
-    tokio::time::sleep(Duration::from_millis(20)).await;
     let mut req = good_start(0);
     req.commitment_token = committed.commitment_token;
+    // Usable until it expires (a StartRound before that simply succeeds), refused after.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let refused = loop {
+        match c.start_round(req.clone()).await {
+            Err(status) => break status,
+            Ok(_) => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "a 1 s commitment still usable after 5 s"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
     assert_status(
-        c.start_round(req).await,
+        Err::<(), _>(refused),
         Code::InvalidArgument,
         "commitment_token",
     );

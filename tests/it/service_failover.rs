@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::common::*;
-use reddog::fairness::{Reveal, verify};
+use reddog::fairness::{AnyReveal, parse_reveal};
 use reddog::service::proto::red_dog_client::RedDogClient;
 use reddog::service::proto::{self, Action};
 use tonic::transport::Channel;
@@ -20,9 +20,7 @@ async fn start_rounds(
     for i in 0..n {
         let id = format!("{tag}-{i}");
         let committed = c
-            .commit_seed(proto::CommitSeedRequest {
-                round_id: id.clone(),
-            })
+            .commit_seed(commit_request(id.clone(), i))
             .await
             .unwrap()
             .into_inner();
@@ -75,9 +73,12 @@ async fn finish_rounds(
             .unwrap_or_else(|s| panic!("settle {id}: {s:?}"))
             .into_inner();
         assert_eq!(settle.round_id, id);
-        let reveal: Reveal = serde_json::from_str(&settle.reveal_json).unwrap();
+        let reveal = parse_reveal(&settle.reveal_json).unwrap();
+        assert!(reveal.verify().unwrap().ok());
+        let AnyReveal::V2(reveal) = reveal else {
+            panic!("a v2 reveal")
+        };
         assert_eq!(reveal.commitment, commitment);
-        assert!(verify(&reveal).unwrap().ok());
     }
 }
 
@@ -95,7 +96,7 @@ async fn rounds_started_on_a_killed_process_finish_on_another() {
     );
     // Commitments issued by the first process are usable on the second, too.
     let pending = c1
-        .commit_seed(proto::CommitSeedRequest::default())
+        .commit_seed(commit_request("round-0", 0))
         .await
         .unwrap()
         .into_inner();
@@ -147,7 +148,9 @@ async fn sigterm_with_an_open_connection_exits_within_the_drain_timeout() {
         std::process::Stdio::null(),
     );
     let mut c = connect(server.addr).await;
-    c.get_rules(proto::GetRulesRequest {}).await.unwrap();
+    c.get_rules(proto::GetRulesRequest::default())
+        .await
+        .unwrap();
     let started = std::time::Instant::now();
     let status = server.terminate().await;
     assert!(status.success(), "{status:?}");

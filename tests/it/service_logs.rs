@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::common::*;
-use reddog::fairness::Reveal;
+use reddog::fairness::RevealV2;
 use reddog::service::proto::{self, Action};
 
 #[tokio::test]
@@ -26,11 +26,7 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
         let mut c = connect(server.addr).await;
         let mut seen = Vec::new();
         for i in 0..8u64 {
-            let committed = c
-                .commit_seed(proto::CommitSeedRequest {
-                    round_id: format!("{format}-{i}"),
-                })
-                .await;
+            let committed = c.commit_seed(commit_request(format!("round-{i}"), i)).await;
             let committed = committed.unwrap().into_inner();
             let started = c
                 .start_round(start_request(committed.commitment_token, i, &[500, 1000]))
@@ -54,7 +50,7 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
                     round_id: String::new(),
                 })
                 .await;
-            let reveal: Reveal =
+            let reveal: RevealV2 =
                 serde_json::from_str(&settle.unwrap().into_inner().reveal_json).unwrap();
             let text = String::from_utf8_lossy(&before_reveal).to_lowercase();
             assert!(

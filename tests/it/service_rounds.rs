@@ -4,26 +4,42 @@
 use std::time::Duration;
 
 use crate::common::*;
-use reddog::fairness::{Reveal, verify};
+use reddog::fairness::{AnyReveal, parse_reveal};
 use reddog::game::{Paytable, Spread};
 use reddog::service::proto::{self, Action, HandClass, Outcome, Rule};
 
 const TTL: Duration = Duration::from_secs(600);
 
 fn check_reveal(settle: &proto::SettleResponse, commitment: &str) {
-    let reveal: Reveal = serde_json::from_str(&settle.reveal_json).unwrap();
+    let parsed = parse_reveal(&settle.reveal_json).unwrap();
     assert!(
-        verify(&reveal).unwrap().ok(),
+        parsed.verify().unwrap().ok(),
         "reveal must verify: {}",
         settle.reveal_json
     );
+    let AnyReveal::V2(reveal) = parsed else {
+        panic!("Settle returns a v2 reveal")
+    };
+    assert_eq!(reveal.transcript, settle.transcript);
+    assert_eq!(reveal.seats.len(), settle.results.len());
+    for (seat, result) in reveal.seats.iter().zip(&settle.results) {
+        assert_eq!(
+            (seat.bet, seat.raised, seat.stake, seat.returned),
+            (result.bet, result.raised, result.stake, result.returned)
+        );
+    }
     assert_eq!(reveal.commitment, commitment);
     let fields = settle.reveal.as_ref().unwrap();
     assert_eq!(fields.server_seed, reveal.server_seed);
     assert_eq!(fields.cards, reveal.cards);
     assert_eq!(fields.client_seed, reveal.client_seed);
     assert_eq!(fields.nonce, reveal.nonce);
-    assert_eq!(Some(fields.round_id.clone()), reveal.round_id);
+    assert_eq!(fields.round_id, reveal.round_id);
+    assert_eq!(fields.transcript, reveal.transcript);
+    assert_eq!(fields.format, "reddog-reveal-v2");
+    assert_eq!(fields.table_id, "default");
+    assert_eq!(fields.seats.len(), reveal.seats.len());
+    assert_eq!(fields.decisions.len(), reveal.decisions.len());
 }
 
 /// Plays one seat of 10.00 through a deal of the given kind, raising when allowed.
@@ -36,7 +52,7 @@ async fn play_one(
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut client = server.client().await;
     let nonce = nonce_for(want);
-    let token = commitment_token(&ring_a(), SEED, 60_000);
+    let token = bound_commitment_token(&ring_a(), SEED, nonce);
     let started = client
         .start_round(start_request(token, nonce, &[1000]))
         .await
@@ -331,9 +347,7 @@ async fn commit_seed_then_a_full_round_reveals_the_committed_seed() {
     let mut client = server.client().await;
     for i in 0..20u64 {
         let committed = client
-            .commit_seed(proto::CommitSeedRequest {
-                round_id: format!("r{i}"),
-            })
+            .commit_seed(commit_request(format!("r{i}"), i))
             .await
             .unwrap()
             .into_inner();
@@ -403,7 +417,7 @@ async fn get_rules_states_the_table() {
     let rules = server
         .client()
         .await
-        .get_rules(proto::GetRulesRequest {})
+        .get_rules(proto::GetRulesRequest::default())
         .await
         .unwrap()
         .into_inner();

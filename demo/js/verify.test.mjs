@@ -1,0 +1,171 @@
+// The browser's verifier (demo/static/verify.js), run in node against the engine's test
+// vectors: tests/vectors/deal-v1.json always; the reveal-v2 vectors and the negative
+// vectors (tests/vectors/reveal-*.json) whenever the repository has them.
+//   node --test demo/js/
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, existsSync, readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+import * as V from "../static/verify.js";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const vectors = path.join(root, "tests/vectors");
+// Read with the strict parser itself: a nonce of 2^64-1 must not pass through a double.
+const plain = (v) => v instanceof Map ? Object.fromEntries([...v].map(([k, x]) => [k, plain(x)]))
+  : Array.isArray(v) ? v.map(plain) : typeof v === "bigint" && v <= 2n ** 53n ? Number(v) : v;
+const deal = plain(V.parseStrictJson(readFileSync(path.join(vectors, "deal-v1.json"), "utf8")));
+const te = new TextEncoder();
+
+test("ChaCha20 block: RFC 8439 zero key keystream starts 76b8e0ad…", () => {
+  const bytes = V.chacha20BlockBytes(new Uint8Array(32), 0);
+  assert.equal(V.bytesToHex(bytes).slice(0, 32), "76b8e0ada0f13d90405d6ae55386bd28");
+});
+
+test(`deal-v1.json: all ${deal.cases.length} cases (commitment, HMAC message, key, block 0, 20 cards, rejections)`, async () => {
+  assert.ok(deal.cases.length >= 26);
+  for (const c of deal.cases) {
+    const seed = V.hexToBytes(c.server_seed);
+    const clientSeed = te.encode(c.client_seed);
+    assert.equal(V.bytesToHex(clientSeed), c.client_seed_hex, c.name);
+    assert.equal(V.bytesToHex(await V.sha256(seed)), c.commitment, c.name);
+    const nonce = BigInt(c.nonce);
+    assert.equal(V.bytesToHex(V.dealMessage(clientSeed, nonce, c.decks)), c.hmac_message, c.name);
+    const d = await V.deal(seed, clientSeed, nonce, c.decks, 20);
+    assert.equal(V.bytesToHex(d.key), c.key, c.name);
+    assert.equal(V.bytesToHex(V.chacha20BlockBytes(d.key, 0)), c.keystream_block0, c.name);
+    assert.deepEqual(d.codes, c.codes, c.name);
+    assert.deepEqual(d.codes.map(V.cardText), c.cards, c.name);
+    assert.equal(d.rejected, c.rejected_words, c.name);
+  }
+});
+
+test("the nonce 2^64-1 survives parsing (BigInt), and is not rounded", () => {
+  const m = V.parseStrictJson('{"nonce":18446744073709551615}');
+  assert.equal(m.get("nonce"), 18446744073709551615n);
+});
+
+test("deal-v1 cases as v1 reveals verify; a changed card, seed or commitment does not", async () => {
+  for (const c of deal.cases) {
+    const n = V.handClass(c.cards.slice(0, 2)).kind === "consecutive" ? 2 : 3;
+    // Skip shoes whose first cards would be refused as impossible (never for real deals).
+    const reveal = `{"algorithm":"reddog-deal-v1","server_seed":"${c.server_seed}","commitment":"${c.commitment}",` +
+      `"client_seed":${JSON.stringify(c.client_seed)},"nonce":${BigInt(c.nonce)},"decks":${c.decks},` +
+      `"cards":${JSON.stringify(c.cards.slice(0, n))}}`;
+    const ok = await V.verifyReveal(reveal, { commitment: c.commitment, nonce: String(c.nonce), client_seed: c.client_seed, decks: c.decks });
+    // A v1 reveal cannot confirm a table id.
+    assert.equal((await V.verifyReveal(reveal, { table_id: "default" })).verdict, "not_verified", c.name);
+    assert.equal(ok.verdict, "verified", `${c.name}: ${ok.errors}`);
+    const other = c.cards.slice(n).find((x) => x !== c.cards[n - 1]);
+    const tampered = reveal.replace(JSON.stringify(c.cards.slice(0, n)), JSON.stringify([...c.cards.slice(0, n - 1), other]));
+    const r2 = await V.verifyReveal(tampered);
+    assert.notEqual(r2.verdict, "verified", c.name);
+    // Expected values shown before the deal must match.
+    const r3 = await V.verifyReveal(reveal, { nonce: "12345678" });
+    assert.equal(r3.verdict, "not_verified", c.name);
+  }
+});
+
+test("strict JSON: duplicate keys, non-integers, lone surrogates, trailing data, BOM are refused", () => {
+  for (const bad of ['{"a":1,"a":1}', '{"a":1.0}', '{"a":1e3}', '{"a":-1}', '{"a":01}', '{"a":"\\ud800"}', '{"a":1} x',
+    '\ufeff{"a":1}', '{"a":"\u0001"}', "{'a':1}", '{"a":1,}', "[1,]", '{"a":tru}']) {
+    let r;
+    try { r = V.parseStrictJson(bad); } catch (e) { assert.ok(e instanceof V.MalformedError, bad); continue; }
+    // Non-integers parse as NonInteger (refused later by the grammar), never as numbers.
+    assert.ok(r.get("a") instanceof V.NonInteger, `${bad} parsed as ${r.get("a")}`);
+  }
+  assert.equal(V.parseStrictJson('"\\ud83c\\udfb2"'), "🎲");
+  assert.deepEqual(V.parseStrictJson("[0, 1, 18446744073709551616]"), [0n, 1n, 18446744073709551616n]);
+});
+
+test("payouts by the rules: pair, trips, consecutive, win by spread, loss", () => {
+  const pt = { spread: [5n, 4n, 2n, 1n, 1n, 1n, 1n, 1n, 1n, 1n, 1n], three_of_a_kind: 11n };
+  assert.deepEqual(V.seatReturn(["7c", "7d", "7h"], 500n, pt).returned, 6000n);
+  assert.deepEqual(V.seatReturn(["7c", "7d", "9h"], 500n, pt).returned, 500n);
+  assert.deepEqual(V.seatReturn(["7c", "8d"], 500n, pt).returned, 500n);
+  assert.deepEqual(V.seatReturn(["5c", "7d", "6h"], 500n, pt).returned, 3000n); // spread 1 pays 5:1
+  assert.deepEqual(V.seatReturn(["2c", "Ad", "8h"], 1000n, pt).returned, 2000n); // spread 11 pays 1:1
+  assert.deepEqual(V.seatReturn(["2c", "Ad", "Ah"], 1000n, pt).returned, 0n); // matches an end: lost
+  assert.deepEqual(V.seatReturn(["4c", "9d", "Kh"], 1000n, pt).returned, 0n); // outside: lost
+});
+
+// Reveal vector files (tests/vectors/reveal*.json): every case found is checked. A case gives
+// its reveal as text (`reveal` or `reveal_json`) or as a JSON object, optional expectations
+// (`expect`), and its verdict (`verdict`: verified / not_verified / malformed, or an `exit`
+// status 0/1/2); a case without either is a genuine reveal and must verify.
+const toJson = (v) => typeof v === "bigint" ? v.toString() : Array.isArray(v) ? `[${v.map(toJson).join(",")}]`
+  : v && typeof v === "object" ? `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}:${toJson(x)}`).join(",")}}`
+  : JSON.stringify(v);
+const extra = existsSync(vectors) ? readdirSync(vectors).filter((f) => /^reveal.*\.json$/.test(f)) : [];
+for (const f of extra) {
+  test(`vectors ${f}`, async () => {
+    const doc = plain(V.parseStrictJson(readFileSync(path.join(vectors, f), "utf8")));
+    const cases = doc.cases ?? doc.vectors ?? [];
+    assert.ok(cases.length > 0, `${f} has no cases`);
+    for (const c of cases) {
+      const raw = c.reveal_json ?? c.reveal;
+      const text = typeof raw === "string" ? raw : toJson(raw);
+      const r = await V.verifyReveal(text, c.expect ?? {});
+      const want = c.verdict ?? (c.exit === 1 ? "not_verified" : c.exit === 2 ? "malformed" : "verified");
+      assert.equal(r.verdict, String(want).toLowerCase(), `${f}/${c.name}: ${r.errors}`);
+      // Where a vector publishes the transcript's intermediate values, they match too.
+      if (c.t0_preimage_hex) assert.equal(V.bytesToHex(V.transcriptStartPreimage(r.reveal)), c.t0_preimage_hex, `${c.name}: t_0 preimage`);
+      if (c.transcript_chain) assert.deepEqual(await V.transcriptChain(r.reveal), c.transcript_chain, `${c.name}: chain`);
+    }
+  });
+}
+
+test("v2 reveal: grammar, payouts and transcript; every tampering is caught", async () => {
+  const c = deal.cases.find((x) => x.name === "1-deck/ascii-client/nonce-0");
+  assert.deepEqual(c.cards.slice(0, 3), ["Jd", "6h", "6d"]); // spread 4; 6d matches an end: lost
+  const base = {
+    format: "reddog-reveal-v2", algorithm: "reddog-deal-v1", server_seed: c.server_seed, commitment: c.commitment,
+    table_id: "default", round_id: "r-1", client_seed: c.client_seed, nonce: 0n, decks: 1n, cards: ["Jd", "6h", "6d"],
+    paytable: { spread: [5n, 4n, 2n, 1n, 1n, 1n, 1n, 1n, 1n, 1n, 1n], three_of_a_kind: 11n },
+    decisions: [[{ seat: 0n, action: "raise" }], [{ seat: 1n, action: "stand" }]],
+    seats: [{ bet: 500n, raised: true, stake: 1000n, returned: 0n }, { bet: 700n, raised: false, stake: 700n, returned: 0n }],
+  };
+  base.transcript = await V.transcriptHash(base);
+  // Serialise with BigInt as bare integers, in the engine's key order.
+  const text = (o) => JSON.stringify(o, (k, v) => (typeof v === "bigint" ? `#${v}#` : v)).replace(/"#(\d+)#"/g, "$1");
+  const ok = await V.verifyReveal(text(base), { commitment: c.commitment, nonce: "0", round_id: "r-1", table_id: "default", decks: 1, client_seed: c.client_seed });
+  assert.equal(ok.verdict, "verified", ok.errors.join("; "));
+  const cases = [
+    ["returned changed", (o) => { o.seats[1].returned = 700n; }, "not_verified"],
+    ["stake without the raise", (o) => { o.seats[0].stake = 500n; }, "not_verified"],
+    ["raised flag flipped", (o) => { o.seats[1].raised = true; }, "not_verified"],
+    ["a decision removed (transcript and raise)", (o) => { o.decisions = [o.decisions[1]]; }, "not_verified"],
+    ["transcript changed", (o) => { o.transcript = "0".repeat(64); }, "not_verified"],
+    ["paytable changed (transcript)", (o) => { o.paytable.spread[3] = 2n; }, "not_verified"],
+    ["bet changed (transcript)", (o) => { o.seats[1].bet = 700n; o.seats[1].stake = 700n; o.round_id = "r-2"; }, "not_verified"],
+    ["third card changed", (o) => { o.cards[2] = "8c"; }, "not_verified"],
+    ["server seed changed", (o) => { o.server_seed = "1" + o.server_seed.slice(1); }, "not_verified"],
+    ["upper-case hex", (o) => { o.commitment = o.commitment.toUpperCase(); }, "malformed"],
+    ["unknown key", (o) => { o.extra = 1n; }, "malformed"],
+    ["missing key", (o) => { delete o.transcript; }, "malformed"],
+    ["seat decides twice", (o) => { o.decisions.push([{ seat: 0n, action: "stand" }]); }, "malformed"],
+    ["empty decide step", (o) => { o.decisions.push([]); }, "malformed"],
+    ["decision for a missing seat", (o) => { o.decisions[1][0].seat = 2n; }, "malformed"],
+    ["3 cards on a consecutive hand", (o) => { o.cards = ["7c", "8d", "9h"]; }, "malformed"],
+    ["2 cards on a spread", (o) => { o.cards = ["Jd", "6h"]; }, "malformed"],
+    ["odds 0", (o) => { o.paytable.three_of_a_kind = 0n; }, "malformed"],
+    ["8 seats", (o) => { while (o.seats.length < 8) o.seats.push({ bet: 1n, raised: false, stake: 1n, returned: 0n }); }, "malformed"],
+    ["decks 9", (o) => { o.decks = 9n; }, "malformed"],
+    ["empty client seed", (o) => { o.client_seed = ""; }, "malformed"],
+    ["bad table id", (o) => { o.table_id = "a b"; }, "malformed"],
+  ];
+  for (const [name, change, want] of cases) {
+    const o = structuredClone(base);
+    change(o);
+    const r = await V.verifyReveal(text(o));
+    assert.equal(r.verdict, want, `${name}: ${r.errors}`);
+  }
+  // Raw-text tamperings: a duplicate key, a float, a sign.
+  const t = text(base);
+  assert.equal((await V.verifyReveal(t.replace('"decks":1,', '"decks":1,"decks":1,'))).verdict, "malformed");
+  assert.equal((await V.verifyReveal(t.replace('"nonce":0,', '"nonce":0.0,'))).verdict, "malformed");
+  assert.equal((await V.verifyReveal(t.replace('"nonce":0,', '"nonce":-0,'))).verdict, "malformed");
+  // Another round's reveal: expectations from before the deal catch it.
+  const other = await V.verifyReveal(t, { round_id: "r-9" });
+  assert.equal(other.verdict, "not_verified");
+});

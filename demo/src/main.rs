@@ -1,0 +1,166 @@
+//! The `reddog-demo` binary: `serve` (default) runs the platform; `ledger` prints and checks
+//! the ledger of a database file.
+
+#![forbid(unsafe_code)]
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use reddog_demo::{db, engine::Engine, ledger, rounds::Platform, web};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "reddog-demo",
+    version,
+    about = "Reference platform for the Red Dog engine: wallet, ledger, limits and a table in the browser"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the platform (the default).
+    Serve(ServeArgs),
+    /// Print every account's balance recomputed from the ledger entries, and check the
+    /// ledger's invariants; exits 1 if any fails.
+    Ledger {
+        /// The database file.
+        #[arg(long, env = "REDDOG_DEMO_DB", default_value = "reddog-demo.sqlite")]
+        db: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Args, Clone)]
+struct ServeArgs {
+    /// The engine's gRPC address.
+    #[arg(long, env = "REDDOG_DEMO_ENGINE", default_value = "http://127.0.0.1:50051")]
+    engine: String,
+    /// Where the table is served (port 0 picks a free one; the bound address is printed).
+    #[arg(long, env = "REDDOG_DEMO_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// The SQLite database file (created and migrated if needed).
+    #[arg(long, env = "REDDOG_DEMO_DB", default_value = "reddog-demo.sqlite")]
+    db: PathBuf,
+    /// What a new player's wallet starts with, in minor units (100000 = 1000.00).
+    #[arg(long, env = "REDDOG_DEMO_NEW_PLAYER_BALANCE", default_value_t = 100_000)]
+    new_player_balance: i64,
+    /// How long to wait for the engine at start.
+    #[arg(long, default_value_t = 30)]
+    engine_wait_secs: u64,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Ledger { db, json }) => ledger_command(&db, json),
+        Some(Command::Serve(args)) => serve(args),
+        None => serve(cli.serve),
+    }
+}
+
+fn ledger_command(path: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    if !path.exists() {
+        bail!("no database at {}", path.display());
+    }
+    let conn = db::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let report = ledger::check(&conn)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{:<24} {:>14} {:>14} {:>8}", "account", "balance", "entries sum", "entries");
+        for a in &report.accounts {
+            println!("{:<24} {:>14} {:>14} {:>8}", a.name, a.balance, a.entries_sum, a.entries);
+        }
+        println!("transactions: {}", report.transactions);
+        if report.problems.is_empty() {
+            println!("ledger consistent: every transaction sums to 0, every balance equals its entries");
+        }
+        for p in &report.problems {
+            println!("PROBLEM: {p}");
+        }
+    }
+    if !report.problems.is_empty() {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let conn = db::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+    let engine = Engine::new(&args.engine).context("engine address")?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(args.engine_wait_secs);
+    let rules = loop {
+        match engine.rules().await {
+            Ok(rules) => break rules,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::warn!(error = %e, engine = %args.engine, "waiting for the engine");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => bail!("the engine at {} does not answer ({e}); start it first: cargo run --release", args.engine),
+        }
+    };
+    tracing::info!(decks = rules.decks, min = rules.min_bet, max = rules.max_bet, "engine rules");
+    let crash_at = std::env::var("REDDOG_DEMO_CRASH_AT").ok().filter(|s| !s.is_empty());
+    let platform = Arc::new(Platform::new(conn, engine, rules, args.new_player_balance, crash_at));
+
+    let report = platform.recover(true).await?;
+    tracing::info!(
+        finished = report.finished.len(),
+        pending = report.pending.len(),
+        expired = report.expired,
+        "recovery at start"
+    );
+    for id in &report.finished {
+        println!("recovered round {id}");
+    }
+
+    // Rounds left unfinished by an engine outage are retried in the background.
+    let background = platform.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            if let Err(e) = background.recover(false).await {
+                tracing::warn!(error = %e, "background recovery");
+            }
+        }
+    });
+
+    let listener =
+        tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    println!("listening on http://{addr}");
+    axum::serve(listener, web::router(platform)).with_graceful_shutdown(shutdown()).await?;
+    Ok(())
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+}

@@ -1,0 +1,291 @@
+//! Players: names, PINs (argon2id PHC strings, never stored or logged in clear), sessions,
+//! the starting deposit, and the player's own maximum bet.
+
+use crate::ledger;
+use crate::limits::{self, LimitError, PlayerLimit, TableLimits};
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use jiff::Timestamp;
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// Player failures.
+#[derive(Debug, thiserror::Error)]
+pub enum PlayerError {
+    /// The name is not 1–32 characters of `[A-Za-z0-9_.-]`.
+    #[error("name: use 1-32 letters, digits, '_', '.' or '-'")]
+    BadName,
+    /// The PIN is not 4–12 digits.
+    #[error("pin: use 4-12 digits")]
+    BadPin,
+    /// The name is taken.
+    #[error("name: already taken")]
+    NameTaken,
+    /// Unknown name or wrong PIN (one answer for both).
+    #[error("name or PIN is wrong")]
+    BadLogin,
+    /// Hashing failed.
+    #[error("pin hashing failed")]
+    Hash,
+    /// The ledger refused the deposit.
+    #[error(transparent)]
+    Ledger(#[from] ledger::LedgerError),
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] rusqlite::Error),
+}
+
+/// Wrong PINs in a row that lock PIN checks.
+pub const MAX_PIN_FAILURES: i64 = 5;
+/// How long PIN checks stay locked after [`MAX_PIN_FAILURES`] wrong PINs.
+pub const PIN_LOCK_MS: i64 = 15 * 60 * 1000;
+
+/// When the player's PIN checks unlock, if they are locked at `now_ms`.
+pub fn pin_locked_until(conn: &Connection, player: i64, now_ms: i64) -> rusqlite::Result<Option<i64>> {
+    let until: Option<i64> =
+        conn.query_row("SELECT pin_locked_until_ms FROM players WHERE id = ?1", [player], |r| r.get(0))?;
+    Ok(until.filter(|&u| u > now_ms))
+}
+
+/// Records a PIN check: a wrong PIN counts, and the [`MAX_PIN_FAILURES`]th in a row locks
+/// PIN checks for [`PIN_LOCK_MS`]; a right PIN resets the count.
+pub fn record_pin_check(conn: &Connection, player: i64, ok: bool, now_ms: i64) -> rusqlite::Result<()> {
+    if ok {
+        conn.execute("UPDATE players SET pin_failures = 0, pin_locked_until_ms = NULL WHERE id = ?1", [player])?;
+        return Ok(());
+    }
+    let failures: i64 = conn.query_row("SELECT pin_failures + 1 FROM players WHERE id = ?1", [player], |r| r.get(0))?;
+    if failures >= MAX_PIN_FAILURES {
+        conn.execute(
+            "UPDATE players SET pin_failures = 0, pin_locked_until_ms = ?2 WHERE id = ?1",
+            params![player, now_ms.saturating_add(PIN_LOCK_MS)],
+        )?;
+    } else {
+        conn.execute("UPDATE players SET pin_failures = ?2 WHERE id = ?1", params![player, failures])?;
+    }
+    Ok(())
+}
+
+/// Checks a player name.
+pub fn validate_name(name: &str) -> Result<(), PlayerError> {
+    let ok = (1..=32).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if ok { Ok(()) } else { Err(PlayerError::BadName) }
+}
+
+/// Checks a PIN's form.
+pub fn validate_pin(pin: &str) -> Result<(), PlayerError> {
+    if (4..=12).contains(&pin.len()) && pin.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(())
+    } else {
+        Err(PlayerError::BadPin)
+    }
+}
+
+/// Hashes a PIN with argon2id (default parameters, random salt). CPU-heavy: call it off
+/// the async runtime.
+pub fn hash_pin(pin: &str) -> Result<String, PlayerError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|_| PlayerError::Hash)?;
+    let salt = SaltString::encode_b64(&bytes).map_err(|_| PlayerError::Hash)?;
+    Argon2::default().hash_password(pin.as_bytes(), &salt).map(|h| h.to_string()).map_err(|_| PlayerError::Hash)
+}
+
+/// Whether `pin` matches the stored hash. CPU-heavy.
+pub fn verify_pin(hash: &str, pin: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|parsed| Argon2::default().verify_password(pin.as_bytes(), &parsed).is_ok())
+}
+
+/// Creates a player with a wallet account and a starting deposit from the cashier
+/// (idempotency key `deposit:<player id>`). Returns the player id.
+pub fn create(
+    conn: &mut Connection,
+    name: &str,
+    pin_hash: &str,
+    starting_balance: i64,
+    now_ms: i64,
+) -> Result<i64, PlayerError> {
+    validate_name(name)?;
+    let tx = conn.transaction()?;
+    let taken: Option<i64> = tx.query_row("SELECT id FROM players WHERE name = ?1", [name], |r| r.get(0)).optional()?;
+    if taken.is_some() {
+        return Err(PlayerError::NameTaken);
+    }
+    tx.execute(
+        "INSERT INTO players (name, pin_hash, created_ms) VALUES (?1, ?2, ?3)",
+        params![name, pin_hash, now_ms],
+    )?;
+    let id = tx.last_insert_rowid();
+    tx.execute(
+        "INSERT INTO accounts (name, player_id, allow_negative) VALUES (?1, ?2, 0)",
+        params![format!("player:{id}"), id],
+    )?;
+    if starting_balance > 0 {
+        let cashier = ledger::system_account(&tx, "cashier")?;
+        let wallet = ledger::player_account(&tx, id)?;
+        let neg = starting_balance.checked_neg().ok_or(ledger::LedgerError::Overflow)?;
+        ledger::post(
+            &tx,
+            &format!("deposit:{id}"),
+            "deposit",
+            None,
+            &[(cashier, neg), (wallet, starting_balance)],
+            now_ms,
+        )?;
+    }
+    tx.commit()?;
+    Ok(id)
+}
+
+/// The id and PIN hash of the player called `name`.
+pub fn find(conn: &Connection, name: &str) -> rusqlite::Result<Option<(i64, String)>> {
+    conn.query_row("SELECT id, pin_hash FROM players WHERE name = ?1", [name], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+}
+
+/// The player's name.
+pub fn name(conn: &Connection, player: i64) -> rusqlite::Result<String> {
+    conn.query_row("SELECT name FROM players WHERE id = ?1", [player], |r| r.get(0))
+}
+
+/// The player's PIN hash.
+pub fn pin_hash(conn: &Connection, player: i64) -> rusqlite::Result<String> {
+    conn.query_row("SELECT pin_hash FROM players WHERE id = ?1", [player], |r| r.get(0))
+}
+
+/// A new session token (32 random bytes, hex) for the player.
+pub fn new_session(conn: &Connection, player: i64, now_ms: i64) -> rusqlite::Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let token = hex::encode(bytes);
+    conn.execute(
+        "INSERT INTO sessions (token, player_id, created_ms) VALUES (?1, ?2, ?3)",
+        params![token, player, now_ms],
+    )?;
+    Ok(token)
+}
+
+/// The player a session token belongs to.
+pub fn session_player(conn: &Connection, token: &str) -> rusqlite::Result<Option<i64>> {
+    conn.query_row("SELECT player_id FROM sessions WHERE token = ?1", [token], |r| r.get(0)).optional()
+}
+
+/// Ends a session.
+pub fn end_session(conn: &Connection, token: &str) -> rusqlite::Result<()> {
+    conn.execute("DELETE FROM sessions WHERE token = ?1", [token]).map(|_| ())
+}
+
+/// The player's own limit.
+pub fn limit(conn: &Connection, player: i64) -> rusqlite::Result<PlayerLimit> {
+    conn.query_row("SELECT max_bet, limit_changed_ms FROM players WHERE id = ?1", [player], |r| {
+        let max: Option<i64> = r.get(0)?;
+        let changed: Option<i64> = r.get(1)?;
+        Ok(PlayerLimit {
+            max_bet: max.and_then(|m| u64::try_from(m).ok()),
+            changed_at: changed.and_then(|ms| Timestamp::from_millisecond(ms).ok()),
+        })
+    })
+}
+
+/// Sets the player's maximum bet: the PIN must match (checked first: a wrong PIN changes
+/// nothing and does not use up the week's change), then the rules of [`limits::check_change`].
+/// `pin_ok` is the result of [`verify_pin`], computed by the caller off the async runtime.
+pub fn set_max_bet(
+    conn: &Connection,
+    player: i64,
+    pin_ok: bool,
+    requested: u64,
+    table: TableLimits,
+    now: Timestamp,
+) -> Result<PlayerLimit, LimitError> {
+    if !pin_ok {
+        return Err(LimitError::WrongPin);
+    }
+    let current = limit(conn, player).map_err(|e| LimitError::TimeZone(e.to_string()))?;
+    limits::check_change(table, &current, requested, now)?;
+    let stored =
+        i64::try_from(requested).map_err(|_| LimitError::AboveTable { requested, table_max: table.max_bet })?;
+    conn.execute(
+        "UPDATE players SET max_bet = ?1, limit_changed_ms = ?2 WHERE id = ?3",
+        params![stored, now.as_millisecond(), player],
+    )
+    .map_err(|e| LimitError::TimeZone(e.to_string()))?;
+    Ok(PlayerLimit { max_bet: Some(requested), changed_at: Some(now) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db;
+
+    const TABLE: TableLimits = TableLimits { min_bet: 500, max_bet: 30_000 };
+
+    #[test]
+    fn names_and_pins_are_checked() {
+        assert!(validate_name("alice_1").is_ok());
+        assert!(validate_name("").is_err());
+        assert!(validate_name("a b").is_err());
+        assert!(validate_name(&"x".repeat(33)).is_err());
+        assert!(validate_pin("1234").is_ok());
+        assert!(validate_pin("123").is_err());
+        assert!(validate_pin("12a4").is_err());
+    }
+
+    #[test]
+    fn a_pin_is_stored_hashed_and_verified() {
+        let hash = hash_pin("2468").unwrap();
+        assert!(hash.starts_with("$argon2id$"), "{hash}");
+        assert!(!hash.contains("2468"));
+        assert!(verify_pin(&hash, "2468"));
+        assert!(!verify_pin(&hash, "2469"));
+    }
+
+    #[test]
+    fn a_new_player_gets_a_wallet_and_a_deposit() {
+        let mut conn = db::open_in_memory().unwrap();
+        let id = create(&mut conn, "alice", "hash", 100_000, 1).unwrap();
+        let wallet = ledger::player_account(&conn, id).unwrap();
+        assert_eq!(ledger::balance(&conn, wallet).unwrap(), 100_000);
+        assert!(matches!(create(&mut conn, "alice", "hash", 100_000, 1), Err(PlayerError::NameTaken)));
+        assert!(ledger::check(&conn).unwrap().problems.is_empty());
+    }
+
+    #[test]
+    fn five_wrong_pins_in_a_row_lock_pin_checks_for_15_minutes() {
+        let mut conn = db::open_in_memory().unwrap();
+        let id = create(&mut conn, "eve", "h", 0, 1).unwrap();
+        let t = 1_000_000;
+        for k in 0..4 {
+            record_pin_check(&conn, id, false, t + k).unwrap();
+            assert_eq!(pin_locked_until(&conn, id, t + k).unwrap(), None);
+        }
+        // A right PIN resets the count: four more wrong ones do not lock.
+        record_pin_check(&conn, id, true, t + 5).unwrap();
+        for k in 0..4 {
+            record_pin_check(&conn, id, false, t + 10 + k).unwrap();
+        }
+        assert_eq!(pin_locked_until(&conn, id, t + 20).unwrap(), None);
+        record_pin_check(&conn, id, false, t + 20).unwrap();
+        assert_eq!(pin_locked_until(&conn, id, t + 21).unwrap(), Some(t + 20 + PIN_LOCK_MS));
+        assert_eq!(pin_locked_until(&conn, id, t + 20 + PIN_LOCK_MS).unwrap(), None, "unlocked after 15 minutes");
+    }
+
+    #[test]
+    fn a_wrong_pin_changes_nothing_and_does_not_use_the_week() {
+        let mut conn = db::open_in_memory().unwrap();
+        let hash = hash_pin("2468").unwrap();
+        let id = create(&mut conn, "bob", &hash, 0, 1).unwrap();
+        let now: Timestamp = "2026-03-12T12:00:00Z".parse().unwrap();
+        let wrong = verify_pin(&pin_hash(&conn, id).unwrap(), "1111");
+        assert_eq!(set_max_bet(&conn, id, wrong, 2_000, TABLE, now), Err(LimitError::WrongPin));
+        assert_eq!(limit(&conn, id).unwrap(), PlayerLimit::default());
+        // The right PIN then succeeds the same week.
+        let right = verify_pin(&pin_hash(&conn, id).unwrap(), "2468");
+        let set = set_max_bet(&conn, id, right, 2_000, TABLE, now).unwrap();
+        assert_eq!(set.max_bet, Some(2_000));
+        assert_eq!(limit(&conn, id).unwrap(), set);
+        // A second change before Friday 00:00 Eastern is refused, even with the right PIN.
+        let later: Timestamp = "2026-03-13T03:00:00Z".parse().unwrap();
+        assert!(matches!(set_max_bet(&conn, id, true, 1_000, TABLE, later), Err(LimitError::TooSoon { .. })));
+        assert_eq!(limit(&conn, id).unwrap().max_bet, Some(2_000));
+    }
+}

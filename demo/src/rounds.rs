@@ -1,0 +1,814 @@
+//! The round flow, done the way the engine's contract asks (docs/API.md, docs/FAIRNESS.md §7):
+//!
+//! 1. `CommitSeed` for a new round id and the player's next nonce; the commitment and the
+//!    nonce are shown to the player **before** they fix their client seed.
+//! 2. Deal: the bet is **debited before `StartRound`** (ledger key `<round>:bet`), in the
+//!    same database transaction that records the client seed and the bet.
+//! 3. Raise: the raise is **debited before `Decide`** (`<round>:raise`); stand is recorded too.
+//! 4. `Settle`; each seat's `returned` is **credited after** it (`<round>:payout`).
+//!
+//! Every state of a round in the database names the next engine call and holds its exact
+//! request, written *before* the call; the engine's calls are deterministic (the same request
+//! returns the same token bytes), so after a crash [`Platform::recover`] repeats the call
+//! and continues. Wallet writes are idempotent on the round id, so a repeat never pays
+//! twice. Tokens stay in the database: no view sent to the browser contains one.
+
+use crate::engine::{self, Engine, EngineError, Rules};
+use crate::ledger::{self, LedgerError};
+use crate::limits::{self, TableLimits};
+use crate::players;
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// A commitment closer than this to its expiry is not dealt on (the deal could race it).
+const EXPIRY_MARGIN_MS: i64 = 15_000;
+
+/// Round failures, as the web layer reports them.
+#[derive(Debug, thiserror::Error)]
+pub enum RoundError {
+    /// No such round for this player.
+    #[error("round_id: no such round")]
+    NotFound,
+    /// The round is not in a state that allows this.
+    #[error("{0}")]
+    Conflict(String),
+    /// The commitment expired before the deal; a new one must be shown.
+    #[error("round_id: the commitment expired; a new one is shown")]
+    Expired,
+    /// The bet is outside the player's limits.
+    #[error("bet: must be between {min} and {max}")]
+    BetOutOfRange { min: u64, max: u64 },
+    /// Not enough money.
+    #[error("balance: {balance} available, {needed} needed")]
+    InsufficientFunds { balance: i64, needed: i64 },
+    /// Client seed empty or too long.
+    #[error("client_seed: {0}")]
+    BadClientSeed(String),
+    /// The engine refused (a request the platform should not have made).
+    #[error("the engine refused: {0}")]
+    EngineRefused(String),
+    /// The engine is not reachable; the round is kept and finished later.
+    #[error("the engine is unavailable; the round is kept and will be finished: {0}")]
+    EngineUnavailable(String),
+    /// The ledger failed.
+    #[error(transparent)]
+    Ledger(LedgerError),
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] rusqlite::Error),
+}
+
+impl From<LedgerError> for RoundError {
+    fn from(e: LedgerError) -> Self {
+        match e {
+            LedgerError::InsufficientFunds { balance, needed } => RoundError::InsufficientFunds { balance, needed },
+            LedgerError::Db(db) => RoundError::Db(db),
+            other => RoundError::Ledger(other),
+        }
+    }
+}
+
+impl From<EngineError> for RoundError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Refused(s) => RoundError::EngineRefused(s.message().to_string()),
+            EngineError::Unavailable(s) => RoundError::EngineUnavailable(s.message().to_string()),
+        }
+    }
+}
+
+/// One round as stored.
+#[derive(Debug, Clone)]
+struct Row {
+    round_id: String,
+    player_id: i64,
+    state: String,
+    nonce: i64,
+    table_id: String,
+    decks: i64,
+    commitment: String,
+    commitment_token: Vec<u8>,
+    commit_expires_ms: i64,
+    client_seed: Option<String>,
+    bet: Option<i64>,
+    limit_min: Option<i64>,
+    limit_max: Option<i64>,
+    round_token: Option<Vec<u8>>,
+    step: Option<i64>,
+    transcript: Option<String>,
+    cards: Option<String>,
+    hand_class: Option<String>,
+    spread: Option<i64>,
+    spread_odds: Option<i64>,
+    decision: Option<String>,
+    stake: Option<i64>,
+    outcome: Option<String>,
+    rule: Option<String>,
+    odds: Option<i64>,
+    returned: Option<i64>,
+    reveal_json: Option<String>,
+    balance_after: Option<i64>,
+    recovered: bool,
+    note: Option<String>,
+    created_ms: i64,
+    updated_ms: i64,
+}
+
+const COLUMNS: &str = "round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token, \
+    commit_expires_ms, client_seed, bet, limit_min, limit_max, round_token, step, transcript, cards, hand_class, \
+    spread, spread_odds, decision, stake, outcome, rule, odds, returned, reveal_json, balance_after, recovered, note, \
+    created_ms, updated_ms";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok(Row {
+        round_id: r.get(0)?,
+        player_id: r.get(1)?,
+        state: r.get(2)?,
+        nonce: r.get(3)?,
+        table_id: r.get(4)?,
+        decks: r.get(5)?,
+        commitment: r.get(6)?,
+        commitment_token: r.get(7)?,
+        commit_expires_ms: r.get(8)?,
+        client_seed: r.get(9)?,
+        bet: r.get(10)?,
+        limit_min: r.get(11)?,
+        limit_max: r.get(12)?,
+        round_token: r.get(13)?,
+        step: r.get(14)?,
+        transcript: r.get(15)?,
+        cards: r.get(16)?,
+        hand_class: r.get(17)?,
+        spread: r.get(18)?,
+        spread_odds: r.get(19)?,
+        decision: r.get(20)?,
+        stake: r.get(21)?,
+        outcome: r.get(22)?,
+        rule: r.get(23)?,
+        odds: r.get(24)?,
+        returned: r.get(25)?,
+        reveal_json: r.get(26)?,
+        balance_after: r.get(27)?,
+        recovered: r.get(28)?,
+        note: r.get(29)?,
+        created_ms: r.get(30)?,
+        updated_ms: r.get(31)?,
+    })
+}
+
+fn load(conn: &Connection, round_id: &str) -> rusqlite::Result<Option<Row>> {
+    conn.query_row(&format!("SELECT {COLUMNS} FROM rounds WHERE round_id = ?1"), [round_id], row).optional()
+}
+
+/// A round as the browser sees it: everything but the tokens.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundView {
+    /// The platform's round id (also bound into the commitment).
+    pub round_id: String,
+    /// `committed`, `betting`, `dealt`, `deciding`, `settling`, `settled`, `expired`, `voided`.
+    pub state: String,
+    /// The nonce, as a decimal string (a u64 does not fit a JavaScript number).
+    pub nonce: String,
+    /// The table id.
+    pub table_id: String,
+    /// Decks in the shoe.
+    pub decks: i64,
+    /// The commitment (64 hex).
+    pub commitment: String,
+    /// When the commitment expires (Unix ms).
+    pub commit_expires_ms: i64,
+    /// The player's client seed, once fixed.
+    pub client_seed: Option<String>,
+    /// The original bet.
+    pub bet: Option<i64>,
+    /// The player's limits sent with StartRound.
+    pub limits: Option<(i64, i64)>,
+    /// Cards face up, in order.
+    pub cards: Vec<String>,
+    /// `pair`, `consecutive` or `non_consecutive`.
+    pub hand_class: Option<String>,
+    /// The spread (the "red dog" marker).
+    pub spread: Option<i64>,
+    /// The odds the spread pays.
+    pub spread_odds: Option<i64>,
+    /// Whether Raise and Stand are legal now.
+    pub awaiting_decision: bool,
+    /// `raise`, `stand` or `default` (stood because the round was settled without a decision).
+    pub decision: Option<String>,
+    /// The whole stake.
+    pub stake: Option<i64>,
+    /// `win`, `lose`, `push`.
+    pub outcome: Option<String>,
+    /// The deciding rule.
+    pub rule: Option<String>,
+    /// Odds paid on a win.
+    pub odds: Option<i64>,
+    /// Credited at settlement.
+    pub returned: Option<i64>,
+    /// The reveal JSON, exactly as the engine returned it, to verify in the browser.
+    pub reveal_json: Option<String>,
+    /// The player's balance right after the credit.
+    pub balance_after: Option<i64>,
+    /// The round was finished by recovery after a platform restart.
+    pub recovered: bool,
+    /// Decide steps applied (round-integrity API).
+    pub step: Option<i64>,
+    /// Transcript hash (round-integrity API).
+    pub transcript: Option<String>,
+    /// What happened, when unusual.
+    pub note: Option<String>,
+    /// Created (Unix ms).
+    pub created_ms: i64,
+    /// Last change (Unix ms).
+    pub updated_ms: i64,
+}
+
+impl From<Row> for RoundView {
+    fn from(r: Row) -> Self {
+        let cards = r.cards.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
+        RoundView {
+            awaiting_decision: r.state == "dealt",
+            round_id: r.round_id,
+            state: r.state,
+            nonce: r.nonce.to_string(),
+            table_id: r.table_id,
+            decks: r.decks,
+            commitment: r.commitment,
+            commit_expires_ms: r.commit_expires_ms,
+            client_seed: r.client_seed,
+            bet: r.bet,
+            limits: r.limit_min.zip(r.limit_max),
+            cards,
+            hand_class: r.hand_class,
+            spread: r.spread,
+            spread_odds: r.spread_odds,
+            decision: r.decision,
+            stake: r.stake,
+            outcome: r.outcome,
+            rule: r.rule,
+            odds: r.odds,
+            returned: r.returned,
+            reveal_json: r.reveal_json,
+            balance_after: r.balance_after,
+            recovered: r.recovered,
+            step: r.step,
+            transcript: r.transcript,
+            note: r.note,
+            created_ms: r.created_ms,
+            updated_ms: r.updated_ms,
+        }
+    }
+}
+
+/// What a recovery pass did.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct RecoveryReport {
+    /// Rounds finished (settled or voided).
+    pub finished: Vec<String>,
+    /// Rounds still open because the engine could not be reached.
+    pub pending: Vec<String>,
+    /// Unused commitments that had expired.
+    pub expired: usize,
+}
+
+/// The reference platform: database, engine client, the table's rules.
+pub struct Platform {
+    db: Arc<Mutex<Connection>>,
+    engine: Engine,
+    /// The engine's rules, read once at start.
+    pub rules: Rules,
+    /// The table's limits.
+    pub table: TableLimits,
+    /// Balance given to a new player (minor units).
+    pub new_player_balance: i64,
+    locks: tokio::sync::Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
+    crash_at: Option<String>,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
+}
+
+fn u64_of(v: i64) -> Result<u64, RoundError> {
+    u64::try_from(v).map_err(|_| RoundError::Ledger(LedgerError::Overflow))
+}
+
+fn i64_of(v: u64) -> Result<i64, RoundError> {
+    i64::try_from(v).map_err(|_| RoundError::Ledger(LedgerError::Overflow))
+}
+
+impl Platform {
+    /// A platform over an open database and an engine whose rules are known.
+    ///
+    /// `crash_at` is a test-only failpoint (`REDDOG_DEMO_CRASH_AT`): the process aborts at
+    /// that point of the flow, exactly like a crash, so the recovery test can aim it.
+    pub fn new(
+        conn: Connection,
+        engine: Engine,
+        rules: Rules,
+        new_player_balance: i64,
+        crash_at: Option<String>,
+    ) -> Self {
+        let table = TableLimits { min_bet: rules.min_bet, max_bet: rules.max_bet };
+        Platform {
+            db: Arc::new(Mutex::new(conn)),
+            engine,
+            rules,
+            table,
+            new_player_balance,
+            locks: tokio::sync::Mutex::new(HashMap::new()),
+            crash_at,
+        }
+    }
+
+    /// Runs `f` with the database (briefly; never across an engine call).
+    pub fn db<T, E: From<rusqlite::Error>>(&self, f: impl FnOnce(&mut Connection) -> Result<T, E>) -> Result<T, E> {
+        let mut guard = match self.db.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut guard)
+    }
+
+    async fn player_lock(&self, player: i64) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = self.locks.lock().await.entry(player).or_default().clone();
+        lock.lock_owned().await
+    }
+
+    fn crash_point(&self, name: &str) {
+        if self.crash_at.as_deref() == Some(name) {
+            eprintln!("REDDOG_DEMO_CRASH_AT={name}: aborting the process here (test failpoint)");
+            std::process::abort();
+        }
+    }
+
+    /// The player's open round, after finishing any step the platform still owes it (e.g.
+    /// after an engine outage). `None` when the player has no open round.
+    pub async fn open_round(&self, player: i64) -> Result<Option<RoundView>, RoundError> {
+        let _guard = self.player_lock(player).await;
+        let open: Option<String> = self.db(|c| {
+            c.query_row(
+                "SELECT round_id FROM rounds WHERE player_id = ?1 AND state NOT IN ('settled', 'expired', 'voided')",
+                [player],
+                |r| r.get(0),
+            )
+            .optional()
+        })?;
+        let Some(round_id) = open else {
+            return Ok(None);
+        };
+        let r = self.advance(&round_id).await?;
+        if r.state == "committed" && r.commit_expires_ms <= now_ms() + EXPIRY_MARGIN_MS {
+            self.db(|c| {
+                c.execute(
+                    "UPDATE rounds SET state = 'expired', updated_ms = ?2 WHERE round_id = ?1",
+                    params![round_id, now_ms()],
+                )
+            })?;
+            return Ok(None);
+        }
+        Ok(matches!(r.state.as_str(), "committed" | "dealt").then(|| r.into()))
+    }
+
+    /// The open round, or a new one: `CommitSeed` for a fresh round id and the player's next
+    /// nonce. The answer (commitment, nonce, table, decks) is what the player sees before
+    /// choosing a client seed.
+    pub async fn current_or_new(&self, player: i64) -> Result<RoundView, RoundError> {
+        if let Some(open) = self.open_round(player).await? {
+            return Ok(open);
+        }
+        let _guard = self.player_lock(player).await;
+        // Another request may have created one while we waited.
+        let existing: Option<Row> = self.db(|c| {
+            c.query_row(
+                &format!("SELECT {COLUMNS} FROM rounds WHERE player_id = ?1 AND state NOT IN ('settled', 'expired', 'voided')"),
+                [player],
+                row,
+            )
+            .optional()
+        })?;
+        if let Some(r) = existing {
+            return Ok(r.into());
+        }
+        let nonce: i64 =
+            self.db(|c| c.query_row("SELECT next_nonce FROM players WHERE id = ?1", [player], |r| r.get(0)))?;
+        let mut suffix = [0u8; 4];
+        getrandom::fill(&mut suffix).map_err(|e| RoundError::EngineUnavailable(e.to_string()))?;
+        let round_id = format!("p{player}-n{nonce}-{}", hex::encode(suffix));
+        let c = self.engine.commit(&round_id, u64_of(nonce)?).await?;
+        let now = now_ms();
+        self.db(|conn| {
+            let tx = conn.transaction()?;
+            tx.execute(
+                "INSERT INTO rounds (round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token,
+                                     commit_expires_ms, created_ms, updated_ms)
+                 VALUES (?1, ?2, 'committed', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+                params![round_id, player, nonce, c.table_id, c.decks, c.commitment, c.token, c.expires_ms, now],
+            )?;
+            tx.execute("UPDATE players SET next_nonce = ?2 WHERE id = ?1", params![player, nonce + 1])?;
+            tx.commit()
+        })?;
+        let r = self.db(|c| load(c, &round_id))?.ok_or(RoundError::NotFound)?;
+        Ok(r.into())
+    }
+
+    /// Deal: fixes the client seed and the bet, debits the bet, then `StartRound`. A pair or
+    /// a consecutive hand is settled at once. A retry with the same seed and bet returns the
+    /// round as it is.
+    pub async fn deal(
+        &self,
+        player: i64,
+        round_id: &str,
+        client_seed: &str,
+        bet: i64,
+    ) -> Result<RoundView, RoundError> {
+        let _guard = self.player_lock(player).await;
+        let now = now_ms();
+        let table = self.table;
+        let max_seed = usize::try_from(self.rules.max_client_seed_bytes).unwrap_or(1024);
+        let proceed = self.db(|c| -> Result<bool, RoundError> {
+            let tx = c.transaction()?;
+            let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
+            if r.state != "committed" {
+                if r.client_seed.as_deref() == Some(client_seed) && r.bet == Some(bet) {
+                    return Ok(false); // a retry: report the round as it is
+                }
+                return Err(RoundError::Conflict("round_id: this round was already dealt".into()));
+            }
+            if r.commit_expires_ms <= now + EXPIRY_MARGIN_MS {
+                tx.execute("UPDATE rounds SET state = 'expired', updated_ms = ?2 WHERE round_id = ?1", params![round_id, now])?;
+                tx.commit()?;
+                return Err(RoundError::Expired);
+            }
+            if client_seed.is_empty() || client_seed.len() > max_seed {
+                return Err(RoundError::BadClientSeed(format!("1 to {max_seed} bytes of UTF-8")));
+            }
+            let limit = players::limit(&tx, player)?;
+            let bet_u = u64::try_from(bet).map_err(|_| {
+                let (min, max) = limit.effective(table);
+                RoundError::BetOutOfRange { min, max }
+            })?;
+            limits::check_bet(table, &limit, bet_u).map_err(|(min, max)| RoundError::BetOutOfRange { min, max })?;
+            let (min, max) = limit.effective(table);
+            let wallet = ledger::player_account(&tx, player)?;
+            let house = ledger::system_account(&tx, "house")?;
+            ledger::post(&tx, &format!("{round_id}:bet"), "bet", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
+            tx.execute(
+                "UPDATE rounds SET state = 'betting', client_seed = ?2, bet = ?3, stake = ?3, limit_min = ?4, limit_max = ?5,
+                                   updated_ms = ?6 WHERE round_id = ?1",
+                params![round_id, client_seed, bet, i64_of(min)?, i64_of(max)?, now],
+            )?;
+            tx.commit()?;
+            Ok(true)
+        })?;
+        if proceed {
+            self.crash_point("after_bet_debit");
+        }
+        Ok(self.advance(round_id).await?.into())
+    }
+
+    /// Raise or stand: records the decision (debiting the raise) before `Decide`, then
+    /// settles. A retry of the same decision returns the round as it is.
+    pub async fn decide(&self, player: i64, round_id: &str, raise: bool) -> Result<RoundView, RoundError> {
+        let _guard = self.player_lock(player).await;
+        let now = now_ms();
+        let wanted = if raise { "raise" } else { "stand" };
+        let proceed = self.db(|c| -> Result<bool, RoundError> {
+            let tx = c.transaction()?;
+            let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
+            if r.state != "dealt" {
+                if r.decision.as_deref() == Some(wanted) {
+                    return Ok(false);
+                }
+                return Err(RoundError::Conflict(format!(
+                    "action: the round is {}, not waiting for a decision",
+                    r.state
+                )));
+            }
+            let bet = r.bet.ok_or(RoundError::NotFound)?;
+            let stake = if raise {
+                let wallet = ledger::player_account(&tx, player)?;
+                let house = ledger::system_account(&tx, "house")?;
+                ledger::post(
+                    &tx,
+                    &format!("{round_id}:raise"),
+                    "raise",
+                    Some(round_id),
+                    &[(wallet, -bet), (house, bet)],
+                    now,
+                )?;
+                bet.checked_mul(2).ok_or(RoundError::Ledger(LedgerError::Overflow))?
+            } else {
+                bet
+            };
+            tx.execute(
+                "UPDATE rounds SET state = 'deciding', decision = ?2, stake = ?3, updated_ms = ?4 WHERE round_id = ?1",
+                params![round_id, wanted, stake, now],
+            )?;
+            tx.commit()?;
+            Ok(true)
+        })?;
+        if proceed && raise {
+            self.crash_point("after_raise_debit");
+        }
+        Ok(self.advance(round_id).await?.into())
+    }
+
+    /// Drives a round from its stored state through every engine call the platform owes it,
+    /// until it waits for the player (`committed`, `dealt`) or is finished. Each state's
+    /// request is repeated exactly (deterministic engine); an engine outage leaves the round
+    /// where it is, to be finished later.
+    async fn advance(&self, round_id: &str) -> Result<Row, RoundError> {
+        // Each pass moves the state forward (betting → dealt|settling → settled,
+        // deciding → settling → settled), so four passes always suffice.
+        for _ in 0..4 {
+            let r = self.db(|c| load(c, round_id))?.ok_or(RoundError::NotFound)?;
+            match r.state.as_str() {
+                "betting" => self.step_start(&r).await?,
+                "deciding" => self.step_decide(&r).await?,
+                "settling" => self.step_settle(&r).await?,
+                _ => return Ok(r),
+            }
+        }
+        self.db(|c| load(c, round_id))?.ok_or(RoundError::NotFound)
+    }
+
+    async fn step_start(&self, r: &Row) -> Result<(), RoundError> {
+        let (Some(seed), Some(bet), Some(min), Some(max)) = (&r.client_seed, r.bet, r.limit_min, r.limit_max) else {
+            return Err(RoundError::Conflict("round is missing its deal inputs".into()));
+        };
+        let answer = self
+            .engine
+            .start(
+                r.commitment_token.clone(),
+                seed,
+                u64_of(r.nonce)?,
+                &r.round_id,
+                u64_of(bet)?,
+                (u64_of(min)?, u64_of(max)?),
+            )
+            .await;
+        let now = now_ms();
+        match answer {
+            Ok(resp) => {
+                // The engine has dealt; a crash here loses its answer, and recovery asks again.
+                self.crash_point("after_start_answer");
+                let view = resp.round.unwrap_or_default();
+                let mut cards = vec![];
+                for c in [&view.first_card, &view.second_card, &view.third_card].into_iter().flatten() {
+                    cards.push(c.code.clone());
+                }
+                let state = if view.awaiting_decisions { "dealt" } else { "settling" };
+                self.db(|c| {
+                    c.execute(
+                        "UPDATE rounds SET state = ?2, round_token = ?3, cards = ?4, hand_class = ?5, spread = ?6,
+                                spread_odds = ?7, step = ?8, transcript = ?9, updated_ms = ?10 WHERE round_id = ?1",
+                        params![
+                            r.round_id,
+                            state,
+                            resp.round_token,
+                            serde_json::to_string(&cards).unwrap_or_default(),
+                            engine::hand_class_name(view.hand_class),
+                            view.spread,
+                            view.spread_odds,
+                            resp.step,
+                            resp.transcript,
+                            now
+                        ],
+                    )
+                })?;
+                Ok(())
+            }
+            Err(EngineError::Refused(status)) => {
+                // The engine dealt nothing: void the round and refund the bet.
+                tracing::warn!(round_id = %r.round_id, code = ?status.code(), "StartRound refused; refunding the bet");
+                self.void_and_refund(
+                    r,
+                    bet,
+                    &format!("the engine refused to deal ({}); bet refunded", status.message()),
+                )?;
+                Err(RoundError::EngineRefused(status.message().to_string()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn void_and_refund(&self, r: &Row, bet: i64, note: &str) -> Result<(), RoundError> {
+        let now = now_ms();
+        self.db(|c| -> Result<(), RoundError> {
+            let tx = c.transaction()?;
+            let wallet = ledger::player_account(&tx, r.player_id)?;
+            let house = ledger::system_account(&tx, "house")?;
+            ledger::post(&tx, &format!("{}:refund", r.round_id), "refund", Some(&r.round_id), &[(house, -bet), (wallet, bet)], now)?;
+            let balance = ledger::balance(&tx, wallet)?;
+            tx.execute(
+                "UPDATE rounds SET state = 'voided', note = ?2, returned = ?3, balance_after = ?4, updated_ms = ?5 WHERE round_id = ?1",
+                params![r.round_id, note, bet, balance, now],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    async fn step_decide(&self, r: &Row) -> Result<(), RoundError> {
+        let token = r.round_token.clone().ok_or_else(|| RoundError::Conflict("round has no token".into()))?;
+        let raise = r.decision.as_deref() == Some("raise");
+        match self.engine.decide(token, &r.round_id, raise).await {
+            Ok(resp) => {
+                self.crash_point("after_decide_answer");
+                let now = now_ms();
+                self.db(|c| {
+                    c.execute(
+                        "UPDATE rounds SET state = 'settling', round_token = ?2, step = ?3, transcript = ?4, updated_ms = ?5
+                         WHERE round_id = ?1",
+                        params![r.round_id, resp.round_token, resp.step, resp.transcript, now],
+                    )
+                })?;
+                Ok(())
+            }
+            Err(EngineError::Refused(status)) => {
+                // Cannot happen when the protocol is followed; never lose the round: give the
+                // raise back and settle the previous token (the seat stands).
+                tracing::error!(round_id = %r.round_id, code = ?status.code(), "Decide refused; settling as a stand");
+                let now = now_ms();
+                let bet = r.bet.unwrap_or(0);
+                self.db(|c| -> Result<(), RoundError> {
+                    let tx = c.transaction()?;
+                    if raise {
+                        let wallet = ledger::player_account(&tx, r.player_id)?;
+                        let house = ledger::system_account(&tx, "house")?;
+                        let key = format!("{}:refund", r.round_id);
+                        ledger::post(&tx, &key, "refund", Some(&r.round_id), &[(house, -bet), (wallet, bet)], now)?;
+                    }
+                    tx.execute(
+                        "UPDATE rounds SET state = 'settling', decision = 'default', stake = bet, note = ?2, updated_ms = ?3
+                         WHERE round_id = ?1",
+                        params![r.round_id, format!("the engine refused the decision ({}); settled as a stand", status.message()), now],
+                    )?;
+                    tx.commit()?;
+                    Ok(())
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn step_settle(&self, r: &Row) -> Result<(), RoundError> {
+        let token = r.round_token.clone().ok_or_else(|| RoundError::Conflict("round has no token".into()))?;
+        let resp = match self.engine.settle(token, &r.round_id).await {
+            Ok(resp) => resp,
+            Err(EngineError::Refused(status)) => {
+                tracing::error!(round_id = %r.round_id, code = ?status.code(), "Settle refused; the round stays open for an operator");
+                let note = format!("the engine refused to settle ({}); kept for an operator", status.message());
+                self.db(|c| c.execute("UPDATE rounds SET note = ?2 WHERE round_id = ?1", params![r.round_id, note]))?;
+                return Err(RoundError::EngineRefused(status.message().to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.crash_point("after_settle_answer");
+        let seat = resp.results.first().cloned().unwrap_or_default();
+        let view = resp.round.clone().unwrap_or_default();
+        let mut cards = vec![];
+        for c in [&view.first_card, &view.second_card, &view.third_card].into_iter().flatten() {
+            cards.push(c.code.clone());
+        }
+        let returned = i64_of(seat.returned)?;
+        let engine_stake = i64_of(seat.stake)?;
+        let mut note = r.note.clone();
+        if Some(engine_stake) != r.stake {
+            // The platform debited r.stake; the engine settled engine_stake. Never happens
+            // when the protocol is followed; recorded for an operator if it does.
+            tracing::error!(round_id = %r.round_id, engine_stake, debited = ?r.stake, "stake mismatch");
+            note = Some(format!("stake mismatch: engine {engine_stake}, debited {:?}", r.stake));
+        }
+        let decision = if seat.stood_by_default { Some("default".to_string()) } else { r.decision.clone() };
+        let now = now_ms();
+        self.db(|c| -> Result<(), RoundError> {
+            let tx = c.transaction()?;
+            let wallet = ledger::player_account(&tx, r.player_id)?;
+            let house = ledger::system_account(&tx, "house")?;
+            if returned > 0 {
+                let key = format!("{}:payout", r.round_id);
+                ledger::post(&tx, &key, "payout", Some(&r.round_id), &[(house, -returned), (wallet, returned)], now)?;
+            }
+            let balance = ledger::balance(&tx, wallet)?;
+            tx.execute(
+                "UPDATE rounds SET state = 'settled', cards = ?2, decision = ?3, outcome = ?4, rule = ?5, odds = ?6,
+                        returned = ?7, reveal_json = ?8, balance_after = ?9, note = ?10, stake = ?11, updated_ms = ?12,
+                        step = ?13, transcript = ?14
+                 WHERE round_id = ?1",
+                params![
+                    r.round_id,
+                    serde_json::to_string(&cards).unwrap_or_default(),
+                    decision,
+                    engine::outcome_name(seat.outcome),
+                    engine::rule_name(seat.rule),
+                    seat.odds,
+                    returned,
+                    resp.reveal_json,
+                    balance,
+                    note,
+                    engine_stake,
+                    now,
+                    resp.step,
+                    resp.transcript
+                ],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// Finds every round a crash (or an engine outage) left unfinished and finishes it.
+    ///
+    /// With `at_startup`, rounds that were waiting for the player's decision when the
+    /// platform went down are settled too (the engine stands an undecided seat); otherwise
+    /// they are left for the player, who sees them resumed. Unused commitments past their
+    /// expiry are marked expired (nothing was debited for them).
+    pub async fn recover(&self, at_startup: bool) -> Result<RecoveryReport, RoundError> {
+        let mut report = RecoveryReport::default();
+        let now = now_ms();
+        report.expired = self.db(|c| {
+            c.execute(
+                "UPDATE rounds SET state = 'expired', updated_ms = ?1 WHERE state = 'committed' AND commit_expires_ms <= ?2",
+                params![now, now + EXPIRY_MARGIN_MS],
+            )
+        })?;
+        let open: Vec<(String, i64, String)> = self.db(|c| {
+            let mut stmt = c.prepare(
+                "SELECT round_id, player_id, state FROM rounds WHERE state IN ('betting', 'dealt', 'deciding', 'settling')
+                 ORDER BY created_ms",
+            )?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+        for (round_id, player, state) in open {
+            if state == "dealt" && !at_startup {
+                continue;
+            }
+            let _guard = self.player_lock(player).await;
+            self.db(|c| c.execute("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&round_id]))?;
+            let mut result = self.advance(&round_id).await;
+            // At start, a round waiting for the player's decision (found so, or dealt just
+            // now by recovery) is settled: the engine stands an undecided seat.
+            if at_startup && result.as_ref().is_ok_and(|r| r.state == "dealt") {
+                self.db(|c| {
+                    c.execute(
+                        "UPDATE rounds SET state = 'settling', updated_ms = ?2,
+                                note = 'the platform restarted during the round: settled with no decision (stand)'
+                         WHERE round_id = ?1 AND state = 'dealt'",
+                        params![round_id, now_ms()],
+                    )
+                })?;
+                result = self.advance(&round_id).await;
+            }
+            match result {
+                Ok(r) => {
+                    tracing::info!(round_id = %round_id, from = %state, to = %r.state, "recovered round");
+                    report.finished.push(round_id);
+                }
+                Err(e) => {
+                    tracing::warn!(round_id = %round_id, error = %e, "round still unfinished");
+                    report.pending.push(round_id);
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// The player's recent rounds that were dealt (newest first), with their reveals.
+    pub fn history(&self, player: i64, limit: i64) -> Result<Vec<RoundView>, RoundError> {
+        self.db(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {COLUMNS} FROM rounds WHERE player_id = ?1 AND state NOT IN ('committed', 'expired')
+                 ORDER BY created_ms DESC, nonce DESC LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(params![player, limit], row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?.into_iter().map(RoundView::from).collect())
+        })
+    }
+
+    /// The player's last original bet, for the `0` key.
+    pub fn last_bet(&self, player: i64) -> Result<Option<i64>, RoundError> {
+        self.db(|c| {
+            c.query_row(
+                "SELECT bet FROM rounds WHERE player_id = ?1 AND bet IS NOT NULL ORDER BY created_ms DESC, nonce DESC LIMIT 1",
+                [player],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(RoundError::from)
+        })
+    }
+
+    /// The player's balance.
+    pub fn balance(&self, player: i64) -> Result<i64, RoundError> {
+        self.db(|c| {
+            let wallet = ledger::player_account(c, player)?;
+            Ok(ledger::balance(c, wallet)?)
+        })
+    }
+}

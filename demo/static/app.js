@@ -1,0 +1,448 @@
+// The Red Dog table: plain JavaScript, no framework. The platform (this page's server)
+// keeps the tokens; the page sees commitments, cards, results and reveals, and verifies
+// every reveal itself (verify.js).
+import { verifyReveal } from "./verify.js";
+import { api, money, parseMoney, renderCard, rememberShown, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
+
+const $ = (id) => document.getElementById(id);
+
+// ------------------------------------------------------------------ options (lower left)
+const OPT = { sound: "reddog.sound", voice: "reddog.voice", animation: "reddog.animation" };
+const DEFAULTS = { sound: "on", voice: "off", animation: "on" };
+const opt = (k) => (localStorage.getItem(OPT[k]) || DEFAULTS[k]) === "on";
+// Animation is read once, at load: a change takes effect after a reload, as the sheets say.
+const ANIMATION_AT_LOAD = opt("animation");
+document.documentElement.classList.toggle("anim", ANIMATION_AT_LOAD);
+
+let audio = null;
+function beep(freq = 660, ms = 90) {
+  if (!opt("sound")) return;
+  try {
+    audio = audio || new (globalThis.AudioContext || globalThis.webkitAudioContext)();
+    const o = audio.createOscillator(), g = audio.createGain();
+    o.frequency.value = freq;
+    g.gain.value = 0.05;
+    o.connect(g).connect(audio.destination);
+    o.start();
+    o.stop(audio.currentTime + ms / 1000);
+  } catch { /* no audio device */ }
+}
+const canSpeak = "speechSynthesis" in globalThis && "SpeechSynthesisUtterance" in globalThis;
+function say(text) {
+  if (!opt("voice") || !canSpeak) return;
+  try { speechSynthesis.cancel(); speechSynthesis.speak(new SpeechSynthesisUtterance(text)); } catch { /* none */ }
+}
+
+// ------------------------------------------------------------------ state
+const S = {
+  state: null,        // /api/state
+  round: null,        // the open round: committed (shown commitment) or dealt (deciding)
+  shown: null,        // the round whose cards are on the table
+  bet: 0,             // minor units
+  lastBet: null,
+  busy: false,
+  seedCustom: false,
+};
+
+function randomSeed() {
+  const b = new Uint8Array(12);
+  crypto.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+const limits = () => S.state?.limits || { min_bet: 0, max_bet: 0 };
+const balance = () => S.state?.player?.balance ?? 0;
+const deciding = () => S.round?.state === "dealt";
+
+function canDeal() {
+  const l = limits();
+  return !S.busy && S.round?.state === "committed" && S.bet >= l.min_bet && S.bet <= l.max_bet && S.bet <= balance()
+    && $("client-seed").value.length > 0;
+}
+const canRaise = () => !S.busy && deciding() && balance() >= (S.round.bet || 0);
+const canStand = () => !S.busy && deciding();
+
+function message(text) { $("message").textContent = text || ""; }
+
+// ------------------------------------------------------------------ bet changes
+function setBet(v, why) {
+  const l = limits();
+  let b = Math.max(0, v);
+  if (b > l.max_bet) { b = l.max_bet; message(`Your maximum bet is ${money(l.max_bet)}`); }
+  else message(why || "");
+  S.bet = b;
+  render();
+}
+function addChip(v) { if (!deciding() && !S.busy) { beep(880, 40); setBet(S.bet + v); } }
+function removeChip(v) { if (!deciding() && !S.busy) { beep(440, 40); setBet(S.bet - v); } }
+// Up/Down: ±1.00 (Shift: ±10.00) within the limits: from no bet, up goes to the minimum;
+// at the minimum, down removes the bet.
+function stepBet(units) {
+  if (deciding() || S.busy) return;
+  const l = limits(), step = units * minorPerMajor();
+  if (step > 0) setBet(S.bet < l.min_bet ? l.min_bet : Math.min(S.bet + step, l.max_bet));
+  else setBet(S.bet <= l.min_bet ? 0 : Math.max(S.bet + step, l.min_bet));
+}
+function clearBet() { if (!deciding() && !S.busy) setBet(0); }
+function repeatBet() {
+  if (deciding() || S.busy) return;
+  if (S.lastBet) setBet(S.lastBet); else message("No previous bet yet");
+}
+
+// ------------------------------------------------------------------ rendering
+function renderChips() {
+  const box = $("chips");
+  if (box.childElementCount) return;
+  for (const v of S.state.table.chips) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = `chip chip-${v}`;
+    b.dataset.value = v;
+    b.textContent = money(v).replace(/\.00$/, "");
+    b.setAttribute("aria-label", `Chip ${money(v)}: click to add, right-click or Shift+F10 to take off`);
+    b.addEventListener("click", () => addChip(v));
+    b.addEventListener("contextmenu", (e) => { e.preventDefault(); removeChip(v); });
+    box.append(b);
+  }
+}
+
+function renderStack() {
+  const stack = $("bet-stack");
+  stack.textContent = "";
+  let rest = S.bet;
+  const chips = [...S.state.table.chips].sort((a, b) => b - a);
+  for (const v of chips) {
+    while (rest >= v && stack.childElementCount < 12) {
+      const c = document.createElement("span");
+      c.className = `mini chip-${v}`;
+      stack.append(c);
+      rest -= v;
+    }
+  }
+  $("circle-amount").textContent = S.bet ? money(S.bet) : "";
+}
+
+function renderTable() {
+  const r = S.shown;
+  const cards = r?.cards || [];
+  renderCard($("card1"), cards[0]);
+  renderCard($("card2"), cards[1]);
+  const third = cards[2];
+  const faceDown = r && r.state === "dealt";
+  renderCard($("card3"), third, faceDown);
+  if (r && r.hand_class === "consecutive") $("card3").dataset.card = "none";
+  const marker = $("marker");
+  if (r && r.hand_class) {
+    marker.hidden = false;
+    marker.dataset.hand = r.hand_class;
+    marker.dataset.spread = r.spread || 0;
+    marker.textContent = r.hand_class === "non_consecutive"
+      ? `Red dog: spread ${r.spread} — pays ${r.spread_odds} to 1` : describeHand(r);
+    marker.setAttribute("aria-label", marker.textContent);
+  } else {
+    marker.hidden = true;
+  }
+  const out = $("outcome");
+  out.dataset.hand = r?.hand_class || "";
+  out.dataset.outcome = r?.outcome || (r?.state === "voided" ? "voided" : "");
+  out.dataset.decision = r?.decision || "";
+  out.dataset.returned = r?.returned ?? "";
+  out.dataset.roundId = r?.round_id || "";
+  if (r && r.state === "dealt") out.textContent = `${describeHand(r)}: raise or stand?`;
+  else if (r) out.textContent = describeOutcome(r);
+  else out.textContent = "Place your bet.";
+}
+
+function renderFairness() {
+  const r = S.round;
+  const pending = r && (r.state === "committed" || r.state === "dealt");
+  $("f-commitment").textContent = pending ? r.commitment : "—";
+  $("f-nonce").textContent = pending ? r.nonce : "—";
+  $("f-round").textContent = pending ? r.round_id : "—";
+  $("f-table").textContent = pending ? `${r.table_id} · ${r.decks}` : "—";
+  $("client-seed").disabled = !r || r.state !== "committed" || S.busy;
+  if (r && r.state === "dealt" && r.client_seed) $("client-seed").value = r.client_seed;
+}
+
+function render() {
+  const st = S.state;
+  document.body.dataset.busy = S.busy ? "1" : "0";
+  if (!st) return;
+  renderChips();
+  $("who").textContent = st.player ? `Signed in as ${st.player.name}` : "";
+  $("info-name").textContent = st.player?.name || "";
+  const cur = st.table.currency && st.table.currency !== "XXX" ? ` ${st.table.currency}` : "";
+  $("info-balance").textContent = money(balance()) + cur;
+  $("info-balance").dataset.minor = balance();
+  $("info-bet").textContent = money(S.bet);
+  $("info-bet").dataset.minor = S.bet;
+  const l = limits();
+  $("info-limits").textContent = `${money(l.min_bet)} – ${money(l.max_bet)}${l.player_max_bet ? " (your maximum)" : ""}`;
+  $("info-last").textContent = S.lastBet ? money(S.lastBet) : "—";
+  $("deal").disabled = !canDeal();
+  $("raise").disabled = !canRaise();
+  $("stand").disabled = !canStand();
+  for (const b of $("chips").querySelectorAll("button")) b.disabled = deciding() || S.busy;
+  $("clear").disabled = deciding() || S.busy;
+  $("repeat").disabled = deciding() || S.busy || !S.lastBet;
+  renderStack();
+  renderTable();
+  renderFairness();
+  renderLimits();
+}
+
+function renderLimits() {
+  const l = limits();
+  const next = l.next_change_ms ? new Date(l.next_change_ms).toLocaleString("en-US",
+    { timeZone: "America/New_York", weekday: "long", year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit" }) : null;
+  $("limits-text").textContent = `Table limits ${money(l.table_min)} – ${money(l.table_max)}. Your maximum: ${money(l.max_bet)}. ` +
+    (next ? `You changed it this week; the next change is possible from ${next} US Eastern.`
+      : "You may change it once a week (the week turns Friday 12:00 AM US Eastern); confirm with your PIN.");
+  const input = $("limits-max");
+  input.min = money(l.table_min);
+  input.max = money(l.table_max);
+}
+
+// ------------------------------------------------------------------ flow
+async function refresh() {
+  S.state = await api("/api/state");
+  setMinorUnitExponent(S.state.table.minor_unit_exponent);
+  if (!S.state.player) { showLogin(); return; }
+  S.lastBet = S.state.last_bet || null;
+  if (S.state.engine_error) message(S.state.engine_error);
+  S.round = S.state.round;
+  if (S.round?.state === "dealt") { S.shown = S.round; S.bet = S.round.bet; message("Your round was resumed: raise or stand."); }
+  if (S.bet > limits().max_bet) S.bet = limits().max_bet;
+  try {
+    await ensureCommitment();
+  } finally {
+    // The table appears once it shows the player's figures (also when the engine is down).
+    render();
+    $("login").hidden = true;
+    $("game").hidden = false;
+    $("logout").hidden = false;
+  }
+}
+
+// A round needs a commitment shown before the client seed is fixed: ask for one whenever
+// no round is open.
+async function ensureCommitment() {
+  if (!S.round || !["committed", "dealt"].includes(S.round.state)) {
+    S.round = await api("/api/round", {});
+  }
+  if (S.round.state === "committed") {
+    rememberShown(S.round);
+    if (!S.seedCustom || !$("client-seed").value) $("client-seed").value = randomSeed();
+  }
+}
+
+async function run(fn) {
+  if (S.busy) return;
+  S.busy = true;
+  render();
+  try { await fn(); }
+  catch (e) {
+    message(e.message);
+    if (e.code === "commitment_expired" || e.code === "conflict" || e.status === 503) {
+      try { S.round = null; await refresh(); } catch { /* shown above */ }
+    }
+  }
+  finally { S.busy = false; render(); }
+}
+
+function deal() {
+  if (!canDeal()) return;
+  run(async () => {
+    const shownBefore = { ...S.round };
+    const seed = $("client-seed").value;
+    const res = await api("/api/round/deal", { round_id: S.round.round_id, client_seed: seed, bet: S.bet });
+    S.state.player.balance = res.balance;
+    S.lastBet = S.bet;
+    S.round = res.round;
+    S.shown = res.round;
+    S.shown.expect = { commitment: shownBefore.commitment, nonce: shownBefore.nonce, round_id: shownBefore.round_id,
+      table_id: shownBefore.table_id, decks: shownBefore.decks, client_seed: seed };
+    beep(520, 120);
+    if (res.round.state === "dealt") {
+      message("");
+      say(`Spread ${res.round.spread}. Pays ${res.round.spread_odds} to 1. Raise or stand?`);
+    } else {
+      await finish(res.round);
+    }
+  });
+}
+
+function decide(action) {
+  if (action === "raise" ? !canRaise() : !canStand()) return;
+  run(async () => {
+    const expect = S.shown?.expect;
+    const res = await api("/api/round/decide", { round_id: S.round.round_id, action });
+    S.state.player.balance = res.balance;
+    S.round = res.round;
+    S.shown = res.round;
+    S.shown.expect = expect || { commitment: res.round.commitment, nonce: res.round.nonce, round_id: res.round.round_id,
+      table_id: res.round.table_id, decks: res.round.decks, client_seed: res.round.client_seed };
+    await finish(res.round);
+  });
+}
+
+async function finish(round) {
+  const text = describeOutcome(round);
+  if (round.outcome === "win") beep(990, 220); else if (round.outcome === "lose") beep(220, 220);
+  say(`${describeHand(round)}. ${text}`);
+  await showVerification(round);
+  S.round = null;
+  await ensureCommitment();
+}
+
+async function showVerification(round) {
+  const box = $("verify");
+  const list = $("verify-checks");
+  list.textContent = "";
+  $("verify-reveal").textContent = round.reveal_json || "";
+  if (!round.reveal_json) {
+    box.dataset.verdict = "none";
+    box.textContent = round.state === "voided" ? "No cards were dealt: nothing to verify." : "No reveal.";
+    return;
+  }
+  box.dataset.verdict = "pending";
+  box.textContent = "Verifying in your browser…";
+  try {
+    const expect = { ...(round.expect || {}) };
+    // A v1 reveal (an engine from before the round-integrity change) has no table id.
+    if (!round.reveal_json.includes('"format":')) delete expect.table_id;
+    const result = await verifyReveal(round.reveal_json, expect);
+    box.dataset.verdict = result.verdict;
+    box.dataset.format = result.format || "";
+    box.dataset.roundId = round.round_id;
+    box.textContent = result.verdict === "verified"
+      ? `✔ Verified in your browser (${result.format}): the commitment, the cards${result.format === "reddog-reveal-v2" ? ", the payout and the transcript" : ""}, and this round's commitment, nonce and client seed.`
+      : `✘ ${result.verdict === "malformed" ? "Malformed reveal" : "NOT verified"}: ${result.errors.join("; ")}`;
+    for (const c of result.checks || []) {
+      const li = document.createElement("li");
+      li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${c.detail}`;
+      list.append(li);
+    }
+  } catch (e) {
+    box.dataset.verdict = "error";
+    box.textContent = `Could not verify: ${e.message}`;
+  }
+}
+
+// ------------------------------------------------------------------ sign in
+function showLogin() {
+  $("login").hidden = false;
+  $("game").hidden = true;
+  $("logout").hidden = true;
+  $("login-name").focus();
+}
+
+async function credentials(path) {
+  const name = $("login-name").value.trim(), pin = $("login-pin").value;
+  try {
+    await api(path, { name, pin });
+    $("login-message").textContent = "";
+    await refresh();
+    document.activeElement?.blur?.();
+  } catch (e) { $("login-message").textContent = e.message; }
+}
+
+// ------------------------------------------------------------------ keys (the sheets' table)
+function isTyping(t) {
+  return t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
+}
+
+document.addEventListener("keydown", (e) => {
+  if ($("game").hidden || e.ctrlKey || e.metaKey || e.altKey || isTyping(e.target)) return;
+  const onButton = e.target && (e.target.tagName === "BUTTON" || e.target.tagName === "A" || e.target.tagName === "SUMMARY");
+  switch (e.key) {
+    case "0": repeatBet(); break;
+    case "Enter":
+      // On a focused button Enter presses that button, as everywhere; elsewhere it is the
+      // table's Deal / Stand key.
+      if (onButton) return;
+      if (deciding()) decide("stand"); else deal();
+      break;
+    case "+": decide("raise"); break;
+    case "Delete": case ".": case "Decimal": clearBet(); break;
+    case "ArrowUp": stepBet(e.shiftKey ? 10 : 1); break;
+    case "ArrowDown": stepBet(e.shiftKey ? -10 : -1); break;
+    default: return;
+  }
+  e.preventDefault();
+});
+
+// ------------------------------------------------------------------ wiring
+$("deal").addEventListener("click", deal);
+$("raise").addEventListener("click", () => decide("raise"));
+$("stand").addEventListener("click", () => decide("stand"));
+$("clear").addEventListener("click", clearBet);
+$("repeat").addEventListener("click", repeatBet);
+$("new-seed").addEventListener("click", () => { $("client-seed").value = randomSeed(); S.seedCustom = false; render(); });
+$("client-seed").addEventListener("input", () => { S.seedCustom = true; render(); });
+$("login-form").addEventListener("submit", (e) => { e.preventDefault(); credentials("/api/login"); });
+$("register-button").addEventListener("click", () => {
+  if ($("login-form").reportValidity()) credentials("/api/register");
+});
+$("logout").addEventListener("click", async () => { await api("/api/logout", {}); S.state = null; S.round = null; S.shown = null; showLogin(); });
+$("limits-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const maxBet = parseMoney($("limits-max").value);
+  if (maxBet === null) { $("limits-message").textContent = "Enter an amount like 20 or 20.50"; return; }
+  try {
+    const res = await api("/api/limits", { max_bet: maxBet, pin: $("limits-pin").value });
+    S.state.limits = res.limits;
+    if (S.bet > res.limits.max_bet) S.bet = res.limits.max_bet;
+    $("limits-message").textContent = `Your maximum bet is now ${money(res.limits.max_bet)} for all your games.`;
+    $("limits-message").dataset.result = "ok";
+  } catch (err) {
+    $("limits-message").textContent = err.message;
+    $("limits-message").dataset.result = err.code || "error";
+  }
+  $("limits-pin").value = "";
+  render();
+});
+
+for (const k of ["sound", "voice", "animation"]) {
+  const box = $(`opt-${k}`);
+  box.checked = opt(k);
+  box.addEventListener("change", () => {
+    localStorage.setItem(OPT[k], box.checked ? "on" : "off");
+    if (k === "animation") {
+      $("options-note").textContent = box.checked === ANIMATION_AT_LOAD ? "" : "Animation changes take effect after a reload.";
+    }
+  });
+}
+if (!canSpeak) {
+  $("opt-voice").disabled = true;
+  $("opt-voice").parentElement.append(" (not available in this browser)");
+}
+
+// Paytable, from the engine's rules.
+async function start() {
+  try {
+    await refresh();
+  } catch (e) {
+    message(e.message);
+    if (!S.state) { $("login-message").textContent = e.message; showLogin(); }
+  }
+  if (S.state?.table) {
+    const tb = $("paytable").tBodies[0];
+    tb.textContent = "";
+    const rows = [["Three of a kind", S.state.table.three_of_a_kind_odds]];
+    const odds = S.state.table.spread_odds;
+    const groups = [];
+    odds.forEach((o, k) => {
+      const last = groups[groups.length - 1];
+      if (last && last.o === o) last.to = k + 1; else groups.push({ from: k + 1, to: k + 1, o });
+    });
+    for (const g of groups) rows.push([g.from === g.to ? `Spread ${g.from}` : `Spread ${g.from}–${g.to}`, g.o]);
+    rows.push(["Consecutive", "push"]);
+    for (const [a, b] of rows) {
+      const tr = tb.insertRow();
+      tr.insertCell().textContent = a;
+      tr.insertCell().textContent = typeof b === "string" ? b : `${b} to 1`;
+    }
+  }
+}
+start();

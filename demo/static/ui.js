@@ -1,0 +1,116 @@
+// Small helpers shared by the table and the history page.
+
+export const SUIT_NAMES = { c: "clubs", d: "diamonds", h: "hearts", s: "spades" };
+export const SUIT_SYMBOLS = { c: "♣", d: "♦", h: "♥", s: "♠" };
+export const RANK_NAMES = { 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven", 8: "Eight", 9: "Nine",
+  T: "Ten", J: "Jack", Q: "Queen", K: "King", A: "Ace" };
+
+// The table's minor unit: decimals of the currency (from the engine's GetRules), 2 by default.
+let EXP = 2;
+export function setMinorUnitExponent(exp) { if (Number.isInteger(exp) && exp >= 0 && exp <= 6) EXP = exp; }
+export const minorPerMajor = () => 10 ** EXP;
+
+// Minor units (an integer) as "1234.50" (with the table's decimals); no floating point.
+export function money(minor) {
+  if (minor === null || minor === undefined) return "—";
+  const n = BigInt(minor);
+  const neg = n < 0n;
+  const a = neg ? -n : n;
+  const unit = 10n ** BigInt(EXP);
+  return `${neg ? "-" : ""}${a / unit}${EXP ? `.${String(a % unit).padStart(EXP, "0")}` : ""}`;
+}
+
+// "12", "12.5" or "12.50" as minor units (1250), with no floating point; null if not money.
+export function parseMoney(text) {
+  const m = /^\s*(\d{1,9})(?:\.(\d{1,6}))?\s*$/.exec(String(text));
+  if (!m || (m[2] || "").length > EXP) return null;
+  return Number(BigInt(m[1]) * 10n ** BigInt(EXP) + BigInt((m[2] || "").padEnd(EXP, "0") || "0"));
+}
+
+export function cardName(code) {
+  return `${RANK_NAMES[code[0]]} of ${SUIT_NAMES[code[1]]}`;
+}
+
+export function cardLabel(code) {
+  return `${code[0] === "T" ? "10" : code[0]}${SUIT_SYMBOLS[code[1]]}`;
+}
+
+// Renders a card into `el` (face up, face down, or an empty slot).
+export function renderCard(el, code, faceDown = false) {
+  el.className = el.className.split(" ").filter((c) => !["up", "down", "red", "slot", "dealt"].includes(c)).join(" ");
+  el.textContent = "";
+  if (code) {
+    el.classList.add("up", "dealt");
+    if (code[1] === "d" || code[1] === "h") el.classList.add("red");
+    el.setAttribute("aria-label", cardName(code));
+    el.dataset.card = code;
+    const rank = document.createElement("span");
+    rank.className = "rank";
+    rank.textContent = code[0] === "T" ? "10" : code[0];
+    const suit = document.createElement("span");
+    suit.className = "suit";
+    suit.textContent = SUIT_SYMBOLS[code[1]];
+    el.append(rank, suit);
+  } else if (faceDown) {
+    el.classList.add("down", "dealt");
+    el.setAttribute("aria-label", "face-down card");
+    el.dataset.card = "down";
+  } else {
+    el.classList.add("slot");
+    el.setAttribute("aria-label", "no card");
+    el.dataset.card = "";
+  }
+}
+
+export async function api(path, body) {
+  const init = body === undefined ? { method: "GET" } : {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+  };
+  init.credentials = "same-origin";
+  const res = await fetch(path, init);
+  let data = {};
+  try { data = await res.json(); } catch { /* empty body */ }
+  if (!res.ok) {
+    const err = new Error(data.message || `${res.status} ${res.statusText}`);
+    err.code = data.error;
+    err.status = res.status;
+    throw err;
+  }
+  return data;
+}
+
+// What this browser was shown before each deal, kept so that the history page can compare
+// the reveals with it too. At most 300 rounds.
+const SHOWN_KEY = "reddog.shown";
+export function rememberShown(round) {
+  let all = {};
+  try { all = JSON.parse(localStorage.getItem(SHOWN_KEY) || "{}"); } catch { all = {}; }
+  if (all[round.round_id]) return;
+  all[round.round_id] = { commitment: round.commitment, nonce: round.nonce, table_id: round.table_id, decks: round.decks, shown_ms: Date.now() };
+  const ids = Object.keys(all);
+  if (ids.length > 300) for (const id of ids.sort((a, b) => all[a].shown_ms - all[b].shown_ms).slice(0, ids.length - 300)) delete all[id];
+  localStorage.setItem(SHOWN_KEY, JSON.stringify(all));
+}
+export function shownFor(roundId) {
+  try { return JSON.parse(localStorage.getItem(SHOWN_KEY) || "{}")[roundId] || null; } catch { return null; }
+}
+
+export function describeHand(round) {
+  if (!round.hand_class) return "";
+  if (round.hand_class === "pair") return "Pair";
+  if (round.hand_class === "consecutive") return "Consecutive";
+  return `Spread ${round.spread}`;
+}
+
+export function describeOutcome(round) {
+  if (round.state === "voided") return `Round voided: bet of ${money(round.bet)} refunded`;
+  if (!round.outcome) return "";
+  const rules = {
+    three_of_a_kind: "three of a kind", pair_no_match: "pair, no match", consecutive: "consecutive cards",
+    third_card_between: "third card between", third_card_matches: "third card matches", third_card_outside: "third card outside",
+  };
+  const why = rules[round.rule] || round.rule;
+  if (round.outcome === "win") return `You win: ${money(round.returned)} returned on ${money(round.stake)} (${why}, ${round.odds} to 1)`;
+  if (round.outcome === "push") return `Push: ${money(round.returned)} returned (${why})`;
+  return `You lose ${money(round.stake)} (${why})`;
+}

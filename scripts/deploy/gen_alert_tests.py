@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Writes the promtool unit tests of the alert rules (deploy/monitoring/tests/rules-test.yaml).
+
+Input series are built from the exact one-deck odds (scripts/deploy/alert_constants.py):
+- deal classes: counts at the exact frequencies (X2 = 0), a fair random sample (seeded
+  multinomial: the ordinary noise of a fair deal, which must not fire), pairs at twice their
+  frequency (must fire), and the same bias at too low a volume (must not fire);
+- third card: exact frequencies (no alert), spread 7 winning 0.70 instead of 0.56 (fires);
+- RTP: 0.95 and 0.8833 (always raise: the issue's false alarm) must not fire; 1.10 and 0.70
+  (outside every strategy) fire;
+- service alerts: 2 % INTERNAL fires, 0.5 % does not; no target up fires RedDogDown.
+
+  python3 scripts/deploy/gen_alert_tests.py OUT.yaml [--rules-file NAME]
+CI writes it afresh and checks the committed copy is identical, then runs promtool on it.
+"""
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from alert_constants import deal_classes  # noqa: E402
+
+STEP_MIN = 4                     # one input sample every 4 minutes: within the 5 min lookback
+SAMPLES = 25 * 60 // STEP_MIN + 2  # series length: the 24 h windows are full at 25 h
+EVAL = "25h"
+TABLE = 'table="default"'
+
+
+def series(name: str, labels: str, per_minute: float) -> dict:
+    """A counter rising by `per_minute` a minute, sampled every STEP_MIN minutes."""
+    return {"series": f"{name}{{{labels}}}", "values": f"0+{per_minute * STEP_MIN:.8g}x{SAMPLES}"}
+
+
+def const(name: str, labels: str, value: float) -> dict:
+    return {"series": f"{name}{{{labels}}}", "values": f"{value!r}x{SAMPLES}"}
+
+
+def gauges() -> list:
+    out = []
+    for cls, s, p, w in deal_classes(1):
+        lab = f'{TABLE},hand_class="{cls}",spread="{s}"'
+        out.append(const("reddog_deal_probability", lab, float(p)))
+        if w is not None:
+            out.append(const("reddog_third_card_probability", lab, float(w)))
+    for defn, worst, best in (("per_total_wagered", 0.826901270772239, 0.973282247765006),
+                              ("per_initial_bet", 0.730015082956259, 0.968446455505279)):
+        out.append(const("reddog_rtp_bound", f'{TABLE},definition="{defn}",bound="worst"', worst))
+        out.append(const("reddog_rtp_bound", f'{TABLE},definition="{defn}",bound="best"', best))
+    return out
+
+
+def deals(per_minute: dict) -> list:
+    return [series("reddog_rounds_started_total", f'{TABLE},hand_class="{c}",spread="{s}"', v)
+            for (c, s), v in per_minute.items()]
+
+
+def exact_rates(rounds_per_minute: float) -> dict:
+    return {(c, s): rounds_per_minute * float(p) for c, s, p, _ in deal_classes(1)}
+
+
+def multinomial(n: int, seed: int) -> dict:
+    rng = random.Random(seed)
+    cls = deal_classes(1)
+    weights = [float(p) for _, _, p, _ in cls]
+    counts = [0] * len(cls)
+    for i in rng.choices(range(len(cls)), weights=weights, k=n):
+        counts[i] += 1
+    return {(c, s): counts[i] for i, (c, s, _, _) in enumerate(cls)}
+
+
+def settled(rounds_per_minute: float, win_override: dict | None = None) -> list:
+    out = []
+    for c, s, p, w in deal_classes(1):
+        n = rounds_per_minute * float(p)
+        lab = f'{TABLE},hand_class="{c}",spread="{s}"'
+        if c == "consecutive":
+            out.append(series("reddog_rounds_settled_total", lab + ',rule="consecutive"', n))
+            continue
+        w = (win_override or {}).get(s if c != "pair" else "pair", float(w))
+        win_rule, lose_rule = ("three_of_a_kind", "pair_no_match") if c == "pair" \
+            else ("third_card_between", "third_card_outside")
+        out.append(series("reddog_rounds_settled_total", lab + f',rule="{win_rule}"', n * w))
+        out.append(series("reddog_rounds_settled_total", lab + f',rule="{lose_rule}"', n * (1 - w)))
+    return out
+
+
+def money(rtp: float) -> list:
+    """Each minute 10 rounds staking 100: five return 200*rtp, five return 0."""
+    r_hi = 200 * rtp
+    return [
+        series("reddog_staked_minor_units_total", TABLE, 1000),
+        series("reddog_returned_minor_units_total", TABLE, 1000 * rtp),
+        series("reddog_settled_round_moment_sum", TABLE + ',moment="rr"', 5 * r_hi * r_hi),
+        series("reddog_settled_round_moment_sum", TABLE + ',moment="rs"', 100 * 5 * r_hi),
+        series("reddog_settled_round_moment_sum", TABLE + ',moment="ss"', 10 * 100 * 100),
+    ]
+
+
+def alert(name: str, fires: bool) -> dict:
+    exp = []
+    if fires:
+        exp = [{"exp_labels": {"severity": "critical", "table": "default"},
+                "exp_annotations": annotations(name)}]
+    return {"eval_time": EVAL, "alertname": name, "exp_alerts": exp}
+
+
+RULES = Path(__file__).resolve().parents[2] / "deploy" / "monitoring" / "prometheus-rule.yaml"
+
+
+def annotations(alertname: str) -> dict:
+    """The alert's annotations from the rules file, templated for table "default"."""
+    import yaml
+    for g in yaml.safe_load(RULES.read_text())["spec"]["groups"]:
+        for r in g["rules"]:
+            if r.get("alert") == alertname:
+                return {k: " ".join(v.replace("{{ $labels.table }}", "default").split())
+                        for k, v in r.get("annotations", {}).items()}
+    raise KeyError(alertname)
+
+
+def case(name: str, input_series: list, alerts: list, promql: list | None = None) -> dict:
+    t = {"name": name, "interval": f"{STEP_MIN}m", "input_series": gauges() + input_series,
+         "alert_rule_test": alerts}
+    if promql:
+        t["promql_expr_test"] = promql
+    return t
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--rules-file", default="reddog-rules.yml")
+    a = ap.parse_args()
+    import yaml
+
+    fair = multinomial(1440 * 20, seed=11)                 # 20 deals a minute for 24 h
+    biased = exact_rates(663)
+    biased[("pair", 0)] *= 2
+    low_volume = {k: v * 5 / 663 for k, v in biased.items()}   # 7 200 deals a day: too few
+    tests = [
+        case("deal classes at their exact frequencies: X2 = 0, no alert",
+             deals(exact_rates(663)),
+             [alert("RedDogDealFrequencyDrift", False)],
+             [{"expr": "round(reddog:deals_chisq:1h, 0.001)", "eval_time": EVAL,
+               "exp_samples": [{"labels": "{table=\"default\"}", "value": 0}]}]),
+        case("a fair random sample (seeded multinomial, 28 800 deals a day): no alert",
+             deals({k: v / 1440 for k, v in fair.items()}),
+             [alert("RedDogDealFrequencyDrift", False)]),
+        case("pairs twice as frequent as the exact 1/17: fires",
+             deals(biased),
+             [alert("RedDogDealFrequencyDrift", True)]),
+        case("the same bias with 7 200 deals a day: below the 10 000 minimum, no alert",
+             deals(low_volume),
+             [alert("RedDogDealFrequencyDrift", False)]),
+        case("third card at its exact frequencies: no alert",
+             settled(663),
+             [alert("RedDogThirdCardDrift", False)]),
+        case("spread 7 wins 0.70 of the time instead of 14/25: fires",
+             settled(663, {7: 0.70}),
+             [alert("RedDogThirdCardDrift", True)]),
+        case("observed RTP 0.95: inside the strategy range, no alert",
+             settled(10) + money(0.95),
+             [alert("RedDogRtpOutsideStrategyRange", False)]),
+        case("observed RTP 0.8833 (every seat always raises): a legal strategy, no alert",
+             settled(10) + money(0.8833),
+             [alert("RedDogRtpOutsideStrategyRange", False)]),
+        case("observed RTP 1.10: above the best strategy's 0.9733, fires",
+             settled(10) + money(1.10),
+             [alert("RedDogRtpOutsideStrategyRange", True)]),
+        case("observed RTP 0.70: below the worst strategy's 0.8269, fires",
+             settled(10) + money(0.70),
+             [alert("RedDogRtpOutsideStrategyRange", True)]),
+    ]
+    service = {
+        "name": "service alerts", "interval": "1m",
+        "input_series": [
+            {"series": 'reddog_rpc_requests_total{method="Settle",code="OK"}', "values": "0+980x60"},
+            {"series": 'reddog_rpc_requests_total{method="Settle",code="INTERNAL"}', "values": "0+20x60"},
+            {"series": 'reddog_rpc_requests_total{method="Decide",code="OK"}', "values": "0+995x60"},
+            {"series": 'reddog_rpc_requests_total{method="Decide",code="UNAVAILABLE"}', "values": "0+5x60"},
+            {"series": 'up{job="reddog",pod="reddog-0"}', "values": "0x60"},
+        ],
+        "alert_rule_test": [
+            {"eval_time": "20m", "alertname": "RedDogRpcErrors",
+             "exp_alerts": [{"exp_labels": {"severity": "critical"},
+                             "exp_annotations": {"summary": "More than 1% of gRPC calls fail with server-side errors"}}]},
+            {"eval_time": "20m", "alertname": "RedDogDown",
+             "exp_alerts": [{"exp_labels": {"severity": "critical"},
+                             "exp_annotations": {"summary": "No engine pod is being scraped"}}]},
+        ],
+    }
+    quiet = {
+        "name": "service alerts: 0.5 % errors and a target up do not fire", "interval": "1m",
+        "input_series": [
+            {"series": 'reddog_rpc_requests_total{method="Settle",code="OK"}', "values": "0+995x60"},
+            {"series": 'reddog_rpc_requests_total{method="Settle",code="INTERNAL"}', "values": "0+5x60"},
+            {"series": 'up{job="reddog",pod="reddog-0"}', "values": "1x60"},
+        ],
+        "alert_rule_test": [
+            {"eval_time": "20m", "alertname": "RedDogRpcErrors", "exp_alerts": []},
+            {"eval_time": "20m", "alertname": "RedDogDown", "exp_alerts": []},
+        ],
+    }
+    doc = {"rule_files": [a.rules_file], "evaluation_interval": "1m", "tests": tests + [service, quiet]}
+    header = ("# Generated by scripts/deploy/gen_alert_tests.py (do not edit; CI regenerates and compares).\n"
+              "# Run: promtool test rules rules-test.yaml, next to the PrometheusRule's .spec as "
+              f"{a.rules_file}.\n")
+    Path(a.out).write_text(header + yaml.safe_dump(doc, sort_keys=False, width=120))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The floods of docs/RELIABILITY.md ("Floods and limits"), each against a fresh `reddog serve`
+# on 127.0.0.1, with the server's peak RSS (VmHWM of a process started for that flood alone),
+# its CPU time, the HTTP/2 answers and health during the flood. Loopback only; every flood is
+# bounded in size and time.
+#
+#   scripts/transport/floods.sh BINARY [FLOOD_TOOL] [quick]
+#
+# BINARY: the reddog binary to test; FLOOD_TOOL: the built examples/flood (default
+# target/release/examples/flood). `quick` runs smaller floods (CI). Needs h2load
+# (apt-get install nghttp2-client) for the h2load run. Prints one `flood:` line per flood and
+# exits non-zero if a flood took the server over MAX_RSS_MIB (default 96) or health failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BIN="${1:?usage: floods.sh BINARY [FLOOD_TOOL] [quick]}"
+FLOOD="${2:-target/release/examples/flood}"
+MODE="${3:-full}"
+MAX_RSS="${MAX_RSS_MIB:-96}"
+EXTRA=(${SERVER_ARGS:-})
+RING='{"primary":"f","keys":{"f":"5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"}}'
+failures=0
+runs=0
+
+if [ "$MODE" = quick ]; then
+  HEADERS=20000; BODY_CONNS=10; BODY_STREAMS=100; PRIO=100000; IDLE=500; H2N=50000; H2C=100; H2M=100; FDS=1
+else
+  HEADERS=50000; BODY_CONNS=40; BODY_STREAMS=100; PRIO=100000; IDLE=2000; H2N=500000; H2C=500; H2M=100; FDS=1
+fi
+
+OUT="$(mktemp)"; PID=""
+start() { # start [prefix command...]
+  : >"$OUT"
+  REDDOG_KEY_RING="$RING" RUST_LOG=warn "$@" "$BIN" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+    "${EXTRA[@]}" >"$OUT" 2>"$OUT.err" &
+  PID=$!
+  ADDR=""; METRICS=""
+  for _ in $(seq 1 200); do
+    ADDR="$(sed -n 's/^listening on //p' "$OUT")"; METRICS="$(sed -n 's/^metrics on //p' "$OUT")"
+    [ -n "$ADDR" ] && [ -n "$METRICS" ] && return 0
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "server did not start:"; cat "$OUT.err"; exit 1
+}
+stop() {
+  kill -TERM "$PID" 2>/dev/null
+  for _ in $(seq 1 300); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=""
+}
+trap 'if [ -n "$PID" ]; then kill -KILL "$PID" 2>/dev/null; fi; rm -f "$OUT" "$OUT.err"' EXIT
+metric() { # metric NAME_WITH_LABELS -> value (0 if absent)
+  python3 - "$METRICS" "$1" <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen("http://%s/metrics" % sys.argv[1], timeout=5).read().decode()
+print(next((l.split()[-1] for l in text.splitlines() if l.startswith(sys.argv[2] + " ")), "0"))
+PY
+}
+line=""
+flood() { # flood NAME ARGS... (sets $line)
+  local name="$1"; shift
+  line="$("$FLOOD" --target "$ADDR" --pid "$PID" --health --max-rss-mib "$MAX_RSS" "$@" 2>"$OUT.flood")"
+  local rc=$?
+  runs=$((runs + 1))
+  echo "flood[$name]: $line"
+  if [ $rc -ne 0 ]; then failures=$((failures + 1)); sed 's/^/  /' "$OUT.flood" | tail -5; fi
+}
+
+start; flood "headers x$HEADERS, 1 connection" headers --streams "$HEADERS"; stop
+start; flood "stalled 64KiB bodies ${BODY_CONNS}x$BODY_STREAMS" bodies --conns "$BODY_CONNS" --streams "$BODY_STREAMS"; stop
+start; flood "self-dependent PRIORITY x$PRIO" priority --frames "$PRIO"; stop
+start; flood "idle preface-less x$IDLE" --settle-secs 1 idle --conns "$IDLE" --hold-secs 8; stop
+
+if [ "$FDS" = 1 ]; then
+  # Out of file descriptors: the server may hold 256; 400 silent connections take them all.
+  start prlimit --nofile=256:256
+  flood "fd exhaustion (nofile 256) x400" --settle-secs 1 idle --conns 400 --hold-secs 8
+  # A busy accept loop would burn ~15 s of CPU here on an idle machine; the back-off ~0.05 s.
+  cpu="$(sed -n 's/.*server_cpu_secs=\([0-9.]*\).*/\1/p' <<<"$line")"
+  if [ -n "$cpu" ] && awk -v c="$cpu" 'BEGIN { exit !(c > 3) }'; then
+    echo "  FAIL: the server used $cpu s of CPU while out of file descriptors (accept loop spinning?)"
+    failures=$((failures + 1))
+  fi
+  stop
+fi
+
+if command -v h2load >/dev/null; then
+  start
+  body="$(mktemp)"; printf '\x00\x00\x00\x00\x08\x0a\x06h2load' >"$body"
+  ok0="$(metric 'reddog_rpc_requests_total{method="CommitSeed",code="OK"}')"
+  h2load -n "$H2N" -c "$H2C" -m "$H2M" -d "$body" -H 'content-type: application/grpc' -H 'te: trailers' \
+    "http://$ADDR/reddog.v1.RedDog/CommitSeed" >"$OUT.h2load" 2>&1 &
+  H2PID=$!
+  "$FLOOD" --target "$ADDR" --pid "$PID" --health --max-rss-mib "$MAX_RSS" --settle-secs 0 \
+    watch --secs 600 --while-pid "$H2PID" >"$OUT.watch" 2>"$OUT.flood" &
+  WPID=$!
+  wait "$H2PID"
+  wait "$WPID"; wrc=$?
+  ok1="$(metric 'reddog_rpc_requests_total{method="CommitSeed",code="OK"}')"
+  shed="$(metric 'reddog_load_shed_total')"
+  hwm="$(awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/"$PID"/status)"
+  echo "flood[h2load -n $H2N -c $H2C -m $H2M CommitSeed]: $(grep -E '^requests:' "$OUT.h2load") grpc_ok=$((ok1 - ok0)) grpc_resource_exhausted=$shed vmhwm_mib=$hwm"
+  echo "  watch: $(cat "$OUT.watch")"
+  h2fail=0
+  [ "$wrc" -eq 0 ] || { h2fail=1; tail -5 "$OUT.flood" | sed 's/^/  /'; }
+  grep -E '^(finished in|status codes)' "$OUT.h2load" | sed 's/^/  /'
+  awk -v m="$MAX_RSS" -v h="$hwm" 'BEGIN { exit !(h > m) }' && { echo "  FAIL: VmHWM $hwm MiB > $MAX_RSS MiB"; h2fail=1; }
+  runs=$((runs + 1)); failures=$((failures + h2fail))
+  rm -f "$body"; stop
+else
+  echo "h2load not installed (apt-get install nghttp2-client): h2load run skipped"
+fi
+
+echo "floods: $((runs - failures)) passed, $failures failed"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,231 @@
+//! The round transcript: a SHA-256 chain over a round's steps (`docs/design/round-integrity.md`
+//! §4, `docs/FAIRNESS.md`). `t_0` binds everything the round was started with (commitment,
+//! table, round id, nonce, decks, client seed, paytable, bets); each `Decide` call extends the
+//! chain with its decisions in ascending seat order:
+//!
+//! ```text
+//! field(x) = u32be(len(x)) ‖ x
+//! t_0 = SHA-256( field("reddog/transcript/v1/start") ‖ field(commitment: 32 raw bytes)
+//!              ‖ field(table_id) ‖ field(round_id) ‖ field(u64be(nonce)) ‖ field(u8(decks))
+//!              ‖ field(client_seed) ‖ field(u32be(odds spread 1..11) ‖ u32be(odds three of a kind))
+//!              ‖ field(u64be(bet seat 0) ‖ … ‖ u64be(bet seat n−1)) )
+//! t_k = SHA-256( field("reddog/transcript/v1/decide") ‖ field(t_{k−1}: 32 raw bytes)
+//!              ‖ field(u8(seat) ‖ u8(action) ‖ …) )      raise = 1, stand = 2
+//! ```
+//! Two rounds (or two forks of one round) with any difference in those inputs or decisions
+//! have different transcripts, so a fork cannot hide in a reveal or in the audit log.
+//!
+//! Pure: no I/O, no transport.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+use crate::game::{Decision, Decks, Money, Paytable, Spread};
+
+/// Domain label of `t_0`.
+pub const START_LABEL: &[u8] = b"reddog/transcript/v1/start";
+/// Domain label of each `Decide` step.
+pub const DECIDE_LABEL: &[u8] = b"reddog/transcript/v1/decide";
+
+/// A transcript hash `t_k`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Transcript(pub [u8; 32]);
+
+impl Transcript {
+    /// 64 lower-case hex characters.
+    pub fn to_hex(self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// `t_k` from `t_{k-1}` (`self`) and the k-th Decide's decisions. The decisions are
+    /// hashed in ascending seat order whatever order they are given in.
+    pub fn decide(self, decisions: &[(usize, Decision)]) -> Transcript {
+        let mut sorted = decisions.to_vec();
+        sorted.sort_by_key(|&(seat, _)| seat);
+        let body: Vec<u8> = sorted
+            .iter()
+            // Seats are < MAX_SEATS (7): the cast never truncates for a genuine round.
+            .flat_map(|&(seat, d)| [u8::try_from(seat).unwrap_or(u8::MAX), action_byte(d)])
+            .collect();
+        let mut h = Sha256::new();
+        field(&mut h, DECIDE_LABEL);
+        field(&mut h, &self.0);
+        field(&mut h, &body);
+        Transcript(h.finalize().into())
+    }
+}
+
+impl fmt::Debug for Transcript {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Transcript({})", self.to_hex())
+    }
+}
+
+impl fmt::Display for Transcript {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+/// The byte of an action in the transcript: raise = 1, stand = 2.
+pub const fn action_byte(d: Decision) -> u8 {
+    match d {
+        Decision::Raise => 1,
+        Decision::Stand => 2,
+    }
+}
+
+/// Everything `t_0` binds.
+#[derive(Clone, Copy, Debug)]
+pub struct StartInputs<'a> {
+    /// SHA-256 of the server seed (raw bytes).
+    pub commitment: &'a [u8; 32],
+    pub table_id: &'a str,
+    pub round_id: &'a str,
+    pub nonce: u64,
+    pub decks: Decks,
+    pub client_seed: &'a [u8],
+    pub paytable: &'a Paytable,
+    /// The original bets, seat 0 first.
+    pub bets: &'a [Money],
+}
+
+impl StartInputs<'_> {
+    /// The exact bytes SHA-256 is taken of for `t_0` (published in the test vectors).
+    pub fn preimage(&self) -> Vec<u8> {
+        let mut odds = Vec::with_capacity(48);
+        for s in Spread::all() {
+            odds.extend_from_slice(&self.paytable.spread_odds(s).to_be_bytes());
+        }
+        odds.extend_from_slice(&self.paytable.three_of_a_kind_odds().to_be_bytes());
+        let bets: Vec<u8> = self.bets.iter().flat_map(|b| b.0.to_be_bytes()).collect();
+        let mut out = Vec::with_capacity(160 + self.client_seed.len() + self.round_id.len());
+        for part in [
+            START_LABEL,
+            &self.commitment[..],
+            self.table_id.as_bytes(),
+            self.round_id.as_bytes(),
+            &self.nonce.to_be_bytes(),
+            &[self.decks.get()],
+            self.client_seed,
+            &odds,
+            &bets,
+        ] {
+            out.extend_from_slice(&len32(part).to_be_bytes());
+            out.extend_from_slice(part);
+        }
+        out
+    }
+
+    /// `t_0`.
+    pub fn transcript(&self) -> Transcript {
+        Transcript(Sha256::digest(self.preimage()).into())
+    }
+}
+
+/// The length of a field as `u32`. Every field is bounded far below 4 GiB by the API (the
+/// longest is a 1024-byte client seed); a longer one would be a bug, and is hashed with a
+/// saturated length rather than a wrapped one, which still differs from every genuine input.
+fn len32(bytes: &[u8]) -> u32 {
+    u32::try_from(bytes.len()).unwrap_or(u32::MAX)
+}
+
+fn field(h: &mut Sha256, bytes: &[u8]) {
+    h.update(len32(bytes).to_be_bytes());
+    h.update(bytes);
+}
+
+/// The whole chain `t_0, t_1, …, t_K` of a round started with `start` whose Decide calls
+/// had `steps` as decisions.
+pub fn chain(start: &StartInputs<'_>, steps: &[Vec<(usize, Decision)>]) -> Vec<Transcript> {
+    let mut out = Vec::with_capacity(steps.len() + 1);
+    let mut t = start.transcript();
+    out.push(t);
+    for step in steps {
+        t = t.decide(step);
+        out.push(t);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start<'a>(commitment: &'a [u8; 32], bets: &'a [Money], paytable: &'a Paytable) -> StartInputs<'a> {
+        StartInputs {
+            commitment,
+            table_id: "default",
+            round_id: "r-1",
+            nonce: 7,
+            decks: Decks::ONE,
+            client_seed: b"lucky",
+            paytable,
+            bets,
+        }
+    }
+
+    #[test]
+    fn the_preimage_is_the_specified_byte_layout() {
+        let c = [0xab; 32];
+        let bets = [Money(500), Money(1000)];
+        let p = Paytable::STANDARD;
+        let pre = start(&c, &bets, &p).preimage();
+        let mut expect = Vec::new();
+        let mut put = |b: &[u8]| {
+            expect.extend_from_slice(&(b.len() as u32).to_be_bytes());
+            expect.extend_from_slice(b);
+        };
+        put(b"reddog/transcript/v1/start");
+        put(&[0xab; 32]);
+        put(b"default");
+        put(b"r-1");
+        put(&7u64.to_be_bytes());
+        put(&[1]);
+        put(b"lucky");
+        let odds: Vec<u8> = [5u32, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1, 11].iter().flat_map(|o| o.to_be_bytes()).collect();
+        assert_eq!(odds.len(), 48);
+        put(&odds);
+        put(&[500u64.to_be_bytes(), 1000u64.to_be_bytes()].concat());
+        assert_eq!(pre, expect);
+        assert_eq!(start(&c, &bets, &p).transcript().0, <[u8; 32]>::from(Sha256::digest(&expect)));
+    }
+
+    #[test]
+    fn every_input_and_every_decision_changes_the_transcript() {
+        let c = [1; 32];
+        let bets = [Money(500)];
+        let p = Paytable::STANDARD;
+        let base = start(&c, &bets, &p);
+        let t0 = base.transcript();
+        let other_c = [2; 32];
+        let other_bets = [Money(501)];
+        let other_p = Paytable::new([5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 2], 11).unwrap();
+        let variants = [
+            StartInputs { commitment: &other_c, ..base },
+            StartInputs { table_id: "vip", ..base },
+            StartInputs { round_id: "r-2", ..base },
+            StartInputs { nonce: 8, ..base },
+            StartInputs { decks: Decks::new(2).unwrap(), ..base },
+            StartInputs { client_seed: b"lucky!", ..base },
+            StartInputs { paytable: &other_p, ..base },
+            StartInputs { bets: &other_bets, ..base },
+        ];
+        for v in variants {
+            assert_ne!(v.transcript(), t0, "{v:?}");
+        }
+        let raise = t0.decide(&[(0, Decision::Raise)]);
+        let stand = t0.decide(&[(0, Decision::Stand)]);
+        assert_ne!(raise, stand);
+        assert_ne!(raise, t0);
+        // One call with two seats differs from two calls with one seat each.
+        let together = t0.decide(&[(0, Decision::Raise), (1, Decision::Stand)]);
+        let apart = t0.decide(&[(0, Decision::Raise)]).decide(&[(1, Decision::Stand)]);
+        assert_ne!(together, apart);
+        // The order inside one call does not matter.
+        assert_eq!(together, t0.decide(&[(1, Decision::Stand), (0, Decision::Raise)]));
+        let chain = chain(&base, &[vec![(0, Decision::Raise)], vec![(1, Decision::Stand)]]);
+        assert_eq!(chain, vec![t0, t0.decide(&[(0, Decision::Raise)]), apart]);
+    }
+}

@@ -1,0 +1,358 @@
+//! The server as one value: [`Settings`] (everything `reddog serve` configures, validated
+//! before anything binds), and [`Application`], which owns the bound listeners and runs until
+//! a shutdown future resolves. The binary and the in-process integration tests build the
+//! server the same way: `Application::build(settings)?.run(shutdown)`.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use zeroize::Zeroizing;
+
+use super::api::EngineConfig;
+use super::server::{self, ServeError};
+use super::tables::Tables;
+use super::tls::{TlsFiles, TlsReloader};
+use super::token::KeyRing;
+use crate::error::EngineError;
+use crate::game::Table;
+
+/// Where the key ring comes from. Never from a command-line argument (it would show in `ps`).
+pub enum KeyRingSource {
+    /// A JSON file (in Kubernetes: the mounted Secret).
+    File(PathBuf),
+    /// The JSON text itself (the `REDDOG_KEY_RING` environment variable; tests). Zeroed on drop.
+    Json(Zeroizing<String>),
+    /// A fresh random ring whose tokens die with the process (development only).
+    Development,
+}
+
+impl std::fmt::Debug for KeyRingSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyRingSource::File(p) => f.debug_tuple("File").field(p).finish(),
+            KeyRingSource::Json(_) => f.write_str("Json(<redacted>)"),
+            KeyRingSource::Development => f.write_str("Development"),
+        }
+    }
+}
+
+impl KeyRingSource {
+    /// The ring as JSON text from a string (owned copy, zeroed on drop).
+    pub fn json(text: &str) -> KeyRingSource {
+        KeyRingSource::Json(Zeroizing::new(text.to_string()))
+    }
+
+    /// Reads and validates the ring. Errors name the problem and never contain key text.
+    pub fn load(&self) -> Result<KeyRing, SettingsError> {
+        let ring = match self {
+            KeyRingSource::File(path) => {
+                let text = Zeroizing::new(std::fs::read_to_string(path).map_err(|e| SettingsError::Invalid {
+                    setting: "key ring file",
+                    reason: format!("cannot read {}: {e}", path.display()),
+                })?);
+                KeyRing::from_json(&text)
+            }
+            KeyRingSource::Json(text) => KeyRing::from_json(text),
+            KeyRingSource::Development => KeyRing::development(),
+        };
+        ring.map_err(SettingsError::KeyRing)
+    }
+}
+
+/// HTTP/2 and admission limits. Every value must be positive; see `docs/OPERATIONS.md`
+/// ("Transport limits") for what each bounds and how the defaults were measured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransportLimits {
+    /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS announced to each connection.
+    pub max_concurrent_streams_per_connection: u32,
+    /// Streams a connection may make the server reset (protocol errors, refused streams)
+    /// before it is closed with GOAWAY ENHANCE_YOUR_CALM (h2's local-reset guard).
+    pub max_local_error_resets: usize,
+    /// Longest time one RedDog call may take, request body included (DEADLINE_EXCEEDED).
+    pub request_timeout: Duration,
+    /// RedDog calls in progress across all connections; calls beyond it are answered
+    /// RESOURCE_EXHAUSTED at once (health and reflection are not counted).
+    pub max_in_flight: usize,
+    /// Time from TCP accept until the client has sent the HTTP/2 preface (after the TLS
+    /// handshake, with TLS); slower connections are closed.
+    pub handshake_timeout: Duration,
+    /// Connections not yet past the handshake, at most; more are closed at once.
+    pub max_pending_handshakes: usize,
+    /// Connections past the handshake, at most; more are closed at accept. With
+    /// `max_concurrent_streams_per_connection` it bounds the streams (and their memory) the
+    /// server holds at once.
+    pub max_connections: usize,
+    /// A connection with no call in progress for this long is closed.
+    pub idle_timeout: Duration,
+    /// Interval of HTTP/2 PINGs to detect dead peers.
+    pub keepalive_interval: Duration,
+}
+
+impl Default for TransportLimits {
+    fn default() -> Self {
+        TransportLimits {
+            max_concurrent_streams_per_connection: 16,
+            max_local_error_resets: 256,
+            request_timeout: Duration::from_secs(10),
+            max_in_flight: 256,
+            handshake_timeout: Duration::from_secs(5),
+            max_pending_handshakes: 1024,
+            max_connections: 256,
+            idle_timeout: Duration::from_secs(300),
+            keepalive_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+/// TLS: the server's certificate chain and key (PEM); with `client_ca`, clients must present a
+/// certificate issued by one of those CAs (mutual TLS).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsSettings {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub client_ca: Option<PathBuf>,
+    /// How often the files are checked for changes (they are also reloaded on SIGHUP).
+    pub reload_poll: Duration,
+}
+
+/// Everything `reddog serve` configures. [`Settings::validate`] (called by
+/// [`Application::build`]) refuses nonsense with a message naming the setting.
+#[derive(Debug)]
+pub struct Settings {
+    /// gRPC listen address (port 0: any free port).
+    pub listen: SocketAddr,
+    /// Prometheus metrics listen address; `None`: no metrics listener.
+    pub metrics_listen: Option<SocketAddr>,
+    pub key_ring: KeyRingSource,
+    /// Path of the table JSON (one table, or `{"tables": {...}}`); `None`: the built-in table.
+    pub table_config: Option<PathBuf>,
+    /// The tables themselves (embedding, tests); when set, `table_config` must be `None`.
+    pub tables: Option<Tables>,
+    /// How long a commitment from CommitSeed stays usable (1 s .. 1 day).
+    pub commitment_ttl: Duration,
+    /// Upper bound on graceful shutdown (1 s .. 1 h).
+    pub drain_timeout: Duration,
+    pub limits: TransportLimits,
+    pub tls: Option<TlsSettings>,
+    /// Reload the TLS files on SIGHUP (the binary; tests reload through [`Application::tls`]).
+    pub reload_on_sighup: bool,
+}
+
+impl Settings {
+    /// Settings for a server on `127.0.0.1:0` with the given ring, no metrics listener and
+    /// default limits (tests and embedding).
+    pub fn local(key_ring: KeyRingSource) -> Settings {
+        Settings {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            metrics_listen: None,
+            key_ring,
+            table_config: None,
+            tables: None,
+            commitment_ttl: Duration::from_secs(600),
+            drain_timeout: Duration::from_secs(20),
+            limits: TransportLimits::default(),
+            tls: None,
+            reload_on_sighup: false,
+        }
+    }
+
+    /// Checks every setting that needs no file: ranges, and combinations.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let invalid = |setting: &'static str, reason: String| Err(SettingsError::Invalid { setting, reason });
+        let secs = |d: Duration| d.as_secs_f64();
+        if self.commitment_ttl < Duration::from_secs(1) || self.commitment_ttl > Duration::from_secs(86_400) {
+            return invalid(
+                "commitment-ttl-secs",
+                format!(
+                    "{} s: must be 1..=86400 (0 would make every commitment expire before StartRound)",
+                    secs(self.commitment_ttl)
+                ),
+            );
+        }
+        if self.drain_timeout < Duration::from_secs(1) || self.drain_timeout > Duration::from_secs(3600) {
+            return invalid("drain-timeout-secs", format!("{} s: must be 1..=3600", secs(self.drain_timeout)));
+        }
+        if let Some(m) = self.metrics_listen
+            && m.port() != 0
+            && m.port() == self.listen.port()
+            && (m.ip() == self.listen.ip() || m.ip().is_unspecified() || self.listen.ip().is_unspecified())
+        {
+            return invalid("metrics-listen", format!("{m} is the gRPC listen address too"));
+        }
+        let l = &self.limits;
+        if !(1..=10_000).contains(&l.max_concurrent_streams_per_connection) {
+            return invalid(
+                "max-concurrent-streams",
+                format!("{}: must be 1..=10000", l.max_concurrent_streams_per_connection),
+            );
+        }
+        if !(1..=100_000).contains(&l.max_local_error_resets) {
+            return invalid("max-local-error-resets", format!("{}: must be 1..=100000", l.max_local_error_resets));
+        }
+        if !(1..=100_000).contains(&l.max_in_flight) {
+            return invalid("max-in-flight", format!("{}: must be 1..=100000", l.max_in_flight));
+        }
+        if !(1..=1_000_000).contains(&l.max_connections) {
+            return invalid("max-connections", format!("{}: must be 1..=1000000", l.max_connections));
+        }
+        if !(1..=1_000_000).contains(&l.max_pending_handshakes) {
+            return invalid("max-pending-handshakes", format!("{}: must be 1..=1000000", l.max_pending_handshakes));
+        }
+        for (setting, value, max) in [
+            ("request-timeout-ms", l.request_timeout, Duration::from_secs(600)),
+            ("handshake-timeout-ms", l.handshake_timeout, Duration::from_secs(600)),
+            ("idle-timeout-secs", l.idle_timeout, Duration::from_secs(86_400)),
+            ("keepalive-interval-secs", l.keepalive_interval, Duration::from_secs(86_400)),
+        ] {
+            if value < Duration::from_millis(1) || value > max {
+                return invalid(setting, format!("{} s: must be positive and at most {} s", secs(value), secs(max)));
+            }
+        }
+        if let Some(tls) = &self.tls
+            && tls.reload_poll < Duration::from_millis(10)
+        {
+            return invalid("tls reload poll", "must be at least 10 ms".to_string());
+        }
+        Ok(())
+    }
+
+    fn load_tables(&self) -> Result<Tables, SettingsError> {
+        let path = match (&self.tables, &self.table_config) {
+            (Some(_), Some(_)) => {
+                return Err(SettingsError::Invalid {
+                    setting: "table-config",
+                    reason: "both tables and a table file are given".into(),
+                });
+            }
+            (Some(tables), None) => return Ok(tables.clone()),
+            (None, None) => return Ok(Tables::single(Table::default())),
+            (None, Some(path)) => path,
+        };
+        let bad = |reason: String| SettingsError::Invalid { setting: "table-config", reason };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
+        Tables::from_json(&text).map_err(|e| bad(format!("{}: {e}", path.display())))
+    }
+}
+
+/// Why the server cannot start. The text names the setting or file at fault and never
+/// contains key material.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("--{setting}: {reason}")]
+    Invalid { setting: &'static str, reason: String },
+    #[error("key ring: {0}")]
+    KeyRing(EngineError),
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("cannot bind {what} {addr}: {source}")]
+    Bind { what: &'static str, addr: SocketAddr, source: std::io::Error },
+}
+
+/// A built server: settings validated, key ring and table loaded, TLS files read and the
+/// listeners bound (so [`Application::local_addr`] is known before [`Application::run`]).
+pub struct Application {
+    listener: TcpListener,
+    metrics_addr: Option<SocketAddr>,
+    engine: EngineConfig,
+    drain_timeout: Duration,
+    limits: TransportLimits,
+    tls: Option<TlsReloader>,
+    reload_on_sighup: bool,
+}
+
+impl std::fmt::Debug for Application {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Application")
+            .field("listen", &self.listener.local_addr().ok())
+            .field("metrics", &self.metrics_addr)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Application {
+    /// Validates `settings`, loads the key ring, table and TLS files, and binds the gRPC and
+    /// metrics listeners. Must run inside a tokio runtime.
+    pub async fn build(settings: Settings) -> Result<Application, SettingsError> {
+        settings.validate()?;
+        let key_ring = settings.key_ring.load()?;
+        let tables = settings.load_tables()?;
+        let tls = match &settings.tls {
+            Some(t) => Some(
+                TlsReloader::load(TlsFiles {
+                    cert: t.cert.clone(),
+                    key: t.key.clone(),
+                    client_ca: t.client_ca.clone(),
+                })
+                .map_err(SettingsError::Tls)?
+                .with_poll(t.reload_poll),
+            ),
+            None => None,
+        };
+        let listener = TcpListener::bind(settings.listen).await.map_err(|source| SettingsError::Bind {
+            what: "the gRPC listener",
+            addr: settings.listen,
+            source,
+        })?;
+        let metrics_addr = match settings.metrics_listen {
+            Some(addr) => super::metrics::spawn(addr).await.map_err(|source| SettingsError::Bind {
+                what: "the metrics listener",
+                addr,
+                source,
+            })?,
+            None => {
+                super::metrics::install();
+                None
+            }
+        };
+        Ok(Application {
+            listener,
+            metrics_addr,
+            engine: EngineConfig { tables, key_ring, commitment_ttl: settings.commitment_ttl },
+            drain_timeout: settings.drain_timeout,
+            limits: settings.limits,
+            tls,
+            reload_on_sighup: settings.reload_on_sighup,
+        })
+    }
+
+    /// The bound gRPC address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound TCP listener has a local address")
+    }
+
+    /// The bound metrics address (`None` without a metrics listener, or when another
+    /// `metrics` recorder was installed first).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The engine configuration (table, ring, commitment lifetime).
+    pub fn engine(&self) -> &EngineConfig {
+        &self.engine
+    }
+
+    /// The TLS reloader, when TLS is on: [`TlsReloader::reload`] re-reads the files now.
+    pub fn tls(&self) -> Option<&TlsReloader> {
+        self.tls.as_ref()
+    }
+
+    /// Serves until `shutdown` resolves, then drains (see [`server`]) and returns.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
+        server::serve(
+            self.listener,
+            server::ServerParts {
+                engine: self.engine,
+                drain_timeout: self.drain_timeout,
+                limits: self.limits,
+                tls: self.tls,
+                reload_on_sighup: self.reload_on_sighup,
+            },
+            shutdown,
+        )
+        .await
+    }
+}

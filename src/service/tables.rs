@@ -1,0 +1,306 @@
+//! Named tables: one process serves several, each with its deck count, paytable, limits and
+//! currency. Configuration (`reddog serve --table-config FILE`), either form:
+//!
+//! - one table, as before (`{"decks":1,"min_bet":500,"max_bet":30000,"paytable":{…}}`, every
+//!   field optional, plus optional `currency` and `minor_unit_exponent`): the table `default`;
+//! - several: `{"tables": {"<id>": {<one table as above>}, …}}`. Ids are 1–64 bytes of
+//!   `[A-Za-z0-9._-]`. The table `default`, when present, is the one an empty `table_id`
+//!   selects; without it a request must name its table.
+//!
+//! Every table is checked on its own (largest round fits in `u64` minor units: [`Table::new`]),
+//! and an error names the table. Amounts at a table are in its currency's minor units:
+//! `currency` is an ISO 4217 alphabetic code (three capital letters) and
+//! `minor_unit_exponent` the number of decimals of its minor unit (EUR 2, JPY 0, BHD 3).
+//! Without a currency a table is `XXX` (ISO 4217's "no currency") with exponent 2, the
+//! engine's historical assumption of cents.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::convert::MAX_TABLE_ID_BYTES;
+use crate::error::EngineError;
+use crate::game::{Table, TableSpec};
+
+/// The id an empty `table_id` selects.
+pub use super::state::DEFAULT_TABLE_ID;
+
+/// Largest minor-unit exponent accepted (ISO 4217 uses 0 to 4).
+pub const MAX_MINOR_UNIT_EXPONENT: u8 = 4;
+
+/// A table's currency.
+///
+/// Invariant: `code` is three ASCII capital letters; `minor_unit_exponent <= 4`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Currency {
+    code: String,
+    minor_unit_exponent: u8,
+}
+
+impl Currency {
+    /// ISO 4217 `XXX` ("no currency"), exponent 2: a table configured without a currency.
+    pub fn unspecified() -> Currency {
+        Currency { code: "XXX".to_string(), minor_unit_exponent: 2 }
+    }
+
+    /// A currency from its ISO 4217 alphabetic code and minor-unit exponent; `field` names the
+    /// configuration entry in errors.
+    pub fn new(code: &str, minor_unit_exponent: u8, field: &str) -> Result<Currency, EngineError> {
+        if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+            return Err(EngineError::invalid(
+                format!("{field}.currency"),
+                format!("{code:?} is not an ISO 4217 alphabetic code (three capital letters, e.g. EUR, USD, JPY)"),
+            ));
+        }
+        if minor_unit_exponent > MAX_MINOR_UNIT_EXPONENT {
+            return Err(EngineError::out_of_range(
+                format!("{field}.minor_unit_exponent"),
+                minor_unit_exponent,
+                0,
+                u64::from(MAX_MINOR_UNIT_EXPONENT),
+            ));
+        }
+        Ok(Currency { code: code.to_string(), minor_unit_exponent })
+    }
+
+    /// The ISO 4217 alphabetic code, e.g. `EUR`.
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    /// Decimals of the minor unit: 2 for EUR (cents), 0 for JPY.
+    pub fn minor_unit_exponent(&self) -> u8 {
+        self.minor_unit_exponent
+    }
+}
+
+/// One configured table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedTable {
+    pub id: String,
+    pub table: Table,
+    pub currency: Currency,
+}
+
+/// The tables one process serves.
+///
+/// Invariant: at least one table; ids are unique and valid table ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tables {
+    tables: BTreeMap<String, NamedTable>,
+}
+
+/// One table in a configuration file: [`TableSpec`]'s fields plus the currency.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TableEntry {
+    decks: Option<u32>,
+    paytable: Option<crate::game::Paytable>,
+    min_bet: Option<u64>,
+    max_bet: Option<u64>,
+    currency: Option<String>,
+    minor_unit_exponent: Option<u8>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MultiFile {
+    tables: BTreeMap<String, serde_json::Value>,
+}
+
+fn entry(id: &str, value: serde_json::Value) -> Result<NamedTable, EngineError> {
+    let field = format!("tables.{id}");
+    let e = parse_entry(value, &field)?;
+    let table =
+        Table::try_from(TableSpec { decks: e.decks, paytable: e.paytable, min_bet: e.min_bet, max_bet: e.max_bet })
+            .map_err(|err| EngineError::invalid(field.clone(), err.to_string()))?;
+    let currency = match (&e.currency, e.minor_unit_exponent) {
+        (None, None) => Currency::unspecified(),
+        (Some(code), Some(exp)) => Currency::new(code, exp, &field)?,
+        (Some(code), None) => {
+            return Err(EngineError::invalid(
+                format!("{field}.minor_unit_exponent"),
+                format!("required with currency {code:?}: the decimals of its minor unit (EUR 2, JPY 0)"),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(EngineError::invalid(
+                format!("{field}.currency"),
+                "required with minor_unit_exponent: the ISO 4217 code",
+            ));
+        }
+    };
+    Ok(NamedTable { id: id.to_string(), table, currency })
+}
+
+fn parse_entry(value: serde_json::Value, field: &str) -> Result<TableEntry, EngineError> {
+    // Unknown keys first, by hand, so the error names the key as a field.
+    const KNOWN: [&str; 6] = ["decks", "paytable", "min_bet", "max_bet", "currency", "minor_unit_exponent"];
+    if let Some(obj) = value.as_object()
+        && let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str()))
+    {
+        return Err(EngineError::invalid(
+            format!("{field}.{unknown}"),
+            format!("unknown field; a table has {}", KNOWN.join(", ")),
+        ));
+    }
+    serde_json::from_value(value).map_err(|e| EngineError::invalid(field.to_string(), e.to_string()))
+}
+
+fn valid_id(id: &str) -> Result<(), EngineError> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_TABLE_ID_BYTES
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(EngineError::invalid(
+            format!("tables.{id}"),
+            format!("a table id is 1 to {MAX_TABLE_ID_BYTES} bytes of A-Z a-z 0-9 . _ -"),
+        ))
+    }
+}
+
+impl Tables {
+    /// One table, `default`, without a currency (today's flags and files).
+    pub fn single(table: Table) -> Tables {
+        Tables::single_with(table, Currency::unspecified())
+    }
+
+    /// One table, `default`, with a currency.
+    pub fn single_with(table: Table, currency: Currency) -> Tables {
+        let id = DEFAULT_TABLE_ID.to_string();
+        Tables { tables: BTreeMap::from([(id.clone(), NamedTable { id, table, currency })]) }
+    }
+
+    /// Several tables; refuses an empty list, a repeated or invalid id.
+    pub fn new(list: Vec<NamedTable>) -> Result<Tables, EngineError> {
+        if list.is_empty() {
+            return Err(EngineError::invalid("tables", "at least one table"));
+        }
+        let mut tables = BTreeMap::new();
+        for t in list {
+            valid_id(&t.id)?;
+            if tables.contains_key(&t.id) {
+                return Err(EngineError::invalid(format!("tables.{}", t.id), "the same id twice"));
+            }
+            tables.insert(t.id.clone(), t);
+        }
+        Ok(Tables { tables })
+    }
+
+    /// Parses a table configuration file's text, either form (module docs).
+    pub fn from_json(text: &str) -> Result<Tables, EngineError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| EngineError::invalid("table config", e.to_string()))?;
+        if value.get("tables").is_some() {
+            let file: MultiFile =
+                serde_json::from_value(value).map_err(|e| EngineError::invalid("table config", e.to_string()))?;
+            if file.tables.is_empty() {
+                return Err(EngineError::invalid("tables", "at least one table"));
+            }
+            let mut list = Vec::with_capacity(file.tables.len());
+            for (id, v) in file.tables {
+                valid_id(&id)?;
+                list.push(entry(&id, v)?);
+            }
+            Tables::new(list)
+        } else {
+            let mut t = entry(DEFAULT_TABLE_ID, value)?;
+            t.id = DEFAULT_TABLE_ID.to_string();
+            Ok(Tables::new(vec![t])?)
+        }
+    }
+
+    /// The table `id` selects: empty means [`DEFAULT_TABLE_ID`]. `UnknownTable` (NOT_FOUND
+    /// naming `table_id`) otherwise.
+    pub fn get(&self, id: &str) -> Result<&NamedTable, EngineError> {
+        let key = if id.is_empty() { DEFAULT_TABLE_ID } else { id };
+        self.tables.get(key).ok_or_else(|| EngineError::UnknownTable { table_id: key.to_string() })
+    }
+
+    /// Every table, by id.
+    pub fn iter(&self) -> impl Iterator<Item = &NamedTable> {
+        self.tables.values()
+    }
+
+    /// The table an empty `table_id` selects, if configured.
+    pub fn default_table(&self) -> Option<&NamedTable> {
+        self.tables.get(DEFAULT_TABLE_ID)
+    }
+
+    pub fn len(&self) -> usize {
+        self.tables.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_single_table_file_is_the_default_table() {
+        let t = Tables::from_json(r#"{"decks":2,"min_bet":100,"max_bet":5000}"#).unwrap();
+        assert_eq!(t.len(), 1);
+        let d = t.get("").unwrap();
+        assert_eq!(d.id, "default");
+        assert_eq!(d.table.decks().get(), 2);
+        assert_eq!(d.currency, Currency::unspecified());
+        let eur = Tables::from_json(r#"{"currency":"EUR","minor_unit_exponent":2}"#).unwrap();
+        assert_eq!(eur.get("default").unwrap().currency.code(), "EUR");
+    }
+
+    #[test]
+    fn several_tables_with_currencies() {
+        let t = Tables::from_json(
+            r#"{"tables":{
+                "default":{"decks":1,"currency":"EUR","minor_unit_exponent":2},
+                "jpy-high":{"decks":6,"min_bet":1000,"max_bet":1000000,"currency":"JPY","minor_unit_exponent":0}}}"#,
+        )
+        .unwrap();
+        assert_eq!(t.len(), 2);
+        let jpy = t.get("jpy-high").unwrap();
+        assert_eq!((jpy.currency.code(), jpy.currency.minor_unit_exponent()), ("JPY", 0));
+        assert_eq!(jpy.table.limits().max().0, 1_000_000);
+        assert_eq!(t.get("").unwrap().id, "default");
+        assert!(matches!(t.get("nope"), Err(EngineError::UnknownTable { .. })));
+    }
+
+    #[test]
+    fn without_a_default_table_an_empty_id_is_refused() {
+        let t = Tables::from_json(r#"{"tables":{"a":{},"b":{"decks":8}}}"#).unwrap();
+        assert!(t.default_table().is_none());
+        assert!(matches!(t.get(""), Err(EngineError::UnknownTable { ref table_id }) if table_id == "default"));
+    }
+
+    #[test]
+    fn errors_name_the_table_and_the_field() {
+        let cases = [
+            (r#"{"tables":{}}"#, "tables"),
+            (r#"{"tables":{"bad id":{}}}"#, "tables.bad id"),
+            (r#"{"tables":{"x":{"decks":0}}}"#, "tables.x"),
+            (r#"{"tables":{"x":{"currency":"eur","minor_unit_exponent":2}}}"#, "tables.x.currency"),
+            (r#"{"tables":{"x":{"currency":"EUR"}}}"#, "tables.x.minor_unit_exponent"),
+            (r#"{"tables":{"x":{"currency":"BHD","minor_unit_exponent":9}}}"#, "tables.x.minor_unit_exponent"),
+            (r#"{"tables":{"x":{"limit":5}}}"#, "tables.x.limit"),
+            (r#"{"tables":{"x":{"min_bet":50000,"max_bet":100}}}"#, "tables.x"),
+            (r#"{"decks":1,"extra":true}"#, "tables.default.extra"),
+        ];
+        for (json, field) in cases {
+            let err = Tables::from_json(json).unwrap_err();
+            assert_eq!(err.field().map(|f| f.to_string()).as_deref(), Some(field), "{json}: {err}");
+        }
+    }
+
+    #[test]
+    fn each_table_is_checked_for_rounds_that_fit_in_u64() {
+        // max_bet far above what 7 raised seats at 11:1 can total within u64.
+        let json = format!(r#"{{"tables":{{"ok":{{}},"huge":{{"max_bet":{}}}}}}}"#, u64::MAX / 20);
+        let err = Tables::from_json(&json).unwrap_err();
+        assert_eq!(err.field().map(|f| f.to_string()).as_deref(), Some("tables.huge"), "{err}");
+    }
+}

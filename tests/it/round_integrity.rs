@@ -1,0 +1,682 @@
+//! The five findings of the round-integrity audit (issue 8), each reproduced against the real
+//! server (or the real binary) and checked fixed:
+//!
+//! 1. rounds that could never be settled (a round token over the size `open` accepts);
+//! 2. totals that saturated at `u64::MAX`;
+//! 3. one commitment dealing any number of rounds (Settle as an unsealing oracle);
+//! 4. forks of a round that settle with identical reveals;
+//! 5. malformed reveals accepted by `reddog verify`.
+
+use std::time::Duration;
+
+use crate::common::*;
+use reddog::game::table::MAX_BET;
+use reddog::game::{Paytable, Table, TableSpec};
+use reddog::service::proto::red_dog_client::RedDogClient;
+use reddog::service::proto::{self, Action};
+use tonic::Code;
+use tonic::transport::Channel;
+
+const TTL: Duration = Duration::from_secs(600);
+
+/// A commitment from the server for one round.
+async fn commit(
+    c: &mut RedDogClient<Channel>,
+    round_id: &str,
+    nonce: u64,
+) -> proto::CommitSeedResponse {
+    c.commit_seed(commit_request(round_id, nonce))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+fn start(
+    token: Vec<u8>,
+    round_id: &str,
+    client_seed: String,
+    nonce: u64,
+    bets: &[u64],
+) -> proto::StartRoundRequest {
+    proto::StartRoundRequest {
+        commitment_token: token,
+        client_seed,
+        nonce,
+        round_id: round_id.to_string(),
+        seats: bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
+        player_limits: limits(1, MAX_BET),
+        table_id: String::new(),
+    }
+}
+
+/// Finding 1: a round with the largest inputs the API accepts must be playable to the end.
+/// Before the fix, a 1-seat round with a 926-byte client seed, or 7 seats with a 777-byte
+/// seed and a 128-byte round id, got a round token that Decide and Settle refused forever.
+#[tokio::test]
+async fn finding_1_a_round_with_the_largest_inputs_can_always_be_settled() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    let cases: [(usize, usize, usize); 4] =
+        [(1, 926, 8), (7, 777, 128), (7, 1024, 128), (1, 1024, 128)];
+    for (i, (seats, seed_len, id_len)) in cases.into_iter().enumerate() {
+        let round_id = format!("{i}{}", "r".repeat(id_len - 1));
+        let nonce = u64::MAX - i as u64;
+        let committed = commit(&mut c, &round_id, nonce).await;
+        let client_seed = "s".repeat(seed_len);
+        let bets = vec![30_000u64; seats];
+        let started = c
+            .start_round(start(
+                committed.commitment_token,
+                &round_id,
+                client_seed,
+                nonce,
+                &bets,
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut token = started.round_token;
+        if started.round.unwrap().awaiting_decisions {
+            // One Decide per seat: the largest number of steps a round can take.
+            for seat in 0..seats as u32 {
+                let decided = c
+                    .decide(proto::DecideRequest {
+                        round_token: token.clone(),
+                        decisions: vec![decision(seat, Action::Raise)],
+                        round_id: String::new(),
+                    })
+                    .await
+                    .unwrap_or_else(|e| panic!("case {i}: Decide seat {seat}: {e:?}"))
+                    .into_inner();
+                token = decided.round_token;
+            }
+        }
+        let settled = c
+            .settle(proto::SettleRequest {
+                round_token: token,
+                round_id: String::new(),
+            })
+            .await
+            .unwrap_or_else(|e| {
+                panic!("case {i} ({seats} seats, {seed_len}-byte seed): Settle: {e:?}")
+            })
+            .into_inner();
+        assert_eq!(settled.results.len(), seats);
+    }
+    server.stop().await;
+}
+
+/// Finding 2: a table whose largest round does not fit in `u64` is refused (naming the field
+/// and the largest allowed value), and the largest table that is allowed settles exact totals.
+/// Before the fix, such a table was accepted and `total_returned` came back as `u64::MAX`.
+#[tokio::test]
+async fn finding_2_totals_are_exact_or_the_table_is_refused() {
+    let paytable = Paytable::new([10_000; 11], 10_000).unwrap();
+    let spec = |max_bet: u64| TableSpec {
+        decks: None,
+        paytable: Some(paytable.clone()),
+        min_bet: Some(1),
+        max_bet: Some(max_bet),
+    };
+    let largest = u64::MAX / (7 * 2 * 10_001);
+    let table = match Table::try_from(spec(MAX_BET)) {
+        Err(e) => {
+            assert_eq!(e.field(), Some("max_bet"), "{e}");
+            assert!(
+                e.to_string().contains(&largest.to_string()),
+                "names the largest allowed value: {e}"
+            );
+            Table::try_from(spec(largest)).expect("the largest allowed max_bet is accepted")
+        }
+        // Before the fix the table was accepted: its totals must then be exact.
+        Ok(t) => t,
+    };
+    let bet = table.limits().max().minor();
+    let server = TestServer::start_with(&ring_a(), TTL, table).await;
+    let mut c = server.client().await;
+    let nonce = nonce_for(Want::Between);
+    let token = bound_commitment_token(&ring_a(), SEED, nonce);
+    let mut req = start_request(token, nonce, &[bet; 7]);
+    req.player_limits = limits(1, bet);
+    let started = c.start_round(req).await.unwrap().into_inner();
+    let decided = c
+        .decide(proto::DecideRequest {
+            round_token: started.round_token,
+            decisions: (0..7).map(|s| decision(s, Action::Raise)).collect(),
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let settled = c
+        .settle(proto::SettleRequest {
+            round_token: decided.round_token,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let staked: u128 = settled.results.iter().map(|r| u128::from(r.stake)).sum();
+    let returned: u128 = settled.results.iter().map(|r| u128::from(r.returned)).sum();
+    assert_eq!(u128::from(settled.total_staked), staked);
+    assert_eq!(
+        u128::from(settled.total_returned),
+        returned,
+        "total_returned is the exact sum"
+    );
+    assert!(returned > 0);
+    server.stop().await;
+}
+
+/// Finding 3: a commitment serves one round only. Before the fix, a platform could start a
+/// throw-away round (another round id or nonce) from the real round's commitment, settle it,
+/// read the seed and so the real round's face-down card.
+#[tokio::test]
+async fn finding_3_a_commitment_deals_only_the_round_it_was_made_for() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    let committed = commit(&mut c, "real-round", 0).await;
+    let token = committed.commitment_token.clone();
+    let seed = || "player seed".to_string();
+    c.start_round(start(token.clone(), "real-round", seed(), 0, &[500]))
+        .await
+        .expect("the round the commitment was made for starts");
+    // The throw-away rounds: another round id, another nonce.
+    let other_id = c
+        .start_round(start(token.clone(), "throw-away", seed(), 0, &[500]))
+        .await;
+    let status = other_id.expect_err("another round id must be refused");
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(status.message().starts_with("round_id"), "{status:?}");
+    let other_nonce = c
+        .start_round(start(token.clone(), "real-round", seed(), 1, &[500]))
+        .await;
+    let status = other_nonce.expect_err("another nonce must be refused");
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(status.message().starts_with("nonce"), "{status:?}");
+    server.stop().await;
+}
+
+/// Finding 4: after Decide(T0) → T1, settling T0 (the seat stands by default) and settling T1
+/// (the seat raised) must be told apart by their reveals. Before the fix both reveals were
+/// byte-identical: nobody could tell which fork was paid.
+#[tokio::test]
+async fn finding_4_two_forks_of_a_round_settle_with_different_reveals() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    let nonce = nonce_for(Want::Between);
+    let token = bound_commitment_token(&ring_a(), SEED, nonce);
+    let started = c
+        .start_round(start_request(token, nonce, &[1000]))
+        .await
+        .unwrap()
+        .into_inner();
+    let t0 = started.round_token;
+    let t1 = c
+        .decide(proto::DecideRequest {
+            round_token: t0.clone(),
+            decisions: vec![decision(0, Action::Raise)],
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .round_token;
+    let settle = |t: Vec<u8>| proto::SettleRequest {
+        round_token: t,
+        round_id: String::new(),
+    };
+    let fork0 = c.settle(settle(t0)).await.unwrap().into_inner();
+    let fork1 = c.settle(settle(t1)).await.unwrap().into_inner();
+    assert_ne!(fork0.results[0].returned, fork1.results[0].returned);
+    assert_ne!(
+        fork0.reveal_json, fork1.reveal_json,
+        "the forks' reveals must differ"
+    );
+    assert!(
+        fork1
+            .reveal_json
+            .contains(r#""decisions":[[{"seat":0,"action":"raise"}]]"#),
+        "the reveal lists the decisions: {}",
+        fork1.reveal_json
+    );
+    assert!(
+        fork0.reveal_json.contains(r#""decisions":[]"#),
+        "{}",
+        fork0.reveal_json
+    );
+    server.stop().await;
+}
+
+/// Finding 5: `reddog verify` refuses malformed reveals as malformed (exit status 2): card
+/// text that is not canonical (`jd`, `10h`), a numeric round id, a third card dropped or
+/// extra cards, duplicate keys. Before the fix `jd`, `10h`, a dropped or extra card were
+/// accepted as verified.
+#[test]
+fn finding_5_reddog_verify_refuses_malformed_reveals() {
+    use reddog::fairness::{DealInputs, FairShoe, ServerSeed};
+    use reddog::game::{Card, Decks, HandClass};
+    let seed = ServerSeed::from_bytes(SEED);
+    let deal = |nonce: u64| {
+        let inputs = DealInputs {
+            server_seed: &seed,
+            client_seed: CLIENT_SEED.as_bytes(),
+            nonce,
+            decks: Decks::ONE,
+        };
+        FairShoe::deal(&inputs, 4)
+    };
+    let text = |c: &[Card]| {
+        c.iter()
+            .map(|c| format!("\"{c}\""))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let reveal = |nonce: u64, cards: String, tail: &str| {
+        format!(
+            r#"{{"algorithm":"reddog-deal-v1","server_seed":"{}","commitment":"{}","client_seed":"{CLIENT_SEED}","nonce":{nonce},"decks":1,"cards":[{cards}]{tail}}}"#,
+            seed.reveal_hex(),
+            seed.commitment()
+        )
+    };
+    // A non-consecutive deal, so the reveal must list exactly three cards.
+    let nonce = nonce_for(Want::Between);
+    let cards = deal(nonce);
+    assert!(matches!(
+        HandClass::of(cards[0], cards[1]),
+        HandClass::NonConsecutive(_)
+    ));
+    // A non-consecutive deal whose first card is a ten.
+    let (ten_nonce, ten_cards) = (0..10_000u64)
+        .map(|n| (n, deal(n)))
+        .find(|(_, c)| {
+            c[0].to_string().starts_with('T')
+                && matches!(HandClass::of(c[0], c[1]), HandClass::NonConsecutive(_))
+        })
+        .unwrap();
+    let id = r#","round_id":"r-1""#;
+    let verify = |json: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_reddog"))
+            .args(["verify", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(json.as_bytes())
+            .unwrap();
+        child.wait().unwrap().code()
+    };
+    assert_eq!(
+        verify(&reveal(nonce, text(&cards[..3]), id)),
+        Some(0),
+        "the genuine reveal verifies"
+    );
+    assert_eq!(
+        verify(&reveal(ten_nonce, text(&ten_cards[..3]), id)),
+        Some(0),
+        "the genuine reveal verifies"
+    );
+    let lower = ten_cards[0].to_string().to_lowercase();
+    let upper = cards[0].to_string().to_uppercase();
+    let ten = ten_cards[0].to_string().replace('T', "10");
+    let malformed = [
+        (
+            "lower-case rank",
+            reveal(
+                ten_nonce,
+                format!("\"{lower}\",{}", text(&ten_cards[1..3])),
+                id,
+            ),
+        ),
+        (
+            "upper-case suit",
+            reveal(nonce, format!("\"{upper}\",{}", text(&cards[1..3])), id),
+        ),
+        (
+            "`10` for a ten",
+            reveal(
+                ten_nonce,
+                format!("\"{ten}\",{}", text(&ten_cards[1..3])),
+                id,
+            ),
+        ),
+        (
+            "numeric round id",
+            reveal(nonce, text(&cards[..3]), r#","round_id":17"#),
+        ),
+        ("third card dropped", reveal(nonce, text(&cards[..2]), id)),
+        ("an extra card", reveal(nonce, text(&cards[..4]), id)),
+        (
+            "duplicate key",
+            reveal(nonce, text(&cards[..3]), r#","round_id":"r-1","nonce":0"#),
+        ),
+        (
+            "unknown key",
+            reveal(nonce, text(&cards[..3]), r#","round_id":"r-1","extra":1"#),
+        ),
+    ];
+    for (what, json) in &malformed {
+        assert_eq!(
+            verify(json),
+            Some(2),
+            "{what} must be refused as malformed: {json}"
+        );
+    }
+}
+
+/// The binding in detail: `round_id` is required; another table id is refused naming
+/// `table_id`; an unknown table is NOT_FOUND; a commitment from before the binding existed
+/// (no round in it) still serves the round the StartRound names; the response echoes what the
+/// player must be shown.
+#[tokio::test]
+async fn commit_seed_binds_round_id_nonce_and_table() {
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    let status = c.commit_seed(commit_request("", 0)).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(status.message().starts_with("round_id"), "{status:?}");
+    let mut unknown = commit_request("r-1", 0);
+    unknown.table_id = "vip".into();
+    let status = c.commit_seed(unknown).await.unwrap_err();
+    assert_eq!(status.code(), Code::NotFound, "{status:?}");
+    assert!(status.message().starts_with("table_id"), "{status:?}");
+
+    let committed = commit(&mut c, "r-1", 77).await;
+    assert_eq!(
+        (
+            committed.nonce,
+            committed.table_id.as_str(),
+            committed.decks
+        ),
+        (77, "default", 1)
+    );
+    let mut other_table = start(
+        committed.commitment_token.clone(),
+        "r-1",
+        "seed".into(),
+        77,
+        &[500],
+    );
+    other_table.table_id = "vip".into();
+    let status = c.start_round(other_table).await.unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(status.message().starts_with("table_id"), "{status:?}");
+    let mut no_round_id = start(
+        committed.commitment_token.clone(),
+        "",
+        "seed".into(),
+        77,
+        &[500],
+    );
+    no_round_id.round_id.clear();
+    let status = c.start_round(no_round_id).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    let mut named = start(
+        committed.commitment_token.clone(),
+        "r-1",
+        "seed".into(),
+        77,
+        &[500],
+    );
+    named.table_id = "default".into();
+    let started = c.start_round(named).await.unwrap().into_inner();
+    assert_eq!(started.table_id, "default");
+    assert_eq!(started.commitment, committed.commitment);
+
+    // A pre-binding commitment token (sealed by an engine before this change).
+    let legacy = commitment_token(&ring_a(), SEED, 60_000);
+    for (id, nonce) in [("any-1", 1u64), ("any-2", 2)] {
+        c.start_round(start(legacy.clone(), id, "seed".into(), nonce, &[500]))
+            .await
+            .expect("an unbound commitment serves the round it is used for");
+    }
+    server.stop().await;
+}
+
+/// A table whose deck count changed between CommitSeed and StartRound refuses the
+/// commitment (on `commitment_token`) rather than dealing from another shoe than announced.
+#[tokio::test]
+async fn a_commitment_for_another_shoe_is_refused() {
+    let one_deck = TestServer::start(&ring_a(), TTL).await;
+    let committed = commit(&mut one_deck.client().await, "r-1", 3).await;
+    one_deck.stop().await;
+    let six = Table::try_from(TableSpec {
+        decks: Some(6),
+        ..Default::default()
+    })
+    .unwrap();
+    let six_decks = TestServer::start_with(&ring_a(), TTL, six).await;
+    let status = six_decks
+        .client()
+        .await
+        .start_round(start(
+            committed.commitment_token,
+            "r-1",
+            "seed".into(),
+            3,
+            &[500],
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(
+        status.message().starts_with("commitment_token"),
+        "{status:?}"
+    );
+    six_decks.stop().await;
+}
+
+/// StartRound, Decide and Settle answer the step and the transcript t_step, which equal the
+/// chain recomputed from the round's inputs (fairness::transcript); a retried Decide with its
+/// decisions in another order returns identical token bytes and transcript.
+#[tokio::test]
+async fn every_step_answers_the_recomputed_transcript() {
+    use reddog::fairness::{ServerSeed, StartInputs};
+    use reddog::game::{Decision, Decks, Money};
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    let nonce = nonce_for(Want::Outside);
+    let bets = [500u64, 600, 700];
+    let started = c
+        .start_round(start_request(
+            bound_commitment_token(&ring_a(), SEED, nonce),
+            nonce,
+            &bets,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let commitment = ServerSeed::from_bytes(SEED).commitment().0;
+    let money: Vec<Money> = bets.iter().map(|&b| Money(b)).collect();
+    let round_id = format!("round-{nonce}");
+    let t0 = StartInputs {
+        commitment: &commitment,
+        table_id: "default",
+        round_id: &round_id,
+        nonce,
+        decks: Decks::ONE,
+        client_seed: CLIENT_SEED.as_bytes(),
+        paytable: &Paytable::STANDARD,
+        bets: &money,
+    }
+    .transcript();
+    assert_eq!(
+        (started.step, started.transcript.as_str()),
+        (0, t0.to_hex().as_str())
+    );
+    let decide = |token: Vec<u8>, d: Vec<proto::SeatDecision>| proto::DecideRequest {
+        round_token: token,
+        decisions: d,
+        round_id: String::new(),
+    };
+    let first = c
+        .decide(decide(
+            started.round_token.clone(),
+            vec![decision(2, Action::Stand), decision(0, Action::Raise)],
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let retry = c
+        .decide(decide(
+            started.round_token,
+            vec![decision(0, Action::Raise), decision(2, Action::Stand)],
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        first, retry,
+        "the same decisions in another order: identical answer and token"
+    );
+    let t1 = t0.decide(&[(0, Decision::Raise), (2, Decision::Stand)]);
+    assert_eq!((first.step, first.transcript.clone()), (1, t1.to_hex()));
+    let second = c
+        .decide(decide(first.round_token, vec![decision(1, Action::Raise)]))
+        .await
+        .unwrap()
+        .into_inner();
+    let t2 = t1.decide(&[(1, Decision::Raise)]);
+    assert_eq!((second.step, second.transcript.clone()), (2, t2.to_hex()));
+    let settled = c
+        .settle(proto::SettleRequest {
+            round_token: second.round_token,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((settled.step, settled.transcript.clone()), (2, t2.to_hex()));
+    assert!(settled.reveal_json.contains(
+        r#""decisions":[[{"seat":0,"action":"raise"},{"seat":2,"action":"stand"}],[{"seat":1,"action":"raise"}]]"#
+    ));
+    server.stop().await;
+}
+
+/// A rolling update loses no round: a version-1 commitment token and a version-1 round token,
+/// sealed by the old code path (AES-256-GCM, no binding, no transcript), open and finish in
+/// the new engine; its reveal verifies, with the old token's decisions as one Decide step.
+#[tokio::test]
+async fn a_rolling_update_loses_no_round() {
+    use reddog::fairness::{AnyReveal, ServerSeed, StartInputs, parse_reveal};
+    use reddog::game::{Decision, Decks, Money};
+    use reddog::service::state::RoundPayload;
+    use reddog::service::token::TokenKind;
+    let server = TestServer::start(&ring_a(), TTL).await;
+    let mut c = server.client().await;
+    // A version-1 commitment token: StartRound on the new engine.
+    let v1_commitment = commitment_token(&ring_a(), SEED, 60_000);
+    assert_eq!(v1_commitment[0], 1);
+    let started = c
+        .start_round(start_request(v1_commitment, 5, &[500]))
+        .await
+        .expect("a version-1 commitment token starts a round")
+        .into_inner();
+    assert_eq!(
+        started.round_token[0], 2,
+        "the new engine seals version 2 only"
+    );
+    c.settle(proto::SettleRequest {
+        round_token: started.round_token,
+        round_id: String::new(),
+    })
+    .await
+    .unwrap();
+
+    // A version-1 round token, mid-round: seat 0 raised, seat 1 still to decide.
+    let nonce = nonce_for(Want::Between);
+    let cards = deal(SEED, CLIENT_SEED, nonce);
+    let payload = RoundPayload {
+        server_seed: SEED.to_vec(),
+        client_seed: CLIENT_SEED.into(),
+        nonce,
+        decks: 1,
+        round_id: format!("round-{nonce}"),
+        complete: false,
+        cards: cards.iter().map(|c| c.code()).collect(),
+        bets: vec![1000, 2000],
+        decisions: vec![1, 0],
+        paytable: vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1, 11],
+        table_id: String::new(),
+        step: 0,
+        transcript: vec![],
+        decided_in: vec![],
+    };
+    let v1_round = reddog::service::KeyRing::from_json(&ring_a())
+        .unwrap()
+        .seal_v1(TokenKind::Round, &payload)
+        .unwrap();
+    assert_eq!(v1_round[0], 1);
+    let decided = c
+        .decide(proto::DecideRequest {
+            round_token: v1_round,
+            decisions: vec![decision(1, Action::Stand)],
+            round_id: String::new(),
+        })
+        .await
+        .expect("a version-1 round token continues")
+        .into_inner();
+    assert_eq!(decided.step, 2, "the old decisions count as one step");
+    let settled = c
+        .settle(proto::SettleRequest {
+            round_token: decided.round_token,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let reveal = parse_reveal(&settled.reveal_json).unwrap();
+    assert!(reveal.verify().unwrap().ok(), "{}", settled.reveal_json);
+    let AnyReveal::V2(reveal) = reveal else {
+        panic!("v2")
+    };
+    let commitment = ServerSeed::from_bytes(SEED).commitment().0;
+    let round_id = format!("round-{nonce}");
+    let t0 = StartInputs {
+        commitment: &commitment,
+        table_id: "default",
+        round_id: &round_id,
+        nonce,
+        decks: Decks::ONE,
+        client_seed: CLIENT_SEED.as_bytes(),
+        paytable: &Paytable::STANDARD,
+        bets: &[Money(1000), Money(2000)],
+    }
+    .transcript();
+    let t2 = t0
+        .decide(&[(0, Decision::Raise)])
+        .decide(&[(1, Decision::Stand)]);
+    assert_eq!(reveal.transcript, t2.to_hex());
+    assert_eq!(settled.results[0].stake, 2000);
+
+    // A version-1 round token without a round id (it was optional then) settles with a
+    // version-1 reveal (cards only), which verifies: a v2 reveal needs a round id.
+    let mut no_id = payload.clone();
+    no_id.round_id.clear();
+    let v1_round = reddog::service::KeyRing::from_json(&ring_a())
+        .unwrap()
+        .seal_v1(TokenKind::Round, &no_id)
+        .unwrap();
+    let settled = c
+        .settle(proto::SettleRequest {
+            round_token: v1_round,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let reveal = parse_reveal(&settled.reveal_json).unwrap();
+    assert!(
+        matches!(reveal, AnyReveal::V1(_)),
+        "{}",
+        settled.reveal_json
+    );
+    assert!(reveal.verify().unwrap().ok());
+    server.stop().await;
+}

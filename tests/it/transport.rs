@@ -1,0 +1,545 @@
+//! Transport limits and answers, on an in-process server ([`TestServer::spawn`]) with small
+//! limits so each one is reached deterministically:
+//! - the global cap sheds at once with RESOURCE_EXHAUSTED and recovers when calls finish;
+//! - a call that stalls is cut at the per-call timeout (DEADLINE_EXCEEDED);
+//! - a request tonic cannot decode is INVALID_ARGUMENT naming the field, an oversize one
+//!   RESOURCE_EXHAUSTED with a QuotaFailure (tonic alone says INTERNAL / OUT_OF_RANGE);
+//! - a connection that never sends the HTTP/2 preface is closed at the handshake deadline and
+//!   does not hold the drain; an idle HTTP/2 connection is closed at the idle deadline;
+//! - token refusals are counted by reason while the caller sees one answer;
+//! - start-up refuses nonsense settings with a message naming them.
+
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BufMut};
+use reddog::service::proto::{self, GetRulesRequest};
+use reddog::service::{Application, KeyRingSource, Settings};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::codegen::http::uri::PathAndQuery;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+use tonic_types::StatusExt;
+
+use crate::common::*;
+
+/// A codec that sends and receives message bytes as they are, so a test can send bytes that
+/// are not a valid protobuf message.
+#[derive(Clone, Copy, Default)]
+struct Raw;
+
+impl Encoder for Raw {
+    type Item = Vec<u8>;
+    type Error = Status;
+    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl Decoder for Raw {
+    type Item = Vec<u8>;
+    type Error = Status;
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
+        Ok(Some(src.copy_to_bytes(src.remaining()).to_vec()))
+    }
+}
+
+impl Codec for Raw {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = Raw;
+    type Decoder = Raw;
+    fn encoder(&mut self) -> Raw {
+        Raw
+    }
+    fn decoder(&mut self) -> Raw {
+        Raw
+    }
+}
+
+async fn raw_call(ch: Channel, method: &'static str, bytes: Vec<u8>) -> Result<Vec<u8>, Status> {
+    let mut grpc = tonic::client::Grpc::new(ch);
+    grpc.ready()
+        .await
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+    grpc.unary(
+        tonic::Request::new(bytes),
+        PathAndQuery::from_static(method),
+        Raw,
+    )
+    .await
+    .map(tonic::Response::into_inner)
+}
+
+/// The value of one Prometheus series in the process's metrics (0 if absent).
+fn metric(series: &str) -> f64 {
+    let text = reddog::service::metrics::install()
+        .expect("the test process's recorder")
+        .render();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn error_reason(status: &Status) -> String {
+    status
+        .get_error_details()
+        .error_info()
+        .map(|i| i.reason.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_global_cap_sheds_at_once_and_recovers() {
+    let mut s = settings(&ring_a());
+    s.limits.max_in_flight = 2;
+    let server = TestServer::spawn(s).await;
+    let ch = channel(server.addr).await;
+    let mut c = proto::red_dog_client::RedDogClient::new(ch.clone());
+    // Two calls hold both slots (on two connections: the cap is global, not per connection).
+    let (tx1, call1) = held_call(ch.clone());
+    let (tx2, call2) = held_call(channel(server.addr).await);
+    let shed_before = metric("reddog_load_shed_total");
+    let started = Instant::now();
+    let shed = loop {
+        // Until both held calls have reached the server, a call may still get through.
+        match c.get_rules(GetRulesRequest::default()).await {
+            Err(status) => break status,
+            Ok(_) => assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "never shed with both slots held"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(shed.code(), Code::ResourceExhausted, "{shed:?}");
+    assert_eq!(error_reason(&shed), "OVERLOADED");
+    assert!(shed.get_error_details().retry_info().is_some());
+    // Promptly: a shed call does not wait for a slot.
+    let t = Instant::now();
+    let again = c.get_rules(GetRulesRequest::default()).await.unwrap_err();
+    assert_eq!(again.code(), Code::ResourceExhausted);
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "shedding took {:?}",
+        t.elapsed()
+    );
+    assert!(metric("reddog_load_shed_total") >= shed_before + 2.0);
+    // Health is not behind the cap.
+    let mut health = tonic_health::pb::health_client::HealthClient::new(ch.clone());
+    let h = health
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .expect("health while RedDog calls are shed");
+    assert_eq!(h.into_inner().status, 1);
+    // The held calls complete, and then calls are admitted again.
+    for tx in [tx1, tx2] {
+        tx.send(GetRulesRequest::default()).await.unwrap();
+    }
+    for call in [call1, call2] {
+        tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("a held call completes");
+    }
+    c.get_rules(GetRulesRequest::default())
+        .await
+        .expect("admitted again once the load dropped");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_call_is_cut_at_the_request_timeout() {
+    let mut s = settings(&ring_a());
+    s.limits.request_timeout = Duration::from_millis(300);
+    let server = TestServer::spawn(s).await;
+    let (_tx, call) = held_call(channel(server.addr).await);
+    let started = Instant::now();
+    let status = tokio::time::timeout(Duration::from_secs(5), call)
+        .await
+        .expect("the stalled call ends within 5 s")
+        .unwrap()
+        .expect_err("a call without its request message cannot succeed");
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(error_reason(&status), "REQUEST_TIMEOUT");
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn undecodable_and_oversize_requests_get_precise_codes() {
+    let server = TestServer::spawn(settings(&ring_a())).await;
+    let ch = channel(server.addr).await;
+    const COMMIT: &str = "/reddog.v1.RedDog/CommitSeed";
+    // round_id (field 1, a string) holding bytes that are not UTF-8.
+    let bad_utf8 = vec![0x0a, 0x02, 0xff, 0xfe];
+    // round_id sent as a varint (wire type 0) instead of length-delimited.
+    let wrong_wire_type = vec![0x08, 0x01];
+    // round_id announcing 5 bytes, carrying 1.
+    let truncated = vec![0x0a, 0x05, b'a'];
+    for (what, bytes) in [
+        ("bad UTF-8", bad_utf8),
+        ("wrong wire type", wrong_wire_type),
+        ("truncated", truncated),
+    ] {
+        let status = raw_call(ch.clone(), COMMIT, bytes).await.expect_err(what);
+        assert_eq!(status.code(), Code::InvalidArgument, "{what}: {status:?}");
+        let fields: Vec<String> = status
+            .get_error_details()
+            .bad_request()
+            .expect("BadRequest details")
+            .field_violations
+            .iter()
+            .map(|v| v.field.clone())
+            .collect();
+        assert_eq!(fields, vec!["round_id".to_string()], "{what}: {status:?}");
+        eprintln!(
+            "bad input: CommitSeed {what} -> {:?} field={fields:?} message={:?}",
+            status.code(),
+            status.message()
+        );
+        assert_eq!(error_reason(&status), "INVALID_ARGUMENT");
+    }
+    // A call with no request message at all (tonic alone: INTERNAL "Missing request message").
+    let (tx, empty) = held_call(ch.clone());
+    drop(tx);
+    let status = empty.await.unwrap().unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert_eq!(
+        status
+            .get_error_details()
+            .bad_request()
+            .unwrap()
+            .field_violations[0]
+            .field,
+        "request"
+    );
+    eprintln!(
+        "bad input: GetRules with no request message -> {:?} field=request message={:?}",
+        status.code(),
+        status.message()
+    );
+    // Over the 64 KiB limit: RESOURCE_EXHAUSTED with a QuotaFailure.
+    let mut big = vec![0x0a];
+    let n = 70_000u32;
+    let mut v = n;
+    while v >= 0x80 {
+        big.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    big.push(v as u8);
+    big.extend(std::iter::repeat_n(b'x', n as usize));
+    let status = raw_call(ch.clone(), COMMIT, big).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert_eq!(error_reason(&status), "REQUEST_TOO_LARGE");
+    eprintln!(
+        "bad input: CommitSeed 70,000-byte round_id -> {:?} reason={} message={:?}",
+        status.code(),
+        error_reason(&status),
+        status.message()
+    );
+    assert!(
+        status.get_error_details().quota_failure().is_some(),
+        "{status:?}"
+    );
+    // A valid message on the same channel still works.
+    raw_call(ch, COMMIT, vec![0x0a, 0x01, b'r'])
+        .await
+        .expect("a valid CommitSeed");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn token_refusals_are_counted_by_reason_and_answered_alike() {
+    let server = TestServer::spawn(settings(&ring_a())).await;
+    let mut c = server.client().await;
+    let series = |reason: &str| {
+        format!("reddog_token_rejections_total{{method=\"StartRound\",reason=\"{reason}\"}}")
+    };
+    let before: Vec<f64> = ["expired", "unknown_key", "tampered", "malformed"]
+        .iter()
+        .map(|r| metric(&series(r)))
+        .collect();
+    let expired = commitment_token(&ring_a(), SEED, -1_000);
+    let foreign = commitment_token(&ring_json("zz", &[("zz", KEY_B)]), SEED, 60_000);
+    let mut tampered = commitment_token(&ring_a(), SEED, 60_000);
+    *tampered.last_mut().unwrap() ^= 1;
+    let malformed = b"not a token".to_vec();
+    let mut answers = Vec::new();
+    for token in [expired, foreign, tampered, malformed] {
+        let status = c
+            .start_round(start_request(token, 0, &[500]))
+            .await
+            .unwrap_err();
+        answers.push((
+            status.code(),
+            status.message().to_string(),
+            status.details().to_vec(),
+        ));
+    }
+    eprintln!(
+        "bad input: StartRound with an expired / foreign-key / tampered / malformed commitment token -> {:?} {:?} (all four identical)",
+        answers[0].0, answers[0].1
+    );
+    assert!(
+        answers.windows(2).all(|w| w[0] == w[1]),
+        "one answer for every reason: {answers:?}"
+    );
+    for (i, reason) in ["expired", "unknown_key", "tampered", "malformed"]
+        .iter()
+        .enumerate()
+    {
+        assert!(
+            metric(&series(reason)) >= before[i] + 1.0,
+            "{reason} counted"
+        );
+    }
+    server.stop().await;
+}
+
+/// Reads until the server closes the connection; how long that took.
+async fn until_closed(mut tcp: tokio::net::TcpStream, limit: Duration) -> Duration {
+    let started = Instant::now();
+    let mut buf = [0u8; 1024];
+    tokio::time::timeout(limit, async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the server kept the connection open for {limit:?}"));
+    started.elapsed()
+}
+
+#[tokio::test]
+async fn a_connection_without_preface_is_closed_at_the_handshake_deadline() {
+    let mut s = settings(&ring_a());
+    s.limits.handshake_timeout = Duration::from_millis(300);
+    let server = TestServer::spawn(s).await;
+    let silent = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let took = until_closed(silent, Duration::from_secs(5)).await;
+    assert!(took >= Duration::from_millis(250), "closed after {took:?}");
+    // Not HTTP/2 at all: closed at once.
+    let mut http1 = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    http1
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    until_closed(http1, Duration::from_secs(5)).await;
+    // The server still serves.
+    server
+        .client()
+        .await
+        .get_rules(GetRulesRequest::default())
+        .await
+        .unwrap();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_at_the_idle_deadline() {
+    let mut s = settings(&ring_a());
+    s.limits.idle_timeout = Duration::from_millis(400);
+    let server = TestServer::spawn(s).await;
+    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    // The preface and an empty SETTINGS frame, then nothing.
+    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .unwrap();
+    let took = until_closed(tcp, Duration::from_secs(5)).await;
+    assert!(took >= Duration::from_millis(300), "closed after {took:?}");
+    // A connection in use is not idle: a call 600 ms after the first on one channel works.
+    let mut c = server.client().await;
+    let (tx, held) = held_call(channel(server.addr).await);
+    c.get_rules(GetRulesRequest::default()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    tx.send(GetRulesRequest::default()).await.unwrap();
+    drop(tx);
+    tokio::time::timeout(Duration::from_secs(5), held)
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("a call in progress keeps its connection past the idle deadline");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn connections_in_their_handshake_do_not_hold_the_drain() {
+    let mut s = settings(&ring_a());
+    s.limits.handshake_timeout = Duration::from_secs(60);
+    s.drain_timeout = Duration::from_secs(30);
+    let server = TestServer::spawn(s).await;
+    let silent: Vec<_> = futures_connect(server.addr, 20).await;
+    // Give the accept loop time to take them (bounded wait on an observable: a call works).
+    server
+        .client()
+        .await
+        .get_rules(GetRulesRequest::default())
+        .await
+        .unwrap();
+    let started = Instant::now();
+    server.stop().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "drain took {:?}",
+        started.elapsed()
+    );
+    for tcp in silent {
+        until_closed(tcp, Duration::from_secs(2)).await;
+    }
+}
+
+#[tokio::test]
+async fn connections_over_the_cap_are_closed_at_accept() {
+    let mut s = settings(&ring_a());
+    s.limits.max_connections = 2;
+    let server = TestServer::spawn(s).await;
+    let mut a = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
+    let mut b = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
+    a.get_rules(GetRulesRequest::default()).await.unwrap();
+    b.get_rules(GetRulesRequest::default()).await.unwrap();
+    let third = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    until_closed(third, Duration::from_secs(5)).await;
+    // A slot frees when a connection closes.
+    drop(b);
+    eventually_connects(server.addr).await;
+    a.get_rules(GetRulesRequest::default()).await.unwrap();
+    server.stop().await;
+}
+
+/// A new connection plays a call within 5 s (retried while the server frees a slot).
+async fn eventually_connects(addr: std::net::SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
+        if let Ok(ch) = endpoint.connect().await
+            && proto::red_dog_client::RedDogClient::new(ch)
+                .get_rules(GetRulesRequest::default())
+                .await
+                .is_ok()
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no slot freed within 5 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn futures_connect(addr: std::net::SocketAddr, n: usize) -> Vec<tokio::net::TcpStream> {
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
+    v
+}
+
+#[tokio::test]
+async fn nonsense_settings_are_refused_with_a_message_naming_them() {
+    type Change = Box<dyn Fn(&mut Settings)>;
+    let cases: Vec<(&str, Change)> = vec![
+        (
+            "commitment-ttl-secs",
+            Box::new(|s| s.commitment_ttl = Duration::ZERO),
+        ),
+        (
+            "drain-timeout-secs",
+            Box::new(|s| s.drain_timeout = Duration::ZERO),
+        ),
+        ("max-in-flight", Box::new(|s| s.limits.max_in_flight = 0)),
+        (
+            "max-concurrent-streams",
+            Box::new(|s| s.limits.max_concurrent_streams_per_connection = 0),
+        ),
+        (
+            "request-timeout-ms",
+            Box::new(|s| s.limits.request_timeout = Duration::ZERO),
+        ),
+        (
+            "metrics-listen",
+            Box::new(|s| {
+                s.listen = "127.0.0.1:50999".parse().unwrap();
+                s.metrics_listen = Some("0.0.0.0:50999".parse().unwrap());
+            }),
+        ),
+    ];
+    for (name, change) in cases {
+        let mut s = settings(&ring_a());
+        change(&mut s);
+        let err = Application::build(s).await.unwrap_err().to_string();
+        assert!(err.contains(name), "{name}: {err}");
+    }
+    // Key rings: each refusal names the problem, none shows key text.
+    let k = "7c".repeat(32);
+    for (json, expect) in [
+        (
+            format!(r#"{{"primary":"a","keys":{{"a":"{k}","a":"{KEY_B}"}}}}"#),
+            "appears twice",
+        ),
+        (
+            format!(r#"{{"primary":"a","keys":{{"a":"{}"}}}}"#, "0".repeat(64)),
+            "all zeros",
+        ),
+        (
+            format!(r#"{{"primary":"a","keys":{{"a":"{k}","b":"{k}"}}}}"#),
+            "same key",
+        ),
+    ] {
+        let err = Application::build(Settings::local(KeyRingSource::json(&json)))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(expect), "{err}");
+        assert!(
+            !err.contains(&k[..16]) && !err.contains(&KEY_B[..16]),
+            "{err}"
+        );
+    }
+}
+
+/// The binary refuses bad settings at start-up with exit code 1 and a message naming them,
+/// and has no flag that would put the key ring on its command line.
+#[test]
+fn the_binary_refuses_bad_settings_and_an_inline_key_ring_flag() {
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reddog"));
+        cmd.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .args(args)
+        .env_remove("REDDOG_KEY_RING")
+        .env_remove("REDDOG_KEY_RING_FILE")
+        .stdin(std::process::Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (out.status, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (status, err) = run(&["--commitment-ttl-secs", "0"], &[]);
+    assert!(!status.success());
+    assert!(err.contains("commitment-ttl-secs"), "{err}");
+    let ring = ring_a();
+    let (status, err) = run(&["--key-ring", &ring], &[]);
+    assert!(!status.success());
+    assert!(err.contains("--key-ring"), "{err}");
+    let dup = format!(r#"{{"primary":"a","keys":{{"a":"{KEY_A}","a":"{KEY_B}"}}}}"#);
+    let (status, err) = run(&[], &[("REDDOG_KEY_RING", &dup)]);
+    assert!(!status.success());
+    assert!(err.contains("appears twice"), "{err}");
+    assert!(!err.contains(KEY_A) && !err.contains(KEY_B), "{err}");
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Cross-checks two verifiers on the shared reveal vectors: every case of
+tests/vectors/reveal-negative.json (and of reveal-v2.json when present) is written to a file
+and given to each verifier command; each must exit with the case's status (0 verified,
+1 not verified, 2 malformed). Prints every disagreement; exit status 1 if there is any.
+
+    python3 verify/cross_check.py VECTOR_DIR 'target/debug/reddog verify' 'python3 verify/verify.py'
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+STATUS = {"verified": 0, "not_verified": 1, "malformed": 2}
+
+
+def cases(directory):
+    with open(os.path.join(directory, "reveal-negative.json"), encoding="utf-8") as f:
+        for c in json.load(f)["cases"]:
+            yield "reveal-negative.json/" + c["name"], c["reveal"], c.get("expect"), c["verdict"]
+    path = os.path.join(directory, "reveal-v2.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for c in json.load(f)["cases"]:
+                r = c["reveal"]
+                text = r if isinstance(r, str) else json.dumps(r, ensure_ascii=False, separators=(",", ":"))
+                yield "reveal-v2.json/" + c["name"], text, c.get("expect"), c.get("verdict", "verified")
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    directory, commands = argv[0], [shlex.split(c) for c in argv[1:]]
+    checked = disagreements = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        reveal_path = os.path.join(tmp, "reveal.json")
+        expect_path = os.path.join(tmp, "expect.json")
+        for name, text, expect, verdict in cases(directory):
+            with open(reveal_path, "w", encoding="utf-8") as f:
+                f.write(text)
+            extra = []
+            if expect is not None:
+                with open(expect_path, "w", encoding="utf-8") as f:
+                    json.dump(expect, f, ensure_ascii=False)
+                extra = ["--expect", expect_path]
+            for cmd in commands:
+                got = subprocess.run(cmd + [reveal_path] + extra, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL).returncode
+                checked += 1
+                if got != STATUS[verdict]:
+                    disagreements += 1
+                    print("DISAGREE %s: %s exits %d, the vector says %s (%d)"
+                          % (name, " ".join(cmd), got, verdict, STATUS[verdict]))
+    print("cross-check: %d runs, %d disagreements" % (checked, disagreements))
+    return 0 if disagreements == 0 and checked > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
