@@ -489,6 +489,20 @@ def build_cases(b):
     r["seats"][0] = {"bet": 2**62, "raised": True, "stake": stake, "returned": v.U64_MAX}
     add("verify/overflow/returned-saturated", retranscript(r), "not_verified")
 
+    # Amounts no genuine round has (FAIRNESS.md 4.5, check 3): a bet outside 1..MAX_BET, or
+    # round totals beyond 2^64 - 1 — each self-consistent by the rules, seat by seat.
+    r = copy.deepcopy(b[pair])
+    r["seats"] = [{"bet": 0, "raised": False, "stake": 0, "returned": 0}]
+    add("verify/money/bet-0", retranscript(r), "not_verified")
+    r["seats"] = [{"bet": v.MAX_BET + 1, "raised": False, "stake": v.MAX_BET + 1, "returned": v.MAX_BET + 1}]
+    add("verify/money/bet-above-the-largest-any-table-allows", retranscript(r), "not_verified")
+    r = copy.deepcopy(b[win])
+    r["paytable"] = {"spread": [10000] * 11, "three_of_a_kind": 10000}
+    r["decisions"] = [[{"seat": i, "action": "raise"} for i in range(7)]]
+    r["seats"] = [{"bet": v.MAX_BET, "raised": True, "stake": 2 * v.MAX_BET, "returned": 2 * v.MAX_BET * 10001}] * 7
+    assert 2 * v.MAX_BET * 10001 <= v.U64_MAX < 7 * 2 * v.MAX_BET * 10001
+    add("verify/money/total-returned-beyond-2^64", retranscript(r), "not_verified")
+
     # --- well-formed but not verified: transcript -------------------------------------------
     t = b[win]["transcript"]
     add("verify/transcript/one-digit-changed", with_(win, transcript=t[:10] + ("0" if t[10] != "0" else "1") + t[11:]),

@@ -138,16 +138,26 @@ class RevealsV2(unittest.TestCase):
         self.assertEqual([s["returned"] for s in self.bases["consecutive"]["seats"]], [20, 30, 40])
 
     def test_the_largest_amounts_fit_and_one_more_does_not(self):
-        r = copy.deepcopy(self.bases["pair"])
-        r["seats"] = [{"bet": v.U64_MAX, "raised": False, "stake": v.U64_MAX, "returned": v.U64_MAX}]
-        self.assertEqual(v.check_text(mk.render(mk.retranscript(r))), "verified")
-        r = copy.deepcopy(self.bases["trips"])
-        r["seats"] = [{"bet": v.U64_MAX // 16, "raised": False, "stake": v.U64_MAX // 16,
-                       "returned": v.U64_MAX // 16 * 16}]
-        self.assertEqual(v.check_text(mk.render(mk.retranscript(r))), "verified")
-        r["seats"][0]["bet"] = r["seats"][0]["stake"] = v.U64_MAX // 16 + 1
-        r["seats"][0]["returned"] = (r["seats"][0]["bet"] * 16) % 2**64
-        self.assertEqual(v.check_text(mk.render(mk.retranscript(r))), "not_verified")
+        self.assertEqual(v.MAX_BET, 922244979187558)
+        win = copy.deepcopy(self.bases["win"])
+        win["paytable"] = {"spread": [10000] * 11, "three_of_a_kind": 10000}
+        big = {"bet": v.MAX_BET, "raised": True, "stake": 2 * v.MAX_BET, "returned": 2 * v.MAX_BET * 10001}
+        win["decisions"] = [[{"seat": 0, "action": "raise"}]]
+        win["seats"] = [big]
+        self.assertEqual(v.check_text(mk.render(mk.retranscript(win))), "verified")
+        # The largest round whose total return fits: as many such seats as fit.
+        seats = v.U64_MAX // big["returned"]
+        win["decisions"] = [[{"seat": i, "action": "raise"} for i in range(seats)]]
+        win["seats"] = [big] * seats
+        self.assertEqual(v.check_text(mk.render(mk.retranscript(win))), "verified")
+        win["decisions"][0].append({"seat": seats, "action": "raise"})
+        win["seats"].append(big)
+        self.assertEqual(v.check_text(mk.render(mk.retranscript(win))), "not_verified")
+        pair = copy.deepcopy(self.bases["pair"])
+        for bet, verdict in ((1, "verified"), (v.MAX_BET, "verified"), (0, "not_verified"),
+                             (v.MAX_BET + 1, "not_verified"), (v.U64_MAX, "not_verified")):
+            pair["seats"] = [{"bet": bet, "raised": False, "stake": bet, "returned": bet}]
+            self.assertEqual(v.check_text(mk.render(mk.retranscript(pair))), verdict, bet)
 
     def test_the_transcript_chains_one_hash_per_decide(self):
         win = self.bases["win"]
@@ -209,6 +219,10 @@ class CommandLine(unittest.TestCase):
                 with open(path, "w") as f:
                     json.dump(expect, f)
                 self.assertEqual(self.run_cli("--expect", path, stdin=text)[0], code, expect)
+            with open(path, "w") as f:
+                json.dump({"nonce": r["nonce"]}, f)
+            self.assertEqual(self.run_cli("--expect", path, "--expect-nonce", str(r["nonce"]), stdin=text)[0], 0)
+            self.assertEqual(self.run_cli("--expect", path, "--expect-nonce", str(r["nonce"] + 1), stdin=text)[0], 2)
 
 
 class Vectors(unittest.TestCase):

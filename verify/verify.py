@@ -41,6 +41,8 @@ MAX_ROUND_ID_BYTES = 128
 MAX_TABLE_ID_BYTES = 64
 MAX_SEATS = 7
 MAX_ODDS = 10000
+# The largest bet any table allows: its largest win (raised, at the largest odds) fits in 64 bits.
+MAX_BET = U64_MAX // (2 * (MAX_ODDS + 1))
 SPREADS = 11
 TABLE_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 LOWER_HEX = frozenset("0123456789abcdef")
@@ -568,6 +570,8 @@ def verify(reveal, expectations=()):
             raised = decision.get(i) == "raise"
             stake, returned = settle_seat(reveal.codes, reveal.paytable, s["bet"], raised)
             problems = []
+            if not 1 <= s["bet"] <= MAX_BET:
+                problems.append("bet %d is outside 1..%d: no table allows it" % (s["bet"], MAX_BET))
             if s["raised"] != raised:
                 problems.append("raised is %s but the seat's decision is %s"
                                 % (str(s["raised"]).lower(), decision.get(i, "none (stand)")))
@@ -582,6 +586,11 @@ def verify(reveal, expectations=()):
             check("seat %d" % i, not problems,
                   "; ".join(problems) if problems else "bet %d, %s, stake %d, returned %d"
                   % (s["bet"], "raised" if raised else "stood", stake, returned))
+
+        totals = [sum(s["stake"] for s in reveal.seats), sum(s["returned"] for s in reveal.seats)]
+        check("totals", all(x <= U64_MAX for x in totals),
+              "staked %d, returned %d%s" % (totals[0], totals[1], "" if all(x <= U64_MAX for x in totals)
+                                            else ": beyond 2^64-1, no table allows such a round"))
 
         t0 = transcript_start(reveal.commitment, reveal.table_id, reveal.round_id, reveal.nonce, reveal.decks,
                               reveal.client_seed, reveal.paytable, [s["bet"] for s in reveal.seats])
@@ -805,6 +814,9 @@ def main(argv):
         if args.expect is not None:
             with open(args.expect, "rb") as f:
                 expectations += parse_expect(loads_strict(f.read()), "--expect " + args.expect)
+        for key, value in expectations:
+            if any(k == key and x != value for k, x in expectations):
+                raise Malformed("--expect-%s disagrees with the --expect file" % key.replace("_", "-"))
         if args.file == "-":
             data = sys.stdin.buffer.read()
         else:

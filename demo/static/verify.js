@@ -22,6 +22,10 @@ const subtle = globalThis.crypto && globalThis.crypto.subtle;
 const te = new TextEncoder();
 
 export const U64_MAX = (1n << 64n) - 1n;
+// The largest bet any table allows (a raised win at the largest odds, 10000 to 1, fits in
+// 64 bits); a reveal with another bet, or with round totals beyond 2^64 - 1, describes no
+// round the engine could have dealt (docs/FAIRNESS.md 4.5, check 3).
+export const MAX_BET = U64_MAX / (2n * 10001n);
 export const RANKS = "23456789TJQKA";
 export const SUITS = "cdhs";
 
@@ -474,12 +478,16 @@ export async function verifyReveal(text, expect = {}) {
       const raised = raisedBy.get(BigInt(k)) === true;
       const stake = raised ? s.bet * 2n : s.bet;
       const pay = seatReturn(r.cards, stake, r.paytable);
+      check(`seats[${k}].bet`, s.bet >= 1n && s.bet <= MAX_BET, `bet ${s.bet} within 1 … ${MAX_BET}`);
       check(`seats[${k}].raised`, s.raised === raised, raised ? "decided raise" : "no raise decided");
       check(`seats[${k}].stake`, s.stake === stake, `bet ${s.bet}${raised ? " raised" : ""} → stake ${stake}`);
       check(`seats[${k}].returned`, s.returned === pay.returned && pay.returned <= U64_MAX,
         `${pay.outcome}${pay.odds !== undefined ? ` at ${pay.odds} to 1` : ""} → returns ${pay.returned}`);
       return { ...s, expected_stake: stake, expected_returned: pay.returned, outcome: pay.outcome };
     });
+    const staked = r.seats.reduce((a, s) => a + s.stake, 0n);
+    const returned = r.seats.reduce((a, s) => a + s.returned, 0n);
+    check("totals", staked <= U64_MAX && returned <= U64_MAX, `staked ${staked}, returned ${returned} (at most ${U64_MAX})`);
     const t = await transcriptHash(r);
     check("transcript", t === r.transcript, `recomputed ${t}`);
   }

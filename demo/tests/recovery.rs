@@ -62,7 +62,7 @@ fn start_engine_at(listen: &str, key_ring: Option<&str>) -> (Proc, String) {
     let mut cmd = Command::new(engine_bin());
     cmd.args(["serve", "--listen", listen, "--metrics-listen", "127.0.0.1:0"]);
     if let Some(ring) = key_ring {
-        cmd.args(["--key-ring", ring]);
+        cmd.env("REDDOG_KEY_RING", ring);
     }
     start(cmd, "listening on ")
 }

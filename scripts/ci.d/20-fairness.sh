@@ -27,6 +27,8 @@ trap 'rm -rf "$tmp"' EXIT
 # Both verifiers on every shared reveal vector: each must give the vector's verdict (exit status).
 step "reddog verify and verify.py agree with every reveal vector" \
   python3 verify/cross_check.py tests/vectors/ "$bin verify" "python3 verify/verify.py"
+step "reddog verify and verify.py agree on 2000 random variations of genuine reveals" \
+  python3 verify/differential.py "$bin verify" 2000 1
 
 # A fresh version-1 reveal (`reddog commit --reveal` lists the cards the hand dealt: 2 or 3).
 "$bin" commit --reveal --client-seed "ci grüße $RANDOM" --nonce "$RANDOM" --decks 6 > "$tmp/reveal.json"

@@ -201,7 +201,7 @@ fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = reddog::service::server::runtime()?;
     runtime.block_on(serve(args))
 }
 

@@ -55,9 +55,9 @@ impl fmt::Debug for ServerSeed {
 pub struct Commitment(pub [u8; 32]);
 
 impl fmt::Display for Commitment {
-    /// Lower-case hex.
+    /// Lower-case hex (written from a stack buffer: audit lines format it on every call).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
+        fmt_hex32(&self.0, f)
     }
 }
 
@@ -70,7 +70,14 @@ impl Commitment {
 
 /// Lower-case hex of 32 bytes. `hex::encode_to_slice` writes bytes directly; `hex::encode`
 /// goes through a char iterator and is several times slower on the RPC path.
-fn hex32(bytes: &[u8; 32]) -> String {
+/// Writes the lower-case hex of 32 bytes without allocating.
+pub(crate) fn fmt_hex32(bytes: &[u8; 32], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let mut out = [0u8; 64];
+    let _ = hex::encode_to_slice(bytes, &mut out);
+    f.write_str(std::str::from_utf8(&out).map_err(|_| fmt::Error)?)
+}
+
+pub(crate) fn hex32(bytes: &[u8; 32]) -> String {
     let mut out = [0u8; 64];
     // Both cannot fail: the output is exactly twice the input, and hex digits are ASCII.
     let _ = hex::encode_to_slice(bytes, &mut out);

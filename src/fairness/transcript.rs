@@ -35,7 +35,7 @@ pub struct Transcript(pub [u8; 32]);
 impl Transcript {
     /// 64 lower-case hex characters.
     pub fn to_hex(self) -> String {
-        hex::encode(self.0)
+        super::seed::hex32(&self.0)
     }
 
     /// `t_k` from `t_{k-1}` (`self`) and the k-th Decide's decisions. The decisions are
@@ -64,7 +64,7 @@ impl fmt::Debug for Transcript {
 
 impl fmt::Display for Transcript {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
+        super::seed::fmt_hex32(&self.0, f)
     }
 }
 

@@ -66,6 +66,31 @@ fn currency(c: &Currency) -> proto::Currency {
     proto::Currency { code: c.code().to_string(), minor_unit_exponent: u32::from(c.minor_unit_exponent()) }
 }
 
+/// An optional card for a log field: the card's text, or nothing (no `String` built).
+struct MaybeCard(Option<crate::game::Card>);
+
+impl std::fmt::Display for MaybeCard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.map_or(Ok(()), |c| c.fmt(f))
+    }
+}
+
+/// One Decide step's decisions for the audit line, `0:raise,1:stand`, written without
+/// building a `String`.
+struct DecisionList<'a>(&'a [(usize, crate::game::Decision)]);
+
+impl std::fmt::Display for DecisionList<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, &(seat, d)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{seat}:{}", action_text(d))?;
+        }
+        Ok(())
+    }
+}
+
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
@@ -331,10 +356,7 @@ impl RedDogService {
         state.steps.push(sorted);
         let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
         let transcript = state.transcript.to_hex();
-        let decided = state
-            .steps
-            .last()
-            .map(|s| s.iter().map(|&(seat, d)| format!("{seat}:{}", action_text(d))).collect::<Vec<_>>().join(","));
+        let decided = DecisionList(state.steps.last().map_or(&[][..], Vec::as_slice));
         info!(
             target: "reddog::audit",
             event = "seats_decided",
@@ -344,7 +366,7 @@ impl RedDogService {
             %transcript,
             parent_step,
             parent_transcript = %parent,
-            decisions = decided.as_deref().unwrap_or(""),
+            decisions = %decided,
             raised_amount = raised.0,
             complete = matches!(state.round, Round::Complete(_)),
         );
@@ -420,7 +442,7 @@ impl RedDogService {
             step = state.step(),
             transcript = %reveal.transcript,
             hand_class = settlement.class.name(),
-            third_card = %settlement.third.map_or_else(String::new, |c| c.to_string()),
+            third_card = %MaybeCard(settlement.third),
             total_staked = settlement.total_staked.0,
             total_returned = settlement.total_returned.0,
         );

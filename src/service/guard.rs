@@ -125,13 +125,20 @@ pub struct Guarded<S> {
     permits: Arc<Semaphore>,
     timeout: Duration,
     max_message: usize,
+    in_flight: ::metrics::Gauge,
 }
 
 impl<S> Guarded<S> {
     /// `max_in_flight` calls at once, each at most `timeout`; `max_message` is the decode
     /// limit the inner service was given (named in the RESOURCE_EXHAUSTED answer).
     pub fn new(inner: S, max_in_flight: usize, timeout: Duration, max_message: usize) -> Guarded<S> {
-        Guarded { inner, permits: Arc::new(Semaphore::new(max_in_flight)), timeout, max_message }
+        Guarded {
+            inner,
+            permits: Arc::new(Semaphore::new(max_in_flight)),
+            timeout,
+            max_message,
+            in_flight: metrics::in_flight_gauge(),
+        }
     }
 }
 
@@ -158,6 +165,7 @@ where
             metrics::load_shed();
             return Box::pin(std::future::ready(Ok(overloaded().into_http())));
         };
+        let permit = InFlight::new(permit, self.in_flight.clone());
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let (timeout, limit) = (self.timeout, self.max_message);
@@ -250,6 +258,7 @@ where
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let permit = InFlight::new(permit, self.in_flight.clone());
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let stop = self.stop.clone();
@@ -313,6 +322,26 @@ where
 }
 
 /// A body that keeps something (a call counted, a slot) until dropped.
+/// A call's slot under the global cap, counted in `reddog_rpc_in_flight` from admission
+/// until its response body is dropped.
+struct InFlight {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    gauge: ::metrics::Gauge,
+}
+
+impl InFlight {
+    fn new(permit: tokio::sync::OwnedSemaphorePermit, gauge: ::metrics::Gauge) -> InFlight {
+        gauge.increment(1.0);
+        InFlight { _permit: permit, gauge }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.gauge.decrement(1.0);
+    }
+}
+
 struct Held<G> {
     inner: Body,
     _guard: G,

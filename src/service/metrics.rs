@@ -17,11 +17,13 @@
 //! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent` | the configured tables |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
 //! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`); the client gets one answer for all |
+//! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress (admitted, answer not yet sent); at most `--max-in-flight` |
 //! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED because the server was at `--max-in-flight` |
 //! | `reddog_request_timeouts_total` | counter | | RedDog calls cut at `--request-timeout-ms` (DEADLINE_EXCEEDED) |
 //! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
 //! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections`, `idle` |
 //! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made the accept loop back off |
+//! | `reddog_log_writer_waits_total` | counter | | log lines that waited for a stalled stderr (`log_writer`; never dropped) |
 //!
 //! Settlement counters count `Settle` answers: a retried `Settle` counts again. Deal classes
 //! are `hand_class` `pair` and `consecutive` (spread `0`) and `non_consecutive` with spread
@@ -43,11 +45,13 @@ use std::net::SocketAddr;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::service::service_fn;
 use metrics::{
     Counter, Gauge, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
 };
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::build_info;
@@ -135,8 +139,9 @@ pub fn install() -> Option<PrometheusHandle> {
         .clone()
 }
 
-/// Serves `GET /metrics` (Prometheus text format) on `listener` until the task is dropped.
-/// A minimal HTTP/1.1 responder: one request per connection.
+/// Serves `GET /metrics` (Prometheus text format) on `listener` until the task is dropped,
+/// with hyper's HTTP/1.1 server (keep-alive, pipelining and malformed requests are hyper's
+/// business, not ours). `GET /` answers a pointer to `/metrics`; anything else is 404.
 pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
     let upkeep = handle.clone();
     tokio::spawn(async move {
@@ -147,43 +152,34 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
         }
     });
     loop {
-        let Ok((mut stream, _)) = listener.accept().await else { continue };
+        let Ok((stream, _)) = listener.accept().await else { continue };
         let handle = handle.clone();
+        let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            let handle = handle.clone();
+            async move { Ok::<_, std::convert::Infallible>(respond(&req, &handle)) }
+        });
         tokio::spawn(async move {
-            let mut buf = [0u8; 2048];
-            let mut len = 0;
-            // Read the request head (bounded in size and time).
-            let read = tokio::time::timeout(Duration::from_secs(5), async {
-                while len < buf.len() {
-                    match stream.read(&mut buf[len..]).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => len += n,
-                    }
-                    if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
-                        break;
-                    }
-                }
-            })
-            .await;
-            if read.is_err() {
-                return;
-            }
-            let head = &buf[..len];
-            let (status, body) = if head.starts_with(b"GET /metrics ") || head.starts_with(b"GET /metrics?") {
-                ("200 OK", handle.render() + &render_money())
-            } else if head.starts_with(b"GET / ") {
-                ("200 OK", "reddog metrics: see /metrics\n".to_string())
-            } else {
-                ("404 Not Found", "not found\n".to_string())
-            };
-            let response = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes()).await;
-            let _ = stream.shutdown().await;
+            let conn = hyper::server::conn::http1::Builder::new()
+                .header_read_timeout(Duration::from_secs(5))
+                .timer(hyper_util::rt::TokioTimer::new())
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let _ = conn.await;
         });
     }
+}
+
+fn respond<B>(req: &hyper::Request<B>, handle: &PrometheusHandle) -> hyper::Response<Full<Bytes>> {
+    let (status, body) = match (req.method(), req.uri().path()) {
+        (&hyper::Method::GET, "/metrics") => (hyper::StatusCode::OK, handle.render() + &render_money()),
+        (&hyper::Method::GET, "/") => (hyper::StatusCode::OK, "reddog metrics: see /metrics\n".to_string()),
+        _ => (hyper::StatusCode::NOT_FOUND, "not found\n".to_string()),
+    };
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"));
+    response
 }
 
 /// Binds the metrics listener and serves it in the background; returns the bound address.
@@ -319,6 +315,10 @@ fn describe() {
     describe_gauge!(
         "reddog_rtp_bound",
         "Exact lowest (bound=worst) and highest (bound=best) RTP of any strategy at the table, per definition"
+    );
+    describe_gauge!(
+        "reddog_rpc_in_flight",
+        "RedDog calls in progress: admitted under --max-in-flight, answer not yet sent"
     );
     describe_gauge!("reddog_table_info", "Always 1; labels describe a configured table");
     describe_gauge!("reddog_build_info", "Always 1; labels give the engine's version, git commit and build date");
@@ -500,6 +500,12 @@ impl TableMetrics {
 pub fn token_rejected(method: Method, reason: &'static str) {
     tracing::warn!(method = method.name(), reason, "token refused");
     counter!("reddog_token_rejections_total", "method" => method.name(), "reason" => reason).increment(1);
+}
+
+/// The gauge of RedDog calls in progress (admitted under `--max-in-flight`, answer not yet
+/// sent). A handle: updating it is two atomic operations, no lookup.
+pub fn in_flight_gauge() -> Gauge {
+    gauge!("reddog_rpc_in_flight")
 }
 
 /// Records a call shed at the global concurrency cap.

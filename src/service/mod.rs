@@ -10,7 +10,8 @@
 //! - [`api`]: the RPC handlers;
 //! - [`error`]: `EngineError` → gRPC status with `google.rpc` details;
 //! - [`build_info`]: version, commit and build date compiled in;
-//! - [`metrics`], [`telemetry`]: Prometheus metrics, logs and OTLP traces;
+//! - [`metrics`], [`telemetry`], [`log_writer`]: Prometheus metrics, logs (written in
+//!   batches off the RPC path) and OTLP traces;
 //! - [`app`]: [`Settings`] and [`Application`] — how the binary and the tests build and run
 //!   the server;
 //! - [`server`]: health, reflection, limits and graceful shutdown;
@@ -24,6 +25,7 @@ pub mod build_info;
 pub mod convert;
 pub mod error;
 pub mod guard;
+pub mod log_writer;
 pub mod metrics;
 pub mod proto;
 pub mod rules;

@@ -22,7 +22,7 @@ use tracing::{info, warn};
 use super::api::{EngineConfig, RedDogService};
 use super::app::TransportLimits;
 use super::guard::{ActivityLayer, DrainStreams, Guarded};
-use super::proto::{self, red_dog_server::RedDogServer};
+use super::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
 use super::tls::TlsReloader;
 use super::transport;
 
@@ -51,6 +51,11 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
 }
 
+/// The tokio runtime `reddog serve` runs on (the benchmark's no-op baseline uses the same).
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()
+}
+
 /// What [`serve`] needs besides the listener.
 pub(crate) struct ServerParts {
     pub engine: EngineConfig,
@@ -69,6 +74,32 @@ pub(crate) async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
     let ServerParts { engine, drain_timeout, limits, tls, reload_on_sighup } = parts;
+    serve_with(listener, RedDogService::new(engine), drain_timeout, limits, tls, reload_on_sighup, shutdown).await
+}
+
+/// Serves any implementation of `reddog.v1.RedDog` over plaintext with `limits`: the same
+/// transport, limits, health, reflection and shutdown as `reddog serve`. The gRPC benchmark
+/// (`examples/grpc_ratio.rs`) serves its no-op baseline through this, so the two share every
+/// transport setting.
+pub async fn serve_service<S: RedDog>(
+    listener: TcpListener,
+    service: S,
+    limits: TransportLimits,
+    drain_timeout: Duration,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    serve_with(listener, service, drain_timeout, limits, None, false, shutdown).await
+}
+
+async fn serve_with<S: RedDog>(
+    listener: TcpListener,
+    service: S,
+    drain_timeout: Duration,
+    limits: TransportLimits,
+    tls: Option<TlsReloader>,
+    reload_on_sighup: bool,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_service_status("", ServingStatus::Serving).await;
     health.set_service_status(SERVICE_NAME, ServingStatus::Serving).await;
@@ -89,7 +120,7 @@ pub(crate) async fn serve(
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let service = Guarded::new(
-        RedDogServer::new(RedDogService::new(engine))
+        RedDogServer::new(service)
             .max_decoding_message_size(MAX_REQUEST_BYTES)
             .max_encoding_message_size(MAX_REQUEST_BYTES),
         limits.max_in_flight,

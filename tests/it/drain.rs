@@ -32,6 +32,7 @@ const RING: &str = r#"{"primary":"d","keys":{"d":"333333333333333333333333333333
 struct Server {
     child: Child,
     addr: SocketAddr,
+    metrics: SocketAddr,
 }
 
 impl Drop for Server {
@@ -63,18 +64,59 @@ fn start(drain_timeout_secs: u64) -> Server {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                let _ = tx.send(rest.trim().to_string());
+            for prefix in ["listening on ", "metrics on "] {
+                if let Some(rest) = line.strip_prefix(prefix) {
+                    let _ = tx.send((prefix, rest.trim().to_string()));
+                }
             }
         }
     });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("a 'listening on' line within 30 s");
+    let (mut addr, mut metrics) = (None, None);
+    while addr.is_none() || metrics.is_none() {
+        let (prefix, value) = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("'listening on' and 'metrics on' lines within 30 s");
+        let parsed: SocketAddr = value.parse().expect("a socket address");
+        if prefix == "listening on " {
+            addr = Some(parsed);
+        } else {
+            metrics = Some(parsed);
+        }
+    }
     Server {
         child,
-        addr: addr.parse().expect("a socket address after 'listening on'"),
+        addr: addr.unwrap(),
+        metrics: metrics.unwrap(),
     }
+}
+
+/// Waits (bounded) until the server reports `n` RedDog calls in progress: the held calls
+/// have reached it, so the drain has something to wait for (a fixed sleep raced with a
+/// loaded machine).
+async fn wait_in_flight(server: &Server, n: u64) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        if let Ok(mut conn) = tokio::net::TcpStream::connect(server.metrics).await {
+            let _ = conn
+                .write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+                .await;
+            let mut body = String::new();
+            let _ = conn.read_to_string(&mut body).await;
+            last = body
+                .lines()
+                .find(|l| l.starts_with("reddog_rpc_in_flight "))
+                .unwrap_or("")
+                .to_string();
+            let value = last.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
+            if value.is_some_and(|v| v >= n as f64) {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the server never reported {n} calls in progress (last: {last:?})");
 }
 
 fn sigterm(server: &Server) {
@@ -148,7 +190,7 @@ async fn drain_completes_in_flight_calls() {
 
     // Calls in flight: the server has their HEADERS, not their messages.
     let held: Vec<_> = (0..HELD).map(|_| held_call(ch.clone())).collect();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_in_flight(&server, HELD as u64).await;
     for (_, task) in &held {
         assert!(
             !task.is_finished(),
@@ -234,7 +276,7 @@ async fn drain_is_bounded() {
     let ch = channel(server.addr).await;
     // A call that never sends its message would keep a naive drain waiting forever.
     let (_tx, stuck) = held_call(ch);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_in_flight(&server, 1).await;
     assert!(!stuck.is_finished());
 
     sigterm(&server);

@@ -661,7 +661,7 @@ fn the_preregistered_harness_on_a_small_sample() {
 }
 
 /// The pre-registered run, fair deal (§11.1): 51 M deals; run it alone with
-/// `nice -n 19 cargo test --release --test it fairness_stats::preregistered_fair -- --ignored --nocapture`.
+/// `nice -n 19 cargo test --release --test it fairness_stats::preregistered_fair_deal_on -- --ignored --nocapture`.
 #[test]
 #[ignore = "long run: the pre-registered experiment of FAIRNESS.md §11.1"]
 fn preregistered_fair_deal_on_fresh_seeds() {

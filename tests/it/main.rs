@@ -26,6 +26,7 @@ mod rules_by_example;
 mod service_errors;
 mod service_failover;
 mod service_logs;
+mod service_metrics;
 mod service_rounds;
 mod service_tables;
 mod simulator_agrees;

@@ -28,6 +28,7 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
         for i in 0..8u64 {
             let committed = c.commit_seed(commit_request(format!("round-{i}"), i)).await;
             let committed = committed.unwrap().into_inner();
+            let committed_hex = committed.commitment.clone();
             let started = c
                 .start_round(start_request(committed.commitment_token, i, &[500, 1000]))
                 .await
@@ -42,8 +43,20 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
                 };
                 token = c.decide(d).await.unwrap().into_inner().round_token;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let before_reveal = std::fs::read(&log_path).unwrap();
+            // The log is written in batches (at most `log_writer::FLUSH_EVERY` later): wait,
+            // bounded, until this round's StartRound line is out.
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            let before_reveal = loop {
+                let log = std::fs::read(&log_path).unwrap();
+                let text = String::from_utf8_lossy(&log);
+                let started_logged = text
+                    .lines()
+                    .any(|l| l.contains(&committed_hex) && l.contains("round_started"));
+                if started_logged || std::time::Instant::now() > deadline {
+                    break log;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            };
             let settle = c
                 .settle(proto::SettleRequest {
                     round_token: token,
