@@ -258,7 +258,6 @@ where
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let permit = InFlight::new(permit, self.in_flight.clone());
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let stop = self.stop.clone();
@@ -321,7 +320,6 @@ where
     }
 }
 
-/// A body that keeps something (a call counted, a slot) until dropped.
 /// A call's slot under the global cap, counted in `reddog_rpc_in_flight` from admission
 /// until its response body is dropped.
 struct InFlight {
@@ -342,6 +340,7 @@ impl Drop for InFlight {
     }
 }
 
+/// A body that keeps something (a call counted, a slot) until dropped.
 struct Held<G> {
     inner: Body,
     _guard: G,
