@@ -23,14 +23,13 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use reddog::service::proto::{GetRulesRequest, GetRulesResponse};
-use tokio_stream::wrappers::ReceiverStream;
-use tonic::codegen::http::uri::PathAndQuery;
+use reddog::service::proto::GetRulesRequest;
 use tonic::transport::Endpoint;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
+use crate::common::held_call;
 use crate::fleet::*;
 
 const KEY_A: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
@@ -67,12 +66,13 @@ fn settled(ledger: &Ledger) -> u64 {
 
 fn report(name: &str, load: &Load, ledger: &Ledger, pool: &Pool, wall: Duration, extra: &str) {
     let retries = pool.retries.lock().unwrap();
-    let mut codes: Vec<String> = retries
-        .iter()
-        .map(|(r, c, _)| format!("{r}:{c:?}"))
-        .collect();
-    codes.sort();
-    codes.dedup_by(|a, b| a == b);
+    // Each distinct (replica, code, message) with its count: which answers a platform saw.
+    let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
+    for (r, c, m) in retries.iter() {
+        let m: String = m.chars().take(72).collect();
+        *seen.entry(format!("{r} {c:?} {m:?}")).or_default() += 1;
+    }
+    let codes: Vec<String> = seen.iter().map(|(k, n)| format!("{n} × {k}")).collect();
     eprintln!(
         "{name}: {} rounds settled of {} started, {} players, {:.1} s; {} round(s) hopped replicas between \
          StartRound and Settle; {} call(s) failed over ({}); {extra}",
@@ -82,7 +82,7 @@ fn report(name: &str, load: &Load, ledger: &Ledger, pool: &Pool, wall: Duration,
         wall.as_secs_f64(),
         ledger.hopped.load(Ordering::Relaxed),
         retries.len(),
-        codes.join(" "),
+        codes.join("; "),
     );
 }
 
@@ -156,29 +156,6 @@ async fn sigkill_during_load_loses_no_round() {
     );
 }
 
-/// A GetRules call whose request message is withheld until `release` sends it: the server
-/// has accepted the stream and its handler waits.
-fn held_call(
-    ch: tonic::transport::Channel,
-) -> (
-    tokio::sync::mpsc::Sender<GetRulesRequest>,
-    tokio::task::JoinHandle<Result<GetRulesResponse, tonic::Status>>,
-) {
-    let (tx, rx) = tokio::sync::mpsc::channel::<GetRulesRequest>(1);
-    let task = tokio::spawn(async move {
-        let mut grpc = tonic::client::Grpc::new(ch);
-        grpc.ready()
-            .await
-            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-        let codec = tonic_prost::ProstCodec::<GetRulesRequest, GetRulesResponse>::default();
-        let path = PathAndQuery::from_static("/reddog.v1.RedDog/GetRules");
-        grpc.client_streaming(tonic::Request::new(ReceiverStream::new(rx)), path, codec)
-            .await
-            .map(tonic::Response::into_inner)
-    });
-    (tx, task)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_under_load_drains() {
     const HELD: usize = 4;
@@ -221,12 +198,43 @@ async fn sigterm_under_load_drains() {
         watch.message().await.unwrap().unwrap().status(),
         ServingStatus::Serving
     );
+    // The held calls have reached the server when it counts exactly HELD calls in progress
+    // (a fixed sleep raced with a loaded machine). So the load is taken off the replica for a
+    // moment: first its own calls end (the gauge reads 0), then the held calls are opened and
+    // the gauge must read HELD on three scrapes in a row (a late load call would show as a
+    // count that moves). Then the load comes back, so SIGTERM lands on a replica busy with both.
+    pool.remove("draining");
+    let in_flight_is = |want: u64, what: &'static str| {
+        let draining = &draining;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut streak = 0;
+            while streak < 3 {
+                let now = draining.scrape().await.in_flight;
+                streak = if now == want { streak + 1 } else { 0 };
+                assert!(
+                    Instant::now() < deadline,
+                    "the server never counted {want} call(s) in progress ({what}; now {now})"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    in_flight_is(0, "the load's calls ended").await;
     let held: Vec<_> = (0..HELD).map(|_| held_call(ch.clone())).collect();
-    tokio::time::sleep(Duration::from_millis(300)).await; // the HEADERS reach the server
+    in_flight_is(HELD as u64, "the held calls alone").await;
     assert!(
         held.iter().all(|(_, t)| !t.is_finished()),
         "a held call ended early"
     );
+    pool.add(&draining);
+    let ok_before = draining.scrape().await.rpc_ok;
+    wait_until_async(
+        "the load reaches the replica again",
+        Duration::from_secs(30),
+        || async { draining.scrape().await.rpc_ok >= ok_before + 20 },
+    )
+    .await;
 
     draining.sigterm();
     let terminated = Instant::now();
@@ -410,4 +418,204 @@ async fn key_rotation_under_load_loses_no_round() {
             retired.len() - 2
         ),
     );
+}
+
+// ---- the drain's GOAWAY, frame by frame -------------------------------------------------------
+
+/// HTTP/2 frame types and flags used below (RFC 9113 §6).
+const DATA: u8 = 0;
+const HEADERS: u8 = 1;
+const RST_STREAM: u8 = 3;
+const SETTINGS: u8 = 4;
+const PING: u8 = 6;
+const GOAWAY: u8 = 7;
+const END_STREAM: u8 = 0x1;
+const ACK: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut f = len.to_be_bytes()[1..].to_vec();
+    f.extend_from_slice(&[kind, flags]);
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// The request HEADERS of a GetRules call, HPACK without Huffman or dynamic table.
+fn get_rules_headers(stream: u32) -> Vec<u8> {
+    let mut block = vec![0x83, 0x86]; // :method POST, :scheme http (static table)
+    let lit = |block: &mut Vec<u8>, name_index: &[u8], value: &str| {
+        block.extend_from_slice(name_index);
+        block.push(value.len() as u8);
+        block.extend_from_slice(value.as_bytes());
+    };
+    lit(&mut block, &[0x04], "/reddog.v1.RedDog/GetRules"); // :path
+    lit(&mut block, &[0x01], "localhost"); // :authority
+    lit(&mut block, &[0x0f, 0x10], "application/grpc"); // content-type (index 31)
+    lit(&mut block, &[0x00, 0x02, b't', b'e'], "trailers");
+    frame(HEADERS, END_HEADERS, stream, &block)
+}
+
+/// An empty GetRulesRequest as a gRPC message, ending the request.
+fn empty_message(stream: u32) -> Vec<u8> {
+    frame(DATA, END_STREAM, stream, &[0, 0, 0, 0, 0])
+}
+
+#[derive(Debug)]
+struct Frame {
+    kind: u8,
+    flags: u8,
+    stream: u32,
+    payload: Vec<u8>,
+}
+
+/// The next frame from the server; `None` at end of stream. Bounded: 10 s.
+async fn next_frame(tcp: &mut tokio::net::TcpStream) -> Option<Frame> {
+    use tokio::io::AsyncReadExt;
+    let read = async {
+        let mut head = [0u8; 9];
+        if tcp.read_exact(&mut head).await.is_err() {
+            return None;
+        }
+        let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+        let mut payload = vec![0; len];
+        tcp.read_exact(&mut payload).await.ok()?;
+        let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+        Some(Frame {
+            kind: head[3],
+            flags: head[4],
+            stream,
+            payload,
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .expect("a frame or the end of the connection within 10 s")
+}
+
+/// Reads frames until `want` matches one (returned), answering SETTINGS and PINGs other than
+/// the ones in `hold` (their payloads are collected there instead) and keeping every frame in
+/// `seen`.
+async fn read_until(
+    tcp: &mut tokio::net::TcpStream,
+    seen: &mut Vec<Frame>,
+    hold: &mut Vec<Vec<u8>>,
+    mut want: impl FnMut(&Frame) -> bool,
+) -> Option<usize> {
+    use tokio::io::AsyncWriteExt;
+    loop {
+        let f = next_frame(tcp).await?;
+        if f.kind == SETTINGS && f.flags & ACK == 0 {
+            tcp.write_all(&frame(SETTINGS, ACK, 0, &[])).await.unwrap();
+        }
+        if f.kind == PING && f.flags & ACK == 0 {
+            hold.push(f.payload.clone());
+        }
+        let hit = want(&f);
+        seen.push(f);
+        if hit {
+            return Some(seen.len() - 1);
+        }
+    }
+}
+
+fn goaway(f: &Frame) -> (u32, u32) {
+    let p = &f.payload;
+    (
+        u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff,
+        u32::from_be_bytes([p[4], p[5], p[6], p[7]]),
+    )
+}
+
+/// What a client racing a drain can rely on, on the wire: the server's GOAWAY comes in two
+/// steps (RFC 9113 §6.8). First GOAWAY(2^31−1, NO_ERROR) and a PING: a stream the client
+/// opens before it has read that GOAWAY is still served in full. Once the PING is answered,
+/// GOAWAY(last stream id, NO_ERROR): a stream above that id is never processed (no answer,
+/// no reset — the client may send it elsewhere), and the connection closes when the streams
+/// at or below it are answered. (tonic's client reports its own refusal of such calls as
+/// INTERNAL "h2 protocol error" or CANCELLED: docs/RELIABILITY.md, "Faults".)
+#[tokio::test]
+async fn the_drain_goaway_names_the_last_stream_served() {
+    use tokio::io::AsyncWriteExt;
+    let server =
+        crate::common::TestServer::spawn(crate::common::settings(&crate::common::ring_a())).await;
+    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(frame(SETTINGS, 0, 0, &[]));
+    out.extend(get_rules_headers(1)); // a call in flight: its message is withheld
+    out.extend(frame(PING, 0, 0, b"ordered!"));
+    tcp.write_all(&out).await.unwrap();
+    let (mut seen, mut pings) = (Vec::new(), Vec::new());
+    // Frames are handled in order: the answer to our PING means stream 1 has been received.
+    read_until(&mut tcp, &mut seen, &mut pings, |f| {
+        f.kind == PING && f.flags & ACK != 0
+    })
+    .await
+    .expect("PING answered");
+    pings.clear();
+
+    let stopping = tokio::spawn(server.stop());
+    let first = read_until(&mut tcp, &mut seen, &mut pings, |f| f.kind == GOAWAY)
+        .await
+        .expect("a GOAWAY once the drain starts");
+    assert_eq!(
+        goaway(&seen[first]),
+        (0x7fff_ffff, 0),
+        "first GOAWAY: last stream id 2^31-1, NO_ERROR"
+    );
+    if pings.is_empty() {
+        read_until(&mut tcp, &mut seen, &mut pings, |f| {
+            f.kind == PING && f.flags & ACK == 0
+        })
+        .await
+        .expect("a PING after the first GOAWAY");
+    }
+    // A call racing the first GOAWAY (sent before the client read it), then the PING answer.
+    let mut out = get_rules_headers(3);
+    out.extend(empty_message(3));
+    for p in pings.drain(..) {
+        out.extend(frame(PING, ACK, 0, &p));
+    }
+    tcp.write_all(&out).await.unwrap();
+    let second = read_until(&mut tcp, &mut seen, &mut pings, |f| f.kind == GOAWAY)
+        .await
+        .expect("a second GOAWAY after the PING is answered");
+    assert_eq!(
+        goaway(&seen[second]),
+        (3, 0),
+        "second GOAWAY: the last stream id the server took, NO_ERROR"
+    );
+    // A call after the second GOAWAY; then the held call's message.
+    let mut out = get_rules_headers(5);
+    out.extend(empty_message(5));
+    out.extend(empty_message(1));
+    tcp.write_all(&out).await.unwrap();
+    while read_until(&mut tcp, &mut seen, &mut pings, |_| false)
+        .await
+        .is_some()
+    {}
+    let ended = |id: u32| {
+        seen.iter()
+            .any(|f| f.stream == id && f.kind == HEADERS && f.flags & END_STREAM != 0)
+    };
+    let data = |id: u32| seen.iter().any(|f| f.stream == id && f.kind == DATA);
+    assert!(
+        ended(3) && data(3),
+        "the call racing the first GOAWAY was answered"
+    );
+    assert!(ended(1) && data(1), "the call in flight was answered");
+    let about_5: Vec<_> = seen.iter().filter(|f| f.stream == 5).collect();
+    assert!(
+        about_5.is_empty(),
+        "the call above the last stream id got an answer or a reset: {about_5:?}"
+    );
+    assert!(
+        !seen.iter().any(|f| f.kind == RST_STREAM),
+        "no stream was reset"
+    );
+    tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .expect("the server stopped")
+        .unwrap();
 }

@@ -290,6 +290,8 @@ pub struct Counters {
     /// `reddog_rpc_requests_total` with a code other than OK.
     pub rpc_errors: u64,
     pub rpc_ok: u64,
+    /// `reddog_rpc_in_flight`: RedDog calls admitted whose answer is not yet sent.
+    pub in_flight: u64,
 }
 
 impl Counters {
@@ -321,6 +323,7 @@ impl Counters {
                 "reddog_token_rejections_total" => c.token_rejections += v,
                 "reddog_rpc_requests_total" if name.contains("code=\"OK\"") => c.rpc_ok += v,
                 "reddog_rpc_requests_total" => c.rpc_errors += v,
+                "reddog_rpc_in_flight" => c.in_flight += v,
                 _ => {}
             }
         }
@@ -792,6 +795,22 @@ pub async fn wait_until(what: &str, bound: Duration, mut cond: impl FnMut() -> b
             "timed out after {bound:?} waiting until {what}"
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// [`wait_until`] with an async condition (e.g. a scrape of `/metrics`), polled every 20 ms.
+pub async fn wait_until_async<F, Fut>(what: &str, bound: Duration, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + bound;
+    while !cond().await {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {bound:?} waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -3,8 +3,8 @@
 //! ledger kept by the test (tests/it/fleet.rs): every round started is settled exactly once,
 //! debits (bets + raises) equal the stakes settled, every return follows the rules, every
 //! reveal verifies, and the server's own Prometheus counters (rounds, seats, stakes, returns,
-//! errors, token rejections) equal the ledger's. The server's RSS is sampled every 250 ms and
-//! must stay flat.
+//! errors, token rejections) equal the ledger's. The server's RSS is sampled (every 20 ms in
+//! the short run, 250 ms in the long one) and must stay flat.
 //!
 //! - `soak_short` (part of `cargo test`): 300 rounds, 32 players, against the binary Cargo
 //!   built; `scripts/ci.d/70-soak-faults.sh` runs it with 5 000 rounds against the release
@@ -20,6 +20,8 @@ use crate::fleet::*;
 struct Soak {
     rounds: u64,
     players: usize,
+    /// How often the server's RSS is read: often enough for ≥ 8 samples in a short run.
+    sample_every: Duration,
 }
 
 fn env_or(name: &str, default: u64) -> u64 {
@@ -37,7 +39,7 @@ async fn soak(cfg: Soak) {
     let pool = Pool::new();
     pool.add(&replica);
     let ledger = Ledger::new();
-    let rss = RssSampler::start(replica.pid(), Duration::from_millis(250));
+    let rss = RssSampler::start(replica.pid(), cfg.sample_every);
     let wall = run_load(
         pool.clone(),
         ledger.clone(),
@@ -139,6 +141,7 @@ async fn soak_short() {
     soak(Soak {
         rounds: env_or("REDDOG_SOAK_SHORT_ROUNDS", 300),
         players: 32,
+        sample_every: Duration::from_millis(20),
     })
     .await;
 }
@@ -149,6 +152,7 @@ async fn soak_long() {
     soak(Soak {
         rounds: env_or("REDDOG_SOAK_ROUNDS", 1_000_000),
         players: env_or("REDDOG_SOAK_PLAYERS", 64) as usize,
+        sample_every: Duration::from_millis(250),
     })
     .await;
 }
