@@ -29,7 +29,9 @@ fi
 rustup run nightly rustc --version >/dev/null 2>&1 || { echo "the nightly toolchain is required (rustup toolchain list)"; exit 1; }
 
 echo "-- build (nightly, sanitizer=address, debug assertions on)"
-cargo +nightly fuzz build --fuzz-dir fuzz "${TARGETS[@]}" 2>&1 | tail -n 3
+for t in "${TARGETS[@]}"; do  # `cargo fuzz build` takes one target at a time
+  cargo +nightly fuzz build --fuzz-dir fuzz "$t" 2>&1 | tail -n 3
+done
 
 status=0
 summary=()

@@ -366,7 +366,7 @@ async fn key_rotation_under_load_loses_no_round() {
         }
         // Roll the step to the replicas one at a time: start the new one, take the old one out
         // of the pool (the Service endpoints), then SIGTERM it and let it drain.
-        for slot in 0..replicas.len() {
+        for (slot, current) in replicas.iter_mut().enumerate() {
             let new = Replica::spawn(
                 &format!("r{slot}-step{step}"),
                 &file.path,
@@ -374,7 +374,7 @@ async fn key_rotation_under_load_loses_no_round() {
                 Logs::Keep,
             );
             pool.add(&new);
-            let mut old = std::mem::replace(&mut replicas[slot], new);
+            let mut old = std::mem::replace(current, new);
             pool.remove(&old.name);
             let counters = old.scrape().await;
             old.sigterm();

@@ -533,8 +533,12 @@ pub struct Ledger {
     /// Rounds whose StartRound and Settle were answered by different replicas.
     pub hopped: AtomicU64,
     /// Final tokens kept for re-settling at the end (only when asked).
-    pub finals: Mutex<Vec<(Vec<u8>, String, u64, u64)>>,
+    pub finals: Mutex<Vec<Final>>,
 }
+
+/// A settled round kept for re-settling: its final token, round id, and the stake and return
+/// its one booked settlement reported.
+pub type Final = (Vec<u8>, String, u64, u64);
 
 impl Ledger {
     pub fn new() -> Arc<Ledger> {
