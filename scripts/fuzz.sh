@@ -39,18 +39,21 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "fuzz/corpus-work/$t" "fuzz/corpus/$t" "fuzz/artifacts/$t"
   log=$(mktemp)
   echo "-- $t: ${SECS} s"
+  verdict=ok
   if ! cargo +nightly fuzz run --fuzz-dir fuzz "$t" "fuzz/corpus-work/$t" "fuzz/corpus/$t" -- \
       -max_total_time="$SECS" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 >"$log" 2>&1; then
     status=1
-    grep -E "panicked|ERROR|SUMMARY|Test unit written" "$log" | head -n 20 || tail -n 30 "$log"
+    verdict=FAILED
+    grep -E -A2 "panicked|ERROR|SUMMARY|Test unit written" "$log" | head -n 20 || tail -n 30 "$log"
   fi
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   secs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\2/p' "$log" | tail -1)
   cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
   files=$(find "fuzz/corpus-work/$t" "fuzz/corpus/$t" -type f | wc -l)
   bytes=$(cat "fuzz/corpus-work/$t"/* "fuzz/corpus/$t"/* 2>/dev/null | wc -c)
-  summary+=("$(printf '%-9s %12s execs in %4s s, coverage %6s edges, corpus %5d inputs (%d bytes)' \
-    "$t" "${execs:-?}" "${secs:-$SECS}" "${cov:-?}" "$files" "$bytes")")
+  # No "Done … runs in N second(s)" line when the run stopped at a crash: the time is unknown.
+  summary+=("$(printf '%-9s %-6s %12s execs in %4s s, coverage %6s edges, corpus %5d inputs (%d bytes)' \
+    "$t" "$verdict" "${execs:-?}" "${secs:-?}" "${cov:-?}" "$files" "$bytes")")
   rm -f "$log"
 done
 echo "-- summary (${SECS} s per target)"

@@ -394,6 +394,29 @@ impl Pool {
         )
     }
 
+    /// Opens every connection of the pool with one GetRules each, as a platform's long-lived
+    /// connections are open before its traffic: the server's SETTINGS (its cap of concurrent
+    /// streams) are known before the load starts. Without it, the first burst on a fresh
+    /// connection may open more streams than the cap before the client has read SETTINGS;
+    /// the server refuses those with REFUSED_STREAM, which tonic reports as UNAVAILABLE
+    /// `h2 protocol error: http2 error` (never processed, so safe to retry — and retried by
+    /// [`call`] — but not what a soak of a steady platform should count).
+    pub async fn connect_all(&self) {
+        let clients: Vec<_> = self
+            .targets
+            .read()
+            .unwrap()
+            .iter()
+            .flat_map(|(name, cs)| cs.iter().map(move |c| (name.clone(), c.clone())))
+            .collect();
+        for (name, mut client) in clients {
+            client
+                .get_rules(proto::GetRulesRequest::default())
+                .await
+                .unwrap_or_else(|s| panic!("GetRules on {name} while connecting: {s:?}"));
+        }
+    }
+
     pub fn retry_count(&self) -> usize {
         self.retries.lock().unwrap().len()
     }

@@ -38,6 +38,7 @@ async fn soak(cfg: Soak) {
     let replica = Replica::spawn("soak", &ring.path, &[], Logs::Discard);
     let pool = Pool::new();
     pool.add(&replica);
+    pool.connect_all().await;
     let ledger = Ledger::new();
     let rss = RssSampler::start(replica.pid(), cfg.sample_every);
     let wall = run_load(
