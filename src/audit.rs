@@ -9,7 +9,8 @@
 //! - **fork** — one round (commitment) with two different transcripts at the same Decide
 //!   step, or settled with two different transcripts;
 //! - **peek then play** — after the round was settled, a Decide or Settle on a token older
-//!   than the one settled, or a Decide on the very token that was settled;
+//!   than the one settled, or a Decide on the very token that was settled (a Decide identical
+//!   to one logged before the settlement is a retry logged late, and is not reported);
 //! - **round re-dealt** — one round id (per table) with rounds started under two or more
 //!   commitments: the trace of "open many commitments for a round, peek each, show one"
 //!   (a retried `CommitSeed` whose seed never starts a round is not flagged).
@@ -285,8 +286,23 @@ pub fn analyse(mut events: Vec<Event>) -> Vec<Finding> {
         // Peek then play: after the first settlement, a step on an older or the settled token.
         let Some(first) = events.iter().position(|e| e.kind == Kind::Settled) else { continue };
         let s = events[first];
+        // A Decide logged again after the settlement, identical to one logged before it (the
+        // same token in, the same token out), is a retry that reached a slow replica late, or
+        // a replica whose clock is a little behind: it plays nothing new.
+        let decided_before: BTreeSet<(&str, &str)> = events[..first]
+            .iter()
+            .filter_map(|e| match &e.kind {
+                Kind::Decided { parent_transcript, .. } => Some((parent_transcript.as_str(), e.transcript.as_str())),
+                _ => None,
+            })
+            .collect();
         for e in &events[first + 1..] {
             let then = match &e.kind {
+                Kind::Decided { parent_transcript, .. }
+                    if decided_before.contains(&(parent_transcript.as_str(), e.transcript.as_str())) =>
+                {
+                    None
+                }
                 Kind::Decided { parent_step, parent_transcript } if *parent_transcript == s.transcript => {
                     Some(format!("a Decide on the settled token itself (step {parent_step})"))
                 }
@@ -416,6 +432,19 @@ mod tests {
             decided(3, "c", (0, "t0"), 1, "t1"),
         ];
         assert_eq!(names(&analyse(peek)), vec!["peek-then-play"]);
+    }
+
+    #[test]
+    fn a_decide_retried_after_the_settlement_is_not_play_but_a_new_one_is() {
+        let mut events = vec![
+            ev(1, started(), "c", 0, "t0"),
+            decided(2, "c", (0, "t0"), 1, "t1"),
+            ev(3, Kind::Settled, "c", 1, "t1"),
+            decided(4, "c", (0, "t0"), 1, "t1"), // the same Decide, logged late by a slow replica
+        ];
+        assert_eq!(analyse(events.clone()), vec![]);
+        events.push(decided(5, "c", (0, "t0"), 1, "t1-other")); // another Decide on the old token
+        assert_eq!(names(&analyse(events)), vec!["fork", "peek-then-play"]);
     }
 
     #[test]

@@ -106,6 +106,14 @@ pub enum EngineError {
     )]
     TableChanged { committed_decks: u8, table_decks: u8 },
 
+    /// The table's currency changed between CommitSeed (whose answer named the currency the
+    /// bets would be in) and StartRound.
+    #[error(
+        "the table changed since the commitment (committed in {committed}, the table now uses {table}); ask a new \
+         commitment"
+    )]
+    CurrencyChanged { committed: String, table: String },
+
     /// A round or commitment token that is not genuine, is truncated, was sealed under a key
     /// this engine does not hold, or has expired. Deliberately says nothing about which.
     #[error("round or commitment token is not valid")]

@@ -24,7 +24,7 @@ use super::convert;
 use super::error::invalid_token;
 use super::metrics::{self, Method, Metrics, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
-use super::state::{Binding, CommitmentPayload, RoundPayload, RoundState};
+use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{BoundField, EngineError};
@@ -89,6 +89,11 @@ impl std::fmt::Display for DecisionList<'_> {
         }
         Ok(())
     }
+}
+
+/// A currency in an error message: `EUR (exponent 2)`.
+fn currency_text(c: &Currency) -> String {
+    format!("{} (exponent {})", c.code(), c.minor_unit_exponent())
 }
 
 fn now_ms() -> i64 {
@@ -164,9 +169,13 @@ impl RedDogService {
         self.inner.tables.get(table_id)
     }
 
-    /// The currency of a table a token names, if it is still configured.
-    fn currency_of(&self, table_id: &str) -> Option<proto::Currency> {
-        self.inner.tables.get(table_id).ok().map(|t| currency(&t.currency))
+    /// The currency of a round's amounts: the one its token carries, else (a token sealed
+    /// before rounds carried it) its table's, if that is still configured.
+    fn currency_of(&self, state: &RoundState) -> Option<proto::Currency> {
+        match &state.currency {
+            Some(c) => Some(currency(c)),
+            None => self.inner.tables.get(&state.table_id).ok().map(|t| currency(&t.currency)),
+        }
     }
 
     fn get_rules(&self, req: &proto::GetRulesRequest) -> Result<proto::GetRulesResponse, Status> {
@@ -214,6 +223,8 @@ impl RedDogService {
             nonce: req.nonce,
             table_id: table_id.to_string(),
             decks: u32::from(table.decks().get()),
+            currency: named.currency.code().to_string(),
+            minor_unit_exponent: u32::from(named.currency.minor_unit_exponent()),
         };
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
         let commitment = seed.commitment().to_hex();
@@ -259,12 +270,23 @@ impl RedDogService {
                 invalid_token("commitment_token")
             })?;
         let (committed, binding) = payload;
+        let mismatch = |field, committed: String, requested: String| {
+            Status::from(EngineError::CommitmentMismatch { field, committed, requested })
+        };
         let named = match &binding {
-            Binding::Unbound => self.table(&req.table_id)?,
-            Binding::Bound { round_id, nonce, table_id, decks } => {
-                let mismatch = |field, committed: String, requested: String| {
-                    Status::from(EngineError::CommitmentMismatch { field, committed, requested })
-                };
+            // Sealed before binding, by an engine whose only table was the default one: it
+            // deals there (its round id and nonce are free until it expires, FAIRNESS §7).
+            Binding::Unbound => {
+                if !req.table_id.is_empty() && req.table_id != DEFAULT_TABLE_ID {
+                    return Err(mismatch(
+                        BoundField::TableId,
+                        format!("{DEFAULT_TABLE_ID:?}"),
+                        format!("{:?}", req.table_id),
+                    ));
+                }
+                self.table(DEFAULT_TABLE_ID)?
+            }
+            Binding::Bound { round_id, nonce, table_id, decks, currency: committed_currency } => {
                 if *round_id != req.round_id {
                     return Err(mismatch(BoundField::RoundId, format!("{round_id:?}"), format!("{:?}", req.round_id)));
                 }
@@ -279,6 +301,13 @@ impl RedDogService {
                     return Err(EngineError::TableChanged {
                         committed_decks: decks.get(),
                         table_decks: named.table.decks().get(),
+                    }
+                    .into());
+                }
+                if let Some(c) = committed_currency.as_ref().filter(|&c| *c != named.currency) {
+                    return Err(EngineError::CurrencyChanged {
+                        committed: currency_text(c),
+                        table: currency_text(&named.currency),
                     }
                     .into());
                 }
@@ -311,6 +340,7 @@ impl RedDogService {
             paytable: table.paytable().clone(),
             steps: Vec::new(),
             transcript: crate::fairness::Transcript([0; 32]),
+            currency: Some(named.currency.clone()),
         };
         state.transcript = state.start_transcript();
         let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
@@ -370,6 +400,7 @@ impl RedDogService {
             raised_amount = raised.0,
             complete = matches!(state.round, Round::Complete(_)),
         );
+        let currency = self.currency_of(&state);
         Ok(proto::DecideResponse {
             round: Some(convert::round_view(&state.round, &state.paytable)?),
             step: state.step(),
@@ -377,7 +408,7 @@ impl RedDogService {
             round_token: token,
             raised_amount: raised.0,
             transcript,
-            currency: self.currency_of(&state.table_id),
+            currency,
             table_id: state.table_id,
         })
     }
@@ -446,6 +477,7 @@ impl RedDogService {
             total_staked = settlement.total_staked.0,
             total_returned = settlement.total_returned.0,
         );
+        let currency = self.currency_of(&state);
         Ok(proto::SettleResponse {
             round: Some(convert::round_view(&state.round, &state.paytable)?),
             results,
@@ -456,7 +488,7 @@ impl RedDogService {
             reveal: Some(reveal_fields),
             round_id: state.round_id,
             reveal_json,
-            currency: self.currency_of(&state.table_id),
+            currency,
             table_id: state.table_id,
         })
     }

@@ -15,7 +15,7 @@
 //! | `RoundNotComplete` | `FAILED_PRECONDITION` | `round` | `PreconditionFailure` + `ErrorInfo` |
 //! | `LimitsDoNotOverlap` | `FAILED_PRECONDITION` | `player_limits` | `PreconditionFailure` + `ErrorInfo` |
 //! | `CommitmentMismatch` | `FAILED_PRECONDITION` | `round_id` / `nonce` / `table_id` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` |
-//! | `TableChanged` | `FAILED_PRECONDITION` | `commitment_token` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` |
+//! | `TableChanged`, `CurrencyChanged` | `FAILED_PRECONDITION` | `commitment_token` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` |
 //! | `UnknownTable` | `NOT_FOUND` | `table_id` | `BadRequest` + `ErrorInfo` |
 //! | `TableTooLarge` | `INVALID_ARGUMENT` | `max_bet` (configuration; never a request) | `BadRequest` + `ErrorInfo` |
 //! | `InvalidToken` | `INVALID_ARGUMENT`, always the same message | the token field | `BadRequest` + `ErrorInfo` reason `INVALID_TOKEN` |
@@ -78,7 +78,9 @@ fn describe(err: &EngineError) -> Option<(Cow<'static, str>, String, Report)> {
         E::CommitmentMismatch { field, .. } => {
             (field.name().into(), what(), Report::Precondition("COMMITMENT_BINDING"))
         }
-        E::TableChanged { .. } => ("commitment_token".into(), what(), Report::Precondition("COMMITMENT_BINDING")),
+        E::TableChanged { .. } | E::CurrencyChanged { .. } => {
+            ("commitment_token".into(), what(), Report::Precondition("COMMITMENT_BINDING"))
+        }
         E::UnknownTable { .. } => ("table_id".into(), what(), Report::BadRequest(Code::NotFound)),
         E::TableTooLarge { .. } => ("max_bet".into(), what(), Report::BadRequest(Code::InvalidArgument)),
         E::InvalidToken | E::TokenTooLarge { .. } | E::AmountOverflow { .. } | E::Internal(_) => return None,
@@ -171,6 +173,11 @@ mod tests {
             ),
             (
                 EngineError::TableChanged { committed_decks: 1, table_decks: 2 },
+                Code::FailedPrecondition,
+                "commitment_token",
+            ),
+            (
+                EngineError::CurrencyChanged { committed: "EUR".into(), table: "JPY".into() },
                 Code::FailedPrecondition,
                 "commitment_token",
             ),

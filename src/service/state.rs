@@ -10,6 +10,7 @@
 
 use zeroize::Zeroize;
 
+use super::tables::Currency;
 use crate::error::EngineError;
 use crate::fairness::{ServerSeed, StartInputs, Transcript};
 use crate::game::{Card, Decision, Decks, MAX_SEATS, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Spread};
@@ -37,6 +38,13 @@ pub struct CommitmentPayload {
     /// commitment.
     #[prost(uint32, tag = "6")]
     pub decks: u32,
+    /// The table's currency when the commitment was made (the CommitSeed answer promised
+    /// StartRound's bets in it); empty in a commitment sealed before currencies were bound.
+    #[prost(string, tag = "7")]
+    pub currency: String,
+    /// Its minor-unit exponent (0 when `currency` is empty).
+    #[prost(uint32, tag = "8")]
+    pub minor_unit_exponent: u32,
 }
 
 /// What a commitment is bound to.
@@ -45,8 +53,9 @@ pub enum Binding {
     /// A commitment sealed before binding existed: it serves the round id and nonce the
     /// StartRound names, at the default table, until it expires.
     Unbound,
-    /// The one round the commitment may deal.
-    Bound { round_id: String, nonce: u64, table_id: String, decks: Decks },
+    /// The one round the commitment may deal, and the currency its bets are in (`None` in a
+    /// commitment sealed before currencies were bound).
+    Bound { round_id: String, nonce: u64, table_id: String, decks: Decks, currency: Option<Currency> },
 }
 
 impl CommitmentPayload {
@@ -70,6 +79,7 @@ impl CommitmentPayload {
             nonce: self.nonce,
             table_id: self.table_id.clone(),
             decks: Decks::new(self.decks).map_err(|_| EngineError::InvalidToken)?,
+            currency: sealed_currency(&self.currency, self.minor_unit_exponent)?,
         })
     }
 }
@@ -122,6 +132,23 @@ pub struct RoundPayload {
     /// not (empty in a pre-transcript token).
     #[prost(bytes = "vec", tag = "14")]
     pub decided_in: Vec<u8>,
+    /// The currency the round's amounts are in (its table's when it was started); empty in a
+    /// token sealed before rounds carried it (the table's configured currency applies).
+    #[prost(string, tag = "15")]
+    pub currency: String,
+    /// Its minor-unit exponent (0 when `currency` is empty).
+    #[prost(uint32, tag = "16")]
+    pub minor_unit_exponent: u32,
+}
+
+/// A currency as a token carries it: `None` when absent (empty code, exponent 0); anything a
+/// genuine token could not hold is an invalid token.
+fn sealed_currency(code: &str, minor_unit_exponent: u32) -> Result<Option<Currency>, EngineError> {
+    if code.is_empty() {
+        return if minor_unit_exponent == 0 { Ok(None) } else { Err(EngineError::InvalidToken) };
+    }
+    let exponent = u8::try_from(minor_unit_exponent).map_err(|_| EngineError::InvalidToken)?;
+    Currency::new(code, exponent, "currency").map(Some).map_err(|_| EngineError::InvalidToken)
 }
 
 impl Drop for RoundPayload {
@@ -147,6 +174,9 @@ pub struct RoundState {
     pub paytable: Paytable,
     pub steps: Vec<Vec<(usize, Decision)>>,
     pub transcript: Transcript,
+    /// The currency of the round's amounts (`None` for a round sealed before rounds carried
+    /// it).
+    pub currency: Option<Currency>,
 }
 
 fn decision_byte(d: Option<Decision>) -> u8 {
@@ -214,6 +244,8 @@ impl RoundState {
             step: self.step(),
             transcript: self.transcript.0.to_vec(),
             decided_in,
+            currency: self.currency.as_ref().map_or_else(String::new, |c| c.code().to_string()),
+            minor_unit_exponent: self.currency.as_ref().map_or(0, |c| u32::from(c.minor_unit_exponent())),
         }
     }
 
@@ -265,6 +297,7 @@ impl RoundState {
             paytable,
             steps,
             transcript: Transcript([0; 32]),
+            currency: sealed_currency(&p.currency, p.minor_unit_exponent)?,
         };
         state.transcript = if legacy {
             state.steps.iter().fold(state.start_transcript(), |t, s| t.decide(s))
@@ -352,6 +385,7 @@ mod tests {
             paytable: Paytable::STANDARD,
             steps: vec![],
             transcript: Transcript([0; 32]),
+            currency: Some(Currency::new("EUR", 2, "currency").unwrap()),
         };
         s.transcript = s.start_transcript();
         s
@@ -371,6 +405,7 @@ mod tests {
         let back = RoundState::from_payload(s.to_payload()).unwrap();
         assert_eq!(back.steps, s.steps);
         assert_eq!(back.transcript, s.transcript);
+        assert_eq!(back.currency, s.currency);
         assert_eq!(back.to_payload(), s.to_payload());
         assert_eq!(back.transcript, back.steps.iter().fold(back.start_transcript(), |t, st| t.decide(st)));
     }
@@ -385,8 +420,11 @@ mod tests {
         legacy.step = 0;
         legacy.transcript.clear();
         legacy.decided_in.clear();
+        legacy.currency.clear();
+        legacy.minor_unit_exponent = 0;
         let back = RoundState::from_payload(legacy).unwrap();
         assert_eq!(back.table_id, DEFAULT_TABLE_ID);
+        assert_eq!(back.currency, None);
         assert_eq!(back.steps, vec![vec![(0, Decision::Raise), (2, Decision::Stand)]]);
         assert_eq!(back.transcript, s.start_transcript().decide(&back.steps[0]));
     }
@@ -402,9 +440,13 @@ mod tests {
         undecided.decided_in[1] = 1; // seat 1 has not decided
         let mut empty_step = good.clone();
         empty_step.step = 2; // call 2 decided no seat
+        let mut bad_currency = good.clone();
+        bad_currency.currency = "eur".into(); // not an ISO 4217 code
+        let mut lone_exponent = good.clone();
+        lone_exponent.currency.clear(); // an exponent without a currency
         let mut short = good;
         short.transcript.truncate(31);
-        for p in [skipped, undecided, empty_step, short] {
+        for p in [skipped, undecided, empty_step, bad_currency, lone_exponent, short] {
             assert_eq!(RoundState::from_payload(p).unwrap_err(), EngineError::InvalidToken);
         }
     }

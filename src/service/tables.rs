@@ -7,7 +7,8 @@
 //!   `[A-Za-z0-9._-]`. The table `default`, when present, is the one an empty `table_id`
 //!   selects; without it a request must name its table.
 //!
-//! Every table is checked on its own (largest round fits in `u64` minor units: [`Table::new`]),
+//! A key given twice anywhere (a table id, a field of a table) is refused, naming it. Every
+//! table is checked on its own (largest round fits in `u64` minor units: [`Table::new`]),
 //! and an error names the table. Amounts at a table are in its currency's minor units:
 //! `currency` is an ISO 4217 alphabetic code (three capital letters) and
 //! `minor_unit_exponent` the number of decimals of its minor unit (EUR 2, JPY 0, BHD 3).
@@ -27,6 +28,8 @@ pub use super::state::DEFAULT_TABLE_ID;
 
 /// Largest minor-unit exponent accepted (ISO 4217 uses 0 to 4).
 pub const MAX_MINOR_UNIT_EXPONENT: u8 = 4;
+/// Bytes of an ISO 4217 alphabetic code.
+pub const CURRENCY_CODE_LEN: usize = 3;
 
 /// A table's currency.
 ///
@@ -46,7 +49,7 @@ impl Currency {
     /// A currency from its ISO 4217 alphabetic code and minor-unit exponent; `field` names the
     /// configuration entry in errors.
     pub fn new(code: &str, minor_unit_exponent: u8, field: &str) -> Result<Currency, EngineError> {
-        if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+        if code.len() != CURRENCY_CODE_LEN || !code.bytes().all(|b| b.is_ascii_uppercase()) {
             return Err(EngineError::invalid(
                 format!("{field}.currency"),
                 format!("{code:?} is not an ISO 4217 alphabetic code (three capital letters, e.g. EUR, USD, JPY)"),
@@ -147,6 +150,77 @@ fn parse_entry(value: serde_json::Value, field: &str) -> Result<TableEntry, Engi
     serde_json::from_value(value).map_err(|e| EngineError::invalid(field.to_string(), e.to_string()))
 }
 
+/// Refuses a JSON text in which an object repeats a key, naming its path (`tables.vip`,
+/// `tables.vip.max_bet`): serde_json's maps keep the last of two equal keys silently, so a
+/// table pasted twice, or a `max_bet` given twice, would otherwise be dropped without a word.
+/// A text that is not JSON passes: the parse that follows reports it.
+fn no_repeated_keys(text: &str) -> Result<(), EngineError> {
+    use serde::de::{DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use std::cell::RefCell;
+
+    /// Reads any value at `path`, recording the path of the first repeated key in `found`.
+    struct Walk<'a> {
+        path: String,
+        found: &'a RefCell<Option<String>>,
+    }
+    impl<'de> DeserializeSeed<'de> for Walk<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Walk<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::BTreeSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let path = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
+                if !seen.insert(key) {
+                    *self.found.borrow_mut() = Some(path);
+                    return Err(A::Error::custom("repeated key"));
+                }
+                map.next_value_seed(Walk { path, found: self.found })?;
+            }
+            Ok(())
+        }
+    }
+    let found = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let _ = Walk { path: String::new(), found: &found }.deserialize(&mut de);
+    match found.into_inner() {
+        Some(path) => Err(EngineError::invalid(
+            path,
+            "given twice (a JSON object must not repeat a key: the last would silently win)",
+        )),
+        None => Ok(()),
+    }
+}
+
 fn valid_id(id: &str) -> Result<(), EngineError> {
     let ok = !id.is_empty()
         && id.len() <= MAX_TABLE_ID_BYTES
@@ -189,8 +263,10 @@ impl Tables {
         Ok(Tables { tables })
     }
 
-    /// Parses a table configuration file's text, either form (module docs).
+    /// Parses a table configuration file's text, either form (module docs). A repeated key
+    /// anywhere (a table id, or a field of a table) is refused, naming it.
     pub fn from_json(text: &str) -> Result<Tables, EngineError> {
+        no_repeated_keys(text)?;
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| EngineError::invalid("table config", e.to_string()))?;
         if value.get("tables").is_some() {

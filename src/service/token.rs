@@ -73,6 +73,7 @@ use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 use super::convert::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
+use super::tables::{CURRENCY_CODE_LEN, MAX_MINOR_UNIT_EXPONENT};
 use crate::error::EngineError;
 use crate::game::paytable::MAX_ODDS;
 use crate::game::table::MAX_BET;
@@ -135,6 +136,8 @@ pub const MAX_ROUND_PAYLOAD_LEN: usize = {
         + varint_field(MAX_SEATS as u64) // step
         + bytes_field(32) // transcript
         + bytes_field(seats) // decided_in
+        + bytes_field(CURRENCY_CODE_LEN) // currency
+        + 1 + varint_field(MAX_MINOR_UNIT_EXPONENT as u64) // minor_unit_exponent: tag 16, a two-byte key
 };
 
 /// The longest encoded [`super::state::CommitmentPayload`].
@@ -143,7 +146,9 @@ pub const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
     + bytes_field(MAX_ROUND_ID_BYTES)
     + varint_field(u64::MAX) // nonce
     + bytes_field(MAX_TABLE_ID_BYTES)
-    + varint_field(MAX_DECKS as u64);
+    + varint_field(MAX_DECKS as u64)
+    + bytes_field(CURRENCY_CODE_LEN) // currency
+    + varint_field(MAX_MINOR_UNIT_EXPONENT as u64);
 
 /// Longest token: header (version, kind, key id length, the longest key id), nonce, the
 /// longest payload, tag. Derived from the largest inputs the API accepts, so every token
@@ -565,6 +570,8 @@ mod tests {
             step: MAX_SEATS as u32,
             transcript: vec![0xff; 32],
             decided_in: (1..=MAX_SEATS as u8).collect(),
+            currency: "XXX".into(),
+            minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
         }
     }
 
@@ -585,6 +592,8 @@ mod tests {
             nonce: u64::MAX,
             table_id: "t".repeat(MAX_TABLE_ID_BYTES),
             decks: u32::from(MAX_DECKS),
+            currency: "XXX".into(),
+            minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
         };
         assert_eq!(commitment.encoded_len(), MAX_COMMITMENT_PAYLOAD_LEN);
         const { assert!(MAX_COMMITMENT_PAYLOAD_LEN < MAX_ROUND_PAYLOAD_LEN) };

@@ -159,6 +159,8 @@ pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
             nonce: 0,
             table_id: String::new(),
             decks: 0,
+            currency: String::new(),
+            minor_unit_exponent: 0,
         },
     )
     .unwrap()
@@ -182,6 +184,8 @@ pub fn bound_commitment_token(ring: &str, seed: [u8; 32], nonce: u64) -> Vec<u8>
                 nonce,
                 table_id: "default".into(),
                 decks: 1,
+                currency: String::new(),
+                minor_unit_exponent: 0,
             },
         )
         .unwrap()

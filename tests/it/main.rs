@@ -19,6 +19,7 @@ mod fuzz_corpus;
 mod odds_match_every_deal;
 mod operator_errors;
 mod otlp_traces;
+mod outside_audit;
 mod reveal_vectors;
 mod round_integrity;
 mod round_properties;

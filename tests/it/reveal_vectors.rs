@@ -40,6 +40,9 @@ struct Case {
     /// Decide calls: (seat, raise?).
     calls: Vec<Vec<(u32, bool)>>,
     table: Table,
+    /// The table's id (it enters the transcript and the reveal) and currency.
+    table_id: &'static str,
+    currency: (&'static str, u8),
 }
 
 fn nonce_for(c: &Case) -> u64 {
@@ -87,6 +90,8 @@ fn cases() -> Vec<Case> {
         bets: vec![1000],
         calls,
         table: std.clone(),
+        table_id: "default",
+        currency: ("XXX", 2),
     };
     vec![
         one("1-seat/three-of-a-kind", 1, Want::ThreeOfAKind, vec![]),
@@ -131,6 +136,8 @@ fn cases() -> Vec<Case> {
                 vec![(5, false), (2, true), (4, true)],
             ],
             table: std.clone(),
+            table_id: "default",
+            currency: ("XXX", 2),
         },
         Case {
             name: "7-seats/pair/three-of-a-kind",
@@ -142,6 +149,8 @@ fn cases() -> Vec<Case> {
             bets: vec![500, 600, 700, 800, 900, 1000, 1100],
             calls: vec![],
             table: std.clone(),
+            table_id: "default",
+            currency: ("XXX", 2),
         },
         Case {
             name: "7-seats/largest-bet/all-raise/best-odds",
@@ -153,6 +162,8 @@ fn cases() -> Vec<Case> {
             bets: vec![largest_max_bet(&big_paytable).0; 7],
             calls: vec![(0..7).map(|s| (s, true)).collect()],
             table: big,
+            table_id: "default",
+            currency: ("XXX", 2),
         },
         Case {
             name: "1-seat/1024-byte-client-seed",
@@ -164,6 +175,8 @@ fn cases() -> Vec<Case> {
             bets: vec![777],
             calls: vec![vec![(0, true)]],
             table: std.clone(),
+            table_id: "default",
+            currency: ("XXX", 2),
         },
         Case {
             name: "8-decks/nonce-near-max/round-id-128-bytes",
@@ -175,6 +188,21 @@ fn cases() -> Vec<Case> {
             bets: vec![500, 500],
             calls: vec![vec![(1, false)], vec![(0, true)]],
             table: eight,
+            table_id: "default",
+            currency: ("XXX", 2),
+        },
+        Case {
+            name: "named-table/2-decks/between/raise",
+            seed: seed(14),
+            client_seed: "at the vip table".into(),
+            nonce_from: 7,
+            want: Want::Between,
+            round_id: "r-2026-000014",
+            bets: vec![2500, 10_000],
+            calls: vec![vec![(0, true), (1, false)]],
+            table: Table::default().with_decks(Decks::new(2).unwrap()),
+            table_id: "vip-eur.2",
+            currency: ("EUR", 2),
         },
     ]
 }
@@ -182,7 +210,17 @@ fn cases() -> Vec<Case> {
 /// Plays a case through the service; returns (reveal_json, transcript chain, t_0 preimage).
 fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec<u8>) {
     let svc = RedDogService::new(EngineConfig {
-        tables: reddog::service::tables::Tables::single(c.table.clone()),
+        tables: reddog::service::tables::Tables::new(vec![reddog::service::tables::NamedTable {
+            id: c.table_id.into(),
+            table: c.table.clone(),
+            currency: reddog::service::tables::Currency::new(
+                c.currency.0,
+                c.currency.1,
+                "currency",
+            )
+            .unwrap(),
+        }])
+        .unwrap(),
         key_ring: KeyRing::from_json(RING).unwrap(),
         commitment_ttl: Duration::from_secs(600),
     });
@@ -200,8 +238,10 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
                 expires_at_unix_ms: now + 60_000,
                 round_id: c.round_id.into(),
                 nonce,
-                table_id: "default".into(),
+                table_id: c.table_id.into(),
                 decks: u32::from(c.table.decks().get()),
+                currency: c.currency.0.into(),
+                minor_unit_exponent: u32::from(c.currency.1),
             },
         )
         .unwrap();
@@ -217,7 +257,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
                 min_bet: 1,
                 max_bet,
             }),
-            table_id: String::new(),
+            table_id: c.table_id.into(),
         })))
         .unwrap()
         .into_inner();
@@ -255,7 +295,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
     let bets: Vec<Money> = c.bets.iter().map(|&b| Money(b)).collect();
     let start = StartInputs {
         commitment: &commitment,
-        table_id: "default",
+        table_id: c.table_id,
         round_id: c.round_id,
         nonce,
         decks: c.table.decks(),
@@ -368,7 +408,7 @@ fn every_v2_vector_verifies_and_covers_what_the_issue_asks_for() {
         &std::fs::read_to_string(vector_dir().join("reveal-v2.json")).unwrap(),
     )
     .unwrap();
-    let mut seen = (false, false, false, false, false, false);
+    let mut seen = (false, false, false, false, false, false, false);
     for case in doc["cases"].as_array().unwrap() {
         let text = case["reveal"].as_str().unwrap();
         let parsed = parse_reveal(text).unwrap_or_else(|e| panic!("{}: {e}", case["name"]));
@@ -403,11 +443,12 @@ fn every_v2_vector_verifies_and_covers_what_the_issue_asks_for() {
                 });
         seen.4 |= r.client_seed.len() == 1024;
         seen.5 |= r.seats.iter().any(|s| s.returned > u64::MAX / 8);
+        seen.6 |= r.table_id != "default";
     }
     assert_eq!(
         seen,
-        (true, true, true, true, true, true),
-        "1 seat, 7 seats, several Decides, default stands, 1024-byte seed, a large amount"
+        (true, true, true, true, true, true, true),
+        "1 seat, 7 seats, several Decides, default stands, 1024-byte seed, a large amount, a named table"
     );
 }
 

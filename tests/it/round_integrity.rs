@@ -607,6 +607,8 @@ async fn a_rolling_update_loses_no_round() {
         step: 0,
         transcript: vec![],
         decided_in: vec![],
+        currency: String::new(),
+        minor_unit_exponent: 0,
     };
     let v1_round = reddog::service::KeyRing::from_json(&ring_a())
         .unwrap()

@@ -1,0 +1,342 @@
+//! Defects found by the outside audit of the round-integrity (issue 8) and named-tables
+//! (issue 11) landing, each reproduced from what the documents promise:
+//!
+//! - an unbound (version-1, pre-binding) commitment token dealt at any configured table,
+//!   although it was made for the old engine's only table, `default` (`state.rs`
+//!   `Binding::Unbound`; FAIRNESS §7 lists only the round id and nonce as free in the
+//!   migration window) — another table is another deck count, another grind;
+//! - after an operator re-configured a table id with another currency, the answers about a
+//!   round started before named the new currency although its bets were in the old one (API.md:
+//!   "every amount in an answer is in the minor units of the round's table's currency, and the
+//!   answer names it"), and a commitment whose answer promised "StartRound's bets and limits are
+//!   in" one currency dealt in another;
+//! - `reddog audit-log` reported a retried `Decide` as peek-then-play when the retry's log line
+//!   came after the settlement (a slow replica, or clocks a little apart), although API.md says
+//!   "Retried calls log identical lines and are not reported";
+//! - a `StartRound` retried after its commitment expired is refused although API.md said every
+//!   call may be retried with the same request (documented now, and pinned here);
+//! - a table configuration repeating a table id (or a field) started with the last one, silently.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use reddog::service::proto::{self, Action, SeatBet};
+use reddog::service::tables::Tables;
+use tonic::Code;
+
+use crate::common::*;
+
+const TWO_DECK_COUNTS: &str = r#"{"tables":{"default":{"decks":1},"eight":{"decks":8}}}"#;
+
+fn field_of(status: &tonic::Status) -> String {
+    use tonic_types::StatusExt;
+    status
+        .get_error_details()
+        .error_info()
+        .map(|i| i.metadata["field"].clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn an_unbound_commitment_deals_only_at_the_default_table() {
+    let ring = ring_a();
+    let srv = TestServer::start_tables(
+        &ring,
+        Duration::from_secs(600),
+        Tables::from_json(TWO_DECK_COUNTS).unwrap(),
+    )
+    .await;
+    let mut c = srv.client().await;
+    let token = commitment_token(&ring, SEED, 60_000);
+    let mut req = start_request(token.clone(), 7, &[1000]);
+    req.table_id = "eight".into();
+    let err = c.start_round(req).await.unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    assert_eq!(field_of(&err), "table_id", "{err:?}");
+    // At the default table (named or not) it still deals, as during a rolling update.
+    for table_id in ["", "default"] {
+        let mut req = start_request(token.clone(), 7, &[1000]);
+        req.table_id = table_id.into();
+        let start = c.start_round(req).await.unwrap().into_inner();
+        assert_eq!(
+            (
+                start.table_id.as_str(),
+                start.round.unwrap().first_card.unwrap().code
+            ),
+            ("default", deal(SEED, CLIENT_SEED, 7)[0].to_string())
+        );
+    }
+    srv.stop().await;
+}
+
+const EUR: &str = r#"{"tables":{"vip":{"decks":1,"currency":"EUR","minor_unit_exponent":2}}}"#;
+const JPY: &str = r#"{"tables":{"vip":{"decks":1,"currency":"JPY","minor_unit_exponent":0}}}"#;
+
+fn eur() -> Option<proto::Currency> {
+    Some(proto::Currency {
+        code: "EUR".into(),
+        minor_unit_exponent: 2,
+    })
+}
+
+#[tokio::test]
+async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
+    let ring = ring_a();
+    let before = TestServer::start_tables(
+        &ring,
+        Duration::from_secs(600),
+        Tables::from_json(EUR).unwrap(),
+    )
+    .await;
+    let mut c = before.client().await;
+    // A round awaiting decisions at the EUR table, and a commitment not yet used.
+    let mut started = None;
+    for k in 0..200 {
+        let round_id = format!("r{k}");
+        let commit = c
+            .commit_seed(proto::CommitSeedRequest {
+                round_id: round_id.clone(),
+                nonce: 0,
+                table_id: "vip".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let start = c
+            .start_round(proto::StartRoundRequest {
+                commitment_token: commit.commitment_token,
+                client_seed: "player".into(),
+                nonce: 0,
+                round_id,
+                seats: vec![SeatBet { bet: 1000 }],
+                player_limits: limits(500, 30_000),
+                table_id: String::new(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        if start.round.as_ref().unwrap().awaiting_decisions {
+            assert_eq!(start.currency, eur());
+            started = Some(start);
+            break;
+        }
+    }
+    let started = started.expect("a non-consecutive hand within 200 deals");
+    let unused = c
+        .commit_seed(proto::CommitSeedRequest {
+            round_id: "later".into(),
+            nonce: 0,
+            table_id: "vip".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(unused.currency, eur());
+    before.stop().await;
+
+    // The operator re-configures table `vip` in yen, same key ring.
+    let after = TestServer::start_tables(
+        &ring,
+        Duration::from_secs(600),
+        Tables::from_json(JPY).unwrap(),
+    )
+    .await;
+    let mut c = after.client().await;
+    let decided = c
+        .decide(proto::DecideRequest {
+            round_token: started.round_token,
+            decisions: vec![decision(0, Action::Raise)],
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(decided.raised_amount, 1000);
+    assert_eq!(
+        decided.currency,
+        eur(),
+        "the raise was 10.00 EUR, not 1000 JPY"
+    );
+    let settled = c
+        .settle(proto::SettleRequest {
+            round_token: decided.round_token,
+            round_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(settled.total_staked, 2000);
+    assert_eq!(settled.currency, eur(), "the stakes were in EUR");
+    // The commitment promised EUR bets: StartRound at the yen table refuses it.
+    let err = c
+        .start_round(proto::StartRoundRequest {
+            commitment_token: unused.commitment_token,
+            client_seed: "player".into(),
+            nonce: 0,
+            round_id: "later".into(),
+            seats: vec![SeatBet { bet: 1000 }],
+            player_limits: limits(500, 30_000),
+            table_id: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    assert_eq!(field_of(&err), "commitment_token", "{err:?}");
+    assert!(
+        err.message().contains("EUR") && err.message().contains("JPY"),
+        "{}",
+        err.message()
+    );
+    after.stop().await;
+}
+
+fn json_replica(log: &Path) -> ServerProcess {
+    let ring = ring_a();
+    ServerProcess::spawn(
+        &[
+            ("REDDOG_KEY_RING", ring.as_str()),
+            ("REDDOG_LOG_FORMAT", "json"),
+            ("RUST_LOG", "info"),
+        ],
+        Stdio::from(std::fs::File::create(log).unwrap()),
+    )
+}
+
+#[tokio::test]
+async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
+    let dir = std::env::temp_dir().join(format!("reddog-outside-audit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (log_a, log_b) = (dir.join("a.log"), dir.join("b.log"));
+    let (a, b) = (json_replica(&log_a), json_replica(&log_b));
+    let (mut ca, mut cb) = (connect(a.addr).await, connect(b.addr).await);
+    let mut found = None;
+    for k in 0..200 {
+        let round_id = format!("late-{k}");
+        let commit = ca
+            .commit_seed(commit_request(round_id.clone(), 1))
+            .await
+            .unwrap()
+            .into_inner();
+        let start = ca
+            .start_round(proto::StartRoundRequest {
+                commitment_token: commit.commitment_token,
+                client_seed: "player".into(),
+                nonce: 1,
+                round_id,
+                seats: vec![SeatBet { bet: 1000 }; 2],
+                player_limits: limits(500, 30_000),
+                table_id: String::new(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        if start.round.unwrap().awaiting_decisions {
+            found = Some(start.round_token);
+            break;
+        }
+    }
+    let t0 = found.expect("a non-consecutive hand within 200 deals");
+    let decide = proto::DecideRequest {
+        round_token: t0,
+        decisions: vec![decision(0, Action::Raise), decision(1, Action::Stand)],
+        round_id: String::new(),
+    };
+    // The platform's Decide went to replica a, which was slow: the platform timed out and
+    // retried on b, then settled on b. a processed (and logged) the first attempt last.
+    let t1 = cb
+        .decide(decide.clone())
+        .await
+        .unwrap()
+        .into_inner()
+        .round_token;
+    cb.settle(proto::SettleRequest {
+        round_token: t1.clone(),
+        round_id: String::new(),
+    })
+    .await
+    .unwrap();
+    let late = ca.decide(decide).await.unwrap().into_inner().round_token;
+    assert_eq!(late, t1, "the same request returns the same token: a retry");
+    drop((ca, cb));
+    let (_, _) = (a.terminate().await, b.terminate().await);
+    let out = Command::new(env!("CARGO_BIN_EXE_reddog"))
+        .arg("audit-log")
+        .args([&log_a, &log_b])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a clean round with a retry was reported:\n{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// API.md said "every call may be retried after a timeout with the same request"; a
+/// `StartRound` retried after its commitment expired is refused (the engine keeps no memory, so
+/// it cannot tell a retry from a late first use), even though the first attempt dealt. API.md
+/// now states this limit and what the platform does about it; this pins the behaviour.
+#[tokio::test]
+async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
+    let srv = TestServer::start(&ring_a(), Duration::from_secs(1)).await;
+    let mut c = srv.client().await;
+    let commit = c
+        .commit_seed(commit_request("expiring", 3))
+        .await
+        .unwrap()
+        .into_inner();
+    let req = proto::StartRoundRequest {
+        commitment_token: commit.commitment_token,
+        client_seed: "player".into(),
+        nonce: 3,
+        round_id: "expiring".into(),
+        seats: vec![SeatBet { bet: 1000 }],
+        player_limits: limits(500, 30_000),
+        table_id: String::new(),
+    };
+    c.start_round(req.clone()).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        <= commit.expires_at_unix_ms
+    {
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let err = c.start_round(req).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert_eq!(field_of(&err), "commitment_token");
+    srv.stop().await;
+}
+
+/// A table configuration that repeats a table id (or a field of one table) started with the
+/// last of the two, silently: serde_json's maps keep the last of two equal keys. An operator who
+/// pastes a table block twice, or gives `max_bet` twice, must hear of it at start-up, as with a
+/// repeated key id in the key ring (issue 9).
+#[test]
+fn a_table_config_that_repeats_a_key_is_refused_naming_it() {
+    for (json, field) in [
+        (r#"{"tables":{"a":{},"a":{"decks":8}}}"#, "tables.a"),
+        (
+            r#"{"tables":{"a":{"max_bet":30000,"max_bet":3000000}}}"#,
+            "tables.a.max_bet",
+        ),
+        (r#"{"decks":1,"decks":8}"#, "decks"),
+        (
+            r#"{"tables":{"a":{"paytable":{"spread":[5,4,2,1,1,1,1,1,1,1,1],"three_of_a_kind":11,"three_of_a_kind":99}}}}"#,
+            "tables.a.paytable.three_of_a_kind",
+        ),
+    ] {
+        let err = Tables::from_json(json).expect_err(json);
+        assert_eq!(
+            err.field().map(|f| f.to_string()).as_deref(),
+            Some(field),
+            "{json}: {err}"
+        );
+        assert!(err.to_string().contains("twice"), "{err}");
+    }
+}
