@@ -34,7 +34,7 @@ use reddog::game::{BetLimits, Decks, MAX_SEATS, Money, Paytable, Table};
 use reddog::service::proto::red_dog_server::RedDog;
 use reddog::service::proto::{self, Action, Outcome};
 use reddog::service::state::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
-use reddog::service::tables::Tables;
+use reddog::service::tables::{Currency, Tables};
 use reddog::service::token::TokenKind;
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
 use tonic::{Code, Request, Status};
@@ -149,7 +149,7 @@ fn now_ms() -> i64 {
 // ---- the API-version-dependent builders ------------------------------------------------------
 
 /// A commitment token over `seed`, sealed as the engine's CommitSeed would: bound to this
-/// round id and nonce, at the default table with `decks` decks.
+/// round id and nonce, at the default table with `decks` decks and its (unspecified) currency.
 pub fn commitment_token(
     ring: &KeyRing,
     seed: [u8; 32],
@@ -164,6 +164,9 @@ pub fn commitment_token(
         nonce,
         table_id: DEFAULT_TABLE_ID.to_string(),
         decks: u32::from(decks.get()),
+        // The engines here serve `Tables::single`: no currency configured.
+        currency: Currency::unspecified().code().to_string(),
+        minor_unit_exponent: u32::from(Currency::unspecified().minor_unit_exponent()),
     };
     ring.seal(TokenKind::Commitment, &payload).unwrap()
 }

@@ -17,8 +17,10 @@
 //! Sizes: `REDDOG_FAULT_ROUNDS` (default 300 per test) and `REDDOG_FAULT_PLAYERS`
 //! (default 16); the binary is `REDDOG_TEST_BIN` or the one Cargo built.
 //! `scripts/ci.d/70-soak-faults.sh` runs them with 3 000 rounds against the release binary;
-//! the longer runs of docs/RELIABILITY.md ("Faults") use
-//! `REDDOG_FAULT_ROUNDS=30000 cargo test --release --test it faults:: -- --nocapture`.
+//! the longer runs of docs/RELIABILITY.md ("Faults") use `REDDOG_FAULT_ROUNDS=20000` with
+//! `REDDOG_TEST_BIN=target/release/reddog` and `-- --test-threads 1 --nocapture`.
+//! `the_drain_goaway_names_the_last_stream_served` checks the drain's two GOAWAYs frame by
+//! frame, in process.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
