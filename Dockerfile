@@ -13,9 +13,23 @@
 # compiles the .proto files with protox (pure Rust): the builder needs no protoc.
 #
 # For reproducible production builds pin both images by digest (…@sha256:…).
+#
+# Build arguments choose the base images and where the binary comes from:
+#   RUST_IMAGE     the builder (default rust:1.95-slim-trixie)
+#   RUNTIME_IMAGE  the runtime base (default distroless cc-debian13:nonroot: glibc, libgcc,
+#                  CA certificates, no shell)
+#   BINARY         `build` (default: compile in the builder stage) or `prebuilt` (copy a
+#                  `reddog` binary from the root of the build context; nothing is compiled)
+# Production uses the defaults. CI (scripts/ci.d/50-container.sh), where no base image can
+# be pulled, builds the release binary once on the host and runs
+#   podman build --build-arg BINARY=prebuilt --build-arg RUNTIME_IMAGE=<local base> \
+#     -f Dockerfile <directory holding only reddog>
+# on a base assembled from Debian's libc6 and libgcc-s1 packages (docs/OPERATIONS.md,
+# "The image in CI"). The builder stage is then never run.
 
 ARG RUST_IMAGE=rust:1.95-slim-trixie
 ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian13:nonroot
+ARG BINARY=build
 
 FROM ${RUST_IMAGE} AS build
 WORKDIR /src
@@ -40,7 +54,16 @@ RUN --mount=type=cache,id=reddog-cargo-registry,target=/usr/local/cargo/registry
     && install -D -m 0755 target/release/reddog /out/reddog \
     && /out/reddog --version
 
+# A binary built elsewhere (CI: `cargo build --release --locked` on the host), copied from
+# the build context.
+FROM scratch AS prebuilt
+COPY reddog /out/reddog
+
+# The stage the runtime takes the binary from: `build` or `prebuilt` (build argument BINARY).
+FROM ${BINARY} AS binary
+
 FROM ${RUNTIME_IMAGE} AS runtime
+ARG RUNTIME_IMAGE
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 ARG CREATED=unknown
@@ -51,8 +74,8 @@ LABEL org.opencontainers.image.title="reddog" \
       org.opencontainers.image.created="${CREATED}" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.documentation="docs/OPERATIONS.md" \
-      org.opencontainers.image.base.name="distroless/cc-debian13:nonroot"
-COPY --from=build --chown=0:0 --chmod=0555 /out/reddog /usr/local/bin/reddog
+      org.opencontainers.image.base.name="${RUNTIME_IMAGE}"
+COPY --from=binary --chown=0:0 --chmod=0555 /out/reddog /usr/local/bin/reddog
 # 65532 is distroless' "nonroot"; numeric, so Kubernetes' runAsNonRoot can verify it.
 USER 65532:65532
 # gRPC (h2c) and Prometheus /metrics. The binary's defaults bind 127.0.0.1: in a container

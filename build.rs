@@ -49,15 +49,22 @@ fn stamp() {
         .filter(|c| !c.is_empty() && c != "unknown")
         .or_else(|| git(&["rev-parse", "HEAD"]))
         .unwrap_or_else(|| "unknown".to_string());
-    // Re-stamp when HEAD moves: HEAD itself, the branch it points at, packed refs.
+    // Re-stamp when HEAD moves: HEAD itself, the branch it points at, packed refs — each only
+    // if it exists: Cargo takes a missing file as always changed, which rebuilt the crate on
+    // every cargo command (e.g. a worktree whose repository has no packed-refs).
+    let watch = |path: String| {
+        if std::path::Path::new(&path).exists() {
+            println!("cargo:rerun-if-changed={path}");
+        }
+    };
     if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
-        println!("cargo:rerun-if-changed={dir}/HEAD");
+        watch(format!("{dir}/HEAD"));
         if let (Some(common), Some(branch)) = (
             git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]),
             git(&["symbolic-ref", "-q", "HEAD"]),
         ) {
-            println!("cargo:rerun-if-changed={common}/{branch}");
-            println!("cargo:rerun-if-changed={common}/packed-refs");
+            watch(format!("{common}/{branch}"));
+            watch(format!("{common}/packed-refs"));
         }
     }
     let unix = std::env::var("SOURCE_DATE_EPOCH")

@@ -103,11 +103,13 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     let shed_before = metric("reddog_load_shed_total");
     let started = Instant::now();
     let shed = loop {
-        // Until both held calls have reached the server, a call may still get through.
+        // Until both held calls have reached the server, a call may still get through. The
+        // bound is generous: under a full parallel `cargo test` on a busy 2-core machine the
+        // held calls took over 5 s to arrive (seen in scripts/test-all).
         match c.get_rules(GetRulesRequest::default()).await {
             Err(status) => break status,
             Ok(_) => assert!(
-                started.elapsed() < Duration::from_secs(5),
+                started.elapsed() < Duration::from_secs(30),
                 "never shed with both slots held"
             ),
         }
