@@ -31,22 +31,11 @@ use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
-use crate::common::held_call;
+use crate::common::{held_call, ring_json};
 use crate::fleet::*;
 
 const KEY_A: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
 const KEY_B: &str = "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2";
-
-fn ring(primary: &str, keys: &[(&str, &str)]) -> String {
-    let keys: Vec<String> = keys
-        .iter()
-        .map(|(id, k)| format!("\"{id}\":\"{k}\""))
-        .collect();
-    format!(
-        "{{\"primary\":\"{primary}\",\"keys\":{{{}}}}}",
-        keys.join(",")
-    )
-}
 
 fn size() -> Load {
     let get = |n: &str, d: u64| {
@@ -91,7 +80,7 @@ fn report(name: &str, load: &Load, ledger: &Ledger, pool: &Pool, wall: Duration,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_during_load_loses_no_round() {
     let load = size();
-    let ring = RingFile::new(&ring("a", &[("a", KEY_A)]));
+    let ring = RingFile::new(&ring_json("a", &[("a", KEY_A)]));
     let mut victim = Replica::spawn("victim", &ring.path, &[], Logs::Keep);
     let survivor = Replica::spawn("survivor", &ring.path, &[], Logs::Keep);
     let pool = Pool::new();
@@ -162,7 +151,7 @@ async fn sigkill_during_load_loses_no_round() {
 async fn sigterm_under_load_drains() {
     const HELD: usize = 4;
     let load = size();
-    let ring = RingFile::new(&ring("a", &[("a", KEY_A)]));
+    let ring = RingFile::new(&ring_json("a", &[("a", KEY_A)]));
     let mut draining = Replica::spawn(
         "draining",
         &ring.path,
@@ -325,10 +314,10 @@ async fn key_rotation_under_load_loses_no_round() {
         ..size()
     };
     let steps = [
-        ring("a", &[("a", KEY_A)]),
-        ring("a", &[("a", KEY_A), ("b", KEY_B)]),
-        ring("b", &[("b", KEY_B), ("a", KEY_A)]),
-        ring("b", &[("b", KEY_B)]),
+        ring_json("a", &[("a", KEY_A)]),
+        ring_json("a", &[("a", KEY_A), ("b", KEY_B)]),
+        ring_json("b", &[("b", KEY_B), ("a", KEY_A)]),
+        ring_json("b", &[("b", KEY_B)]),
     ];
     let files: Vec<RingFile> = steps.iter().map(|r| RingFile::new(r)).collect();
     let args = ["--drain-timeout-secs", "5"];
