@@ -313,7 +313,11 @@ fn launcher(o: &Opts, callgrind_out: Option<&Path>) -> Command {
         }
         Some(out) => {
             let mut c = Command::new("valgrind");
-            c.args(["--tool=callgrind", "--quiet"])
+            // Instrumentation starts after the warm-up calls (`callgrind_run`): start-up work
+            // whose length depends on the wall clock (quanta's TSC calibration for the
+            // metrics recorder spins for a fixed time) would otherwise differ between the
+            // N1 and N2 runs and leak into the difference.
+            c.args(["--tool=callgrind", "--quiet", "--instr-atstart=no"])
                 .arg(format!("--callgrind-out-file={}", out.display()));
             c
         }
@@ -390,23 +394,35 @@ fn start_noop_with(o: &Opts, responses: &Path, log: &Path, callgrind_out: Option
 /// nanoseconds from `/proc/<pid>/task/*/schedstat` (the servers start no threads while
 /// measured); `/proc/<pid>/stat`'s clock ticks where schedstat is missing.
 fn cpu_secs(pid: u32, tck: f64) -> f64 {
-    let ns: u64 = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|dir| {
-            dir.filter_map(Result::ok)
-                .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-                .filter_map(|s| {
-                    s.split_whitespace()
-                        .next()
-                        .and_then(|v| v.parse::<u64>().ok())
-                })
-                .sum()
-        })
-        .unwrap_or(0);
+    let (ns, _) = schedstat_ns(pid);
     if ns == 0 {
         cpu_ticks_secs(pid, tck)
     } else {
         ns as f64 / 1e9
     }
+}
+
+/// On-CPU nanoseconds of all of a process's threads, and of its log writer thread alone
+/// (`reddog-log`, `src/service/log_writer.rs`: the `write(2)` of the batched log lines).
+fn schedstat_ns(pid: u32) -> (u64, u64) {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return (0, 0);
+    };
+    let (mut all, mut log) = (0, 0);
+    for t in dir.filter_map(Result::ok) {
+        let Some(ns) = std::fs::read_to_string(t.path().join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        all += ns;
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() == "reddog-log" {
+            log += ns;
+        }
+    }
+    (all, log)
 }
 
 fn cpu_ticks_secs(pid: u32, tck: f64) -> f64 {
@@ -595,6 +611,8 @@ async fn fixtures(c: &mut RedDogClient<Channel>) -> (BTreeMap<&'static str, Call
 struct Sat {
     calls_per_s: f64,
     cpu_us_per_call: f64,
+    /// Of which the log writer thread (0 for a server that logs nothing per call).
+    log_thread_us_per_call: f64,
     log_bytes_per_call: f64,
 }
 
@@ -653,8 +671,10 @@ fn saturate(o: &Opts, s: &Server, rpc: &str, body: &Path, tck: f64) -> Sat {
     h2load(o, s.addr, rpc, body, o.warmup);
     let before = s.metrics.map(|m| rpc_counts(m, rpc));
     let (cpu0, log0) = (cpu_secs(s.child.id(), tck), file_len(&s.log));
+    let log_thread0 = schedstat_ns(s.child.id()).1;
     let calls_per_s = h2load(o, s.addr, rpc, body, o.calls);
     let (cpu1, log1) = (cpu_secs(s.child.id(), tck), file_len(&s.log));
+    let log_thread1 = schedstat_ns(s.child.id()).1;
     if let (Some(m), Some((ok0, bad0))) = (s.metrics, before) {
         let (ok1, bad1) = rpc_counts(m, rpc);
         assert_eq!(
@@ -670,6 +690,9 @@ fn saturate(o: &Opts, s: &Server, rpc: &str, body: &Path, tck: f64) -> Sat {
     Sat {
         calls_per_s,
         cpu_us_per_call: (cpu1 - cpu0) * 1e6 / o.calls as f64,
+        log_thread_us_per_call: log_thread1.saturating_sub(log_thread0) as f64
+            / 1e3
+            / o.calls as f64,
         log_bytes_per_call: (log1 - log0) as f64 / o.calls as f64,
     }
 }
@@ -786,10 +809,16 @@ fn callgrind_run(
         _ => start_noop_with(o, responses, &log, Some(&out)),
     };
     h2load(o, s.addr, rpc, body, 200);
+    let pid = s.child.id().to_string();
+    let on = Command::new("callgrind_control")
+        .args(["-i", "on", &pid])
+        .stdout(Stdio::null())
+        .status()
+        .expect("running callgrind_control (valgrind)");
+    assert!(on.success(), "callgrind_control -i on {pid} failed");
     if n > 0 {
         h2load(o, s.addr, rpc, body, n);
     }
-    let pid = s.child.id().to_string();
     let _ = Command::new("kill").args(["-INT", &pid]).status();
     let deadline = Instant::now() + Duration::from_secs(120);
     while s.child.try_wait().expect("wait").is_none() {
@@ -818,7 +847,7 @@ fn callgrind_table(
     dir: &Path,
 ) {
     println!(
-        "Instructions per call (callgrind, whole server process: (Ir after {n2} calls − Ir after {n1}) / {}):",
+        "Instructions per call (callgrind, whole server process, collected from the end of 200 warm-up calls: (Ir of {n2} calls + exit − Ir of {n1} calls + exit) / {}):",
         n2 - n1
     );
     println!();
@@ -949,10 +978,11 @@ fn main() {
                 let (mut lat, low_cpu) = rt.block_on(latency(&o, s, &calls[rpc], tck));
                 lat.sort_by(f64::total_cmp);
                 eprintln!(
-                    "round {round} {rpc:<10} {:<6} {:>8.0} calls/s {:>6.1} CPU µs/call | p50 {:>6.0} µs p99 {:>6.0} µs at {} calls/s ({:.1} CPU µs/call) | load {}",
+                    "round {round} {rpc:<10} {:<6} {:>8.0} calls/s {:>6.1} CPU µs/call ({:.2} log thread) | p50 {:>6.0} µs p99 {:>6.0} µs at {} calls/s ({:.1} CPU µs/call) | load {}",
                     s.name,
                     sat.calls_per_s,
                     sat.cpu_us_per_call,
+                    sat.log_thread_us_per_call,
                     pct(&lat, 0.5),
                     pct(&lat, 0.99),
                     o.rate,
@@ -974,9 +1004,9 @@ fn main() {
     println!("load average at end {}", loadavg());
     println!();
     println!(
-        "| RPC | throughput ratio engine/no-op, median [range] | engine calls/s | no-op calls/s | engine CPU µs/call | no-op CPU µs/call | CPU ratio no-op/engine | engine p50 / p99 µs | no-op p50 / p99 µs | engine audit log bytes/call |"
+        "| RPC | throughput ratio engine/no-op, median [range] | engine calls/s | no-op calls/s | engine CPU µs/call | no-op CPU µs/call | CPU ratio no-op/engine | engine p50 / p99 µs | no-op p50 / p99 µs | engine audit log bytes/call | of the engine's CPU µs/call: its log writer thread |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut round_cpu = 0.0;
     let mut round_complete = true;
     for rpc in RPCS {
@@ -999,7 +1029,7 @@ fn main() {
             round_cpu += ecpu;
         }
         println!(
-            "| {rpc} | **{:.2}** [{lo:.2}–{hi:.2}] | {:.0} | {:.0} | {ecpu:.1} | {ncpu:.1} | {:.2} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} |",
+            "| {rpc} | **{:.2}** [{lo:.2}–{hi:.2}] | {:.0} | {:.0} | {ecpu:.1} | {ncpu:.1} | {:.2} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.2} |",
             median(&ratios),
             f(e, |s| s.calls_per_s),
             f(n, |s| s.calls_per_s),
@@ -1009,6 +1039,7 @@ fn main() {
             pct(&n.lat, 0.5),
             pct(&n.lat, 0.99),
             f(e, |s| s.log_bytes_per_call),
+            f(e, |s| s.log_thread_us_per_call),
         );
     }
     println!();

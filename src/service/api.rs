@@ -24,7 +24,7 @@ use super::convert;
 use super::error::invalid_token;
 use super::metrics::{self, Method, Metrics, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
-use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
+use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, NewCommitment, RoundPayload, RoundState};
 use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{BoundField, EngineError};
@@ -216,14 +216,14 @@ impl RedDogService {
         let (table, table_id) = (&named.table, named.id.as_str());
         let seed = ServerSeed::generate()?;
         let expires_at_unix_ms = now_ms().checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
-        let payload = CommitmentPayload {
-            server_seed: seed.expose().to_vec(),
+        let payload = NewCommitment {
+            seed: &seed,
             expires_at_unix_ms,
-            round_id: req.round_id.clone(),
+            round_id: &req.round_id,
             nonce: req.nonce,
-            table_id: table_id.to_string(),
+            table_id,
             decks: u32::from(table.decks().get()),
-            currency: named.currency.code().to_string(),
+            currency: named.currency.code(),
             minor_unit_exponent: u32::from(named.currency.minor_unit_exponent()),
         };
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;

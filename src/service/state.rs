@@ -47,6 +47,46 @@ pub struct CommitmentPayload {
     pub minor_unit_exponent: u32,
 }
 
+/// A commitment to seal, borrowing its fields: [`super::token::KeyRing::seal`] writes it byte
+/// for byte as the [`CommitmentPayload`] with the same values would encode, without building
+/// one (CommitSeed would otherwise copy the seed and three strings into it only to encode
+/// them once).
+pub struct NewCommitment<'a> {
+    pub seed: &'a ServerSeed,
+    pub expires_at_unix_ms: i64,
+    pub round_id: &'a str,
+    pub nonce: u64,
+    pub table_id: &'a str,
+    pub decks: u32,
+    pub currency: &'a str,
+    pub minor_unit_exponent: u32,
+}
+
+impl super::token::Payload for NewCommitment<'_> {
+    fn payload_len(&self) -> usize {
+        // protobuf `int64`: a negative value is the varint of its two's complement.
+        wire::bytes_len(1, self.seed.expose())
+            + wire::varint_len(2, self.expires_at_unix_ms as u64)
+            + wire::bytes_len(3, self.round_id.as_bytes())
+            + wire::varint_len(4, self.nonce)
+            + wire::bytes_len(5, self.table_id.as_bytes())
+            + wire::varint_len(6, u64::from(self.decks))
+            + wire::bytes_len(7, self.currency.as_bytes())
+            + wire::varint_len(8, u64::from(self.minor_unit_exponent))
+    }
+
+    fn encode_to(&self, buf: &mut Vec<u8>) {
+        wire::bytes(1, self.seed.expose(), buf);
+        wire::varint(2, self.expires_at_unix_ms as u64, buf);
+        wire::bytes(3, self.round_id.as_bytes(), buf);
+        wire::varint(4, self.nonce, buf);
+        wire::bytes(5, self.table_id.as_bytes(), buf);
+        wire::varint(6, u64::from(self.decks), buf);
+        wire::bytes(7, self.currency.as_bytes(), buf);
+        wire::varint(8, u64::from(self.minor_unit_exponent), buf);
+    }
+}
+
 /// What a commitment is bound to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Binding {
@@ -202,7 +242,8 @@ struct PayloadFields<'a> {
 }
 
 mod wire {
-    //! The protobuf wire format of the scalar, bytes and packed fields of [`super::RoundPayload`].
+    //! The protobuf wire format of the scalar, bytes and packed fields of [`super::RoundPayload`]
+    //! and [`super::CommitmentPayload`].
     use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
 
     pub fn bytes_len(tag: u32, b: &[u8]) -> usize {
@@ -587,6 +628,46 @@ mod tests {
         let derived = prost::Message::encode_to_vec(&s.to_payload());
         assert_eq!(direct, derived, "{s:?}");
         assert_eq!(s.payload_len(), derived.len());
+    }
+
+    #[test]
+    fn a_new_commitment_encodes_byte_for_byte_as_its_payload() {
+        use super::super::token::Payload;
+        let seed = ServerSeed::from_bytes([0xa5; 32]);
+        let cases = [
+            (1_764_000_000_000, "round-1", 7, "default", 8, "EUR", 2),
+            (0, "", 0, "", 0, "", 0),
+            (-1, "é".repeat(64).as_str(), u64::MAX, "vip-eur.2", 2, "JPY", 0),
+            (i64::MAX, "x".repeat(128).as_str(), 1 << 35, "t".repeat(64).as_str(), 8, "BHD", 3),
+            (i64::MIN, "r", 1, "default", 1, "", 0),
+        ]
+        .map(|(e, r, n, t, d, c, m)| (e, r.to_string(), n, t.to_string(), d, c.to_string(), m));
+        for (expires_at_unix_ms, round_id, nonce, table_id, decks, currency, minor_unit_exponent) in cases {
+            let fields = NewCommitment {
+                seed: &seed,
+                expires_at_unix_ms,
+                round_id: &round_id,
+                nonce,
+                table_id: &table_id,
+                decks,
+                currency: &currency,
+                minor_unit_exponent,
+            };
+            let payload = CommitmentPayload {
+                server_seed: seed.expose().to_vec(),
+                expires_at_unix_ms,
+                round_id: round_id.clone(),
+                nonce,
+                table_id: table_id.clone(),
+                decks,
+                currency: currency.clone(),
+                minor_unit_exponent,
+            };
+            let mut written = Vec::new();
+            fields.encode_to(&mut written);
+            assert_eq!(written, prost::Message::encode_to_vec(&payload), "{payload:?}");
+            assert_eq!(fields.payload_len(), written.len());
+        }
     }
 
     #[test]
