@@ -1004,7 +1004,7 @@ fn main() {
     println!("load average at end {}", loadavg());
     println!();
     println!(
-        "| RPC | throughput ratio engine/no-op, median [range] | engine calls/s | no-op calls/s | engine CPU µs/call | no-op CPU µs/call | CPU ratio no-op/engine | engine p50 / p99 µs | no-op p50 / p99 µs | engine audit log bytes/call | of the engine's CPU µs/call: its log writer thread |"
+        "| RPC | throughput ratio engine/no-op, median [range] (interquartile range) | engine calls/s | no-op calls/s | engine CPU µs/call | no-op CPU µs/call | CPU ratio no-op/engine | engine p50 / p99 µs | no-op p50 / p99 µs | engine audit log bytes/call | of the engine's CPU µs/call: its log writer thread |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut round_cpu = 0.0;
@@ -1023,13 +1023,16 @@ fn main() {
             .map(|(a, b)| a.calls_per_s / b.calls_per_s)
             .collect();
         let (lo, hi) = range(&ratios);
+        let mut sorted = ratios.clone();
+        sorted.sort_by(f64::total_cmp);
+        let (q1, q3) = (pct(&sorted, 0.25), pct(&sorted, 0.75));
         let f = |v: &Acc, g: fn(&Sat) -> f64| median(&v.sat.iter().map(g).collect::<Vec<_>>());
         let (ecpu, ncpu) = (f(e, |s| s.cpu_us_per_call), f(n, |s| s.cpu_us_per_call));
         if rpc != "GetRules" {
             round_cpu += ecpu;
         }
         println!(
-            "| {rpc} | **{:.2}** [{lo:.2}–{hi:.2}] | {:.0} | {:.0} | {ecpu:.1} | {ncpu:.1} | {:.2} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.2} |",
+            "| {rpc} | **{:.2}** [{lo:.2}–{hi:.2}] ({q1:.2}–{q3:.2}) | {:.0} | {:.0} | {ecpu:.1} | {ncpu:.1} | {:.2} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.2} |",
             median(&ratios),
             f(e, |s| s.calls_per_s),
             f(n, |s| s.calls_per_s),
