@@ -148,7 +148,7 @@ async fn soak_short() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "long: 1 000 000 rounds; run with --release --ignored"]
+#[ignore = "long: 1 000 000 rounds; run with --ignored and REDDOG_TEST_BIN=target/release/reddog (docs/RELIABILITY.md, Soak)"]
 async fn soak_long() {
     soak(Soak {
         rounds: env_or("REDDOG_SOAK_ROUNDS", 1_000_000),
