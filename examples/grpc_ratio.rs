@@ -394,11 +394,17 @@ fn start_noop_with(o: &Opts, responses: &Path, log: &Path, callgrind_out: Option
 /// nanoseconds from `/proc/<pid>/task/*/schedstat` (the servers start no threads while
 /// measured); `/proc/<pid>/stat`'s clock ticks where schedstat is missing.
 fn cpu_secs(pid: u32, tck: f64) -> f64 {
-    let (ns, _) = schedstat_ns(pid);
+    cpu_and_log_thread_secs(pid, tck).0
+}
+
+/// [`cpu_secs`], and the CPU seconds of the log writer thread alone, from one read of
+/// `/proc/<pid>/task`.
+fn cpu_and_log_thread_secs(pid: u32, tck: f64) -> (f64, f64) {
+    let (ns, log_ns) = schedstat_ns(pid);
     if ns == 0 {
-        cpu_ticks_secs(pid, tck)
+        (cpu_ticks_secs(pid, tck), 0.0)
     } else {
-        ns as f64 / 1e9
+        (ns as f64 / 1e9, log_ns as f64 / 1e9)
     }
 }
 
@@ -670,11 +676,11 @@ fn h2load(o: &Opts, addr: SocketAddr, rpc: &str, body: &Path, n: u64) -> f64 {
 fn saturate(o: &Opts, s: &Server, rpc: &str, body: &Path, tck: f64) -> Sat {
     h2load(o, s.addr, rpc, body, o.warmup);
     let before = s.metrics.map(|m| rpc_counts(m, rpc));
-    let (cpu0, log0) = (cpu_secs(s.child.id(), tck), file_len(&s.log));
-    let log_thread0 = schedstat_ns(s.child.id()).1;
+    let ((cpu0, log_thread0), log0) =
+        (cpu_and_log_thread_secs(s.child.id(), tck), file_len(&s.log));
     let calls_per_s = h2load(o, s.addr, rpc, body, o.calls);
-    let (cpu1, log1) = (cpu_secs(s.child.id(), tck), file_len(&s.log));
-    let log_thread1 = schedstat_ns(s.child.id()).1;
+    let ((cpu1, log_thread1), log1) =
+        (cpu_and_log_thread_secs(s.child.id(), tck), file_len(&s.log));
     if let (Some(m), Some((ok0, bad0))) = (s.metrics, before) {
         let (ok1, bad1) = rpc_counts(m, rpc);
         assert_eq!(
@@ -690,9 +696,7 @@ fn saturate(o: &Opts, s: &Server, rpc: &str, body: &Path, tck: f64) -> Sat {
     Sat {
         calls_per_s,
         cpu_us_per_call: (cpu1 - cpu0) * 1e6 / o.calls as f64,
-        log_thread_us_per_call: log_thread1.saturating_sub(log_thread0) as f64
-            / 1e3
-            / o.calls as f64,
+        log_thread_us_per_call: (log_thread1 - log_thread0) * 1e6 / o.calls as f64,
         log_bytes_per_call: (log1 - log0) as f64 / o.calls as f64,
     }
 }
@@ -1025,7 +1029,7 @@ fn main() {
         let (lo, hi) = range(&ratios);
         let mut sorted = ratios.clone();
         sorted.sort_by(f64::total_cmp);
-        let (q1, q3) = (pct(&sorted, 0.25), pct(&sorted, 0.75));
+        let (q1, mid, q3) = (pct(&sorted, 0.25), pct(&sorted, 0.5), pct(&sorted, 0.75));
         let f = |v: &Acc, g: fn(&Sat) -> f64| median(&v.sat.iter().map(g).collect::<Vec<_>>());
         let (ecpu, ncpu) = (f(e, |s| s.cpu_us_per_call), f(n, |s| s.cpu_us_per_call));
         if rpc != "GetRules" {
@@ -1033,7 +1037,7 @@ fn main() {
         }
         println!(
             "| {rpc} | **{:.2}** [{lo:.2}–{hi:.2}] ({q1:.2}–{q3:.2}) | {:.0} | {:.0} | {ecpu:.1} | {ncpu:.1} | {:.2} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.2} |",
-            median(&ratios),
+            mid,
             f(e, |s| s.calls_per_s),
             f(n, |s| s.calls_per_s),
             ncpu / ecpu,

@@ -205,7 +205,7 @@ def main() -> int:
             {"eval_time": "20m", "alertname": "RedDogDown", "exp_alerts": []},
         ],
     }
-    seal_summary = annotations("RedDogTokenKeySealBudget")
+    seal_annotations = annotations("RedDogTokenKeySealBudget")
     step = 600                                   # one sample every 10 minutes, for 26 h
     seals = {
         "name": "seal budget: 160 000 seals/s under k1 fires, 120 000/s under k2 does not",
@@ -219,7 +219,7 @@ def main() -> int:
             {"eval_time": "26h", "alertname": "RedDogTokenKeySealBudget",
              "exp_alerts": [{"exp_labels": {"severity": "warning", "key_id": "k1"},
                              "exp_annotations": {k: v.replace("{{ $labels.key_id }}", "k1")
-                                                 for k, v in seal_summary.items()}}]},
+                                                 for k, v in seal_annotations.items()}}]},
         ],
     }
     doc = {"rule_files": [a.rules_file], "evaluation_interval": "1m",

@@ -81,7 +81,7 @@ where
         })?;
         writer.write_str(meta.target())?;
         writer.write_str(": ")?;
-        let mut v = TextFields { w: &mut writer, first: true, result: Ok(()) };
+        let mut v = TextFields::new(&mut writer);
         event.record(&mut v);
         v.result?;
         writer.write_char('\n')
@@ -103,7 +103,7 @@ where
         writer.write_str("\",\"level\":\"")?;
         writer.write_str(meta.level().as_str())?;
         writer.write_str("\",\"fields\":{")?;
-        let mut v = JsonFields { w: &mut writer, first: true, result: Ok(()) };
+        let mut v = JsonFields::new(&mut writer);
         event.record(&mut v);
         v.result?;
         writer.write_str("},\"target\":\"")?;
@@ -115,27 +115,46 @@ where
 // ---------------------------------------------------------------------------------------
 // Fields.
 
-/// `name=value` pairs separated by a space, each value as `{:?}` formats it (what the stock
-/// `DefaultVisitor` writes for every field but `message`).
-struct TextFields<'a, 'w> {
+/// The visitor both formats share: each field's name as the format `S` writes it (with the
+/// separator before every field but the first), then its value; the first write error is
+/// kept and the fields after it are skipped.
+struct Fields<'a, 'w, S> {
     w: &'a mut Writer<'w>,
     first: bool,
     result: fmt::Result,
+    format: std::marker::PhantomData<S>,
 }
 
-impl TextFields<'_, '_> {
-    fn name(&mut self, field: &Field) -> fmt::Result {
-        if !std::mem::replace(&mut self.first, false) {
-            self.w.write_char(' ')?;
-        }
-        self.w.write_str(field.name())?;
-        self.w.write_char('=')
+/// How a format writes a field's name and what separates fields.
+trait FieldNames {
+    fn name(w: &mut Writer<'_>, field: &Field, first: bool) -> fmt::Result;
+}
+
+impl<'a, 'w, S: FieldNames> Fields<'a, 'w, S> {
+    fn new(w: &'a mut Writer<'w>) -> Self {
+        Fields { w, first: true, result: Ok(()), format: std::marker::PhantomData }
     }
 
     fn put(&mut self, field: &Field, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
         if self.result.is_ok() {
-            self.result = self.name(field).and_then(|()| value(self.w));
+            let first = std::mem::replace(&mut self.first, false);
+            self.result = S::name(self.w, field, first).and_then(|()| value(self.w));
         }
+    }
+}
+
+/// Text: `name=value` pairs separated by a space, each value as `{:?}` formats it (what the
+/// stock `DefaultVisitor` writes for every field but `message`).
+struct Text;
+type TextFields<'a, 'w> = Fields<'a, 'w, Text>;
+
+impl FieldNames for Text {
+    fn name(w: &mut Writer<'_>, field: &Field, first: bool) -> fmt::Result {
+        if !first {
+            w.write_char(' ')?;
+        }
+        w.write_str(field.name())?;
+        w.write_char('=')
     }
 }
 
@@ -210,28 +229,20 @@ fn write_sanitized(w: &mut Writer<'_>, value: &dyn fmt::Display, sanitize: bool)
     if sanitize { write!(Sanitizing(w), "{value}") } else { write!(w, "{value}") }
 }
 
-/// `"name":value` pairs separated by commas, typed as `tracing-serde` types them (numbers
-/// and booleans bare, everything else a JSON string), escaped as `serde_json` escapes.
-struct JsonFields<'a, 'w> {
-    w: &'a mut Writer<'w>,
-    first: bool,
-    result: fmt::Result,
-}
+/// JSON: `"name":value` pairs separated by commas, typed as `tracing-serde` types them
+/// (numbers and booleans bare, everything else a JSON string), escaped as `serde_json`
+/// escapes.
+struct Json;
+type JsonFields<'a, 'w> = Fields<'a, 'w, Json>;
 
-impl JsonFields<'_, '_> {
-    fn name(&mut self, field: &Field) -> fmt::Result {
-        if !std::mem::replace(&mut self.first, false) {
-            self.w.write_char(',')?;
+impl FieldNames for Json {
+    fn name(w: &mut Writer<'_>, field: &Field, first: bool) -> fmt::Result {
+        if !first {
+            w.write_char(',')?;
         }
-        self.w.write_char('"')?;
-        json_escaped(self.w, field.name())?;
-        self.w.write_str("\":")
-    }
-
-    fn put(&mut self, field: &Field, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
-        if self.result.is_ok() {
-            self.result = self.name(field).and_then(|()| value(self.w));
-        }
+        w.write_char('"')?;
+        json_escaped(w, field.name())?;
+        w.write_str("\":")
     }
 }
 
