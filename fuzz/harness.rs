@@ -167,6 +167,8 @@ pub fn commitment_token(
         // The engines here serve `Tables::single`: no currency configured.
         currency: Currency::unspecified().code().to_string(),
         minor_unit_exponent: u32::from(Currency::unspecified().minor_unit_exponent()),
+        // No rules digest: StartRound deals under the table's current rules.
+        rules_digest: vec![],
     };
     ring.seal(TokenKind::Commitment, &payload).unwrap()
 }

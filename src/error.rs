@@ -114,6 +114,14 @@ pub enum EngineError {
     )]
     CurrencyChanged { committed: String, table: String },
 
+    /// The table's rules digest (deck count, paytable, bet limits, currency) changed between
+    /// CommitSeed, which bound and showed it, and StartRound.
+    #[error(
+        "the table's rules changed since the commitment (committed under rules digest {committed}, the table's \
+         rules digest is now {table}); ask a new commitment"
+    )]
+    RulesChanged { committed: String, table: String },
+
     /// A round or commitment token that is not genuine, is truncated, was sealed under a key
     /// this engine does not hold, or has expired. Deliberately says nothing about which.
     #[error("round or commitment token is not valid")]

@@ -17,6 +17,10 @@
 //!   with odds 1 … 10000; `decisions` non-empty calls of `{"seat","action"}` in ascending seat
 //!   order, a seat at most once in the round, none unless the hand is non-consecutive;
 //!   `seats` 1–7 objects exactly `{"bet","raised","stake","returned"}`).
+//! - Version 3 (`"format":"reddog-reveal-v3"`): version 2's keys and three more: `limits`
+//!   exactly `{"min_bet","max_bet"}` with 1 ≤ min_bet ≤ max_bet ≤ `MAX_BET`; `currency`
+//!   exactly `{"code","exponent"}`, the code three ASCII capital letters, the exponent 0 … 4;
+//!   `rules_digest` 64 lower-case hex.
 //!
 //! Errors are [`EngineError::InvalidArgument`] naming the JSON path at fault.
 
@@ -24,10 +28,13 @@ use std::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::reveal::{AnyReveal, REVEAL_V2, RevealDecision, RevealSeat, RevealV1, RevealV2};
+use super::reveal::{
+    AnyReveal, REVEAL_V2, REVEAL_V3, RevealCurrency, RevealDecision, RevealLimits, RevealSeat, RevealV1, RevealV2,
+};
 use super::shuffle::ALGORITHM;
 use crate::error::EngineError;
 use crate::game::paytable::MAX_ODDS;
+use crate::game::table::MAX_BET;
 use crate::game::{Card, HandClass, MAX_DECKS, MAX_SEATS, Paytable};
 
 /// Longest client seed in a version-2 reveal, bytes.
@@ -36,6 +43,8 @@ pub const MAX_CLIENT_SEED_BYTES: usize = 1024;
 pub const MAX_ROUND_ID_BYTES: usize = 128;
 /// Longest table id, bytes.
 pub const MAX_TABLE_ID_BYTES: usize = 64;
+/// Largest minor-unit exponent of a currency in a version-3 reveal.
+pub const MAX_CURRENCY_EXPONENT: u8 = 4;
 
 /// A JSON value as the grammar sees it: integers are `u64` only, objects keep their keys in
 /// order and never hold one twice.
@@ -257,8 +266,12 @@ pub fn parse(text: &str) -> Result<AnyReveal, EngineError> {
     let mut f = Fields::of("", &tree)?;
     match f.take_opt("format") {
         None => parse_v1(f).map(AnyReveal::V1),
-        Some(Json::Str(s)) if s == REVEAL_V2 => parse_v2(f).map(AnyReveal::V2),
-        Some(_) => Err(bad("format", format!("unknown reveal format (this verifier reads {REVEAL_V2} and version 1)"))),
+        Some(Json::Str(s)) if s == REVEAL_V2 => parse_v2(f, false).map(AnyReveal::V2),
+        Some(Json::Str(s)) if s == REVEAL_V3 => parse_v2(f, true).map(AnyReveal::V2),
+        Some(_) => Err(bad(
+            "format",
+            format!("unknown reveal format (this verifier reads {REVEAL_V3}, {REVEAL_V2} and version 1)"),
+        )),
     }
 }
 
@@ -290,7 +303,33 @@ fn parse_v1(mut f: Fields<'_>) -> Result<RevealV1, EngineError> {
     Ok(RevealV1 { algorithm, server_seed, commitment, client_seed, nonce, decks, cards, round_id })
 }
 
-fn parse_v2(mut f: Fields<'_>) -> Result<RevealV2, EngineError> {
+/// Version 3's `limits`, `currency` and `rules_digest`.
+fn parse_v3_rules(f: &mut Fields<'_>) -> Result<(RevealLimits, RevealCurrency, String), EngineError> {
+    let limits = {
+        let (v, p) = f.take("limits")?;
+        let mut lf = Fields::of(&p, v)?;
+        let min_bet = lf.int("min_bet", 1, MAX_BET)?;
+        let max_bet = lf.int("max_bet", min_bet, MAX_BET)?;
+        lf.finish()?;
+        RevealLimits { min_bet, max_bet }
+    };
+    let currency = {
+        let (v, p) = f.take("currency")?;
+        let mut cf = Fields::of(&p, v)?;
+        let (code, cp) = cf.string("code")?;
+        if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+            return Err(bad(cp, "must be an ISO 4217 alphabetic code: three capital letters A-Z"));
+        }
+        let exponent = cf.int("exponent", 0, u64::from(MAX_CURRENCY_EXPONENT))? as u8;
+        cf.finish()?;
+        RevealCurrency { code: code.to_string(), exponent }
+    };
+    let (d, p) = f.string("rules_digest")?;
+    let digest = hex64(d, &p, true)?;
+    Ok((limits, currency, digest))
+}
+
+fn parse_v2(mut f: Fields<'_>, v3: bool) -> Result<RevealV2, EngineError> {
     let algorithm = algorithm(&mut f)?;
     let (s, p) = f.string("server_seed")?;
     let server_seed = hex64(s, &p, true)?;
@@ -330,6 +369,12 @@ fn parse_v2(mut f: Fields<'_>) -> Result<RevealV2, EngineError> {
         let three = pf.int("three_of_a_kind", 1, u64::from(MAX_ODDS))? as u32;
         pf.finish()?;
         Paytable::new(odds, three).map_err(|e| bad(p, e.to_string()))?
+    };
+    let (limits, currency, rules_digest) = if v3 {
+        let (l, c, d) = parse_v3_rules(&mut f)?;
+        (Some(l), Some(c), Some(d))
+    } else {
+        (None, None, None)
     };
     let (seat_list, seats_path) = f.array("seats")?;
     if seat_list.is_empty() || seat_list.len() > MAX_SEATS {
@@ -384,7 +429,7 @@ fn parse_v2(mut f: Fields<'_>) -> Result<RevealV2, EngineError> {
     let transcript = hex64(t, &p, true)?;
     f.finish()?;
     Ok(RevealV2 {
-        format: REVEAL_V2.to_string(),
+        format: if v3 { REVEAL_V3 } else { REVEAL_V2 }.to_string(),
         algorithm,
         server_seed,
         commitment,
@@ -395,6 +440,9 @@ fn parse_v2(mut f: Fields<'_>) -> Result<RevealV2, EngineError> {
         decks,
         cards,
         paytable,
+        limits,
+        currency,
+        rules_digest,
         decisions,
         seats,
         transcript,

@@ -10,15 +10,17 @@
 
 pub mod grammar;
 mod reveal;
+pub mod rules;
 mod seed;
 mod shuffle;
 pub mod transcript;
 
 pub use grammar::{Expectations, Mismatch, parse as parse_reveal};
 pub use reveal::{
-    AnyReveal, REVEAL_V2, RevealDecision, RevealSeat, RevealV1, RevealV2, SettledRound, Verdict, action_text,
-    verify_v1, verify_v2,
+    AnyReveal, REVEAL_V2, REVEAL_V3, RevealCurrency, RevealDecision, RevealLimits, RevealSeat, RevealV1, RevealV2,
+    SettledRound, Verdict, action_text, verify_v1, verify_v2,
 };
+pub use rules::{RulesDigest, TableRules};
 pub use seed::{Commitment, ServerSeed};
 pub use shuffle::{ALGORITHM, ALGORITHM_VERSION, DealInputs, DealStream, FairShoe, derive_key};
 pub use transcript::{StartInputs, Transcript};

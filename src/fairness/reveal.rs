@@ -7,6 +7,11 @@
 //!   from the cards, the decisions and the paytable by the game core's rules) and the
 //!   transcript (it follows from all of the above). Emitted as compact JSON with the keys in
 //!   the order of `docs/design/round-integrity.md` §3.
+//! - Version 3 (`"format":"reddog-reveal-v3"`, what `Settle` returns for a round dealt under
+//!   a rules digest): version 2 plus the table's bet `limits`, its `currency` and the
+//!   `rules_digest` they hash to with the deck count and paytable ([`super::rules`]); its
+//!   transcript's `t_0` is version 2 (it hashes the digest). [`RevealV2`] holds both versions:
+//!   the three fields are `Some` exactly in a version-3 reveal.
 //! - [`RevealV1`] (no `format` key): the earlier reveal, inputs and cards only. Still
 //!   verified (cards only).
 //!
@@ -14,14 +19,19 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::rules::{RulesDigest, TableRules};
 use super::seed::ServerSeed;
 use super::shuffle::{ALGORITHM, DealInputs, FairShoe};
 use super::transcript::{StartInputs, Transcript};
 use crate::error::EngineError;
-use crate::game::{Card, Decision, Decks, HandClass, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Settlement};
+use crate::game::{
+    BetLimits, Card, Decision, Decks, HandClass, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Settlement,
+};
 
 /// The `format` of a version-2 reveal.
 pub const REVEAL_V2: &str = "reddog-reveal-v2";
+/// The `format` of a version-3 reveal.
+pub const REVEAL_V3: &str = "reddog-reveal-v3";
 
 /// A version-1 reveal: everything needed to recompute its cards.
 ///
@@ -78,7 +88,26 @@ pub struct RevealSeat {
     pub returned: u64,
 }
 
-/// A version-2 reveal, field order = emission order.
+/// The table's bet limits in a version-3 reveal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevealLimits {
+    pub min_bet: u64,
+    pub max_bet: u64,
+}
+
+/// The table's currency in a version-3 reveal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevealCurrency {
+    /// ISO 4217 alphabetic code.
+    pub code: String,
+    /// Decimals of the minor unit, 0 … 4.
+    pub exponent: u8,
+}
+
+/// A version-2 or version-3 reveal, field order = emission order. `limits`, `currency` and
+/// `rules_digest` are `Some` exactly when `format` is [`REVEAL_V3`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RevealV2 {
@@ -93,6 +122,15 @@ pub struct RevealV2 {
     pub decks: u8,
     pub cards: Vec<String>,
     pub paytable: Paytable,
+    /// Version 3: the table's bet limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<RevealLimits>,
+    /// Version 3: the table's currency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<RevealCurrency>,
+    /// Version 3: the table's rules digest, 64 lower-case hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules_digest: Option<String>,
     /// One entry per `Decide` call, in order; each in ascending seat order.
     pub decisions: Vec<Vec<RevealDecision>>,
     pub seats: Vec<RevealSeat>,
@@ -131,13 +169,16 @@ pub struct SettledRound<'a> {
     pub steps: &'a [Vec<(usize, Decision)>],
     pub settlement: &'a Settlement,
     pub transcript: Transcript,
+    /// The table's rules the round was dealt under: `Some` gives a version-3 reveal, `None`
+    /// (a round sealed before rounds carried them) a version-2 one.
+    pub rules: Option<TableRules<'a>>,
 }
 
 impl RevealV2 {
     /// The reveal of a settled round.
     pub fn new(r: &SettledRound<'_>) -> RevealV2 {
         RevealV2 {
-            format: REVEAL_V2.to_string(),
+            format: if r.rules.is_some() { REVEAL_V3 } else { REVEAL_V2 }.to_string(),
             algorithm: ALGORITHM.to_string(),
             server_seed: r.seed.reveal_hex(),
             commitment: r.seed.commitment().to_hex(),
@@ -148,6 +189,9 @@ impl RevealV2 {
             decks: r.decks.get(),
             cards: r.cards.iter().map(|c| c.text().to_owned()).collect(),
             paytable: r.paytable.clone(),
+            limits: r.rules.map(|t| RevealLimits { min_bet: t.limits.min().0, max_bet: t.limits.max().0 }),
+            currency: r.rules.map(|t| RevealCurrency { code: t.currency.to_string(), exponent: t.exponent }),
+            rules_digest: r.rules.map(|t| t.digest().to_hex()),
             decisions: r
                 .steps
                 .iter()
@@ -180,6 +224,7 @@ impl RevealV2 {
 
 /// A parsed reveal of either version.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant, reason = "one value per reveal verified: its size costs nothing")]
 pub enum AnyReveal {
     V1(RevealV1),
     V2(RevealV2),
@@ -209,13 +254,21 @@ pub struct Verdict {
     pub payouts_ok: Option<bool>,
     /// Version 2: the recomputed transcript equals the revealed one (`None` for version 1).
     pub transcript_ok: Option<bool>,
+    /// Version 3: the rules digest recomputed from the deck count, paytable, limits and
+    /// currency equals the revealed one, and every bet is within the limits (`None` before
+    /// version 3).
+    pub rules_ok: Option<bool>,
     /// Version 2: each seat's settlement as the rules compute it, for display.
     pub expected_seats: Vec<RevealSeat>,
 }
 
 impl Verdict {
     pub fn ok(&self) -> bool {
-        self.commitment_ok && self.cards_ok && self.payouts_ok != Some(false) && self.transcript_ok != Some(false)
+        self.commitment_ok
+            && self.cards_ok
+            && self.payouts_ok != Some(false)
+            && self.transcript_ok != Some(false)
+            && self.rules_ok != Some(false)
     }
 }
 
@@ -289,15 +342,37 @@ pub fn verify_v1(reveal: &RevealV1) -> Result<Verdict, EngineError> {
         reveal.decks,
         &reveal.cards,
     )?;
-    Ok(Verdict { commitment_ok, recomputed, cards_ok, payouts_ok: None, transcript_ok: None, expected_seats: vec![] })
+    Ok(Verdict {
+        commitment_ok,
+        recomputed,
+        cards_ok,
+        payouts_ok: None,
+        transcript_ok: None,
+        rules_ok: None,
+        expected_seats: vec![],
+    })
 }
 
-/// Checks a version-2 reveal: commitment, cards, every seat's money (recomputed by the game
-/// core from the revealed cards, decisions and paytable) and the transcript.
+/// The limits and currency of a version-3 reveal, as the rules digest takes them.
+fn v3_rules<'a>(reveal: &'a RevealV2, decks: Decks) -> Result<(TableRules<'a>, [u8; 32]), EngineError> {
+    let (Some(limits), Some(currency), Some(digest)) = (&reveal.limits, &reveal.currency, &reveal.rules_digest) else {
+        return Err(EngineError::invalid("format", "a reddog-reveal-v3 has limits, currency and rules_digest"));
+    };
+    let limits = BetLimits::new(Money(limits.min_bet), Money(limits.max_bet))?;
+    let rules =
+        TableRules { decks, paytable: &reveal.paytable, limits, currency: &currency.code, exponent: currency.exponent };
+    Ok((rules, hex32("rules_digest", digest)?))
+}
+
+/// Checks a version-2 or version-3 reveal: commitment, cards, every seat's money (recomputed
+/// by the game core from the revealed cards, decisions and paytable), the transcript and
+/// (version 3) the rules digest and the bets against the limits.
 pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, EngineError> {
-    if reveal.format != REVEAL_V2 {
-        return Err(EngineError::invalid("format", format!("expected {REVEAL_V2}")));
-    }
+    let v3 = match reveal.format.as_str() {
+        REVEAL_V2 if reveal.limits.is_none() && reveal.currency.is_none() && reveal.rules_digest.is_none() => false,
+        REVEAL_V3 => true,
+        _ => return Err(EngineError::invalid("format", format!("expected {REVEAL_V2} or {REVEAL_V3}"))),
+    };
     let DealCheck { commitment_ok, recomputed, cards_ok, claimed, commitment } = verify_deal(
         &reveal.algorithm,
         &reveal.server_seed,
@@ -361,6 +436,10 @@ pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, EngineError> {
         // genuine round has them, so the amounts cannot be right.
         .unwrap_or_default();
     let payouts_ok = expected == reveal.seats;
+    let rules = if v3 { Some(v3_rules(reveal, decks)?) } else { None };
+    let revealed_digest = rules.as_ref().map(|(_, d)| RulesDigest(*d));
+    let rules_ok =
+        rules.as_ref().map(|(t, d)| t.digest().0 == *d && reveal.seats.iter().all(|s| t.limits.contains(Money(s.bet))));
     let start = StartInputs {
         commitment: &commitment,
         table_id: &reveal.table_id,
@@ -370,6 +449,7 @@ pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, EngineError> {
         client_seed: reveal.client_seed.as_bytes(),
         paytable,
         bets: &bets,
+        rules_digest: revealed_digest.as_ref(),
     };
     let transcript = steps.iter().fold(start.transcript(), |t, step| t.decide(step));
     let transcript_ok = transcript.to_hex() == reveal.transcript;
@@ -379,6 +459,7 @@ pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, EngineError> {
         cards_ok,
         payouts_ok: Some(payouts_ok),
         transcript_ok: Some(transcript_ok),
+        rules_ok,
         expected_seats: expected,
     })
 }
@@ -422,6 +503,7 @@ mod tests {
             client_seed: b"lucky",
             paytable: table.paytable(),
             bets: &bets,
+            rules_digest: None,
         };
         let transcript = steps.iter().fold(start.transcript(), |t, s| t.decide(s));
         RevealV2::new(&SettledRound {
@@ -436,6 +518,7 @@ mod tests {
             steps: &steps,
             settlement: &settlement,
             transcript,
+            rules: None,
         })
     }
 

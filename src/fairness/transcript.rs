@@ -12,6 +12,10 @@
 //! t_k = SHA-256( field("reddog/transcript/v1/decide") ‖ field(t_{k−1}: 32 raw bytes)
 //!              ‖ field(u8(seat) ‖ u8(action) ‖ …) )      raise = 1, stand = 2
 //! ```
+//! A round dealt under a rules digest ([`super::rules`]; every round of this engine version)
+//! has `t_0` version 2: the label `"reddog/transcript/v2/start"` and, after the bets, one more
+//! field, `field(rules_digest: 32 raw bytes)`. The `Decide` steps are the same in both.
+//!
 //! Two rounds (or two forks of one round) with any difference in those inputs or decisions
 //! have different transcripts, so a fork cannot hide in a reveal or in the audit log.
 //!
@@ -21,10 +25,13 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
+use super::rules::RulesDigest;
 use crate::game::{Decision, Decks, Money, Paytable, Spread};
 
-/// Domain label of `t_0`.
+/// Domain label of `t_0` version 1 (a round without a rules digest).
 pub const START_LABEL: &[u8] = b"reddog/transcript/v1/start";
+/// Domain label of `t_0` version 2 (a round with a rules digest).
+pub const START_LABEL_V2: &[u8] = b"reddog/transcript/v2/start";
 /// Domain label of each `Decide` step.
 pub const DECIDE_LABEL: &[u8] = b"reddog/transcript/v1/decide";
 
@@ -94,6 +101,9 @@ pub struct StartInputs<'a> {
     pub paytable: &'a Paytable,
     /// The original bets, seat 0 first.
     pub bets: &'a [Money],
+    /// The table's rules digest: `Some` gives `t_0` version 2, `None` version 1 (a round
+    /// sealed before rounds carried their table's rules).
+    pub rules_digest: Option<&'a RulesDigest>,
 }
 
 impl StartInputs<'_> {
@@ -104,8 +114,9 @@ impl StartInputs<'_> {
             chunk.copy_from_slice(&self.paytable.spread_odds(s).to_be_bytes());
         }
         odds[44..].copy_from_slice(&self.paytable.three_of_a_kind_odds().to_be_bytes());
+        let label = if self.rules_digest.is_some() { START_LABEL_V2 } else { START_LABEL };
         for part in [
-            START_LABEL,
+            label,
             &self.commitment[..],
             self.table_id.as_bytes(),
             self.round_id.as_bytes(),
@@ -122,11 +133,15 @@ impl StartInputs<'_> {
         for b in self.bets {
             put(&b.0.to_be_bytes());
         }
+        if let Some(d) = self.rules_digest {
+            put(&len32(&d.0).to_be_bytes());
+            put(&d.0);
+        }
     }
 
     /// The exact bytes SHA-256 is taken of for `t_0` (published in the test vectors).
     pub fn preimage(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(160 + self.client_seed.len() + self.round_id.len());
+        let mut out = Vec::with_capacity(200 + self.client_seed.len() + self.round_id.len());
         self.write_preimage(|b| out.extend_from_slice(b));
         out
     }
@@ -183,7 +198,29 @@ mod tests {
             client_seed: b"lucky",
             paytable,
             bets,
+            rules_digest: None,
         }
+    }
+
+    #[test]
+    fn the_v2_preimage_has_its_own_label_and_the_rules_digest_last() {
+        let c = [0xab; 32];
+        let bets = [Money(500)];
+        let p = Paytable::STANDARD;
+        let digest = RulesDigest([0x5c; 32]);
+        let v1 = start(&c, &bets, &p);
+        let v2 = StartInputs { rules_digest: Some(&digest), ..v1 };
+        let mut expect = v1.preimage();
+        let label_field = [&26u32.to_be_bytes()[..], b"reddog/transcript/v1/start"].concat();
+        assert!(expect.starts_with(&label_field));
+        expect.splice(..label_field.len(), [&26u32.to_be_bytes()[..], b"reddog/transcript/v2/start"].concat());
+        expect.extend_from_slice(&32u32.to_be_bytes());
+        expect.extend_from_slice(&[0x5c; 32]);
+        assert_eq!(v2.preimage(), expect);
+        assert_eq!(v2.transcript().0, <[u8; 32]>::from(Sha256::digest(&expect)));
+        let other = RulesDigest([0x5d; 32]);
+        assert_ne!(StartInputs { rules_digest: Some(&other), ..v1 }.transcript(), v2.transcript());
+        assert_ne!(v1.transcript(), v2.transcript());
     }
 
     #[test]

@@ -28,7 +28,9 @@ use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, NewCommitment, 
 use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{BoundField, EngineError};
-use crate::fairness::{ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, ServerSeed, SettledRound, action_text};
+use crate::fairness::{
+    ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, TableRules, action_text,
+};
 use crate::game::{Money, Round, Spread};
 use std::collections::BTreeMap;
 
@@ -57,6 +59,8 @@ struct Inner {
     ttl_ms: i64,
     /// GetRules' answer per table id, computed once.
     rules: BTreeMap<String, proto::GetRulesResponse>,
+    /// Each table's rules digest, computed once.
+    digests: BTreeMap<String, RulesDigest>,
     metrics: Metrics,
     table_metrics: BTreeMap<String, TableMetrics>,
 }
@@ -88,6 +92,17 @@ impl std::fmt::Display for DecisionList<'_> {
             write!(f, "{seat}:{}", action_text(d))?;
         }
         Ok(())
+    }
+}
+
+/// A configured table's rules, as its rules digest takes them.
+fn table_rules(t: &NamedTable) -> TableRules<'_> {
+    TableRules {
+        decks: t.table.decks(),
+        paytable: t.table.paytable(),
+        limits: t.table.limits(),
+        currency: t.currency.code(),
+        exponent: t.currency.minor_unit_exponent(),
     }
 }
 
@@ -142,10 +157,18 @@ impl RedDogService {
 
     pub fn new(config: EngineConfig) -> RedDogService {
         let ttl_ms = i64::try_from(config.commitment_ttl.as_millis()).unwrap_or(i64::MAX);
+        let digests: BTreeMap<String, RulesDigest> =
+            config.tables.iter().map(|t| (t.id.clone(), table_rules(t).digest())).collect();
         let rules = config
             .tables
             .iter()
-            .map(|t| (t.id.clone(), super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency))))
+            .map(|t| {
+                let digest = table_rules(t).digest();
+                (
+                    t.id.clone(),
+                    super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency), digest),
+                )
+            })
             .collect();
         let table_metrics = config
             .tables
@@ -158,6 +181,7 @@ impl RedDogService {
                 ring: config.key_ring,
                 ttl_ms,
                 rules,
+                digests,
                 metrics: Metrics::register(),
                 table_metrics,
             }),
@@ -167,6 +191,11 @@ impl RedDogService {
     /// The table with this id (empty = the default table).
     fn table(&self, table_id: &str) -> Result<&NamedTable, EngineError> {
         self.inner.tables.get(table_id)
+    }
+
+    /// A configured table's rules digest (computed at startup).
+    fn digest_of(&self, named: &NamedTable) -> RulesDigest {
+        self.inner.digests.get(&named.id).copied().unwrap_or_else(|| table_rules(named).digest())
     }
 
     /// The currency of a round's amounts: the one its token carries, else (a token sealed
@@ -215,6 +244,7 @@ impl RedDogService {
         let named = self.table(&req.table_id)?;
         let (table, table_id) = (&named.table, named.id.as_str());
         let seed = ServerSeed::generate()?;
+        let rules_digest = self.digest_of(named);
         let expires_at_unix_ms = now_ms().checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
         let payload = NewCommitment {
             seed: &seed,
@@ -225,6 +255,7 @@ impl RedDogService {
             decks: u32::from(table.decks().get()),
             currency: named.currency.code(),
             minor_unit_exponent: u32::from(named.currency.minor_unit_exponent()),
+            rules_digest: &rules_digest,
         };
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
         let commitment = seed.commitment().to_hex();
@@ -248,6 +279,7 @@ impl RedDogService {
             table_id: table_id.to_string(),
             decks: u32::from(table.decks().get()),
             currency: Some(currency(&named.currency)),
+            rules_digest: rules_digest.to_hex(),
         })
     }
 
@@ -286,7 +318,7 @@ impl RedDogService {
                 }
                 self.table(DEFAULT_TABLE_ID)?
             }
-            Binding::Bound { round_id, nonce, table_id, decks, currency: committed_currency } => {
+            Binding::Bound { round_id, nonce, table_id, decks, currency: committed_currency, rules_digest } => {
                 if *round_id != req.round_id {
                     return Err(mismatch(BoundField::RoundId, format!("{round_id:?}"), format!("{:?}", req.round_id)));
                 }
@@ -308,6 +340,16 @@ impl RedDogService {
                     return Err(EngineError::CurrencyChanged {
                         committed: currency_text(c),
                         table: currency_text(&named.currency),
+                    }
+                    .into());
+                }
+                // A commitment sealed before rules were bound has no digest: it deals under the
+                // table's current rules until it expires (FAIRNESS §7, the migration window).
+                let table_digest = self.digest_of(named);
+                if let Some(committed) = rules_digest.filter(|d| *d != table_digest) {
+                    return Err(EngineError::RulesChanged {
+                        committed: committed.to_hex(),
+                        table: table_digest.to_hex(),
                     }
                     .into());
                 }
@@ -341,6 +383,7 @@ impl RedDogService {
             steps: Vec::new(),
             transcript: crate::fairness::Transcript([0; 32]),
             currency: Some(named.currency.clone()),
+            limits: Some(named.table.limits()),
         };
         state.transcript = state.start_transcript();
         let token = self.inner.ring.seal(TokenKind::Round, &state)?;
@@ -459,6 +502,7 @@ impl RedDogService {
                 steps: &state.steps,
                 settlement: &settlement,
                 transcript: state.transcript,
+                rules: state.rules(),
             });
             // The JSON first, then the reveal's strings move into the message (no copies).
             (reveal.to_json(), reveal_message(reveal))
@@ -527,6 +571,9 @@ fn reveal_message(r: RevealV2) -> proto::Reveal {
             spread: Spread::all().map(|s| paytable.spread_odds(s)).collect(),
             three_of_a_kind: paytable.three_of_a_kind_odds(),
         }),
+        limits: r.limits.map(|l| proto::Limits { min_bet: l.min_bet, max_bet: l.max_bet }),
+        currency: r.currency.map(|c| proto::Currency { code: c.code, minor_unit_exponent: u32::from(c.exponent) }),
+        rules_digest: r.rules_digest.unwrap_or_default(),
         decisions: r
             .decisions
             .iter()

@@ -16,6 +16,7 @@
 //! | `LimitsDoNotOverlap` | `FAILED_PRECONDITION` | `player_limits` | `PreconditionFailure` + `ErrorInfo` |
 //! | `CommitmentMismatch` | `FAILED_PRECONDITION` | `round_id` / `nonce` / `table_id` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` |
 //! | `TableChanged`, `CurrencyChanged` | `FAILED_PRECONDITION` | `commitment_token` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` |
+//! | `RulesChanged` | `FAILED_PRECONDITION` | `commitment_token` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` reason `RULES_CHANGED` |
 //! | `UnknownTable` | `NOT_FOUND` | `table_id` | `BadRequest` + `ErrorInfo` |
 //! | `TableTooLarge` | `INVALID_ARGUMENT` | `max_bet` (configuration; never a request) | `BadRequest` + `ErrorInfo` |
 //! | `InvalidToken` | `INVALID_ARGUMENT`, always the same message | the token field | `BadRequest` + `ErrorInfo` reason `INVALID_TOKEN` |
@@ -46,6 +47,8 @@ enum Report {
     Range { min: u64, max: u64 },
     /// `PreconditionFailure` violation of this type.
     Precondition(&'static str),
+    /// `PreconditionFailure` violation of this type, with its own `ErrorInfo.reason`.
+    PreconditionWithReason(&'static str, &'static str),
 }
 
 /// The request field an error is about, the reason to report, and how.
@@ -81,6 +84,9 @@ fn describe(err: &EngineError) -> Option<(Cow<'static, str>, String, Report)> {
         E::TableChanged { .. } | E::CurrencyChanged { .. } => {
             ("commitment_token".into(), what(), Report::Precondition("COMMITMENT_BINDING"))
         }
+        E::RulesChanged { .. } => {
+            ("commitment_token".into(), what(), Report::PreconditionWithReason("COMMITMENT_BINDING", "RULES_CHANGED"))
+        }
         E::UnknownTable { .. } => ("table_id".into(), what(), Report::BadRequest(Code::NotFound)),
         E::TableTooLarge { .. } => ("max_bet".into(), what(), Report::BadRequest(Code::InvalidArgument)),
         E::InvalidToken | E::TokenTooLarge { .. } | E::AmountOverflow { .. } | E::Internal(_) => return None,
@@ -107,6 +113,7 @@ impl From<EngineError> for Status {
         };
         let message = format!("{field}: {reason}");
         let mut meta = vec![("field".to_string(), field.to_string())];
+        let mut reason_override = None;
         let (code, mut details) = match report {
             Report::BadRequest(code) => (code, ErrorDetails::with_bad_request_violation(field.as_ref(), reason)),
             Report::Range { min, max } => {
@@ -118,9 +125,16 @@ impl From<EngineError> for Status {
                 Code::FailedPrecondition,
                 ErrorDetails::with_precondition_failure_violation(kind, field.as_ref(), reason),
             ),
+            Report::PreconditionWithReason(kind, info_reason) => {
+                reason_override = Some(info_reason);
+                (
+                    Code::FailedPrecondition,
+                    ErrorDetails::with_precondition_failure_violation(kind, field.as_ref(), reason),
+                )
+            }
         };
         details.set_error_info(
-            reason_code(code),
+            reason_override.unwrap_or_else(|| reason_code(code)),
             ERROR_DOMAIN,
             meta.into_iter().collect::<std::collections::HashMap<_, _>>(),
         );
@@ -181,6 +195,11 @@ mod tests {
                 Code::FailedPrecondition,
                 "commitment_token",
             ),
+            (
+                EngineError::RulesChanged { committed: "ab".repeat(32), table: "cd".repeat(32) },
+                Code::FailedPrecondition,
+                "commitment_token",
+            ),
             (EngineError::UnknownTable { table_id: "vip".into() }, Code::NotFound, "table_id"),
         ];
         for (err, code, field) in cases {
@@ -192,6 +211,8 @@ mod tests {
         let bet = Status::from(EngineError::BetOutsideLimits { seat: 0, bet: Money(1), limits: BetLimits::STANDARD });
         let info = bet.get_error_details().error_info().unwrap().clone();
         assert_eq!((info.metadata["min"].as_str(), info.metadata["max"].as_str()), ("500", "30000"));
+        let changed = Status::from(EngineError::RulesChanged { committed: "ab".repeat(32), table: "cd".repeat(32) });
+        assert_eq!(changed.get_error_details().error_info().unwrap().reason, "RULES_CHANGED");
     }
 
     #[test]

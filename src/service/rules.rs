@@ -6,16 +6,18 @@ use super::build_info;
 use super::convert::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES};
 use super::proto;
 use super::token::MAX_TOKEN_LEN;
-use crate::fairness::{ALGORITHM, ALGORITHM_VERSION};
+use crate::fairness::{ALGORITHM, ALGORITHM_VERSION, RulesDigest};
 use crate::game::{MAX_SEATS, Spread, Table};
 use crate::odds::{Analysis, RtpDefinition, decimal, fraction};
 
-/// The rules of `table` (id `table_id`, amounts in `currency`) as the API states them.
+/// The rules of `table` (id `table_id`, amounts in `currency`, rules digest `rules_digest`)
+/// as the API states them.
 pub fn rules(
     table: &Table,
     commitment_ttl: Duration,
     table_id: &str,
     currency: proto::Currency,
+    rules_digest: RulesDigest,
 ) -> proto::GetRulesResponse {
     let (rtp_exact, rtp_decimal, raise_rule) = rtp(table);
     proto::GetRulesResponse {
@@ -38,6 +40,7 @@ pub fn rules(
         rtp_figures: rtp_figures(table),
         table_id: table_id.to_string(),
         currency: Some(currency),
+        rules_digest: rules_digest.to_hex(),
         engine: Some(proto::BuildInfo {
             version: build_info::VERSION.to_string(),
             git_commit: build_info::GIT_COMMIT.to_string(),

@@ -12,8 +12,10 @@ use zeroize::Zeroize;
 
 use super::tables::Currency;
 use crate::error::EngineError;
-use crate::fairness::{ServerSeed, StartInputs, Transcript};
-use crate::game::{Card, Decision, Decks, MAX_SEATS, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Spread};
+use crate::fairness::{RulesDigest, ServerSeed, StartInputs, TableRules, Transcript};
+use crate::game::{
+    BetLimits, Card, Decision, Decks, MAX_SEATS, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Spread,
+};
 
 /// The id of the default table.
 pub const DEFAULT_TABLE_ID: &str = "default";
@@ -45,6 +47,11 @@ pub struct CommitmentPayload {
     /// Its minor-unit exponent (0 when `currency` is empty).
     #[prost(uint32, tag = "8")]
     pub minor_unit_exponent: u32,
+    /// The table's rules digest when the commitment was made (32 bytes; StartRound refuses
+    /// the commitment if the table's digest changed); empty in a commitment sealed before
+    /// rules were bound.
+    #[prost(bytes = "vec", tag = "9")]
+    pub rules_digest: Vec<u8>,
 }
 
 /// A commitment to seal, borrowing its fields: [`super::token::KeyRing::seal`] writes it byte
@@ -60,6 +67,7 @@ pub struct NewCommitment<'a> {
     pub decks: u32,
     pub currency: &'a str,
     pub minor_unit_exponent: u32,
+    pub rules_digest: &'a RulesDigest,
 }
 
 impl super::token::Payload for NewCommitment<'_> {
@@ -73,6 +81,7 @@ impl super::token::Payload for NewCommitment<'_> {
             + wire::varint_len(6, u64::from(self.decks))
             + wire::bytes_len(7, self.currency.as_bytes())
             + wire::varint_len(8, u64::from(self.minor_unit_exponent))
+            + wire::bytes_len(9, &self.rules_digest.0)
     }
 
     fn encode_to(&self, buf: &mut Vec<u8>) {
@@ -84,6 +93,7 @@ impl super::token::Payload for NewCommitment<'_> {
         wire::varint(6, u64::from(self.decks), buf);
         wire::bytes(7, self.currency.as_bytes(), buf);
         wire::varint(8, u64::from(self.minor_unit_exponent), buf);
+        wire::bytes(9, &self.rules_digest.0, buf);
     }
 }
 
@@ -93,9 +103,17 @@ pub enum Binding {
     /// A commitment sealed before binding existed: it serves the round id and nonce the
     /// StartRound names, at the default table, until it expires.
     Unbound,
-    /// The one round the commitment may deal, and the currency its bets are in (`None` in a
-    /// commitment sealed before currencies were bound).
-    Bound { round_id: String, nonce: u64, table_id: String, decks: Decks, currency: Option<Currency> },
+    /// The one round the commitment may deal, the currency its bets are in (`None` in a
+    /// commitment sealed before currencies were bound) and the table's rules digest (`None` in
+    /// a commitment sealed before rules were bound).
+    Bound {
+        round_id: String,
+        nonce: u64,
+        table_id: String,
+        decks: Decks,
+        currency: Option<Currency>,
+        rules_digest: Option<RulesDigest>,
+    },
 }
 
 impl CommitmentPayload {
@@ -120,6 +138,10 @@ impl CommitmentPayload {
             table_id: self.table_id.clone(),
             decks: Decks::new(self.decks).map_err(|_| EngineError::InvalidToken)?,
             currency: sealed_currency(&self.currency, self.minor_unit_exponent)?,
+            rules_digest: match self.rules_digest.len() {
+                0 => None,
+                _ => Some(RulesDigest::from_slice(&self.rules_digest).ok_or(EngineError::InvalidToken)?),
+            },
         })
     }
 }
@@ -179,6 +201,13 @@ pub struct RoundPayload {
     /// Its minor-unit exponent (0 when `currency` is empty).
     #[prost(uint32, tag = "16")]
     pub minor_unit_exponent: u32,
+    /// The table's bet limits the round was dealt under (its own, not a player's), which
+    /// with the deck count, paytable and currency give the round's rules digest; 0 and 0 in
+    /// a token sealed before rounds carried them (the round reveals as version 2).
+    #[prost(uint64, tag = "17")]
+    pub min_bet: u64,
+    #[prost(uint64, tag = "18")]
+    pub max_bet: u64,
 }
 
 /// A currency as a token carries it: `None` when absent (empty code, exponent 0); anything a
@@ -217,6 +246,9 @@ pub struct RoundState {
     /// The currency of the round's amounts (`None` for a round sealed before rounds carried
     /// it).
     pub currency: Option<Currency>,
+    /// The table's bet limits when the round was dealt (`None` for a round sealed before
+    /// rounds carried them).
+    pub limits: Option<BetLimits>,
 }
 
 fn decision_byte(d: Option<Decision>) -> u8 {
@@ -323,6 +355,8 @@ impl super::token::Payload for RoundState {
             + wire::bytes_len(14, &f.decided_in[..n])
             + wire::bytes_len(15, f.currency_code().as_bytes())
             + wire::varint_len(16, f.minor_unit_exponent())
+            + wire::varint_len(17, s.limits.map_or(0, |l| l.min().0))
+            + wire::varint_len(18, s.limits.map_or(0, |l| l.max().0))
     }
 
     fn encode_to(&self, buf: &mut Vec<u8>) {
@@ -345,12 +379,29 @@ impl super::token::Payload for RoundState {
         wire::bytes(14, &f.decided_in[..n], buf);
         wire::bytes(15, f.currency_code().as_bytes(), buf);
         wire::varint(16, f.minor_unit_exponent(), buf);
+        wire::varint(17, s.limits.map_or(0, |l| l.min().0), buf);
+        wire::varint(18, s.limits.map_or(0, |l| l.max().0), buf);
     }
 }
 
 impl RoundState {
-    /// `t_0` of this round's inputs.
+    /// The table's rules the round was dealt under, when its token carries them (limits and
+    /// currency; a round sealed before rounds carried them has none).
+    pub fn rules(&self) -> Option<TableRules<'_>> {
+        let (limits, currency) = (self.limits?, self.currency.as_ref()?);
+        Some(TableRules {
+            decks: self.decks,
+            paytable: &self.paytable,
+            limits,
+            currency: currency.code(),
+            exponent: currency.minor_unit_exponent(),
+        })
+    }
+
+    /// `t_0` of this round's inputs (version 2, with the rules digest, when the round carries
+    /// its table's rules).
     pub fn start_transcript(&self) -> Transcript {
+        let digest = self.rules().map(|r| r.digest());
         let commitment = self.seed.commitment().0;
         let seats = self.round.seats();
         // At most MAX_SEATS seats (Round's invariant): the bets fit on the stack.
@@ -374,6 +425,7 @@ impl RoundState {
             client_seed: self.client_seed.as_bytes(),
             paytable: &self.paytable,
             bets,
+            rules_digest: digest.as_ref(),
         }
         .transcript()
     }
@@ -419,6 +471,8 @@ impl RoundState {
             decided_in,
             currency: self.currency.as_ref().map_or_else(String::new, |c| c.code().to_string()),
             minor_unit_exponent: self.currency.as_ref().map_or(0, |c| u32::from(c.minor_unit_exponent())),
+            min_bet: self.limits.map_or(0, |l| l.min().0),
+            max_bet: self.limits.map_or(0, |l| l.max().0),
         }
     }
 
@@ -508,6 +562,10 @@ impl RoundState {
             steps,
             transcript: Transcript([0; 32]),
             currency: sealed_currency(&p.currency, p.minor_unit_exponent)?,
+            limits: match (p.min_bet, p.max_bet) {
+                (0, 0) => None,
+                (min, max) => Some(BetLimits::new(Money(min), Money(max)).map_err(|_| bad())?),
+            },
         };
         state.transcript = if legacy {
             state.steps.iter().fold(state.start_transcript(), |t, s| t.decide(s))
@@ -596,6 +654,7 @@ mod tests {
             steps: vec![],
             transcript: Transcript([0; 32]),
             currency: Some(Currency::new("EUR", 2, "currency").unwrap()),
+            limits: Some(BetLimits::STANDARD),
         };
         s.transcript = s.start_transcript();
         s
@@ -634,6 +693,7 @@ mod tests {
     fn a_new_commitment_encodes_byte_for_byte_as_its_payload() {
         use super::super::token::Payload;
         let seed = ServerSeed::from_bytes([0xa5; 32]);
+        let digest = RulesDigest([0x3c; 32]);
         let cases = [
             (1_764_000_000_000, "round-1", 7, "default", 8, "EUR", 2),
             (0, "", 0, "", 0, "", 0),
@@ -652,6 +712,7 @@ mod tests {
                 decks,
                 currency: &currency,
                 minor_unit_exponent,
+                rules_digest: &digest,
             };
             let payload = CommitmentPayload {
                 server_seed: seed.expose().to_vec(),
@@ -662,6 +723,7 @@ mod tests {
                 decks,
                 currency: currency.clone(),
                 minor_unit_exponent,
+                rules_digest: digest.0.to_vec(),
             };
             let mut written = Vec::new();
             fields.encode_to(&mut written);
@@ -687,6 +749,10 @@ mod tests {
         s.client_seed = "é".repeat(300);
         assert_encodes_as_the_payload(&s);
         s.currency = None;
+        assert_encodes_as_the_payload(&s);
+        s.limits = None;
+        assert_encodes_as_the_payload(&s);
+        s.limits = Some(BetLimits::new(Money(1), Money(crate::game::table::MAX_BET)).unwrap());
         assert_encodes_as_the_payload(&s);
         s.currency = Some(Currency::new("JPY", 0, "currency").unwrap());
         assert_encodes_as_the_payload(&s);
@@ -719,11 +785,43 @@ mod tests {
         legacy.decided_in.clear();
         legacy.currency.clear();
         legacy.minor_unit_exponent = 0;
+        legacy.min_bet = 0;
+        legacy.max_bet = 0;
         let back = RoundState::from_payload(legacy).unwrap();
         assert_eq!(back.table_id, DEFAULT_TABLE_ID);
         assert_eq!(back.currency, None);
         assert_eq!(back.steps, vec![vec![(0, Decision::Raise), (2, Decision::Stand)]]);
-        assert_eq!(back.transcript, s.start_transcript().decide(&back.steps[0]));
+        // No rules in a pre-transcript token: t_0 version 1.
+        assert_eq!(back.limits, None);
+        let v1_start = RoundState { limits: None, ..s.clone() }.start_transcript();
+        assert_eq!(back.transcript, v1_start.decide(&back.steps[0]));
+    }
+
+    #[test]
+    fn a_round_with_its_tables_rules_has_a_v2_start_and_one_without_a_v1_start() {
+        let s = state();
+        let rules = s.rules().expect("limits and currency");
+        let digest = rules.digest();
+        let commitment = s.seed.commitment().0;
+        let bets: Vec<Money> = s.round.seats().iter().map(|x| x.bet).collect();
+        let start = StartInputs {
+            commitment: &commitment,
+            table_id: &s.table_id,
+            round_id: &s.round_id,
+            nonce: s.nonce,
+            decks: s.decks,
+            client_seed: s.client_seed.as_bytes(),
+            paytable: &s.paytable,
+            bets: &bets,
+            rules_digest: Some(&digest),
+        };
+        assert_eq!(s.start_transcript(), start.transcript());
+        let back = RoundState::from_payload(s.to_payload()).unwrap();
+        assert_eq!(back.limits, Some(BetLimits::STANDARD));
+        assert_eq!(back.rules().map(|r| r.digest()), Some(digest));
+        let old = RoundState { limits: None, ..s.clone() };
+        assert!(old.rules().is_none());
+        assert_eq!(old.start_transcript(), StartInputs { rules_digest: None, ..start }.transcript());
     }
 
     #[test]
@@ -741,9 +839,13 @@ mod tests {
         bad_currency.currency = "eur".into(); // not an ISO 4217 code
         let mut lone_exponent = good.clone();
         lone_exponent.currency.clear(); // an exponent without a currency
+        let mut inverted_limits = good.clone();
+        inverted_limits.min_bet = inverted_limits.max_bet + 1; // min above max
+        let mut lone_max = good.clone();
+        lone_max.min_bet = 0; // a maximum without a minimum
         let mut short = good;
         short.transcript.truncate(31);
-        for p in [skipped, undecided, empty_step, bad_currency, lone_exponent, short] {
+        for p in [skipped, undecided, empty_step, bad_currency, lone_exponent, inverted_limits, lone_max, short] {
             assert_eq!(RoundState::from_payload(p).unwrap_err(), EngineError::InvalidToken);
         }
     }

@@ -138,6 +138,8 @@ pub const MAX_ROUND_PAYLOAD_LEN: usize = {
         + bytes_field(seats) // decided_in
         + bytes_field(CURRENCY_CODE_LEN) // currency
         + 1 + varint_field(MAX_MINOR_UNIT_EXPONENT as u64) // minor_unit_exponent: tag 16, a two-byte key
+        + 1 + varint_field(MAX_BET) // min_bet: tag 17
+        + 1 + varint_field(MAX_BET) // max_bet: tag 18
 };
 
 /// The longest encoded [`super::state::CommitmentPayload`].
@@ -148,7 +150,8 @@ pub const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
     + bytes_field(MAX_TABLE_ID_BYTES)
     + varint_field(MAX_DECKS as u64)
     + bytes_field(CURRENCY_CODE_LEN) // currency
-    + varint_field(MAX_MINOR_UNIT_EXPONENT as u64);
+    + varint_field(MAX_MINOR_UNIT_EXPONENT as u64)
+    + bytes_field(32); // rules_digest
 
 /// Longest token: header (version, kind, key id length, the longest key id), nonce, the
 /// longest payload, tag. Derived from the largest inputs the API accepts, so every token
@@ -597,6 +600,8 @@ mod tests {
             decided_in: (1..=MAX_SEATS as u8).collect(),
             currency: "XXX".into(),
             minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
+            min_bet: MAX_BET,
+            max_bet: MAX_BET,
         }
     }
 
@@ -619,6 +624,7 @@ mod tests {
             decks: u32::from(MAX_DECKS),
             currency: "XXX".into(),
             minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
+            rules_digest: vec![0xff; 32],
         };
         assert_eq!(commitment.encoded_len(), MAX_COMMITMENT_PAYLOAD_LEN);
         const { assert!(MAX_COMMITMENT_PAYLOAD_LEN < MAX_ROUND_PAYLOAD_LEN) };

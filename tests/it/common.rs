@@ -161,6 +161,7 @@ pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
             decks: 0,
             currency: String::new(),
             minor_unit_exponent: 0,
+            rules_digest: vec![],
         },
     )
     .unwrap()
@@ -186,6 +187,7 @@ pub fn bound_commitment_token(ring: &str, seed: [u8; 32], nonce: u64) -> Vec<u8>
                 decks: 1,
                 currency: String::new(),
                 minor_unit_exponent: 0,
+                rules_digest: vec![],
             },
         )
         .unwrap()

@@ -1,11 +1,17 @@
 //! Reveal vectors.
 //!
-//! - `tests/vectors/reveal-v2.json`: positive vectors generated here from real rounds played
+//! - `tests/vectors/reveal-v3.json`: positive vectors generated here from real rounds played
 //!   through the service's handlers (every hand class and outcome, 1 and 7 seats, several
 //!   Decide calls, seats standing by default, the largest bet, a 1024-byte client seed, 8
-//!   decks, nonce 2⁶⁴−1), each with the exact `reveal_json` Settle returned (key `reveal`), the
-//!   transcript chain t_0 … t_K and the preimage of t_0. Regenerated on every run and compared
-//!   byte for byte; `REDDOG_WRITE_VECTORS=1 cargo test --test it reveal_vectors::` rewrites it.
+//!   decks, nonce 2⁶⁴−1, a named table with its own currency), each with the exact
+//!   `reveal_json` Settle returned (key `reveal`), the transcript chain t_0 … t_K, the
+//!   preimage of t_0 and the preimage of the rules digest.
+//! - `tests/vectors/reveal-v2.json`: the same rounds as an engine reveals them when their
+//!   round token carries no table rules (a token sealed before rules were bound): format
+//!   `reddog-reveal-v2`, `t_0` version 1. Unchanged since version 2.
+//!
+//! Both are regenerated on every run and compared byte for byte;
+//! `REDDOG_WRITE_VECTORS=1 cargo test --test it reveal_vectors::` rewrites them.
 //! - `tests/vectors/reveal-negative.json` (written by `verify/make_negative_vectors.py`):
 //!   every case through the Rust verifier, which must give the case's verdict.
 
@@ -14,7 +20,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::common::{Want, classify};
 use reddog::fairness::{
-    AnyReveal, Expectations, ServerSeed, StartInputs, Transcript, parse_reveal,
+    AnyReveal, Expectations, RevealV2, ServerSeed, StartInputs, TableRules, Transcript,
+    parse_reveal,
 };
 use reddog::game::table::largest_max_bet;
 use reddog::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Table};
@@ -207,8 +214,17 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-/// Plays a case through the service; returns (reveal_json, transcript chain, t_0 preimage).
-fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec<u8>) {
+/// One case played: the reveal Settle returned, the transcript chain, the preimages of t_0
+/// and of the rules digest.
+struct Played {
+    reveal: String,
+    chain: Vec<Transcript>,
+    t0_preimage: Vec<u8>,
+    rules_preimage: Vec<u8>,
+}
+
+/// Plays a case through the service.
+fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
     let svc = RedDogService::new(EngineConfig {
         tables: reddog::service::tables::Tables::new(vec![reddog::service::tables::NamedTable {
             id: c.table_id.into(),
@@ -242,6 +258,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
                 decks: u32::from(c.table.decks().get()),
                 currency: c.currency.0.into(),
                 minor_unit_exponent: u32::from(c.currency.1),
+                rules_digest: vec![],
             },
         )
         .unwrap();
@@ -293,6 +310,14 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
     // The chain recomputed independently of the service, from the case's inputs.
     let commitment = ServerSeed::from_bytes(c.seed).commitment().0;
     let bets: Vec<Money> = c.bets.iter().map(|&b| Money(b)).collect();
+    let rules = TableRules {
+        decks: c.table.decks(),
+        paytable: c.table.paytable(),
+        limits: c.table.limits(),
+        currency: c.currency.0,
+        exponent: c.currency.1,
+    };
+    let digest = rules.digest();
     let start = StartInputs {
         commitment: &commitment,
         table_id: c.table_id,
@@ -302,6 +327,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
         client_seed: c.client_seed.as_bytes(),
         paytable: c.table.paytable(),
         bets: &bets,
+        rules_digest: Some(&digest),
     };
     let steps: Vec<Vec<(usize, Decision)>> = c
         .calls
@@ -328,36 +354,108 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
         c.name
     );
     assert_eq!(settled.transcript, recomputed.last().unwrap().to_hex());
-    (settled.reveal_json, recomputed, start.preimage())
+    let reveal = settled.reveal.unwrap();
+    assert_eq!(reveal.rules_digest, digest.to_hex());
+    Played {
+        reveal: settled.reveal_json,
+        chain: recomputed,
+        t0_preimage: start.preimage(),
+        rules_preimage: rules.preimage(),
+    }
 }
 
-fn render() -> String {
+/// The version-2 form of a case: the reveal an engine settles for the same round when its
+/// token carries no table rules (no limits, currency or rules digest; `t_0` version 1).
+fn as_v2(p: &Played) -> Played {
+    let AnyReveal::V2(mut r) = parse_reveal(&p.reveal).unwrap() else {
+        panic!("a v3 reveal")
+    };
+    r.format = reddog::fairness::REVEAL_V2.into();
+    (r.limits, r.currency, r.rules_digest) = (None, None, None);
+    let commitment: [u8; 32] = hex::decode(&r.commitment).unwrap().try_into().unwrap();
+    let bets: Vec<Money> = r.seats.iter().map(|s| Money(s.bet)).collect();
+    let start = StartInputs {
+        commitment: &commitment,
+        table_id: &r.table_id,
+        round_id: &r.round_id,
+        nonce: r.nonce,
+        decks: Decks::new(u32::from(r.decks)).unwrap(),
+        client_seed: r.client_seed.as_bytes(),
+        paytable: &r.paytable,
+        bets: &bets,
+        rules_digest: None,
+    };
+    let steps: Vec<Vec<(usize, Decision)>> = r
+        .decisions
+        .iter()
+        .map(|step| {
+            step.iter()
+                .map(|d| {
+                    let action = if d.action == "raise" {
+                        Decision::Raise
+                    } else {
+                        Decision::Stand
+                    };
+                    (d.seat, action)
+                })
+                .collect()
+        })
+        .collect();
+    let chain = reddog::fairness::transcript::chain(&start, &steps);
+    r.transcript = chain.last().unwrap().to_hex();
+    Played {
+        reveal: RevealV2::to_json(&r),
+        chain,
+        t0_preimage: start.preimage(),
+        rules_preimage: vec![],
+    }
+}
+
+fn render_all() -> (String, String) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let mut out = String::from("{\n");
-    out += "  \"format\": \"reddog-reveal-v2-vectors\",\n";
-    out += "  \"spec\": \"docs/FAIRNESS.md section 4 and docs/design/round-integrity.md sections 3-4\",\n";
-    out += &format!(
-        "  \"note\": {},\n",
-        json!(
-            "Generated by tests/it/reveal_vectors.rs from rounds played through the engine's service handlers (REDDOG_WRITE_VECTORS=1 rewrites it). \"reveal\" is the exact reveal_json Settle returned; every case verifies (verdict \"verified\"). \"transcript_chain\" is t_0 .. t_K (one per Decide call); \"t0_preimage_hex\" is the exact input of SHA-256 for t_0."
-        )
-    );
-    out += "  \"cases\": [\n";
     let all = cases();
-    for (i, c) in all.iter().enumerate() {
-        let (reveal, chain, preimage) = play(c, &rt);
-        let fields = [
+    let played: Vec<Played> = all.iter().map(|c| play(c, &rt)).collect();
+    let v2: Vec<Played> = played.iter().map(as_v2).collect();
+    (render(&all, &v2, 2), render(&all, &played, 3))
+}
+
+fn render(all: &[Case], played: &[Played], version: u8) -> String {
+    let mut out = String::from("{\n");
+    out += &format!("  \"format\": \"reddog-reveal-v{version}-vectors\",\n");
+    if version == 2 {
+        out += "  \"spec\": \"docs/FAIRNESS.md section 4 and docs/design/round-integrity.md sections 3-4\",\n";
+        out += &format!(
+            "  \"note\": {},\n",
+            json!(
+                "Generated by tests/it/reveal_vectors.rs from rounds played through the engine's service handlers (REDDOG_WRITE_VECTORS=1 rewrites it). \"reveal\" is the exact reveal_json Settle returned; every case verifies (verdict \"verified\"). \"transcript_chain\" is t_0 .. t_K (one per Decide call); \"t0_preimage_hex\" is the exact input of SHA-256 for t_0."
+            )
+        );
+    } else {
+        out += "  \"spec\": \"docs/FAIRNESS.md sections 4.2, 4.4 and 4.6\",\n";
+        out += &format!(
+            "  \"note\": {},\n",
+            json!(
+                "Generated by tests/it/reveal_vectors.rs from rounds played through the engine's service handlers (REDDOG_WRITE_VECTORS=1 rewrites it). \"reveal\" is the exact reveal_json Settle returned; every case verifies (verdict \"verified\"). \"transcript_chain\" is t_0 .. t_K (one per Decide call); \"t0_preimage_hex\" is the exact input of SHA-256 for t_0 (version 2, with the rules digest); \"rules_preimage_hex\" is the exact input of SHA-256 for the rules digest."
+            )
+        );
+    }
+    out += "  \"cases\": [\n";
+    for (i, (c, p)) in all.iter().zip(played).enumerate() {
+        let mut fields = vec![
             ("name", json!(c.name)),
             ("verdict", json!("verified")),
-            ("reveal", json!(reveal)),
+            ("reveal", json!(p.reveal)),
             (
                 "transcript_chain",
-                json!(chain.iter().map(|t| t.to_hex()).collect::<Vec<_>>()),
+                json!(p.chain.iter().map(|t| t.to_hex()).collect::<Vec<_>>()),
             ),
-            ("t0_preimage_hex", json!(hex::encode(preimage))),
+            ("t0_preimage_hex", json!(hex::encode(&p.t0_preimage))),
         ];
+        if version == 3 {
+            fields.push(("rules_preimage_hex", json!(hex::encode(&p.rules_preimage))));
+        }
         out += "    {\n";
         for (j, (k, v)) in fields.iter().enumerate() {
             out += &format!(
@@ -380,14 +478,21 @@ fn vector_dir() -> PathBuf {
 }
 
 #[test]
-fn the_v2_vector_file_is_exactly_what_the_engine_produces_today() {
-    let expected = render();
-    let path = vector_dir().join("reveal-v2.json");
+fn the_v2_and_v3_vector_files_are_exactly_what_the_engine_produces_today() {
+    let (v2, v3) = render_all();
+    for (name, expected) in [("reveal-v2.json", v2), ("reveal-v3.json", v3)] {
+        compare_or_write(name, &expected);
+    }
+}
+
+fn compare_or_write(name: &str, expected: &str) {
+    let path = vector_dir().join(name);
     if std::env::var_os("REDDOG_WRITE_VECTORS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, &expected).unwrap();
+        std::fs::write(&path, expected).unwrap();
         return;
     }
-    let on_disk = std::fs::read_to_string(&path).expect("tests/vectors/reveal-v2.json is missing");
+    let on_disk = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("tests/vectors/{name} is missing"));
     if on_disk != expected {
         let line = on_disk
             .lines()
@@ -396,18 +501,22 @@ fn the_v2_vector_file_is_exactly_what_the_engine_produces_today() {
             .unwrap_or(0)
             + 1;
         panic!(
-            "tests/vectors/reveal-v2.json differs from the engine's output from line {line} on. If the change is \
+            "tests/vectors/{name} differs from the engine's output from line {line} on. If the change is \
              intended (a new format version), rewrite it with REDDOG_WRITE_VECTORS=1 and review the diff."
         );
     }
 }
 
 #[test]
-fn every_v2_vector_verifies_and_covers_what_the_issue_asks_for() {
-    let doc: Value = serde_json::from_str(
-        &std::fs::read_to_string(vector_dir().join("reveal-v2.json")).unwrap(),
-    )
-    .unwrap();
+fn every_v2_and_v3_vector_verifies_and_covers_what_the_issue_asks_for() {
+    for name in ["reveal-v2.json", "reveal-v3.json"] {
+        check_positive_file(name);
+    }
+}
+
+fn check_positive_file(name: &str) {
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(vector_dir().join(name)).unwrap()).unwrap();
     let mut seen = (false, false, false, false, false, false, false);
     for case in doc["cases"].as_array().unwrap() {
         let text = case["reveal"].as_str().unwrap();
@@ -417,6 +526,12 @@ fn every_v2_vector_verifies_and_covers_what_the_issue_asks_for() {
         let AnyReveal::V2(r) = parsed else {
             panic!("v2")
         };
+        assert_eq!(r.rules_digest.is_some(), name == "reveal-v3.json");
+        if let Some(d) = &r.rules_digest {
+            let pre = hex::decode(case["rules_preimage_hex"].as_str().unwrap()).unwrap();
+            use sha2::Digest;
+            assert_eq!(&hex::encode(sha2::Sha256::digest(&pre)), d);
+        }
         let chain: Vec<&str> = case["transcript_chain"]
             .as_array()
             .unwrap()

@@ -439,6 +439,99 @@ async fn commit_seed_binds_round_id_nonce_and_table() {
     server.stop().await;
 }
 
+/// The table's rules are bound at CommitSeed: an engine restarted on the same key ring with
+/// every odds set to 1 refuses StartRound on a commitment made under the standard paytable
+/// (FAILED_PRECONDITION on `commitment_token`, ErrorInfo reason `RULES_CHANGED`), naming both
+/// digests; the same restart with unchanged rules deals it; and so does a commitment sealed
+/// before rules were bound (no digest in its token: the migration window).
+#[tokio::test]
+async fn a_paytable_change_after_commit_seed_refuses_start_round_on_the_old_commitment() {
+    use tonic_types::StatusExt;
+    let standard = TestServer::start(&ring_a(), TTL).await;
+    let committed = commit(&mut standard.client().await, "r-1", 3).await;
+    let kept = commit(&mut standard.client().await, "r-2", 4).await;
+    standard.stop().await;
+    assert_eq!(committed.rules_digest.len(), 64);
+
+    let all_ones = Table::default()
+        .with_paytable(Paytable::new([1; 11], 1).unwrap())
+        .unwrap();
+    let changed = TestServer::start_with(&ring_a(), TTL, all_ones).await;
+    let mut c = changed.client().await;
+    let new_digest = c
+        .get_rules(proto::GetRulesRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .rules_digest;
+    assert_ne!(new_digest, committed.rules_digest);
+    let status = c
+        .start_round(start(
+            committed.commitment_token,
+            "r-1",
+            "seed".into(),
+            3,
+            &[500],
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(
+        status
+            .message()
+            .starts_with("commitment_token: the table's rules changed"),
+        "{status:?}"
+    );
+    assert!(
+        status.message().contains(&committed.rules_digest),
+        "{status:?}"
+    );
+    assert!(status.message().contains(&new_digest), "{status:?}");
+    let info = status.get_error_details().error_info().unwrap().clone();
+    assert_eq!(info.reason, "RULES_CHANGED");
+    assert_eq!(info.metadata["field"], "commitment_token");
+    // A commitment sealed before rules were bound (no digest) still deals, under the table's
+    // current rules.
+    let unbound_rules = reddog::service::KeyRing::from_json(&ring_a())
+        .unwrap()
+        .seal(
+            reddog::service::token::TokenKind::Commitment,
+            &reddog::service::state::CommitmentPayload {
+                server_seed: SEED.to_vec(),
+                expires_at_unix_ms: i64::MAX,
+                round_id: "r-9".into(),
+                nonce: 9,
+                table_id: "default".into(),
+                decks: 1,
+                currency: String::new(),
+                minor_unit_exponent: 0,
+                rules_digest: vec![],
+            },
+        )
+        .unwrap();
+    c.start_round(start(unbound_rules, "r-9", "seed".into(), 9, &[500]))
+        .await
+        .expect("a commitment without a rules digest deals under the current rules");
+    changed.stop().await;
+
+    // Restarted with the same rules: the other commitment still deals.
+    let same = TestServer::start(&ring_a(), TTL).await;
+    let started = same
+        .client()
+        .await
+        .start_round(start(
+            kept.commitment_token,
+            "r-2",
+            "seed".into(),
+            4,
+            &[500],
+        ))
+        .await
+        .expect("unchanged rules: the commitment deals");
+    assert_eq!(started.into_inner().commitment, kept.commitment);
+    same.stop().await;
+}
+
 /// A table whose deck count changed between CommitSeed and StartRound refuses the
 /// commitment (on `commitment_token`) rather than dealing from another shoe than announced.
 #[tokio::test]
@@ -495,6 +588,22 @@ async fn every_step_answers_the_recomputed_transcript() {
     let commitment = ServerSeed::from_bytes(SEED).commitment().0;
     let money: Vec<Money> = bets.iter().map(|&b| Money(b)).collect();
     let round_id = format!("round-{nonce}");
+    // The default table's rules (one deck, standard paytable and limits, no currency
+    // configured: XXX with exponent 2), as GetRules states their digest.
+    let digest = reddog::fairness::TableRules {
+        decks: Decks::ONE,
+        paytable: &Paytable::STANDARD,
+        limits: reddog::game::BetLimits::STANDARD,
+        currency: "XXX",
+        exponent: 2,
+    }
+    .digest();
+    let rules = c
+        .get_rules(proto::GetRulesRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(rules.rules_digest, digest.to_hex());
     let t0 = StartInputs {
         commitment: &commitment,
         table_id: "default",
@@ -504,6 +613,7 @@ async fn every_step_answers_the_recomputed_transcript() {
         client_seed: CLIENT_SEED.as_bytes(),
         paytable: &Paytable::STANDARD,
         bets: &money,
+        rules_digest: Some(&digest),
     }
     .transcript();
     assert_eq!(
@@ -609,6 +719,8 @@ async fn a_rolling_update_loses_no_round() {
         decided_in: vec![],
         currency: String::new(),
         minor_unit_exponent: 0,
+        min_bet: 0,
+        max_bet: 0,
     };
     let v1_round = reddog::service::KeyRing::from_json(&ring_a())
         .unwrap()
@@ -649,6 +761,7 @@ async fn a_rolling_update_loses_no_round() {
         client_seed: CLIENT_SEED.as_bytes(),
         paytable: &Paytable::STANDARD,
         bets: &[Money(1000), Money(2000)],
+        rules_digest: None,
     }
     .transcript();
     let t2 = t0

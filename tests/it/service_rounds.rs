@@ -18,7 +18,7 @@ fn check_reveal(settle: &proto::SettleResponse, commitment: &str) {
         settle.reveal_json
     );
     let AnyReveal::V2(reveal) = parsed else {
-        panic!("Settle returns a v2 reveal")
+        panic!("Settle returns a v3 reveal")
     };
     assert_eq!(reveal.transcript, settle.transcript);
     assert_eq!(reveal.seats.len(), settle.results.len());
@@ -36,7 +36,21 @@ fn check_reveal(settle: &proto::SettleResponse, commitment: &str) {
     assert_eq!(fields.nonce, reveal.nonce);
     assert_eq!(fields.round_id, reveal.round_id);
     assert_eq!(fields.transcript, reveal.transcript);
-    assert_eq!(fields.format, "reddog-reveal-v2");
+    assert_eq!(fields.format, "reddog-reveal-v3");
+    assert_eq!(reveal.format, "reddog-reveal-v3");
+    let limits = fields.limits.as_ref().unwrap();
+    let revealed = reveal.limits.unwrap();
+    assert_eq!(
+        (limits.min_bet, limits.max_bet),
+        (revealed.min_bet, revealed.max_bet)
+    );
+    let currency = fields.currency.as_ref().unwrap();
+    let revealed = reveal.currency.as_ref().unwrap();
+    assert_eq!(
+        (currency.code.as_str(), currency.minor_unit_exponent),
+        (revealed.code.as_str(), u32::from(revealed.exponent))
+    );
+    assert_eq!(Some(&fields.rules_digest), reveal.rules_digest.as_ref());
     assert_eq!(fields.table_id, "default");
     assert_eq!(fields.seats.len(), reveal.seats.len());
     assert_eq!(fields.decisions.len(), reveal.decisions.len());
@@ -345,6 +359,13 @@ async fn seven_seats_on_a_pair_are_settled_at_once() {
 async fn commit_seed_then_a_full_round_reveals_the_committed_seed() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut client = server.client().await;
+    let rules_digest = client
+        .get_rules(proto::GetRulesRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .rules_digest;
+    assert_eq!(rules_digest.len(), 64);
     for i in 0..20u64 {
         let committed = client
             .commit_seed(commit_request(format!("r{i}"), i))
@@ -381,6 +402,9 @@ async fn commit_seed_then_a_full_round_reveals_the_committed_seed() {
         let settle = settle.into_inner();
         assert_eq!(settle.round_id, format!("r{i}"));
         check_reveal(&settle, &committed.commitment);
+        // The rules digest shown with the commitment is the table's and the reveal's.
+        assert_eq!(committed.rules_digest, rules_digest);
+        assert_eq!(settle.reveal.unwrap().rules_digest, rules_digest);
     }
     server.stop().await;
 }
