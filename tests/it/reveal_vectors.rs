@@ -209,18 +209,22 @@ fn cases() -> Vec<Case> {
 
 /// Plays a case through the service; returns (reveal_json, transcript chain, t_0 preimage).
 fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec<u8>) {
-    let svc = RedDogService::new(EngineConfig {
-        tables: reddog::service::tables::Tables::new(vec![reddog::service::tables::NamedTable {
-            id: c.table_id.into(),
-            table: c.table.clone(),
-            currency: reddog::service::tables::Currency::new(
-                c.currency.0,
-                c.currency.1,
-                "currency",
-            )
+    let tables = reddog::service::tables::Tables::new(vec![reddog::service::tables::NamedTable {
+        id: c.table_id.into(),
+        table: c.table.clone(),
+        currency: reddog::service::tables::Currency::new(c.currency.0, c.currency.1, "currency")
             .unwrap(),
-        }])
-        .unwrap(),
+    }])
+    .unwrap();
+    let audit = reddog::service::audit_sink::AuditSink::start(
+        std::io::sink(),
+        reddog::service::audit_sink::AuditOptions::local(),
+        &tables,
+    )
+    .unwrap();
+    let svc = RedDogService::new(EngineConfig {
+        tables,
+        audit,
         key_ring: KeyRing::from_json(RING).unwrap(),
         commitment_ttl: Duration::from_secs(600),
     });
