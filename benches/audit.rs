@@ -1,51 +1,77 @@
-//! The cost of one audit event on the thread that logs it, through the subscriber
-//! `reddog serve` installs (`telemetry::fmt_layer` over a `BatchWriter`, `info` filter),
-//! writing to a sink: text and JSON. The writer thread's share (one `write(2)` per batch) is
-//! not on the logging thread; the gRPC benchmark (`scripts/bench-grpc.sh`) measures the whole
-//! process.
+//! The cost of one audit record on the thread that writes it: the `round_settled` record of a
+//! one-seat raised round (the largest record a round writes), serialised by serde behind its
+//! envelope into the sink's reused buffer, hashed (SHA-256, the chain) and appended to the
+//! writer's batch — exactly what a handler pays in `reddog serve`. The writer thread's share
+//! (one `write(2)` per batch, here to a sink) is not on the handler's thread; the gRPC
+//! benchmark (`scripts/bench-grpc.sh`) measures the whole process.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use reddog::service::telemetry::{BatchWriter, LogFormat, fmt_layer};
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::{EnvFilter, Layer};
+use reddog::fairness::{ServerSeed, Transcript};
+use reddog::game::{
+    Card, Decision, HandClass, Money, Outcome, Rank, Rule, SeatSettlement, Spread, Suit, Table,
+};
+use reddog::service::audit_record::{self as record, Event, Hex, Shown};
+use reddog::service::audit_sink::{AuditOptions, AuditSink};
+use reddog::service::tables::Tables;
 
 fn audit(c: &mut Criterion) {
-    let mut g = c.benchmark_group("audit_event");
-    for (name, format) in [("text", LogFormat::Text), ("json", LogFormat::Json)] {
-        let writer = BatchWriter::start(std::io::sink());
-        let sub = tracing_subscriber::registry()
-            .with(fmt_layer(format, false, writer.clone()).with_filter(EnvFilter::new("info")));
-        let commitment =
-            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".to_string();
-        tracing::subscriber::with_default(sub, || {
-            g.bench_function(name, |b| {
-                b.iter(|| {
-                    // The fields of the `round_started` event (src/service/api.rs).
-                    tracing::info!(
-                        target: "reddog::audit",
-                        event = "round_started",
-                        round_id = %black_box("bench-round-0001"),
-                        commitment = %commitment,
-                        nonce = black_box(7u64),
-                        seats = 1usize,
-                        total_bet = 1000u64,
-                        hand_class = "non_consecutive",
-                        spread = 4u8,
-                        cards = %format_args!("{} {}", "Tc", "4h"),
-                    );
-                })
+    let table = Table::default();
+    let tables = Tables::single(table.clone());
+    let sink =
+        AuditSink::start(std::io::sink(), AuditOptions::local(), &tables).expect("audit sink");
+    let commitment = ServerSeed::from_bytes([7; 32]).commitment();
+    let digest = [3u8; 32];
+    let card = |r: u8, s| Card::new(Rank::new(r).unwrap(), s);
+    let cards = [
+        card(10, Suit::Clubs),
+        card(4, Suit::Hearts),
+        card(7, Suit::Spades),
+    ];
+    let steps = vec![vec![(0usize, Decision::Raise)]];
+    let seats = [SeatSettlement {
+        seat: 0,
+        bet: Money(1000),
+        raised: true,
+        stood_by_default: false,
+        stake: Money(2000),
+        outcome: Outcome::Win,
+        rule: Rule::ThirdCardBetween,
+        odds: 1,
+        returned: Money(4000),
+    }];
+    let (hand_class, spread) =
+        record::hand_class(HandClass::NonConsecutive(Spread::new(5).unwrap()));
+    let mut g = c.benchmark_group("audit_record");
+    g.bench_function("round_settled", |b| {
+        b.iter(|| {
+            let event = Event::RoundSettled(record::RoundSettled {
+                round_id: black_box("bench-round-0001"),
+                table_id: "default",
+                currency: "EUR",
+                exponent: 2,
+                commitment: Shown(&commitment),
+                rules_digest: Hex(&digest),
+                decks: 6,
+                paytable: record::Odds(table.paytable()),
+                step: 1,
+                transcript: Shown(Transcript([9; 32])),
+                cards: record::Cards(&cards),
+                hand_class,
+                spread,
+                decisions: record::Steps(&steps),
+                seats: record::Seats(&seats),
+                total_staked: 2000,
+                total_returned: 4000,
+                sandbox: false,
             });
-            // A filtered-out event: the cost of a disabled DEBUG callsite.
-            g.bench_function(format!("{name}/debug_filtered_out"), |b| {
-                b.iter(|| tracing::debug!(target: "reddog::service::api", code = black_box(3u64), "rpc refused"))
-            });
-        });
-        writer.close(Duration::from_secs(5));
-    }
+            sink.record(black_box(&event)).expect("recorded")
+        })
+    });
     g.finish();
+    sink.stop(Duration::from_secs(5));
 }
 
 criterion_group! {

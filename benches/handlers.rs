@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use reddog::game::Table;
+use reddog::service::audit_sink::{AuditOptions, AuditSink};
 use reddog::service::proto::red_dog_server::RedDog;
 use reddog::service::proto::{self, Action};
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
@@ -14,8 +15,13 @@ use tonic::Request;
 
 fn service() -> RedDogService {
     let _ = reddog::service::metrics::install();
+    let tables = reddog::service::tables::Tables::single(Table::default());
+    // Every record is written (serialised, hashed, batched), to a sink that drops the bytes.
+    let audit =
+        AuditSink::start(std::io::sink(), AuditOptions::local(), &tables).expect("audit sink");
     RedDogService::new(EngineConfig {
-        tables: reddog::service::tables::Tables::single(Table::default()),
+        tables,
+        audit,
         key_ring: KeyRing::from_json(&format!(
             r#"{{"primary":"k1","keys":{{"k1":"{}"}}}}"#,
             "42".repeat(32)

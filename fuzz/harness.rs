@@ -119,6 +119,12 @@ pub fn engines() -> &'static [Engine] {
             .into_iter()
             .map(|table| Engine {
                 service: RedDogService::new(EngineConfig {
+                    audit: reddog::service::audit_sink::AuditSink::start(
+                        std::io::sink(),
+                        reddog::service::audit_sink::AuditOptions::local(),
+                        &Tables::single(table.clone()),
+                    )
+                    .unwrap(),
                     tables: Tables::single(table.clone()),
                     key_ring: KeyRing::from_json(RING).unwrap(),
                     commitment_ttl: std::time::Duration::from_secs(3600),

@@ -4,7 +4,9 @@
 //!
 //! At startup it prints to stdout, one line each, exactly:
 //! `listening on <ip:port>` (the bound gRPC address) and `metrics on <ip:port>` (the bound
-//! metrics address; Prometheus text at `/metrics`).
+//! metrics address; Prometheus text at `/metrics`). The audit trail goes to stdout too
+//! unless `--audit-log PATH` names a file (one JSON record a line; docs/AUDIT.md);
+//! diagnostics go to stderr.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use reddog::service::telemetry::{self, LogFormat};
-use reddog::service::{Application, KeyRingSource, Settings, TlsSettings, TransportLimits};
+use reddog::service::{Application, AuditOutput, AuditSettings, KeyRingSource, Settings, TlsSettings, TransportLimits};
 use tracing::{info, warn};
 
 /// Log format choice for `--log-format`.
@@ -51,7 +53,17 @@ pub struct ServeArgs {
     /// Longest wait for in-flight calls on shutdown, in seconds (1..=3600).
     #[arg(long, env = "REDDOG_DRAIN_TIMEOUT_SECS", default_value_t = 20)]
     pub drain_timeout_secs: u64,
-    /// Log line format; the level comes from RUST_LOG (default info).
+    /// Where the audit trail is written: a file (appended to) or `-` for standard output. No
+    /// log level changes what is written there (docs/AUDIT.md).
+    #[arg(long, env = "REDDOG_AUDIT_LOG", default_value = "-")]
+    pub audit_log: PathBuf,
+    /// This replica's id in every audit record (default: $POD_NAME, else the host name).
+    #[arg(long, env = "REDDOG_REPLICA_ID")]
+    pub replica_id: Option<String>,
+    /// Seconds between the audit trail's checkpoint records (1..=86400), while records are written.
+    #[arg(long, env = "REDDOG_AUDIT_CHECKPOINT_SECS", default_value_t = 60)]
+    pub audit_checkpoint_secs: u64,
+    /// Diagnostic log format (stderr); the level comes from RUST_LOG (default info).
     #[arg(long, env = "REDDOG_LOG_FORMAT", value_enum, default_value_t = LogFormatArg::Text)]
     pub log_format: LogFormatArg,
     /// HTTP/2 concurrent streams allowed per connection.
@@ -173,6 +185,15 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         },
         tls,
         reload_on_sighup: true,
+        audit: AuditSettings {
+            output: if args.audit_log.as_os_str() == "-" {
+                AuditOutput::Stdout
+            } else {
+                AuditOutput::File(args.audit_log.clone())
+            },
+            replica_id: args.replica_id.clone().unwrap_or_else(reddog::service::audit_sink::default_replica_id),
+            checkpoint_interval: Duration::from_secs(args.audit_checkpoint_secs),
+        },
     })
 }
 

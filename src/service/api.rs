@@ -18,18 +18,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tonic::{Request, Response, Status};
-use tracing::{debug, debug_span, info};
+use tracing::{debug, debug_span};
 
+use super::audit_record::{self as record, Event, Hex, Shown};
+use super::audit_sink::AuditSink;
 use super::convert;
 use super::error::invalid_token;
 use super::metrics::{self, Method, Metrics, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
+use super::refusal_log::{Peer, REFUSAL_LOG_INTERVAL, RefusalLog};
 use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, NewCommitment, RoundPayload, RoundState};
 use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{BoundField, EngineError};
 use crate::fairness::{
-    ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, TableRules, action_text,
+    ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, TableRules,
 };
 use crate::game::{Money, Round, Spread};
 use std::collections::BTreeMap;
@@ -44,6 +47,8 @@ pub struct EngineConfig {
     pub key_ring: KeyRing,
     /// How long a commitment token stays usable.
     pub commitment_ttl: Duration,
+    /// Where every answered CommitSeed, StartRound, Decide and Settle is recorded.
+    pub audit: AuditSink,
 }
 
 /// The service implementation. Cheap to clone (one `Arc`).
@@ -63,36 +68,14 @@ struct Inner {
     digests: BTreeMap<String, RulesDigest>,
     metrics: Metrics,
     table_metrics: BTreeMap<String, TableMetrics>,
+    audit: AuditSink,
+    /// Token refusals, logged at most once per reason per interval.
+    refusals: RefusalLog,
 }
 
 /// A table's currency as the API shows it.
 fn currency(c: &Currency) -> proto::Currency {
     proto::Currency { code: c.code().to_string(), minor_unit_exponent: u32::from(c.minor_unit_exponent()) }
-}
-
-/// An optional card for a log field: the card's text, or nothing (no `String` built).
-struct MaybeCard(Option<crate::game::Card>);
-
-impl std::fmt::Display for MaybeCard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.map_or(Ok(()), |c| c.fmt(f))
-    }
-}
-
-/// One Decide step's decisions for the audit line, `0:raise,1:stand`, written without
-/// building a `String`.
-struct DecisionList<'a>(&'a [(usize, crate::game::Decision)]);
-
-impl std::fmt::Display for DecisionList<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, &(seat, d)) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{seat}:{}", action_text(d))?;
-        }
-        Ok(())
-    }
 }
 
 /// A configured table's rules, as its rules digest takes them.
@@ -184,8 +167,15 @@ impl RedDogService {
                 digests,
                 metrics: Metrics::register(),
                 table_metrics,
+                audit: config.audit,
+                refusals: RefusalLog::new(REFUSAL_LOG_INTERVAL),
             }),
         }
+    }
+
+    /// A configured table's rules digest (zeros for a table no longer configured).
+    fn digest(&self, table_id: &str) -> &[u8; 32] {
+        self.inner.digests.get(table_id).map_or(&[0; 32], |d| &d.0)
     }
 
     /// The table with this id (empty = the default table).
@@ -220,7 +210,7 @@ impl RedDogService {
         }
     }
 
-    fn open_round(&self, method: Method, token: &[u8], round_id: &str) -> Result<RoundState, Status> {
+    fn open_round(&self, method: Method, peer: Peer, token: &[u8], round_id: &str) -> Result<RoundState, Status> {
         convert::required_token("round_token", token)?;
         convert::round_id("round_id", round_id)?;
         let state = self
@@ -229,13 +219,19 @@ impl RedDogService {
             .open_checked::<RoundPayload>(TokenKind::Round, token)
             .and_then(|p| RoundState::from_payload(p).map_err(|_| TokenRefusal::Malformed))
             .map_err(|why| {
-                metrics::token_rejected(method, why.label());
+                self.token_refused(method, why.label(), peer);
                 invalid_token("round_token")
             })?;
         if !round_id.is_empty() && round_id != state.round_id {
             return Err(EngineError::invalid("round_id", "does not match the round id carried in round_token").into());
         }
         Ok(state)
+    }
+
+    /// Counts a refused token, and logs it within the refusal log's bound.
+    fn token_refused(&self, method: Method, reason: &'static str, peer: Peer) {
+        metrics::token_rejected(method, reason);
+        self.inner.refusals.refused(method, reason, peer);
     }
 
     fn commit_seed(&self, req: &proto::CommitSeedRequest) -> Result<proto::CommitSeedResponse, Status> {
@@ -258,17 +254,18 @@ impl RedDogService {
             rules_digest: &rules_digest,
         };
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
-        let commitment = seed.commitment().to_hex();
-        info!(
-            target: "reddog::audit",
-            event = "seed_committed",
-            round_id = %req.round_id,
-            %commitment,
-            nonce = req.nonce,
+        let committed = seed.commitment();
+        self.inner.audit.record(&Event::SeedCommitted(record::SeedCommitted {
+            round_id: &req.round_id,
             table_id,
-            decks = table.decks().get(),
+            nonce: req.nonce,
+            decks: table.decks().get(),
+            commitment: Shown(&committed),
+            rules_digest: Hex(self.digest(table_id)),
             expires_at_unix_ms,
-        );
+            sandbox: false,
+        }))?;
+        let commitment = committed.to_hex();
         Ok(proto::CommitSeedResponse {
             round_id: req.round_id.clone(),
             commitment,
@@ -283,7 +280,7 @@ impl RedDogService {
         })
     }
 
-    fn start_round(&self, req: &proto::StartRoundRequest) -> Result<proto::StartRoundResponse, Status> {
+    fn start_round(&self, peer: Peer, req: &proto::StartRoundRequest) -> Result<proto::StartRoundResponse, Status> {
         convert::required_token("commitment_token", &req.commitment_token)?;
         convert::client_seed(&req.client_seed)?;
         convert::required_round_id("round_id", &req.round_id)?;
@@ -298,7 +295,7 @@ impl RedDogService {
                 Ok((seed, p.binding().map_err(|_| TokenRefusal::Malformed)?))
             })
             .map_err(|why| {
-                metrics::token_rejected(Method::StartRound, why.label());
+                self.token_refused(Method::StartRound, why.label(), peer);
                 invalid_token("commitment_token")
             })?;
         let (committed, binding) = payload;
@@ -366,11 +363,6 @@ impl RedDogService {
             decks: table.decks(),
         };
         let round = Round::start(&table, &bets, &mut FairShoe::new(&inputs))?;
-        // Fits: the table's largest round fits in u64 (Table::new), checked all the same.
-        let total_bet = bets
-            .iter()
-            .try_fold(Money::ZERO, |sum, &b| sum.checked_add(b))
-            .ok_or_else(|| EngineError::overflow("the round's total bet"))?;
         let mut state = RoundState {
             round,
             seed: committed,
@@ -387,27 +379,31 @@ impl RedDogService {
         };
         state.transcript = state.start_transcript();
         let token = self.inner.ring.seal(TokenKind::Round, &state)?;
-        let commitment = state.seed.commitment().to_hex();
-        let transcript = state.transcript.to_hex();
+        let commitment = state.seed.commitment();
         let class = state.round.class();
+        let (hand_class, spread) = record::hand_class(class);
+        self.inner.audit.record(&Event::RoundStarted(record::RoundStarted {
+            round_id: &state.round_id,
+            table_id,
+            currency: named.currency.code(),
+            exponent: named.currency.minor_unit_exponent(),
+            commitment: Shown(&commitment),
+            rules_digest: Hex(self.digest(table_id)),
+            nonce: state.nonce,
+            decks: state.decks.get(),
+            step: 0,
+            transcript: Shown(state.transcript),
+            bets: record::Amounts(&bets),
+            cards: record::Cards(&state.round.cards()),
+            hand_class,
+            spread,
+            sandbox: false,
+        }))?;
         if let Some(m) = self.inner.table_metrics.get(table_id) {
             m.round_started(class);
         }
-        info!(
-            target: "reddog::audit",
-            event = "round_started",
-            round_id = %state.round_id,
-            %commitment,
-            table_id,
-            nonce = state.nonce,
-            step = 0u32,
-            %transcript,
-            seats = bets.len(),
-            total_bet = total_bet.0,
-            hand_class = class.name(),
-            spread = class.spread().map_or(0, Spread::get),
-            cards = %format_args!("{} {}", state.round.cards()[0], state.round.cards()[1]),
-        );
+        let commitment = commitment.to_hex();
+        let transcript = state.transcript.to_hex();
         Ok(proto::StartRoundResponse {
             round: Some(convert::round_view(&state.round, &state.paytable)?),
             round_id: state.round_id,
@@ -420,29 +416,27 @@ impl RedDogService {
         })
     }
 
-    fn decide(&self, req: &proto::DecideRequest) -> Result<proto::DecideResponse, Status> {
-        let mut state = self.open_round(Method::Decide, &req.round_token, &req.round_id)?;
+    fn decide(&self, peer: Peer, req: &proto::DecideRequest) -> Result<proto::DecideResponse, Status> {
+        let mut state = self.open_round(Method::Decide, peer, &req.round_token, &req.round_id)?;
         let decisions = convert::decisions(&req.decisions, state.round.seats().len())?;
         let (sorted, raised) = state.round.decide_all(&decisions)?;
         let (parent_step, parent) = (state.step(), state.transcript);
         state.transcript = parent.decide(&sorted);
         state.steps.push(sorted);
         let token = self.inner.ring.seal(TokenKind::Round, &state)?;
-        let transcript = state.transcript.to_hex();
-        let decided = DecisionList(state.steps.last().map_or(&[][..], Vec::as_slice));
-        info!(
-            target: "reddog::audit",
-            event = "seats_decided",
-            round_id = %state.round_id,
-            commitment = %state.seed.commitment(),
-            step = state.step(),
-            %transcript,
+        self.inner.audit.record(&Event::SeatsDecided(record::SeatsDecided {
+            round_id: &state.round_id,
+            table_id: &state.table_id,
+            commitment: Shown(&state.seed.commitment()),
             parent_step,
-            parent_transcript = %parent,
-            decisions = %decided,
-            raised_amount = raised.0,
-            complete = matches!(state.round, Round::Complete(_)),
-        );
+            parent_transcript: Shown(parent),
+            step: state.step(),
+            transcript: Shown(state.transcript),
+            decisions: record::Decisions(state.steps.last().map_or(&[][..], Vec::as_slice)),
+            raised_amount: raised.0,
+            complete: matches!(state.round, Round::Complete(_)),
+        }))?;
+        let transcript = state.transcript.to_hex();
         let currency = self.currency_of(&state);
         Ok(proto::DecideResponse {
             round: Some(convert::round_view(&state.round, &state.paytable)?),
@@ -456,8 +450,8 @@ impl RedDogService {
         })
     }
 
-    fn settle(&self, req: &proto::SettleRequest) -> Result<proto::SettleResponse, Status> {
-        let mut state = self.open_round(Method::Settle, &req.round_token, &req.round_id)?;
+    fn settle(&self, peer: Peer, req: &proto::SettleRequest) -> Result<proto::SettleResponse, Status> {
+        let mut state = self.open_round(Method::Settle, peer, &req.round_token, &req.round_id)?;
         state.round.close();
         let settlement = state.round.settle(&state.paytable)?;
         let results = settlement
@@ -507,22 +501,31 @@ impl RedDogService {
             // The JSON first, then the reveal's strings move into the message (no copies).
             (reveal.to_json(), reveal_message(reveal))
         };
+        let currency = self.currency_of(&state);
+        let (hand_class, spread) = record::hand_class(settlement.class);
+        self.inner.audit.record(&Event::RoundSettled(record::RoundSettled {
+            round_id: &state.round_id,
+            table_id: &state.table_id,
+            currency: currency.as_ref().map_or("", |c| c.code.as_str()),
+            exponent: currency.as_ref().map_or(0, |c| u8::try_from(c.minor_unit_exponent).unwrap_or(u8::MAX)),
+            commitment: Shown(&state.seed.commitment()),
+            rules_digest: Hex(self.digest(&state.table_id)),
+            decks: state.decks.get(),
+            paytable: record::Odds(&state.paytable),
+            step: state.step(),
+            transcript: Shown(state.transcript),
+            cards: record::Cards(&cards),
+            hand_class,
+            spread,
+            decisions: record::Steps(&state.steps),
+            seats: record::Seats(&settlement.seats),
+            total_staked: settlement.total_staked.0,
+            total_returned: settlement.total_returned.0,
+            sandbox: false,
+        }))?;
         if let Some(m) = self.inner.table_metrics.get(&state.table_id) {
             m.settled(&settlement);
         }
-        info!(
-            target: "reddog::audit",
-            event = "round_settled",
-            round_id = %state.round_id,
-            commitment = %reveal_fields.commitment,
-            step = state.step(),
-            transcript = %state.transcript,
-            hand_class = settlement.class.name(),
-            third_card = %MaybeCard(settlement.third),
-            total_staked = settlement.total_staked.0,
-            total_returned = settlement.total_returned.0,
-        );
-        let currency = self.currency_of(&state);
         Ok(proto::SettleResponse {
             round: Some(convert::round_view(&state.round, &state.paytable)?),
             results,
@@ -623,14 +626,17 @@ impl RedDog for RedDogService {
         &self,
         request: Request<proto::StartRoundRequest>,
     ) -> Result<Response<proto::StartRoundResponse>, Status> {
-        self.observe(Method::StartRound, request.metadata(), || self.start_round(request.get_ref()))
+        let peer = Peer::of(&request);
+        self.observe(Method::StartRound, request.metadata(), || self.start_round(peer, request.get_ref()))
     }
 
     async fn decide(&self, request: Request<proto::DecideRequest>) -> Result<Response<proto::DecideResponse>, Status> {
-        self.observe(Method::Decide, request.metadata(), || self.decide(request.get_ref()))
+        let peer = Peer::of(&request);
+        self.observe(Method::Decide, request.metadata(), || self.decide(peer, request.get_ref()))
     }
 
     async fn settle(&self, request: Request<proto::SettleRequest>) -> Result<Response<proto::SettleResponse>, Status> {
-        self.observe(Method::Settle, request.metadata(), || self.settle(request.get_ref()))
+        let peer = Peer::of(&request);
+        self.observe(Method::Settle, request.metadata(), || self.settle(peer, request.get_ref()))
     }
 }

@@ -12,12 +12,16 @@ use tokio::net::TcpListener;
 use zeroize::Zeroizing;
 
 use super::api::EngineConfig;
+use super::audit_sink::{AuditOptions, AuditSink};
 use super::server::{self, ServeError};
 use super::tables::Tables;
 use super::tls::{TlsFiles, TlsReloader};
 use super::token::KeyRing;
 use crate::error::EngineError;
 use crate::game::Table;
+
+/// Longest wait for the audit trail's last batch at shutdown.
+const AUDIT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where the key ring comes from. Never from a command-line argument (it would show in `ps`).
 pub enum KeyRingSource {
@@ -107,6 +111,68 @@ impl Default for TransportLimits {
     }
 }
 
+/// Where the audit trail goes (`reddog serve --audit-log`).
+pub enum AuditOutput {
+    /// Standard output (`-`, the default).
+    Stdout,
+    /// A file, appended to (created if missing): each run's chain follows the last.
+    File(PathBuf),
+    /// Any writer (embedding and tests).
+    Writer(Box<dyn std::io::Write + Send>),
+}
+
+impl std::fmt::Debug for AuditOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuditOutput::Stdout => f.write_str("Stdout"),
+            AuditOutput::File(p) => f.debug_tuple("File").field(p).finish(),
+            AuditOutput::Writer(_) => f.write_str("Writer"),
+        }
+    }
+}
+
+/// The audit trail's settings (docs/AUDIT.md, "The sink").
+#[derive(Debug)]
+pub struct AuditSettings {
+    pub output: AuditOutput,
+    /// The replica id every record carries (1..=128 printable ASCII characters).
+    pub replica_id: String,
+    /// How often a checkpoint record is written while records are written (1 s .. 1 day
+    /// from the command line; at least 10 ms here, for tests).
+    pub checkpoint_interval: Duration,
+}
+
+impl AuditSettings {
+    /// To a writer, replica `local`, checkpoints every 60 s (tests and embedding).
+    pub fn to_writer(out: impl std::io::Write + Send + 'static) -> AuditSettings {
+        AuditSettings {
+            output: AuditOutput::Writer(Box::new(out)),
+            replica_id: "local".to_string(),
+            checkpoint_interval: Duration::from_secs(60),
+        }
+    }
+
+    /// Opens the output and starts the sink, writing `audit_started`.
+    fn start(self, tables: &Tables) -> Result<AuditSink, SettingsError> {
+        let options =
+            AuditOptions { replica: self.replica_id, checkpoint_interval: self.checkpoint_interval, signer: None };
+        let started = match self.output {
+            AuditOutput::Stdout => AuditSink::start(std::io::stdout(), options, tables),
+            AuditOutput::File(path) => {
+                let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| {
+                    SettingsError::Invalid {
+                        setting: "audit-log",
+                        reason: format!("cannot open {}: {e}", path.display()),
+                    }
+                })?;
+                AuditSink::start(file, options, tables)
+            }
+            AuditOutput::Writer(w) => AuditSink::start(w, options, tables),
+        };
+        started.map_err(|e| SettingsError::Invalid { setting: "audit-log", reason: e.to_string() })
+    }
+}
+
 /// TLS: the server's certificate chain and key (PEM); with `client_ca`, clients must present a
 /// certificate issued by one of those CAs (mutual TLS).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,6 +205,8 @@ pub struct Settings {
     pub tls: Option<TlsSettings>,
     /// Reload the TLS files on SIGHUP (the binary; tests reload through [`Application::tls`]).
     pub reload_on_sighup: bool,
+    /// The audit trail.
+    pub audit: AuditSettings,
 }
 
 impl Settings {
@@ -156,6 +224,7 @@ impl Settings {
             limits: TransportLimits::default(),
             tls: None,
             reload_on_sighup: false,
+            audit: AuditSettings::to_writer(std::io::sink()),
         }
     }
 
@@ -216,6 +285,16 @@ impl Settings {
         {
             return invalid("tls reload poll", "must be at least 10 ms".to_string());
         }
+        let a = &self.audit;
+        if a.checkpoint_interval < Duration::from_millis(10) || a.checkpoint_interval > Duration::from_secs(86_400) {
+            return invalid("audit-checkpoint-secs", format!("{} s: must be 1..=86400", secs(a.checkpoint_interval)));
+        }
+        if a.replica_id.is_empty() || a.replica_id.len() > 128 || !a.replica_id.bytes().all(|b| b.is_ascii_graphic()) {
+            return invalid(
+                "replica-id",
+                format!("{:?}: must be 1..=128 printable ASCII characters without spaces", a.replica_id),
+            );
+        }
         Ok(())
     }
 
@@ -261,6 +340,7 @@ pub struct Application {
     limits: TransportLimits,
     tls: Option<TlsReloader>,
     reload_on_sighup: bool,
+    audit: AuditSink,
 }
 
 impl std::fmt::Debug for Application {
@@ -308,10 +388,13 @@ impl Application {
                 None
             }
         };
+        // After the metrics recorder, so the sink's counters are live.
+        let audit = settings.audit.start(&tables)?;
         Ok(Application {
             listener,
             metrics_addr,
-            engine: EngineConfig { tables, key_ring, commitment_ttl: settings.commitment_ttl },
+            engine: EngineConfig { tables, key_ring, commitment_ttl: settings.commitment_ttl, audit: audit.clone() },
+            audit,
             drain_timeout: settings.drain_timeout,
             limits: settings.limits,
             tls,
@@ -340,9 +423,17 @@ impl Application {
         self.tls.as_ref()
     }
 
-    /// Serves until `shutdown` resolves, then drains (see [`server`]) and returns.
+    /// The audit sink (its replica and run ids; tests flush it).
+    pub fn audit(&self) -> &AuditSink {
+        &self.audit
+    }
+
+    /// Serves until `shutdown` resolves, then drains (see [`server`]), writes the audit
+    /// trail's `audit_stopped` record, flushes it and returns.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
-        server::serve(
+        let audit = self.audit.clone();
+        let checkpoints = audit.spawn_checkpoints();
+        let result = server::serve(
             self.listener,
             server::ServerParts {
                 engine: self.engine,
@@ -353,6 +444,10 @@ impl Application {
             },
             shutdown,
         )
-        .await
+        .await;
+        checkpoints.abort();
+        // Calls still open after a timed-out drain are refused from here on (UNAVAILABLE).
+        tokio::task::spawn_blocking(move || audit.stop(AUDIT_FLUSH_TIMEOUT)).await.ok();
+        result
     }
 }

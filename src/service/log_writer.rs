@@ -17,6 +17,11 @@
 //!
 //! What can be lost is what any user-space buffer loses: up to [`FLUSH_EVERY`] of lines if
 //! the process is killed with SIGKILL. A normal exit flushes ([`BatchWriter::flush`]).
+//!
+//! The writer is format-agnostic: the diagnostic logs (tracing-subscriber's fmt layer) and
+//! the audit trail ([`super::audit_sink`]) each have one. The audit sink appends with
+//! [`BatchWriter::try_append`], which refuses instead of waiting when the batch is full, and
+//! checks [`BatchWriter::failed`]: an output that refused a write is never silently ignored.
 
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -38,6 +43,8 @@ struct State {
     flushed: u64,
     /// No writer thread (closed, or it could not start): write directly.
     direct: bool,
+    /// A write to the output failed (sticky).
+    failed: bool,
 }
 
 struct Shared {
@@ -48,6 +55,10 @@ struct Shared {
     done: Condvar,
     out: Mutex<Box<dyn Write + Send>>,
 }
+
+/// The batch already holds [`CAPACITY`] bytes, or the output failed: the line was not taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Full;
 
 /// A batched, non-blocking, lossless writer for the `tracing` fmt layer (see the module
 /// docs). Cheap to clone; all clones share one batch and one writer thread.
@@ -76,6 +87,7 @@ impl BatchWriter {
                 flush_requested: 0,
                 flushed: 0,
                 direct: false,
+                failed: false,
             }),
             work: Condvar::new(),
             done: Condvar::new(),
@@ -94,10 +106,7 @@ impl BatchWriter {
         let s = &*self.shared;
         let mut st = lock(&s.state);
         if st.direct {
-            // Held across the write so direct lines never interleave.
-            let mut out = lock(&s.out);
-            out.write_all(line)?;
-            return out.flush();
+            return Self::write_direct(s, &mut st, line);
         }
         if st.buf.len() >= CAPACITY {
             metrics::counter!("reddog_log_writer_waits_total").increment(1);
@@ -118,6 +127,45 @@ impl BatchWriter {
             s.work.notify_one();
         }
         Ok(())
+    }
+
+    /// Writes directly (no writer thread), holding the batch lock so direct lines never
+    /// interleave; a failed write is remembered.
+    fn write_direct(s: &Shared, st: &mut State, line: &[u8]) -> std::io::Result<()> {
+        let mut out = lock(&s.out);
+        let written = out.write_all(line).and_then(|()| out.flush());
+        if written.is_err() {
+            st.failed = true;
+        }
+        written
+    }
+
+    /// Appends whole lines to the batch without ever waiting: `Err(Full)` when the batch
+    /// already holds [`CAPACITY`] bytes (the output is slower than the records).
+    pub fn try_append(&self, line: &[u8]) -> Result<(), Full> {
+        let s = &*self.shared;
+        let mut st = lock(&s.state);
+        if st.direct {
+            return Self::write_direct(s, &mut st, line).map_err(|_| Full);
+        }
+        if st.buf.len() >= CAPACITY {
+            s.work.notify_one();
+            return Err(Full);
+        }
+        let was_empty = st.buf.is_empty();
+        st.buf.extend_from_slice(line);
+        let full = st.buf.len() >= HIGH_WATER;
+        drop(st);
+        if was_empty || full {
+            s.work.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Whether a write to the output has failed (a full disk, a closed pipe): the lines of
+    /// that batch may be lost, so the audit sink stops accepting records.
+    pub fn failed(&self) -> bool {
+        lock(&self.shared.state).failed
     }
 
     /// Writes everything logged so far and waits (at most `timeout`) until it is written.
@@ -142,9 +190,10 @@ impl BatchWriter {
         // Whatever was logged since the flush goes out now, before any direct line.
         let rest = std::mem::take(&mut st.buf);
         let mut out = lock(&s.out);
+        if out.write_all(&rest).and_then(|()| out.flush()).is_err() {
+            st.failed = true;
+        }
         drop(st);
-        let _ = out.write_all(&rest);
-        let _ = out.flush();
         drop(out);
         s.work.notify_one();
         s.done.notify_all();
@@ -169,8 +218,7 @@ fn run(s: &Shared) {
         let mut out = lock(&s.out);
         drop(st);
         s.done.notify_all();
-        let _ = out.write_all(&spare);
-        let _ = out.flush();
+        let written = out.write_all(&spare).and_then(|()| out.flush());
         drop(out);
         // Keep a large buffer from pinning memory after a burst.
         if spare.capacity() > CAPACITY {
@@ -179,6 +227,7 @@ fn run(s: &Shared) {
         spare.clear();
         let mut st = lock(&s.state);
         st.flushed = st.flushed.max(target);
+        st.failed |= written.is_err();
         drop(st);
         s.done.notify_all();
         if stop {

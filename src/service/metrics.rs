@@ -24,6 +24,8 @@
 //! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections`, `idle` |
 //! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made the accept loop back off |
 //! | `reddog_log_writer_waits_total` | counter | | log lines that waited for a stalled stderr (`log_writer`; never dropped) |
+//! | `reddog_audit_records_total` | counter | | audit records written (`audit_sink`) |
+//! | `reddog_audit_refused_total` | counter | `reason` | audit records refused, and their calls answered UNAVAILABLE (`backlog`, `output_failed`, `stopped`) |
 //!
 //! Settlement counters count `Settle` answers: a retried `Settle` counts again. Deal classes
 //! are `hand_class` `pair` and `consecutive` (spread `0`) and `non_consecutive` with spread
@@ -323,6 +325,11 @@ fn describe() {
     describe_gauge!("reddog_table_info", "Always 1; labels describe a configured table");
     describe_gauge!("reddog_build_info", "Always 1; labels give the engine's version, git commit and build date");
     describe_counter!("reddog_token_rejections_total", "Tokens refused (tampered, unknown key, expired, wrong kind)");
+    describe_counter!("reddog_audit_records_total", "Audit records written to the audit sink's batch");
+    describe_counter!(
+        "reddog_audit_refused_total",
+        "Audit records refused (the call answered UNAVAILABLE): backlog, output_failed or stopped"
+    );
 }
 
 /// Handles to the metrics every RPC touches, registered once when the service is built, so
@@ -495,10 +502,10 @@ impl TableMetrics {
     }
 }
 
-/// Records a refused token and logs why at WARN, on the server only (rare: not worth a
-/// cached handle). `reason` is one of the [`crate::service::token::TokenRefusal`] labels.
+/// Records a refused token (every one; the log line is bounded by
+/// [`super::refusal_log::RefusalLog`]). `reason` is one of the
+/// [`crate::service::token::TokenRefusal`] labels.
 pub fn token_rejected(method: Method, reason: &'static str) {
-    tracing::warn!(method = method.name(), reason, "token refused");
     counter!("reddog_token_rejections_total", "method" => method.name(), "reason" => reason).increment(1);
 }
 

@@ -10,8 +10,11 @@
 //! - [`api`]: the RPC handlers;
 //! - [`error`]: `EngineError` → gRPC status with `google.rpc` details;
 //! - [`build_info`]: version, commit and build date compiled in;
-//! - [`metrics`], [`telemetry`], [`log_line`], [`log_writer`]: Prometheus metrics, logs
-//!   (formatted by hand, written in batches off the RPC path) and OTLP traces;
+//! - [`audit_record`], [`audit_sink`]: the audit trail — typed records, chained by hash,
+//!   written by their own sink whatever the log level;
+//! - [`metrics`], [`telemetry`], [`log_writer`], [`refusal_log`]: Prometheus metrics,
+//!   diagnostic logs (tracing-subscriber's formats, written in batches off the RPC path,
+//!   client-triggered lines bounded) and OTLP traces;
 //! - [`app`]: [`Settings`] and [`Application`] — how the binary and the tests build and run
 //!   the server;
 //! - [`server`]: health, reflection, limits and graceful shutdown;
@@ -21,14 +24,16 @@
 
 pub mod api;
 pub mod app;
+pub mod audit_record;
+pub mod audit_sink;
 pub mod build_info;
 pub mod convert;
 pub mod error;
 pub mod guard;
-pub mod log_line;
 pub mod log_writer;
 pub mod metrics;
 pub mod proto;
+pub mod refusal_log;
 pub mod rules;
 pub mod server;
 pub mod state;
@@ -39,6 +44,8 @@ pub mod token;
 pub mod transport;
 
 pub use api::{EngineConfig, RedDogService};
-pub use app::{Application, KeyRingSource, Settings, SettingsError, TlsSettings, TransportLimits};
+pub use app::{
+    Application, AuditOutput, AuditSettings, KeyRingSource, Settings, SettingsError, TlsSettings, TransportLimits,
+};
 pub use server::{LIVENESS, MAX_REQUEST_BYTES, SERVICE_NAME, ServeError};
 pub use token::KeyRing;

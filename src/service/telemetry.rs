@@ -6,15 +6,12 @@
 //! the request's gRPC metadata becomes its parent ([`continue_trace`]), so a platform's trace
 //! shows the engine's spans under its own call.
 //!
-//! Audit events use the target `reddog::audit`, one per round step (`seed_committed`,
-//! `round_started`, `seats_decided`, `round_settled`). No event or span carries a server seed
-//! before its reveal, a key or a token.
+//! These are diagnostics only, in tracing-subscriber's stock text and JSON formats: the audit
+//! trail is written by its own sink ([`super::audit_sink`]), which no `RUST_LOG` setting
+//! affects. No event or span carries a server seed before its reveal, a key or a token.
 //!
-//! Cost: an audit line is formatted by hand into the fmt layer's per-thread buffer (no
-//! allocation, no `core::fmt` for the timestamp, integers and plain strings: [`TextLine`],
-//! [`JsonLine`], byte for byte the stock formats) and appended to the [`BatchWriter`]'s batch;
-//! a background thread writes batches to stderr (see [`super::log_writer`]).
-//! `cargo bench --bench audit` measures the cost per event.
+//! Lines are appended to a [`BatchWriter`]'s batch; a background thread writes batches to
+//! stderr (see [`super::log_writer`]).
 
 use std::time::Duration;
 
@@ -30,7 +27,6 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-pub use super::log_line::{JsonLine, TextLine};
 pub use super::log_writer::BatchWriter;
 
 /// Log line format.
@@ -49,22 +45,16 @@ pub struct Telemetry {
     logs: BatchWriter,
 }
 
-/// The fmt layer of `format` writing to `writer`: what `init` installs, public so the audit
-/// benchmark (`benches/audit.rs`) measures exactly this.
+/// tracing-subscriber's stock fmt layer of `format` writing to `writer`: what `init`
+/// installs.
 pub fn fmt_layer<S, W>(format: LogFormat, ansi: bool, writer: W) -> Box<dyn Layer<S> + Send + Sync>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
     match format {
-        LogFormat::Text => tracing_subscriber::fmt::layer()
-            .with_ansi(ansi)
-            .event_format(TextLine::default())
-            .with_writer(writer)
-            .boxed(),
-        LogFormat::Json => {
-            tracing_subscriber::fmt::layer().json().event_format(JsonLine::default()).with_writer(writer).boxed()
-        }
+        LogFormat::Text => tracing_subscriber::fmt::layer().with_ansi(ansi).with_writer(writer).boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer().json().with_writer(writer).boxed(),
     }
 }
 

@@ -225,18 +225,22 @@ struct Played {
 
 /// Plays a case through the service.
 fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
-    let svc = RedDogService::new(EngineConfig {
-        tables: reddog::service::tables::Tables::new(vec![reddog::service::tables::NamedTable {
-            id: c.table_id.into(),
-            table: c.table.clone(),
-            currency: reddog::service::tables::Currency::new(
-                c.currency.0,
-                c.currency.1,
-                "currency",
-            )
+    let tables = reddog::service::tables::Tables::new(vec![reddog::service::tables::NamedTable {
+        id: c.table_id.into(),
+        table: c.table.clone(),
+        currency: reddog::service::tables::Currency::new(c.currency.0, c.currency.1, "currency")
             .unwrap(),
-        }])
-        .unwrap(),
+    }])
+    .unwrap();
+    let audit = reddog::service::audit_sink::AuditSink::start(
+        std::io::sink(),
+        reddog::service::audit_sink::AuditOptions::local(),
+        &tables,
+    )
+    .unwrap();
+    let svc = RedDogService::new(EngineConfig {
+        tables,
+        audit,
         key_ring: KeyRing::from_json(RING).unwrap(),
         commitment_ttl: Duration::from_secs(600),
     });

@@ -36,8 +36,16 @@ fn service() -> (RedDogService, u64) {
         "ab".repeat(32)
     ))
     .unwrap();
+    let tables = reddog::service::tables::Tables::single(table);
+    let audit = reddog::service::audit_sink::AuditSink::start(
+        std::io::sink(),
+        reddog::service::audit_sink::AuditOptions::local(),
+        &tables,
+    )
+    .unwrap();
     let svc = RedDogService::new(EngineConfig {
-        tables: reddog::service::tables::Tables::single(table),
+        audit,
+        tables,
         key_ring: ring,
         commitment_ttl: Duration::from_secs(600),
     });

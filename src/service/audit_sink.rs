@@ -1,0 +1,540 @@
+//! The audit sink: the engine's own trail of every round step, apart from the diagnostic
+//! logs (docs/AUDIT.md, "The sink"). No log level, filter or subscriber decides whether a
+//! record is written.
+//!
+//! Each record ([`super::audit_record::Event`]) is serialised by serde, behind its envelope,
+//! into one buffer the sink keeps, under the sink's lock: the lock gives the record its `seq`,
+//! its `prev` (the SHA-256 of the previous line) and its place in the output, so the chain in
+//! the file is the chain in memory. The line is then appended to a [`BatchWriter`] batch that
+//! a dedicated thread writes (one `write(2)` per batch, at most
+//! [`super::log_writer::FLUSH_EVERY`] later). The handler never waits for the output.
+//!
+//! When the output cannot keep up (the batch holds [`super::log_writer::CAPACITY`] bytes) or
+//! has failed, or the sink has stopped, the record is refused and so is the call that wanted
+//! it: `UNAVAILABLE` with reason `AUDIT_UNAVAILABLE` (the platform retries, on this replica or
+//! another), counted in `reddog_audit_refused_total{reason}`. A call is never answered without
+//! its record; a refused record takes no `seq`, so the chain has no gap.
+//!
+//! [`AuditSink::checkpoint`] writes a `checkpoint` record when records were written since
+//! the last one ([`AuditSink::spawn_checkpoints`] calls it every interval); with a
+//! [`CheckpointSigner`] it carries `key_id` and `signature`. [`AuditSink::stop`] writes
+//! `audit_stopped` and flushes.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use metrics::{Counter, counter};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+
+use super::audit_record::{self as record, AuditStarted, AuditStopped, Checkpoint, Event, Hex, SCHEMA, TableDigest};
+use super::build_info;
+use super::error::ERROR_DOMAIN;
+use super::log_writer::BatchWriter;
+use super::tables::Tables;
+
+/// Signs checkpoints. None is configured today: a signing key in the key ring would provide
+/// one (Ed25519 over [`record::checkpoint_message`]); without it checkpoints carry no
+/// `key_id` and no `signature`.
+pub trait CheckpointSigner: Send + Sync {
+    /// The key's id, as listed with its public key.
+    fn key_id(&self) -> &str;
+    /// The signature over `message`.
+    fn sign(&self, message: &[u8]) -> Vec<u8>;
+}
+
+/// Why a record was not written (and the call that wanted it is refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AuditRefused {
+    /// The output is behind by a full batch.
+    #[error("the audit trail's output is behind; retry")]
+    Backlog,
+    /// A write to the output failed: records may be missing from it.
+    #[error("the audit trail's output failed")]
+    OutputFailed,
+    /// The sink has written `audit_stopped` (the server is shutting down).
+    #[error("the audit trail has stopped (shutting down)")]
+    Stopped,
+}
+
+impl AuditRefused {
+    /// The `reason` label of `reddog_audit_refused_total`.
+    pub fn label(self) -> &'static str {
+        match self {
+            AuditRefused::Backlog => "backlog",
+            AuditRefused::OutputFailed => "output_failed",
+            AuditRefused::Stopped => "stopped",
+        }
+    }
+}
+
+impl From<AuditRefused> for Status {
+    /// `UNAVAILABLE` (retryable, with nothing dealt or paid that is not recorded), with an
+    /// `ErrorInfo` of reason `AUDIT_UNAVAILABLE` and the cause in its metadata.
+    fn from(why: AuditRefused) -> Status {
+        let details = ErrorDetails::with_error_info(
+            "AUDIT_UNAVAILABLE",
+            ERROR_DOMAIN,
+            [("cause".to_string(), why.label().to_string())],
+        );
+        Status::with_error_details(Code::Unavailable, why.to_string(), details)
+    }
+}
+
+/// How the sink is set up.
+pub struct AuditOptions {
+    /// The replica's id (`--replica-id`, else `$POD_NAME`, else the host name).
+    pub replica: String,
+    /// How often a checkpoint is written while records are written.
+    pub checkpoint_interval: Duration,
+    /// Signs checkpoints, when a signing key exists.
+    pub signer: Option<Arc<dyn CheckpointSigner>>,
+}
+
+impl AuditOptions {
+    /// Replica `local`, checkpoints every 60 s, unsigned (tests, benchmarks, embedding).
+    pub fn local() -> AuditOptions {
+        AuditOptions { replica: "local".to_string(), checkpoint_interval: Duration::from_secs(60), signer: None }
+    }
+}
+
+impl std::fmt::Debug for AuditOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditOptions")
+            .field("replica", &self.replica)
+            .field("checkpoint_interval", &self.checkpoint_interval)
+            .field("signed", &self.signer.is_some())
+            .finish()
+    }
+}
+
+/// The chain's state, and the buffer each record is serialised into.
+struct Chain {
+    /// The next record's `seq`.
+    seq: u64,
+    /// SHA-256 of the last record's line.
+    prev: [u8; 32],
+    /// Round records since the last checkpoint.
+    since_checkpoint: u64,
+    stopped: bool,
+    /// The line being written (capacity kept across records).
+    line: Vec<u8>,
+}
+
+struct Inner {
+    replica: String,
+    run: String,
+    checkpoint_interval: Duration,
+    signer: Option<Arc<dyn CheckpointSigner>>,
+    out: BatchWriter,
+    chain: Mutex<Chain>,
+    written: Counter,
+}
+
+/// The audit sink (see the module docs). Cheap to clone; clones share one chain.
+#[derive(Clone)]
+pub struct AuditSink {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for AuditSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditSink").field("replica", &self.inner.replica).field("run", &self.inner.run).finish()
+    }
+}
+
+/// The envelope and the event, serialised as one object: the envelope's keys first.
+#[derive(Serialize)]
+struct Line<'a> {
+    schema: &'static str,
+    replica: &'a str,
+    run: &'a str,
+    seq: u64,
+    prev: Hex<'a>,
+    at: At,
+    #[serde(flatten)]
+    event: &'a Event<'a>,
+}
+
+/// The time of writing, RFC 3339 UTC with nanoseconds.
+struct At(jiff::Timestamp);
+
+impl Serialize for At {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{:.9}", self.0))
+    }
+}
+
+fn lock(m: &Mutex<Chain>) -> MutexGuard<'_, Chain> {
+    // A panic while holding the lock happens before the chain advances: the state is whole.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A fresh run id: 32 lower-case hex digits from the operating system's random source.
+fn new_run_id() -> String {
+    use rand::TryRng as _;
+    let mut bytes = [0u8; 16];
+    if rand::rngs::SysRng.try_fill_bytes(&mut bytes).is_err() {
+        // Still distinct per start in practice: the clock's nanoseconds and the process id.
+        let now = jiff::Timestamp::now().as_nanosecond();
+        bytes[..12].copy_from_slice(&now.to_be_bytes()[4..]);
+        bytes[12..].copy_from_slice(&std::process::id().to_be_bytes());
+    }
+    hex::encode(bytes)
+}
+
+impl AuditSink {
+    /// Starts the sink on `out` (its writer thread) and writes `audit_started` with each
+    /// table's rules digest.
+    pub fn start(
+        out: impl Write + Send + 'static,
+        options: AuditOptions,
+        tables: &Tables,
+    ) -> Result<AuditSink, AuditRefused> {
+        let sink = AuditSink {
+            inner: Arc::new(Inner {
+                replica: options.replica,
+                run: new_run_id(),
+                checkpoint_interval: options.checkpoint_interval,
+                signer: options.signer,
+                out: BatchWriter::start(out),
+                chain: Mutex::new(Chain {
+                    seq: 0,
+                    prev: [0; 32],
+                    since_checkpoint: 0,
+                    stopped: false,
+                    line: Vec::with_capacity(2048),
+                }),
+                written: counter!("reddog_audit_records_total"),
+            }),
+        };
+        let digests: Vec<([u8; 32], &str)> =
+            tables.iter().map(|t| (record::rules_digest(&t.table, &t.currency), t.id.as_str())).collect();
+        let listed: Vec<TableDigest<'_>> =
+            digests.iter().map(|(d, id)| TableDigest { table_id: id, rules_digest: Hex(d) }).collect();
+        sink.record(&Event::AuditStarted(AuditStarted {
+            engine_version: build_info::VERSION,
+            git_commit: build_info::GIT_COMMIT,
+            tables: &listed,
+            checkpoint_interval_secs: options.checkpoint_interval.as_secs(),
+        }))?;
+        Ok(sink)
+    }
+
+    /// The replica id every record carries.
+    pub fn replica(&self) -> &str {
+        &self.inner.replica
+    }
+
+    /// This run's id (32 hex digits).
+    pub fn run(&self) -> &str {
+        &self.inner.run
+    }
+
+    /// The checkpoint interval.
+    pub fn checkpoint_interval(&self) -> Duration {
+        self.inner.checkpoint_interval
+    }
+
+    /// Writes one record, or refuses it (see the module docs); refusals are counted.
+    pub fn record(&self, event: &Event<'_>) -> Result<(), AuditRefused> {
+        let mut chain = lock(&self.inner.chain);
+        let written = self.write(&mut chain, event);
+        drop(chain);
+        if let Err(why) = written {
+            counter!("reddog_audit_refused_total", "reason" => why.label()).increment(1);
+        }
+        written
+    }
+
+    /// Serialises, hashes and appends one record under the chain lock.
+    fn write(&self, chain: &mut Chain, event: &Event<'_>) -> Result<(), AuditRefused> {
+        if chain.stopped {
+            return Err(AuditRefused::Stopped);
+        }
+        if self.inner.out.failed() {
+            return Err(AuditRefused::OutputFailed);
+        }
+        let Chain { seq, prev, line, .. } = chain;
+        line.clear();
+        let l = Line {
+            schema: SCHEMA,
+            replica: &self.inner.replica,
+            run: &self.inner.run,
+            seq: *seq,
+            prev: Hex(prev),
+            at: At(jiff::Timestamp::now()),
+            event,
+        };
+        // Serialising strings, integers, booleans and arrays into a Vec cannot fail.
+        serde_json::to_writer(&mut *line, &l).map_err(|_| AuditRefused::OutputFailed)?;
+        let hash: [u8; 32] = Sha256::digest(line.as_slice()).into();
+        line.push(b'\n');
+        self.inner
+            .out
+            .try_append(line)
+            .map_err(|_| if self.inner.out.failed() { AuditRefused::OutputFailed } else { AuditRefused::Backlog })?;
+        chain.seq += 1;
+        chain.prev = hash;
+        if !matches!(event, Event::Checkpoint(_) | Event::AuditStarted(_)) {
+            chain.since_checkpoint += 1;
+        }
+        self.inner.written.increment(1);
+        Ok(())
+    }
+
+    /// Writes a `checkpoint` record if round records were written since the last one;
+    /// returns whether it did.
+    pub fn checkpoint(&self) -> Result<bool, AuditRefused> {
+        let mut chain = lock(&self.inner.chain);
+        if chain.since_checkpoint == 0 || chain.stopped {
+            return Ok(false);
+        }
+        let (seq, head) = (chain.seq, chain.prev);
+        let signed = self.inner.signer.as_ref().map(|s| {
+            (s.key_id(), s.sign(&record::checkpoint_message(&self.inner.replica, &self.inner.run, seq, &head)))
+        });
+        let event = Event::Checkpoint(Checkpoint {
+            records: seq,
+            head: Hex(&head),
+            key_id: signed.as_ref().map(|(id, _)| *id),
+            signature: signed.as_ref().map(|(_, sig)| Hex(sig)),
+        });
+        let written = self.write(&mut chain, &event);
+        if written.is_ok() {
+            chain.since_checkpoint = 0;
+        }
+        drop(chain);
+        if let Err(why) = written {
+            counter!("reddog_audit_refused_total", "reason" => why.label()).increment(1);
+        }
+        written.map(|()| true)
+    }
+
+    /// Writes `checkpoint` every interval while records are written, until the sink stops
+    /// (a tokio task; [`super::Application`] starts it).
+    pub fn spawn_checkpoints(&self) -> tokio::task::JoinHandle<()> {
+        let sink = Arc::downgrade(&self.inner);
+        let period = self.inner.checkpoint_interval;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = sink.upgrade() else { return };
+                let sink = AuditSink { inner };
+                if lock(&sink.inner.chain).stopped {
+                    return;
+                }
+                // A refusal is counted; the next tick tries again.
+                let _ = sink.checkpoint();
+            }
+        })
+    }
+
+    /// Writes out every record so far and waits (at most `timeout`) until it is written.
+    pub fn flush(&self, timeout: Duration) {
+        self.inner.out.flush(timeout);
+    }
+
+    /// Writes `audit_stopped` (once), flushes, and refuses records from then on.
+    pub fn stop(&self, timeout: Duration) {
+        let mut chain = lock(&self.inner.chain);
+        if !chain.stopped {
+            let records = chain.seq;
+            if self.write(&mut chain, &Event::AuditStopped(AuditStopped { records })).is_err() {
+                counter!("reddog_audit_refused_total", "reason" => "stop").increment(1);
+            }
+            chain.stopped = true;
+        }
+        drop(chain);
+        self.inner.out.close(timeout);
+    }
+}
+
+/// The replica id when none is configured: `$POD_NAME`, else the host name, else `unknown`.
+pub fn default_replica_id() -> String {
+    let pod = std::env::var("POD_NAME").ok().filter(|s| !s.trim().is_empty());
+    pod.or_else(|| {
+        ["/proc/sys/kernel/hostname", "/etc/hostname"]
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+    })
+    .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.trim().is_empty()))
+    .unwrap_or_else(|| "unknown".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::game::Table;
+    use crate::service::log_writer::CAPACITY;
+
+    /// An output that keeps what it was given.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Recorder {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn options() -> AuditOptions {
+        AuditOptions { replica: "replica-a".into(), checkpoint_interval: Duration::from_secs(60), signer: None }
+    }
+
+    fn lines(rec: &Recorder) -> Vec<String> {
+        String::from_utf8(rec.0.lock().unwrap().clone()).unwrap().lines().map(str::to_string).collect()
+    }
+
+    fn stop_event() -> Event<'static> {
+        Event::AuditStopped(AuditStopped { records: 0 })
+    }
+
+    #[test]
+    fn records_chain_by_the_hash_of_each_line_and_parse_with_the_envelope_first() {
+        let rec = Recorder::default();
+        let sink = AuditSink::start(rec.clone(), options(), &Tables::single(Table::default())).unwrap();
+        for _ in 0..3 {
+            sink.checkpoint().unwrap();
+            sink.record(&stop_event()).unwrap();
+        }
+        sink.stop(Duration::from_secs(5));
+        let lines = lines(&rec);
+        assert!(lines.len() >= 5, "{lines:?}");
+        let mut prev = "0".repeat(64);
+        for (seq, line) in lines.iter().enumerate() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let keys = record::keys_in_order(line).unwrap();
+            assert_eq!(keys[..7], ["schema", "replica", "run", "seq", "prev", "at", "event"], "{line}");
+            assert_eq!(v["schema"], "reddog-audit-v1");
+            assert_eq!(v["replica"], "replica-a");
+            assert_eq!(v["run"], sink.run());
+            assert_eq!(v["seq"], seq as u64);
+            assert_eq!(v["prev"], prev.as_str(), "record {seq} chains to the one before");
+            let at = v["at"].as_str().unwrap();
+            assert!(at.parse::<jiff::Timestamp>().is_ok(), "{at}");
+            assert_eq!(at.len(), "2026-12-02T01:02:03.123456789Z".len(), "nanoseconds, UTC: {at}");
+            prev = hex::encode(Sha256::digest(line.as_bytes()));
+        }
+        assert_eq!(sink.run().len(), 32);
+        let first: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+        assert_eq!(first["event"], "audit_started");
+        assert_eq!(first["tables"][0]["table_id"], "default");
+        assert_eq!(first["checkpoint_interval_secs"], 60);
+        let last: serde_json::Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+        assert_eq!(last["event"], "audit_stopped");
+        assert_eq!(last["records"], lines.len() as u64 - 1, "records written before it");
+    }
+
+    #[test]
+    fn a_checkpoint_vouches_for_the_head_and_only_after_new_records() {
+        let rec = Recorder::default();
+        let sink = AuditSink::start(rec.clone(), options(), &Tables::single(Table::default())).unwrap();
+        assert!(!sink.checkpoint().unwrap(), "nothing since start: no checkpoint");
+        sink.record(&stop_event()).unwrap();
+        assert!(sink.checkpoint().unwrap());
+        assert!(!sink.checkpoint().unwrap(), "nothing new since the last one");
+        sink.flush(Duration::from_secs(5));
+        let lines = lines(&rec);
+        let cp: serde_json::Value = serde_json::from_str(&lines[2]).unwrap();
+        assert_eq!(cp["event"], "checkpoint");
+        assert_eq!(cp["records"], 2);
+        assert_eq!(cp["head"], cp["prev"]);
+        assert_eq!(cp["head"].as_str().unwrap(), hex::encode(Sha256::digest(lines[1].as_bytes())));
+        assert!(cp.get("signature").is_none() && cp.get("key_id").is_none(), "no signer, no signature");
+    }
+
+    #[test]
+    fn a_configured_signer_signs_the_checkpoint_message() {
+        struct Fake;
+        impl CheckpointSigner for Fake {
+            fn key_id(&self) -> &str {
+                "k9"
+            }
+            fn sign(&self, message: &[u8]) -> Vec<u8> {
+                Sha256::digest(message).to_vec()
+            }
+        }
+        let rec = Recorder::default();
+        let opts = AuditOptions { signer: Some(Arc::new(Fake)), ..options() };
+        let sink = AuditSink::start(rec.clone(), opts, &Tables::single(Table::default())).unwrap();
+        sink.record(&stop_event()).unwrap();
+        sink.checkpoint().unwrap();
+        sink.flush(Duration::from_secs(5));
+        let cp: serde_json::Value = serde_json::from_str(&lines(&rec)[2]).unwrap();
+        let head: [u8; 32] = hex::decode(cp["head"].as_str().unwrap()).unwrap().try_into().unwrap();
+        let message = record::checkpoint_message("replica-a", sink.run(), 2, &head);
+        assert_eq!(cp["key_id"], "k9");
+        assert_eq!(cp["signature"].as_str().unwrap(), hex::encode(Sha256::digest(&message)));
+    }
+
+    #[test]
+    fn a_stalled_output_refuses_records_without_a_gap_in_the_chain() {
+        /// Accepts nothing until opened.
+        struct Gate(Arc<(Mutex<bool>, std::sync::Condvar)>, Recorder);
+        impl Write for Gate {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                let (open, cv) = &*self.0;
+                let mut g = open.lock().unwrap();
+                while !*g {
+                    g = cv.wait(g).unwrap();
+                }
+                self.1.write(buf)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let gate = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let rec = Recorder::default();
+        let sink =
+            AuditSink::start(Gate(gate.clone(), rec.clone()), options(), &Tables::single(Table::default())).unwrap();
+        // The writer thread holds one batch at the gate; the next fills to CAPACITY.
+        let mut refused = 0;
+        for _ in 0..(2 * CAPACITY / 100) {
+            match sink.record(&stop_event()) {
+                Ok(()) => {}
+                Err(AuditRefused::Backlog) => refused += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(refused > 0, "a full batch refuses records");
+        *gate.0.lock().unwrap() = true;
+        gate.1.notify_all();
+        sink.stop(Duration::from_secs(10));
+        let lines = lines(&rec);
+        for (seq, line) in lines.iter().enumerate() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["seq"], seq as u64, "no seq skipped for a refused record");
+        }
+        assert_eq!(sink.record(&stop_event()), Err(AuditRefused::Stopped), "nothing after audit_stopped");
+    }
+
+    #[test]
+    fn a_failed_output_refuses_every_later_record() {
+        struct Broken;
+        impl Write for Broken {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = AuditSink::start(Broken, options(), &Tables::single(Table::default())).unwrap();
+        sink.flush(Duration::from_secs(5));
+        assert_eq!(sink.record(&stop_event()), Err(AuditRefused::OutputFailed));
+        let status = Status::from(AuditRefused::OutputFailed);
+        assert_eq!(status.code(), Code::Unavailable);
+        assert_eq!(status.get_details_error_info().unwrap().reason, "AUDIT_UNAVAILABLE");
+    }
+}
