@@ -152,12 +152,13 @@ impl AuditSettings {
         }
     }
 
-    /// Opens the output and starts the sink, writing `audit_started`.
-    fn start(self, tables: &Tables) -> Result<AuditSink, SettingsError> {
+    /// Opens the output and starts the sink's writer (`audit_started` is written when the
+    /// server starts serving).
+    fn start(self) -> Result<AuditSink, SettingsError> {
         let options =
             AuditOptions { replica: self.replica_id, checkpoint_interval: self.checkpoint_interval, signer: None };
-        let started = match self.output {
-            AuditOutput::Stdout => AuditSink::start(std::io::stdout(), options, tables),
+        Ok(match self.output {
+            AuditOutput::Stdout => AuditSink::new(std::io::stdout(), options),
             AuditOutput::File(path) => {
                 let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| {
                     SettingsError::Invalid {
@@ -165,11 +166,10 @@ impl AuditSettings {
                         reason: format!("cannot open {}: {e}", path.display()),
                     }
                 })?;
-                AuditSink::start(file, options, tables)
+                AuditSink::new(file, options)
             }
-            AuditOutput::Writer(w) => AuditSink::start(w, options, tables),
-        };
-        started.map_err(|e| SettingsError::Invalid { setting: "audit-log", reason: e.to_string() })
+            AuditOutput::Writer(w) => AuditSink::new(w, options),
+        })
     }
 }
 
@@ -389,7 +389,7 @@ impl Application {
             }
         };
         // After the metrics recorder, so the sink's counters are live.
-        let audit = settings.audit.start(&tables)?;
+        let audit = settings.audit.start()?;
         Ok(Application {
             listener,
             metrics_addr,
@@ -428,10 +428,15 @@ impl Application {
         &self.audit
     }
 
-    /// Serves until `shutdown` resolves, then drains (see [`server`]), writes the audit
-    /// trail's `audit_stopped` record, flushes it and returns.
+    /// Writes the audit trail's `audit_started`, serves until `shutdown` resolves, then
+    /// drains (see [`server`]), writes `audit_stopped`, flushes the trail and returns.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
         let audit = self.audit.clone();
+        // Refused only by an output that already failed: every call is then refused too
+        // (UNAVAILABLE, counted), which the metrics and the missing record 0 show.
+        if let Err(why) = audit.begin(&self.engine.tables) {
+            tracing::error!(cause = %why, "the audit trail cannot be written");
+        }
         let checkpoints = audit.spawn_checkpoints();
         let result = server::serve(
             self.listener,

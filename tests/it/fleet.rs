@@ -65,9 +65,9 @@ impl RingFile {
 /// What happens to a replica's log (stderr).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Logs {
-    /// Kept in memory ([`Replica::log_contains`]); audit events off (`reddog::audit=warn`).
+    /// Kept in memory ([`Replica::log_contains`]), at `info`.
     Keep,
-    /// Written at `info` with audit events, to /dev/null: the server does all its logging
+    /// Written at `info`, to /dev/null: the server does all its logging
     /// work and the test keeps nothing (a soak writes millions of lines).
     Discard,
 }
@@ -97,14 +97,7 @@ impl Replica {
             .arg(ring)
             .args(args)
             .env_clear()
-            .env(
-                "RUST_LOG",
-                if logs == Logs::Keep {
-                    "info,reddog::audit=warn"
-                } else {
-                    "info"
-                },
-            )
+            .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(if logs == Logs::Keep {

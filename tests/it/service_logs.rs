@@ -1,5 +1,5 @@
-//! With logs at the most verbose level, no server seed appears in the logs before its
-//! reveal (nor after: the engine never logs seeds).
+//! With logs at the most verbose level, no server seed appears in the logs or the audit
+//! trail before its reveal (nor after: the engine never logs or records seeds).
 
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use reddog::service::proto::{self, Action};
 async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
     let dir = tempfile::tempdir().unwrap();
     let log_path = dir.path().join("reddog.log");
+    let trail_path = dir.path().join("audit.jsonl");
     let log = std::fs::File::create(&log_path).unwrap();
     let ring = ring_a();
     for format in ["text", "json"] {
@@ -20,6 +21,7 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
                 ("REDDOG_KEY_RING", ring.as_str()),
                 ("RUST_LOG", "trace"),
                 ("REDDOG_LOG_FORMAT", format),
+                ("REDDOG_AUDIT_LOG", trail_path.to_str().unwrap()),
             ],
             std::process::Stdio::from(log),
         );
@@ -43,17 +45,18 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
                 };
                 token = c.decide(d).await.unwrap().into_inner().round_token;
             }
-            // The log is written in batches (at most `log_writer::FLUSH_EVERY` later): wait,
-            // bounded, until this round's StartRound line is out.
+            // The trail is written in batches (at most `log_writer::FLUSH_EVERY` later):
+            // wait, bounded, until this round's `round_started` record is out.
             let deadline = std::time::Instant::now() + Duration::from_secs(10);
             let before_reveal = loop {
-                let log = std::fs::read(&log_path).unwrap();
-                let text = String::from_utf8_lossy(&log);
-                let started_logged = text
+                let trail = std::fs::read(&trail_path).unwrap_or_default();
+                let started_recorded = String::from_utf8_lossy(&trail)
                     .lines()
                     .any(|l| l.contains(&committed_hex) && l.contains("round_started"));
-                if started_logged || std::time::Instant::now() > deadline {
-                    break log;
+                if started_recorded || std::time::Instant::now() > deadline {
+                    let mut both = std::fs::read(&log_path).unwrap();
+                    both.extend_from_slice(&trail);
+                    break both;
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
             };
@@ -68,7 +71,7 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
             let text = String::from_utf8_lossy(&before_reveal).to_lowercase();
             assert!(
                 text.contains(&reveal.commitment),
-                "the audit log records the round's commitment"
+                "the audit trail records the round's commitment"
             );
             assert!(
                 !text.contains(&reveal.server_seed),
@@ -79,7 +82,9 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
         drop(c);
         let status = server.terminate().await;
         assert!(status.success());
-        let all = String::from_utf8_lossy(&std::fs::read(&log_path).unwrap()).to_lowercase();
+        let mut both = std::fs::read(&log_path).unwrap();
+        both.extend_from_slice(&std::fs::read(&trail_path).unwrap());
+        let all = String::from_utf8_lossy(&both).to_lowercase();
         assert!(all.contains("trace"), "trace-level events were written");
         for seed in &seen {
             assert!(!all.contains(seed.as_str()), "server seed logged at all");
