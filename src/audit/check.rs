@@ -423,3 +423,137 @@ pub fn join_blocks(mut blocks: Vec<BlockSummary>) -> Vec<Finding> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(step: Step, c: &str, parent: Option<&str>, t: &str, replica: &str) -> Fact {
+        Fact::Round(RoundFact {
+            step,
+            commitment: c.into(),
+            table_id: "default".into(),
+            round_id: format!("r-{c}"),
+            transcript: t.into(),
+            parent: parent.map(str::to_owned),
+            at: "2026-12-01T00:00:00.000000000Z".into(),
+            replica: replica.into(),
+        })
+    }
+
+    fn kinds(facts: Vec<Fact>) -> Vec<Kind> {
+        let (mut f, blocks) = check_partition(facts, RoundOptions { open_rounds: true, open_before: None });
+        f.extend(join_blocks(blocks));
+        f.sort();
+        f.into_iter().map(|f| f.kind).collect()
+    }
+
+    #[test]
+    fn retries_on_any_replica_in_any_order_are_not_findings() {
+        use Step::*;
+        let facts = vec![
+            fact(Settled, "c", None, "t2", "b"),
+            fact(Decided, "c", Some("t1"), "t2", "a"),
+            fact(Settled, "c", None, "t2", "a"),
+            fact(Decided, "c", Some("t0"), "t1", "b"),
+            // a Decide retried on a slow replica, logged after the settlement
+            fact(Decided, "c", Some("t0"), "t1", "a"),
+            fact(Started, "c", None, "t0", "a"),
+            fact(Started, "c", None, "t0", "b"),
+        ];
+        assert_eq!(kinds(facts), vec![]);
+    }
+
+    #[test]
+    fn a_settled_transcript_with_a_logged_decide_is_peek_then_play_whatever_the_order() {
+        use Step::*;
+        let mut facts = vec![
+            fact(Started, "c", None, "t0", "a"),
+            fact(Decided, "c", Some("t0"), "t1", "a"),
+            fact(Settled, "c", None, "t0", "b"),
+        ];
+        assert_eq!(kinds(facts.clone()), vec![Kind::PeekThenPlay]);
+        facts.reverse();
+        assert_eq!(kinds(facts.clone()), vec![Kind::PeekThenPlay]);
+        // Settling the Decide's answer as well: two settled transcripts, a fork too.
+        facts.push(fact(Settled, "c", None, "t1", "a"));
+        assert_eq!(kinds(facts), vec![Kind::Fork, Kind::PeekThenPlay]);
+    }
+
+    #[test]
+    fn reuse_forks_re_deals_and_open_rounds_are_told_apart() {
+        use Step::*;
+        let mut facts = vec![
+            fact(Started, "reuse", None, "a0", "a"),
+            fact(Started, "reuse", None, "b0", "b"),
+            fact(Settled, "reuse", None, "a0", "a"),
+            fact(Started, "fork", None, "f0", "a"),
+            fact(Decided, "fork", Some("f0"), "raise", "a"),
+            fact(Decided, "fork", Some("f0"), "stand", "b"),
+            fact(Settled, "fork", None, "raise", "a"),
+            fact(Started, "open", None, "o0", "a"),
+        ];
+        for c in ["d1", "d2"] {
+            facts.push(Fact::Deal(DealFact {
+                table_id: "default".into(),
+                round_id: "same".into(),
+                commitment: c.into(),
+            }));
+        }
+        facts.push(Fact::Deal(DealFact { table_id: "vip".into(), round_id: "same".into(), commitment: "d3".into() }));
+        assert_eq!(kinds(facts), vec![Kind::CommitmentReuse, Kind::Fork, Kind::RoundRedealt, Kind::OpenRound]);
+    }
+
+    fn link(replica: &str, seq: u64, prev: &str, hash: &str) -> Fact {
+        Fact::Chain(ChainFact {
+            replica: replica.into(),
+            run: "r".into(),
+            seq,
+            prev: prev.into(),
+            hash: hash.into(),
+            head_ok: true,
+        })
+    }
+
+    #[test]
+    fn chains_are_checked_across_block_boundaries_and_partitions() {
+        let b = 1u64 << BLOCK_BITS;
+        let mut facts = vec![link("x", 0, ZERO_HASH, "h0"), link("x", 1, "h0", "h1")];
+        // a chain crossing a block boundary, intact
+        facts.push(link("y", b - 1, "p", "hy1"));
+        facts.push(link("y", b, "hy1", "hy2"));
+        // a chain broken at a block boundary, and with a gap across the next one
+        facts.push(link("z", b - 1, "p", "hz1"));
+        facts.push(link("z", b, "EDITED", "hz2"));
+        facts.push(link("z", 2 * b + 5, "q", "hz3"));
+        // two different records with one seq, the first with a wrong prev
+        facts.push(link("w", 0, "not-zeros", "a"));
+        facts.push(link("w", 0, ZERO_HASH, "b"));
+        let want = vec![
+            (Kind::ChainGap, "z", b + 1),
+            (Kind::ChainEdit, "w", 0),
+            (Kind::ChainEdit, "w", 0),
+            (Kind::ChainEdit, "z", b),
+        ];
+        for n in [1, 3, 16] {
+            let mut parts: Vec<Vec<Fact>> = vec![Vec::new(); n];
+            for f in &facts {
+                parts[f.partition(n)].push(f.clone());
+            }
+            let (mut found, mut blocks) = (Vec::new(), Vec::new());
+            for p in parts {
+                let (f, b) = check_partition(p, RoundOptions::default());
+                found.extend(f);
+                blocks.extend(b);
+            }
+            found.extend(join_blocks(blocks));
+            found.sort();
+            let mut got: Vec<(Kind, &str, u64)> =
+                found.iter().map(|f| (f.kind, f.replica.as_deref().unwrap_or(""), f.seq.unwrap_or(0))).collect();
+            got.sort();
+            let mut want = want.clone();
+            want.sort();
+            assert_eq!(got, want, "{n} partitions: {found:?}");
+        }
+    }
+}

@@ -19,7 +19,7 @@ use super::record::{
     SeatAction, SeatMoney, SeatsDecided, SeedCommitted, TableDigest, ZERO_HASH, line_hash,
 };
 use super::time::format_timestamp;
-use crate::fairness::{DealInputs, FairShoe, ServerSeed, StartInputs, Transcript, action_text};
+use crate::fairness::{DealInputs, FairShoe, RevealV2, ServerSeed, SettledRound, StartInputs, Transcript, action_text};
 use crate::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Round, Spread, Table};
 
 /// What to generate.
@@ -39,6 +39,9 @@ pub struct Options {
     pub start_unix_ms: i64,
     /// A checkpoint after every this many records of a chain (0: none).
     pub checkpoint_every: u64,
+    /// Keep the reveals of the first honest round and of each one-seat peek
+    /// ([`Summary::reveals`]).
+    pub reveals: bool,
 }
 
 impl Default for Options {
@@ -51,6 +54,7 @@ impl Default for Options {
             skew_ms: Vec::new(),
             start_unix_ms: 1_796_083_200_000, // 2026-12-01T00:00:00Z
             checkpoint_every: 1000,
+            reveals: false,
         }
     }
 }
@@ -123,6 +127,9 @@ pub struct Summary {
     /// Every finding the trail must produce (`open_round` ones only with `--open-rounds`),
     /// sorted.
     pub expected: Vec<Expected>,
+    /// With [`Options::reveals`]: (round id, the reveal of the token settled in the log).
+    #[serde(skip)]
+    pub reveals: Vec<(String, String)>,
 }
 
 /// One table the generator deals at.
@@ -404,6 +411,29 @@ impl<'t> Play<'t> {
         }))
     }
 
+    /// The reveal of the token after `steps` Decide calls, as Settle would give it.
+    fn reveal(&self, steps: usize) -> io::Result<(String, String)> {
+        let mut round = self.replay(steps)?;
+        round.close();
+        let settlement = round.settle(self.t.table.paytable()).map_err(invalid)?;
+        let mut cards = settlement.cards.to_vec();
+        cards.extend(settlement.third);
+        let reveal = RevealV2::new(&SettledRound {
+            seed: &self.seed,
+            table_id: self.t.id,
+            round_id: &self.round_id,
+            client_seed: &self.client_seed,
+            nonce: self.nonce,
+            decks: self.t.table.decks(),
+            cards: &cards,
+            paytable: self.t.table.paytable(),
+            steps: &self.steps[..steps],
+            settlement: &settlement,
+            transcript: self.transcripts[steps],
+        });
+        Ok((self.round_id.clone(), reveal.to_json()))
+    }
+
     /// The round after its first `steps` Decide calls, dealt again from the seed.
     fn replay(&self, steps: usize) -> io::Result<Round> {
         let deal = DealInputs {
@@ -496,23 +526,25 @@ pub fn generate<W: Write>(opts: &Options, outs: &mut [W]) -> io::Result<Summary>
     }
     let mut rng = Choices(opts.seed);
     let mut summary = Summary::default();
+    // The plants sit among the honest rounds, the k-th halfway through the k-th share.
     let misuse_every = if opts.misuse == 0 { u64::MAX } else { (opts.rounds / u64::from(opts.misuse)).max(1) };
     let mut planted = 0u32;
     for i in 0..opts.rounds {
-        honest_round(&mut w, &tables, &mut rng, opts.seed, i)?;
+        let keep = (opts.reveals && i == 0).then_some(&mut summary.reveals);
+        honest_round(&mut w, &tables, &mut rng, opts.seed, i, keep)?;
         summary.rounds += 1;
-        if planted < opts.misuse && i % misuse_every == misuse_every - 1 {
+        if planted < opts.misuse && i % misuse_every == misuse_every / 2 {
             for plant in Plant::ALL {
-                summary.rounds +=
-                    plant_misuse(&mut w, &tables, &mut rng, opts.seed, plant, planted, &mut summary.expected)?;
+                let started = plant_misuse(&mut w, &tables, &mut rng, opts, plant, planted, &mut summary)?;
+                summary.rounds += started;
             }
             planted += 1;
         }
     }
     while planted < opts.misuse {
         for plant in Plant::ALL {
-            summary.rounds +=
-                plant_misuse(&mut w, &tables, &mut rng, opts.seed, plant, planted, &mut summary.expected)?;
+            let started = plant_misuse(&mut w, &tables, &mut rng, opts, plant, planted, &mut summary)?;
+            summary.rounds += started;
         }
         planted += 1;
     }
@@ -546,6 +578,7 @@ fn honest_round<W: Write>(
     rng: &mut Choices,
     seed: u64,
     i: u64,
+    reveals: Option<&mut Vec<(String, String)>>,
 ) -> io::Result<()> {
     let n = w.chains.len();
     let t = &tables[(i % tables.len() as u64) as usize];
@@ -584,6 +617,9 @@ fn honest_round<W: Write>(
         }
     }
     let e = play.settled(play.steps.len())?;
+    if let Some(reveals) = reveals {
+        reveals.push(play.reveal(play.steps.len())?);
+    }
     call(w, e, rng)
 }
 
@@ -592,11 +628,13 @@ fn plant_misuse<W: Write>(
     w: &mut Writer<'_, W>,
     tables: &[GenTable],
     rng: &mut Choices,
-    seed: u64,
+    opts: &Options,
     plant: Plant,
     k: u32,
-    expected: &mut Vec<Expected>,
+    summary: &mut Summary,
 ) -> io::Result<u64> {
+    let seed = opts.seed;
+    let expected = &mut summary.expected;
     let n = w.chains.len();
     let t = &tables[k as usize % tables.len()];
     let round_id = format!("m-{}-{k}", plant.tag());
@@ -658,6 +696,9 @@ fn plant_misuse<W: Write>(
             w.write(r, e)?;
             w.write(r, a.settled(0)?)?;
             expected.push(a.expect(Kind::PeekThenPlay));
+            if opts.reveals && plant == Plant::PeekOneSeat {
+                summary.reveals.push(a.reveal(0)?);
+            }
             Ok(1)
         }
         Plant::PeekAcrossReplicas => {
@@ -691,5 +732,52 @@ fn plant_misuse<W: Write>(
             expected.push(a.expect(Kind::OpenRound));
             Ok(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::record::Record;
+
+    #[test]
+    fn every_generated_line_is_a_typed_record_written_in_the_contract_order_and_chained() {
+        let opts = Options { rounds: 60, replicas: 2, misuse: 1, checkpoint_every: 25, ..Options::default() };
+        let mut outs = vec![Vec::new(), Vec::new()];
+        let summary = generate(&opts, &mut outs).unwrap();
+        let mut total = 0;
+        for out in &outs {
+            let mut prev = ZERO_HASH.to_string();
+            for (seq, line) in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).enumerate() {
+                let record: Record = serde_json::from_slice(line).unwrap();
+                // Serialising the typed record again gives the very same bytes: field order
+                // and format are the types'.
+                assert_eq!(serde_json::to_vec(&record).unwrap(), line);
+                assert!(line.starts_with(b"{\"schema\":\"reddog-audit-v1\",\"replica\":"));
+                assert_eq!((record.envelope.seq, record.envelope.prev.as_str()), (seq as u64, prev.as_str()));
+                prev = line_hash(line);
+                total += 1;
+            }
+        }
+        assert_eq!(total, summary.records);
+        // The same options write the same bytes.
+        let mut again = vec![Vec::new(), Vec::new()];
+        generate(&opts, &mut again).unwrap();
+        assert_eq!(again, outs);
+    }
+
+    #[test]
+    fn the_rules_digest_changes_with_every_rule() {
+        let t = tables();
+        assert_ne!(t[0].digest, t[1].digest);
+        let base = &t[0].table;
+        let other_odds =
+            Table::new(base.decks(), Paytable::new([5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 2], 11).unwrap(), base.limits())
+                .unwrap();
+        let d = rules_digest(base, "EUR", 2);
+        assert_eq!(d.len(), 64);
+        assert_ne!(rules_digest(&other_odds, "EUR", 2), d);
+        assert_ne!(rules_digest(base, "USD", 2), d);
+        assert_ne!(rules_digest(base, "EUR", 3), d);
     }
 }

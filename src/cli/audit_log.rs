@@ -239,6 +239,10 @@ pub struct AuditGenArgs {
     /// Write the findings the trail must produce, as JSON, to this file.
     #[arg(long, value_name = "FILE")]
     pub expected: Option<PathBuf>,
+    /// Write reveals (`ROUND_ID.json`) of the first honest round and of each one-seat peek
+    /// into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub reveals: Option<PathBuf>,
 }
 
 fn parse_skew(text: &str) -> Result<(usize, i64), String> {
@@ -264,6 +268,7 @@ pub fn gen_run(args: AuditGenArgs) -> anyhow::Result<()> {
         misuse: args.misuse,
         seed: args.seed,
         skew_ms,
+        reveals: args.reveals.is_some(),
         ..generate::Options::default()
     };
     let summary = if args.out.as_os_str() == "-" {
@@ -276,6 +281,12 @@ pub fn gen_run(args: AuditGenArgs) -> anyhow::Result<()> {
             .collect::<io::Result<Vec<_>>>()?;
         generate::generate(&opts, &mut outs)?
     };
+    if let Some(dir) = &args.reveals {
+        std::fs::create_dir_all(dir)?;
+        for (round_id, json) in &summary.reveals {
+            std::fs::write(dir.join(format!("{round_id}.json")), json)?;
+        }
+    }
     if let Some(path) = &args.expected {
         std::fs::write(path, serde_json::to_string_pretty(&summary)?)?;
     }
