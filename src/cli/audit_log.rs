@@ -1,68 +1,300 @@
-//! `reddog audit-log FILE…`: reads the JSON logs (`--log-format json`) of any number of
-//! replicas, in any order, and reports commitment reuse, forks, peek-then-play and rounds
-//! re-dealt ([`reddog::audit`]). Exit status 0: nothing found; 1: something found; 2: a file could
-//! not be read, or holds no JSON log line at all.
+//! `reddog audit-log FILE…`: checks the audit trails (`reddog-audit-v1` records) of any
+//! number of replicas, in any order ([`reddog::audit`]): chain gaps, edits and reordering;
+//! commitment reuse, forks, peek then play, rounds re-dealt; with `--open-rounds`, rounds
+//! never settled; with `--reveal FILE`, one disputed reveal against the logged transcripts.
+//! Exit status 0: nothing found; 1: something found; 2: a file could not be read, or the
+//! input holds no audit record at all.
+//!
+//! `reddog audit-gen` (hidden) writes generated trails for tests and benchmarks
+//! ([`reddog::audit::generate`]).
 
-use std::io::{self, Write};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use reddog::audit::{self, Skip};
+use reddog::audit::generate;
+use reddog::audit::{self, Finding, Kind, Mode, Options, Report, Step};
+use reddog::fairness::{AnyReveal, parse_reveal};
 
 #[derive(Debug, clap::Args)]
 pub struct AuditLogArgs {
-    /// JSON log files of the engine's replicas (`-` reads stdin), in any order.
+    /// Audit record files of the engine's replicas (`-` reads stdin), in any order; other
+    /// lines (diagnostics, other JSON) are skipped and counted.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Also list rounds started and never settled (`open_round` findings).
+    #[arg(long)]
+    pub open_rounds: bool,
+    /// With --open-rounds: only rounds started longer than this before the newest record
+    /// (`90s`, `15m`, `2h`, `1d`).
+    #[arg(long, value_name = "DURATION", value_parser = audit::parse_duration, requires = "open_rounds")]
+    pub older_than: Option<Duration>,
+    /// Check this disputed reveal against the logged transcripts of its commitment.
+    #[arg(long, value_name = "FILE")]
+    pub reveal: Option<PathBuf>,
+    /// Check everything in memory (no partition files), whatever the input size.
+    #[arg(long, conflicts_with = "partitions")]
+    pub in_memory: bool,
+    /// Partition files to use (default: one per 32 MiB of input; in memory when it fits one).
+    #[arg(long, value_name = "N")]
+    pub partitions: Option<usize>,
+    /// Directory for the partition files (default: the system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub temp_dir: Option<PathBuf>,
 }
 
 pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
-    let mut events = Vec::new();
-    let (mut not_json, mut incomplete) = (0usize, 0usize);
-    for path in &args.files {
-        let text =
-            if path.as_os_str() == "-" { io::read_to_string(io::stdin()) } else { std::fs::read_to_string(path) };
-        let text = match text {
-            Ok(t) => t,
+    let reveal = match &args.reveal {
+        None => None,
+        Some(path) => match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| parse_reveal(&t).map_err(|e| e.to_string()))
+        {
+            Ok(r) => Some(r),
             Err(e) => {
-                eprintln!("audit-log: cannot read {}: {e}", path.display());
+                eprintln!("audit-log: cannot read the reveal {}: {e}", path.display());
                 return Ok(ExitCode::from(2));
             }
-        };
-        let mut json_lines = 0usize;
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            match audit::parse_line(line, format!("{}:{}", path.display(), i + 1)) {
-                Ok(e) => {
-                    json_lines += 1;
-                    events.push(e);
-                }
-                Err(Skip::NotJson) => not_json += 1,
-                Err(Skip::Other) => json_lines += 1,
-                Err(Skip::Incomplete(field)) => {
-                    json_lines += 1;
-                    incomplete += 1;
-                    if incomplete <= 3 {
-                        eprintln!("audit-log: {}:{}: an audit event without `{field}`: skipped", path.display(), i + 1);
-                    }
-                }
-            }
-        }
-        if json_lines == 0 && !text.trim().is_empty() {
-            eprintln!("audit-log: {} holds no JSON log line (run the engine with --log-format json)", path.display());
+        },
+    };
+    let keep_commitment = reveal.as_ref().map(|r| match r {
+        AnyReveal::V1(v) => v.commitment.clone(),
+        AnyReveal::V2(v) => v.commitment.clone(),
+    });
+    let opts = Options {
+        mode: match (args.in_memory, args.partitions) {
+            (true, _) => Mode::InMemory,
+            (false, Some(n)) => Mode::Partitions(n),
+            (false, None) => Mode::Auto,
+        },
+        open_rounds: args.open_rounds,
+        older_than: args.older_than,
+        temp_dir: args.temp_dir.clone(),
+        keep_commitment,
+    };
+    let inputs = match audit::open_files(&args.files) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("audit-log: cannot read {e}");
             return Ok(ExitCode::from(2));
         }
+    };
+    let report = match audit::analyse(inputs, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("audit-log: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if report.records == 0 {
+        eprintln!(
+            "audit-log: no reddog-audit-v1 record in the input ({} line(s) read, {} malformed): nothing was checked",
+            report.lines, report.malformed_records
+        );
+        return Ok(ExitCode::from(2));
     }
-    let count = events.len();
-    let findings = audit::analyse(events);
     let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "audit-log: {count} round events from {} file(s); {not_json} non-JSON line(s) and {incomplete} incomplete audit event(s) skipped",
-        args.files.len()
-    )?;
-    for f in &findings {
-        writeln!(out, "{f}")?;
+    let code = match &reveal {
+        Some(r) => reveal_report(&mut out, &report, r, args.json)?,
+        None => full_report(&mut out, &report, args.json)?,
+    };
+    out.flush()?;
+    Ok(ExitCode::from(code))
+}
+
+fn by_kind(findings: &[Finding]) -> BTreeMap<&'static str, usize> {
+    let mut m = BTreeMap::new();
+    for f in findings {
+        *m.entry(f.kind.name()).or_insert(0) += 1;
     }
-    writeln!(out, "findings: {}", findings.len())?;
-    Ok(ExitCode::from(u8::from(!findings.is_empty())))
+    m
+}
+
+fn full_report(out: &mut impl Write, report: &Report, json: bool) -> io::Result<u8> {
+    if json {
+        let value = serde_json::json!({
+            "files": report.files,
+            "lines": report.lines,
+            "records": report.records,
+            "skipped_lines": report.skipped_lines,
+            "malformed_records": report.malformed_records,
+            "partitions": report.partitions,
+            "findings": report.findings,
+            "summary": { "findings": report.findings.len(), "by_kind": by_kind(&report.findings) },
+        });
+        serde_json::to_writer(&mut *out, &value)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "audit-log: {} audit record(s) from {} file(s), {} partition(s); {} other line(s) skipped, {} malformed audit record(s)",
+            report.records, report.files, report.partitions, report.skipped_lines, report.malformed_records
+        )?;
+        for f in &report.findings {
+            writeln!(out, "{}", line(f))?;
+        }
+        let kinds: Vec<String> = by_kind(&report.findings).iter().map(|(k, n)| format!("{k} {n}")).collect();
+        if kinds.is_empty() {
+            writeln!(out, "findings: 0")?;
+        } else {
+            writeln!(out, "findings: {} ({})", report.findings.len(), kinds.join(", "))?;
+        }
+    }
+    Ok(u8::from(!report.findings.is_empty()))
+}
+
+/// One finding as a text line: the kind, where, then the detail.
+fn line(f: &Finding) -> String {
+    let place = match (&f.table_id, &f.round_id, &f.replica, &f.run, f.seq) {
+        (Some(t), Some(r), _, _, _) => match &f.commitment {
+            Some(c) => format!("table {t} round {r} commitment {c}"),
+            None => format!("table {t} round {r}"),
+        },
+        (_, _, Some(replica), Some(run), Some(seq)) => format!("replica {replica} run {run} seq {seq}"),
+        _ => String::new(),
+    };
+    format!("{:<17} {place}: {}", f.kind.name(), f.detail)
+}
+
+fn reveal_report(out: &mut impl Write, report: &Report, reveal: &AnyReveal, json: bool) -> io::Result<u8> {
+    let (commitment, transcript, table_id, round_id) = match reveal {
+        AnyReveal::V1(v) => (v.commitment.as_str(), None, None, v.round_id.as_deref()),
+        AnyReveal::V2(v) => {
+            (v.commitment.as_str(), Some(v.transcript.as_str()), Some(v.table_id.as_str()), Some(v.round_id.as_str()))
+        }
+    };
+    let settled: std::collections::BTreeSet<&str> =
+        report.kept.iter().filter(|f| f.step == Step::Settled).map(|f| f.transcript.as_str()).collect();
+    let logged: std::collections::BTreeSet<&str> = report.kept.iter().map(|f| f.transcript.as_str()).collect();
+    let findings: Vec<&Finding> = report
+        .findings
+        .iter()
+        .filter(|f| {
+            f.commitment.as_deref() == Some(commitment)
+                || (f.kind == Kind::RoundRedealt
+                    && f.round_id.as_deref() == round_id
+                    && (table_id.is_none() || f.table_id.as_deref() == table_id))
+        })
+        .collect();
+    let transcript_settled = transcript.is_some_and(|t| settled.contains(t));
+    let ok = transcript_settled && findings.is_empty();
+    if json {
+        let value = serde_json::json!({
+            "commitment": commitment,
+            "transcript": transcript,
+            "records_of_commitment": report.kept.len(),
+            "transcript_logged": transcript.is_some_and(|t| logged.contains(t)),
+            "transcript_settled": transcript_settled,
+            "settled_transcripts": settled,
+            "findings": findings,
+            "consistent": ok,
+        });
+        serde_json::to_writer(&mut *out, &value)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "reveal: commitment {commitment}: {} logged round record(s)", report.kept.len())?;
+        match transcript {
+            None => writeln!(out, "reveal: a version-1 reveal carries no transcript: it cannot be matched")?,
+            Some(t) if transcript_settled => writeln!(out, "reveal: transcript {t} was settled as logged")?,
+            Some(t) if logged.contains(t) => writeln!(out, "reveal: transcript {t} was logged but never settled")?,
+            Some(t) => writeln!(out, "reveal: transcript {t} appears nowhere in the log: not the round played")?,
+        }
+        for t in settled.iter().filter(|t| Some(**t) != transcript) {
+            writeln!(out, "reveal: the log also settles transcript {t}")?;
+        }
+        for f in &findings {
+            writeln!(out, "{}", line(f))?;
+        }
+        writeln!(out, "reveal: {}", if ok { "consistent with the log" } else { "NOT consistent with the log" })?;
+    }
+    Ok(u8::from(!ok))
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AuditGenArgs {
+    /// Honest rounds to write.
+    #[arg(long, default_value_t = 1000)]
+    pub rounds: u64,
+    /// Replica chains.
+    #[arg(long, default_value_t = 2)]
+    pub replicas: usize,
+    /// Instances of each misuse pattern to plant.
+    #[arg(long, default_value_t = 0)]
+    pub misuse: u32,
+    /// Seeds every choice: the same arguments write the same bytes.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Shift replica N's clock by MS milliseconds (`N=MS`, repeatable; MS may be negative).
+    #[arg(long, value_name = "N=MS", value_parser = parse_skew, allow_hyphen_values = true)]
+    pub skew: Vec<(usize, i64)>,
+    /// A directory for one file per replica (`replica-N.jsonl`), or `-` for all on stdout.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Write the findings the trail must produce, as JSON, to this file.
+    #[arg(long, value_name = "FILE")]
+    pub expected: Option<PathBuf>,
+    /// Write reveals (`ROUND_ID.json`) of the first honest round and of each one-seat peek
+    /// into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub reveals: Option<PathBuf>,
+}
+
+fn parse_skew(text: &str) -> Result<(usize, i64), String> {
+    let (n, ms) = text.split_once('=').ok_or_else(|| format!("{text:?}: expected N=MS"))?;
+    Ok((
+        n.parse().map_err(|_| format!("{n:?}: not a replica index"))?,
+        ms.parse().map_err(|_| format!("{ms:?}: not milliseconds"))?,
+    ))
+}
+
+pub fn gen_run(args: AuditGenArgs) -> anyhow::Result<()> {
+    let mut skew_ms = vec![0; args.replicas];
+    for (n, ms) in &args.skew {
+        if let Some(s) = skew_ms.get_mut(*n) {
+            *s = *ms;
+        } else {
+            anyhow::bail!("--skew {n}={ms}: there are {} replicas", args.replicas);
+        }
+    }
+    let opts = generate::Options {
+        rounds: args.rounds,
+        replicas: args.replicas,
+        misuse: args.misuse,
+        seed: args.seed,
+        skew_ms,
+        reveals: args.reveals.is_some(),
+        ..generate::Options::default()
+    };
+    let summary = if args.out.as_os_str() == "-" {
+        let mut outs = [BufWriter::with_capacity(1 << 20, io::stdout().lock())];
+        generate::generate(&opts, &mut outs)?
+    } else {
+        std::fs::create_dir_all(&args.out)?;
+        let mut outs = (0..args.replicas.max(1))
+            .map(|r| Ok(BufWriter::with_capacity(1 << 20, File::create(args.out.join(format!("replica-{r}.jsonl")))?)))
+            .collect::<io::Result<Vec<_>>>()?;
+        generate::generate(&opts, &mut outs)?
+    };
+    if let Some(dir) = &args.reveals {
+        std::fs::create_dir_all(dir)?;
+        for (round_id, json) in &summary.reveals {
+            std::fs::write(dir.join(format!("{round_id}.json")), json)?;
+        }
+    }
+    if let Some(path) = &args.expected {
+        std::fs::write(path, serde_json::to_string_pretty(&summary)?)?;
+    }
+    eprintln!(
+        "audit-gen: {} rounds, {} records, {} planted findings",
+        summary.rounds,
+        summary.records,
+        summary.expected.len()
+    );
+    Ok(())
 }

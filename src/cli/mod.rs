@@ -36,9 +36,13 @@ enum Command {
     RngDump(fairness::RngDumpArgs),
     /// Print a new key ring JSON, or an existing one with a new key added (rotation).
     Keygen(keygen::KeygenArgs),
-    /// Read the engine's JSON logs (any replicas, any order) and report commitment reuse,
-    /// forks, peek-then-play and rounds re-dealt; exit 1 when anything is found.
+    /// Check the engine's audit trails (any replicas, any order): chain gaps, edits and
+    /// reordering, commitment reuse, forks, peek then play, rounds re-dealt, open rounds;
+    /// exit 1 when anything is found, 2 when the input holds no audit record.
     AuditLog(audit_log::AuditLogArgs),
+    /// Write generated audit trails (honest rounds and planted misuse), for tests and benchmarks.
+    #[command(hide = true)]
+    AuditGen(audit_log::AuditGenArgs),
 }
 
 /// Runs the command; its exit status on success (`verify` tells verified, not verified and
@@ -50,6 +54,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Simulate(args) => simulate::run(args),
         Command::Verify(args) => return fairness::verify(args),
         Command::AuditLog(args) => return audit_log::run(args),
+        Command::AuditGen(args) => audit_log::gen_run(args),
         Command::Commit(args) => fairness::commit(args),
         Command::RngDump(args) => fairness::rng_dump(args),
         Command::Keygen(args) => keygen::run(args),

@@ -1,259 +1,361 @@
-//! `reddog audit-log` on the JSON logs of real `reddog serve` processes: two replicas sharing
-//! a key ring, rounds driven across both, the logs read in reverse order. Each misuse pattern
-//! (commitment reuse, fork, peek then play, round re-dealt) is flagged for its round and only
-//! its round;
-//! clean rounds, retries of every call included, are not flagged; a clean log exits 0 and an
-//! unreadable one 2.
+//! `reddog audit-log` on `reddog-audit-v1` trails of several replicas, written by the
+//! generator (`reddog::audit::generate`: real deals, money, transcripts and SHA-256 chains,
+//! without running the engine): every planted misuse is found for its round and nothing
+//! else; clocks shifted ±50 ms change nothing; tampered and truncated files are reported;
+//! input without audit records exits 2; open rounds are listed; partitioned and in-memory
+//! checks agree; a disputed reveal is checked against the log.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-use crate::common::*;
-use reddog::service::proto::red_dog_client::RedDogClient;
-use reddog::service::proto::{self, Action};
-use tonic::transport::Channel;
+use reddog::audit::generate::{self, Expected};
+use reddog::audit::{Finding, Kind};
 
-fn replica(log: &Path) -> ServerProcess {
-    let ring = ring_a();
-    let file = std::fs::File::create(log).unwrap();
-    ServerProcess::spawn(
-        &[
-            ("REDDOG_KEY_RING", ring.as_str()),
-            ("REDDOG_LOG_FORMAT", "json"),
-            ("RUST_LOG", "info"),
-        ],
-        Stdio::from(file),
-    )
+/// Writes a generated trail, one file per replica, into `dir`; returns the files and what
+/// the generator planted.
+fn trail(dir: &Path, opts: generate::Options) -> (Vec<PathBuf>, generate::Summary) {
+    std::fs::create_dir_all(dir).unwrap();
+    let files: Vec<PathBuf> = (0..opts.replicas)
+        .map(|r| dir.join(format!("replica-{r}.jsonl")))
+        .collect();
+    let mut outs: Vec<std::fs::File> = files
+        .iter()
+        .map(|f| std::fs::File::create(f).unwrap())
+        .collect();
+    let summary = generate::generate(&opts, &mut outs).unwrap();
+    (files, summary)
 }
 
-fn audit_log(files: &[&Path]) -> (Option<i32>, String) {
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn audit_log(args: &[&str], files: &[PathBuf]) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_reddog"))
         .arg("audit-log")
+        .args(args)
         .args(files)
         .output()
         .unwrap();
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The findings of `audit-log --json`.
+fn findings(args: &[&str], files: &[PathBuf]) -> (Option<i32>, Vec<Finding>) {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let run = audit_log(&all, files);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
     (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
+        run.code,
+        serde_json::from_value(v["findings"].clone()).unwrap(),
     )
 }
 
-/// A round started on `a` (and the same StartRound retried on `b`); returns its commitment
-/// and first round token, and whether it awaits decisions.
-async fn start(
-    a: &mut RedDogClient<Channel>,
-    b: &mut RedDogClient<Channel>,
-    round_id: &str,
-    nonce: u64,
-    seats: usize,
-) -> (String, Vec<u8>, bool) {
-    let committed = a
-        .commit_seed(commit_request(round_id, nonce))
-        .await
-        .unwrap()
-        .into_inner();
-    let req = proto::StartRoundRequest {
-        commitment_token: committed.commitment_token,
-        client_seed: "audit player".into(),
-        nonce,
-        round_id: round_id.into(),
-        seats: vec![proto::SeatBet { bet: 500 }; seats],
-        player_limits: limits(500, 30_000),
-        table_id: String::new(),
-    };
-    let started = a.start_round(req.clone()).await.unwrap().into_inner();
-    let retried = b.start_round(req).await.unwrap().into_inner();
-    assert_eq!(started, retried, "a retried StartRound is identical");
-    let awaiting = started.round.unwrap().awaiting_decisions;
-    (committed.commitment, started.round_token, awaiting)
+fn as_expected(found: &[Finding]) -> Vec<Expected> {
+    let mut v: Vec<Expected> = found
+        .iter()
+        .map(|f| Expected {
+            kind: f.kind,
+            table_id: f.table_id.clone().unwrap_or_default(),
+            round_id: f.round_id.clone().unwrap_or_default(),
+            commitment: f.commitment.clone(),
+        })
+        .collect();
+    v.sort();
+    v
 }
 
-/// A round that awaits decisions, with `seats` seats.
-async fn start_awaiting(
-    a: &mut RedDogClient<Channel>,
-    b: &mut RedDogClient<Channel>,
-    tag: &str,
-    seats: usize,
-) -> (String, Vec<u8>) {
-    for n in 0..100u64 {
-        let (c, t, awaiting) = start(a, b, &format!("{tag}-{n}"), n, seats).await;
-        if awaiting {
-            return (c, t);
-        }
-        settle(a, t).await;
+fn opts(rounds: u64, replicas: usize, misuse: u32, seed: u64) -> generate::Options {
+    generate::Options {
+        rounds,
+        replicas,
+        misuse,
+        seed,
+        ..generate::Options::default()
     }
-    panic!("no non-consecutive deal in 100 rounds")
 }
 
-async fn decide(c: &mut RedDogClient<Channel>, token: Vec<u8>, seat: u32, a: Action) -> Vec<u8> {
-    c.decide(proto::DecideRequest {
-        round_token: token,
-        decisions: vec![decision(seat, a)],
-        round_id: String::new(),
-    })
-    .await
-    .unwrap()
-    .into_inner()
-    .round_token
+#[test]
+fn every_planted_misuse_is_found_for_its_round_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, summary) = trail(dir.path(), opts(400, 3, 2, 21));
+    let (code, found) = findings(&[], &files);
+    assert_eq!(code, Some(1));
+    let planted: Vec<Expected> = summary
+        .expected
+        .iter()
+        .filter(|e| e.kind != Kind::OpenRound)
+        .cloned()
+        .collect();
+    assert!(planted.len() >= 14, "{planted:?}");
+    assert_eq!(as_expected(&found), planted);
+    // With --open-rounds, the unsettled rounds are added, and only they.
+    let (code, found) = findings(&["--open-rounds"], &files);
+    assert_eq!(code, Some(1));
+    assert_eq!(as_expected(&found), summary.expected);
 }
 
-async fn settle(c: &mut RedDogClient<Channel>, token: Vec<u8>) {
-    c.settle(proto::SettleRequest {
-        round_token: token,
-        round_id: String::new(),
-    })
-    .await
+#[test]
+fn settling_the_pre_decision_token_is_reported() {
+    // One seat on one replica; two seats decided in one call; the Decide on one replica and
+    // the Settle on another whose clock puts the Settle first.
+    let dir = tempfile::tempdir().unwrap();
+    let (files, _) = trail(dir.path(), opts(50, 2, 1, 22));
+    let (_, found) = findings(&[], &files);
+    for round in ["m-peek-one-0", "m-peek-two-0", "m-peek-across-0"] {
+        let kinds: Vec<Kind> = found
+            .iter()
+            .filter(|f| f.round_id.as_deref() == Some(round))
+            .map(|f| f.kind)
+            .collect();
+        assert_eq!(kinds, vec![Kind::PeekThenPlay], "{round}: {found:?}");
+    }
+    let text = audit_log(&[], &files);
+    assert!(
+        text.stdout
+            .contains("peek_then_play    table default round m-peek-across-0"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn a_clean_two_replica_log_passes_with_one_clock_shifted_50_ms_either_way() {
+    let dir = tempfile::tempdir().unwrap();
+    for skew in [0, 50, -50] {
+        let o = generate::Options {
+            skew_ms: vec![0, skew],
+            ..opts(800, 2, 0, 23)
+        };
+        let (files, summary) = trail(&dir.path().join(format!("skew{skew}")), o);
+        assert!(summary.records > 3000);
+        let run = audit_log(&[], &files);
+        assert_eq!(run.code, Some(0), "skew {skew} ms: {}", run.stdout);
+        assert!(run.stdout.contains("findings: 0"), "{}", run.stdout);
+    }
+}
+
+/// The lines of `file`.
+fn lines(file: &Path) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn write_lines(file: &Path, lines: &[String]) {
+    std::fs::write(
+        file,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
     .unwrap();
 }
 
-/// Clean rounds across both replicas with every call retried on the other one.
-async fn clean_rounds(
-    a: &mut RedDogClient<Channel>,
-    b: &mut RedDogClient<Channel>,
-    tag: &str,
-) -> Vec<String> {
-    let mut commitments = Vec::new();
-    for n in 0..6u64 {
-        let (commitment, t0, awaiting) = start(a, b, &format!("{tag}-{n}"), 1000 + n, 2).await;
-        let mut token = t0.clone();
-        if awaiting {
-            let t1 = decide(b, t0.clone(), 1, Action::Raise).await;
-            assert_eq!(decide(a, t0, 1, Action::Raise).await, t1, "retried Decide");
-            token = decide(a, t1, 0, Action::Stand).await;
-        }
-        settle(b, token.clone()).await;
-        settle(a, token).await; // retried Settle
-        commitments.push(commitment);
-    }
-    commitments
-}
-
-#[tokio::test]
-#[ignore = "analysis moves to reddog-audit-v1 records"]
-async fn audit_log_flags_each_misuse_from_real_replicas_and_nothing_else() {
+#[test]
+fn a_tampered_record_is_reported_as_an_edit_of_the_chain() {
     let dir = tempfile::tempdir().unwrap();
-    let (log_a, log_b) = (dir.path().join("a.log"), dir.path().join("b.log"));
-    let (ra, rb) = (replica(&log_a), replica(&log_b));
-    let (mut a, mut b) = (connect(ra.addr).await, connect(rb.addr).await);
-    let clean = clean_rounds(&mut a, &mut b, "clean").await;
-
-    // Commitment reuse: the same commitment, round id and nonce, another client seed.
-    let committed = a
-        .commit_seed(commit_request("reuse", 7))
-        .await
-        .unwrap()
-        .into_inner();
-    for client_seed in ["first", "second"] {
-        let req = proto::StartRoundRequest {
-            commitment_token: committed.commitment_token.clone(),
-            client_seed: client_seed.into(),
-            nonce: 7,
-            round_id: "reuse".into(),
-            seats: vec![proto::SeatBet { bet: 500 }],
-            player_limits: limits(500, 30_000),
-            table_id: String::new(),
-        };
-        b.start_round(req).await.unwrap();
-    }
-    let reuse = committed.commitment;
-
-    // Fork: two different Decides from the same token, on two replicas.
-    let (fork, t0) = start_awaiting(&mut a, &mut b, "fork", 1).await;
-    let raised = decide(&mut a, t0.clone(), 0, Action::Raise).await;
-    let stood = decide(&mut b, t0, 0, Action::Stand).await;
-    settle(&mut a, raised).await;
-    let _ = stood;
-
-    // Peek then play: settle T1 (the third card and the seed are revealed), then play on.
-    let (peek, t0) = start_awaiting(&mut a, &mut b, "peek", 2).await;
-    let t1 = decide(&mut a, t0, 0, Action::Stand).await;
-    settle(&mut b, t1.clone()).await;
-    let t2 = decide(&mut a, t1, 1, Action::Raise).await;
-    let _ = t2;
-
-    // Round re-dealt: two commitments for one round id, each dealt (a throw-away peek and the
-    // round shown); plus a retried CommitSeed whose seed is never used (not flagged).
-    let mut redealt = Vec::new();
-    for peek in [true, false] {
-        let committed = b
-            .commit_seed(commit_request("redeal", 9))
-            .await
-            .unwrap()
-            .into_inner();
-        let started = a
-            .start_round(proto::StartRoundRequest {
-                commitment_token: committed.commitment_token,
-                client_seed: "player".into(),
-                nonce: 9,
-                round_id: "redeal".into(),
-                seats: vec![proto::SeatBet { bet: 500 }],
-                player_limits: limits(500, 30_000),
-                table_id: String::new(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        if peek {
-            settle(&mut b, started.round_token).await;
-        }
-        redealt.push(committed.commitment);
-    }
-    a.commit_seed(commit_request("lost-response", 3))
-        .await
+    let (files, _) = trail(dir.path(), opts(200, 2, 0, 24));
+    let mut l = lines(&files[0]);
+    let i = l
+        .iter()
+        .position(|x| x.contains("\"event\":\"round_settled\""))
         .unwrap();
-
-    drop((a, b));
-    assert!(ra.terminate().await.success());
-    assert!(rb.terminate().await.success());
-
-    let (code, out) = audit_log(&[&log_b, &log_a]);
-    println!("{out}");
-    assert_eq!(code, Some(1), "{out}");
-    let kinds = |commitment: &str| -> Vec<String> {
-        out.lines()
-            .filter(|l| l.contains(commitment))
-            .map(|l| l.split_whitespace().next().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(kinds(&reuse), vec!["commitment-reuse"], "{out}");
-    assert_eq!(kinds(&fork), vec!["fork"], "{out}");
-    assert_eq!(kinds(&peek), vec!["peek-then-play"], "{out}");
-    for c in &redealt {
-        assert_eq!(kinds(c), vec!["round-re-dealt"], "{out}");
-    }
-    for c in &clean {
-        assert!(kinds(c).is_empty(), "clean round {c} flagged: {out}");
-    }
-    assert!(out.contains("findings: 4"), "{out}");
+    let edited = l[i].replacen("\"total_returned\":", "\"total_returned\":1", 1);
+    assert_ne!(edited, l[i]);
+    l[i] = edited;
+    write_lines(&files[0], &l);
+    let (code, found) = findings(&[], &files);
+    assert_eq!(code, Some(1));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].kind, Kind::ChainEdit);
+    assert_eq!(
+        (found[0].replica.as_deref(), found[0].seq),
+        (Some("replica-0"), Some(i as u64 + 1))
+    );
 }
 
-#[tokio::test]
-#[ignore = "analysis moves to reddog-audit-v1 records"]
-async fn a_clean_log_exits_0_and_an_unreadable_one_2() {
+#[test]
+fn a_truncated_chain_is_reported_as_a_gap_and_a_reordered_one_as_out_of_order() {
     let dir = tempfile::tempdir().unwrap();
-    let (log_a, log_b) = (dir.path().join("a.log"), dir.path().join("b.log"));
-    let (ra, rb) = (replica(&log_a), replica(&log_b));
-    let (mut a, mut b) = (connect(ra.addr).await, connect(rb.addr).await);
-    clean_rounds(&mut a, &mut b, "only-clean").await;
-    drop((a, b));
-    assert!(ra.terminate().await.success());
-    assert!(rb.terminate().await.success());
-    let (code, out) = audit_log(&[&log_a, &log_b]);
-    assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("findings: 0"), "{out}");
+    let (files, _) = trail(dir.path(), opts(200, 2, 0, 25));
+    let original = lines(&files[1]);
+    let mut cut = original.clone();
+    cut.drain(40..45);
+    write_lines(&files[1], &cut);
+    let (code, found) = findings(&[], &files);
+    assert_eq!(code, Some(1));
+    let gaps: Vec<(Kind, Option<u64>)> = found
+        .iter()
+        .filter(|f| f.kind == Kind::ChainGap)
+        .map(|f| (f.kind, f.seq))
+        .collect();
+    assert_eq!(gaps, vec![(Kind::ChainGap, Some(40))], "{found:?}");
+
+    let mut moved = original;
+    let line = moved.remove(60);
+    moved.insert(63, line);
+    write_lines(&files[1], &moved);
+    let (code, found) = findings(&[], &files);
+    assert_eq!(code, Some(1));
+    let kinds: Vec<(Kind, Option<u64>)> = found.iter().map(|f| (f.kind, f.seq)).collect();
+    assert_eq!(kinds, vec![(Kind::ChainOrder, Some(60))], "{found:?}");
+}
+
+#[test]
+fn input_without_any_audit_record_exits_2_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.log");
+    std::fs::write(&empty, "").unwrap();
+    let diagnostics = dir.path().join("diag.log");
+    std::fs::write(
+        &diagnostics,
+        "{\"timestamp\":\"2026-12-01T12:00:00Z\",\"level\":\"INFO\",\"fields\":{\"message\":\"listening\"}}\n\
+         2026-12-01T12:00:00Z INFO reddog: serving\n",
+    )
+    .unwrap();
+    for file in [&empty, &diagnostics] {
+        let run = audit_log(&[], std::slice::from_ref(file));
+        assert_eq!(run.code, Some(2), "{}", run.stdout);
+        assert!(
+            run.stderr.contains("no reddog-audit-v1 record"),
+            "{}",
+            run.stderr
+        );
+        assert!(!run.stdout.contains("findings: 0"));
+    }
+    let run = audit_log(&[], &[dir.path().join("missing.log")]);
+    assert_eq!(run.code, Some(2));
+}
+
+#[test]
+fn other_lines_between_the_records_are_skipped_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, _) = trail(dir.path(), opts(100, 1, 0, 26));
+    let mut l = lines(&files[0]);
+    l.insert(10, "2026-12-01T12:00:00Z WARN reddog: a diagnostic".into());
+    l.insert(20, "{\"level\":\"INFO\",\"message\":\"other JSON\"}".into());
+    write_lines(&files[0], &l);
+    let run = audit_log(&["--json"], &files);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["skipped_lines"], 2);
+    assert_eq!(v["records"].as_u64(), Some(l.len() as u64 - 2));
+}
+
+#[test]
+fn open_rounds_lists_an_unsettled_round_older_than_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, summary) = trail(dir.path(), opts(300, 2, 1, 27));
+    let open: Vec<&Expected> = summary
+        .expected
+        .iter()
+        .filter(|e| e.kind == Kind::OpenRound)
+        .collect();
+    assert_eq!(open.len(), 1);
+    let (code, found) = findings(&["--open-rounds"], &files);
+    assert_eq!(code, Some(1));
+    let listed: Vec<&Finding> = found.iter().filter(|f| f.kind == Kind::OpenRound).collect();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        listed[0].round_id.as_deref(),
+        Some(open[0].round_id.as_str())
+    );
     assert!(
-        !out.contains(" 0 round events"),
-        "the events were read: {out}"
+        listed[0].replica.is_some() && listed[0].started_at.is_some(),
+        "{listed:?}"
+    );
+    // The trail spans about a second; the open round started mid-way: more than 100 ms before
+    // the newest record, not a day before it.
+    let (_, found) = findings(&["--open-rounds", "--older-than", "1d"], &files);
+    assert!(found.iter().all(|f| f.kind != Kind::OpenRound), "{found:?}");
+    let (_, found) = findings(&["--open-rounds", "--older-than", "100ms"], &files);
+    assert_eq!(
+        found.iter().filter(|f| f.kind == Kind::OpenRound).count(),
+        1
+    );
+}
+
+#[test]
+fn partitioned_and_in_memory_checks_give_identical_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = generate::Options {
+        checkpoint_every: 50,
+        ..opts(1500, 3, 3, 28)
+    };
+    let (files, _) = trail(dir.path(), o);
+    // Tamper too, so the chain checks have something to find across partitions.
+    let mut l = lines(&files[2]);
+    l.drain(100..103);
+    l[500] = l[500].replacen("\"at\":\"2026", "\"at\":\"2025", 1);
+    write_lines(&files[2], &l);
+    let (code, memory) = findings(&["--open-rounds", "--in-memory"], &files);
+    assert_eq!(code, Some(1));
+    assert!(
+        memory.iter().any(|f| f.kind == Kind::ChainGap)
+            && memory.iter().any(|f| f.kind == Kind::ChainEdit)
+    );
+    for n in ["2", "7", "64"] {
+        let (code, parts) = findings(&["--open-rounds", "--partitions", n], &files);
+        assert_eq!(code, Some(1));
+        assert_eq!(parts, memory, "{n} partitions");
+    }
+}
+
+#[test]
+fn a_disputed_reveal_is_checked_against_the_logged_transcripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = generate::Options {
+        reveals: true,
+        ..opts(100, 2, 1, 29)
+    };
+    let (files, summary) = trail(dir.path(), o);
+    let reveal = |round: &str| {
+        summary
+            .reveals
+            .iter()
+            .find(|(r, _)| r == round)
+            .unwrap()
+            .1
+            .clone()
+    };
+    let path = dir.path().join("reveal.json");
+
+    // The honest round's reveal: its transcript was settled, nothing found on it.
+    std::fs::write(&path, reveal("r-000000000")).unwrap();
+    let run = audit_log(&["--reveal", path.to_str().unwrap()], &files);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("consistent with the log"),
+        "{}",
+        run.stdout
     );
 
-    let (code, _) = audit_log(&[&dir.path().join("missing.log")]);
-    assert_eq!(code, Some(2));
-    let text = dir.path().join("text.log");
-    std::fs::write(
-        &text,
-        "2026-12-01T12:00:00Z INFO reddog::audit: round_started\n",
-    )
-    .unwrap();
-    let (code, _) = audit_log(&[&text]);
-    assert_eq!(code, Some(2), "a text-format log is not readable as JSON");
+    // The same reveal with another transcript (a forged reveal recomputes it): not logged.
+    let v: serde_json::Value = serde_json::from_str(&reveal("r-000000000")).unwrap();
+    let forged = reveal("r-000000000").replace(v["transcript"].as_str().unwrap(), &"ab".repeat(32));
+    std::fs::write(&path, forged).unwrap();
+    let run = audit_log(&["--reveal", path.to_str().unwrap()], &files);
+    assert_eq!(run.code, Some(1), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("appears nowhere in the log"),
+        "{}",
+        run.stdout
+    );
+
+    // The peek's reveal: settled as logged, but the log holds a Decide from that token.
+    std::fs::write(&path, reveal("m-peek-one-0")).unwrap();
+    let run = audit_log(&["--reveal", path.to_str().unwrap(), "--json"], &files);
+    assert_eq!(run.code, Some(1), "{}", run.stdout);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["transcript_settled"], true);
+    assert_eq!(v["findings"][0]["kind"], "peek_then_play");
 }

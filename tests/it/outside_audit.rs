@@ -204,7 +204,6 @@ fn json_replica(log: &Path) -> ServerProcess {
 }
 
 #[tokio::test]
-#[ignore = "analysis moves to reddog-audit-v1 records"]
 async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
     let dir = std::env::temp_dir().join(format!("reddog-outside-audit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -273,6 +272,79 @@ async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
         "a clean round with a retry was reported:\n{stdout}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The most profitable fork: Decide raise on one replica (its answer shows the third card),
+/// then Settle the pre-decision token on another replica, so the raise is never paid. The
+/// engine's own records, read back by `reddog audit-log`, report it — and nothing else.
+#[tokio::test]
+async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log_a, log_b) = (dir.path().join("a.log"), dir.path().join("b.log"));
+    let (a, b) = (json_replica(&log_a), json_replica(&log_b));
+    let (mut ca, mut cb) = (connect(a.addr).await, connect(b.addr).await);
+    let mut found = None;
+    for k in 0..200 {
+        let round_id = format!("older-{k}");
+        let commit = ca
+            .commit_seed(commit_request(round_id.clone(), 1))
+            .await
+            .unwrap()
+            .into_inner();
+        let start = ca
+            .start_round(proto::StartRoundRequest {
+                commitment_token: commit.commitment_token,
+                client_seed: "player".into(),
+                nonce: 1,
+                round_id: round_id.clone(),
+                seats: vec![SeatBet { bet: 1000 }],
+                player_limits: limits(500, 30_000),
+                table_id: String::new(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        if start.round.unwrap().awaiting_decisions {
+            found = Some((round_id, start.round_token));
+            break;
+        }
+    }
+    let (round_id, t0) = found.expect("a non-consecutive hand within 200 deals");
+    ca.decide(proto::DecideRequest {
+        round_token: t0.clone(),
+        decisions: vec![decision(0, Action::Raise)],
+        round_id: String::new(),
+    })
+    .await
+    .unwrap();
+    cb.settle(proto::SettleRequest {
+        round_token: t0,
+        round_id: String::new(),
+    })
+    .await
+    .unwrap();
+    drop((ca, cb));
+    let (_, _) = (a.terminate().await, b.terminate().await);
+    let out = Command::new(env!("CARGO_BIN_EXE_reddog"))
+        .args(["audit-log", "--json"])
+        .args([&log_a, &log_b])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "the fork was not reported:\n{stdout}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kinds: Vec<(String, String)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                f["round_id"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(kinds, vec![("peek_then_play".to_string(), round_id)], "{stdout}");
 }
 
 /// API.md said "every call may be retried after a timeout with the same request"; a

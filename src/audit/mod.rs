@@ -1,0 +1,322 @@
+//! Analysis of the engine's audit trail (`reddog audit-log`; `docs/AUDIT.md`, "Analysis").
+//!
+//! The input is any number of files of `reddog-audit-v1` records ([`record`]) from any
+//! number of replicas, in any order; lines that are not audit records (diagnostics, other
+//! JSON) are skipped and counted. The checks ([`check`]) verify each replica's chain (gaps,
+//! edits, reordering) and each round's transcript chain (commitment reuse, forks, peek then
+//! play, rounds re-dealt, open rounds), ordering a round's records by their parent links and
+//! never by clocks across replicas.
+//!
+//! Memory stays bounded whatever the input size: the input is read once, each record reduced
+//! to compact facts, and the facts written to temporary partition files by their check's key
+//! (commitment, table and round id, chain block); then each partition is read back and
+//! checked alone. The partition count follows the input size, so each partition holds about
+//! [`PARTITION_BYTES`] of input. Small inputs are checked in memory, with the same code and
+//! the same findings.
+//!
+//! [`generate`] writes valid records for any number of rounds without running the engine.
+
+pub mod check;
+pub mod generate;
+pub mod record;
+mod time;
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::path::PathBuf;
+
+pub use check::{Finding, Kind, RoundFact, Step};
+pub use time::{format_timestamp, parse_duration, parse_timestamp};
+
+use check::{ChainFact, DealFact, Fact, RoundOptions};
+use record::{SCHEMA, Scan, line_hash};
+
+/// Input bytes per partition: the unit of memory of the partitioned checks.
+pub const PARTITION_BYTES: u64 = 32 << 20;
+/// The most partitions (open temporary files) one run uses.
+pub const MAX_PARTITIONS: usize = 4096;
+/// The partitions used when the input size is unknown (standard input).
+pub const UNKNOWN_SIZE_PARTITIONS: usize = 256;
+
+/// How the facts are held between reading and checking.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// In memory when the input fits one partition, else partitioned by its size.
+    #[default]
+    Auto,
+    /// All facts in memory: one partition.
+    InMemory,
+    /// This many partition files.
+    Partitions(usize),
+}
+
+/// What to check and how.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub mode: Mode,
+    /// Also list rounds started and never settled.
+    pub open_rounds: bool,
+    /// Only open rounds started longer ago than this before the newest record's `at`.
+    pub older_than: Option<std::time::Duration>,
+    /// Where the partition files go (default: the system's temporary directory).
+    pub temp_dir: Option<PathBuf>,
+    /// Keep the round records of this commitment (for `--reveal`).
+    pub keep_commitment: Option<String>,
+}
+
+/// One input: a name for messages and its lines.
+pub struct Input {
+    pub name: String,
+    pub reader: Box<dyn BufRead>,
+    /// Its size in bytes, when known.
+    pub len: Option<u64>,
+}
+
+/// What the analysis read and found.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub files: usize,
+    /// Non-empty lines read.
+    pub lines: u64,
+    /// Audit records used.
+    pub records: u64,
+    /// Lines that are not audit records.
+    pub skipped_lines: u64,
+    /// Lines naming the audit schema that are not valid records, or round records without
+    /// the fields the checks need.
+    pub malformed_records: u64,
+    /// Partitions checked (1: in memory).
+    pub partitions: usize,
+    /// Every finding, sorted.
+    pub findings: Vec<Finding>,
+    /// The round records of [`Options::keep_commitment`].
+    pub kept: Vec<RoundFact>,
+}
+
+/// Where the facts go between reading and checking.
+enum Sink {
+    Memory(Vec<Fact>),
+    Disk { _dir: tempfile::TempDir, paths: Vec<PathBuf>, writers: Vec<BufWriter<File>> },
+}
+
+impl Sink {
+    fn new(partitions: usize, temp_dir: Option<&PathBuf>) -> io::Result<Sink> {
+        if partitions <= 1 {
+            return Ok(Sink::Memory(Vec::new()));
+        }
+        let dir = match temp_dir {
+            Some(d) => tempfile::Builder::new().prefix("reddog-audit-").tempdir_in(d)?,
+            None => tempfile::Builder::new().prefix("reddog-audit-").tempdir()?,
+        };
+        let paths: Vec<PathBuf> = (0..partitions).map(|i| dir.path().join(format!("part-{i:05}.jsonl"))).collect();
+        let writers = paths
+            .iter()
+            .map(|p| Ok(BufWriter::with_capacity(16 << 10, File::create(p)?)))
+            .collect::<io::Result<_>>()?;
+        Ok(Sink::Disk { _dir: dir, paths, writers })
+    }
+
+    fn push(&mut self, fact: Fact) -> io::Result<()> {
+        match self {
+            Sink::Memory(v) => v.push(fact),
+            Sink::Disk { writers, .. } => {
+                let n = writers.len();
+                let w = &mut writers[fact.partition(n)];
+                serde_json::to_writer(&mut *w, &fact)?;
+                w.write_all(b"\n")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks each partition in turn; returns the findings and the partition count.
+    fn check(self, opts: RoundOptions) -> io::Result<(Vec<Finding>, usize)> {
+        let mut findings = Vec::new();
+        let mut blocks = Vec::new();
+        let count = match self {
+            Sink::Memory(facts) => {
+                let (f, b) = check::check_partition(facts, opts);
+                findings.extend(f);
+                blocks.extend(b);
+                1
+            }
+            Sink::Disk { _dir, paths, writers } => {
+                for w in writers {
+                    w.into_inner().map_err(io::IntoInnerError::into_error)?;
+                }
+                for path in &paths {
+                    let mut facts = Vec::new();
+                    for line in BufReader::new(File::open(path)?).lines() {
+                        facts.push(serde_json::from_str::<Fact>(&line?)?);
+                    }
+                    std::fs::remove_file(path)?;
+                    let (f, b) = check::check_partition(facts, opts);
+                    findings.extend(f);
+                    blocks.extend(b);
+                }
+                paths.len()
+            }
+        };
+        findings.extend(check::join_blocks(blocks));
+        Ok((findings, count))
+    }
+}
+
+/// The partition count for `mode` and an input of `bytes` (when known).
+pub fn partition_count(mode: Mode, bytes: Option<u64>) -> usize {
+    match mode {
+        Mode::InMemory => 1,
+        Mode::Partitions(n) => n.clamp(1, MAX_PARTITIONS),
+        Mode::Auto => match bytes {
+            // At most MAX_PARTITIONS: the cast cannot truncate.
+            Some(b) => b.div_ceil(PARTITION_BYTES).clamp(1, MAX_PARTITIONS as u64) as usize,
+            None => UNKNOWN_SIZE_PARTITIONS,
+        },
+    }
+}
+
+/// Reads every input once and checks it.
+pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
+    let total = inputs.iter().try_fold(0u64, |sum, i| i.len.map(|l| sum.saturating_add(l)));
+    let mut sink = Sink::new(partition_count(opts.mode, total), opts.temp_dir.as_ref())?;
+    let mut report = Report { files: inputs.len(), ..Report::default() };
+    let mut newest: Option<(i64, u32)> = None;
+    let mut line = Vec::with_capacity(4096);
+    for mut input in inputs {
+        // The seq of the last record of each chain in this file (the order check).
+        let mut last_seq: HashMap<(String, String), u64> = HashMap::new();
+        let mut line_no = 0u64;
+        loop {
+            line.clear();
+            if input.reader.read_until(b'\n', &mut line)? == 0 {
+                break;
+            }
+            line_no += 1;
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            report.lines += 1;
+            let scan = match serde_json::from_slice::<Scan<'_>>(&line) {
+                Ok(s) if s.schema.as_deref() == Some(SCHEMA) => s,
+                Ok(_) => {
+                    report.skipped_lines += 1;
+                    continue;
+                }
+                Err(_) => {
+                    if line.windows(SCHEMA.len()).any(|w| w == SCHEMA.as_bytes()) {
+                        report.malformed_records += 1;
+                    } else {
+                        report.skipped_lines += 1;
+                    }
+                    continue;
+                }
+            };
+            let (Some(replica), Some(run), Some(seq), Some(prev), Some(at), Some(event)) =
+                (&scan.replica, &scan.run, scan.seq, &scan.prev, &scan.at, &scan.event)
+            else {
+                report.malformed_records += 1;
+                continue;
+            };
+            report.records += 1;
+            if let Some(t) = parse_timestamp(at) {
+                newest = newest.max(Some(t));
+            }
+            let key = (replica.to_string(), run.to_string());
+            let before = last_seq.get(&key).copied().filter(|&b| seq < b);
+            if let Some(before) = before {
+                report.findings.push(Finding::chain(
+                    Kind::ChainOrder,
+                    replica,
+                    run,
+                    seq,
+                    format!("{}:{line_no}: seq {seq} comes after seq {before} in this file", input.name),
+                ));
+            }
+            last_seq.insert(key, seq);
+            sink.push(Fact::Chain(ChainFact {
+                replica: replica.to_string(),
+                run: run.to_string(),
+                seq,
+                prev: prev.to_string(),
+                hash: line_hash(&line),
+                head_ok: event != "checkpoint" || scan.head.as_deref() == Some(prev.as_ref()),
+            }))?;
+            let step = match event.as_ref() {
+                "round_started" => Step::Started,
+                "seats_decided" => Step::Decided,
+                "round_settled" => Step::Settled,
+                _ => continue,
+            };
+            let fields = (&scan.commitment, &scan.table_id, &scan.round_id, &scan.transcript);
+            let (Some(commitment), Some(table_id), Some(round_id), Some(transcript)) = fields else {
+                report.malformed_records += 1;
+                continue;
+            };
+            if step == Step::Decided && scan.parent_transcript.is_none() {
+                report.malformed_records += 1;
+                continue;
+            }
+            let fact = RoundFact {
+                step,
+                commitment: commitment.to_string(),
+                table_id: table_id.to_string(),
+                round_id: round_id.to_string(),
+                transcript: transcript.to_string(),
+                parent: scan.parent_transcript.as_ref().map(Cow::to_string),
+                at: at.to_string(),
+                replica: replica.to_string(),
+            };
+            if opts.keep_commitment.as_deref() == Some(commitment.as_ref()) {
+                report.kept.push(fact.clone());
+            }
+            if step == Step::Started {
+                sink.push(Fact::Deal(DealFact {
+                    table_id: fact.table_id.clone(),
+                    round_id: fact.round_id.clone(),
+                    commitment: fact.commitment.clone(),
+                }))?;
+            }
+            sink.push(Fact::Round(fact))?;
+        }
+    }
+    let open_before = opts.older_than.and_then(|d| {
+        let (s, n) = newest?;
+        let d_secs = i64::try_from(d.as_secs()).ok()?;
+        let (mut s, mut n) = (s.checked_sub(d_secs)?, i64::from(n) - i64::from(d.subsec_nanos()));
+        if n < 0 {
+            n += 1_000_000_000;
+            s -= 1;
+        }
+        // 0 ≤ n < 10⁹ here: the cast is exact.
+        Some((s, n as u32))
+    });
+    let (findings, partitions) = sink.check(RoundOptions { open_rounds: opts.open_rounds, open_before })?;
+    report.findings.extend(findings);
+    report.findings.sort();
+    report.partitions = partitions;
+    Ok(report)
+}
+
+/// Reads `files` (`-` = standard input) as [`Input`]s.
+pub fn open_files(files: &[PathBuf]) -> io::Result<Vec<Input>> {
+    files
+        .iter()
+        .map(|path| {
+            if path.as_os_str() == "-" {
+                return Ok(Input { name: "-".into(), reader: Box::new(BufReader::new(io::stdin())), len: None });
+            }
+            let file = File::open(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+            let len = file.metadata().ok().map(|m| m.len());
+            Ok(Input {
+                name: path.display().to_string(),
+                reader: Box::new(BufReader::with_capacity(256 << 10, file)),
+                len,
+            })
+        })
+        .collect()
+}
