@@ -19,7 +19,9 @@ use super::record::{
     SeatAction, SeatMoney, SeatsDecided, SeedCommitted, TableDigest, ZERO_HASH, line_hash,
 };
 use super::time::format_timestamp;
-use crate::fairness::{DealInputs, FairShoe, RevealV2, ServerSeed, SettledRound, StartInputs, Transcript, action_text};
+use crate::fairness::{
+    DealInputs, FairShoe, RevealV2, ServerSeed, SettledRound, StartInputs, TableRules, Transcript, action_text,
+};
 use crate::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Round, Spread, Table};
 
 /// What to generate.
@@ -141,23 +143,13 @@ struct GenTable {
     digest: String,
 }
 
-/// The rules digest (`docs/design/evidence-contract.md` §3): SHA-256 over the length-prefixed
-/// fields label, decks, paytable, limits, currency, exponent.
+/// The rules digest (`docs/design/evidence-contract.md` §3), hex, as the engine binds it.
 pub fn rules_digest(table: &Table, currency: &str, exponent: u8) -> String {
-    let mut odds = Vec::with_capacity(48);
-    for s in Spread::all() {
-        odds.extend_from_slice(&table.paytable().spread_odds(s).to_be_bytes());
-    }
-    odds.extend_from_slice(&table.paytable().three_of_a_kind_odds().to_be_bytes());
-    let mut limits = Vec::with_capacity(16);
-    limits.extend_from_slice(&table.limits().min().0.to_be_bytes());
-    limits.extend_from_slice(&table.limits().max().0.to_be_bytes());
-    let mut h = Sha256::new();
-    for part in [&b"reddog/rules/v1"[..], &[table.decks().get()], &odds, &limits, currency.as_bytes(), &[exponent]] {
-        h.update(u32::try_from(part.len()).unwrap_or(u32::MAX).to_be_bytes());
-        h.update(part);
-    }
-    hex::encode(h.finalize())
+    table_rules(table, currency, exponent).digest().to_hex()
+}
+
+fn table_rules<'a>(table: &'a Table, currency: &'a str, exponent: u8) -> TableRules<'a> {
+    TableRules { decks: table.decks(), paytable: table.paytable(), limits: table.limits(), currency, exponent }
 }
 
 fn tables() -> Vec<GenTable> {
@@ -292,6 +284,7 @@ impl<'t> Play<'t> {
             client_seed: client_seed.as_bytes(),
             paytable: t.table.paytable(),
             bets: &bets,
+            rules_digest: Some(&table_rules(&t.table, t.currency, t.exponent).digest()),
         }
         .transcript();
         Ok(Play {
@@ -430,6 +423,7 @@ impl<'t> Play<'t> {
             steps: &self.steps[..steps],
             settlement: &settlement,
             transcript: self.transcripts[steps],
+            rules: Some(table_rules(&self.t.table, self.t.currency, self.t.exponent)),
         });
         Ok((self.round_id.clone(), reveal.to_json()))
     }

@@ -331,7 +331,11 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "the fork was not reported:\n{stdout}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the fork was not reported:\n{stdout}"
+    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let kinds: Vec<(String, String)> = report["findings"]
         .as_array()
@@ -344,7 +348,11 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
             )
         })
         .collect();
-    assert_eq!(kinds, vec![("peek_then_play".to_string(), round_id)], "{stdout}");
+    assert_eq!(
+        kinds,
+        vec![("peek_then_play".to_string(), round_id)],
+        "{stdout}"
+    );
 }
 
 /// API.md said "every call may be retried after a timeout with the same request"; a
