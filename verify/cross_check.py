@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Cross-checks two verifiers on the shared reveal vectors: every case of
-tests/vectors/reveal-negative.json (and of reveal-v2.json when present) is written to a file
+tests/vectors/reveal-negative.json (and of reveal-v2.json and reveal-v3.json when present) is written to a file
 and given to each verifier command; each must exit with the case's status (0 verified,
 1 not verified, 2 malformed). Prints every disagreement; exit status 1 if there is any.
 
@@ -21,13 +21,15 @@ def cases(directory):
     with open(os.path.join(directory, "reveal-negative.json"), encoding="utf-8") as f:
         for c in json.load(f)["cases"]:
             yield "reveal-negative.json/" + c["name"], c["reveal"], c.get("expect"), c["verdict"]
-    path = os.path.join(directory, "reveal-v2.json")
-    if os.path.exists(path):
+    for name in ("reveal-v2.json", "reveal-v3.json"):
+        path = os.path.join(directory, name)
+        if not os.path.exists(path):
+            continue
         with open(path, encoding="utf-8") as f:
             for c in json.load(f)["cases"]:
                 r = c["reveal"]
                 text = r if isinstance(r, str) else json.dumps(r, ensure_ascii=False, separators=(",", ":"))
-                yield "reveal-v2.json/" + c["name"], text, c.get("expect"), c.get("verdict", "verified")
+                yield name + "/" + c["name"], text, c.get("expect"), c.get("verdict", "verified")
 
 
 def main(argv):

@@ -113,15 +113,37 @@ def genuine_v2(seed, client_seed, nonce, decks, table_id, round_id, paytable, be
 
 
 def transcript_of(r):
+    digest = r.get("rules_digest")
     t0 = v.transcript_start(bytes.fromhex(r["commitment"]), r["table_id"].encode(), r["round_id"].encode(),
                             r["nonce"], r["decks"], r["client_seed"].encode(), r["paytable"],
-                            [s["bet"] for s in r["seats"]])
+                            [s["bet"] for s in r["seats"]], bytes.fromhex(digest) if digest is not None else None)
     return v.transcript_chain(t0, [[(d["seat"], d["action"]) for d in step] for step in r["decisions"]]).hex()
 
 
 def retranscript(r):
     r["transcript"] = transcript_of(r)
     return r
+
+
+def as_v3(r, min_bet, max_bet, code, exponent):
+    """The version-3 reveal of the same round (FAIRNESS.md 4.2, 4.6): limits, currency and
+    rules digest after the paytable; t_0 version 2."""
+    out = {}
+    for k, x in copy.deepcopy(r).items():
+        out[k] = x
+        if k == "paytable":
+            out["limits"] = {"min_bet": min_bet, "max_bet": max_bet}
+            out["currency"] = {"code": code, "exponent": exponent}
+            out["rules_digest"] = ""
+    out["format"] = v.FORMAT_V3
+    return redigest(out)
+
+
+def redigest(r):
+    """Recomputes the rules digest from the reveal's rules, then the transcript."""
+    r["rules_digest"] = v.rules_digest(r["decks"], r["paytable"], r["limits"]["min_bet"], r["limits"]["max_bet"],
+                                       r["currency"]["code"], r["currency"]["exponent"]).hex()
+    return retranscript(r)
 
 
 def genuine_v1(seed, client_seed, nonce, decks, round_id):
@@ -164,7 +186,29 @@ def bases():
     s = seed_of("v1 pair")
     n = find_nonce(s, "lucky-9", 1, lambda c, k: k == v.PAIR)
     b["v1-pair"] = genuine_v1(s, "lucky-9", n, 1, None)
+    b["win-v3"] = as_v3(b["win"], 5, 1000, "EUR", 2)
+    # The round of the forged reveal (one seat of 1000 raised, a spread of 4 or more won at
+    # 1 to 1: returned 4000), in both formats.
+    s = seed_of("forged")
+    n = find_nonce(s, "lucky", 1, lambda c, k: k == v.NON_CONSECUTIVE and inside(c)
+                   and v.hand_class(c[0], c[1])[1] >= 4)
+    b["raised-win"] = genuine_v2(s, "lucky", n, 1, "default", "r-forged", STANDARD, [1000], [[(0, "raise")]])
+    assert b["raised-win"]["seats"][0]["returned"] == 4000
+    b["raised-win-v3"] = as_v3(b["raised-win"], 500, 30000, "XXX", 2)
     return b
+
+
+def forge(r):
+    """Finding 1's forgery of a genuine reveal: the raise becomes a stand, every odds 1, the
+    stake 1000 and the return 2000, and the transcript (and, in v3, the rules digest)
+    recomputed from the altered fields. Verifies on its own."""
+    f = copy.deepcopy(r)
+    f["decisions"] = [[{"seat": 0, "action": "stand"}]]
+    f["paytable"] = {"spread": [1] * 11, "three_of_a_kind": 1}
+    f["seats"] = [{"bet": 1000, "raised": False, "stake": 1000, "returned": 2000}]
+    f = redigest(f) if "rules_digest" in f else retranscript(f)
+    assert v.check_text(render(f)) == "verified", "the forgery verifies without the player's record"
+    return f
 
 
 # --- The cases -------------------------------------------------------------------------------
@@ -584,6 +628,79 @@ def build_cases(b):
     add("v1/expect-nonce", v1, "not_verified", {"nonce": v1["nonce"] + 1})
     add("v1/expect-commitment", v1, "not_verified", {"commitment": hashlib.sha256(other_seed).hexdigest()})
     add("v1/expect-round_id-absent", b["v1-consecutive"], "not_verified", {"round_id": "r-1"})
+
+    # --- version 3 -------------------------------------------------------------------------
+    w3 = "win-v3"
+    for key in ("limits", "currency", "rules_digest"):
+        add("v3/missing-key/" + key, without(w3, key), "malformed")
+    add("v3/format-v2-with-v3-keys", with_(w3, format=v.FORMAT_V2), "malformed")
+    add("v3/format-v3-without-v3-keys", with_("win", format=v.FORMAT_V3), "malformed")
+    add("v3/limits/unknown-key", with_(w3, limits=dict(b[w3]["limits"], step=5)), "malformed")
+    add("v3/limits/missing-max_bet", with_(w3, limits={"min_bet": 5}), "malformed")
+    add("v3/limits/min_bet-0", redigest(with_(w3, limits={"min_bet": 0, "max_bet": 1000})), "malformed")
+    add("v3/limits/max_bet-below-min_bet", with_(w3, limits={"min_bet": 5, "max_bet": 4}), "malformed")
+    add("v3/limits/max_bet-above-MAX_BET", with_(w3, limits={"min_bet": 5, "max_bet": v.MAX_BET + 1}), "malformed")
+    add("v3/limits/string", with_(w3, limits={"min_bet": "5", "max_bet": 1000}), "malformed")
+    add("v3/limits/array", with_(w3, limits=[5, 1000]), "malformed")
+    add("v3/currency/lower-case-code", with_(w3, currency={"code": "eur", "exponent": 2}), "malformed")
+    add("v3/currency/four-letters", with_(w3, currency={"code": "EURO", "exponent": 2}), "malformed")
+    add("v3/currency/numeric-code", with_(w3, currency={"code": "978", "exponent": 2}), "malformed")
+    add("v3/currency/exponent-5", with_(w3, currency={"code": "EUR", "exponent": 5}), "malformed")
+    add("v3/currency/unknown-key", with_(w3, currency={"code": "EUR", "exponent": 2, "name": "euro"}), "malformed")
+    add("v3/rules_digest/upper-case", with_(w3, rules_digest=b[w3]["rules_digest"].upper()), "malformed")
+    add("v3/rules_digest/63-digits", with_(w3, rules_digest=b[w3]["rules_digest"][:-1]), "malformed")
+    add("v3/duplicate-key-rules_digest", render(b[w3])[:-1] + ',"rules_digest":"%s"}' % b[w3]["rules_digest"],
+        "malformed")
+    r = with_(w3, limits={"min_bet": 5, "max_bet": 999})
+    add("verify/v3/limits-changed-digest-kept", retranscript(r), "not_verified")
+    r = with_(w3, currency={"code": "USD", "exponent": 2})
+    add("verify/v3/currency-changed-digest-kept", retranscript(r), "not_verified")
+    r = with_(w3, rules_digest=hashlib.sha256(b"other rules").hexdigest())
+    add("verify/v3/digest-of-other-rules", retranscript(r), "not_verified")
+    add("verify/v3/bet-below-min_bet", redigest(with_(w3, limits={"min_bet": 8, "max_bet": 1000})), "not_verified")
+    add("verify/v3/bet-above-max_bet", redigest(with_(w3, limits={"min_bet": 5, "max_bet": 24})), "not_verified")
+    r = copy.deepcopy(b[w3])
+    r["transcript"] = transcript_of(dict(r, rules_digest=None))
+    add("verify/v3/transcript-with-a-v1-start", r, "not_verified")
+    add("verify/v3/transcript-of-the-v2-reveal", with_(w3, transcript=b["win"]["transcript"]), "not_verified")
+    add("verify/v3/paytable-changed-digest-and-transcript-kept", with_(w3, paytable=dict(b[w3]["paytable"],
+                                                                                         three_of_a_kind=16)),
+        "not_verified")
+
+    # --- the player's record -------------------------------------------------------------
+    add("expect/transcript", b[w3], "not_verified", {"transcript": b["win"]["transcript"]})
+    add("expect/rules_digest", b[w3], "not_verified", {"rules_digest": hashlib.sha256(b"other rules").hexdigest()})
+    add("expect/rules_digest-absent-from-a-v2-reveal", b["win"], "not_verified",
+        {"rules_digest": b[w3]["rules_digest"]})
+    add("expect/bets", b[w3], "not_verified", {"bets": [10, 25, 8]})
+    add("expect/bets-one-seat-fewer", b[w3], "not_verified", {"bets": [10, 25]})
+    add("expect/returned", b[w3], "not_verified",
+        {"returned": [s["returned"] for s in b[w3]["seats"][:2]] + [b[w3]["seats"][2]["returned"] + 1]})
+    add("expect/decisions-merged", b[w3], "not_verified",
+        {"decisions": [b[w3]["decisions"][0] + b[w3]["decisions"][1]]})
+    add("expect/decisions-raise-as-stand", b[w3], "not_verified",
+        {"decisions": [[{"seat": 0, "action": "stand"}], b[w3]["decisions"][1]]})
+    add("expect/decisions-absent-from-a-v1-reveal", b["v1"], "not_verified", {"decisions": []})
+
+    # Finding 1: a genuine reveal altered (stand, every odds 1, stake 1000, returned 2000) with
+    # its transcript recomputed verifies alone; the player's record refuses it.
+    for base, tag in (("raised-win", "v2"), ("raised-win-v3", "v3")):
+        genuine, forged = b[base], forge(b[base])
+        record = {"commitment": genuine["commitment"], "round_id": genuine["round_id"], "nonce": genuine["nonce"],
+                  "table_id": genuine["table_id"], "decks": genuine["decks"], "client_seed": genuine["client_seed"],
+                  "bets": [1000], "decisions": [[{"seat": 0, "action": "raise"}]], "returned": [4000],
+                  "transcript": genuine["transcript"]}
+        if "rules_digest" in genuine:
+            record["rules_digest"] = genuine["rules_digest"]
+        add("forged/%s/given-the-players-last-transcript" % tag, forged, "not_verified",
+            {"transcript": genuine["transcript"]})
+        add("forged/%s/given-the-players-decisions" % tag, forged, "not_verified",
+            {"decisions": record["decisions"]})
+        add("forged/%s/given-the-amount-credited" % tag, forged, "not_verified", {"returned": [4000]})
+        add("forged/%s/given-the-players-whole-record" % tag, forged, "not_verified", record)
+        if tag == "v3":
+            add("forged/v3/given-the-rules-digest-shown-with-the-commitment", forged, "not_verified",
+                {"rules_digest": genuine["rules_digest"]})
     return cases
 
 

@@ -225,6 +225,56 @@ class CommandLine(unittest.TestCase):
             self.assertEqual(self.run_cli("--expect", path, "--expect-nonce", str(r["nonce"] + 1), stdin=text)[0], 2)
 
 
+class PlayersRecord(unittest.TestCase):
+    """The player's record (FAIRNESS.md 4.5): --expect-transcript and the other options."""
+
+    def run_cli(self, *args, stdin=b""):
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "verify", "verify.py")] + list(args),
+                           input=stdin, capture_output=True)
+        return p.returncode, p.stdout.decode("utf-8", "replace")
+
+    def test_a_forged_reveal_with_a_recomputed_transcript_is_refused_given_the_players_record(self):
+        b = mk.bases()
+        for base in ("raised-win", "raised-win-v3"):
+            genuine = b[base]
+            forged = mk.forge(genuine)
+            text = mk.render(forged).encode()
+            self.assertEqual(self.run_cli(stdin=text)[0], 0, "the forgery verifies alone")
+            given = [("--expect-transcript", genuine["transcript"]),
+                     ("--expect-transcript", genuine["transcript"].upper()),
+                     ("--expect-decisions", "0:raise"), ("--expect-returned", "4000")]
+            if "rules_digest" in genuine:
+                given.append(("--expect-rules-digest", genuine["rules_digest"]))
+            for option, value in given:
+                code, out = self.run_cli(option, value, stdin=text)
+                self.assertEqual(code, 1, (base, option))
+                self.assertIn("NOT VERIFIED", out)
+            genuine_text = mk.render(genuine).encode()
+            self.assertEqual(self.run_cli("--expect-transcript", genuine["transcript"], "--expect-decisions", "0:raise",
+                                          "--expect-returned", "4000", "--expect-bets", "1000",
+                                          stdin=genuine_text)[0], 0)
+
+    def test_expectation_integers_with_a_sign_or_a_leading_zero_are_malformed_input(self):
+        r = mk.bases()["win-v3"]
+        text = mk.render(r).encode()
+        for option, value in (("--expect-nonce", "007"), ("--expect-nonce", "+0"), ("--expect-nonce", "00"),
+                              ("--expect-nonce", " 0"), ("--expect-nonce", "0.0"), ("--expect-decks", "+1"),
+                              ("--expect-decks", "01"), ("--expect-decks", "0x1"), ("--expect-bets", "500,"),
+                              ("--expect-bets", "+500"), ("--expect-bets", "0500"), ("--expect-returned", "1 2"),
+                              ("--expect-decisions", "0:fold"), ("--expect-decisions", "0:raise;"),
+                              ("--expect-decisions", "00:raise"), ("--expect-decisions", "7:raise"),
+                              ("--expect-transcript", "abc"), ("--expect-rules-digest", "zz"),
+                              ("--expect-nonce", "\u0667")):
+            self.assertEqual(self.run_cli(option, value, stdin=text)[0], 2, (option, value))
+        decisions = ";".join(",".join("%d:%s" % (d["seat"], d["action"]) for d in call) for call in r["decisions"])
+        self.assertEqual(decisions, "0:raise;1:stand,2:raise")
+        code, out = self.run_cli("--expect-nonce", str(r["nonce"]), "--expect-decks", str(r["decks"]),
+                                 "--expect-decisions", decisions, "--expect-rules-digest", r["rules_digest"],
+                                 "--expect-bets", ",".join(str(s["bet"]) for s in r["seats"]),
+                                 "--expect-returned", ",".join(str(s["returned"]) for s in r["seats"]), stdin=text)
+        self.assertEqual(code, 0, out)
+
+
 class Vectors(unittest.TestCase):
     def test_every_vector_passes(self):
         passed, failed = v.check_vectors(os.path.join(ROOT, "tests", "vectors"), out=io.StringIO())

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Independent verifier for Red Dog reveals (reddog-reveal-v1 and reddog-reveal-v2, deal
-algorithm reddog-deal-v1).
+"""Independent verifier for Red Dog reveals (reddog-reveal-v1, -v2 and -v3, deal algorithm
+reddog-deal-v1).
 
 Written from docs/FAIRNESS.md (sections 3 and 4) and RULES.md alone, with the Python standard
 library only (hashlib, hmac, json); ChaCha20 is implemented below from RFC 8439, section 2.3.
@@ -8,10 +8,19 @@ library only (hashlib, hmac, json); ChaCha20 is implemented below from RFC 8439,
 Usage:
     verify.py [FILE|-] [--expect-commitment HEX] [--expect-client-seed TEXT]
               [--expect-nonce N] [--expect-round-id TEXT] [--expect-table-id TEXT]
-              [--expect-decks N] [--expect EXPECT.json]
-        check a settled round's reveal (no FILE or "-": read stdin); each --expect-* (and each
-        key of the --expect file, a JSON object with any of the keys commitment, client_seed,
-        nonce, round_id, table_id, decks) must equal the reveal's value
+              [--expect-decks N] [--expect-transcript HEX] [--expect-rules-digest HEX]
+              [--expect-bets N,N,...] [--expect-returned N,N,...]
+              [--expect-decisions SEAT:ACTION,...;...] [--expect EXPECT.json]
+        check a settled round's reveal (no FILE or "-": read stdin) against the player's record:
+        each --expect-* (and each key of the --expect file, a JSON object with any of the keys
+        commitment, client_seed, nonce, round_id, table_id, decks, transcript, rules_digest,
+        bets, returned, decisions) must equal the reveal's value. Text forms (FAIRNESS.md 4.5):
+        integers are decimal digits without sign or leading zero (0, 7, 500; not 007, +7);
+        --expect-bets / --expect-returned list one integer per seat, seat 0 first, separated
+        by commas ("500,1000"); --expect-decisions lists each Decide call's decisions as
+        SEAT:ACTION separated by commas, the calls separated by semicolons, ACTION raise or
+        stand ("0:raise,1:stand;2:stand"; the empty string: no Decide call); hex is 64 digits
+        of either case
     verify.py --vectors DIR
         check every vector file it knows in DIR (deal-v1.json, reveal-v2.json when present,
         reveal-negative.json)
@@ -29,6 +38,7 @@ import sys
 
 ALGORITHM = "reddog-deal-v1"
 FORMAT_V2 = "reddog-reveal-v2"
+FORMAT_V3 = "reddog-reveal-v3"
 VERSION = 1
 DOMAIN = b"reddog/deal"
 RANKS = "23456789TJQKA"
@@ -52,13 +62,20 @@ V1_REQUIRED = ("algorithm", "server_seed", "commitment", "client_seed", "nonce",
 V1_OPTIONAL = ("round_id",)
 V2_KEYS = ("format", "algorithm", "server_seed", "commitment", "table_id", "round_id", "client_seed",
            "nonce", "decks", "cards", "paytable", "decisions", "seats", "transcript")
+V3_KEYS = V2_KEYS[:11] + ("limits", "currency", "rules_digest") + V2_KEYS[11:]
+LIMITS_KEYS = ("min_bet", "max_bet")
+CURRENCY_KEYS = ("code", "exponent")
+MAX_EXPONENT = 4
 SEAT_KEYS = ("bet", "raised", "stake", "returned")
 DECISION_KEYS = ("seat", "action")
 PAYTABLE_KEYS = ("spread", "three_of_a_kind")
 ACTIONS = {"raise": 1, "stand": 2}
-EXPECT_KEYS = ("commitment", "client_seed", "nonce", "round_id", "table_id", "decks")
+EXPECT_KEYS = ("commitment", "client_seed", "nonce", "round_id", "table_id", "decks", "transcript", "rules_digest",
+               "bets", "returned", "decisions")
 
 TRANSCRIPT_START = b"reddog/transcript/v1/start"
+TRANSCRIPT_START_V2 = b"reddog/transcript/v2/start"
+RULES_LABEL = b"reddog/rules/v1"
 TRANSCRIPT_DECIDE = b"reddog/transcript/v1/decide"
 
 
@@ -219,12 +236,31 @@ def settle_seat(codes, paytable, bet, raised):
 
 # --- The transcript (FAIRNESS.md section 4, docs/design/round-integrity.md section 4) --------
 
-def transcript_start_preimage(commitment, table_id, round_id, nonce, decks, client_seed, paytable, bets):
-    """The bytes t_0 is the SHA-256 of: commitment is 32 raw bytes, strings are UTF-8 bytes."""
-    odds = b"".join(o.to_bytes(4, "big") for o in list(paytable["spread"]) + [paytable["three_of_a_kind"]])
-    return (field(TRANSCRIPT_START) + field(commitment) + field(table_id) + field(round_id)
-            + field(nonce.to_bytes(8, "big")) + field(bytes([decks])) + field(client_seed)
-            + field(odds) + field(b"".join(b.to_bytes(8, "big") for b in bets)))
+def _odds_bytes(paytable):
+    return b"".join(o.to_bytes(4, "big") for o in list(paytable["spread"]) + [paytable["three_of_a_kind"]])
+
+
+def transcript_start_preimage(commitment, table_id, round_id, nonce, decks, client_seed, paytable, bets,
+                              rules_digest=None):
+    """The bytes t_0 is the SHA-256 of: commitment is 32 raw bytes, strings are UTF-8 bytes.
+    With a rules digest (32 raw bytes; reveal v3) t_0 is version 2: its own label and the
+    digest as a last field."""
+    label = TRANSCRIPT_START if rules_digest is None else TRANSCRIPT_START_V2
+    out = (field(label) + field(commitment) + field(table_id) + field(round_id)
+           + field(nonce.to_bytes(8, "big")) + field(bytes([decks])) + field(client_seed)
+           + field(_odds_bytes(paytable)) + field(b"".join(b.to_bytes(8, "big") for b in bets)))
+    return out if rules_digest is None else out + field(rules_digest)
+
+
+def rules_preimage(decks, paytable, min_bet, max_bet, code, exponent):
+    """The bytes the rules digest (FAIRNESS.md 4.6) is the SHA-256 of."""
+    return (field(RULES_LABEL) + field(bytes([decks])) + field(_odds_bytes(paytable))
+            + field(min_bet.to_bytes(8, "big") + max_bet.to_bytes(8, "big")) + field(code.encode("ascii"))
+            + field(bytes([exponent])))
+
+
+def rules_digest(*inputs):
+    return hashlib.sha256(rules_preimage(*inputs)).digest()
 
 
 def transcript_start(*inputs):
@@ -402,10 +438,10 @@ def parse_reveal(obj):
     if not isinstance(obj, dict):
         raise Malformed("the reveal must be a JSON object")
     if "format" in obj:
-        if obj["format"] != FORMAT_V2:
-            raise Malformed("format: must be %s (a reveal without \"format\" is version 1), got %s"
-                            % (_show(FORMAT_V2), _show(obj["format"])))
-        return _parse_v2(obj)
+        if obj["format"] not in (FORMAT_V2, FORMAT_V3):
+            raise Malformed("format: must be %s or %s (a reveal without \"format\" is version 1), got %s"
+                            % (_show(FORMAT_V3), _show(FORMAT_V2), _show(obj["format"])))
+        return _parse_v2(obj, obj["format"] == FORMAT_V3)
     return _parse_v1(obj)
 
 
@@ -426,11 +462,28 @@ def _parse_v1(obj):
     round_id = want_round_id(obj["round_id"]) if "round_id" in obj else None
     codes = want_cards(obj["cards"])
     return Reveal(version=1, server_seed=seed, commitment=commitment, client_seed=client_seed, nonce=nonce,
-                  decks=decks, codes=codes, round_id=round_id, table_id=None)
+                  decks=decks, codes=codes, round_id=round_id, table_id=None, transcript=None, rules_digest=None,
+                  bets=None, returned=None, decisions=None)
 
 
-def _parse_v2(obj):
-    want_keys(obj, "reveal", V2_KEYS)
+def _parse_v3_rules(obj):
+    limits = obj["limits"]
+    want_keys(limits, "limits", LIMITS_KEYS)
+    min_bet = want_int(limits["min_bet"], "limits.min_bet", 1, MAX_BET)
+    max_bet = want_int(limits["max_bet"], "limits.max_bet", min_bet, MAX_BET)
+    currency = obj["currency"]
+    want_keys(currency, "currency", CURRENCY_KEYS)
+    code = currency["code"]
+    if not isinstance(code, str) or len(code) != 3 or any(ch not in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" for ch in code):
+        raise Malformed("currency.code: must be three capital letters A-Z, got %s" % _show(code))
+    exponent = want_int(currency["exponent"], "currency.exponent", 0, MAX_EXPONENT)
+    digest = want_hex32(obj["rules_digest"], "rules_digest", lower_only=True)
+    return {"min_bet": min_bet, "max_bet": max_bet}, {"code": code, "exponent": exponent}, digest
+
+
+def _parse_v2(obj, v3=False):
+    want_keys(obj, "reveal", V3_KEYS if v3 else V2_KEYS)
+    limits, currency, digest = _parse_v3_rules(obj) if v3 else (None, None, None)
     seed, commitment, nonce, decks = _common(obj, lower_only=True)
     table_id = want_table_id(obj["table_id"])
     round_id = want_round_id(obj["round_id"])
@@ -487,13 +540,39 @@ def _parse_v2(obj):
         decides.append(entries)
 
     transcript = want_hex32(obj["transcript"], "transcript", lower_only=True)
-    return Reveal(version=2, server_seed=seed, commitment=commitment, table_id=table_id, round_id=round_id,
-                  client_seed=client_seed, nonce=nonce, decks=decks, codes=codes,
+    return Reveal(version=3 if v3 else 2, server_seed=seed, commitment=commitment, table_id=table_id,
+                  round_id=round_id, client_seed=client_seed, nonce=nonce, decks=decks, codes=codes,
                   paytable={"spread": spread, "three_of_a_kind": trips}, decides=decides, seats=seats,
-                  transcript=transcript)
+                  transcript=transcript, limits=limits, currency=currency, rules_digest=digest,
+                  bets=[s["bet"] for s in seats], returned=[s["returned"] for s in seats], decisions=decides)
 
 
 # --- Expectations -------------------------------------------------------------------------
+
+def _want_amounts(value, name):
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_SEATS:
+        raise Malformed("%s: must be an array of 1..%d integers (one per seat)" % (name, MAX_SEATS))
+    return [want_int(x, "%s[%d]" % (name, i), 0, U64_MAX) for i, x in enumerate(value)]
+
+
+def _want_decisions(value, name):
+    if not isinstance(value, list):
+        raise Malformed("%s: must be an array (one entry per Decide call)" % name)
+    out = []
+    for k, step in enumerate(value):
+        if not isinstance(step, list) or not step:
+            raise Malformed("%s[%d]: must be a non-empty array of {\"seat\",\"action\"}" % (name, k))
+        entries = []
+        for j, d in enumerate(step):
+            w = "%s[%d][%d]" % (name, k, j)
+            want_keys(d, w, DECISION_KEYS)
+            seat = want_int(d["seat"], w + ".seat", 0, MAX_SEATS - 1)
+            if not isinstance(d["action"], str) or d["action"] not in ACTIONS:
+                raise Malformed("%s.action: must be \"raise\" or \"stand\", got %s" % (w, _show(d["action"])))
+            entries.append((seat, d["action"]))
+        out.append(entries)
+    return out
+
 
 def parse_expect(obj, where="--expect"):
     """A JSON object with any of EXPECT_KEYS, no others; returns [(key, decoded value)]."""
@@ -504,14 +583,51 @@ def parse_expect(obj, where="--expect"):
         if key not in EXPECT_KEYS:
             raise Malformed("%s: unknown key %s (allowed: %s)" % (where, _show(key), ", ".join(EXPECT_KEYS)))
         name = "%s.%s" % (where, key)
-        if key == "commitment":
+        if key in ("commitment", "transcript", "rules_digest"):
             out.append((key, want_hex32(value, name, lower_only=False)))
         elif key == "nonce":
             out.append((key, want_int(value, name, 0, U64_MAX)))
         elif key == "decks":
             out.append((key, want_int(value, name, 1, 8)))
+        elif key in ("bets", "returned"):
+            out.append((key, _want_amounts(value, name)))
+        elif key == "decisions":
+            out.append((key, _want_decisions(value, name)))
         else:
             out.append((key, want_string(value, name)))
+    return out
+
+
+def text_int(text, name, lo, hi):
+    """One integer in the text form of FAIRNESS.md 4.5: 0 or [1-9][0-9]* (no sign, no leading
+    zero, ASCII digits only), within lo..hi."""
+    if not (text.isascii() and text.isdigit()) or (len(text) > 1 and text[0] == "0"):
+        raise Malformed("%s: %s is not a decimal integer without sign or leading zero" % (name, _show(text)))
+    return want_int(int(text), name, lo, hi)
+
+
+def text_amounts(text, name):
+    """'500,1000': one integer per seat, seat 0 first."""
+    parts = text.split(",")
+    if not 1 <= len(parts) <= MAX_SEATS:
+        raise Malformed("%s: must list 1..%d integers separated by commas" % (name, MAX_SEATS))
+    return [text_int(p, "%s (seat %d)" % (name, i), 0, U64_MAX) for i, p in enumerate(parts)]
+
+
+def text_decisions(text, name):
+    """'0:raise,1:stand;2:stand': Decide calls separated by ';', each call's decisions by ',',
+    each SEAT:ACTION; the empty string is no Decide call."""
+    if text == "":
+        return []
+    out = []
+    for k, call in enumerate(text.split(";")):
+        entries = []
+        for part in call.split(","):
+            seat, sep, action = part.partition(":")
+            if not sep or action not in ACTIONS:
+                raise Malformed("%s: %s (call %d) is not SEAT:raise or SEAT:stand" % (name, _show(part), k + 1))
+            entries.append((text_int(seat, name + " (seat)", 0, MAX_SEATS - 1), action))
+        out.append(entries)
     return out
 
 
@@ -519,18 +635,24 @@ def expect_from_args(args):
     """The --expect-* options as [(key, value)]; text options are compared as the bytes given
     on the command line (os.fsencode undoes Python's decoding of argv)."""
     out = []
-    if args.expect_commitment is not None:
-        out.append(("commitment", want_hex32(args.expect_commitment, "--expect-commitment", lower_only=False)))
+    for key, value in (("commitment", args.expect_commitment), ("transcript", args.expect_transcript),
+                       ("rules_digest", args.expect_rules_digest)):
+        if value is not None:
+            out.append((key, want_hex32(value, "--expect-" + key.replace("_", "-"), lower_only=False)))
     for key, value in (("client_seed", args.expect_client_seed), ("nonce", args.expect_nonce),
                        ("round_id", args.expect_round_id), ("table_id", args.expect_table_id),
-                       ("decks", args.expect_decks)):
+                       ("decks", args.expect_decks), ("bets", args.expect_bets),
+                       ("returned", args.expect_returned), ("decisions", args.expect_decisions)):
         if value is None:
             continue
+        name = "--expect-" + key.replace("_", "-")
         if key in ("nonce", "decks"):
-            if not (value.isascii() and value.isdigit()):
-                raise Malformed("--expect-%s: must be a decimal integer" % key.replace("_", "-"))
             lo, hi = (0, U64_MAX) if key == "nonce" else (1, 8)
-            out.append((key, want_int(int(value), "--expect-" + key, lo, hi)))
+            out.append((key, text_int(value, name, lo, hi)))
+        elif key in ("bets", "returned"):
+            out.append((key, text_amounts(value, name)))
+        elif key == "decisions":
+            out.append((key, text_decisions(value, name)))
         else:
             out.append((key, os.fsencode(value)))
     return out
@@ -559,7 +681,7 @@ def verify(reveal, expectations=()):
     cls, spread = hand_class(reveal.codes[0], reveal.codes[1])
     check("hand", None, cls + (", spread %d" % spread if spread else ""))
 
-    if reveal.version == 2:
+    if reveal.version >= 2:
         decision = {}
         for step in reveal.decides:
             for seat, action in step:
@@ -592,8 +714,19 @@ def verify(reveal, expectations=()):
               "staked %d, returned %d%s" % (totals[0], totals[1], "" if all(x <= U64_MAX for x in totals)
                                             else ": beyond 2^64-1, no table allows such a round"))
 
+        if reveal.version == 3:
+            lim, cur = reveal.limits, reveal.currency
+            d = rules_digest(reveal.decks, reveal.paytable, lim["min_bet"], lim["max_bet"], cur["code"],
+                             cur["exponent"])
+            check("rules digest", d == reveal.rules_digest,
+                  "SHA-256 of decks, paytable, limits and currency" if d == reveal.rules_digest
+                  else "recomputed %s, revealed %s" % (d.hex(), reveal.rules_digest.hex()))
+            outside = [i for i, s in enumerate(reveal.seats) if not lim["min_bet"] <= s["bet"] <= lim["max_bet"]]
+            check("limits", not outside, "every bet within %d..%d" % (lim["min_bet"], lim["max_bet"]) if not outside
+                  else "seat(s) %s bet outside %d..%d" % (", ".join(map(str, outside)), lim["min_bet"], lim["max_bet"]))
         t0 = transcript_start(reveal.commitment, reveal.table_id, reveal.round_id, reveal.nonce, reveal.decks,
-                              reveal.client_seed, reveal.paytable, [s["bet"] for s in reveal.seats])
+                              reveal.client_seed, reveal.paytable, [s["bet"] for s in reveal.seats],
+                              reveal.rules_digest)
         t = transcript_chain(t0, reveal.decides)
         check("transcript", t == reveal.transcript,
               "step %d, %s" % (len(reveal.decides), t.hex()) if t == reveal.transcript
@@ -636,7 +769,7 @@ def check_text(data, expectations=(), out=None):
 
 
 def report(reveal, ok, lines, out):
-    print("%-18s %s" % ("format", "reddog-reveal-v2" if reveal.version == 2 else "reddog-reveal-v1"), file=out)
+    print("%-18s %s" % ("format", "reddog-reveal-v%d" % reveal.version), file=out)
     if reveal.round_id is not None:
         print("%-18s %s" % ("round_id", _render(reveal.round_id)), file=out)
     for label, good, text in lines:
@@ -707,11 +840,12 @@ def _negative_cases(doc):
 
 
 def _positive_cases(doc):
-    """reveal-v2.json (generated by the engine from real rounds): every case must verify, with
-    its expectations; its transcript chain t_0 .. t_K and the preimage of t_0, when listed,
-    must be what section 4.4 computes from the reveal."""
-    if doc.get("format") != "reddog-reveal-v2-vectors":
-        raise Malformed("format %s is not reddog-reveal-v2-vectors" % _show(doc.get("format")))
+    """reveal-v2.json and reveal-v3.json (generated by the engine from real rounds): every case
+    must verify, with its expectations; its transcript chain t_0 .. t_K, the preimage of t_0
+    and (v3) the preimage of the rules digest, when listed, must be what sections 4.4 and 4.6
+    compute from the reveal."""
+    if doc.get("format") not in ("reddog-reveal-v2-vectors", "reddog-reveal-v3-vectors"):
+        raise Malformed("format %s is not reddog-reveal-v2-vectors or -v3-vectors" % _show(doc.get("format")))
     for case in doc["cases"]:
         want = case.get("verdict", "verified")
         text = _reveal_text(case)
@@ -720,7 +854,12 @@ def _positive_cases(doc):
         if got != "malformed" and ("transcript_chain" in case or "t0_preimage_hex" in case):
             r = parse_reveal(loads_strict(text))
             pre = transcript_start_preimage(r.commitment, r.table_id, r.round_id, r.nonce, r.decks, r.client_seed,
-                                            r.paytable, [s["bet"] for s in r.seats])
+                                            r.paytable, [s["bet"] for s in r.seats], r.rules_digest)
+            if r.version == 3 and "rules_preimage_hex" in case:
+                rp = rules_preimage(r.decks, r.paytable, r.limits["min_bet"], r.limits["max_bet"], r.currency["code"],
+                                    r.currency["exponent"])
+                if case["rules_preimage_hex"] != rp.hex():
+                    errors.append("rules_preimage_hex differs from section 4.6's")
             chain = [hashlib.sha256(pre).digest()]
             for step in r.decides:
                 chain.append(transcript_step(chain[-1], step))
@@ -734,6 +873,7 @@ def _positive_cases(doc):
 KNOWN_VECTOR_FILES = (
     ("deal-v1.json", True, _deal_cases),
     ("reveal-v2.json", False, _positive_cases),
+    ("reveal-v3.json", False, _positive_cases),
     ("reveal-negative.json", True, _negative_cases),
 )
 
@@ -799,6 +939,12 @@ def main(argv):
     p.add_argument("--expect-round-id", metavar="TEXT")
     p.add_argument("--expect-table-id", metavar="TEXT")
     p.add_argument("--expect-decks", metavar="N")
+    p.add_argument("--expect-transcript", metavar="HEX", help="the last transcript hash the player was shown")
+    p.add_argument("--expect-rules-digest", metavar="HEX", help="the rules digest shown with the commitment")
+    p.add_argument("--expect-bets", metavar="N,N,...", help="each seat's bet, seat 0 first")
+    p.add_argument("--expect-returned", metavar="N,N,...", help="each seat's amount credited, seat 0 first")
+    p.add_argument("--expect-decisions", metavar="SEAT:ACTION,...;...",
+                   help="each Decide call's decisions, e.g. 0:raise,1:stand;2:stand")
     p.add_argument("--expect", metavar="FILE", help="a JSON object of expectations (keys: %s)" % ", ".join(EXPECT_KEYS))
     args = p.parse_args(argv)
 

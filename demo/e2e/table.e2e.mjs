@@ -196,7 +196,7 @@ async function main() {
     }
     rounds++;
     eq(r.verdict, "verified", `verification: ${r.verifyText}`);
-    eq(r.format, "reddog-reveal-v2", "reveal format");
+    eq(r.format, "reddog-reveal-v3", "reveal format");
     // The same in-browser verifier refuses the reveal with one amount changed.
     const tampered = await page.evaluate(async (text) => {
       const V = await import("/static/verify.js");
@@ -234,7 +234,7 @@ async function main() {
       }
       n++; rounds++;
       eq(r.verdict, "verified", `round ${r.roundId}: ${r.verifyText}`);
-      eq(r.format, "reddog-reveal-v2", "reveal format");
+      eq(r.format, "reddog-reveal-v3", "reveal format");
       const stake = raised ? 2000 : 1000;
       eq(await shownBalance(page), before - stake + Number(r.returned), `round ${r.roundId} balance`);
       if (r.hand === "pair") seen.pair++;

@@ -169,3 +169,49 @@ test("v2 reveal: grammar, payouts and transcript; every tampering is caught", as
   const other = await V.verifyReveal(t, { round_id: "r-9" });
   assert.equal(other.verdict, "not_verified");
 });
+
+// The player's record (FAIRNESS.md 4.5): finding 1's forged reveal verifies alone and is
+// refused given the last transcript the player was shown, their decisions, the amount
+// credited or the rules digest; records in the text forms of the CLI options are read the
+// same way, and a record not in that form is malformed.
+test("a forged reveal with a recomputed transcript is refused given the player's record", async () => {
+  const negative = plain(V.parseStrictJson(readFileSync(path.join(vectors, "reveal-negative.json"), "utf8")));
+  const byName = (n) => negative.cases.find((c) => c.name === n);
+  for (const format of ["v2", "v3"]) {
+    const whole = byName(`forged/${format}/given-the-players-whole-record`);
+    assert.equal((await V.verifyReveal(whole.reveal)).verdict, "verified", `${format}: the forgery verifies alone`);
+    const record = whole.expect;
+    const given = [
+      { transcript: record.transcript },
+      { transcript: record.transcript.toUpperCase() },
+      { decisions: "0:raise" },
+      { decisions: [[{ seat: 0, action: "raise" }]] },
+      { returned: "4000" },
+      { returned: [4000] },
+      record,
+    ];
+    if (format === "v3") given.push({ rules_digest: record.rules_digest });
+    for (const r of given) {
+      assert.equal((await V.verifyReveal(whole.reveal, r)).verdict, "not_verified", `${format} ${JSON.stringify(r)}`);
+    }
+  }
+});
+
+test("the player's record: text forms as in the CLI, malformed otherwise", async () => {
+  const doc = plain(V.parseStrictJson(readFileSync(path.join(vectors, "reveal-v3.json"), "utf8")));
+  const c = doc.cases.find((x) => x.name === "7-seats/three-steps/one-stands-by-default");
+  const r = V.parseReveal(c.reveal);
+  const record = {
+    transcript: r.transcript, rules_digest: r.rules_digest, nonce: String(r.nonce), decks: "1",
+    bets: r.seats.map((s) => s.bet).join(","), returned: r.seats.map((s) => s.returned).join(","),
+    decisions: "0:stand,3:raise;1:raise;2:raise,4:raise,5:stand",
+  };
+  const ok = await V.verifyReveal(c.reveal, record);
+  assert.equal(ok.verdict, "verified", ok.errors.join("; "));
+  assert.equal((await V.verifyReveal(c.reveal, { ...record, decisions: "0:stand,3:raise;1:raise;2:raise,4:raise" })).verdict, "not_verified");
+  for (const bad of [{ nonce: "007" }, { nonce: "+7" }, { decks: "01" }, { bets: "500," }, { bets: "+500" },
+    { returned: "1 2" }, { decisions: "0:fold" }, { decisions: "0:raise;" }, { decisions: "00:raise" },
+    { decisions: "7:raise" }, { transcript: "abc" }, { rules_digest: "zz" }, { player: "x" }]) {
+    assert.equal((await V.verifyReveal(c.reveal, bad)).verdict, "malformed", JSON.stringify(bad));
+  }
+});

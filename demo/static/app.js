@@ -316,7 +316,7 @@ async function showVerification(round) {
     box.dataset.format = result.format || "";
     box.dataset.roundId = round.round_id;
     box.textContent = result.verdict === "verified"
-      ? `✔ Verified in your browser (${result.format}): the commitment, the cards${result.format === "reddog-reveal-v2" ? ", the payout and the transcript" : ""}, and this round's commitment, nonce and client seed.`
+      ? `✔ Verified in your browser (${result.format}): the commitment, the cards${result.format !== "reddog-reveal-v1" ? ", the payout and the transcript" : ""}, and this round's commitment, nonce and client seed.`
       : `✘ ${result.verdict === "malformed" ? "Malformed reveal" : "NOT verified"}: ${result.errors.join("; ")}`;
     for (const c of result.checks || []) {
       const li = document.createElement("li");

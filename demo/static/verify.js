@@ -5,17 +5,20 @@
 //   - SHA-256(server_seed) = commitment                       (WebCrypto SHA-256)
 //   - the cards are the first cards of deal(server_seed, client_seed, nonce, decks)
 //                                                             (WebCrypto HMAC-SHA256 + ChaCha20 below)
-//   - v2: each seat's stake and amount returned follow RULES.md with the reveal's paytable,
-//     and the transcript hash recomputed from the reveal equals the one revealed
-//   - the reveal belongs to this round: commitment, nonce, client seed, round id, table id
-//     and decks equal what was shown before the deal (`expect`).
+//   - v2, v3: each seat's stake and amount returned follow RULES.md with the reveal's
+//     paytable, and the transcript hash recomputed from the reveal equals the one revealed
+//   - v3: the rules digest recomputed from decks, paytable, limits and currency equals the
+//     one revealed, and every bet is within the limits
+//   - the reveal is the player's round: it equals the player's record (`record`, FAIRNESS.md
+//     4.5) — commitment, nonce, client seed, round id, table id, decks, rules digest, the last
+//     transcript shown, bets, decisions and amounts credited, whichever are given.
 // Input is parsed by a strict JSON parser: duplicate keys are refused, integers are read as
 // BigInt (a nonce can be 2^64 - 1), non-integer numbers are refused.
 //
-// verifyReveal(text, expect) resolves to
+// verifyReveal(text, record) resolves to
 //   { verdict: "verified" | "not_verified" | "malformed", format, errors: [..], checks: [..],
 //     cards, hand, seats }
-// "malformed" = the reveal breaks the grammar (exit 2 of the CLI verifiers),
+// "malformed" = the reveal (or the record) breaks the grammar (exit 2 of the CLI verifiers),
 // "not_verified" = well-formed but a check failed (exit 1).
 
 const subtle = globalThis.crypto && globalThis.crypto.subtle;
@@ -292,14 +295,31 @@ export function seatReturn(cards, stake, paytable) {
 
 // ---------------------------------------------------------------- transcript (design §4)
 
-// The bytes t_0 is the SHA-256 of.
+const oddsBytes = (pt) => concat([...pt.spread, pt.three_of_a_kind].map((o) => u32be(Number(o))));
+
+// The bytes t_0 is the SHA-256 of: version 2 (its own label, the rules digest last) when the
+// reveal has a rules digest (v3), else version 1.
 export function transcriptStartPreimage(r) {
-  const odds = concat([...r.paytable.spread, r.paytable.three_of_a_kind].map((o) => u32be(Number(o))));
   const bets = concat(r.seats.map((s) => u64be(s.bet)));
+  const v2 = typeof r.rules_digest === "string";
   return concat([
-    field("reddog/transcript/v1/start"), field(hexToBytes(r.commitment)), field(r.table_id), field(r.round_id),
-    field(u64be(r.nonce)), field(u8(Number(r.decks))), field(r.client_seed), field(odds), field(bets),
+    field(v2 ? "reddog/transcript/v2/start" : "reddog/transcript/v1/start"), field(hexToBytes(r.commitment)),
+    field(r.table_id), field(r.round_id), field(u64be(r.nonce)), field(u8(Number(r.decks))), field(r.client_seed),
+    field(oddsBytes(r.paytable)), field(bets), ...(v2 ? [field(hexToBytes(r.rules_digest))] : []),
   ]);
+}
+
+// The bytes the rules digest (FAIRNESS.md 4.6) is the SHA-256 of.
+export function rulesPreimage(r) {
+  return concat([
+    field("reddog/rules/v1"), field(u8(Number(r.decks))), field(oddsBytes(r.paytable)),
+    field(concat([u64be(r.limits.min_bet), u64be(r.limits.max_bet)])), field(r.currency.code),
+    field(u8(Number(r.currency.exponent))),
+  ]);
+}
+
+export async function rulesDigest(r) {
+  return bytesToHex(await sha256(rulesPreimage(r)));
 }
 
 // The chain t_0, t_1, …, t_K (hex), one hash per Decide step.
@@ -325,6 +345,7 @@ export async function transcriptHash(r) {
 const V1_KEYS = ["algorithm", "server_seed", "commitment", "client_seed", "nonce", "decks", "cards"];
 const V2_KEYS = ["format", "algorithm", "server_seed", "commitment", "table_id", "round_id", "client_seed", "nonce",
   "decks", "cards", "paytable", "decisions", "seats", "transcript"];
+const V3_KEYS = [...V2_KEYS, "limits", "currency", "rules_digest"];
 
 const isMap = (v) => v instanceof Map;
 function bad(msg) { throw new MalformedError(msg); }
@@ -377,11 +398,12 @@ function parseV1(m) {
 }
 
 function parseV2(m) {
-  exactKeys(m, V2_KEYS, [], "reveal");
-  if (m.get("format") !== "reddog-reveal-v2") bad("format must be reddog-reveal-v2");
+  const format = m.get("format");
+  if (format !== "reddog-reveal-v2" && format !== "reddog-reveal-v3") bad("format must be reddog-reveal-v3 or reddog-reveal-v2");
+  exactKeys(m, format === "reddog-reveal-v3" ? V3_KEYS : V2_KEYS, [], "reveal");
   if (str(m.get("algorithm"), "algorithm") !== "reddog-deal-v1") bad("algorithm must be reddog-deal-v1");
   const r = {
-    format: "reddog-reveal-v2",
+    format,
     server_seed: hex64(m.get("server_seed"), "server_seed", true),
     commitment: hex64(m.get("commitment"), "commitment", true),
     table_id: str(m.get("table_id"), "table_id"),
@@ -404,6 +426,18 @@ function parseV2(m) {
     spread: spread.map((o, k) => int(o, `paytable.spread[${k}]`, 1n, 10000n)),
     three_of_a_kind: int(pt.get("three_of_a_kind"), "paytable.three_of_a_kind", 1n, 10000n),
   };
+  if (format === "reddog-reveal-v3") {
+    const lim = m.get("limits");
+    exactKeys(lim, ["min_bet", "max_bet"], [], "limits");
+    const minBet = int(lim.get("min_bet"), "limits.min_bet", 1n, MAX_BET);
+    r.limits = { min_bet: minBet, max_bet: int(lim.get("max_bet"), "limits.max_bet", minBet, MAX_BET) };
+    const cur = m.get("currency");
+    exactKeys(cur, ["code", "exponent"], [], "currency");
+    const code = str(cur.get("code"), "currency.code");
+    if (!/^[A-Z]{3}$/.test(code)) bad("currency.code must be three capital letters A-Z");
+    r.currency = { code, exponent: int(cur.get("exponent"), "currency.exponent", 0n, 4n) };
+    r.rules_digest = hex64(m.get("rules_digest"), "rules_digest", true);
+  }
   const seats = m.get("seats");
   if (!Array.isArray(seats) || seats.length < 1 || seats.length > 7) bad("seats must hold 1-7 seats");
   r.seats = seats.map((s, k) => {
@@ -449,9 +483,76 @@ export function parseReveal(text) {
 
 // ---------------------------------------------------------------- verification
 
-export async function verifyReveal(text, expect = {}) {
-  let r;
+// ---------------------------------------------------------------- the player's record
+
+const RECORD_KEYS = ["commitment", "client_seed", "nonce", "round_id", "table_id", "decks", "transcript",
+  "rules_digest", "bets", "returned", "decisions"];
+
+// One integer: a BigInt, a safe non-negative Number, or the text form of FAIRNESS.md 4.5
+// (decimal digits, no sign, no leading zero).
+function recordInt(v, what, lo, hi) {
+  let n;
+  if (typeof v === "bigint") n = v;
+  else if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) n = BigInt(v);
+  else if (typeof v === "string" && /^(0|[1-9][0-9]*)$/.test(v)) n = BigInt(v);
+  else bad(`${what}: ${JSON.stringify(String(v))} is not a decimal integer without sign or leading zero`);
+  if (n < lo || n > hi) bad(`${what} must be within ${lo} … ${hi}`);
+  return n;
+}
+
+function recordAmounts(v, what) {
+  const list = typeof v === "string" ? v.split(",") : v;
+  if (!Array.isArray(list) || list.length < 1 || list.length > 7) bad(`${what} must list 1 to 7 integers`);
+  return list.map((x, k) => recordInt(x, `${what}[${k}]`, 0n, U64_MAX));
+}
+
+// Decisions: [[{seat, action}, …], …] or the text form "0:raise,1:stand;2:stand" ("" = none).
+function recordDecisions(v, what) {
+  let calls = v;
+  if (typeof v === "string") {
+    calls = v === "" ? [] : v.split(";").map((call) => call.split(",").map((part) => {
+      const i = part.indexOf(":");
+      if (i < 0) bad(`${what}: "${part}" is not SEAT:raise or SEAT:stand`);
+      return { seat: part.slice(0, i), action: part.slice(i + 1) };
+    }));
+  }
+  if (!Array.isArray(calls)) bad(`${what} must be an array of Decide calls`);
+  return calls.map((call, k) => {
+    if (!Array.isArray(call) || call.length === 0) bad(`${what}[${k}] must be a non-empty array`);
+    return call.map((d, j) => {
+      const get = (key) => (d instanceof Map ? d.get(key) : d?.[key]);
+      const keys = d instanceof Map ? [...d.keys()] : Object.keys(d ?? {});
+      if (keys.length !== 2 || !keys.includes("seat") || !keys.includes("action")) bad(`${what}[${k}][${j}] must be exactly {"seat","action"}`);
+      const action = get("action");
+      if (action !== "raise" && action !== "stand") bad(`${what}[${k}][${j}].action must be "raise" or "stand"`);
+      return { seat: recordInt(get("seat"), `${what}[${k}][${j}].seat`, 0n, 6n), action };
+    });
+  });
+}
+
+// The player's record of a round, checked and normalised; throws MalformedError. Keys as in
+// `--expect FILE` (FAIRNESS.md 4.5); each value in its JSON form or its text form.
+export function parseRecord(record = {}) {
+  const out = {};
+  for (const [k, v] of Object.entries(record ?? {})) {
+    if (v === undefined || v === null) continue;
+    if (!RECORD_KEYS.includes(k)) bad(`record: unknown key "${k}"`);
+    if (k === "commitment" || k === "transcript" || k === "rules_digest") out[k] = hex64(v, `record.${k}`, false);
+    else if (k === "nonce") out[k] = recordInt(v, "record.nonce", 0n, U64_MAX);
+    else if (k === "decks") out[k] = recordInt(v, "record.decks", 1n, 8n);
+    else if (k === "bets" || k === "returned") out[k] = recordAmounts(v, `record.${k}`);
+    else if (k === "decisions") out[k] = recordDecisions(v, "record.decisions");
+    else out[k] = str(v, `record.${k}`);
+  }
+  return out;
+}
+
+const callsText = (d) => d.map((c) => c.map((x) => `${x.seat}:${x.action}`).join(",")).join(";");
+
+export async function verifyReveal(text, record = {}) {
+  let r, expect;
   try {
+    expect = parseRecord(record);
     r = parseReveal(text);
   } catch (e) {
     if (e instanceof MalformedError) return { verdict: "malformed", errors: [e.message], checks: [] };
@@ -471,7 +572,7 @@ export async function verifyReveal(text, expect = {}) {
   const hand = handClass(r.cards);
   const out = { format: r.format, cards: r.cards, hand, reveal: r, checks, errors: [] };
 
-  if (r.format === "reddog-reveal-v2") {
+  if (r.format !== "reddog-reveal-v1") {
     const raisedBy = new Map();
     for (const step of r.decisions) for (const d of step) raisedBy.set(d.seat, d.action === "raise");
     out.seats = r.seats.map((s, k) => {
@@ -488,20 +589,31 @@ export async function verifyReveal(text, expect = {}) {
     const staked = r.seats.reduce((a, s) => a + s.stake, 0n);
     const returned = r.seats.reduce((a, s) => a + s.returned, 0n);
     check("totals", staked <= U64_MAX && returned <= U64_MAX, `staked ${staked}, returned ${returned} (at most ${U64_MAX})`);
+    if (r.format === "reddog-reveal-v3") {
+      const d = await rulesDigest(r);
+      check("rules_digest", d === r.rules_digest, `recomputed ${d}`);
+      const outside = r.seats.filter((s) => s.bet < r.limits.min_bet || s.bet > r.limits.max_bet).length;
+      check("limits", outside === 0, `every bet within ${r.limits.min_bet} … ${r.limits.max_bet}`);
+    }
     const t = await transcriptHash(r);
     check("transcript", t === r.transcript, `recomputed ${t}`);
   }
 
-  // The reveal must be this round's: compare with what was shown before the deal.
-  const expectKeys = ["commitment", "client_seed", "nonce", "round_id", "table_id", "decks"];
-  for (const k of expectKeys) {
-    if (expect[k] === undefined || expect[k] === null) continue;
-    // An expectation the reveal cannot confirm (a v1 reveal has no table_id and an optional
-    // round_id) fails: the reveal does not prove it belongs to this round.
-    let want = expect[k], have = r[k];
-    if (k === "nonce" || k === "decks") { want = BigInt(want); }
-    if (k === "commitment") want = String(want).toLowerCase();
-    check(`expected ${k}`, have === want, `shown before the deal: ${want}; revealed: ${have ?? "(absent)"}`);
+  // The reveal must be the player's round: compare with the player's record. An entry the
+  // reveal cannot confirm (a v1 reveal has no table_id, transcript, money or decisions; a v2
+  // reveal no rules digest) fails: the reveal does not prove it is this round.
+  const v2 = r.format !== "reddog-reveal-v1";
+  const revealed = {
+    ...r,
+    bets: v2 ? r.seats.map((s) => s.bet).join(",") : undefined,
+    returned: v2 ? r.seats.map((s) => s.returned).join(",") : undefined,
+    decisions: v2 ? callsText(r.decisions) : undefined,
+  };
+  for (const k of RECORD_KEYS) {
+    if (expect[k] === undefined) continue;
+    const want = k === "bets" || k === "returned" ? expect[k].join(",") : k === "decisions" ? callsText(expect[k]) : expect[k];
+    const have = revealed[k];
+    check(`expected ${k}`, have === want, `the player's record: ${want}; revealed: ${have ?? "(absent)"}`);
   }
 
   out.errors = checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);

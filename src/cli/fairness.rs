@@ -16,8 +16,9 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use reddog::fairness::{
     ALGORITHM, AnyReveal, DealInputs, DealStream, Expectations, FairShoe, RevealV1, ServerSeed, parse_reveal,
+    text_amounts, text_decisions, text_int,
 };
-use reddog::game::{Card, Decks, HandClass};
+use reddog::game::{Card, Decks, HandClass, MAX_DECKS};
 use zeroize::Zeroize;
 
 #[derive(Debug, clap::Args)]
@@ -30,20 +31,39 @@ pub struct VerifyArgs {
     /// The player's client seed.
     #[arg(long, value_name = "TEXT")]
     pub expect_client_seed: Option<String>,
-    /// The nonce the player was shown.
+    /// The nonce the player was shown: decimal digits, no sign, no leading zero.
     #[arg(long, value_name = "N")]
-    pub expect_nonce: Option<u64>,
+    pub expect_nonce: Option<String>,
     /// The round id the player was shown.
     #[arg(long, value_name = "ID")]
     pub expect_round_id: Option<String>,
     /// The table id the player was shown.
     #[arg(long, value_name = "ID")]
     pub expect_table_id: Option<String>,
-    /// The deck count the player was shown.
+    /// The deck count the player was shown: decimal digits, no sign, no leading zero.
     #[arg(long, value_name = "N")]
-    pub expect_decks: Option<u8>,
-    /// A JSON object of expectations with any of the keys commitment, client_seed, nonce,
-    /// round_id, table_id, decks (flags given as well must agree with it).
+    pub expect_decks: Option<String>,
+    /// The last transcript hash the player was shown (64 hex): a reveal with another
+    /// transcript is not the round the player played.
+    #[arg(long, value_name = "HEX")]
+    pub expect_transcript: Option<String>,
+    /// The rules digest shown with the commitment (64 hex).
+    #[arg(long, value_name = "HEX")]
+    pub expect_rules_digest: Option<String>,
+    /// Each seat's bet, seat 0 first, separated by commas: `500,1000`.
+    #[arg(long, value_name = "N,N,...")]
+    pub expect_bets: Option<String>,
+    /// Each seat's amount credited, seat 0 first, separated by commas: `0,2000`.
+    #[arg(long, value_name = "N,N,...")]
+    pub expect_returned: Option<String>,
+    /// Each Decide call's decisions as SEAT:ACTION (raise or stand) separated by commas, the
+    /// calls separated by semicolons: `0:raise,1:stand;2:stand` (empty: no Decide call).
+    #[arg(long, value_name = "SEAT:ACTION,...;...")]
+    pub expect_decisions: Option<String>,
+    /// The player's record as a JSON object with any of the keys commitment, client_seed,
+    /// nonce, round_id, table_id, decks, transcript, rules_digest (strings and integers),
+    /// bets, returned (arrays of integers) and decisions (as in a reveal); flags given as well
+    /// must agree with it.
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
 }
@@ -145,10 +165,23 @@ fn expectations(args: &VerifyArgs) -> anyhow::Result<Expectations> {
     }
     merge(&mut e.commitment, &args.expect_commitment, "commitment")?;
     merge(&mut e.client_seed, &args.expect_client_seed, "client-seed")?;
-    merge(&mut e.nonce, &args.expect_nonce, "nonce")?;
+    let parsed = |v: &Option<String>, name: &str, parse: &dyn Fn(&str, &str) -> Result<_, reddog::EngineError>| {
+        v.as_deref().map(|t| parse(t, &format!("--expect-{name}"))).transpose()
+    };
+    let nonce = parsed(&args.expect_nonce, "nonce", &|t, f| text_int(t, f, 0, u64::MAX))?;
+    let decks = parsed(&args.expect_decks, "decks", &|t, f| text_int(t, f, 1, u64::from(MAX_DECKS)))?.map(|d| d as u8);
+    let bets = args.expect_bets.as_deref().map(|t| text_amounts(t, "--expect-bets")).transpose()?;
+    let returned = args.expect_returned.as_deref().map(|t| text_amounts(t, "--expect-returned")).transpose()?;
+    let decisions = args.expect_decisions.as_deref().map(|t| text_decisions(t, "--expect-decisions")).transpose()?;
+    merge(&mut e.nonce, &nonce, "nonce")?;
     merge(&mut e.round_id, &args.expect_round_id, "round-id")?;
     merge(&mut e.table_id, &args.expect_table_id, "table-id")?;
-    merge(&mut e.decks, &args.expect_decks, "decks")?;
+    merge(&mut e.decks, &decks, "decks")?;
+    merge(&mut e.transcript, &args.expect_transcript, "transcript")?;
+    merge(&mut e.rules_digest, &args.expect_rules_digest, "rules-digest")?;
+    merge(&mut e.bets, &bets, "bets")?;
+    merge(&mut e.returned, &returned, "returned")?;
+    merge(&mut e.decisions, &decisions, "decisions")?;
     e.validate().context("an expectation that could never match")?;
     Ok(e)
 }
@@ -231,6 +264,10 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
+        if let (Some(l), Some(c), Some(d)) = (&r.limits, &r.currency, &r.rules_digest) {
+            writeln!(out, "limits      {} to {} {} (exponent {})", l.min_bet, l.max_bet, c.code, c.exponent)?;
+            writeln!(out, "rules       {d}  {}", mark(verdict.rules_ok == Some(true)))?;
+        }
         writeln!(out, "transcript  {}  {}", r.transcript, mark(verdict.transcript_ok == Some(true)))?;
     }
     for m in &mismatches {
@@ -256,8 +293,11 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     if verdict.transcript_ok == Some(false) {
         why.push("the transcript is not the hash of the round's inputs and decisions");
     }
+    if verdict.rules_ok == Some(false) {
+        why.push("the rules digest is not the hash of the table's rules, or a bet is outside the limits");
+    }
     if !mismatches.is_empty() {
-        why.push("the reveal is not of the round the player was shown");
+        why.push("the reveal differs from the player's record of the round");
     }
     eprintln!("not verified: {}", why.join("; "));
     Ok(ExitCode::from(NOT_VERIFIED))

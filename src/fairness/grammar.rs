@@ -449,9 +449,10 @@ fn parse_v2(mut f: Fields<'_>, v3: bool) -> Result<RevealV2, EngineError> {
     })
 }
 
-/// What the player was shown before the round, to compare a reveal with (`reddog verify
-/// --expect-…`, `--expect FILE`). A reveal that verifies but differs from these proves
-/// nothing about the round the player played.
+/// The player's record of a round, to compare a reveal with (`reddog verify --expect-…`,
+/// `--expect FILE`; `docs/FAIRNESS.md` 4.5): what the player was shown before the round and
+/// during it. A reveal that verifies but differs from these proves nothing about the round
+/// the player played.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Expectations {
     pub commitment: Option<String>,
@@ -460,6 +461,102 @@ pub struct Expectations {
     pub round_id: Option<String>,
     pub table_id: Option<String>,
     pub decks: Option<u8>,
+    /// The last transcript hash the player was shown (64 hex, either case).
+    pub transcript: Option<String>,
+    /// The rules digest shown with the commitment (64 hex, either case).
+    pub rules_digest: Option<String>,
+    /// Each seat's bet, seat 0 first.
+    pub bets: Option<Vec<u64>>,
+    /// Each seat's amount credited, seat 0 first.
+    pub returned: Option<Vec<u64>>,
+    /// Each Decide call's decisions, in order.
+    pub decisions: Option<Vec<Vec<RevealDecision>>>,
+}
+
+/// One integer in the text form of `--expect-…` options: `0` or `[1-9][0-9]*` (ASCII digits,
+/// no sign, no leading zero), within `min..=max`.
+pub fn text_int(text: &str, field: &str, min: u64, max: u64) -> Result<u64, EngineError> {
+    let canonical =
+        !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) && (text == "0" || !text.starts_with('0'));
+    if !canonical {
+        return Err(bad(field, format!("{text:?} is not a decimal integer without sign or leading zero")));
+    }
+    let n: u64 = text.parse().map_err(|_| bad(field, format!("{text} is outside {min}..={max}")))?;
+    if !(min..=max).contains(&n) {
+        return Err(bad(field, format!("{n} is outside {min}..={max}")));
+    }
+    Ok(n)
+}
+
+/// `--expect-bets` / `--expect-returned`: one integer per seat, seat 0 first, separated by
+/// commas (`500,1000`).
+pub fn text_amounts(text: &str, field: &str) -> Result<Vec<u64>, EngineError> {
+    let parts: Vec<&str> = text.split(',').collect();
+    if parts.len() > MAX_SEATS {
+        return Err(bad(field, format!("must list 1 to {MAX_SEATS} integers separated by commas")));
+    }
+    parts.iter().map(|p| text_int(p, field, 0, u64::MAX)).collect()
+}
+
+/// `--expect-decisions`: each Decide call's decisions as `SEAT:ACTION` separated by commas,
+/// the calls separated by semicolons (`0:raise,1:stand;2:stand`); the empty text is no Decide.
+pub fn text_decisions(text: &str, field: &str) -> Result<Vec<Vec<RevealDecision>>, EngineError> {
+    if text.is_empty() {
+        return Ok(vec![]);
+    }
+    text.split(';')
+        .map(|call| {
+            call.split(',')
+                .map(|part| {
+                    let (seat, action) = part
+                        .split_once(':')
+                        .filter(|(_, a)| matches!(*a, "raise" | "stand"))
+                        .ok_or_else(|| bad(field, format!("{part:?} is not SEAT:raise or SEAT:stand")))?;
+                    let seat = text_int(seat, field, 0, MAX_SEATS as u64 - 1)? as usize;
+                    Ok(RevealDecision { seat, action: action.to_string() })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn json_amounts(f: &mut Fields<'_>, key: &str) -> Result<Option<Vec<u64>>, EngineError> {
+    if !f.fields.iter().any(|(k, _)| *k == key) {
+        return Ok(None);
+    }
+    let (list, p) = f.array(key)?;
+    if list.is_empty() || list.len() > MAX_SEATS {
+        return Err(bad(p, format!("must list 1 to {MAX_SEATS} integers (one per seat)")));
+    }
+    list.iter().enumerate().map(|(i, v)| int(v, &format!("{p}[{i}]"), 0, u64::MAX)).collect::<Result<_, _>>().map(Some)
+}
+
+fn json_decisions(f: &mut Fields<'_>) -> Result<Option<Vec<Vec<RevealDecision>>>, EngineError> {
+    if !f.fields.iter().any(|(k, _)| *k == "decisions") {
+        return Ok(None);
+    }
+    let (calls, dp) = f.array("decisions")?;
+    let mut out = Vec::with_capacity(calls.len());
+    for (k, call) in calls.iter().enumerate() {
+        let cp = format!("{dp}[{k}]");
+        let list = match call {
+            Json::Arr(list) if !list.is_empty() => list,
+            _ => return Err(bad(cp, "must be a non-empty array of decisions")),
+        };
+        let mut step = Vec::with_capacity(list.len());
+        for (j, d) in list.iter().enumerate() {
+            let mut df = Fields::of(&format!("{cp}[{j}]"), d)?;
+            let seat = df.int("seat", 0, MAX_SEATS as u64 - 1)? as usize;
+            let (action, ap) = df.string("action")?;
+            if action != "raise" && action != "stand" {
+                return Err(bad(ap, "must be \"raise\" or \"stand\""));
+            }
+            df.finish()?;
+            step.push(RevealDecision { seat, action: action.to_string() });
+        }
+        out.push(step);
+    }
+    Ok(Some(out))
 }
 
 /// One expectation the reveal does not meet.
@@ -473,8 +570,9 @@ pub struct Mismatch {
 
 impl Expectations {
     /// Parses an expectations file: a JSON object with any of the keys `commitment`,
-    /// `client_seed`, `nonce`, `round_id`, `table_id`, `decks` and no others (duplicate keys
-    /// refused, as in reveals).
+    /// `client_seed`, `nonce`, `round_id`, `table_id`, `decks`, `transcript`, `rules_digest`
+    /// (strings and integers), `bets`, `returned` (arrays of integers) and `decisions` (as in a
+    /// reveal) and no others (duplicate keys refused, as in reveals).
     pub fn parse(text: &str) -> Result<Expectations, EngineError> {
         let mut de = serde_json::Deserializer::from_str(text);
         let tree = de::DeserializeSeed::deserialize(JsonSeed, &mut de)
@@ -485,6 +583,11 @@ impl Expectations {
             if f.fields.iter().any(|(k, _)| *k == key) { Ok(Some(f.string(key)?.0.to_string())) } else { Ok(None) }
         };
         let commitment = string(&mut f, "commitment")?;
+        let transcript = string(&mut f, "transcript")?;
+        let rules_digest = string(&mut f, "rules_digest")?;
+        let bets = json_amounts(&mut f, "bets")?;
+        let returned = json_amounts(&mut f, "returned")?;
+        let decisions = json_decisions(&mut f)?;
         let client_seed = string(&mut f, "client_seed")?;
         let round_id = string(&mut f, "round_id")?;
         let table_id = string(&mut f, "table_id")?;
@@ -495,7 +598,19 @@ impl Expectations {
             None
         };
         f.finish()?;
-        let e = Expectations { commitment, client_seed, nonce, round_id, table_id, decks };
+        let e = Expectations {
+            commitment,
+            client_seed,
+            nonce,
+            round_id,
+            table_id,
+            decks,
+            transcript,
+            rules_digest,
+            bets,
+            returned,
+            decisions,
+        };
         e.validate()?;
         Ok(e)
     }
@@ -503,8 +618,14 @@ impl Expectations {
     /// Refuses expectations that could never match a reveal: a commitment that is not 64 hex
     /// digits (either case), a deck count outside 1 … 8 (docs/FAIRNESS.md §4.5: malformed input).
     pub fn validate(&self) -> Result<(), EngineError> {
-        if let Some(c) = &self.commitment {
-            hex64(c, "expect.commitment", false)?;
+        for (key, value) in [
+            ("expect.commitment", &self.commitment),
+            ("expect.transcript", &self.transcript),
+            ("expect.rules_digest", &self.rules_digest),
+        ] {
+            if let Some(h) = value {
+                hex64(h, key, false)?;
+            }
         }
         if let Some(d) = self.decks.filter(|d| !(1..=MAX_DECKS).contains(d)) {
             return Err(bad("expect.decks", format!("{d} is outside 1..={MAX_DECKS}")));
@@ -520,6 +641,19 @@ impl Expectations {
             AnyReveal::V2(r) => {
                 (&r.commitment, &r.client_seed, r.nonce, Some(r.round_id.clone()), Some(r.table_id.clone()), r.decks)
             }
+        };
+        let v2 = match reveal {
+            AnyReveal::V1(_) => None,
+            AnyReveal::V2(r) => Some(r),
+        };
+        let amounts = |pick: fn(&RevealSeat) -> u64| v2.map(|r| r.seats.iter().map(pick).collect::<Vec<u64>>());
+        let (bets, returned) = (amounts(|s| s.bet), amounts(|s| s.returned));
+        let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        let calls = |d: &[Vec<RevealDecision>]| {
+            d.iter()
+                .map(|c| c.iter().map(|x| format!("{}:{}", x.seat, x.action)).collect::<Vec<_>>().join(","))
+                .collect::<Vec<_>>()
+                .join(";")
         };
         let mut out = Vec::new();
         let mut cmp = |field: &'static str, expected: Option<String>, revealed: Option<String>, same: bool| {
@@ -545,6 +679,39 @@ impl Expectations {
         cmp("round_id", self.round_id.clone(), round_id.clone(), self.round_id.is_some() && self.round_id == round_id);
         cmp("table_id", self.table_id.clone(), table_id.clone(), self.table_id.is_some() && self.table_id == table_id);
         cmp("decks", self.decks.map(|d| d.to_string()), Some(decks.to_string()), self.decks == Some(decks));
+        let transcript = v2.map(|r| r.transcript.clone());
+        cmp(
+            "transcript",
+            self.transcript.clone(),
+            transcript.clone(),
+            matches!((&self.transcript, &transcript), (Some(a), Some(b)) if a.eq_ignore_ascii_case(b)),
+        );
+        let digest = v2.and_then(|r| r.rules_digest.clone());
+        cmp(
+            "rules_digest",
+            self.rules_digest.clone(),
+            digest.clone(),
+            matches!((&self.rules_digest, &digest), (Some(a), Some(b)) if a.eq_ignore_ascii_case(b)),
+        );
+        cmp(
+            "bets",
+            self.bets.as_deref().map(list),
+            bets.as_deref().map(list),
+            self.bets.is_some() && self.bets == bets,
+        );
+        cmp(
+            "returned",
+            self.returned.as_deref().map(list),
+            returned.as_deref().map(list),
+            self.returned.is_some() && self.returned == returned,
+        );
+        let decided = v2.map(|r| &r.decisions);
+        cmp(
+            "decisions",
+            self.decisions.as_deref().map(calls),
+            decided.map(|d| calls(d)),
+            self.decisions.is_some() && self.decisions.as_ref() == decided,
+        );
         out
     }
 }

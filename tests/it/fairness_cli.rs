@@ -217,3 +217,219 @@ fn rng_dump_writes_the_keystream_of_the_deal_key() {
     );
     assert_eq!(rounds.stdout.len(), 100);
 }
+
+/// A case of `tests/vectors/reveal-negative.json` by name: (reveal text, expectations).
+fn negative_vector(name: &str) -> (String, serde_json::Value) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/vectors/reveal-negative.json"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let case = doc["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no vector {name}"))
+        .clone();
+    (
+        case["reveal"].as_str().unwrap().to_string(),
+        case["expect"].clone(),
+    )
+}
+
+/// Finding 1: a genuine reveal (seat raised and won 4000) altered to a stand, every odds 1,
+/// stake 1000 and return 2000, with its transcript (and rules digest) recomputed from the
+/// altered fields, verifies on its own; given the last transcript the player was shown, or
+/// the player's decisions, amounts or rules digest, `reddog verify` refuses it.
+#[test]
+fn a_forged_reveal_with_a_recomputed_transcript_is_refused_given_the_players_record() {
+    for format in ["v2", "v3"] {
+        let (forged, record) =
+            negative_vector(&format!("forged/{format}/given-the-players-whole-record"));
+        let alone = reddog(&["verify"], &forged);
+        assert_eq!(
+            alone.status.code(),
+            Some(0),
+            "{format}: the forgery verifies alone"
+        );
+        let transcript = record["transcript"].as_str().unwrap();
+        let digest = record["rules_digest"].as_str().unwrap_or("");
+        let upper = transcript.to_uppercase();
+        let mut given: Vec<Vec<&str>> = vec![
+            vec!["--expect-transcript", transcript],
+            vec!["--expect-transcript", &upper],
+            vec!["--expect-decisions", "0:raise"],
+            vec!["--expect-returned", "4000"],
+        ];
+        if format == "v3" {
+            given.push(vec!["--expect-rules-digest", digest]);
+        }
+        for args in &given {
+            let out = reddog(&[&["verify"][..], &args[..]].concat(), &forged);
+            assert_eq!(out.status.code(), Some(1), "{format} {args:?}");
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("MISMATCH"),
+                "{format} {args:?}"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("record.json");
+        std::fs::write(&file, record.to_string()).unwrap();
+        let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &forged);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{format}: the whole record as a file"
+        );
+        // The genuine reveal of the same round matches the same record.
+        let (genuine_text, _) = negative_vector(&format!(
+            "forged/{format}/given-the-players-last-transcript"
+        ));
+        assert_eq!(reddog(&["verify"], &genuine_text).status.code(), Some(0));
+    }
+}
+
+/// The player's whole record, as options and as a file, verifies the genuine round.
+#[test]
+fn the_genuine_round_matches_the_players_record_given_as_options_or_a_file() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/reveal-v3.json");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let case = doc["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "7-seats/three-steps/one-stands-by-default")
+        .unwrap();
+    let reveal = case["reveal"].as_str().unwrap();
+    let r: serde_json::Value = serde_json::from_str(reveal).unwrap();
+    let join = |key: &str| {
+        r["seats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s[key].to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let decisions = r["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| {
+            call.as_array()
+                .unwrap()
+                .iter()
+                .map(|d| format!("{}:{}", d["seat"], d["action"].as_str().unwrap()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect::<Vec<_>>()
+        .join(";");
+    assert_eq!(decisions, "0:stand,3:raise;1:raise;2:raise,4:raise,5:stand");
+    let (bets, returned) = (join("bet"), join("returned"));
+    let args = [
+        "verify",
+        "--expect-transcript",
+        r["transcript"].as_str().unwrap(),
+        "--expect-rules-digest",
+        r["rules_digest"].as_str().unwrap(),
+        "--expect-bets",
+        &bets,
+        "--expect-returned",
+        &returned,
+        "--expect-decisions",
+        &decisions,
+    ];
+    let out = reddog(&args, reveal);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let record = serde_json::json!({
+        "transcript": r["transcript"], "rules_digest": r["rules_digest"], "decisions": r["decisions"],
+        "bets": r["seats"].as_array().unwrap().iter().map(|s| s["bet"].clone()).collect::<Vec<_>>(),
+        "returned": r["seats"].as_array().unwrap().iter().map(|s| s["returned"].clone()).collect::<Vec<_>>(),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("record.json");
+    std::fs::write(&file, record.to_string()).unwrap();
+    let out = reddog(
+        &[
+            "verify",
+            "--expect",
+            file.to_str().unwrap(),
+            "--expect-bets",
+            &bets,
+        ],
+        reveal,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // An option that disagrees with the file is malformed input.
+    let out = reddog(
+        &[
+            "verify",
+            "--expect",
+            file.to_str().unwrap(),
+            "--expect-bets",
+            "1",
+        ],
+        reveal,
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Finding 8: one text form for integers in `--expect-…` options (FAIRNESS.md 4.5): decimal
+/// digits without sign or leading zero. `007`, `+7`, ` 7`, `7.0`, `0x7` are malformed input
+/// (exit 2), as in `verify/verify.py`; so are lists and decisions not in their text form.
+#[test]
+fn expectation_integers_with_a_sign_or_a_leading_zero_are_malformed_input() {
+    let reveal = worked_example();
+    for (option, value) in [
+        ("--expect-nonce", "007"),
+        ("--expect-nonce", "+0"),
+        ("--expect-nonce", "00"),
+        ("--expect-nonce", " 0"),
+        ("--expect-nonce", "0.0"),
+        ("--expect-decks", "+1"),
+        ("--expect-decks", "01"),
+        ("--expect-decks", "0x1"),
+        ("--expect-bets", "500,"),
+        ("--expect-bets", "+500"),
+        ("--expect-bets", "0500"),
+        ("--expect-returned", "1 2"),
+        ("--expect-decisions", "0:fold"),
+        ("--expect-decisions", "0:raise;"),
+        ("--expect-decisions", "00:raise"),
+        ("--expect-decisions", "7:raise"),
+        ("--expect-transcript", "abc"),
+        ("--expect-rules-digest", "zz"),
+    ] {
+        let out = reddog(&["verify", option, value], &reveal);
+        assert_eq!(out.status.code(), Some(2), "{option} {value:?}");
+    }
+    // The canonical forms are read: the v1 worked example has nonce 0 and one deck.
+    let out = reddog(
+        &["verify", "--expect-nonce", "0", "--expect-decks", "1"],
+        &reveal,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    // A v1 reveal carries no transcript, money or decisions: a record of them cannot match.
+    for (option, value) in [
+        ("--expect-transcript", "00".repeat(32)),
+        ("--expect-bets", "500".to_string()),
+        ("--expect-decisions", String::new()),
+    ] {
+        let out = reddog(&["verify", option, &value], &reveal);
+        assert_eq!(out.status.code(), Some(1), "{option} {value:?}");
+    }
+}
