@@ -191,15 +191,18 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
     after.stop().await;
 }
 
+/// A replica writing its audit trail to `log` (and its diagnostics to `log` + `.diag`).
 fn json_replica(log: &Path) -> ServerProcess {
     let ring = ring_a();
+    let audit = log.to_str().unwrap();
     ServerProcess::spawn(
         &[
             ("REDDOG_KEY_RING", ring.as_str()),
             ("REDDOG_LOG_FORMAT", "json"),
             ("RUST_LOG", "info"),
+            ("REDDOG_AUDIT_LOG", audit),
         ],
-        Stdio::from(std::fs::File::create(log).unwrap()),
+        Stdio::from(std::fs::File::create(log.with_extension("diag")).unwrap()),
     )
 }
 
