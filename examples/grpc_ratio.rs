@@ -280,11 +280,11 @@ fn wait_ready(child: &mut Child, want_metrics: bool) -> (SocketAddr, Option<Sock
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
+        // Read to the end: the engine's audit trail follows on stdout, and a pipe nobody
+        // reads would hold it back (and the engine would refuse calls).
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
+            let _ = tx.send(line);
         }
     });
     let deadline = Instant::now() + Duration::from_secs(120);

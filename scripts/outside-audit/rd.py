@@ -111,8 +111,11 @@ class Server:
             i = args.index("--key-ring")
             e["REDDOG_KEY_RING"] = args[i + 1]
             del args[i:i + 2]
+        # The audit trail next to the log (stdout is read only up to the listen lines).
+        self.audit_path = (str(log_path) + ".audit.jsonl") if log_path else os.devnull
         self.p = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-                                   "--log-format", "json", *args], stdout=subprocess.PIPE, stderr=self.err, env=e)
+                                   "--log-format", "json", "--audit-log", self.audit_path, *args],
+                                  stdout=subprocess.PIPE, stderr=self.err, env=e)
         self.addr = self.metrics = None
         deadline = time.time() + 30
         while time.time() < deadline and not (self.addr and self.metrics):
