@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod audit_log;
+mod certify;
 mod fairness;
 mod keygen;
 mod odds;
@@ -39,6 +40,9 @@ enum Command {
     /// Read the engine's JSON logs (any replicas, any order) and report commitment reuse,
     /// forks, peek-then-play and rounds re-dealt; exit 1 when anything is found.
     AuditLog(audit_log::AuditLogArgs),
+    /// Write the certification evidence (report.json, report.html, SBOM) for this binary and
+    /// a table configuration; exit 1 when any check fails.
+    Certify(certify::CertifyArgs),
 }
 
 /// Runs the command; its exit status on success (`verify` tells verified, not verified and
@@ -50,6 +54,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Simulate(args) => simulate::run(args),
         Command::Verify(args) => return fairness::verify(args),
         Command::AuditLog(args) => return audit_log::run(args),
+        Command::Certify(args) => return certify::run(args),
         Command::Commit(args) => fairness::commit(args),
         Command::RngDump(args) => fairness::rng_dump(args),
         Command::Keygen(args) => keygen::run(args),
