@@ -56,10 +56,10 @@ impl Plan {
     pub fn quick() -> Plan {
         Plan {
             name: "quick".into(),
-            sim_rounds: 1 << 20,
+            sim_rounds: 1 << 19,
             randomness: RandomnessPlan {
-                shoe_deals: 4_000,
-                triple_deals: 200_000,
+                shoe_deals: 2_600,
+                triple_deals: 100_000,
                 repeat_runs: 50,
                 repeat_deals: 1_000,
                 alpha: 1e-6,
@@ -178,6 +178,8 @@ pub struct Report {
     pub verdict: Verdict,
     /// The command that reproduces the whole report.
     pub reproduce: String,
+    /// Wall-clock seconds of each section, and of the whole run.
+    pub timings: std::collections::BTreeMap<String, f64>,
     pub elapsed_seconds: f64,
 }
 
@@ -233,13 +235,22 @@ pub fn run_with<S: DealSource>(
     let dependencies = identity::dependencies(identity::CARGO_LOCK, "reddog").map_err(EngineError::Internal)?;
     let mut rules_digests = std::collections::BTreeMap::new();
     let mut tables = Vec::new();
+    let mut timings = std::collections::BTreeMap::new();
+    let mut clock = std::time::Instant::now();
+    let mut lap = |name: &str, timings: &mut std::collections::BTreeMap<String, f64>| {
+        timings.insert(name.to_string(), clock.elapsed().as_secs_f64());
+        clock = std::time::Instant::now();
+    };
     for (i, named) in options.tables.iter().enumerate() {
         let t = &named.table;
         let (code, exp) = (named.currency.code(), named.currency.minor_unit_exponent());
         let digest = identity::rules_digest(t, code, exp);
         rules_digests.insert(named.id.clone(), digest.clone());
         let seed = options.seed.wrapping_add(i as u64);
+        let game = game::figures(t);
+        lap(&format!("game {}", named.id), &mut timings);
         let agreement = agreement::run(t, plan.sim_rounds, seed, progress)?;
+        lap(&format!("agreement {}", named.id), &mut timings);
         tables.push(TableReport {
             id: named.id.clone(),
             rules: Rules {
@@ -251,19 +262,20 @@ pub fn run_with<S: DealSource>(
                 minor_unit_exponent: exp,
                 rules_digest: digest,
             },
-            game: game::figures(t),
+            game,
             agreement,
             reproduce: reproduce(&named.id, t, plan.sim_rounds, seed),
         });
     }
     let deal_progress = |n: u64| progress(n * DEAL_WEIGHT);
     let randomness = randomness::run(source, &deck_counts(&options.tables), &plan.randomness, &deal_progress, fair);
+    lap("randomness", &mut timings);
     let live_progress = |n: u64| progress(n * LIVE_WEIGHT);
-    let protocol = protocol::Protocol {
-        scheme: protocol::SCHEME.to_string(),
-        vectors: protocol::vectors(),
-        self_test: protocol::self_test(&options.tables, plan.self_test_rounds, &live_progress),
-    };
+    let vectors = protocol::vectors();
+    lap("protocol vectors", &mut timings);
+    let self_test = protocol::self_test(&options.tables, plan.self_test_rounds, &live_progress);
+    lap("protocol self-test", &mut timings);
+    let protocol = protocol::Protocol { scheme: protocol::SCHEME.to_string(), vectors, self_test };
     let identity = identity::Identity {
         binary_sha256,
         binary_path,
@@ -301,6 +313,7 @@ pub fn run_with<S: DealSource>(
         verdict: Verdict { passed: failed == 0, checks_passed: checks.len() - failed, checks_failed: failed },
         checks,
         reproduce: format!("reddog certify --{}{config} --seed {} --out DIR", plan.name, options.seed),
+        timings,
         elapsed_seconds: started.elapsed().as_secs_f64(),
     })
 }

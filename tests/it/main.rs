@@ -8,6 +8,7 @@
 mod common;
 
 mod audit_log;
+mod certify;
 mod cli_json;
 mod drain;
 mod fairness_cli;
