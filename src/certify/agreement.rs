@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::error::EngineError;
 use crate::game::{Paytable, Spread, Table};
 use crate::odds::{Analysis, Exact, Policy, to_f64};
-use crate::sim::{SimConfig, Sums, Z_999, estimates, simulate_chunks};
+use crate::sim::{CHUNK_ROUNDS, SimConfig, Sums, Z_999, estimates, run_chunk, simulate_chunks};
 
 /// One exact figure against its simulated estimate.
 #[derive(Clone, Debug, Serialize)]
@@ -96,17 +96,28 @@ pub fn run(table: &Table, rounds: u64, seed: u64, progress: &(dyn Fn(u64) + Sync
         }
     })?;
     let elapsed = start.elapsed().as_secs_f64();
-    // Running totals at chunk boundaries, thinned to about 200 points spaced evenly in log(rounds).
-    let mut total = Sums::default();
+    // The first chunk's prefixes (1024, 2048, … rounds: the same generator, so the same
+    // rounds), then the running totals at chunk boundaries, thinned to about 200 points
+    // spaced evenly in log(rounds).
     let mut convergence = Vec::new();
+    let point = |s: &Sums| {
+        let (rtp, _) = estimates(s);
+        Point { rounds: s.rounds, rtp: rtp.value, ci_low: rtp.ci_low, ci_high: rtp.ci_high }
+    };
+    let sim_table = Table::default().with_decks(table.decks()).with_paytable(table.paytable().clone())?;
+    let mut prefix = 1024;
+    while prefix < CHUNK_ROUNDS.min(rounds) {
+        convergence.push(point(&run_chunk(&sim_table, 1, raise, seed, 0, prefix)?));
+        prefix *= 2;
+    }
+    let mut total = Sums::default();
     let mut next = 0.0f64;
     let step = ((chunks.len().max(2)) as f64).ln() / 200.0;
     for (i, c) in chunks.iter().enumerate() {
         total = total.add(c);
         let at = ((i + 1) as f64).ln();
         if at >= next || i + 1 == chunks.len() {
-            let (rtp, _) = estimates(&total);
-            convergence.push(Point { rounds: total.rounds, rtp: rtp.value, ci_low: rtp.ci_low, ci_high: rtp.ci_high });
+            convergence.push(point(&total));
             next = at + step;
         }
     }

@@ -287,10 +287,10 @@ pub fn render(r: &Report) -> String {
     }
     for t in &r.tables {
         let ru = &t.rules;
-        let _ = write!(
+        let _ = writeln!(
             o,
             "<h3>Table <code>{}</code></h3><p>{} deck(s); spreads 1–11 pay {} to 1; three of a kind pays {} to 1; \
-             bets {} to {} minor units of {} (exponent {}). Reproduce: {} (paytable file <code>{}</code>).</p>\n",
+             bets {} to {} minor units of {} (exponent {}). Reproduce: {} (paytable file <code>{}</code>).</p>",
             esc(&t.id),
             ru.decks,
             crate::game::Spread::all().map(|s| ru.paytable.spread_odds(s).to_string()).collect::<Vec<_>>().join("/"),
@@ -408,9 +408,9 @@ pub fn render(r: &Report) -> String {
     }
     for t in &r.tables {
         let a = &t.agreement;
-        let _ = write!(
+        let _ = writeln!(
             o,
-            "<h3>Table <code>{}</code>: {} rounds, seed {}, raises on {:?}</h3><p>Reproduce: {}</p>\n",
+            "<h3>Table <code>{}</code>: {} rounds, seed {}, raises on {:?}</h3><p>Reproduce: {}</p>",
             esc(&t.id),
             a.rounds,
             a.seed,
@@ -513,9 +513,9 @@ pub fn render(r: &Report) -> String {
     }
     o.push_str("</table>\n");
     let s = &p.self_test;
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<h3>Live self-test</h3><p>{}</p><p>{} of {} rounds verified ({}).</p>\n",
+        "<h3>Live self-test</h3><p>{}</p><p>{} of {} rounds verified ({}).</p>",
         esc(&s.method),
         s.verified,
         s.rounds,
