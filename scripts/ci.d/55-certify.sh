@@ -2,6 +2,7 @@
 # `reddog certify --quick` on the default table and on deploy/examples/tables.json, with the
 # debug binary `cargo test` builds: each run must exit 0; its report.html must open in
 # headless Chromium (Debian's chromium + npm playwright-core, installed as 50-demo.sh does)
+# and dieharder (apt; the quick plan runs its birthdays test on the deal's raw stream)
 # with no console errors, no network request and at least one chart; report.json's exact RTP
 # fractions must equal `reddog odds --json`'s for the same table (run with the commands the
 # report itself names), its simulated RTP must equal `reddog simulate --json`'s for the
@@ -25,6 +26,7 @@ need_apt=()
 command -v node >/dev/null || need_apt+=(nodejs)
 command -v npm >/dev/null || need_apt+=(npm)
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+command -v dieharder >/dev/null || need_apt+=(dieharder)
 if ((${#need_apt[@]})); then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
@@ -121,6 +123,16 @@ sys.exit(0 if all(a == b for a, b in pairs) else 1)
 PY
 }
 step "default: simulated figures equal reddog simulate --json's to the last digit" simulate_agrees
+
+dieharder_ran() {
+  python3 - "$OUT/default/report.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["randomness"]["dieharder"]
+print(f"   {d['status']}: {d['passed']} passed, {d['weak']} weak, {d['failed']} failed")
+sys.exit(0 if d["status"] == "ran" and d["rows"] and d["failed"] == 0 else 1)
+PY
+}
+step "default: dieharder ran on the raw deal stream with no FAILED" dieharder_ran
 
 sbom_ok() {
   python3 - "$OUT/default/sbom.cdx.json" "$OUT/default/report.json" <<'PY'

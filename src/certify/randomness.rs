@@ -659,19 +659,13 @@ fn run_dieharder(plan: &DieharderPlan, seed: &ServerSeed) -> Dieharder {
         };
         let _ = writer.join();
         let text = String::from_utf8_lossy(&output.stdout).to_string();
-        for line in text.lines() {
-            let f: Vec<&str> = line.split('|').map(str::trim).collect();
-            if f.len() == 6
-                && let Ok(p) = f[4].parse::<f64>()
-            {
-                let assessment = f[5].to_string();
-                match assessment.as_str() {
-                    "PASSED" => out.passed += 1,
-                    "WEAK" => out.weak += 1,
-                    _ => out.failed += 1,
-                }
-                out.rows.push(DieharderRow { test: f[0].to_string(), ntup: f[1].to_string(), p_value: p, assessment });
+        for row in parse_dieharder(&text) {
+            match row.assessment.as_str() {
+                "PASSED" => out.passed += 1,
+                "WEAK" => out.weak += 1,
+                _ => out.failed += 1,
             }
+            out.rows.push(row);
         }
         out.raw.push_str(&text);
     }
@@ -679,9 +673,40 @@ fn run_dieharder(plan: &DieharderPlan, seed: &ServerSeed) -> Dieharder {
     out
 }
 
+/// The result rows of dieharder's table (`test_name|ntup|tsamples|psamples|p-value|Assessment`);
+/// headers, rules and comments are skipped.
+pub fn parse_dieharder(text: &str) -> Vec<DieharderRow> {
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split('|').map(str::trim).collect();
+            let p = f.get(4)?.parse::<f64>().ok()?;
+            (f.len() == 6).then(|| DieharderRow {
+                test: f[0].to_string(),
+                ntup: f[1].to_string(),
+                p_value: p,
+                assessment: f[5].to_string(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dieharder_rows_are_read_and_headers_skipped() {
+        let text = "#====#\n        test_name   |ntup| tsamples |psamples|  p-value |Assessment\n\
+                    stdin_input_raw|  1.64e+06  | 437458520|\n\
+                    \x20  diehard_birthdays|   0|       100|     100|0.57269240|  PASSED  \n\
+                    \x20 rgb_lagged_sum|  27|   1000000|     100|0.99686000|   WEAK   \n\
+                    rgb_minimum_distance|   0|     10000|    1000|0.00000000|  FAILED  \n";
+        let rows = parse_dieharder(text);
+        assert_eq!(rows.len(), 3);
+        assert_eq!((rows[0].test.as_str(), rows[0].p_value), ("diehard_birthdays", 0.5726924));
+        assert_eq!(rows[1].assessment, "WEAK");
+        assert_eq!((rows[2].ntup.as_str(), rows[2].assessment.as_str()), ("0", "FAILED"));
+    }
 
     #[test]
     fn the_triple_probabilities_sum_to_one_and_the_classes_partition_them() {
