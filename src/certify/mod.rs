@@ -58,8 +58,8 @@ impl Plan {
             name: "quick".into(),
             sim_rounds: 1 << 19,
             randomness: RandomnessPlan {
-                shoe_deals: 2_600,
-                triple_deals: 100_000,
+                shoe_deals: 1_600,
+                triple_deals: 60_000,
                 repeat_runs: 50,
                 repeat_deals: 1_000,
                 alpha: 1e-6,
