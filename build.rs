@@ -6,7 +6,9 @@
 //! the Dockerfile passes its `REVISION` — else `git rev-parse HEAD` when git and a repository
 //! are there, else `unknown`) and `REDDOG_BUILD_DATE` (RFC 3339 UTC, from
 //! `SOURCE_DATE_EPOCH` when set, for reproducible builds, else the time of the build). Both
-//! are compiled in: the binary never runs git.
+//! are compiled in: the binary never runs git. For `reddog certify`'s identity section it also
+//! records `REDDOG_RUSTC` (`rustc -V` of the compiler cargo uses), `REDDOG_TARGET` (the
+//! target triple) and `REDDOG_PROFILE` (`debug` or `release`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -77,6 +79,20 @@ fn stamp() {
         });
     println!("cargo:rustc-env=REDDOG_GIT_COMMIT={commit}");
     println!("cargo:rustc-env=REDDOG_BUILD_DATE={}", rfc3339(unix));
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let version = Command::new(rustc)
+        .arg("-V")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "unknown".to_string());
+    println!("cargo:rustc-env=REDDOG_RUSTC={version}");
+    for (var, name) in [("TARGET", "REDDOG_TARGET"), ("PROFILE", "REDDOG_PROFILE")] {
+        let value = std::env::var(var).unwrap_or_else(|_| "unknown".to_string());
+        println!("cargo:rustc-env={name}={value}");
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+pub mod certify;
 pub mod error;
 pub mod fairness;
 pub mod game;

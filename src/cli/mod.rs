@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod audit_log;
+mod certify;
 mod fairness;
 mod keygen;
 mod odds;
@@ -43,6 +44,9 @@ enum Command {
     /// Write generated audit trails (honest rounds and planted misuse), for tests and benchmarks.
     #[command(hide = true)]
     AuditGen(audit_log::AuditGenArgs),
+    /// Write the certification evidence (report.json, report.html, SBOM) for this binary and
+    /// a table configuration; exit 1 when any check fails.
+    Certify(certify::CertifyArgs),
 }
 
 /// Runs the command; its exit status on success (`verify` tells verified, not verified and
@@ -55,6 +59,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(args) => return fairness::verify(args),
         Command::AuditLog(args) => return audit_log::run(args),
         Command::AuditGen(args) => audit_log::gen_run(args),
+        Command::Certify(args) => return certify::run(args),
         Command::Commit(args) => fairness::commit(args),
         Command::RngDump(args) => fairness::rng_dump(args),
         Command::Keygen(args) => keygen::run(args),

@@ -260,6 +260,20 @@ pub const SIM_BET: Money = Money(500);
 /// Plays `config.rounds` rounds and estimates the RTP. `progress(done)` is called from the
 /// worker threads after each chunk with the number of rounds finished so far (in any order).
 pub fn simulate(config: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<SimReport, EngineError> {
+    let start = Instant::now();
+    let (raise, per_chunk) = simulate_chunks(config, progress)?;
+    let elapsed = start.elapsed();
+    let sums = per_chunk.iter().fold(Sums::default(), |acc, s| acc.add(s));
+    let (rtp, rtp_per_total_wagered) = estimates(&sums);
+    Ok(SimReport { config: config.clone(), raise, sums, rtp, rtp_per_total_wagered, elapsed })
+}
+
+/// Plays `config.rounds` rounds and returns the raise set played and each chunk's sums, in
+/// chunk order ([`simulate`] adds them up; their running totals trace the convergence).
+pub fn simulate_chunks(
+    config: &SimConfig,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(RaiseSet, Vec<Sums>), EngineError> {
     if config.seats == 0 || config.seats > MAX_SEATS {
         return Err(EngineError::out_of_range("seats", config.seats, 1, MAX_SEATS as u64));
     }
@@ -270,7 +284,6 @@ pub fn simulate(config: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<S
     let raise = config.policy.raise_set(config.decks, &config.paytable);
     let chunks = config.rounds.div_ceil(CHUNK_ROUNDS);
     let done = AtomicU64::new(0);
-    let start = Instant::now();
     let work = || -> Result<Vec<Sums>, EngineError> {
         (0..chunks)
             .into_par_iter()
@@ -290,8 +303,11 @@ pub fn simulate(config: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<S
             .install(work)?,
         None => work()?,
     };
-    let elapsed = start.elapsed();
-    let sums = per_chunk.iter().fold(Sums::default(), |acc, s| acc.add(s));
+    Ok((raise, per_chunk))
+}
+
+/// The two RTP estimates of `sums`: per unit of initial bet and per total wagered.
+pub fn estimates(sums: &Sums) -> (Estimate, Estimate) {
     let f = |v: u128| v as f64;
     let rtp = Estimate::ratio(
         sums.rounds,
@@ -311,7 +327,7 @@ pub fn simulate(config: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<S
         f(sums.returned_wagered),
         0.0,
     );
-    Ok(SimReport { config: config.clone(), raise, sums, rtp, rtp_per_total_wagered, elapsed })
+    (rtp, rtp_per_total_wagered)
 }
 
 /// The generator of chunk `chunk` for `seed`.

@@ -9,6 +9,7 @@ mod common;
 
 mod audit_log;
 mod audit_trail;
+mod certify;
 mod cli_json;
 mod drain;
 mod fairness_cli;

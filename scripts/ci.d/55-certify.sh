@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# `reddog certify --quick` on the default table and on deploy/examples/tables.json, with the
+# debug binary `cargo test` builds: each run must exit 0; its report.html must open in
+# headless Chromium (Debian's chromium + npm playwright-core, installed as 50-demo.sh does)
+# and dieharder (apt; the quick plan runs its birthdays test on the deal's raw stream)
+# with no console errors, no network request and at least one chart; report.json's exact RTP
+# fractions must equal `reddog odds --json`'s for the same table (run with the commands the
+# report itself names), its simulated RTP must equal `reddog simulate --json`'s for the
+# default table, and its binary digest must equal `sha256sum` of the binary. The reports are
+# left in target/certify/ (CI keeps them as artefacts). Prints "N passed, M failed".
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+TOOLS="$ROOT/.tools/e2e"
+OUT="$ROOT/target/certify"
+T0=$(date +%s)
+
+passed=0
+failed=0
+step() { # name, command...
+  local name=$1; shift
+  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+
+need_apt=()
+command -v node >/dev/null || need_apt+=(nodejs)
+command -v npm >/dev/null || need_apt+=(npm)
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+command -v dieharder >/dev/null || need_apt+=(dieharder)
+if ((${#need_apt[@]})); then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+if [ ! -f "$TOOLS/node_modules/playwright-core/package.json" ] \
+   || ! cmp -s demo/e2e/package-lock.json "$TOOLS/package-lock.json"; then
+  mkdir -p "$TOOLS"
+  cp demo/e2e/package.json demo/e2e/package-lock.json "$TOOLS/"
+  (cd "$TOOLS" && npm ci --silent --no-audit --no-fund >/dev/null)
+fi
+
+# The binary exactly as `cargo test` builds it (a no-op after scripts/test-all's test step).
+cargo build --locked --quiet --bin reddog
+bin="$ROOT/target/debug/reddog"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+certify() { # name, extra args...
+  local name=$1; shift
+  local a; a=$(date +%s)
+  nice -n 10 "$bin" certify --quick --no-progress --out "$OUT/$name" "$@"
+  echo "   certify $name took $(( $(date +%s) - a )) s"
+}
+step "certify --quick, default table: exit 0" certify default
+step "certify --quick, deploy/examples/tables.json: exit 0" certify tables --table-config deploy/examples/tables.json
+
+for name in default tables; do
+  step "$name: report.html in Chromium: no console errors, a chart, prints" node scripts/certify/check-html.mjs "$OUT/$name/report.html"
+done
+
+# Every table's exact figures against `reddog odds --json`, run with the command the report
+# names, in the report's directory (which holds the paytable files): the whole odds object
+# must be identical, and so must every RTP fraction of it.
+odds_agree() { # report dir
+  python3 - "$1" "$bin" <<'PY'
+import json, shlex, subprocess, sys
+out, binary = sys.argv[1], sys.argv[2]
+report = json.load(open(f"{out}/report.json", encoding="utf-8"))
+bad = 0
+for t in report["tables"]:
+    args = shlex.split(t["reproduce"]["odds"])
+    assert args[0] == "reddog", args
+    odds = json.loads(subprocess.run([binary] + args[1:], cwd=out, check=True, capture_output=True, text=True).stdout)
+    mine = t["game"]["odds"]
+    fractions = [(d, side, mine["rtp_range"][d][side]["fraction"], odds["rtp_range"][d][side]["fraction"])
+                 for d in ("per_initial_bet", "per_total_wagered") for side in ("worst", "best")]
+    fractions += [(p, "ev", mine["policies"][p]["ev"], odds["policies"][p]["ev"]) for p in odds["policies"]]
+    # The report's own RTP fractions (optimal rule) against the odds' best per-initial-bet RTP.
+    fractions.append(("optimal", "rtp", t["game"]["rules"][0]["rtp"]["fraction"], odds["rtp_range"]["per_initial_bet"]["best"]["fraction"]))
+    differ = [f for f in fractions if f[2] != f[3]]
+    same = mine == odds
+    print(f"   {t['id']}: {len(fractions)} RTP/EV fractions compared, {len(differ)} differ; whole odds object identical: {same}")
+    bad += bool(differ) or not same
+sys.exit(1 if bad else 0)
+PY
+}
+for name in default tables; do
+  step "$name: report.json's RTP fractions equal reddog odds --json's" odds_agree "$OUT/$name"
+done
+
+digest_agrees() { # report dir
+  local want got
+  want=$(sha256sum "$bin" | cut -d' ' -f1)
+  got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["identity"]["binary_sha256"])' "$1/report.json")
+  echo "   sha256sum $want, report $got"
+  [ "$want" = "$got" ]
+}
+for name in default tables; do
+  step "$name: report.json's binary digest equals sha256sum of the binary" digest_agrees "$OUT/$name"
+done
+
+lock_agrees() {
+  local want got
+  want=$(sha256sum Cargo.lock | cut -d' ' -f1)
+  got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["identity"]["cargo_lock_sha256"])' "$OUT/default/report.json")
+  [ "$want" = "$got" ]
+}
+step "report.json's Cargo.lock digest equals sha256sum Cargo.lock" lock_agrees
+
+# The simulated figures against `reddog simulate --json`, run with the command the report names.
+simulate_agrees() {
+  python3 - "$OUT/default" "$bin" <<'PY'
+import json, shlex, subprocess, sys
+out, binary = sys.argv[1], sys.argv[2]
+t = json.load(open(f"{out}/report.json", encoding="utf-8"))["tables"][0]
+args = shlex.split(t["reproduce"]["simulate"])
+sim = json.loads(subprocess.run([binary] + args[1:] + ["--no-progress"], cwd=out, check=True, capture_output=True, text=True).stdout)
+c = {x["figure"]: x for x in t["agreement"]["comparisons"]}
+pairs = [(c["rtp (per initial bet)"]["simulated"], sim["rtp"]), (c["rtp (per initial bet)"]["ci_low"], sim["ci_low"]),
+         (c["rtp (per initial bet)"]["ci_high"], sim["ci_high"]),
+         (c["rtp per total wagered"]["simulated"], sim["rtp_per_total_wagered"]["value"]),
+         (t["agreement"]["sums"]["returned"], sim["totals"]["returned"])]
+print(f"   {len(pairs)} figures: " + ", ".join(f"{a} vs {b}" for a, b in pairs))
+sys.exit(0 if all(a == b for a, b in pairs) else 1)
+PY
+}
+step "default: simulated figures equal reddog simulate --json's to the last digit" simulate_agrees
+
+dieharder_ran() {
+  python3 - "$OUT/default/report.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["randomness"]["dieharder"]
+print(f"   {d['status']}: {d['passed']} passed, {d['weak']} weak, {d['failed']} failed")
+sys.exit(0 if d["status"] == "ran" and d["rows"] and d["failed"] == 0 else 1)
+PY
+}
+step "default: dieharder ran on the raw deal stream with no FAILED" dieharder_ran
+
+sbom_ok() {
+  python3 - "$OUT/default/sbom.cdx.json" "$OUT/default/report.json" <<'PY'
+import json, sys
+bom, report = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert bom["bomFormat"] == "CycloneDX" and bom["specVersion"] == "1.5"
+assert bom["metadata"]["component"]["hashes"][0]["content"] == report["identity"]["binary_sha256"]
+names = {c["name"] for c in bom["components"]}
+assert {"tonic", "sha2", "rand_chacha"} <= names, names
+print(f"   {len(bom['components'])} components")
+PY
+}
+step "sbom.cdx.json is CycloneDX 1.5 naming the binary's digest and its dependencies" sbom_ok
+
+echo "certify: $passed passed, $failed failed ($(( $(date +%s) - T0 )) s)"
+[ "$failed" -eq 0 ]

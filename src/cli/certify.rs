@@ -1,0 +1,91 @@
+//! `reddog certify`: writes the certification evidence ([`reddog::certify`]) for this binary
+//! and a table configuration into a directory: `report.json`, `report.html`, `sbom.cdx.json`
+//! and one `paytable-<id>.json` per table (the reproduction commands use them). Exits 0 when
+//! every check passed, 1 when any failed.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use reddog::certify::{self, Options, Plan};
+use reddog::game::Table;
+use reddog::service::tables::Tables;
+
+#[derive(Debug, clap::Args)]
+pub struct CertifyArgs {
+    /// The table configuration to certify (the `reddog serve --table-config` format); without
+    /// it, the built-in default table.
+    #[arg(long, value_name = "FILE")]
+    table_config: Option<PathBuf>,
+    /// Directory for the report (created if missing; existing report files are replaced).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// The quick plan (the default): about a minute on two cores; what CI runs.
+    #[arg(long, conflicts_with = "full")]
+    quick: bool,
+    /// The lab-grade plan: 10^8 simulated rounds per table, large statistical samples and
+    /// dieharder's whole battery (required). Hours; shows a progress bar with an ETA.
+    #[arg(long)]
+    full: bool,
+    /// Seed of every simulation and deal of the run (same seed, same figures).
+    #[arg(long, default_value_t = 20_261_202)]
+    seed: u64,
+    /// Never show a progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+pub fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
+    let (tables, table_config) = match &args.table_config {
+        Some(path) => {
+            let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            let text = std::str::from_utf8(&bytes).with_context(|| format!("{} is not UTF-8", path.display()))?;
+            let tables = Tables::from_json(text).with_context(|| format!("{}", path.display()))?;
+            (tables, Some((path.display().to_string(), bytes)))
+        }
+        None => (Tables::single(Table::default()), None),
+    };
+    let plan = if args.full { Plan::full() } else { Plan::quick() };
+    let options = Options { plan, seed: args.seed, tables, table_config, command_line: std::env::args().collect() };
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let show = !args.no_progress && (args.full || std::io::stderr().is_terminal());
+    let bar = if show {
+        let bar = ProgressBar::with_draw_target(Some(options.plan.work(&options.tables)), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {percent}% certify, eta {eta}")?
+                .progress_chars("=> "),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let report = certify::run(&options, &|n| bar.inc(n))?;
+    bar.finish_and_clear();
+    let write = |name: &str, text: String| -> anyhow::Result<()> {
+        let path = args.out.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    };
+    write("report.json", serde_json::to_string_pretty(&report)?)?;
+    write("report.html", certify::html::render(&report))?;
+    write("sbom.cdx.json", serde_json::to_string_pretty(&report.sbom())?)?;
+    for t in &report.tables {
+        write(&t.reproduce.paytable_file, serde_json::to_string(&t.rules.paytable)?)?;
+    }
+    for c in report.checks.iter().filter(|c| !c.passed) {
+        eprintln!("FAIL {}: {}", c.description, c.detail);
+    }
+    println!(
+        "certify ({}, {} table{}): {} passed, {} failed; {} in {:.0} s -> {}",
+        report.plan.name,
+        report.tables.len(),
+        if report.tables.len() == 1 { "" } else { "s" },
+        report.verdict.checks_passed,
+        report.verdict.checks_failed,
+        if report.verdict.passed { "PASS" } else { "FAIL" },
+        report.elapsed_seconds,
+        args.out.display()
+    );
+    Ok(ExitCode::from(report.exit_code()))
+}
