@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 if ! command -v h2load >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >/dev/null
 fi
-nice -n 10 cargo build --release --locked --bin reddog --example grpc_ratio
+nice -n 10 cargo build --release --locked --bin reddog --example grpc_ratio --example plain_tonic
 CLIENT_CPU="${CLIENT_CPU:-1}"
 ENGINE="${ENGINE:-target/release/reddog}"
 export CLIENT_CPU ENGINE BENCH_NICE="${BENCH_NICE:--15}"

@@ -21,8 +21,8 @@
 //! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED because the server was at `--max-in-flight` |
 //! | `reddog_request_timeouts_total` | counter | | RedDog calls cut at `--request-timeout-ms` (DEADLINE_EXCEEDED) |
 //! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
-//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections`, `idle` |
-//! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made the accept loop back off |
+//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections` (at the cap, every connection busy), `displaced` (the longest-idle connection, closed at the cap to let a new one in), `idle` |
+//! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made an accept loop (gRPC, health or `/metrics`) back off |
 //! | `reddog_log_writer_waits_total` | counter | | log lines that waited for a stalled stderr (`log_writer`; never dropped) |
 //!
 //! Settlement counters count `Settle` answers: a retried `Settle` counts again. Deal classes
@@ -151,8 +151,11 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
             upkeep.run_upkeep();
         }
     });
+    // Out of file descriptors, accept fails at once until one is freed: back off like the
+    // gRPC listener instead of spinning a core.
+    let mut backoff = super::transport::AcceptBackoff::new("metrics");
     loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
+        let (stream, _) = backoff.accept(&listener).await;
         let handle = handle.clone();
         let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
             let handle = handle.clone();
