@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The gRPC benchmark of docs/BENCHMARKS.md: each RPC of the real `reddog serve` binary against
-# an in-tree no-op server with the same transport, both pinned to one core, h2load and the
+# a plain tonic server with tonic's defaults (examples/plain_tonic.rs) and the engine's own
+# transport around canned answers (the no-op), all pinned to one core, h2load and the
 # latency client on the other. Arguments go to examples/grpc_ratio.rs (see its header), e.g.
-#   scripts/bench-grpc.sh --rounds 3 --calls 40000
+#   scripts/bench-grpc.sh --rounds 5 --calls 40000
 #   scripts/bench-grpc.sh --rpc Decide --engine-env RUST_LOG=warn
 # Needs 2 cores, taskset (util-linux) and h2load (Debian's nghttp2-client, installed if missing).
 #

@@ -17,7 +17,7 @@
 //! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent` | the configured tables |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
 //! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`); the client gets one answer for all |
-//! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress (admitted, answer not yet sent); at most `--max-in-flight` |
+//! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, handler not yet answered (the drain waits for these); calls still reading their request message count, although they hold no `--max-in-flight` slot |
 //! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED because the server was at `--max-in-flight` |
 //! | `reddog_request_timeouts_total` | counter | | RedDog calls cut at `--request-timeout-ms` (DEADLINE_EXCEEDED) |
 //! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
@@ -321,7 +321,7 @@ fn describe() {
     );
     describe_gauge!(
         "reddog_rpc_in_flight",
-        "RedDog calls in progress: admitted under --max-in-flight, answer not yet sent"
+        "RedDog calls in progress: request headers arrived, handler not yet answered"
     );
     describe_gauge!("reddog_table_info", "Always 1; labels describe a configured table");
     describe_gauge!("reddog_build_info", "Always 1; labels give the engine's version, git commit and build date");
@@ -505,8 +505,8 @@ pub fn token_rejected(method: Method, reason: &'static str) {
     counter!("reddog_token_rejections_total", "method" => method.name(), "reason" => reason).increment(1);
 }
 
-/// The gauge of RedDog calls in progress (admitted under `--max-in-flight`, answer not yet
-/// sent). A handle: updating it is two atomic operations, no lookup.
+/// The gauge of RedDog calls in progress (request headers arrived, handler not yet answered). A
+/// handle: updating it is an atomic operation, no lookup.
 pub fn in_flight_gauge() -> Gauge {
     gauge!("reddog_rpc_in_flight")
 }
