@@ -78,12 +78,14 @@ LABEL org.opencontainers.image.title="reddog" \
 COPY --from=binary --chown=0:0 --chmod=0555 /out/reddog /usr/local/bin/reddog
 # 65532 is distroless' "nonroot"; numeric, so Kubernetes' runAsNonRoot can verify it.
 USER 65532:65532
-# gRPC (h2c) and Prometheus /metrics. The binary's defaults bind 127.0.0.1: in a container
-# listen on all interfaces (the pod spec sets the same through REDDOG_LISTEN).
+# gRPC (h2c), gRPC health alone for the probes, and Prometheus /metrics. The binary's
+# defaults bind 127.0.0.1 (and no health-only port): in a container listen on all interfaces
+# (the pod spec sets the same through REDDOG_LISTEN and friends).
 ENV REDDOG_LISTEN=0.0.0.0:50051 \
+    REDDOG_HEALTH_LISTEN=0.0.0.0:50052 \
     REDDOG_METRICS_LISTEN=0.0.0.0:9464 \
     REDDOG_LOG_FORMAT=json
-EXPOSE 50051 9464
+EXPOSE 50051 50052 9464
 # No HEALTHCHECK: the image is distroless (nothing to run it with) and Kubernetes ignores it;
 # the pod uses native grpc probes on the grpc.health.v1 service instead.
 STOPSIGNAL SIGTERM

@@ -1,34 +1,41 @@
 //! The gRPC benchmark of docs/BENCHMARKS.md: each RedDog RPC of the real server binary
-//! against an in-tree no-op server with the same transport, side by side in one run.
+//! against a plain tonic server answering the same bytes, side by side in one run.
 //!
 //! ```text
-//! scripts/bench-grpc.sh [--rounds 3] [--calls 40000] [--rate 2000] [--rpc Decide]... [--engine-env K=V]...
+//! scripts/bench-grpc.sh [--rounds 5] [--calls 100000] [--rate 2000] [--rpc Decide]... [--engine-env K=V]...
+//! scripts/bench-grpc.sh --callgrind 2000,6000 [--out DIR]
 //! ```
-//! (the script builds the release binary and this example, installs `h2load` if missing and
+//! (the script builds the release binary and the examples, installs `h2load` if missing and
 //! runs this example pinned to the client core.)
 //!
 //! What it does:
-//! - starts `reddog serve` (the release binary, default `info` logging: the audit log is on,
-//!   written to a file) and a **no-op server** (this program re-executed with `--serve-noop`),
-//!   both pinned with `taskset` to the server core. The no-op serves `reddog.v1.RedDog`
-//!   through [`reddog::service::server::serve_service`] with the default `TransportLimits` —
-//!   the very transport, limits, runtime and log subscriber of `reddog serve` — and answers each RPC with a stored copy of the engine's
-//!   real answer to the same request, so it moves the same request and response bytes and
-//!   does none of the engine's work;
+//! - starts three servers, each pinned with `taskset` to the server core: `reddog serve` as
+//!   shipped (the release binary, default flags, default `info` logging with the audit log
+//!   written to a file); the **plain** baseline, `examples/plain_tonic.rs` (tonic's default
+//!   settings, no transport limits, no log subscriber); and the **engine-transport no-op**
+//!   (this program re-executed with `--serve-noop`), which serves through
+//!   [`reddog::service::server::serve_service`] — the engine's transport, limits, runtime and
+//!   log subscriber — and does none of the engine's work. The plain server and the no-op
+//!   answer each RPC with a stored copy of the engine's real answer to the same request, so
+//!   all three move the same request and response bytes. The no-op against the plain server
+//!   is the engine transport's own cost;
 //! - plays, with a real gRPC client, a 1-seat round that deals a non-consecutive hand (the
 //!   nonce is searched from 0 upwards, so the search is deterministic) and raises: the
 //!   requests of that round are the bodies sent for each RPC;
-//! - for each RPC and round, in alternating order (engine first in one round, no-op first in
-//!   the next): `h2load -c C -m M -n CALLS` on the client core (saturation throughput, and
-//!   the server's CPU time per call from `/proc/<pid>/stat`), then an open-loop load at a
-//!   fixed rate well below saturation from a real tonic client (p50/p99 latency; every call's
-//!   gRPC status is checked). h2load counts HTTP status only, so the engine's own
+//! - for each RPC and round, in rotating order (each server first in turn):
+//!   `h2load -c C -m M -n CALLS` on the client core (saturation throughput, and the server's
+//!   CPU time per call from `/proc/<pid>/task/*/schedstat`), then an open-loop load at a fixed
+//!   rate well below saturation from a real tonic client (p50/p99 latency; every call's gRPC
+//!   status is checked). h2load counts HTTP status only, so the engine's own
 //!   `reddog_rpc_requests_total` counters (scraped from `/metrics`) must show every call of
 //!   the run answered `OK` and none answered otherwise, else the run aborts;
-//! - prints a Markdown table per RPC: throughput ratio engine/no-op (median of the rounds
-//!   and the range), CPU µs per call of each server, p50/p99 latency at the fixed load, log
-//!   bytes per call, and the RSS of each server; then the headline: CPU µs per round (the
-//!   four calls of a round) and rounds per core-second.
+//! - prints a Markdown table per RPC: throughput ratios engine/plain and no-op/plain (median
+//!   of the rounds and the range), CPU µs per call of each server and its split (transport =
+//!   no-op − plain, handler and audit record = engine − no-op), p50/p99 latency at the fixed
+//!   load, log bytes per call, and the RSS of each server; then the headline: CPU µs per
+//!   round (the four calls of a round) and rounds per core-second.
+//! - with `--callgrind N1,N2`: instructions per call of each server under callgrind instead
+//!   (repeatable on a shared machine), (Ir of N2 calls − Ir of N1 calls) / (N2 − N1).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -79,11 +86,11 @@ fn usage() -> ! {
 fn opts() -> Opts {
     let mut o = Opts {
         engine: PathBuf::from("target/release/reddog"),
-        rounds: 3,
+        rounds: 5,
         calls: 100_000,
         warmup: 4_000,
         connections: 4,
-        streams: 16,
+        streams: 32,
         rate: 2000.0,
         latency_secs: 2.0,
         server_cpu: "0".into(),
@@ -383,6 +390,40 @@ fn start_noop_with(o: &Opts, responses: &Path, log: &Path, callgrind_out: Option
     let (addr, _) = wait_ready(&mut child, false);
     Server {
         name: "no-op",
+        child,
+        addr,
+        metrics: None,
+        log: log.into(),
+    }
+}
+
+fn start_plain_with(
+    o: &Opts,
+    responses: &Path,
+    log: &Path,
+    callgrind_out: Option<&Path>,
+) -> Server {
+    let err = std::fs::File::create(log).expect("plain log file");
+    let exe = std::env::current_exe()
+        .expect("current exe")
+        .with_file_name("plain_tonic");
+    let mut child = launcher(o, callgrind_out)
+        .arg(&exe)
+        .arg(responses)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "starting {} (cargo build --release --example plain_tonic): {e}",
+                exe.display()
+            )
+        });
+    let (addr, _) = wait_ready(&mut child, false);
+    Server {
+        name: "plain",
         child,
         addr,
         metrics: None,
@@ -810,6 +851,7 @@ fn callgrind_run(
     let log = dir.join(format!("{which}.{rpc}.{n}.log"));
     let mut s = match which {
         "engine" => start_engine_with(o, &log, Some(&out)),
+        "plain" => start_plain_with(o, responses, &log, Some(&out)),
         _ => start_noop_with(o, responses, &log, Some(&out)),
     };
     h2load(o, s.addr, rpc, body, 200);
@@ -855,16 +897,23 @@ fn callgrind_table(
         n2 - n1
     );
     println!();
-    println!("| RPC | engine Ir/call | no-op Ir/call | ratio no-op/engine |");
-    println!("|---|---|---|---|");
+    println!(
+        "| RPC | engine Ir/call | engine-transport no-op Ir/call | plain tonic Ir/call | transport (no-op − plain) | handler + audit record (engine − no-op) | transport share of a no-op call |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for rpc in &o.rpcs {
         let per = |which: &str| {
             let a = callgrind_run(o, which, rpc, &bodies[rpc.as_str()], n1, dir, responses);
             let b = callgrind_run(o, which, rpc, &bodies[rpc.as_str()], n2, dir, responses);
             (b as f64 - a as f64) / (n2 - n1) as f64
         };
-        let (e, n) = (per("engine"), per("no-op"));
-        println!("| {rpc} | {e:.0} | {n:.0} | {:.2} |", n / e);
+        let (e, n, p) = (per("engine"), per("no-op"), per("plain"));
+        println!(
+            "| {rpc} | {e:.0} | {n:.0} | {p:.0} | {:.0} | {:.0} | {:.1} % |",
+            n - p,
+            e - n,
+            100.0 * (n - p) / n
+        );
     }
     println!();
     println!(
@@ -901,12 +950,17 @@ fn main() {
     let responses = dir.path().join("responses.bin");
     write_responses(&responses, &canned);
     let noop = start_noop(&o, &responses, &dir.path().join("noop.log"));
+    let plain = start_plain_with(&o, &responses, &dir.path().join("plain.log"), None);
 
     // Each request as a gRPC message (uncompressed flag, length, protobuf) for h2load, and a
     // check that both servers answer it OK through a real client.
     let mut bodies = BTreeMap::new();
     rt.block_on(async {
-        let (mut e, mut n) = (connect(engine.addr).await, connect(noop.addr).await);
+        let (mut e, mut n, mut p) = (
+            connect(engine.addr).await,
+            connect(noop.addr).await,
+            connect(plain.addr).await,
+        );
         for (rpc, call) in &calls {
             one(&mut e, call)
                 .await
@@ -914,6 +968,9 @@ fn main() {
             one(&mut n, call)
                 .await
                 .unwrap_or_else(|s| panic!("no-op {rpc}: {s}"));
+            one(&mut p, call)
+                .await
+                .unwrap_or_else(|s| panic!("plain {rpc}: {s}"));
             let msg = call.encoded();
             let mut body = vec![0u8];
             body.extend_from_slice(&(msg.len() as u32).to_be_bytes());
@@ -928,6 +985,7 @@ fn main() {
         let keep = o.out.clone().unwrap_or_else(|| dir.path().to_path_buf());
         std::fs::create_dir_all(&keep).expect("--out DIR");
         drop(noop);
+        drop(plain);
         drop(engine);
         callgrind_table(&o, ns, &bodies, &responses, &keep);
         if o.out.is_none() {
@@ -942,7 +1000,7 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     println!(
-        "# gRPC benchmark: engine (`{}`) vs no-op, same transport",
+        "# gRPC benchmark: engine (`{}`) vs plain tonic (defaults), and the engine-transport no-op",
         o.engine.display()
     );
     println!(
@@ -972,11 +1030,11 @@ fn main() {
     for round in 0..o.rounds {
         for (k, rpc) in o.rpcs.iter().enumerate() {
             let rpc: &str = RPCS.iter().find(|r| **r == rpc.as_str()).unwrap();
-            let order = if (round + k) % 2 == 0 {
-                [&engine, &noop]
-            } else {
-                [&noop, &engine]
-            };
+            let servers = [&engine, &plain, &noop];
+            let first = (round + k) % servers.len();
+            let order: Vec<&Server> = (0..servers.len())
+                .map(|i| servers[(first + i) % servers.len()])
+                .collect();
             for s in order {
                 let sat = saturate(&o, s, rpc, &bodies[rpc], tck);
                 let (mut lat, low_cpu) = rt.block_on(latency(&o, s, &calls[rpc], tck));
@@ -1008,43 +1066,54 @@ fn main() {
     println!("load average at end {}", loadavg());
     println!();
     println!(
-        "| RPC | throughput ratio engine/no-op, median [range] (interquartile range) | engine calls/s | no-op calls/s | engine CPU µs/call | no-op CPU µs/call | CPU ratio no-op/engine | engine p50 / p99 µs | no-op p50 / p99 µs | engine audit log bytes/call | of the engine's CPU µs/call: its log writer thread |"
+        "| RPC | throughput engine/plain, median [range] | no-op/plain, median [range] | engine / plain / no-op calls/s | CPU µs/call engine / plain / no-op | of which transport (no-op − plain) | handler + audit record (engine − no-op) | p50 / p99 µs engine | p50 / p99 µs plain | engine audit log bytes/call | engine log writer thread µs/call |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut round_cpu = 0.0;
     let mut round_complete = true;
     for rpc in RPCS {
-        let (Some(e), Some(n)) = (acc.get(&(rpc, "engine")), acc.get(&(rpc, "no-op"))) else {
+        let (Some(e), Some(p), Some(n)) = (
+            acc.get(&(rpc, "engine")),
+            acc.get(&(rpc, "plain")),
+            acc.get(&(rpc, "no-op")),
+        ) else {
             if rpc != "GetRules" {
                 round_complete = false;
             }
             continue;
         };
-        let ratios: Vec<f64> = e
-            .sat
-            .iter()
-            .zip(&n.sat)
-            .map(|(a, b)| a.calls_per_s / b.calls_per_s)
-            .collect();
-        let (lo, hi) = range(&ratios);
-        let mut sorted = ratios.clone();
-        sorted.sort_by(f64::total_cmp);
-        let (q1, mid, q3) = (pct(&sorted, 0.25), pct(&sorted, 0.5), pct(&sorted, 0.75));
+        let ratio = |a: &Acc| -> (f64, f64, f64) {
+            let r: Vec<f64> = a
+                .sat
+                .iter()
+                .zip(&p.sat)
+                .map(|(x, y)| x.calls_per_s / y.calls_per_s)
+                .collect();
+            let (lo, hi) = range(&r);
+            (median(&r), lo, hi)
+        };
+        let (em, elo, ehi) = ratio(e);
+        let (nm, nlo, nhi) = ratio(n);
         let f = |v: &Acc, g: fn(&Sat) -> f64| median(&v.sat.iter().map(g).collect::<Vec<_>>());
-        let (ecpu, ncpu) = (f(e, |s| s.cpu_us_per_call), f(n, |s| s.cpu_us_per_call));
+        let (ecpu, pcpu, ncpu) = (
+            f(e, |s| s.cpu_us_per_call),
+            f(p, |s| s.cpu_us_per_call),
+            f(n, |s| s.cpu_us_per_call),
+        );
         if rpc != "GetRules" {
             round_cpu += ecpu;
         }
         println!(
-            "| {rpc} | **{:.2}** [{lo:.2}–{hi:.2}] ({q1:.2}–{q3:.2}) | {:.0} | {:.0} | {ecpu:.1} | {ncpu:.1} | {:.2} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.2} |",
-            mid,
+            "| {rpc} | **{em:.2}** [{elo:.2}–{ehi:.2}] | {nm:.2} [{nlo:.2}–{nhi:.2}] | {:.0} / {:.0} / {:.0} | {ecpu:.1} / {pcpu:.1} / {ncpu:.1} | {:.1} | {:.1} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.2} |",
             f(e, |s| s.calls_per_s),
+            f(p, |s| s.calls_per_s),
             f(n, |s| s.calls_per_s),
-            ncpu / ecpu,
+            ncpu - pcpu,
+            ecpu - ncpu,
             pct(&e.lat, 0.5),
             pct(&e.lat, 0.99),
-            pct(&n.lat, 0.5),
-            pct(&n.lat, 0.99),
+            pct(&p.lat, 0.5),
+            pct(&p.lat, 0.99),
             f(e, |s| s.log_bytes_per_call),
             f(e, |s| s.log_thread_us_per_call),
         );
@@ -1056,25 +1125,34 @@ fn main() {
     );
     println!();
     println!(
-        "| RPC | engine CPU µs/call | no-op CPU µs/call | engine p99 range | no-op p99 range |"
+        "| RPC | engine CPU µs/call | plain CPU µs/call | no-op CPU µs/call | engine p99 range | plain p99 range |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     for rpc in RPCS {
-        let (Some(e), Some(n)) = (acc.get(&(rpc, "engine")), acc.get(&(rpc, "no-op"))) else {
+        let (Some(e), Some(p), Some(n)) = (
+            acc.get(&(rpc, "engine")),
+            acc.get(&(rpc, "plain")),
+            acc.get(&(rpc, "no-op")),
+        ) else {
             continue;
         };
         let (elo, ehi) = range(&e.p99s);
-        let (nlo, nhi) = range(&n.p99s);
+        let (plo, phi) = range(&p.p99s);
         println!(
-            "| {rpc} | {:.1} | {:.1} | {elo:.0}–{ehi:.0} | {nlo:.0}–{nhi:.0} |",
+            "| {rpc} | {:.1} | {:.1} | {:.1} | {elo:.0}–{ehi:.0} | {plo:.0}–{phi:.0} |",
             median(&e.low_cpu),
+            median(&p.low_cpu),
             median(&n.low_cpu)
         );
     }
     println!();
-    let ((ersss, ehwm), (nrss, nhwm)) = (rss_kib(engine.child.id()), rss_kib(noop.child.id()));
+    let ((ersss, ehwm), (prss, phwm), (nrss, nhwm)) = (
+        rss_kib(engine.child.id()),
+        rss_kib(plain.child.id()),
+        rss_kib(noop.child.id()),
+    );
     println!(
-        "RSS at the end: engine {ersss} KiB (peak {ehwm} KiB), no-op {nrss} KiB (peak {nhwm} KiB)"
+        "RSS at the end: engine {ersss} KiB (peak {ehwm} KiB), plain {prss} KiB (peak {phwm} KiB), no-op {nrss} KiB (peak {nhwm} KiB)"
     );
     if round_complete {
         println!(

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The gRPC benchmark of docs/BENCHMARKS.md: each RPC of the real `reddog serve` binary against
-# an in-tree no-op server with the same transport, both pinned to one core, h2load and the
+# a plain tonic server with tonic's defaults (examples/plain_tonic.rs) and the engine's own
+# transport around canned answers (the no-op), all pinned to one core, h2load and the
 # latency client on the other. Arguments go to examples/grpc_ratio.rs (see its header), e.g.
-#   scripts/bench-grpc.sh --rounds 3 --calls 40000
+#   scripts/bench-grpc.sh --rounds 5 --calls 40000
 #   scripts/bench-grpc.sh --rpc Decide --engine-env RUST_LOG=warn
 # Needs 2 cores, taskset (util-linux) and h2load (Debian's nghttp2-client, installed if missing).
 #
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 if ! command -v h2load >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >/dev/null
 fi
-nice -n 10 cargo build --release --locked --bin reddog --example grpc_ratio
+nice -n 10 cargo build --release --locked --bin reddog --example grpc_ratio --example plain_tonic
 CLIENT_CPU="${CLIENT_CPU:-1}"
 ENGINE="${ENGINE:-target/release/reddog}"
 export CLIENT_CPU ENGINE BENCH_NICE="${BENCH_NICE:--15}"

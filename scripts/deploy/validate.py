@@ -40,6 +40,7 @@ CRD_SCHEMAS = {
 }
 GRPC_PORT_NAME = "grpc"
 METRICS_PORT_NAME = "metrics"
+HEALTH_PORT_NAME = "health"
 
 
 class Checker:
@@ -146,8 +147,11 @@ def policy(c: Checker, name: str, docs: list[dict]) -> dict | None:
     c.ok(GRPC_PORT_NAME in ports and METRICS_PORT_NAME in ports,
          f"{name}: container ports named grpc and metrics", str(ports))
     grpc_port = ports.get(GRPC_PORT_NAME)
+    # The probes' port: the health-only listener when the pod has one (RedDog clients cannot
+    # fill it), else the gRPC port.
+    health_port = ports.get(HEALTH_PORT_NAME, grpc_port)
 
-    # Probes: native grpc, numeric port equal to the grpc port, different service names.
+    # Probes: native grpc, numeric port equal to the health port, different service names.
     probe_services = {}
     for kind in ("readinessProbe", "livenessProbe", "startupProbe"):
         pr = ctr.get(kind)
@@ -156,8 +160,8 @@ def policy(c: Checker, name: str, docs: list[dict]) -> dict | None:
         g = (pr or {}).get("grpc")
         if not c.ok(g is not None, f"{name}: {kind} is a native grpc probe", str(pr)):
             continue
-        c.ok(isinstance(g.get("port"), int) and g.get("port") == grpc_port,
-             f"{name}: {kind} port is the numeric grpc port {grpc_port}", str(g.get("port")))
+        c.ok(isinstance(g.get("port"), int) and g.get("port") == health_port,
+             f"{name}: {kind} port is the numeric health port {health_port}", str(g.get("port")))
         probe_services[kind] = g.get("service", "")
     if "readinessProbe" in probe_services and "livenessProbe" in probe_services:
         c.ok(probe_services["readinessProbe"] != probe_services["livenessProbe"],
@@ -242,6 +246,10 @@ def policy(c: Checker, name: str, docs: list[dict]) -> dict | None:
     c.ok(port_of(env.get("REDDOG_LISTEN", {}).get("value", "")) == grpc_port
          and env["REDDOG_LISTEN"]["value"].startswith("0.0.0.0:"),
          f"{name}: REDDOG_LISTEN is 0.0.0.0:<grpc port>")
+    if HEALTH_PORT_NAME in ports:
+        c.ok(port_of(env.get("REDDOG_HEALTH_LISTEN", {}).get("value", "")) == health_port
+             and env["REDDOG_HEALTH_LISTEN"]["value"].startswith("0.0.0.0:"),
+             f"{name}: REDDOG_HEALTH_LISTEN is 0.0.0.0:<health port>")
     metrics_port = ports.get(METRICS_PORT_NAME)
     c.ok(port_of(env.get("REDDOG_METRICS_LISTEN", {}).get("value", "")) == metrics_port,
          f"{name}: REDDOG_METRICS_LISTEN uses the metrics port")

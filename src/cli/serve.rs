@@ -4,9 +4,10 @@
 //!
 //! At startup it prints to stdout, one line each, exactly:
 //! `listening on <ip:port>` (the bound gRPC address) and `metrics on <ip:port>` (the bound
-//! metrics address; Prometheus text at `/metrics`). The audit trail goes to stdout too
-//! unless `--audit-log PATH` names a file (one JSON record a line; docs/AUDIT.md);
-//! diagnostics go to stderr.
+//! metrics address; Prometheus text at `/metrics`), then `health on <ip:port>` when a
+//! health-only listener is configured. The audit trail goes to stdout too unless
+//! `--audit-log PATH` names a file (one JSON record a line; docs/AUDIT.md); diagnostics go
+//! to stderr.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -40,6 +41,10 @@ pub struct ServeArgs {
     /// Prometheus metrics listen address (text format at /metrics), IP:PORT or HOST:PORT.
     #[arg(long, env = "REDDOG_METRICS_LISTEN", default_value = "127.0.0.1:9464", value_parser = listen_addr)]
     pub metrics_listen: SocketAddr,
+    /// A listener serving only gRPC health, for the probes (IP:PORT or HOST:PORT; unset: none).
+    /// RedDog clients' connections and calls never count against it.
+    #[arg(long, env = "REDDOG_HEALTH_LISTEN", value_parser = listen_addr)]
+    pub health_listen: Option<SocketAddr>,
     /// Path to the key ring JSON: {"primary":"k1","keys":{"k1":"<64 hex>",...}}.
     #[arg(long, env = "REDDOG_KEY_RING_FILE")]
     pub key_ring_file: Option<PathBuf>,
@@ -72,9 +77,13 @@ pub struct ServeArgs {
     /// Streams a connection may make the server reset before it is closed (h2's local-reset guard).
     #[arg(long, env = "REDDOG_MAX_LOCAL_ERROR_RESETS", default_value_t = TransportLimits::default().max_local_error_resets)]
     pub max_local_error_resets: usize,
-    /// RedDog calls in progress across all connections; more are answered RESOURCE_EXHAUSTED.
+    /// RedDog calls holding a slot (request message arrived, answer not yet sent) across all
+    /// connections; more are answered RESOURCE_EXHAUSTED.
     #[arg(long, env = "REDDOG_MAX_IN_FLIGHT", default_value_t = TransportLimits::default().max_in_flight)]
     pub max_in_flight: usize,
+    /// Slots of --max-in-flight one connection may hold; its calls beyond are answered RESOURCE_EXHAUSTED.
+    #[arg(long, env = "REDDOG_MAX_IN_FLIGHT_PER_CONNECTION", default_value_t = TransportLimits::default().max_in_flight_per_connection)]
+    pub max_in_flight_per_connection: usize,
     /// Longest RedDog call, request body included, in milliseconds (DEADLINE_EXCEEDED after).
     #[arg(long, env = "REDDOG_REQUEST_TIMEOUT_MS", default_value_t = millis(TransportLimits::default().request_timeout))]
     pub request_timeout_ms: u64,
@@ -84,7 +93,7 @@ pub struct ServeArgs {
     /// Connections in their handshake at once; more are closed at accept.
     #[arg(long, env = "REDDOG_MAX_PENDING_HANDSHAKES", default_value_t = TransportLimits::default().max_pending_handshakes)]
     pub max_pending_handshakes: usize,
-    /// Connections past the handshake, at most; more are closed at accept.
+    /// Connections past the handshake, at most; a new one at the cap closes the longest-idle one.
     #[arg(long, env = "REDDOG_MAX_CONNECTIONS", default_value_t = TransportLimits::default().max_connections)]
     pub max_connections: usize,
     /// A connection without a call in progress for this long is closed, in seconds.
@@ -167,6 +176,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
     Ok(Settings {
         listen: args.listen,
         metrics_listen: Some(args.metrics_listen),
+        health_listen: args.health_listen,
         key_ring,
         table_config: args.table_config.clone(),
         tables: None,
@@ -177,6 +187,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
             max_local_error_resets: args.max_local_error_resets,
             request_timeout: Duration::from_millis(args.request_timeout_ms),
             max_in_flight: args.max_in_flight,
+            max_in_flight_per_connection: args.max_in_flight_per_connection,
             handshake_timeout: Duration::from_millis(args.handshake_timeout_ms),
             max_pending_handshakes: args.max_pending_handshakes,
             max_connections: args.max_connections,
@@ -257,6 +268,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(m) = app.metrics_addr() {
         info!("metrics on {m}");
         println!("metrics on {m}");
+    }
+    if let Some(h) = app.health_addr() {
+        info!("health on {h}");
+        println!("health on {h}");
     }
     let result = app.run(shutdown).await;
     telemetry.shutdown();

@@ -77,17 +77,22 @@ pub struct TransportLimits {
     pub max_local_error_resets: usize,
     /// Longest time one RedDog call may take, request body included (DEADLINE_EXCEEDED).
     pub request_timeout: Duration,
-    /// RedDog calls in progress across all connections; calls beyond it are answered
+    /// RedDog calls holding a slot across all connections (from the arrival of the request
+    /// message until the answer has been sent); calls beyond it are answered
     /// RESOURCE_EXHAUSTED at once (health and reflection are not counted).
     pub max_in_flight: usize,
+    /// Slots of `max_in_flight` one connection may hold at once; its calls beyond it are
+    /// answered RESOURCE_EXHAUSTED at once, so one peer cannot take every slot.
+    pub max_in_flight_per_connection: usize,
     /// Time from TCP accept until the client has sent the HTTP/2 preface (after the TLS
     /// handshake, with TLS); slower connections are closed.
     pub handshake_timeout: Duration,
     /// Connections not yet past the handshake, at most; more are closed at once.
     pub max_pending_handshakes: usize,
-    /// Connections past the handshake, at most; more are closed at accept. With
-    /// `max_concurrent_streams_per_connection` it bounds the streams (and their memory) the
-    /// server holds at once.
+    /// Connections past the handshake, at most. A new connection at the cap gets in by
+    /// closing the longest-idle one; when every connection has a call in progress it is
+    /// closed. With `max_concurrent_streams_per_connection` it bounds the streams (and their
+    /// memory) the server holds at once.
     pub max_connections: usize,
     /// A connection with no call in progress for this long is closed.
     pub idle_timeout: Duration,
@@ -98,10 +103,11 @@ pub struct TransportLimits {
 impl Default for TransportLimits {
     fn default() -> Self {
         TransportLimits {
-            max_concurrent_streams_per_connection: 16,
+            max_concurrent_streams_per_connection: 100,
             max_local_error_resets: 256,
             request_timeout: Duration::from_secs(10),
             max_in_flight: 256,
+            max_in_flight_per_connection: 64,
             handshake_timeout: Duration::from_secs(5),
             max_pending_handshakes: 1024,
             max_connections: 256,
@@ -192,6 +198,10 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// Prometheus metrics listen address; `None`: no metrics listener.
     pub metrics_listen: Option<SocketAddr>,
+    /// A listener serving only `grpc.health.v1.Health` (the probes' port: no RedDog call and
+    /// no RedDog client's connection counts against it); `None`: none. Health is served on
+    /// `listen` too.
+    pub health_listen: Option<SocketAddr>,
     pub key_ring: KeyRingSource,
     /// Path of the table JSON (one table, or `{"tables": {...}}`); `None`: the built-in table.
     pub table_config: Option<PathBuf>,
@@ -216,6 +226,7 @@ impl Settings {
         Settings {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             metrics_listen: None,
+            health_listen: None,
             key_ring,
             table_config: None,
             tables: None,
@@ -251,6 +262,14 @@ impl Settings {
         {
             return invalid("metrics-listen", format!("{m} is the gRPC listen address too"));
         }
+        if let Some(h) = self.health_listen
+            && h.port() != 0
+            && [Some(self.listen), self.metrics_listen].into_iter().flatten().any(|o| {
+                o.port() == h.port() && (o.ip() == h.ip() || o.ip().is_unspecified() || h.ip().is_unspecified())
+            })
+        {
+            return invalid("health-listen", format!("{h} is another listener's address too"));
+        }
         let l = &self.limits;
         if !(1..=10_000).contains(&l.max_concurrent_streams_per_connection) {
             return invalid(
@@ -263,6 +282,12 @@ impl Settings {
         }
         if !(1..=100_000).contains(&l.max_in_flight) {
             return invalid("max-in-flight", format!("{}: must be 1..=100000", l.max_in_flight));
+        }
+        if !(1..=100_000).contains(&l.max_in_flight_per_connection) {
+            return invalid(
+                "max-in-flight-per-connection",
+                format!("{}: must be 1..=100000", l.max_in_flight_per_connection),
+            );
         }
         if !(1..=1_000_000).contains(&l.max_connections) {
             return invalid("max-connections", format!("{}: must be 1..=1000000", l.max_connections));
@@ -334,6 +359,7 @@ pub enum SettingsError {
 /// listeners bound (so [`Application::local_addr`] is known before [`Application::run`]).
 pub struct Application {
     listener: TcpListener,
+    health_listener: Option<TcpListener>,
     metrics_addr: Option<SocketAddr>,
     engine: EngineConfig,
     drain_timeout: Duration,
@@ -377,6 +403,14 @@ impl Application {
             addr: settings.listen,
             source,
         })?;
+        let health_listener = match settings.health_listen {
+            Some(addr) => Some(TcpListener::bind(addr).await.map_err(|source| SettingsError::Bind {
+                what: "the health listener",
+                addr,
+                source,
+            })?),
+            None => None,
+        };
         let metrics_addr = match settings.metrics_listen {
             Some(addr) => super::metrics::spawn(addr).await.map_err(|source| SettingsError::Bind {
                 what: "the metrics listener",
@@ -392,6 +426,7 @@ impl Application {
         let audit = settings.audit.start()?;
         Ok(Application {
             listener,
+            health_listener,
             metrics_addr,
             engine: EngineConfig { tables, key_ring, commitment_ttl: settings.commitment_ttl, audit: audit.clone() },
             audit,
@@ -405,6 +440,11 @@ impl Application {
     /// The bound gRPC address.
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr().expect("a bound TCP listener has a local address")
+    }
+
+    /// The bound health-only address (`None` without a health listener).
+    pub fn health_addr(&self) -> Option<SocketAddr> {
+        self.health_listener.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     /// The bound metrics address (`None` without a metrics listener, or when another
@@ -441,6 +481,7 @@ impl Application {
         let result = server::serve(
             self.listener,
             server::ServerParts {
+                health_listener: self.health_listener,
                 engine: self.engine,
                 drain_timeout: self.drain_timeout,
                 limits: self.limits,

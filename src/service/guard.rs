@@ -1,28 +1,36 @@
 //! Tower services around the gRPC services:
 //!
-//! - [`Guarded`] wraps `reddog.v1.RedDog`: a global cap on calls in progress (a call over the
-//!   cap is answered RESOURCE_EXHAUSTED at once — load shedding — and admitted again as soon as
-//!   calls finish), a per-call timeout (DEADLINE_EXCEEDED; it covers reading the request body,
-//!   so a stalled body cannot hold its slot), and the answers tonic gives to requests it
-//!   cannot decode, put right: an undecodable message (bad UTF-8, wrong wire type, truncated)
-//!   or a unary call without a message is INVALID_ARGUMENT, not INTERNAL, and a message over the size limit is
-//!   RESOURCE_EXHAUSTED, not OUT_OF_RANGE — both with `google.rpc` details.
-//!   Health and reflection are not behind the cap: health stays answerable under any load.
+//! - [`Guarded`] wraps `reddog.v1.RedDog`. A call first reads its request message, taking no
+//!   slot meanwhile (a peer that sends headers and never its message holds an HTTP/2 stream,
+//!   bounded per connection, not a slot); a body over the size limit is answered
+//!   RESOURCE_EXHAUSTED (`REQUEST_TOO_LARGE`, with a `QuotaFailure`) and an empty one
+//!   INVALID_ARGUMENT. Then it takes a slot within its connection's share
+//!   ([`CallLimits::per_connection`]) and under the global cap ([`CallLimits::max_in_flight`]);
+//!   a call over either is answered RESOURCE_EXHAUSTED (`OVERLOADED`, with a retry hint) at
+//!   once — load shedding — and the slot is held until its answer has been sent. The whole
+//!   call, request body included, is bounded by the per-call timeout (DEADLINE_EXCEEDED).
+//!   A message prost cannot decode (bad UTF-8, wrong wire type, truncated) is answered
+//!   INVALID_ARGUMENT naming the field, not tonic's INTERNAL. Health and reflection are not
+//!   behind the cap: health stays answerable under any load.
+//! - [`CallsInProgress`] counts RedDog calls from arrival until the handler has answered; the
+//!   drain waits for it to reach zero.
 //! - [`EndOnStop`] wraps the health service: when the server drains, a response stream still
 //!   open (a `Watch`) ends with UNAVAILABLE after the messages already due (the NOT_SERVING
 //!   update), so it does not hold the drain.
 //! - [`ActivityLayer`] counts the calls in progress on each connection (see
-//!   [`super::transport`]: the idle deadline).
+//!   [`super::transport`]: the idle deadline and the connection cap).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{HeaderMap, Request, Response};
 use http_body::Frame;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use tokio::sync::{Semaphore, watch};
 use tonic::body::Body;
 use tonic::codegen::Bytes;
@@ -95,27 +103,78 @@ fn undecodable(message: &str) -> Status {
     EngineError::invalid(field, format!("the request message is not valid protobuf: {rest}")).into()
 }
 
-/// Replaces tonic's decode-error answers (see the module docs); passes anything else.
-fn put_right(response: Response<Body>, limit: usize) -> Response<Body> {
-    let code = response.headers().get("grpc-status").map(http::HeaderValue::as_bytes);
-    let fix = match code {
-        Some(b"13") | Some(b"11") => Status::from_header_map(response.headers()).and_then(|s| match s.code() {
-            Code::Internal if s.message().starts_with(PROST_PREFIX) => Some(undecodable(s.message())),
-            Code::Internal if s.message() == "Missing request message." => {
-                Some(EngineError::invalid("request", "the call carried no request message").into())
-            }
-            Code::OutOfRange if s.message().contains("decoded message length too large") => Some(too_large(limit)),
-            _ => None,
-        }),
-        _ => None,
-    };
-    match fix {
-        Some(status) => {
+/// Replaces tonic's answer to a message prost cannot decode (INTERNAL with prost's error
+/// text) by INVALID_ARGUMENT naming the field; passes anything else.
+fn put_right(response: Response<Body>) -> Response<Body> {
+    // Successful answers carry grpc-status in the trailers: only a trailers-only error
+    // answer has it among the headers.
+    if response.headers().get("grpc-status").map(http::HeaderValue::as_bytes) != Some(b"13") {
+        return response;
+    }
+    match Status::from_header_map(response.headers()) {
+        Some(s) if s.message().starts_with(PROST_PREFIX) => {
+            let status = undecodable(s.message());
             metrics::bad_request(status.code());
             status.into_http()
         }
-        None => response,
+        _ => response,
     }
+}
+
+/// RedDog calls in progress on one server: from the request's arrival until the handler has
+/// answered (the response may still be on its way). The drain waits until there are none.
+#[derive(Debug)]
+pub struct CallsInProgress {
+    count: AtomicUsize,
+    gauge: ::metrics::Gauge,
+}
+
+impl CallsInProgress {
+    /// A counter at zero, mirrored in the `reddog_rpc_in_flight` gauge.
+    pub fn new() -> Arc<CallsInProgress> {
+        Arc::new(CallsInProgress { count: AtomicUsize::new(0), gauge: metrics::in_flight_gauge() })
+    }
+
+    /// Calls in progress now.
+    pub fn get(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// Resolves once no call is in progress (checked every 10 ms: only the drain waits).
+    pub async fn none(&self) {
+        while self.get() > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn begin(self: &Arc<Self>) -> InProgress {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        self.gauge.increment(1.0);
+        InProgress(self.clone())
+    }
+}
+
+/// One call counted in [`CallsInProgress`] until dropped.
+struct InProgress(Arc<CallsInProgress>);
+
+impl Drop for InProgress {
+    fn drop(&mut self) {
+        self.0.gauge.decrement(1.0);
+        self.0.count.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The limits [`Guarded`] applies.
+#[derive(Clone, Copy, Debug)]
+pub struct CallLimits {
+    /// Calls holding a slot at once, across all connections.
+    pub max_in_flight: usize,
+    /// Slots one connection may hold at once.
+    pub per_connection: usize,
+    /// Longest call, request body included.
+    pub timeout: Duration,
+    /// Largest request message (the decode limit the inner service was given).
+    pub max_message: usize,
 }
 
 /// The RedDog service behind the global cap and the per-call timeout (see the module docs).
@@ -123,28 +182,23 @@ fn put_right(response: Response<Body>, limit: usize) -> Response<Body> {
 pub struct Guarded<S> {
     inner: S,
     permits: Arc<Semaphore>,
-    timeout: Duration,
-    max_message: usize,
-    in_flight: ::metrics::Gauge,
+    limits: CallLimits,
+    calls: Arc<CallsInProgress>,
 }
 
 impl<S> Guarded<S> {
-    /// `max_in_flight` calls at once, each at most `timeout`; `max_message` is the decode
-    /// limit the inner service was given (named in the RESOURCE_EXHAUSTED answer).
-    pub fn new(inner: S, max_in_flight: usize, timeout: Duration, max_message: usize) -> Guarded<S> {
-        Guarded {
-            inner,
-            permits: Arc::new(Semaphore::new(max_in_flight)),
-            timeout,
-            max_message,
-            in_flight: metrics::in_flight_gauge(),
-        }
+    /// `inner` under `limits`, its calls counted in `calls`.
+    pub fn new(inner: S, limits: CallLimits, calls: Arc<CallsInProgress>) -> Guarded<S> {
+        Guarded { inner, permits: Arc::new(Semaphore::new(limits.max_in_flight)), limits, calls }
     }
 }
 
 impl<S: NamedService> NamedService for Guarded<S> {
     const NAME: &'static str = S::NAME;
 }
+
+/// The gRPC message prefix: compression flag and 4-byte length (framing, not content).
+const GRPC_PREFIX: usize = 5;
 
 impl<S> tower::Service<Request<Body>> for Guarded<S>
 where
@@ -161,26 +215,72 @@ where
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
-            metrics::load_shed();
-            return Box::pin(std::future::ready(Ok(overloaded().into_http())));
-        };
-        let permit = InFlight::new(permit, self.in_flight.clone());
+        let progress = self.calls.begin();
+        let conn = request.extensions().get::<ConnInfo>().map(|c| c.activity.clone());
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let (timeout, limit) = (self.timeout, self.max_message);
+        let permits = self.permits.clone();
+        let limits = self.limits;
         Box::pin(async move {
-            let answer = match tokio::time::timeout(timeout, inner.call(request)).await {
-                Ok(Ok(response)) => put_right(response, limit),
-                Ok(Err(never)) => match never {},
-                Err(_) => {
+            let deadline = tokio::time::sleep(limits.timeout);
+            tokio::pin!(deadline);
+            // 1. The request message, without a slot: a peer that sends headers and never its
+            //    message holds a stream (bounded per connection by HTTP/2), not a slot.
+            let (parts, body) = request.into_parts();
+            let read = Limited::new(body, limits.max_message + GRPC_PREFIX).collect();
+            let bytes = tokio::select! {
+                biased;
+                read = read => match read {
+                    Ok(collected) => collected.to_bytes(),
+                    Err(e) if e.is::<LengthLimitError>() => {
+                        metrics::bad_request(Code::ResourceExhausted);
+                        return Ok(too_large(limits.max_message).into_http());
+                    }
+                    // The client reset the stream: nobody reads this answer.
+                    Err(_) => return Ok(Status::cancelled("the request stream was reset").into_http()),
+                },
+                () = &mut deadline => {
                     metrics::request_timed_out();
-                    timed_out(timeout).into_http()
+                    return Ok(timed_out(limits.timeout).into_http());
                 }
             };
+            if bytes.is_empty() {
+                let status: Status = EngineError::invalid("request", "the call carried no request message").into();
+                metrics::bad_request(status.code());
+                return Ok(status.into_http());
+            }
+            // 2. A slot: within the connection's share, then under the global cap.
+            let share = match &conn {
+                Some(activity) => match activity.admit(limits.per_connection) {
+                    Some(share) => Some(share),
+                    None => {
+                        metrics::load_shed();
+                        return Ok(overloaded().into_http());
+                    }
+                },
+                None => None,
+            };
+            let Ok(permit) = permits.try_acquire_owned() else {
+                metrics::load_shed();
+                return Ok(overloaded().into_http());
+            };
+            // 3. The call itself, within what is left of the deadline.
+            let request = Request::from_parts(parts, Body::new(Full::new(bytes)));
+            let answer = tokio::select! {
+                biased;
+                response = inner.call(request) => match response {
+                    Ok(response) => put_right(response),
+                    Err(never) => match never {},
+                },
+                () = &mut deadline => {
+                    metrics::request_timed_out();
+                    timed_out(limits.timeout).into_http()
+                }
+            };
+            drop(progress);
             // The slot is held until the response has been sent (its body dropped): a call
             // whose answer still waits to be written counts, and so does its buffer.
-            Ok(answer.map(|body| Body::new(Held { inner: body, _guard: permit })))
+            Ok(answer.map(|body| Body::new(Held { inner: body, _guard: (permit, share) })))
         })
     }
 }
@@ -317,26 +417,6 @@ where
                 None => response,
             })
         })
-    }
-}
-
-/// A call's slot under the global cap, counted in `reddog_rpc_in_flight` from admission
-/// until its response body is dropped.
-struct InFlight {
-    _permit: tokio::sync::OwnedSemaphorePermit,
-    gauge: ::metrics::Gauge,
-}
-
-impl InFlight {
-    fn new(permit: tokio::sync::OwnedSemaphorePermit, gauge: ::metrics::Gauge) -> InFlight {
-        gauge.increment(1.0);
-        InFlight { _permit: permit, gauge }
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.gauge.decrement(1.0);
     }
 }
 

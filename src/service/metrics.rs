@@ -17,12 +17,12 @@
 //! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent` | the configured tables |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
 //! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`); the client gets one answer for all |
-//! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress (admitted, answer not yet sent); at most `--max-in-flight` |
+//! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, handler not yet answered (the drain waits for these); calls still reading their request message count, although they hold no `--max-in-flight` slot |
 //! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED because the server was at `--max-in-flight` |
 //! | `reddog_request_timeouts_total` | counter | | RedDog calls cut at `--request-timeout-ms` (DEADLINE_EXCEEDED) |
 //! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
-//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections`, `idle` |
-//! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made the accept loop back off |
+//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections` (at the cap, every connection busy), `displaced` (the longest-idle connection, closed at the cap to let a new one in), `idle` |
+//! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made an accept loop (gRPC, health or `/metrics`) back off |
 //! | `reddog_log_writer_waits_total` | counter | | log lines that waited for a stalled stderr (`log_writer`; never dropped) |
 //! | `reddog_audit_records_total` | counter | | audit records written (`audit_sink`) |
 //! | `reddog_audit_refused_total` | counter | `reason` | audit records refused, and their calls answered UNAVAILABLE (`backlog`, `output_failed`, `stopped`, `not_started`) |
@@ -153,8 +153,11 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
             upkeep.run_upkeep();
         }
     });
+    // Out of file descriptors, accept fails at once until one is freed: back off like the
+    // gRPC listener instead of spinning a core.
+    let mut backoff = super::transport::AcceptBackoff::new("metrics");
     loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
+        let (stream, _) = backoff.accept(&listener).await;
         let handle = handle.clone();
         let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
             let handle = handle.clone();
@@ -320,7 +323,7 @@ fn describe() {
     );
     describe_gauge!(
         "reddog_rpc_in_flight",
-        "RedDog calls in progress: admitted under --max-in-flight, answer not yet sent"
+        "RedDog calls in progress: request headers arrived, handler not yet answered"
     );
     describe_gauge!("reddog_table_info", "Always 1; labels describe a configured table");
     describe_gauge!("reddog_build_info", "Always 1; labels give the engine's version, git commit and build date");
@@ -509,8 +512,8 @@ pub fn token_rejected(method: Method, reason: &'static str) {
     counter!("reddog_token_rejections_total", "method" => method.name(), "reason" => reason).increment(1);
 }
 
-/// The gauge of RedDog calls in progress (admitted under `--max-in-flight`, answer not yet
-/// sent). A handle: updating it is two atomic operations, no lookup.
+/// The gauge of RedDog calls in progress (request headers arrived, handler not yet answered). A
+/// handle: updating it is an atomic operation, no lookup.
 pub fn in_flight_gauge() -> Gauge {
     gauge!("reddog_rpc_in_flight")
 }

@@ -6,10 +6,20 @@
 //! exits. Point a Kubernetes readiness probe at `""` and its liveness probe at `liveness`.
 //! Health `Watch` streams end (UNAVAILABLE) when the drain starts, after the NOT_SERVING update.
 //!
+//! With a health listener ([`super::Settings::health_listen`]) the health service is also
+//! served alone on its own port, with its own small connection table: the probes reach it
+//! whatever RedDog clients do to the main port. It answers until the drain has ended.
+//!
 //! Limits (see [`super::app::TransportLimits`]): HTTP/2 max concurrent streams per
-//! connection and h2's local-reset guard; the handshake and idle deadlines and accept back-off
-//! of [`super::transport`]; the global cap, load shedding and per-call timeout of
-//! [`super::guard`]; requests and responses of at most [`MAX_REQUEST_BYTES`].
+//! connection and h2's local-reset guard; the handshake and idle deadlines, connection cap and
+//! accept back-off of [`super::transport`]; the global and per-connection slots, load
+//! shedding and per-call timeout of [`super::guard`]; requests and responses of at most
+//! [`MAX_REQUEST_BYTES`].
+//!
+//! Drain: health turns NOT_SERVING, the listener closes, connections get GOAWAY; once no
+//! RedDog call is in progress (each has answered), answers still being written get
+//! [`DRAIN_WRITE_GRACE`], then every connection left is closed — a peer that never reads
+//! does not hold the shutdown. All of it within the drain timeout.
 
 use std::future::Future;
 use std::time::Duration;
@@ -21,10 +31,10 @@ use tracing::{info, warn};
 
 use super::api::{EngineConfig, RedDogService};
 use super::app::TransportLimits;
-use super::guard::{ActivityLayer, DrainStreams, Guarded};
+use super::guard::{ActivityLayer, CallLimits, CallsInProgress, DrainStreams, Guarded};
 use super::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
 use super::tls::TlsReloader;
-use super::transport;
+use super::transport::{self, Connections};
 
 /// Health service name the liveness probe asks; SERVING until the process exits.
 pub const LIVENESS: &str = "liveness";
@@ -41,6 +51,20 @@ pub const STREAM_WINDOW: u32 = 80 * 1024;
 pub const CONNECTION_WINDOW: u32 = 128 * 1024;
 /// How long the server waits for a PING answer before it drops the connection.
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// In a drain, how long answers already produced may take to be written once no call is in
+/// progress, before the remaining connections are closed.
+pub const DRAIN_WRITE_GRACE: Duration = Duration::from_millis(500);
+
+/// The health-only listener's limits: a few probes and operators' checks, never RedDog load.
+fn health_limits(main: &TransportLimits) -> TransportLimits {
+    TransportLimits {
+        max_concurrent_streams_per_connection: 16,
+        max_pending_handshakes: 64,
+        max_connections: 64,
+        idle_timeout: Duration::from_secs(60),
+        ..main.clone()
+    }
+}
 
 /// Why the server stopped abnormally.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +82,7 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// What [`serve`] needs besides the listener.
 pub(crate) struct ServerParts {
+    pub health_listener: Option<TcpListener>,
     pub engine: EngineConfig,
     pub drain_timeout: Duration,
     pub limits: TransportLimits,
@@ -73,8 +98,9 @@ pub(crate) async fn serve(
     parts: ServerParts,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let ServerParts { engine, drain_timeout, limits, tls, reload_on_sighup } = parts;
-    serve_with(listener, RedDogService::new(engine), drain_timeout, limits, tls, reload_on_sighup, shutdown).await
+    let ServerParts { health_listener, engine, drain_timeout, limits, tls, reload_on_sighup } = parts;
+    let listeners = Listeners { main: listener, health: health_listener };
+    serve_with(listeners, RedDogService::new(engine), drain_timeout, limits, tls, reload_on_sighup, shutdown).await
 }
 
 /// Serves any implementation of `reddog.v1.RedDog` over plaintext with `limits`: the same
@@ -88,11 +114,16 @@ pub async fn serve_service<S: RedDog>(
     drain_timeout: Duration,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    serve_with(listener, service, drain_timeout, limits, None, false, shutdown).await
+    serve_with(Listeners { main: listener, health: None }, service, drain_timeout, limits, None, false, shutdown).await
+}
+
+struct Listeners {
+    main: TcpListener,
+    health: Option<TcpListener>,
 }
 
 async fn serve_with<S: RedDog>(
-    listener: TcpListener,
+    listeners: Listeners,
     service: S,
     drain_timeout: Duration,
     limits: TransportLimits,
@@ -119,18 +150,53 @@ async fn serve_with<S: RedDog>(
         .build_v1alpha()?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let calls = CallsInProgress::new();
     let service = Guarded::new(
         RedDogServer::new(service)
             .max_decoding_message_size(MAX_REQUEST_BYTES)
             .max_encoding_message_size(MAX_REQUEST_BYTES),
-        limits.max_in_flight,
-        limits.request_timeout,
-        MAX_REQUEST_BYTES,
+        CallLimits {
+            max_in_flight: limits.max_in_flight,
+            per_connection: limits.max_in_flight_per_connection,
+            timeout: limits.request_timeout,
+            max_message: MAX_REQUEST_BYTES,
+        },
+        calls.clone(),
     );
     if let Some(tls) = &tls {
         tls.watch(reload_on_sighup, stop_rx.clone());
     }
-    let incoming = transport::incoming(listener, &limits, tls, stop_rx.clone());
+
+    // The health-only port: stopped after the drain, so probes are answered throughout.
+    let (health_stop_tx, health_stop_rx) = tokio::sync::watch::channel(false);
+    let health_task = listeners.health.map(|listener| {
+        let limits = health_limits(&limits);
+        let incoming = transport::incoming(
+            listener,
+            &limits,
+            None,
+            Connections::new(limits.max_connections),
+            health_stop_rx.clone(),
+        );
+        let mut stopped = health_stop_rx.clone();
+        let server = Server::builder()
+            .http2_keepalive_interval(Some(limits.keepalive_interval))
+            .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+            .max_concurrent_streams(limits.max_concurrent_streams_per_connection)
+            .layer(ActivityLayer)
+            .add_service(DrainStreams::new(health_service.clone(), stop_rx.clone()))
+            .serve_with_incoming_shutdown(incoming, async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            });
+        tokio::spawn(async move {
+            if let Err(e) = server.await {
+                warn!(error = %e, "health listener stopped");
+            }
+        })
+    });
+
+    let conns = Connections::new(limits.max_connections);
+    let incoming = transport::incoming(listeners.main, &limits, tls, conns.clone(), stop_rx.clone());
     let mut stopped = stop_rx.clone();
     let serve = Server::builder()
         .http2_keepalive_interval(Some(limits.keepalive_interval))
@@ -150,22 +216,53 @@ async fn serve_with<S: RedDog>(
     tokio::pin!(serve);
     tokio::pin!(shutdown);
 
-    tokio::select! {
-        result = &mut serve => return result.map_err(Into::into),
-        () = &mut shutdown => {}
-    }
-    info!("shutting down: health NOT_SERVING, draining in-flight calls");
-    health.set_service_status("", ServingStatus::NotServing).await;
-    health.set_service_status(SERVICE_NAME, ServingStatus::NotServing).await;
-    let _ = stop_tx.send(true);
-    match tokio::time::timeout(drain_timeout, serve).await {
-        Ok(result) => {
-            info!("drained; stopped");
-            result.map_err(Into::into)
+    let result = tokio::select! {
+        result = &mut serve => Some(result),
+        () = &mut shutdown => None,
+    };
+    let result = match result {
+        Some(result) => result.map_err(Into::into),
+        None => {
+            info!("shutting down: health NOT_SERVING, draining in-flight calls");
+            health.set_service_status("", ServingStatus::NotServing).await;
+            health.set_service_status(SERVICE_NAME, ServingStatus::NotServing).await;
+            let _ = stop_tx.send(true);
+            let drain = async {
+                tokio::select! {
+                    result = &mut serve => return result,
+                    () = calls.none() => {}
+                }
+                tokio::select! {
+                    result = &mut serve => return result,
+                    () = tokio::time::sleep(DRAIN_WRITE_GRACE) => {}
+                }
+                let open = conns.len();
+                if open > 0 {
+                    info!(connections = open, "no call in progress; closing the connections left");
+                    conns.abort_all();
+                }
+                (&mut serve).await
+            };
+            match tokio::time::timeout(drain_timeout, drain).await {
+                Ok(result) => {
+                    info!("drained; stopped");
+                    result.map_err(Into::into)
+                }
+                Err(_) => {
+                    warn!(
+                        timeout_secs = drain_timeout.as_secs_f64(),
+                        calls = calls.get(),
+                        "drain timed out; stopping with calls open"
+                    );
+                    conns.abort_all();
+                    Ok(())
+                }
+            }
         }
-        Err(_) => {
-            warn!(timeout_secs = drain_timeout.as_secs_f64(), "drain timed out; stopping with calls open");
-            Ok(())
-        }
+    };
+    let _ = health_stop_tx.send(true);
+    if let Some(task) = health_task {
+        task.abort();
     }
+    result
 }

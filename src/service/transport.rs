@@ -1,10 +1,11 @@
 //! Connection admission in front of the HTTP/2 server: the accept loop, the handshake
-//! deadline, optional TLS, and the idle-connection deadline.
+//! deadline, optional TLS, the connection cap and the idle-connection deadline.
 //!
-//! - **Accept back-off.** An accept error that is not about one connection (out of file
-//!   descriptors — EMFILE/ENFILE — or of kernel memory) puts the loop to sleep, 10 ms doubling
-//!   to 1 s, instead of retrying at once (which would spin a core while the pending connection
-//!   stays in the backlog). One WARN line per episode.
+//! - **Accept back-off** ([`AcceptBackoff`], shared with the `/metrics` listener). An accept
+//!   error that is not about one connection (out of file descriptors — EMFILE/ENFILE — or of
+//!   kernel memory) puts the loop to sleep, 10 ms doubling to 1 s, instead of retrying at once
+//!   (which would spin a core while the pending connection stays in the backlog). One WARN
+//!   line per episode.
 //! - **Handshake deadline.** A connection reaches the HTTP/2 server only once it has completed
 //!   the TLS handshake (with TLS) and sent the 24-byte HTTP/2 client preface, within
 //!   [`TransportLimits::handshake_timeout`]; otherwise it is closed. At most
@@ -12,26 +13,34 @@
 //!   accept. Connections still in the handshake when the server drains are closed at once,
 //!   so they never hold the drain.
 //! - **Connection cap.** At most [`TransportLimits::max_connections`] connections past the
-//!   handshake; more are closed at accept (before the handshake, so they cost nothing).
+//!   handshake. A connection that completes its handshake at the cap gets in by closing the
+//!   connection that has been idle longest (no call in progress); when every connection has a
+//!   call in progress it is closed instead. So idle connections never lock a new client out.
 //! - **Idle deadline.** A connection with no call in progress for
-//!   [`TransportLimits::idle_timeout`] is closed (its reads end). Calls are counted by
-//!   [`ActivityLayer`] from request to the end of the response body, so a health `Watch`
-//!   keeps its connection.
+//!   [`TransportLimits::idle_timeout`] is closed (its reads end; the HTTP/2 server sends
+//!   GOAWAY and closes it). A sweep checks every connection a few times per idle timeout (at
+//!   most once a second); nothing runs per read. Calls are counted by [`ActivityLayer`] from
+//!   request to the end of the response body, so a health `Watch` keeps its connection.
+//! - **Drain.** [`Connections::abort_all`] ends every connection at once (reads end, writes
+//!   fail): the drain uses it once no call is in progress, so a peer that never reads cannot
+//!   hold the shutdown.
+//!
+//! [`ActivityLayer`]: super::guard::ActivityLayer
 
-use std::future::Future;
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use atomic_waker::AtomicWaker;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
-use tokio::time::Sleep;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 use tracing::{debug, warn};
@@ -52,16 +61,32 @@ fn now_ms() -> u64 {
     u64::try_from(base().elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Calls in progress on one connection, and when the last one ended.
+/// One connection's state shared with its calls and with the connection table: calls in
+/// progress, when the last one ended, its share of the global in-flight slots, and whether
+/// the server has decided to close it.
 #[derive(Debug)]
 pub struct Activity {
     in_flight: AtomicUsize,
     last_ms: AtomicU64,
+    /// RedDog calls of this connection holding a global in-flight slot (see `guard`).
+    admitted: AtomicUsize,
+    /// Reads end (a clean close: the HTTP/2 server answers with GOAWAY).
+    closing: AtomicBool,
+    /// Writes fail too (the drain's last step: a peer that never reads cannot hold it).
+    aborted: AtomicBool,
+    waker: AtomicWaker,
 }
 
 impl Activity {
     fn new() -> Arc<Activity> {
-        Arc::new(Activity { in_flight: AtomicUsize::new(0), last_ms: AtomicU64::new(now_ms()) })
+        Arc::new(Activity {
+            in_flight: AtomicUsize::new(0),
+            last_ms: AtomicU64::new(now_ms()),
+            admitted: AtomicUsize::new(0),
+            closing: AtomicBool::new(false),
+            aborted: AtomicBool::new(false),
+            waker: AtomicWaker::new(),
+        })
     }
 
     /// Counts a call until the guard is dropped.
@@ -70,15 +95,31 @@ impl Activity {
         ActivityGuard(self.clone())
     }
 
-    /// When the connection becomes idle-expired if nothing happens; `None`: it is now.
-    fn idle_deadline(&self, idle: Duration) -> Option<Instant> {
-        let now = Instant::now();
-        if self.in_flight.load(Ordering::Acquire) > 0 {
-            return Some(now + idle);
+    /// Takes one of this connection's `share` of the global slots; `None` when it holds
+    /// them all already.
+    pub(crate) fn admit(self: &Arc<Self>, share: usize) -> Option<Admitted> {
+        if self.admitted.fetch_add(1, Ordering::AcqRel) >= share {
+            self.admitted.fetch_sub(1, Ordering::AcqRel);
+            return None;
         }
-        let last = base() + Duration::from_millis(self.last_ms.load(Ordering::Acquire));
-        let at = last + idle;
-        (at > now).then_some(at)
+        Some(Admitted(self.clone()))
+    }
+
+    /// How long the connection has been idle; `None` while a call is in progress.
+    fn idle_for(&self, now_ms: u64) -> Option<u64> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        Some(now_ms.saturating_sub(self.last_ms.load(Ordering::Acquire)))
+    }
+
+    /// Ends the connection's reads (and, with `abort`, its writes) and wakes its task.
+    fn close(&self, abort: bool) {
+        if abort {
+            self.aborted.store(true, Ordering::Release);
+        }
+        self.closing.store(true, Ordering::Release);
+        self.waker.wake();
     }
 }
 
@@ -93,6 +134,16 @@ impl Drop for ActivityGuard {
     }
 }
 
+/// One slot of a connection's share of the global in-flight slots.
+#[derive(Debug)]
+pub(crate) struct Admitted(Arc<Activity>);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.admitted.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// What a request knows about its connection (a request extension).
 #[derive(Clone, Debug)]
 pub struct ConnInfo {
@@ -101,6 +152,92 @@ pub struct ConnInfo {
     /// Whether the connection is TLS.
     pub tls: bool,
     pub activity: Arc<Activity>,
+}
+
+/// The connections past the handshake: the cap's slots and each connection's [`Activity`],
+/// for the idle sweep, for closing the longest-idle one at the cap, and for the drain.
+#[derive(Debug)]
+pub struct Connections {
+    slots: Arc<Semaphore>,
+    next_id: AtomicU64,
+    live: Mutex<HashMap<u64, Arc<Activity>>>,
+}
+
+impl Connections {
+    /// A table for at most `max` connections.
+    pub fn new(max: usize) -> Arc<Connections> {
+        Arc::new(Connections {
+            slots: Arc::new(Semaphore::new(max)),
+            next_id: AtomicU64::new(0),
+            live: Mutex::default(),
+        })
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Activity>>> {
+        self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Connections open now.
+    pub fn len(&self) -> usize {
+        self.live().len()
+    }
+
+    /// Whether no connection is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Closes the connection idle longest (none if every one has a call in progress or is
+    /// already closing); whether one was closed.
+    fn close_longest_idle(&self) -> bool {
+        let now = now_ms();
+        let live = self.live();
+        let oldest = live
+            .values()
+            .filter(|a| !a.closing.load(Ordering::Acquire))
+            .filter_map(|a| a.idle_for(now).map(|idle| (idle, a)))
+            .max_by_key(|(idle, _)| *idle);
+        match oldest {
+            Some((_, a)) => {
+                a.close(false);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Closes every connection idle for at least `idle`.
+    fn close_idle(&self, idle: Duration) {
+        let now = now_ms();
+        let limit = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+        for a in self.live().values() {
+            if !a.closing.load(Ordering::Acquire) && a.idle_for(now).is_some_and(|i| i >= limit) {
+                debug!("closing an idle connection");
+                metrics::connection_closed("idle");
+                a.close(false);
+            }
+        }
+    }
+
+    /// Ends every open connection at once: reads end and writes fail, whatever the peer does.
+    pub fn abort_all(&self) {
+        for a in self.live().values() {
+            a.close(true);
+        }
+    }
+}
+
+/// A connection's place in [`Connections`], given back when the connection is dropped.
+struct Entry {
+    table: Arc<Connections>,
+    id: u64,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        self.table.live().remove(&self.id);
+    }
 }
 
 enum Stream {
@@ -155,35 +292,23 @@ impl AsyncWrite for Stream {
 }
 
 /// An admitted connection: the preface already read is replayed to the HTTP/2 server, then
-/// reads pass through until the idle deadline, when they end (the server closes it).
+/// reads and writes pass through until the server closes it (idle, displaced at the cap, or
+/// the drain's last step): then reads end and, when aborted, writes fail.
 pub struct ConnIo {
     inner: Stream,
-    /// This connection's place under the connection cap, given back when it closes.
-    _slot: OwnedSemaphorePermit,
     replayed: usize,
-    idle_timeout: Duration,
-    idle: Pin<Box<Sleep>>,
-    idle_closed: bool,
     info: ConnInfo,
+    _entry: Entry,
 }
 
 impl ConnIo {
-    fn idle_expired(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.idle_closed {
-            return true;
-        }
-        while self.idle.as_mut().poll(cx).is_ready() {
-            match self.info.activity.idle_deadline(self.idle_timeout) {
-                Some(at) => self.idle.as_mut().reset(at.into()),
-                None => {
-                    debug!(peer = ?self.info.remote_addr, "closing an idle connection");
-                    metrics::connection_closed("idle");
-                    self.idle_closed = true;
-                    return true;
-                }
-            }
-        }
-        false
+    fn aborted() -> io::Error {
+        io::Error::new(io::ErrorKind::BrokenPipe, "the server closed the connection")
+    }
+
+    /// Registers the task for [`Activity::close`] after an operation returned `Pending`.
+    fn park(&self, cx: &mut Context<'_>) {
+        self.info.activity.waker.register(cx.waker());
     }
 }
 
@@ -196,29 +321,60 @@ impl AsyncRead for ConnIo {
             this.replayed += n;
             return Poll::Ready(Ok(()));
         }
-        if this.idle_expired(cx) {
+        let activity = &this.info.activity;
+        if activity.closing.load(Ordering::Acquire) {
             return Poll::Ready(Ok(())); // end of stream: the HTTP/2 server closes the connection
         }
-        Pin::new(&mut this.inner).poll_read(cx, buf)
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Pending => {
+                this.park(cx);
+                if this.info.activity.closing.load(Ordering::Acquire) { Poll::Ready(Ok(())) } else { Poll::Pending }
+            }
+            ready => ready,
+        }
+    }
+}
+
+impl ConnIo {
+    /// Runs a write-side operation unless the connection was aborted; parks on `Pending`.
+    fn write_op<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        op: impl FnOnce(Pin<&mut Stream>, &mut Context<'_>) -> Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if self.info.activity.aborted.load(Ordering::Acquire) {
+            return Poll::Ready(Err(Self::aborted()));
+        }
+        match op(Pin::new(&mut self.inner), cx) {
+            Poll::Pending => {
+                self.park(cx);
+                if self.info.activity.aborted.load(Ordering::Acquire) {
+                    Poll::Ready(Err(Self::aborted()))
+                } else {
+                    Poll::Pending
+                }
+            }
+            ready => ready,
+        }
     }
 }
 
 impl AsyncWrite for ConnIo {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        self.get_mut().write_op(cx, |s, cx| s.poll_write(cx, buf))
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        self.get_mut().write_op(cx, |s, cx| s.poll_flush(cx))
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        self.get_mut().write_op(cx, |s, cx| s.poll_shutdown(cx))
     }
     fn poll_write_vectored(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        self.get_mut().write_op(cx, |s, cx| s.poll_write_vectored(cx, bufs))
     }
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
@@ -253,55 +409,100 @@ fn per_connection_error(e: &io::Error) -> bool {
     )
 }
 
+/// The accept loop's answer to accept errors (see the module docs): every listener of the
+/// process (gRPC, health, `/metrics`) accepts through [`AcceptBackoff::accept`].
+#[derive(Debug, Default)]
+pub struct AcceptBackoff {
+    delay: Duration,
+    /// Which listener, for the WARN line.
+    what: &'static str,
+}
+
+impl AcceptBackoff {
+    /// The back-off of the listener named `what` (in its WARN line).
+    pub fn new(what: &'static str) -> AcceptBackoff {
+        AcceptBackoff { delay: Duration::ZERO, what }
+    }
+
+    /// How long to sleep after the accept error `e` before accepting again: zero for an
+    /// error about one connection; else 10 ms, doubling on each error in a row up to 1 s.
+    pub fn after_error(&mut self, e: &io::Error) -> Duration {
+        if per_connection_error(e) {
+            debug!(error = %e, listener = self.what, "accept failed for one connection");
+            return Duration::ZERO;
+        }
+        if self.delay.is_zero() {
+            warn!(error = %e, listener = self.what, "accept failed; backing off until it succeeds again");
+            self.delay = Duration::from_millis(10);
+        } else {
+            self.delay = (self.delay * 2).min(Duration::from_secs(1));
+        }
+        metrics::accept_backoff();
+        self.delay
+    }
+
+    /// Accepts the next connection, sleeping after errors as [`Self::after_error`] says.
+    /// Cancel-safe (a `select!` branch).
+    pub async fn accept(&mut self, listener: &TcpListener) -> (TcpStream, SocketAddr) {
+        loop {
+            match listener.accept().await {
+                Ok(accepted) => {
+                    self.delay = Duration::ZERO;
+                    return accepted;
+                }
+                Err(e) => {
+                    let pause = self.after_error(&e);
+                    if !pause.is_zero() {
+                        tokio::time::sleep(pause).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Accepts connections on `listener` and yields those that completed the handshake (TLS if
 /// `tls`, then the HTTP/2 preface) in time, until `stop` turns true; then the listener and
-/// every connection still in its handshake are closed and the stream ends.
+/// every connection still in its handshake are closed and the stream ends. `conns` is the
+/// table the admitted connections join (the caller keeps it for the drain).
 pub fn incoming(
     listener: TcpListener,
     limits: &TransportLimits,
     tls: Option<TlsReloader>,
+    conns: Arc<Connections>,
     mut stop: watch::Receiver<bool>,
 ) -> ReceiverStream<Result<ConnIo, io::Error>> {
     let (tx, rx) = mpsc::channel(64);
     let limits = limits.clone();
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let sweep = (limits.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let swept = conns.clone();
+    let mut sweep_stop = stop.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(sweep);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = stopped(&mut sweep_stop) => break,
+                _ = tick.tick() => swept.close_idle(limits.idle_timeout),
+            }
+        }
+    });
+    let limits = limits.clone();
     tokio::spawn(async move {
         let mut pending: JoinSet<()> = JoinSet::new();
-        let mut backoff = Duration::ZERO;
+        let mut backoff = AcceptBackoff::new("grpc");
         loop {
             tokio::select! {
                 () = stopped(&mut stop) => break,
                 Some(_) = pending.join_next(), if !pending.is_empty() => {}
-                accepted = listener.accept() => match accepted {
-                    Ok((tcp, peer)) => {
-                        backoff = Duration::ZERO;
-                        if pending.len() >= limits.max_pending_handshakes {
-                            metrics::connection_closed("too_many_handshakes");
-                            debug!(%peer, "closing a connection: too many connections in their handshake");
-                            continue;
-                        }
-                        let Ok(slot) = slots.clone().try_acquire_owned() else {
-                            metrics::connection_closed("too_many_connections");
-                            debug!(%peer, "closing a connection: at the connection cap");
-                            continue;
-                        };
-                        let _ = tcp.set_nodelay(true);
-                        pending.spawn(admit(tcp, peer, slot, tls.clone(), limits.clone(), tx.clone()));
+                (tcp, peer) = backoff.accept(&listener) => {
+                    if pending.len() >= limits.max_pending_handshakes {
+                        metrics::connection_closed("too_many_handshakes");
+                        debug!(%peer, "closing a connection: too many connections in their handshake");
+                        continue;
                     }
-                    Err(e) if per_connection_error(&e) => debug!(error = %e, "accept failed for one connection"),
-                    Err(e) => {
-                        if backoff.is_zero() {
-                            warn!(error = %e, "accept failed; backing off until it succeeds again");
-                            backoff = Duration::from_millis(10);
-                        } else {
-                            backoff = (backoff * 2).min(Duration::from_secs(1));
-                        }
-                        metrics::accept_backoff();
-                        tokio::select! {
-                            () = stopped(&mut stop) => break,
-                            () = tokio::time::sleep(backoff) => {}
-                        }
-                    }
+                    let _ = tcp.set_nodelay(true);
+                    pending.spawn(admit(tcp, peer, conns.clone(), tls.clone(), limits.clone(), tx.clone()));
                 }
             }
         }
@@ -312,10 +513,14 @@ pub fn incoming(
     ReceiverStream::new(rx)
 }
 
+/// How long a connection that completed its handshake at the cap waits for the slot of the
+/// idle connection it displaced.
+const DISPLACE_WAIT: Duration = Duration::from_secs(2);
+
 async fn admit(
     tcp: TcpStream,
     peer: SocketAddr,
-    slot: OwnedSemaphorePermit,
+    conns: Arc<Connections>,
     tls: Option<TlsReloader>,
     limits: TransportLimits,
     tx: mpsc::Sender<Result<ConnIo, io::Error>>,
@@ -347,16 +552,49 @@ async fn admit(
             return;
         }
     };
+    let slot = match conns.slots.clone().try_acquire_owned() {
+        Ok(slot) => slot,
+        Err(_) if conns.close_longest_idle() => {
+            metrics::connection_closed("displaced");
+            debug!(%peer, "at the connection cap: closed the longest-idle connection");
+            match tokio::time::timeout(DISPLACE_WAIT, conns.slots.clone().acquire_owned()).await {
+                Ok(Ok(slot)) => slot,
+                _ => {
+                    metrics::connection_closed("too_many_connections");
+                    return;
+                }
+            }
+        }
+        Err(_) => {
+            metrics::connection_closed("too_many_connections");
+            debug!(%peer, "closing a connection: at the connection cap, every connection busy");
+            return;
+        }
+    };
     let activity = Activity::new();
-    let idle = Box::pin(tokio::time::sleep(limits.idle_timeout));
+    let id = conns.next_id.fetch_add(1, Ordering::Relaxed);
+    conns.live().insert(id, activity.clone());
     let io = ConnIo {
         inner: stream,
-        _slot: slot,
         replayed: 0,
-        idle_timeout: limits.idle_timeout,
-        idle,
-        idle_closed: false,
         info: ConnInfo { remote_addr: Some(peer), local_addr, tls: is_tls, activity },
+        _entry: Entry { table: conns, id, _slot: slot },
     };
     let _ = tx.send(Ok(io)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn running_out_of_file_descriptors_backs_off_and_one_bad_connection_does_not() {
+        let mut b = AcceptBackoff::new("test");
+        let emfile = io::Error::from_raw_os_error(24);
+        let waits: Vec<Duration> = (0..9).map(|_| b.after_error(&emfile)).collect();
+        let ms: Vec<u128> = waits.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, [10, 20, 40, 80, 160, 320, 640, 1000, 1000]);
+        let aborted = io::Error::from(io::ErrorKind::ConnectionAborted);
+        assert_eq!(AcceptBackoff::new("test").after_error(&aborted), Duration::ZERO);
+    }
 }

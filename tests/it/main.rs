@@ -18,6 +18,7 @@ mod fairness_vectors;
 mod faults;
 mod fleet;
 mod fuzz_corpus;
+mod lockouts;
 mod odds_match_every_deal;
 mod operator_errors;
 mod otlp_traces;

@@ -1,11 +1,13 @@
 //! Transport limits and answers, on an in-process server ([`TestServer::spawn`]) with small
 //! limits so each one is reached deterministically:
-//! - the global cap sheds at once with RESOURCE_EXHAUSTED and recovers when calls finish;
+//! - the global cap sheds at once with RESOURCE_EXHAUSTED and recovers when calls finish,
+//!   and one connection holds at most its share of the slots;
 //! - a call that stalls is cut at the per-call timeout (DEADLINE_EXCEEDED);
 //! - a request tonic cannot decode is INVALID_ARGUMENT naming the field, an oversize one
 //!   RESOURCE_EXHAUSTED with a QuotaFailure (tonic alone says INTERNAL / OUT_OF_RANGE);
 //! - a connection that never sends the HTTP/2 preface is closed at the handshake deadline and
-//!   does not hold the drain; an idle HTTP/2 connection is closed at the idle deadline;
+//!   does not hold the drain; an idle HTTP/2 connection is closed at the idle deadline; at
+//!   the connection cap a new connection closes the longest-idle one;
 //! - token refusals are counted by reason while the caller sees one answer;
 //! - start-up refuses nonsense settings with a message naming them.
 
@@ -90,6 +92,40 @@ fn error_reason(status: &Status) -> String {
         .unwrap_or_default()
 }
 
+/// A channel whose peer grants no flow-control window: the server can never send its
+/// answers, so each call it has answered keeps its slot until the channel is dropped.
+async fn deaf_channel(addr: std::net::SocketAddr) -> Channel {
+    tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .initial_stream_window_size(0)
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// Starts a GetRules call on `ch` in the background.
+fn background_call(
+    ch: Channel,
+) -> tokio::task::JoinHandle<Result<tonic::Response<proto::GetRulesResponse>, Status>> {
+    tokio::spawn(async move {
+        proto::red_dog_client::RedDogClient::new(ch)
+            .get_rules(GetRulesRequest::default())
+            .await
+    })
+}
+
+/// Calls GetRules until it is shed (bounded: 30 s); the answer that was.
+async fn until_shed(c: &mut proto::red_dog_client::RedDogClient<Channel>) -> Status {
+    let started = Instant::now();
+    loop {
+        match c.get_rules(GetRulesRequest::default()).await {
+            Err(status) => return status,
+            Ok(_) => assert!(started.elapsed() < Duration::from_secs(30), "never shed"),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_global_cap_sheds_at_once_and_recovers() {
     let mut s = settings(&ring_a());
@@ -97,24 +133,18 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     let server = TestServer::spawn(s).await;
     let ch = channel(server.addr).await;
     let mut c = proto::red_dog_client::RedDogClient::new(ch.clone());
-    // Two calls hold both slots (on two connections: the cap is global, not per connection).
-    let (tx1, call1) = held_call(ch.clone());
-    let (tx2, call2) = held_call(channel(server.addr).await);
+    // Two calls hold both slots, on two connections (the cap is global, not per
+    // connection): their answers cannot be sent to peers that grant no window.
+    let (deaf1, deaf2) = (
+        deaf_channel(server.addr).await,
+        deaf_channel(server.addr).await,
+    );
+    let held = [
+        background_call(deaf1.clone()),
+        background_call(deaf2.clone()),
+    ];
     let shed_before = metric("reddog_load_shed_total");
-    let started = Instant::now();
-    let shed = loop {
-        // Until both held calls have reached the server, a call may still get through. The
-        // bound is generous: under a full parallel `cargo test` on a busy 2-core machine the
-        // held calls took over 5 s to arrive (seen in scripts/test-all).
-        match c.get_rules(GetRulesRequest::default()).await {
-            Err(status) => break status,
-            Ok(_) => assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "never shed with both slots held"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let shed = until_shed(&mut c).await;
     assert_eq!(shed.code(), Code::ResourceExhausted, "{shed:?}");
     assert_eq!(error_reason(&shed), "OVERLOADED");
     assert!(shed.get_error_details().retry_info().is_some());
@@ -137,20 +167,73 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
         .await
         .expect("health while RedDog calls are shed");
     assert_eq!(h.into_inner().status, 1);
-    // The held calls complete, and then calls are admitted again.
-    for tx in [tx1, tx2] {
-        tx.send(GetRulesRequest::default()).await.unwrap();
+    // The peers holding the slots go away, and then calls are admitted again.
+    for call in held {
+        call.abort();
     }
-    for call in [call1, call2] {
-        tokio::time::timeout(Duration::from_secs(5), call)
+    drop((deaf1, deaf2));
+    let started = Instant::now();
+    while c.get_rules(GetRulesRequest::default()).await.is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never admitted again once the load dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_cannot_hold_more_than_its_share_of_slots() {
+    let mut s = settings(&ring_a());
+    s.limits.max_in_flight = 8;
+    s.limits.max_in_flight_per_connection = 2;
+    let server = TestServer::spawn(s).await;
+    // Five calls on one connection whose answers can never be sent: two take its share of
+    // the slots and wait, three are shed at once.
+    let deaf = deaf_channel(server.addr).await;
+    let mut calls: Vec<_> = (0..5).map(|_| background_call(deaf.clone())).collect();
+    let mut shed = Vec::new();
+    let started = Instant::now();
+    while shed.len() < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "only {} of 5 calls shed",
+            shed.len()
+        );
+        if let Some(i) = calls.iter().position(|c| c.is_finished()) {
+            shed.push(
+                calls
+                    .swap_remove(i)
+                    .await
+                    .unwrap()
+                    .expect_err("an answer that could not be sent"),
+            );
+        } else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    for status in &shed {
+        assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+        assert_eq!(error_reason(status), "OVERLOADED");
+    }
+    assert_eq!(calls.len(), 2);
+    assert!(
+        calls.iter().all(|c| !c.is_finished()),
+        "the two admitted calls still wait"
+    );
+    // ... while another connection's calls are admitted.
+    let mut other = server.client().await;
+    for _ in 0..5 {
+        other
+            .get_rules(GetRulesRequest::default())
             .await
-            .unwrap()
-            .unwrap()
-            .expect("a held call completes");
+            .expect("another connection's call");
     }
-    c.get_rules(GetRulesRequest::default())
-        .await
-        .expect("admitted again once the load dropped");
+    for call in calls {
+        call.abort();
+    }
+    drop(deaf);
     server.stop().await;
 }
 
@@ -403,20 +486,28 @@ async fn connections_in_their_handshake_do_not_hold_the_drain() {
 }
 
 #[tokio::test]
-async fn connections_over_the_cap_are_closed_at_accept() {
+async fn at_the_cap_a_new_connection_closes_the_longest_idle_one() {
     let mut s = settings(&ring_a());
     s.limits.max_connections = 2;
     let server = TestServer::spawn(s).await;
-    let mut a = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
+    // The oldest: a raw HTTP/2 connection that never starts a call.
+    let mut oldest = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    oldest
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .unwrap();
     let mut b = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
-    a.get_rules(GetRulesRequest::default()).await.unwrap();
     b.get_rules(GetRulesRequest::default()).await.unwrap();
-    let third = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    until_closed(third, Duration::from_secs(5)).await;
-    // A slot frees when a connection closes.
-    drop(b);
+    // A third connection gets in; the longest-idle one is closed for it.
+    let mut c = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
+    c.get_rules(GetRulesRequest::default())
+        .await
+        .expect("a new connection at the cap");
+    until_closed(oldest, Duration::from_secs(5)).await;
+    b.get_rules(GetRulesRequest::default())
+        .await
+        .expect("the busier connection kept");
     eventually_connects(server.addr).await;
-    a.get_rules(GetRulesRequest::default()).await.unwrap();
     server.stop().await;
 }
 

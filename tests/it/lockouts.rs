@@ -1,0 +1,306 @@
+//! The limits keep memory bounded without locking anyone out:
+//! - calls that send their headers and the 5-byte gRPC prefix but never the message hold no
+//!   in-flight slot, so a fresh client's calls all succeed while 16 × 16 of them are open;
+//! - at the connection cap, a new connection gets in by closing the longest-idle one, and
+//!   the health-only port answers whatever the main port's connections do;
+//! - the `/metrics` accept loop backs off when file descriptors run out instead of spinning;
+//! - a drain does not wait for a peer that never reads its answers.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body::Frame;
+use reddog::service::proto::GetRulesRequest;
+use reddog::service::proto::red_dog_client::RedDogClient;
+use tokio::io::AsyncWriteExt;
+use tonic::transport::{Channel, Endpoint};
+
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
+
+use crate::common::*;
+
+const RING: &str = r#"{"primary":"l","keys":{"l":"6161616161616161616161616161616161616161616161616161616161616161"}}"#;
+
+/// A `reddog serve` child process (killed on drop), started through `prefix` (e.g.
+/// `prlimit`), with its gRPC and metrics addresses.
+struct Binary {
+    child: Child,
+    addr: SocketAddr,
+    metrics: SocketAddr,
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn_binary(prefix: &[&str], args: &[&str]) -> Binary {
+    use std::io::BufRead;
+    let (program, pre) = match prefix.split_first() {
+        Some((p, rest)) => (p.to_string(), rest.iter().map(|s| s.to_string()).collect()),
+        None => (env!("CARGO_BIN_EXE_reddog").to_string(), Vec::new()),
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(pre);
+    if !prefix.is_empty() {
+        cmd.arg(env!("CARGO_BIN_EXE_reddog"));
+    }
+    let mut child = cmd
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .args(args)
+        .env_clear()
+        .env("REDDOG_KEY_RING", RING)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn reddog serve");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let (mut addr, mut metrics) = (None, None);
+    while addr.is_none() || metrics.is_none() {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the server printed its addresses");
+        if let Some(a) = line.strip_prefix("listening on ") {
+            addr = a.trim().parse().ok();
+        } else if let Some(a) = line.strip_prefix("metrics on ") {
+            metrics = a.trim().parse().ok();
+        }
+    }
+    Binary {
+        child,
+        addr: addr.unwrap(),
+        metrics: metrics.unwrap(),
+    }
+}
+
+/// One series of the child's `/metrics` (None while unreachable).
+async fn scrape(metrics: SocketAddr, series: &str) -> Option<f64> {
+    use tokio::io::AsyncReadExt;
+    let mut conn = tokio::net::TcpStream::connect(metrics).await.ok()?;
+    conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+        .await
+        .ok()?;
+    let mut body = String::new();
+    conn.read_to_string(&mut body).await.ok()?;
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Starts a GetRules call that sends its headers and the 5-byte gRPC prefix of a 100-byte
+/// message, then nothing more; the returned sender keeps it open.
+fn stalled_call(ch: &Channel) -> tokio::sync::mpsc::Sender<Result<Frame<Bytes>, tonic::Status>> {
+    use tower::Service;
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tx.try_send(Ok(Frame::data(Bytes::from_static(&[0, 0, 0, 0, 100]))))
+        .unwrap();
+    let body = http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+    let request = http::Request::builder()
+        .method("POST")
+        .uri("http://reddog/reddog.v1.RedDog/GetRules")
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(tonic::body::Body::new(body))
+        .unwrap();
+    let mut ch = ch.clone();
+    tokio::spawn(async move {
+        let _ = std::future::poll_fn(|cx| ch.poll_ready(cx)).await;
+        let _ = ch.call(request).await;
+    });
+    tx
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_calls_hold_no_slot_and_a_fresh_client_gets_in() {
+    let server = spawn_binary(&[], &["--request-timeout-ms", "60000"]);
+    let mut stalled = Vec::new();
+    for _ in 0..16 {
+        let ch = channel(server.addr).await;
+        for _ in 0..16 {
+            stalled.push(stalled_call(&ch));
+        }
+    }
+    // All 256 calls have reached the server (bounded wait on its own count).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let n = scrape(server.metrics, "reddog_rpc_in_flight").await;
+        if n.is_some_and(|n| n >= 256.0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "256 stalled calls never reached the server: {n:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut fresh = connect(server.addr).await;
+    let mut failures = Vec::new();
+    for _ in 0..57 {
+        if let Err(status) = fresh.get_rules(GetRulesRequest::default()).await {
+            failures.push(status.code());
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "a fresh client's calls failed: {failures:?}"
+    );
+    drop(stalled);
+}
+
+/// A raw HTTP/2 connection: the preface and an empty SETTINGS frame, then nothing.
+async fn idle_connection(addr: SocketAddr) -> tokio::net::TcpStream {
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .unwrap();
+    tcp
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_at_the_cap_make_room_and_the_health_port_answers() {
+    let mut s = settings(&ring_a());
+    s.health_listen = Some("127.0.0.1:0".parse().unwrap());
+    let app = reddog::service::Application::build(s).await.unwrap();
+    let health_addr = app.health_addr().expect("a health listener");
+    let cap = reddog::service::TransportLimits::default().max_connections;
+    let server = TestServer::run(app);
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        idle.push(idle_connection(server.addr).await);
+    }
+    assert!(idle.len() > cap);
+    // A fresh client gets in (displacing the longest-idle connection) and every call works.
+    let mut fresh = connect(server.addr).await;
+    for _ in 0..20 {
+        fresh
+            .get_rules(GetRulesRequest::default())
+            .await
+            .expect("a fresh client's call with 300 idle connections open");
+    }
+    // The probes' port answers whatever the main port holds.
+    let health = Endpoint::from_shared(format!("http://{health_addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .expect("connect to the health port");
+    let answer = HealthClient::new(health)
+        .check(HealthCheckRequest {
+            service: "liveness".into(),
+        })
+        .await
+        .expect("liveness on the health port");
+    assert_eq!(answer.into_inner().status, 1);
+    drop(idle);
+    server.stop().await;
+}
+
+/// CPU seconds (user + system) of a process, from `/proc/<pid>/stat`.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // Fields 14 and 15 of stat (utime, stime) are 11 and 12 after the name.
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    let hz = String::from_utf8(
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .parse::<f64>()
+    .unwrap_or(100.0);
+    ticks / hz
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_file_descriptors_the_metrics_listener_backs_off_instead_of_spinning() {
+    let server = spawn_binary(
+        &["prlimit", "--nofile=64:64"],
+        &["--handshake-timeout-ms", "60000"],
+    );
+    // Silent connections to the gRPC port take every descriptor the server has left.
+    let mut held = Vec::new();
+    for _ in 0..80 {
+        held.push(tokio::net::TcpStream::connect(server.addr).await.unwrap());
+    }
+    // Connections to /metrics wait in the backlog: each accept fails with EMFILE.
+    for _ in 0..4 {
+        held.push(
+            tokio::net::TcpStream::connect(server.metrics)
+                .await
+                .unwrap(),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pid = server.child.id();
+    let (cpu0, t0) = (cpu_secs(pid), Instant::now());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (cpu1, t1) = (cpu_secs(pid), Instant::now());
+    let share = (cpu1 - cpu0) / (t1 - t0).as_secs_f64();
+    eprintln!(
+        "out of file descriptors: the server used {:.1} % of a core",
+        share * 100.0
+    );
+    assert!(
+        share < 0.2,
+        "the server used {:.0} % of a core while out of file descriptors",
+        share * 100.0
+    );
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_never_reads_its_answers_does_not_hold_the_drain() {
+    let mut s = settings(&ring_a());
+    s.drain_timeout = Duration::from_secs(20);
+    let server = TestServer::spawn(s).await;
+    // A client that grants no flow-control window: its answers can never be sent.
+    let deaf = Endpoint::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .initial_stream_window_size(0)
+        .connect()
+        .await
+        .unwrap();
+    let mut calls = Vec::new();
+    for _ in 0..4 {
+        let mut c = RedDogClient::new(deaf.clone());
+        calls.push(tokio::spawn(async move {
+            c.get_rules(GetRulesRequest::default()).await
+        }));
+    }
+    // The answers are stuck behind the peer's window; the server has done its part.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(calls.iter().all(|c| !c.is_finished()));
+    let started = Instant::now();
+    server.stop().await;
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "the drain waited {took:?} for a peer that never reads"
+    );
+    eprintln!("drain with a peer that never reads: {took:?}");
+}
