@@ -1,6 +1,6 @@
 //! The engine's own work per RPC: each `RedDog` handler called directly (no transport), with
-//! the Prometheus recorder installed and no log subscriber. Compare with the cost of a no-op
-//! tonic unary call from `cargo run --release --example load` (docs/BENCHMARKS.md).
+//! the Prometheus recorder installed and no log subscriber. Compare with the cost of the same
+//! call through gRPC against a no-op server: `scripts/bench-grpc.sh` (docs/BENCHMARKS.md).
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -19,8 +19,8 @@
 //!   be settled from every token it issued, settling is repeatable, the money adds up
 //!   (checked arithmetic) and every reveal verifies.
 //!
-//! The request builders that depend on the API version (issue 8 adds fields to CommitSeed
-//! and the tokens) are in one place: [`commitment_token`] and [`start_request`].
+//! The request builders that depend on the API version (the fields of CommitSeed and the
+//! tokens) are in one place: [`commitment_token`] and [`start_request`].
 #![allow(dead_code)]
 
 use std::future::Future;

@@ -16,7 +16,7 @@
 //! - [`run_load`]: many concurrent players, each playing complete rounds until a shared
 //!   budget of rounds is used up.
 //!
-//! The requests that depend on the API version (issue 8: CommitSeed carries the round id and
+//! The requests that depend on the API version (CommitSeed carries the round id and
 //! nonce) are built in one place, [`commit_request`] and [`start_request`]; the reveal is
 //! checked in one place, [`check_reveal`].
 #![allow(dead_code)]
@@ -464,7 +464,7 @@ where
     }
 }
 
-// ---- the API-version-dependent pieces (issue 8 changes these) --------------------------------
+// ---- the API-version-dependent pieces (they change with the API version) ---------------------
 
 pub fn commit_request(round_id: &str, nonce: u64) -> proto::CommitSeedRequest {
     proto::CommitSeedRequest {

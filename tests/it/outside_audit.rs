@@ -1,5 +1,5 @@
-//! Defects found by the outside audit of the round-integrity (issue 8) and named-tables
-//! (issue 11) landing, each reproduced from what the documents promise:
+//! Defects an outside audit of round binding and named tables found, each reproduced from
+//! what the documents promise:
 //!
 //! - an unbound (version-1, pre-binding) commitment token dealt at any configured table,
 //!   although it was made for the old engine's only table, `default` (`state.rs`
@@ -316,7 +316,7 @@ async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
 /// A table configuration that repeats a table id (or a field of one table) started with the
 /// last of the two, silently: serde_json's maps keep the last of two equal keys. An operator who
 /// pastes a table block twice, or gives `max_bet` twice, must hear of it at start-up, as with a
-/// repeated key id in the key ring (issue 9).
+/// repeated key id in the key ring.
 #[test]
 fn a_table_config_that_repeats_a_key_is_refused_naming_it() {
     for (json, field) in [

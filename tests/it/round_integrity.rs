@@ -1,4 +1,4 @@
-//! The five findings of the round-integrity audit (issue 8), each reproduced against the real
+//! The five findings of the round-integrity audit, each reproduced against the real
 //! server (or the real binary) and checked fixed:
 //!
 //! 1. rounds that could never be settled (a round token over the size `open` accepts);

@@ -1,4 +1,4 @@
-//! Every token the engine issues opens again (issue 8, finding 1): for any accepted
+//! Every token the engine issues opens again (a round must always be settleable): for any accepted
 //! StartRound up to every maximum at once — a 1024-byte client seed, a 128-byte round id, 7
 //! seats at the largest bet a table may allow, the largest odds, a 32-byte key id — and every
 //! sequence of Decides in any grouping, each token issued settles, and the round ends in a
