@@ -464,7 +464,7 @@ impl RedDogService {
             (reveal.to_json(), reveal_message(reveal))
         };
         if let Some(m) = self.inner.table_metrics.get(&state.table_id) {
-            m.settled(&settlement);
+            m.settled(&settlement, state.decks, &state.paytable);
         }
         info!(
             target: "reddog::audit",
