@@ -18,8 +18,7 @@ fn audit(c: &mut Criterion) {
         let writer = BatchWriter::start(std::io::sink());
         let sub = tracing_subscriber::registry()
             .with(fmt_layer(format, false, writer.clone()).with_filter(EnvFilter::new("info")));
-        let commitment =
-            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".to_string();
+        let commitment = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".to_string();
         tracing::subscriber::with_default(sub, || {
             g.bench_function(name, |b| {
                 b.iter(|| {

@@ -16,19 +16,14 @@ fn service() -> RedDogService {
     let _ = reddog::service::metrics::install();
     RedDogService::new(EngineConfig {
         tables: reddog::service::tables::Tables::single(Table::default()),
-        key_ring: KeyRing::from_json(&format!(
-            r#"{{"primary":"k1","keys":{{"k1":"{}"}}}}"#,
-            "42".repeat(32)
-        ))
-        .expect("ring"),
+        key_ring: KeyRing::from_json(&format!(r#"{{"primary":"k1","keys":{{"k1":"{}"}}}}"#, "42".repeat(32)))
+            .expect("ring"),
         commitment_ttl: Duration::from_secs(24 * 3600),
     })
 }
 
 fn handlers(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
     let svc = service();
     // A round that awaits decisions, with two seats.
     let (start, round_token) = (0u64..)
@@ -48,41 +43,22 @@ fn handlers(c: &mut Criterion) {
                 round_id: "bench-round-0001".into(),
                 table_id: String::new(),
                 seats: vec![proto::SeatBet { bet: 1000 }, proto::SeatBet { bet: 2500 }],
-                player_limits: Some(proto::Limits {
-                    min_bet: 500,
-                    max_bet: 30_000,
-                }),
+                player_limits: Some(proto::Limits { min_bet: 500, max_bet: 30_000 }),
             };
-            let started = rt
-                .block_on(svc.start_round(Request::new(start.clone())))
-                .ok()?
-                .into_inner();
-            started
-                .round
-                .as_ref()?
-                .awaiting_decisions
-                .then_some((start, started.round_token))
+            let started = rt.block_on(svc.start_round(Request::new(start.clone()))).ok()?.into_inner();
+            started.round.as_ref()?.awaiting_decisions.then_some((start, started.round_token))
         })
         .expect("a non-consecutive deal");
     let decide = proto::DecideRequest {
         round_token: round_token.clone(),
-        decisions: vec![proto::SeatDecision {
-            seat: 0,
-            action: Action::Raise as i32,
-        }],
+        decisions: vec![proto::SeatDecision { seat: 0, action: Action::Raise as i32 }],
         round_id: String::new(),
     };
-    let settle = proto::SettleRequest {
-        round_token,
-        round_id: String::new(),
-    };
+    let settle = proto::SettleRequest { round_token, round_id: String::new() };
 
     let mut g = c.benchmark_group("handler");
     g.bench_function("GetRules", |b| {
-        b.iter(|| {
-            rt.block_on(svc.get_rules(Request::new(proto::GetRulesRequest::default())))
-                .map(black_box)
-        })
+        b.iter(|| rt.block_on(svc.get_rules(Request::new(proto::GetRulesRequest::default()))).map(black_box))
     });
     g.bench_function("CommitSeed", |b| {
         b.iter(|| {
@@ -95,23 +71,10 @@ fn handlers(c: &mut Criterion) {
         })
     });
     g.bench_function("StartRound", |b| {
-        b.iter(|| {
-            rt.block_on(svc.start_round(Request::new(start.clone())))
-                .map(black_box)
-        })
+        b.iter(|| rt.block_on(svc.start_round(Request::new(start.clone()))).map(black_box))
     });
-    g.bench_function("Decide", |b| {
-        b.iter(|| {
-            rt.block_on(svc.decide(Request::new(decide.clone())))
-                .map(black_box)
-        })
-    });
-    g.bench_function("Settle", |b| {
-        b.iter(|| {
-            rt.block_on(svc.settle(Request::new(settle.clone())))
-                .map(black_box)
-        })
-    });
+    g.bench_function("Decide", |b| b.iter(|| rt.block_on(svc.decide(Request::new(decide.clone()))).map(black_box)));
+    g.bench_function("Settle", |b| b.iter(|| rt.block_on(svc.settle(Request::new(settle.clone()))).map(black_box)));
     g.finish();
 }
 

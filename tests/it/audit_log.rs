@@ -17,25 +17,14 @@ fn replica(log: &Path) -> ServerProcess {
     let ring = ring_a();
     let file = std::fs::File::create(log).unwrap();
     ServerProcess::spawn(
-        &[
-            ("REDDOG_KEY_RING", ring.as_str()),
-            ("REDDOG_LOG_FORMAT", "json"),
-            ("RUST_LOG", "info"),
-        ],
+        &[("REDDOG_KEY_RING", ring.as_str()), ("REDDOG_LOG_FORMAT", "json"), ("RUST_LOG", "info")],
         Stdio::from(file),
     )
 }
 
 fn audit_log(files: &[&Path]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_reddog"))
-        .arg("audit-log")
-        .args(files)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let out = Command::new(env!("CARGO_BIN_EXE_reddog")).arg("audit-log").args(files).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// A round started on `a` (and the same StartRound retried on `b`); returns its commitment
@@ -47,11 +36,7 @@ async fn start(
     nonce: u64,
     seats: usize,
 ) -> (String, Vec<u8>, bool) {
-    let committed = a
-        .commit_seed(commit_request(round_id, nonce))
-        .await
-        .unwrap()
-        .into_inner();
+    let committed = a.commit_seed(commit_request(round_id, nonce)).await.unwrap().into_inner();
     let req = proto::StartRoundRequest {
         commitment_token: committed.commitment_token,
         client_seed: "audit player".into(),
@@ -86,32 +71,19 @@ async fn start_awaiting(
 }
 
 async fn decide(c: &mut RedDogClient<Channel>, token: Vec<u8>, seat: u32, a: Action) -> Vec<u8> {
-    c.decide(proto::DecideRequest {
-        round_token: token,
-        decisions: vec![decision(seat, a)],
-        round_id: String::new(),
-    })
-    .await
-    .unwrap()
-    .into_inner()
-    .round_token
+    c.decide(proto::DecideRequest { round_token: token, decisions: vec![decision(seat, a)], round_id: String::new() })
+        .await
+        .unwrap()
+        .into_inner()
+        .round_token
 }
 
 async fn settle(c: &mut RedDogClient<Channel>, token: Vec<u8>) {
-    c.settle(proto::SettleRequest {
-        round_token: token,
-        round_id: String::new(),
-    })
-    .await
-    .unwrap();
+    c.settle(proto::SettleRequest { round_token: token, round_id: String::new() }).await.unwrap();
 }
 
 /// Clean rounds across both replicas with every call retried on the other one.
-async fn clean_rounds(
-    a: &mut RedDogClient<Channel>,
-    b: &mut RedDogClient<Channel>,
-    tag: &str,
-) -> Vec<String> {
+async fn clean_rounds(a: &mut RedDogClient<Channel>, b: &mut RedDogClient<Channel>, tag: &str) -> Vec<String> {
     let mut commitments = Vec::new();
     for n in 0..6u64 {
         let (commitment, t0, awaiting) = start(a, b, &format!("{tag}-{n}"), 1000 + n, 2).await;
@@ -137,11 +109,7 @@ async fn audit_log_flags_each_misuse_from_real_replicas_and_nothing_else() {
     let clean = clean_rounds(&mut a, &mut b, "clean").await;
 
     // Commitment reuse: the same commitment, round id and nonce, another client seed.
-    let committed = a
-        .commit_seed(commit_request("reuse", 7))
-        .await
-        .unwrap()
-        .into_inner();
+    let committed = a.commit_seed(commit_request("reuse", 7)).await.unwrap().into_inner();
     for client_seed in ["first", "second"] {
         let req = proto::StartRoundRequest {
             commitment_token: committed.commitment_token.clone(),
@@ -174,11 +142,7 @@ async fn audit_log_flags_each_misuse_from_real_replicas_and_nothing_else() {
     // round shown); plus a retried CommitSeed whose seed is never used (not flagged).
     let mut redealt = Vec::new();
     for peek in [true, false] {
-        let committed = b
-            .commit_seed(commit_request("redeal", 9))
-            .await
-            .unwrap()
-            .into_inner();
+        let committed = b.commit_seed(commit_request("redeal", 9)).await.unwrap().into_inner();
         let started = a
             .start_round(proto::StartRoundRequest {
                 commitment_token: committed.commitment_token,
@@ -197,9 +161,7 @@ async fn audit_log_flags_each_misuse_from_real_replicas_and_nothing_else() {
         }
         redealt.push(committed.commitment);
     }
-    a.commit_seed(commit_request("lost-response", 3))
-        .await
-        .unwrap();
+    a.commit_seed(commit_request("lost-response", 3)).await.unwrap();
 
     drop((a, b));
     assert!(ra.terminate().await.success());
@@ -239,19 +201,12 @@ async fn a_clean_log_exits_0_and_an_unreadable_one_2() {
     let (code, out) = audit_log(&[&log_a, &log_b]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("findings: 0"), "{out}");
-    assert!(
-        !out.contains(" 0 round events"),
-        "the events were read: {out}"
-    );
+    assert!(!out.contains(" 0 round events"), "the events were read: {out}");
 
     let (code, _) = audit_log(&[&dir.path().join("missing.log")]);
     assert_eq!(code, Some(2));
     let text = dir.path().join("text.log");
-    std::fs::write(
-        &text,
-        "2026-12-01T12:00:00Z INFO reddog::audit: round_started\n",
-    )
-    .unwrap();
+    std::fs::write(&text, "2026-12-01T12:00:00Z INFO reddog::audit: round_started\n").unwrap();
     let (code, _) = audit_log(&[&text]);
     assert_eq!(code, Some(2), "a text-format log is not readable as JSON");
 }

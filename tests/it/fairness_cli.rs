@@ -24,17 +24,7 @@ fn reddog(args: &[&str], stdin: &str) -> Output {
 }
 
 fn worked_example() -> String {
-    let out = reddog(
-        &[
-            "commit",
-            "--server-seed",
-            SEED,
-            "--reveal",
-            "--client-seed",
-            "lucky-7",
-        ],
-        "",
-    );
+    let out = reddog(&["commit", "--server-seed", SEED, "--reveal", "--client-seed", "lucky-7"], "");
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
 }
@@ -44,10 +34,7 @@ fn commit_prints_a_seed_and_its_commitment() {
     let out = reddog(&["commit"], "");
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        text.starts_with("server_seed ") && text.contains("\ncommitment  "),
-        "{text}"
-    );
+    assert!(text.starts_with("server_seed ") && text.contains("\ncommitment  "), "{text}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("manual experiments only"));
 }
 
@@ -61,10 +48,7 @@ fn the_worked_example_of_the_spec_verifies_from_stdin() {
     let out = reddog(&["verify"], &reveal);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{text}");
-    assert!(
-        text.contains("cards       Jd 6h 6d") && text.contains("verdict     VERIFIED"),
-        "{text}"
-    );
+    assert!(text.contains("cards       Jd 6h 6d") && text.contains("verdict     VERIFIED"), "{text}");
     assert!(text.contains("non_consecutive, spread 4"), "{text}");
 }
 
@@ -73,16 +57,8 @@ fn a_tampered_reveal_fails_with_a_non_zero_exit_status() {
     let reveal = worked_example().replace("\"6d\"", "\"7d\"");
     let out = reddog(&["verify", "-"], &reveal);
     assert_eq!(out.status.code(), Some(1), "not verified: exit status 1");
-    assert!(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .contains("NOT VERIFIED")
-    );
-    assert!(
-        String::from_utf8(out.stderr)
-            .unwrap()
-            .contains("cards differ")
-    );
+    assert!(String::from_utf8(out.stdout).unwrap().contains("NOT VERIFIED"));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("cards differ"));
 }
 
 #[test]
@@ -115,12 +91,7 @@ fn expectations_must_match_what_the_player_was_shown() {
         ],
         &reveal,
     );
-    assert_eq!(
-        ok.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&ok.stdout)
-    );
+    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stdout));
     for wrong in [
         ["--expect-commitment", &"00".repeat(32)],
         ["--expect-client-seed", "lucky-8"],
@@ -130,70 +101,32 @@ fn expectations_must_match_what_the_player_was_shown() {
     ] {
         let out = reddog(&["verify", wrong[0], wrong[1]], &reveal);
         assert_eq!(out.status.code(), Some(1), "{wrong:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("MISMATCH"),
-            "{wrong:?}"
-        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("MISMATCH"), "{wrong:?}");
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("shown.json");
-    std::fs::write(
-        &file,
-        format!(r#"{{"commitment":"{commitment}","nonce":0}}"#),
-    )
-    .unwrap();
+    std::fs::write(&file, format!(r#"{{"commitment":"{commitment}","nonce":0}}"#)).unwrap();
     let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
     assert_eq!(out.status.code(), Some(0));
     std::fs::write(&file, r#"{"nonce":0,"nonce":1}"#).unwrap();
     let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "duplicate keys in the expectations file"
-    );
-    for never in [
-        ["--expect-commitment", "zz"],
-        ["--expect-decks", "9"],
-        ["--expect-nonce", "18446744073709551616"],
-    ] {
+    assert_eq!(out.status.code(), Some(2), "duplicate keys in the expectations file");
+    for never in [["--expect-commitment", "zz"], ["--expect-decks", "9"], ["--expect-nonce", "18446744073709551616"]] {
         let out = reddog(&["verify", never[0], never[1]], &reveal);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{never:?} can never match: malformed input"
-        );
+        assert_eq!(out.status.code(), Some(2), "{never:?} can never match: malformed input");
     }
     std::fs::write(&file, r#"{"commitment":"xyz"}"#).unwrap();
     let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "a non-hex commitment in the file"
-    );
+    assert_eq!(out.status.code(), Some(2), "a non-hex commitment in the file");
     std::fs::write(&file, r#"{"player":"x"}"#).unwrap();
     let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "unknown key in the expectations file"
-    );
+    assert_eq!(out.status.code(), Some(2), "unknown key in the expectations file");
 }
 
 #[test]
 fn rng_dump_writes_the_keystream_of_the_deal_key() {
     // The worked example's key and its first ChaCha20 block (docs/FAIRNESS.md, section 8).
-    let out = reddog(
-        &[
-            "rng-dump",
-            "--server-seed",
-            SEED,
-            "--client-seed",
-            "lucky-7",
-            "--bytes",
-            "64",
-        ],
-        "",
-    );
+    let out = reddog(&["rng-dump", "--server-seed", SEED, "--client-seed", "lucky-7", "--bytes", "64"], "");
     assert!(out.status.success());
     assert_eq!(
         out.stdout,
@@ -203,17 +136,6 @@ fn rng_dump_writes_the_keystream_of_the_deal_key() {
         )
         .unwrap()
     );
-    let rounds = reddog(
-        &[
-            "rng-dump",
-            "--stream",
-            "rounds",
-            "--server-seed",
-            SEED,
-            "--bytes",
-            "100",
-        ],
-        "",
-    );
+    let rounds = reddog(&["rng-dump", "--stream", "rounds", "--server-seed", SEED, "--bytes", "100"], "");
     assert_eq!(rounds.stdout.len(), 100);
 }

@@ -13,9 +13,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::common::{Want, classify};
-use reddog::fairness::{
-    AnyReveal, Expectations, ServerSeed, StartInputs, Transcript, parse_reveal,
-};
+use reddog::fairness::{AnyReveal, Expectations, ServerSeed, StartInputs, Transcript, parse_reveal};
 use reddog::game::table::largest_max_bet;
 use reddog::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Table};
 use reddog::service::proto::red_dog_server::RedDog;
@@ -26,7 +24,8 @@ use reddog::service::{EngineConfig, KeyRing, RedDogService};
 use serde_json::{Value, json};
 use tonic::Request;
 
-const RING: &str = r#"{"primary":"vectors","keys":{"vectors":"5555555555555555555555555555555555555555555555555555555555555555"}}"#;
+const RING: &str =
+    r#"{"primary":"vectors","keys":{"vectors":"5555555555555555555555555555555555555555555555555555555555555555"}}"#;
 
 struct Case {
     name: &'static str,
@@ -97,30 +96,10 @@ fn cases() -> Vec<Case> {
         one("1-seat/three-of-a-kind", 1, Want::ThreeOfAKind, vec![]),
         one("1-seat/pair-no-match", 2, Want::PairNoMatch, vec![]),
         one("1-seat/consecutive", 3, Want::Consecutive, vec![]),
-        one(
-            "1-seat/between/raise",
-            4,
-            Want::Between,
-            vec![vec![(0, true)]],
-        ),
-        one(
-            "1-seat/between/stand",
-            5,
-            Want::Between,
-            vec![vec![(0, false)]],
-        ),
-        one(
-            "1-seat/matches/raise",
-            6,
-            Want::Matches,
-            vec![vec![(0, true)]],
-        ),
-        one(
-            "1-seat/outside/stand",
-            7,
-            Want::Outside,
-            vec![vec![(0, false)]],
-        ),
+        one("1-seat/between/raise", 4, Want::Between, vec![vec![(0, true)]]),
+        one("1-seat/between/stand", 5, Want::Between, vec![vec![(0, false)]]),
+        one("1-seat/matches/raise", 6, Want::Matches, vec![vec![(0, true)]]),
+        one("1-seat/outside/stand", 7, Want::Outside, vec![vec![(0, false)]]),
         one("1-seat/between/stood-by-default", 8, Want::Between, vec![]),
         Case {
             name: "7-seats/three-steps/one-stands-by-default",
@@ -130,11 +109,7 @@ fn cases() -> Vec<Case> {
             want: Want::Between,
             round_id: "r-2026-000007",
             bets: vec![500, 1000, 1500, 2000, 2500, 3000, 30_000],
-            calls: vec![
-                vec![(3, true), (0, false)],
-                vec![(1, true)],
-                vec![(5, false), (2, true), (4, true)],
-            ],
+            calls: vec![vec![(3, true), (0, false)], vec![(1, true)], vec![(5, false), (2, true), (4, true)]],
             table: std.clone(),
             table_id: "default",
             currency: ("XXX", 2),
@@ -213,22 +188,14 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
         tables: reddog::service::tables::Tables::new(vec![reddog::service::tables::NamedTable {
             id: c.table_id.into(),
             table: c.table.clone(),
-            currency: reddog::service::tables::Currency::new(
-                c.currency.0,
-                c.currency.1,
-                "currency",
-            )
-            .unwrap(),
+            currency: reddog::service::tables::Currency::new(c.currency.0, c.currency.1, "currency").unwrap(),
         }])
         .unwrap(),
         key_ring: KeyRing::from_json(RING).unwrap(),
         commitment_ttl: Duration::from_secs(600),
     });
     let nonce = nonce_for(c);
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
     let token = KeyRing::from_json(RING)
         .unwrap()
         .seal(
@@ -253,10 +220,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
             nonce,
             round_id: c.round_id.into(),
             seats: c.bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
-            player_limits: Some(proto::Limits {
-                min_bet: 1,
-                max_bet,
-            }),
+            player_limits: Some(proto::Limits { min_bet: 1, max_bet }),
             table_id: c.table_id.into(),
         })))
         .unwrap()
@@ -284,10 +248,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
         token = d.round_token;
     }
     let settled = rt
-        .block_on(svc.settle(Request::new(proto::SettleRequest {
-            round_token: token,
-            round_id: String::new(),
-        })))
+        .block_on(svc.settle(Request::new(proto::SettleRequest { round_token: token, round_id: String::new() })))
         .unwrap()
         .into_inner();
     // The chain recomputed independently of the service, from the case's inputs.
@@ -309,12 +270,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
         .map(|call| {
             let mut s: Vec<(usize, Decision)> = call
                 .iter()
-                .map(|&(seat, r)| {
-                    (
-                        seat as usize,
-                        if r { Decision::Raise } else { Decision::Stand },
-                    )
-                })
+                .map(|&(seat, r)| (seat as usize, if r { Decision::Raise } else { Decision::Stand }))
                 .collect();
             s.sort_by_key(|d| d.0);
             s
@@ -332,9 +288,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
 }
 
 fn render() -> String {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let mut out = String::from("{\n");
     out += "  \"format\": \"reddog-reveal-v2-vectors\",\n";
     out += "  \"spec\": \"docs/FAIRNESS.md section 4 and docs/design/round-integrity.md sections 3-4\",\n";
@@ -352,24 +306,14 @@ fn render() -> String {
             ("name", json!(c.name)),
             ("verdict", json!("verified")),
             ("reveal", json!(reveal)),
-            (
-                "transcript_chain",
-                json!(chain.iter().map(|t| t.to_hex()).collect::<Vec<_>>()),
-            ),
+            ("transcript_chain", json!(chain.iter().map(|t| t.to_hex()).collect::<Vec<_>>())),
             ("t0_preimage_hex", json!(hex::encode(preimage))),
         ];
         out += "    {\n";
         for (j, (k, v)) in fields.iter().enumerate() {
-            out += &format!(
-                "      \"{k}\": {v}{}\n",
-                if j + 1 < fields.len() { "," } else { "" }
-            );
+            out += &format!("      \"{k}\": {v}{}\n", if j + 1 < fields.len() { "," } else { "" });
         }
-        out += if i + 1 < all.len() {
-            "    },\n"
-        } else {
-            "    }\n"
-        };
+        out += if i + 1 < all.len() { "    },\n" } else { "    }\n" };
     }
     out += "  ]\n}\n";
     out
@@ -389,12 +333,7 @@ fn the_v2_vector_file_is_exactly_what_the_engine_produces_today() {
     }
     let on_disk = std::fs::read_to_string(&path).expect("tests/vectors/reveal-v2.json is missing");
     if on_disk != expected {
-        let line = on_disk
-            .lines()
-            .zip(expected.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(0)
-            + 1;
+        let line = on_disk.lines().zip(expected.lines()).position(|(a, b)| a != b).unwrap_or(0) + 1;
         panic!(
             "tests/vectors/reveal-v2.json differs from the engine's output from line {line} on. If the change is \
              intended (a new format version), rewrite it with REDDOG_WRITE_VECTORS=1 and review the diff."
@@ -404,25 +343,17 @@ fn the_v2_vector_file_is_exactly_what_the_engine_produces_today() {
 
 #[test]
 fn every_v2_vector_verifies_and_covers_what_the_issue_asks_for() {
-    let doc: Value = serde_json::from_str(
-        &std::fs::read_to_string(vector_dir().join("reveal-v2.json")).unwrap(),
-    )
-    .unwrap();
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(vector_dir().join("reveal-v2.json")).unwrap()).unwrap();
     let mut seen = (false, false, false, false, false, false, false);
     for case in doc["cases"].as_array().unwrap() {
         let text = case["reveal"].as_str().unwrap();
         let parsed = parse_reveal(text).unwrap_or_else(|e| panic!("{}: {e}", case["name"]));
         let verdict = parsed.verify().unwrap();
         assert!(verdict.ok(), "{}: {verdict:?}", case["name"]);
-        let AnyReveal::V2(r) = parsed else {
-            panic!("v2")
-        };
-        let chain: Vec<&str> = case["transcript_chain"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t.as_str().unwrap())
-            .collect();
+        let AnyReveal::V2(r) = parsed else { panic!("v2") };
+        let chain: Vec<&str> =
+            case["transcript_chain"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
         assert_eq!(chain.len(), r.decisions.len() + 1);
         assert_eq!(*chain.last().unwrap(), r.transcript);
         let pre = hex::decode(case["t0_preimage_hex"].as_str().unwrap()).unwrap();
@@ -431,16 +362,12 @@ fn every_v2_vector_verifies_and_covers_what_the_issue_asks_for() {
         seen.0 |= r.seats.len() == 1;
         seen.1 |= r.seats.len() == 7;
         seen.2 |= r.decisions.len() > 1;
-        seen.3 |= r.seats.len() > r.decisions.iter().map(Vec::len).sum::<usize>()
-            && !r.decisions.is_empty()
-            || (r.cards.len() == 3
-                && r.decisions.is_empty()
-                && r.seats.iter().all(|s| !s.raised)
-                && {
-                    let a: reddog::game::Card = r.cards[0].parse().unwrap();
-                    let b: reddog::game::Card = r.cards[1].parse().unwrap();
-                    matches!(HandClass::of(a, b), HandClass::NonConsecutive(_))
-                });
+        seen.3 |= r.seats.len() > r.decisions.iter().map(Vec::len).sum::<usize>() && !r.decisions.is_empty()
+            || (r.cards.len() == 3 && r.decisions.is_empty() && r.seats.iter().all(|s| !s.raised) && {
+                let a: reddog::game::Card = r.cards[0].parse().unwrap();
+                let b: reddog::game::Card = r.cards[1].parse().unwrap();
+                matches!(HandClass::of(a, b), HandClass::NonConsecutive(_))
+            });
         seen.4 |= r.client_seed.len() == 1024;
         seen.5 |= r.seats.iter().any(|s| s.returned > u64::MAX / 8);
         seen.6 |= r.table_id != "default";
@@ -465,27 +392,15 @@ fn the_rust_verifier_gives_every_negative_vector_its_verdict() {
     let mut wrong = Vec::new();
     for case in cases {
         let text = case["reveal"].as_str().unwrap();
-        let expect = case
-            .get("expect")
-            .map(|e| Expectations::parse(&e.to_string()).unwrap())
-            .unwrap_or_default();
+        let expect = case.get("expect").map(|e| Expectations::parse(&e.to_string()).unwrap()).unwrap_or_default();
         let verdict = match parse_reveal(text).and_then(|r| Ok((r.verify()?, r))) {
             Err(_) => "malformed",
             Ok((v, r)) if v.ok() && expect.check(&r).is_empty() => "verified",
             Ok(_) => "not_verified",
         };
         if verdict != case["verdict"] {
-            wrong.push(format!(
-                "{}: {verdict}, the vector says {}",
-                case["name"], case["verdict"]
-            ));
+            wrong.push(format!("{}: {verdict}, the vector says {}", case["name"], case["verdict"]));
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{} of {} cases:\n{}",
-        wrong.len(),
-        cases.len(),
-        wrong.join("\n")
-    );
+    assert!(wrong.is_empty(), "{} of {} cases:\n{}", wrong.len(), cases.len(), wrong.join("\n"));
 }

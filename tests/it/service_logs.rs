@@ -16,11 +16,7 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
     for format in ["text", "json"] {
         let log = log.try_clone().unwrap();
         let server = ServerProcess::spawn(
-            &[
-                ("REDDOG_KEY_RING", ring.as_str()),
-                ("RUST_LOG", "trace"),
-                ("REDDOG_LOG_FORMAT", format),
-            ],
+            &[("REDDOG_KEY_RING", ring.as_str()), ("RUST_LOG", "trace"), ("REDDOG_LOG_FORMAT", format)],
             std::process::Stdio::from(log),
         );
         let mut c = connect(server.addr).await;
@@ -29,11 +25,8 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
             let committed = c.commit_seed(commit_request(format!("round-{i}"), i)).await;
             let committed = committed.unwrap().into_inner();
             let committed_hex = committed.commitment.clone();
-            let started = c
-                .start_round(start_request(committed.commitment_token, i, &[500, 1000]))
-                .await
-                .unwrap()
-                .into_inner();
+            let started =
+                c.start_round(start_request(committed.commitment_token, i, &[500, 1000])).await.unwrap().into_inner();
             let mut token = started.round_token;
             if started.round.unwrap().awaiting_decisions {
                 let d = proto::DecideRequest {
@@ -49,31 +42,17 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
             let before_reveal = loop {
                 let log = std::fs::read(&log_path).unwrap();
                 let text = String::from_utf8_lossy(&log);
-                let started_logged = text
-                    .lines()
-                    .any(|l| l.contains(&committed_hex) && l.contains("round_started"));
+                let started_logged = text.lines().any(|l| l.contains(&committed_hex) && l.contains("round_started"));
                 if started_logged || std::time::Instant::now() > deadline {
                     break log;
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
             };
-            let settle = c
-                .settle(proto::SettleRequest {
-                    round_token: token,
-                    round_id: String::new(),
-                })
-                .await;
-            let reveal: RevealV2 =
-                serde_json::from_str(&settle.unwrap().into_inner().reveal_json).unwrap();
+            let settle = c.settle(proto::SettleRequest { round_token: token, round_id: String::new() }).await;
+            let reveal: RevealV2 = serde_json::from_str(&settle.unwrap().into_inner().reveal_json).unwrap();
             let text = String::from_utf8_lossy(&before_reveal).to_lowercase();
-            assert!(
-                text.contains(&reveal.commitment),
-                "the audit log records the round's commitment"
-            );
-            assert!(
-                !text.contains(&reveal.server_seed),
-                "server seed logged before its reveal"
-            );
+            assert!(text.contains(&reveal.commitment), "the audit log records the round's commitment");
+            assert!(!text.contains(&reveal.server_seed), "server seed logged before its reveal");
             seen.push(reveal.server_seed);
         }
         drop(c);
@@ -86,10 +65,7 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
             // Nor as a decimal byte list (a derived Debug of the raw bytes).
             let bytes = hex::decode(seed).unwrap();
             let listed = format!("{}, {}, {}, {}", bytes[0], bytes[1], bytes[2], bytes[3]);
-            assert!(
-                !all.contains(&listed) || bytes[..4].iter().all(|&b| b < 10),
-                "seed bytes logged"
-            );
+            assert!(!all.contains(&listed) || bytes[..4].iter().all(|&b| b < 10), "seed bytes logged");
         }
     }
 }
