@@ -233,6 +233,8 @@ break_and_expect_failure "grace period shorter than the drain" base/deployment.y
   "if $D True: d['spec']['template']['spec']['terminationGracePeriodSeconds'] = 20"
 break_and_expect_failure "key ring inline in an env var" base/deployment.yaml \
   "if $D True: $C['env'].append({'name': 'REDDOG_KEY_RING', 'value': '{}'})"
+break_and_expect_failure "prometheus.io scrape annotations next to the PodMonitor (a second scrape)" base/deployment.yaml \
+  "if $D True: d['spec']['template']['metadata']['annotations'] = {'prometheus.io/scrape': 'true'}"
 break_and_expect_failure "PodDisruptionBudget on policy/v1beta1" base/pdb.yaml \
   "d['apiVersion'] = 'policy/v1beta1'"
 break_and_expect_failure "kustomization names a missing file" base/kustomization.yaml \
