@@ -35,12 +35,7 @@ fn civil(days: i64) -> (i64, u32, u32) {
 fn rfc3339(unix: i64) -> String {
     let (y, m, d) = civil(unix.div_euclid(86_400));
     let s = unix.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", s / 3600, s / 60 % 60, s % 60)
 }
 
 fn stamp() {
@@ -61,21 +56,16 @@ fn stamp() {
     };
     if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
         watch(format!("{dir}/HEAD"));
-        if let (Some(common), Some(branch)) = (
-            git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]),
-            git(&["symbolic-ref", "-q", "HEAD"]),
-        ) {
+        if let (Some(common), Some(branch)) =
+            (git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]), git(&["symbolic-ref", "-q", "HEAD"]))
+        {
             watch(format!("{common}/{branch}"));
             watch(format!("{common}/packed-refs"));
         }
     }
-    let unix = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|s| s.trim().parse::<i64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64)
+    let unix =
+        std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
         });
     println!("cargo:rustc-env=REDDOG_GIT_COMMIT={commit}");
     println!("cargo:rustc-env=REDDOG_BUILD_DATE={}", rfc3339(unix));
@@ -100,10 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     stamp();
     let fds = protox::compile(["reddog/v1/reddog.proto"], ["proto"])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
-    std::fs::write(
-        out.join("reddog_descriptor.bin"),
-        prost::Message::encode_to_vec(&fds),
-    )?;
+    std::fs::write(out.join("reddog_descriptor.bin"), prost::Message::encode_to_vec(&fds))?;
     tonic_prost_build::configure().compile_fds(fds)?;
     Ok(())
 }

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use reddog::fairness::{ServerSeed, Transcript};
-use reddog::game::{
-    Card, Decision, HandClass, Money, Outcome, Rank, Rule, SeatSettlement, Spread, Suit, Table,
-};
+use reddog::game::{Card, Decision, HandClass, Money, Outcome, Rank, Rule, SeatSettlement, Spread, Suit, Table};
 use reddog::service::audit_record::{self as record, Event, Hex, Shown};
 use reddog::service::audit_sink::{AuditOptions, AuditSink};
 use reddog::service::tables::Tables;
@@ -20,16 +18,11 @@ use reddog::service::tables::Tables;
 fn audit(c: &mut Criterion) {
     let table = Table::default();
     let tables = Tables::single(table.clone());
-    let sink =
-        AuditSink::start(std::io::sink(), AuditOptions::local(), &tables).expect("audit sink");
+    let sink = AuditSink::start(std::io::sink(), AuditOptions::local(), &tables).expect("audit sink");
     let commitment = ServerSeed::from_bytes([7; 32]).commitment();
     let digest = [3u8; 32];
     let card = |r: u8, s| Card::new(Rank::new(r).unwrap(), s);
-    let cards = [
-        card(10, Suit::Clubs),
-        card(4, Suit::Hearts),
-        card(7, Suit::Spades),
-    ];
+    let cards = [card(10, Suit::Clubs), card(4, Suit::Hearts), card(7, Suit::Spades)];
     let steps = vec![vec![(0usize, Decision::Raise)]];
     let seats = [SeatSettlement {
         seat: 0,
@@ -42,8 +35,7 @@ fn audit(c: &mut Criterion) {
         odds: 1,
         returned: Money(4000),
     }];
-    let (hand_class, spread) =
-        record::hand_class(HandClass::NonConsecutive(Spread::new(5).unwrap()));
+    let (hand_class, spread) = record::hand_class(HandClass::NonConsecutive(Spread::new(5).unwrap()));
     let mut g = c.benchmark_group("audit_record");
     g.bench_function("round_settled", |b| {
         b.iter(|| {

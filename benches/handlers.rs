@@ -1,6 +1,6 @@
 //! The engine's own work per RPC: each `RedDog` handler called directly (no transport), with
-//! the Prometheus recorder installed and no log subscriber. Compare with the cost of a no-op
-//! tonic unary call from `cargo run --release --example load` (docs/BENCHMARKS.md).
+//! the Prometheus recorder installed and no log subscriber. Compare with the cost of the same
+//! call through gRPC against a no-op server: `scripts/bench-grpc.sh` (docs/BENCHMARKS.md).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -17,24 +17,18 @@ fn service() -> RedDogService {
     let _ = reddog::service::metrics::install();
     let tables = reddog::service::tables::Tables::single(Table::default());
     // Every record is written (serialised, hashed, batched), to a sink that drops the bytes.
-    let audit =
-        AuditSink::start(std::io::sink(), AuditOptions::local(), &tables).expect("audit sink");
+    let audit = AuditSink::start(std::io::sink(), AuditOptions::local(), &tables).expect("audit sink");
     RedDogService::new(EngineConfig {
         tables,
         audit,
-        key_ring: KeyRing::from_json(&format!(
-            r#"{{"primary":"k1","keys":{{"k1":"{}"}}}}"#,
-            "42".repeat(32)
-        ))
-        .expect("ring"),
+        key_ring: KeyRing::from_json(&format!(r#"{{"primary":"k1","keys":{{"k1":"{}"}}}}"#, "42".repeat(32)))
+            .expect("ring"),
         commitment_ttl: Duration::from_secs(24 * 3600),
     })
 }
 
 fn handlers(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
     let svc = service();
     // A round that awaits decisions, with two seats.
     let (start, round_token) = (0u64..)
@@ -54,41 +48,22 @@ fn handlers(c: &mut Criterion) {
                 round_id: "bench-round-0001".into(),
                 table_id: String::new(),
                 seats: vec![proto::SeatBet { bet: 1000 }, proto::SeatBet { bet: 2500 }],
-                player_limits: Some(proto::Limits {
-                    min_bet: 500,
-                    max_bet: 30_000,
-                }),
+                player_limits: Some(proto::Limits { min_bet: 500, max_bet: 30_000 }),
             };
-            let started = rt
-                .block_on(svc.start_round(Request::new(start.clone())))
-                .ok()?
-                .into_inner();
-            started
-                .round
-                .as_ref()?
-                .awaiting_decisions
-                .then_some((start, started.round_token))
+            let started = rt.block_on(svc.start_round(Request::new(start.clone()))).ok()?.into_inner();
+            started.round.as_ref()?.awaiting_decisions.then_some((start, started.round_token))
         })
         .expect("a non-consecutive deal");
     let decide = proto::DecideRequest {
         round_token: round_token.clone(),
-        decisions: vec![proto::SeatDecision {
-            seat: 0,
-            action: Action::Raise as i32,
-        }],
+        decisions: vec![proto::SeatDecision { seat: 0, action: Action::Raise as i32 }],
         round_id: String::new(),
     };
-    let settle = proto::SettleRequest {
-        round_token,
-        round_id: String::new(),
-    };
+    let settle = proto::SettleRequest { round_token, round_id: String::new() };
 
     let mut g = c.benchmark_group("handler");
     g.bench_function("GetRules", |b| {
-        b.iter(|| {
-            rt.block_on(svc.get_rules(Request::new(proto::GetRulesRequest::default())))
-                .map(black_box)
-        })
+        b.iter(|| rt.block_on(svc.get_rules(Request::new(proto::GetRulesRequest::default()))).map(black_box))
     });
     g.bench_function("CommitSeed", |b| {
         b.iter(|| {
@@ -101,23 +76,10 @@ fn handlers(c: &mut Criterion) {
         })
     });
     g.bench_function("StartRound", |b| {
-        b.iter(|| {
-            rt.block_on(svc.start_round(Request::new(start.clone())))
-                .map(black_box)
-        })
+        b.iter(|| rt.block_on(svc.start_round(Request::new(start.clone()))).map(black_box))
     });
-    g.bench_function("Decide", |b| {
-        b.iter(|| {
-            rt.block_on(svc.decide(Request::new(decide.clone())))
-                .map(black_box)
-        })
-    });
-    g.bench_function("Settle", |b| {
-        b.iter(|| {
-            rt.block_on(svc.settle(Request::new(settle.clone())))
-                .map(black_box)
-        })
-    });
+    g.bench_function("Decide", |b| b.iter(|| rt.block_on(svc.decide(Request::new(decide.clone()))).map(black_box)));
+    g.bench_function("Settle", |b| b.iter(|| rt.block_on(svc.settle(Request::new(settle.clone()))).map(black_box)));
     g.finish();
 }
 

@@ -212,8 +212,7 @@ async fn h2_connect(target: SocketAddr) -> std::io::Result<(Writer, Arc<Seen>)> 
                     *seen2.rst.lock().await.entry(code).or_default() += 1;
                 }
                 GOAWAY if len >= 8 => {
-                    let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
-                        & 0x7fff_ffff;
+                    let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
                     let code = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
                     *seen2.goaway.lock().await = Some((last, code));
                 }
@@ -237,11 +236,8 @@ async fn h2_connect(target: SocketAddr) -> std::io::Result<(Writer, Arc<Seen>)> 
                     let _ = w2.lock().await.write_all(&pong).await;
                 }
                 WINDOW_UPDATE if stream == 0 && len >= 4 => {
-                    let inc = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
-                        & 0x7fff_ffff;
-                    seen2
-                        .conn_window
-                        .fetch_add(i64::from(inc), Ordering::Relaxed);
+                    let inc = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
+                    seen2.conn_window.fetch_add(i64::from(inc), Ordering::Relaxed);
                 }
                 _ => {}
             }
@@ -271,14 +267,8 @@ async fn summary(seen: &[Arc<Seen>]) -> String {
             *goaways.entry(code).or_default() += 1;
         }
     }
-    let rst: Vec<String> = rst
-        .iter()
-        .map(|(k, v)| format!("{}:{v}", rst_name(*k)))
-        .collect();
-    let goaway: Vec<String> = goaways
-        .iter()
-        .map(|(k, v)| format!("{}:{v}", rst_name(*k)))
-        .collect();
+    let rst: Vec<String> = rst.iter().map(|(k, v)| format!("{}:{v}", rst_name(*k))).collect();
+    let goaway: Vec<String> = goaways.iter().map(|(k, v)| format!("{}:{v}", rst_name(*k))).collect();
     format!(
         "frames_in={frames} headers_in={headers} data_in={data} rst_stream=[{}] goaway=[{}] conns_closed_by_server={closed}/{}",
         rst.join(","),
@@ -314,9 +304,7 @@ struct Health {
 async fn check_health(ch: tonic::transport::Channel) -> Result<Duration, String> {
     let started = Instant::now();
     let mut client = HealthClient::new(ch);
-    let mut req = tonic::Request::new(HealthCheckRequest {
-        service: String::new(),
-    });
+    let mut req = tonic::Request::new(HealthCheckRequest { service: String::new() });
     req.set_timeout(Duration::from_secs(2));
     match tokio::time::timeout(Duration::from_secs(3), client.check(req)).await {
         Ok(Ok(r)) if r.get_ref().status == 1 => Ok(started.elapsed()),
@@ -355,12 +343,7 @@ async fn flood_headers(target: SocketAddr, streams: u32) -> std::io::Result<Vec<
     Ok(vec![seen])
 }
 
-async fn flood_bodies(
-    target: SocketAddr,
-    conns: u32,
-    streams: u32,
-    hold: Duration,
-) -> std::io::Result<Vec<Arc<Seen>>> {
+async fn flood_bodies(target: SocketAddr, conns: u32, streams: u32, hold: Duration) -> std::io::Result<Vec<Arc<Seen>>> {
     let mut tasks = Vec::new();
     for _ in 0..conns {
         tasks.push(tokio::spawn(async move {
@@ -446,11 +429,7 @@ async fn flood_priority(target: SocketAddr, frames: u32) -> std::io::Result<Vec<
     Ok(vec![seen])
 }
 
-async fn flood_idle(
-    target: SocketAddr,
-    conns: u32,
-    hold: Duration,
-) -> std::io::Result<Vec<Arc<Seen>>> {
+async fn flood_idle(target: SocketAddr, conns: u32, hold: Duration) -> std::io::Result<Vec<Arc<Seen>>> {
     let mut seen = Vec::new();
     let mut refused = 0;
     for _ in 0..conns {
@@ -478,10 +457,7 @@ async fn flood_idle(
             Err(_) => refused += 1,
         }
     }
-    eprintln!(
-        "idle: {} connections opened ({refused} failed to connect), none sends a byte",
-        conns - refused
-    );
+    eprintln!("idle: {} connections opened ({refused} failed to connect), none sends a byte", conns - refused);
     let deadline = Instant::now() + hold;
     while Instant::now() < deadline && !seen.iter().all(|s| s.closed.load(Ordering::Relaxed)) {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -492,10 +468,7 @@ async fn flood_idle(
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    assert!(
-        args.target.ip().is_loopback(),
-        "floods go to loopback addresses only"
-    );
+    assert!(args.target.ip().is_loopback(), "floods go to loopback addresses only");
     let started = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
 
@@ -547,25 +520,14 @@ async fn main() -> std::process::ExitCode {
     let run = async {
         match args.flood {
             Flood::Headers { streams } => flood_headers(args.target, streams).await,
-            Flood::Bodies {
-                conns,
-                streams,
-                hold_secs,
-            } => {
-                flood_bodies(
-                    args.target,
-                    conns,
-                    streams,
-                    Duration::from_secs_f64(hold_secs),
-                )
-                .await
+            Flood::Bodies { conns, streams, hold_secs } => {
+                flood_bodies(args.target, conns, streams, Duration::from_secs_f64(hold_secs)).await
             }
             Flood::Priority { frames } => flood_priority(args.target, frames).await,
             Flood::Watch { secs, while_pid } => {
                 let until = Instant::now() + Duration::from_secs_f64(secs);
                 while Instant::now() < until
-                    && while_pid
-                        .is_none_or(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+                    && while_pid.is_none_or(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
                 {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
@@ -636,10 +598,7 @@ async fn main() -> std::process::ExitCode {
         }
     }
     if args.health {
-        let (ok, bad) = (
-            health.ok.load(Ordering::Relaxed),
-            health.failed.load(Ordering::Relaxed),
-        );
+        let (ok, bad) = (health.ok.load(Ordering::Relaxed), health.failed.load(Ordering::Relaxed));
         line += &format!(
             " health_ok={ok} health_failed={bad} health_max_ms={} health_after_new_conn={fresh}",
             health.max_ms.load(Ordering::Relaxed)
@@ -647,9 +606,5 @@ async fn main() -> std::process::ExitCode {
         failed |= bad > 0;
     }
     println!("{line}");
-    if failed {
-        std::process::ExitCode::FAILURE
-    } else {
-        std::process::ExitCode::SUCCESS
-    }
+    if failed { std::process::ExitCode::FAILURE } else { std::process::ExitCode::SUCCESS }
 }

@@ -51,7 +51,8 @@ use tonic::transport::Channel;
 use tonic::{Request, Response, Status};
 
 /// The fixed key ring the engine runs with (benchmark only).
-const RING: &str = r#"{"primary":"bench","keys":{"bench":"4242424242424242424242424242424242424242424242424242424242424242"}}"#;
+const RING: &str =
+    r#"{"primary":"bench","keys":{"bench":"4242424242424242424242424242424242424242424242424242424242424242"}}"#;
 const RPCS: [&str; 5] = ["GetRules", "CommitSeed", "StartRound", "Decide", "Settle"];
 
 struct Opts {
@@ -134,10 +135,7 @@ fn opts() -> Opts {
             "--callgrind" => {
                 let v = v();
                 let (a, b) = v.split_once(',').unwrap_or_else(|| usage());
-                o.callgrind = Some((
-                    a.parse().unwrap_or_else(|_| usage()),
-                    b.parse().unwrap_or_else(|_| usage()),
-                ));
+                o.callgrind = Some((a.parse().unwrap_or_else(|_| usage()), b.parse().unwrap_or_else(|_| usage())));
             }
             "--out" => o.out = Some(v().into()),
             _ => usage(),
@@ -164,10 +162,7 @@ struct Canned {
 
 #[tonic::async_trait]
 impl RedDog for Canned {
-    async fn get_rules(
-        &self,
-        _: Request<proto::GetRulesRequest>,
-    ) -> Result<Response<proto::GetRulesResponse>, Status> {
+    async fn get_rules(&self, _: Request<proto::GetRulesRequest>) -> Result<Response<proto::GetRulesResponse>, Status> {
         Ok(Response::new(self.rules.clone()))
     }
     async fn list_tables(
@@ -189,16 +184,10 @@ impl RedDog for Canned {
     ) -> Result<Response<proto::StartRoundResponse>, Status> {
         Ok(Response::new(self.start.clone()))
     }
-    async fn decide(
-        &self,
-        _: Request<proto::DecideRequest>,
-    ) -> Result<Response<proto::DecideResponse>, Status> {
+    async fn decide(&self, _: Request<proto::DecideRequest>) -> Result<Response<proto::DecideResponse>, Status> {
         Ok(Response::new(self.decide.clone()))
     }
-    async fn settle(
-        &self,
-        _: Request<proto::SettleRequest>,
-    ) -> Result<Response<proto::SettleResponse>, Status> {
+    async fn settle(&self, _: Request<proto::SettleRequest>) -> Result<Response<proto::SettleResponse>, Status> {
         Ok(Response::new(self.settle.clone()))
     }
 }
@@ -245,20 +234,15 @@ fn serve_noop(responses: &Path) {
     rt.block_on(async {
         // The same log subscriber as `reddog serve` (it logs nothing per call here).
         let telemetry =
-            reddog::service::telemetry::init(reddog::service::telemetry::LogFormat::Text)
-                .expect("telemetry");
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
+            reddog::service::telemetry::init(reddog::service::telemetry::LogFormat::Text).expect("telemetry");
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         println!("listening on {}", l.local_addr().expect("addr"));
         let _ = std::io::stdout().flush();
         let stop = async {
             let _ = tokio::signal::ctrl_c().await;
         };
         let limits = reddog::service::app::TransportLimits::default();
-        reddog::service::server::serve_service(l, canned, limits, Duration::from_secs(1), stop)
-            .await
-            .expect("serve");
+        reddog::service::server::serve_service(l, canned, limits, Duration::from_secs(1), stop).await.expect("serve");
         telemetry.shutdown();
     });
 }
@@ -298,9 +282,7 @@ fn wait_ready(child: &mut Child, want_metrics: bool) -> (SocketAddr, Option<Sock
     let (mut addr, mut metrics) = (None, None);
     while addr.is_none() || (want_metrics && metrics.is_none()) {
         let left = deadline.saturating_duration_since(Instant::now());
-        let line = rx
-            .recv_timeout(left)
-            .expect("server did not print its addresses within 120 s");
+        let line = rx.recv_timeout(left).expect("server did not print its addresses within 120 s");
         if let Some(a) = line.strip_prefix("listening on ") {
             addr = Some(a.trim().parse().expect("address"));
         } else if let Some(a) = line.strip_prefix("metrics on ") {
@@ -339,13 +321,7 @@ fn start_engine_with(o: &Opts, log: &Path, callgrind_out: Option<&Path>) -> Serv
     let err = std::fs::File::create(log).expect("engine log file");
     let mut cmd = launcher(o, callgrind_out);
     cmd.arg(&o.engine)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            "127.0.0.1:0",
-        ])
+        .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
         .env("REDDOG_KEY_RING", RING)
         .args(&o.engine_args)
         .env_remove("RUST_LOG")
@@ -356,17 +332,9 @@ fn start_engine_with(o: &Opts, log: &Path, callgrind_out: Option<&Path>) -> Serv
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(err);
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {}: {e}", o.engine.display()));
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", o.engine.display()));
     let (addr, metrics) = wait_ready(&mut child, true);
-    Server {
-        name: "engine",
-        child,
-        addr,
-        metrics,
-        log: log.into(),
-    }
+    Server { name: "engine", child, addr, metrics, log: log.into() }
 }
 
 fn start_noop(o: &Opts, responses: &Path, log: &Path) -> Server {
@@ -388,25 +356,12 @@ fn start_noop_with(o: &Opts, responses: &Path, log: &Path, callgrind_out: Option
         .spawn()
         .expect("starting the no-op server");
     let (addr, _) = wait_ready(&mut child, false);
-    Server {
-        name: "no-op",
-        child,
-        addr,
-        metrics: None,
-        log: log.into(),
-    }
+    Server { name: "no-op", child, addr, metrics: None, log: log.into() }
 }
 
-fn start_plain_with(
-    o: &Opts,
-    responses: &Path,
-    log: &Path,
-    callgrind_out: Option<&Path>,
-) -> Server {
+fn start_plain_with(o: &Opts, responses: &Path, log: &Path, callgrind_out: Option<&Path>) -> Server {
     let err = std::fs::File::create(log).expect("plain log file");
-    let exe = std::env::current_exe()
-        .expect("current exe")
-        .with_file_name("plain_tonic");
+    let exe = std::env::current_exe().expect("current exe").with_file_name("plain_tonic");
     let mut child = launcher(o, callgrind_out)
         .arg(&exe)
         .arg(responses)
@@ -415,20 +370,9 @@ fn start_plain_with(
         .stdout(Stdio::piped())
         .stderr(err)
         .spawn()
-        .unwrap_or_else(|e| {
-            panic!(
-                "starting {} (cargo build --release --example plain_tonic): {e}",
-                exe.display()
-            )
-        });
+        .unwrap_or_else(|e| panic!("starting {} (cargo build --release --example plain_tonic): {e}", exe.display()));
     let (addr, _) = wait_ready(&mut child, false);
-    Server {
-        name: "plain",
-        child,
-        addr,
-        metrics: None,
-        log: log.into(),
-    }
+    Server { name: "plain", child, addr, metrics: None, log: log.into() }
 }
 
 /// CPU seconds (user + system, all threads) of a process: the sum of its threads' on-CPU
@@ -442,11 +386,7 @@ fn cpu_secs(pid: u32, tck: f64) -> f64 {
 /// `/proc/<pid>/task`.
 fn cpu_and_log_thread_secs(pid: u32, tck: f64) -> (f64, f64) {
     let (ns, log_ns) = schedstat_ns(pid);
-    if ns == 0 {
-        (cpu_ticks_secs(pid, tck), 0.0)
-    } else {
-        (ns as f64 / 1e9, log_ns as f64 / 1e9)
-    }
+    if ns == 0 { (cpu_ticks_secs(pid, tck), 0.0) } else { (ns as f64 / 1e9, log_ns as f64 / 1e9) }
 }
 
 /// On-CPU nanoseconds of all of a process's threads, and of its log writer thread alone
@@ -483,8 +423,7 @@ fn cpu_ticks_secs(pid: u32, tck: f64) -> f64 {
 
 /// VmRSS and VmHWM (peak) in KiB.
 fn rss_kib(pid: u32) -> (u64, u64) {
-    let status =
-        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/<pid>/status");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/<pid>/status");
     let get = |key: &str| {
         status
             .lines()
@@ -504,26 +443,14 @@ fn file_len(p: &Path) -> u64 {
 fn rpc_counts(metrics: SocketAddr, method: &str) -> (u64, u64) {
     let mut s = std::net::TcpStream::connect(metrics).expect("connect to /metrics");
     s.set_read_timeout(Some(Duration::from_secs(10))).ok();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
-        .expect("send");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n").expect("send");
     let mut body = String::new();
     s.read_to_string(&mut body).expect("read /metrics");
     let (mut ok, mut other) = (0, 0);
     let want = format!("method=\"{method}\"");
-    for line in body
-        .lines()
-        .filter(|l| l.starts_with("reddog_rpc_requests_total{") && l.contains(&want))
-    {
-        let n: u64 = line
-            .rsplit(' ')
-            .next()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if line.contains("code=\"OK\"") {
-            ok += n
-        } else {
-            other += n
-        }
+    for line in body.lines().filter(|l| l.starts_with("reddog_rpc_requests_total{") && l.contains(&want)) {
+        let n: u64 = line.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        if line.contains("code=\"OK\"") { ok += n } else { other += n }
     }
     (ok, other)
 }
@@ -555,10 +482,7 @@ impl Call {
 
 async fn one(c: &mut RedDogClient<Channel>, call: &Call) -> Result<(), Status> {
     match call {
-        Call::GetRules => c
-            .get_rules(proto::GetRulesRequest::default())
-            .await
-            .map(drop),
+        Call::GetRules => c.get_rules(proto::GetRulesRequest::default()).await.map(drop),
         Call::CommitSeed(r) => c.commit_seed(r.clone()).await.map(drop),
         Call::StartRound(r) => c.start_round(r.clone()).await.map(drop),
         Call::Decide(r) => c.decide(r.clone()).await.map(drop),
@@ -578,60 +502,33 @@ async fn connect(addr: SocketAddr) -> RedDogClient<Channel> {
 /// Plays one 1-seat round that deals a non-consecutive hand and raises; returns each RPC's
 /// request and the engine's answers.
 async fn fixtures(c: &mut RedDogClient<Channel>) -> (BTreeMap<&'static str, Call>, Canned) {
-    let rules = c
-        .get_rules(proto::GetRulesRequest::default())
-        .await
-        .expect("GetRules")
-        .into_inner();
+    let rules = c.get_rules(proto::GetRulesRequest::default()).await.expect("GetRules").into_inner();
     for nonce in 0..1000u64 {
-        let commit_req = proto::CommitSeedRequest {
-            round_id: "bench-round-0001".into(),
-            nonce,
-            ..Default::default()
-        };
-        let committed = c
-            .commit_seed(commit_req.clone())
-            .await
-            .expect("CommitSeed")
-            .into_inner();
+        let commit_req = proto::CommitSeedRequest { round_id: "bench-round-0001".into(), nonce, ..Default::default() };
+        let committed = c.commit_seed(commit_req.clone()).await.expect("CommitSeed").into_inner();
         let start = proto::StartRoundRequest {
             commitment_token: committed.commitment_token.clone(),
             client_seed: "bench client seed".into(),
             nonce,
             round_id: "bench-round-0001".into(),
             seats: vec![proto::SeatBet { bet: 1000 }],
-            player_limits: Some(proto::Limits {
-                min_bet: 100,
-                max_bet: 100_000,
-            }),
+            player_limits: Some(proto::Limits { min_bet: 100, max_bet: 100_000 }),
             ..Default::default()
         };
-        let started = c
-            .start_round(start.clone())
-            .await
-            .expect("StartRound")
-            .into_inner();
+        let started = c.start_round(start.clone()).await.expect("StartRound").into_inner();
         if !started.round.as_ref().is_some_and(|r| r.awaiting_decisions) {
             continue;
         }
         let decide = proto::DecideRequest {
             round_token: started.round_token.clone(),
-            decisions: vec![proto::SeatDecision {
-                seat: 0,
-                action: Action::Raise as i32,
-            }],
+            decisions: vec![proto::SeatDecision { seat: 0, action: Action::Raise as i32 }],
             round_id: "bench-round-0001".into(),
         };
         let decided = c.decide(decide.clone()).await.expect("Decide").into_inner();
-        let settle = proto::SettleRequest {
-            round_token: decided.round_token.clone(),
-            round_id: "bench-round-0001".into(),
-        };
+        let settle =
+            proto::SettleRequest { round_token: decided.round_token.clone(), round_id: "bench-round-0001".into() };
         let settled = c.settle(settle.clone()).await.expect("Settle").into_inner();
-        assert!(
-            settled.results.first().is_some_and(|r| r.raised),
-            "the benchmark round raises"
-        );
+        assert!(settled.results.first().is_some_and(|r| r.raised), "the benchmark round raises");
         let calls = BTreeMap::from([
             ("GetRules", Call::GetRules),
             ("CommitSeed", Call::CommitSeed(commit_req)),
@@ -639,13 +536,7 @@ async fn fixtures(c: &mut RedDogClient<Channel>) -> (BTreeMap<&'static str, Call
             ("Decide", Call::Decide(decide)),
             ("Settle", Call::Settle(settle)),
         ]);
-        let canned = Canned {
-            rules,
-            commit: committed,
-            start: started,
-            decide: decided,
-            settle: settled,
-        };
+        let canned = Canned { rules, commit: committed, start: started, decide: decided, settle: settled };
         return (calls, canned);
     }
     panic!("no non-consecutive deal in 1000 nonces")
@@ -668,14 +559,7 @@ fn h2load(o: &Opts, addr: SocketAddr, rpc: &str, body: &Path, n: u64) -> f64 {
         .arg("-c")
         .arg(&o.client_cpu)
         .arg("h2load")
-        .args([
-            "-n",
-            &n.to_string(),
-            "-c",
-            &o.connections.to_string(),
-            "-m",
-            &o.streams.to_string(),
-        ])
+        .args(["-n", &n.to_string(), "-c", &o.connections.to_string(), "-m", &o.streams.to_string()])
         .arg("-d")
         .arg(body)
         .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
@@ -685,28 +569,16 @@ fn h2load(o: &Opts, addr: SocketAddr, rpc: &str, body: &Path, n: u64) -> f64 {
         .expect("running h2load (apt-get install nghttp2-client)");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "h2load failed:\n{text}");
-    let reqs = text
-        .lines()
-        .find(|l| l.starts_with("requests:"))
-        .unwrap_or_else(|| panic!("h2load output:\n{text}"));
+    let reqs = text.lines().find(|l| l.starts_with("requests:")).unwrap_or_else(|| panic!("h2load output:\n{text}"));
     let succeeded = reqs
         .split(',')
         .find_map(|p| p.trim().strip_suffix(" succeeded"))
         .and_then(|v| v.trim().parse::<u64>().ok())
         .unwrap_or(0);
     assert_eq!(succeeded, n, "h2load: not every request succeeded:\n{text}");
-    let status = text
-        .lines()
-        .find(|l| l.starts_with("status codes:"))
-        .unwrap_or("");
-    assert!(
-        status.contains(&format!("{n} 2xx")),
-        "h2load: HTTP status other than 2xx:\n{text}"
-    );
-    let finished = text
-        .lines()
-        .find(|l| l.starts_with("finished in"))
-        .unwrap_or("");
+    let status = text.lines().find(|l| l.starts_with("status codes:")).unwrap_or("");
+    assert!(status.contains(&format!("{n} 2xx")), "h2load: HTTP status other than 2xx:\n{text}");
+    let finished = text.lines().find(|l| l.starts_with("finished in")).unwrap_or("");
     finished
         .split(',')
         .find_map(|p| p.trim().strip_suffix(" req/s"))
@@ -717,22 +589,13 @@ fn h2load(o: &Opts, addr: SocketAddr, rpc: &str, body: &Path, n: u64) -> f64 {
 fn saturate(o: &Opts, s: &Server, rpc: &str, body: &Path, tck: f64) -> Sat {
     h2load(o, s.addr, rpc, body, o.warmup);
     let before = s.metrics.map(|m| rpc_counts(m, rpc));
-    let ((cpu0, log_thread0), log0) =
-        (cpu_and_log_thread_secs(s.child.id(), tck), file_len(&s.log));
+    let ((cpu0, log_thread0), log0) = (cpu_and_log_thread_secs(s.child.id(), tck), file_len(&s.log));
     let calls_per_s = h2load(o, s.addr, rpc, body, o.calls);
-    let ((cpu1, log_thread1), log1) =
-        (cpu_and_log_thread_secs(s.child.id(), tck), file_len(&s.log));
+    let ((cpu1, log_thread1), log1) = (cpu_and_log_thread_secs(s.child.id(), tck), file_len(&s.log));
     if let (Some(m), Some((ok0, bad0))) = (s.metrics, before) {
         let (ok1, bad1) = rpc_counts(m, rpc);
-        assert_eq!(
-            bad1, bad0,
-            "{rpc}: the engine answered some calls with a non-OK gRPC status"
-        );
-        assert_eq!(
-            ok1 - ok0,
-            o.calls,
-            "{rpc}: the engine's OK count does not match the calls sent"
-        );
+        assert_eq!(bad1, bad0, "{rpc}: the engine answered some calls with a non-OK gRPC status");
+        assert_eq!(ok1 - ok0, o.calls, "{rpc}: the engine's OK count does not match the calls sent");
     }
     Sat {
         calls_per_s,
@@ -764,18 +627,12 @@ async fn latency(o: &Opts, s: &Server, call: &Call, tck: f64) -> (Vec<f64>, f64)
         let call = call.clone();
         tasks.push(tokio::spawn(async move {
             let sent = Instant::now();
-            one(&mut c, &call)
-                .await
-                .map(|()| sent.elapsed().as_secs_f64() * 1e6)
+            one(&mut c, &call).await.map(|()| sent.elapsed().as_secs_f64() * 1e6)
         }));
     }
     let mut lat = Vec::with_capacity(n);
     for t in tasks {
-        lat.push(
-            t.await
-                .expect("task")
-                .unwrap_or_else(|e| panic!("{} answered {e}", s.name)),
-        );
+        lat.push(t.await.expect("task").unwrap_or_else(|e| panic!("{} answered {e}", s.name)));
     }
     let cpu = (cpu_secs(s.child.id(), tck) - cpu0) * 1e6 / n as f64;
     (lat, cpu)
@@ -796,10 +653,7 @@ fn median(v: &[f64]) -> f64 {
 }
 
 fn range(v: &[f64]) -> (f64, f64) {
-    (
-        v.iter().copied().fold(f64::INFINITY, f64::min),
-        v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-    )
+    (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(f64::NEG_INFINITY, f64::max))
 }
 
 #[derive(Default)]
@@ -814,15 +668,12 @@ fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {
-            c.lines().find_map(|l| {
-                l.strip_prefix("model name")
-                    .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
-            })
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))
         })
         .unwrap_or_default();
-    let n = std::fs::read_to_string("/proc/cpuinfo").map_or(0, |c| {
-        c.lines().filter(|l| l.starts_with("processor")).count()
-    });
+    let n = std::fs::read_to_string("/proc/cpuinfo")
+        .map_or(0, |c| c.lines().filter(|l| l.starts_with("processor")).count());
     format!("{n} cores ({cpu})")
 }
 
@@ -838,15 +689,7 @@ fn loadavg() -> String {
 /// Instructions (callgrind `Ir`, user space, all threads) a server process executes for
 /// `n` calls of `rpc` after start-up and 200 warm-up calls: SIGINT ends it cleanly so
 /// callgrind writes its totals.
-fn callgrind_run(
-    o: &Opts,
-    which: &str,
-    rpc: &str,
-    body: &Path,
-    n: u64,
-    dir: &Path,
-    responses: &Path,
-) -> u64 {
+fn callgrind_run(o: &Opts, which: &str, rpc: &str, body: &Path, n: u64, dir: &Path, responses: &Path) -> u64 {
     let out = dir.join(format!("callgrind.{which}.{rpc}.{n}"));
     let log = dir.join(format!("{which}.{rpc}.{n}.log"));
     let mut s = match which {
@@ -868,30 +711,18 @@ fn callgrind_run(
     let _ = Command::new("kill").args(["-INT", &pid]).status();
     let deadline = Instant::now() + Duration::from_secs(120);
     while s.child.try_wait().expect("wait").is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "{which} did not exit after SIGINT"
-        );
+        assert!(Instant::now() < deadline, "{which} did not exit after SIGINT");
         std::thread::sleep(Duration::from_millis(20));
     }
     let text = std::fs::read_to_string(&out).expect("callgrind output");
     text.lines()
-        .find_map(|l| {
-            l.strip_prefix("summary: ")
-                .or_else(|| l.strip_prefix("totals: "))
-        })
+        .find_map(|l| l.strip_prefix("summary: ").or_else(|| l.strip_prefix("totals: ")))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no totals in {}", out.display()))
 }
 
-fn callgrind_table(
-    o: &Opts,
-    (n1, n2): (u64, u64),
-    bodies: &BTreeMap<&str, PathBuf>,
-    responses: &Path,
-    dir: &Path,
-) {
+fn callgrind_table(o: &Opts, (n1, n2): (u64, u64), bodies: &BTreeMap<&str, PathBuf>, responses: &Path, dir: &Path) {
     println!(
         "Instructions per call (callgrind, whole server process, collected from the end of 200 warm-up calls: (Ir of {n2} calls + exit − Ir of {n1} calls + exit) / {}):",
         n2 - n1
@@ -908,18 +739,10 @@ fn callgrind_table(
             (b as f64 - a as f64) / (n2 - n1) as f64
         };
         let (e, n, p) = (per("engine"), per("no-op"), per("plain"));
-        println!(
-            "| {rpc} | {e:.0} | {n:.0} | {p:.0} | {:.0} | {:.0} | {:.1} % |",
-            n - p,
-            e - n,
-            100.0 * (n - p) / n
-        );
+        println!("| {rpc} | {e:.0} | {n:.0} | {p:.0} | {:.0} | {:.0} | {:.1} % |", n - p, e - n, 100.0 * (n - p) / n);
     }
     println!();
-    println!(
-        "callgrind files: {} (callgrind_annotate --inclusive=yes FILE)",
-        dir.display()
-    );
+    println!("callgrind files: {} (callgrind_annotate --inclusive=yes FILE)", dir.display());
 }
 
 fn main() {
@@ -936,14 +759,8 @@ fn main() {
         .and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse().ok())
         .unwrap_or(100.0);
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine_log = o
-        .log
-        .clone()
-        .unwrap_or_else(|| dir.path().join("engine.log"));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let engine_log = o.log.clone().unwrap_or_else(|| dir.path().join("engine.log"));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
 
     let engine = start_engine(&o, &engine_log);
     let (calls, canned) = rt.block_on(async { fixtures(&mut connect(engine.addr).await).await });
@@ -956,21 +773,11 @@ fn main() {
     // check that both servers answer it OK through a real client.
     let mut bodies = BTreeMap::new();
     rt.block_on(async {
-        let (mut e, mut n, mut p) = (
-            connect(engine.addr).await,
-            connect(noop.addr).await,
-            connect(plain.addr).await,
-        );
+        let (mut e, mut n, mut p) = (connect(engine.addr).await, connect(noop.addr).await, connect(plain.addr).await);
         for (rpc, call) in &calls {
-            one(&mut e, call)
-                .await
-                .unwrap_or_else(|s| panic!("engine {rpc}: {s}"));
-            one(&mut n, call)
-                .await
-                .unwrap_or_else(|s| panic!("no-op {rpc}: {s}"));
-            one(&mut p, call)
-                .await
-                .unwrap_or_else(|s| panic!("plain {rpc}: {s}"));
+            one(&mut e, call).await.unwrap_or_else(|s| panic!("engine {rpc}: {s}"));
+            one(&mut n, call).await.unwrap_or_else(|s| panic!("no-op {rpc}: {s}"));
+            one(&mut p, call).await.unwrap_or_else(|s| panic!("plain {rpc}: {s}"));
             let msg = call.encoded();
             let mut body = vec![0u8];
             body.extend_from_slice(&(msg.len() as u32).to_be_bytes());
@@ -1032,9 +839,7 @@ fn main() {
             let rpc: &str = RPCS.iter().find(|r| **r == rpc.as_str()).unwrap();
             let servers = [&engine, &plain, &noop];
             let first = (round + k) % servers.len();
-            let order: Vec<&Server> = (0..servers.len())
-                .map(|i| servers[(first + i) % servers.len()])
-                .collect();
+            let order: Vec<&Server> = (0..servers.len()).map(|i| servers[(first + i) % servers.len()]).collect();
             for s in order {
                 let sat = saturate(&o, s, rpc, &bodies[rpc], tck);
                 let (mut lat, low_cpu) = rt.block_on(latency(&o, s, &calls[rpc], tck));
@@ -1072,34 +877,24 @@ fn main() {
     let mut round_cpu = 0.0;
     let mut round_complete = true;
     for rpc in RPCS {
-        let (Some(e), Some(p), Some(n)) = (
-            acc.get(&(rpc, "engine")),
-            acc.get(&(rpc, "plain")),
-            acc.get(&(rpc, "no-op")),
-        ) else {
+        let (Some(e), Some(p), Some(n)) =
+            (acc.get(&(rpc, "engine")), acc.get(&(rpc, "plain")), acc.get(&(rpc, "no-op")))
+        else {
             if rpc != "GetRules" {
                 round_complete = false;
             }
             continue;
         };
         let ratio = |a: &Acc| -> (f64, f64, f64) {
-            let r: Vec<f64> = a
-                .sat
-                .iter()
-                .zip(&p.sat)
-                .map(|(x, y)| x.calls_per_s / y.calls_per_s)
-                .collect();
+            let r: Vec<f64> = a.sat.iter().zip(&p.sat).map(|(x, y)| x.calls_per_s / y.calls_per_s).collect();
             let (lo, hi) = range(&r);
             (median(&r), lo, hi)
         };
         let (em, elo, ehi) = ratio(e);
         let (nm, nlo, nhi) = ratio(n);
         let f = |v: &Acc, g: fn(&Sat) -> f64| median(&v.sat.iter().map(g).collect::<Vec<_>>());
-        let (ecpu, pcpu, ncpu) = (
-            f(e, |s| s.cpu_us_per_call),
-            f(p, |s| s.cpu_us_per_call),
-            f(n, |s| s.cpu_us_per_call),
-        );
+        let (ecpu, pcpu, ncpu) =
+            (f(e, |s| s.cpu_us_per_call), f(p, |s| s.cpu_us_per_call), f(n, |s| s.cpu_us_per_call));
         if rpc != "GetRules" {
             round_cpu += ecpu;
         }
@@ -1119,21 +914,16 @@ fn main() {
         );
     }
     println!();
-    println!(
-        "At the fixed load ({} calls/s), CPU µs per call and the range of the rounds' p99 (µs):",
-        o.rate
-    );
+    println!("At the fixed load ({} calls/s), CPU µs per call and the range of the rounds' p99 (µs):", o.rate);
     println!();
     println!(
         "| RPC | engine CPU µs/call | plain CPU µs/call | no-op CPU µs/call | engine p99 range | plain p99 range |"
     );
     println!("|---|---|---|---|---|---|");
     for rpc in RPCS {
-        let (Some(e), Some(p), Some(n)) = (
-            acc.get(&(rpc, "engine")),
-            acc.get(&(rpc, "plain")),
-            acc.get(&(rpc, "no-op")),
-        ) else {
+        let (Some(e), Some(p), Some(n)) =
+            (acc.get(&(rpc, "engine")), acc.get(&(rpc, "plain")), acc.get(&(rpc, "no-op")))
+        else {
             continue;
         };
         let (elo, ehi) = range(&e.p99s);
@@ -1146,11 +936,8 @@ fn main() {
         );
     }
     println!();
-    let ((ersss, ehwm), (prss, phwm), (nrss, nhwm)) = (
-        rss_kib(engine.child.id()),
-        rss_kib(plain.child.id()),
-        rss_kib(noop.child.id()),
-    );
+    let ((ersss, ehwm), (prss, phwm), (nrss, nhwm)) =
+        (rss_kib(engine.child.id()), rss_kib(plain.child.id()), rss_kib(noop.child.id()));
     println!(
         "RSS at the end: engine {ersss} KiB (peak {ehwm} KiB), plain {prss} KiB (peak {phwm} KiB), no-op {nrss} KiB (peak {nhwm} KiB)"
     );

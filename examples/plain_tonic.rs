@@ -30,10 +30,7 @@ struct Canned {
 
 #[tonic::async_trait]
 impl RedDog for Canned {
-    async fn get_rules(
-        &self,
-        _: Request<proto::GetRulesRequest>,
-    ) -> Result<Response<proto::GetRulesResponse>, Status> {
+    async fn get_rules(&self, _: Request<proto::GetRulesRequest>) -> Result<Response<proto::GetRulesResponse>, Status> {
         Ok(Response::new(self.rules.clone()))
     }
     async fn list_tables(
@@ -54,16 +51,10 @@ impl RedDog for Canned {
     ) -> Result<Response<proto::StartRoundResponse>, Status> {
         Ok(Response::new(self.start.clone()))
     }
-    async fn decide(
-        &self,
-        _: Request<proto::DecideRequest>,
-    ) -> Result<Response<proto::DecideResponse>, Status> {
+    async fn decide(&self, _: Request<proto::DecideRequest>) -> Result<Response<proto::DecideResponse>, Status> {
         Ok(Response::new(self.decide.clone()))
     }
-    async fn settle(
-        &self,
-        _: Request<proto::SettleRequest>,
-    ) -> Result<Response<proto::SettleResponse>, Status> {
+    async fn settle(&self, _: Request<proto::SettleRequest>) -> Result<Response<proto::SettleResponse>, Status> {
         Ok(Response::new(self.settle.clone()))
     }
 }
@@ -89,9 +80,7 @@ fn read_responses(path: &str) -> Canned {
 
 #[tokio::main]
 async fn main() {
-    let path = std::env::args()
-        .nth(1)
-        .expect("usage: plain_tonic RESPONSES_FILE");
+    let path = std::env::args().nth(1).expect("usage: plain_tonic RESPONSES_FILE");
     let canned = read_responses(&path);
     // What `Server::serve(addr)` does with tonic's defaults (TCP_NODELAY on), on a port the
     // caller learns from the `listening on` line.

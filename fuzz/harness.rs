@@ -19,8 +19,8 @@
 //!   be settled from every token it issued, settling is repeatable, the money adds up
 //!   (checked arithmetic) and every reveal verifies.
 //!
-//! The request builders that depend on the API version (issue 8 adds fields to CommitSeed
-//! and the tokens) are in one place: [`commitment_token`] and [`start_request`].
+//! The request builders that depend on the API version (the fields of CommitSeed and the
+//! tokens) are in one place: [`commitment_token`] and [`start_request`].
 #![allow(dead_code)]
 
 use std::future::Future;
@@ -42,7 +42,8 @@ use tonic::{Code, Request, Status};
 /// The ring every engine here uses: two keys, `f1` primary.
 pub const RING: &str = r#"{"primary":"f1","keys":{"f1":"5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a","f0":"a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5"}}"#;
 /// A ring with only the retired key: tokens of [`RING`]'s primary must not open with it.
-pub const OLD_RING: &str = r#"{"primary":"f0","keys":{"f0":"a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5"}}"#;
+pub const OLD_RING: &str =
+    r#"{"primary":"f0","keys":{"f0":"a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5"}}"#;
 
 // ---- input reading ---------------------------------------------------------------------------
 
@@ -83,11 +84,7 @@ impl<'a> Bytes<'a> {
     }
     /// A string of up to `max` bytes (length from one or two input bytes), lossy UTF-8.
     pub fn text(&mut self, max: usize) -> String {
-        let len = if max > 255 {
-            usize::from(self.u8()) * 5
-        } else {
-            usize::from(self.u8())
-        };
+        let len = if max > 255 { usize::from(self.u8()) * 5 } else { usize::from(self.u8()) };
         String::from_utf8_lossy(self.bytes(len.min(max))).into_owned()
     }
     pub fn rest(&mut self) -> &'a [u8] {
@@ -146,23 +143,14 @@ pub fn run<F: Future>(f: F) -> F::Output {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
 }
 
 // ---- the API-version-dependent builders ------------------------------------------------------
 
 /// A commitment token over `seed`, sealed as the engine's CommitSeed would: bound to this
 /// round id and nonce, at the default table with `decks` decks and its (unspecified) currency.
-pub fn commitment_token(
-    ring: &KeyRing,
-    seed: [u8; 32],
-    round_id: &str,
-    nonce: u64,
-    decks: Decks,
-) -> Vec<u8> {
+pub fn commitment_token(ring: &KeyRing, seed: [u8; 32], round_id: &str, nonce: u64, decks: Decks) -> Vec<u8> {
     let payload = CommitmentPayload {
         server_seed: seed.to_vec(),
         expires_at_unix_ms: now_ms() + 3_600_000,
@@ -206,31 +194,20 @@ pub fn start_request(
 /// not serve (docs/API.md, error table).
 pub fn assert_caller_error(what: &str, s: &Status) {
     assert!(
-        matches!(
-            s.code(),
-            Code::InvalidArgument | Code::OutOfRange | Code::FailedPrecondition
-        ) || (s.code() == Code::NotFound && s.message().starts_with("table_id: ")),
+        matches!(s.code(), Code::InvalidArgument | Code::OutOfRange | Code::FailedPrecondition)
+            || (s.code() == Code::NotFound && s.message().starts_with("table_id: ")),
         "{what}: answered {:?} {:?}",
         s.code(),
         s.message()
     );
-    assert!(
-        !s.details().is_empty(),
-        "{what}: {:?} without details",
-        s.code()
-    );
+    assert!(!s.details().is_empty(), "{what}: {:?} without details", s.code());
 }
 
 /// A round token the engine issued opens with its ring into a consistent round.
 pub fn assert_round_token_opens(ring: &KeyRing, token: &[u8]) -> RoundState {
     let payload = ring
         .open::<RoundPayload>(TokenKind::Round, token)
-        .unwrap_or_else(|e| {
-            panic!(
-                "an issued round token ({} bytes) does not reopen: {e}",
-                token.len()
-            )
-        });
+        .unwrap_or_else(|e| panic!("an issued round token ({} bytes) does not reopen: {e}", token.len()));
     RoundState::from_payload(payload).expect("an issued round token holds a consistent round")
 }
 
@@ -262,11 +239,7 @@ pub fn assert_settlement(m: &Model, s: &proto::SettleResponse) {
         let raised = m.decided[i] == Some(true);
         assert_eq!(r.raised, raised, "seat {i} raised");
         let factor = if raised { 2 } else { 1 };
-        assert_eq!(
-            u128::from(r.stake),
-            u128::from(r.bet) * factor,
-            "seat {i} stake"
-        );
+        assert_eq!(u128::from(r.stake), u128::from(r.bet) * factor, "seat {i} stake");
         let want = match Outcome::try_from(r.outcome) {
             Ok(Outcome::Win) => {
                 assert!(r.odds > 0, "seat {i}: a win pays odds");
@@ -280,16 +253,8 @@ pub fn assert_settlement(m: &Model, s: &proto::SettleResponse) {
         staked += u128::from(r.stake);
         returned += u128::from(r.returned);
     }
-    assert_eq!(
-        u128::from(s.total_staked),
-        staked,
-        "total_staked is the exact sum of the stakes"
-    );
-    assert_eq!(
-        u128::from(s.total_returned),
-        returned,
-        "total_returned is the exact sum"
-    );
+    assert_eq!(u128::from(s.total_staked), staked, "total_staked is the exact sum of the stakes");
+    assert_eq!(u128::from(s.total_returned), returned, "total_returned is the exact sum");
     let view = s.round.as_ref().expect("round view");
     assert!(!view.awaiting_decisions, "a settled round awaits nothing");
     assert_eq!(s.step, m.step, "Settle adds no step");
@@ -300,64 +265,30 @@ pub fn assert_settlement(m: &Model, s: &proto::SettleResponse) {
 /// settlement's seats and the settled token's transcript.
 pub fn assert_reveal(m: &Model, s: &proto::SettleResponse) {
     let Ok(AnyReveal::V2(reveal)) = parse_reveal(&s.reveal_json) else {
-        panic!(
-            "reveal_json is not a well-formed v2 reveal: {}",
-            s.reveal_json
-        )
+        panic!("reveal_json is not a well-formed v2 reveal: {}", s.reveal_json)
     };
     let seed = ServerSeed::from_bytes(m.seed);
     assert_eq!(reveal.server_seed, seed.reveal_hex());
     assert_eq!(reveal.commitment, seed.commitment().to_hex());
     assert_eq!(reveal.client_seed, m.client_seed);
-    assert_eq!(
-        (reveal.nonce, reveal.round_id.as_str()),
-        (m.nonce, m.round_id.as_str())
-    );
+    assert_eq!((reveal.nonce, reveal.round_id.as_str()), (m.nonce, m.round_id.as_str()));
     assert_eq!(reveal.table_id, DEFAULT_TABLE_ID);
-    assert_eq!(
-        reveal.decisions.len(),
-        m.step as usize,
-        "one reveal step per Decide call"
-    );
-    assert_eq!(
-        reveal.transcript, s.transcript,
-        "the reveal's transcript is the settled one"
-    );
-    let seats: Vec<_> = s
-        .results
-        .iter()
-        .map(|r| (r.bet, r.raised, r.stake, r.returned))
-        .collect();
-    let shown: Vec<_> = reveal
-        .seats
-        .iter()
-        .map(|r| (r.bet, r.raised, r.stake, r.returned))
-        .collect();
+    assert_eq!(reveal.decisions.len(), m.step as usize, "one reveal step per Decide call");
+    assert_eq!(reveal.transcript, s.transcript, "the reveal's transcript is the settled one");
+    let seats: Vec<_> = s.results.iter().map(|r| (r.bet, r.raised, r.stake, r.returned)).collect();
+    let shown: Vec<_> = reveal.seats.iter().map(|r| (r.bet, r.raised, r.stake, r.returned)).collect();
     assert_eq!(shown, seats, "the reveal's seats are the settlement's");
-    let verdict = AnyReveal::V2(reveal)
-        .verify()
-        .expect("a well-formed reveal");
+    let verdict = AnyReveal::V2(reveal).verify().expect("a well-formed reveal");
     assert!(verdict.ok(), "the reveal verifies: {verdict:?}");
 }
 
 /// Settles `token` twice through the service (must succeed, identically) and checks it.
 pub fn settle_and_check(e: &Engine, m: &Model, token: &[u8]) -> proto::SettleResponse {
-    let req = proto::SettleRequest {
-        round_token: token.to_vec(),
-        round_id: m.round_id.clone(),
-    };
+    let req = proto::SettleRequest { round_token: token.to_vec(), round_id: m.round_id.clone() };
     let first = run(e.service.settle(Request::new(req.clone())))
-        .unwrap_or_else(|s| {
-            panic!(
-                "an accepted round cannot be settled: {:?} {}",
-                s.code(),
-                s.message()
-            )
-        })
+        .unwrap_or_else(|s| panic!("an accepted round cannot be settled: {:?} {}", s.code(), s.message()))
         .into_inner();
-    let again = run(e.service.settle(Request::new(req)))
-        .expect("settle again")
-        .into_inner();
+    let again = run(e.service.settle(Request::new(req))).expect("settle again").into_inner();
     assert_eq!(first, again, "Settle is repeatable");
     assert_settlement(m, &first);
     first
@@ -374,11 +305,7 @@ pub fn tokens(data: &[u8]) {
         // Arbitrary bytes behind a genuine header (version, kind, the primary's key id), so
         // the bytes reach the AEAD.
         1 => {
-            let kind = if input.u8() & 1 == 0 {
-                TokenKind::Round
-            } else {
-                TokenKind::Commitment
-            };
+            let kind = if input.u8() & 1 == 0 { TokenKind::Round } else { TokenKind::Commitment };
             let genuine = ring.seal(kind, &CommitmentPayload::default()).unwrap();
             let header = 3 + usize::from(genuine[2]);
             let mut token = genuine[..header].to_vec();
@@ -399,21 +326,10 @@ pub fn tokens(data: &[u8]) {
             };
             let opened = ring
                 .open::<RoundPayload>(TokenKind::Round, &token)
-                .unwrap_or_else(|e| {
-                    panic!(
-                        "a token the engine sealed ({} bytes) does not reopen: {e}",
-                        token.len()
-                    )
-                });
+                .unwrap_or_else(|e| panic!("a token the engine sealed ({} bytes) does not reopen: {e}", token.len()));
             assert_eq!(opened, payload, "reopened payload differs");
-            assert_eq!(
-                ring.seal(TokenKind::Round, &payload).unwrap(),
-                token,
-                "sealing is deterministic"
-            );
-            let kind_bound = ring
-                .open::<CommitmentPayload>(TokenKind::Commitment, &token)
-                .is_err();
+            assert_eq!(ring.seal(TokenKind::Round, &payload).unwrap(), token, "sealing is deterministic");
+            let kind_bound = ring.open::<CommitmentPayload>(TokenKind::Commitment, &token).is_err();
             assert!(kind_bound, "a round token opened as a commitment token");
             let old = KeyRing::from_json(OLD_RING).unwrap();
             let foreign = old.open::<RoundPayload>(TokenKind::Round, &token).is_err();
@@ -464,21 +380,9 @@ fn genuine_rounds() -> &'static [(Model, Vec<u8>)] {
                     step: 0,
                 };
                 let token = commitment_token(&e.ring, m.seed, &m.round_id, nonce, e.table.decks());
-                let limits = Some(proto::Limits {
-                    min_bet: 500,
-                    max_bet: 30_000,
-                });
-                let req = start_request(
-                    token,
-                    m.client_seed.clone(),
-                    nonce,
-                    m.round_id.clone(),
-                    &m.bets,
-                    limits,
-                );
-                let started = run(e.service.start_round(Request::new(req)))
-                    .unwrap()
-                    .into_inner();
+                let limits = Some(proto::Limits { min_bet: 500, max_bet: 30_000 });
+                let req = start_request(token, m.client_seed.clone(), nonce, m.round_id.clone(), &m.bets, limits);
+                let started = run(e.service.start_round(Request::new(req))).unwrap().into_inner();
                 let awaiting = started.round.unwrap().awaiting_decisions;
                 (Model { awaiting, ..m }, started.round_token)
             })
@@ -516,14 +420,8 @@ pub fn requests(data: &[u8]) {
                         .open::<CommitmentPayload>(TokenKind::Commitment, &r.commitment_token)
                         .expect("an issued commitment token reopens");
                     assert_eq!(p.seed().unwrap().commitment().to_hex(), r.commitment);
-                    assert_eq!(
-                        (p.round_id.as_str(), p.nonce),
-                        (req.round_id.as_str(), req.nonce)
-                    );
-                    assert_eq!(
-                        (r.round_id.as_str(), r.nonce),
-                        (req.round_id.as_str(), req.nonce)
-                    );
+                    assert_eq!((p.round_id.as_str(), p.nonce), (req.round_id.as_str(), req.nonce));
+                    assert_eq!((r.round_id.as_str(), r.nonce), (req.round_id.as_str(), req.nonce));
                 }
                 Err(s) => assert_caller_error(what, &s),
             }
@@ -534,8 +432,7 @@ pub fn requests(data: &[u8]) {
             };
             let seed = [pick as u8; 32];
             if flags & 1 != 0 {
-                req.commitment_token =
-                    commitment_token(&e.ring, seed, &req.round_id, req.nonce, e.table.decks());
+                req.commitment_token = commitment_token(&e.ring, seed, &req.round_id, req.nonce, e.table.decks());
             }
             match run(e.service.start_round(Request::new(req.clone()))) {
                 Ok(r) => {
@@ -638,10 +535,7 @@ fn decide_allowed(m: &Model, decisions: &[proto::SeatDecision]) -> bool {
         let ok = seat < m.bets.len()
             && !seen[seat]
             && m.decided[seat].is_none()
-            && matches!(
-                Action::try_from(d.action),
-                Ok(Action::Raise | Action::Stand)
-            );
+            && matches!(Action::try_from(d.action), Ok(Action::Raise | Action::Stand));
         if seat < seen.len() {
             seen[seat] = true;
         }
@@ -667,33 +561,16 @@ pub fn round(data: &[u8]) {
     let bets: Vec<u64> = (0..seats)
         .map(|i| {
             let x = input.u64();
-            if raw_bets >> (i % 8) & 1 == 1 {
-                x
-            } else {
-                min + x % (max - min + 1)
-            }
+            if raw_bets >> (i % 8) & 1 == 1 { x } else { min + x % (max - min + 1) }
         })
         .collect();
     let limits = match input.u8() % 3 {
-        0 => Some(proto::Limits {
-            min_bet: min,
-            max_bet: max,
-        }),
-        1 => Some(proto::Limits {
-            min_bet: input.u64(),
-            max_bet: input.u64(),
-        }),
+        0 => Some(proto::Limits { min_bet: min, max_bet: max }),
+        1 => Some(proto::Limits { min_bet: input.u64(), max_bet: input.u64() }),
         _ => None,
     };
     let token = commitment_token(&e.ring, seed, &round_id, nonce, e.table.decks());
-    let req = start_request(
-        token,
-        client_seed.clone(),
-        nonce,
-        round_id.clone(),
-        &bets,
-        limits,
-    );
+    let req = start_request(token, client_seed.clone(), nonce, round_id.clone(), &bets, limits);
     let started = match run(e.service.start_round(Request::new(req))) {
         Ok(r) => r.into_inner(),
         Err(s) => {
@@ -705,10 +582,7 @@ pub fn round(data: &[u8]) {
     assert_eq!(view.seats.len(), bets.len());
     assert_eq!(started.step, 0);
     if view.awaiting_decisions {
-        assert!(
-            view.third_card.is_none(),
-            "the third card stays face down while seats decide"
-        );
+        assert!(view.third_card.is_none(), "the third card stays face down while seats decide");
     }
     let first = Model {
         seed,
@@ -726,27 +600,17 @@ pub fn round(data: &[u8]) {
     let mut issued: Vec<(Model, Vec<u8>)> = vec![(first, started.round_token)];
     while !input.is_empty() && issued.len() < 64 {
         let op = input.u8();
-        let parent = if op & 0x80 != 0 {
-            usize::from(input.u8()) % issued.len()
-        } else {
-            issued.len() - 1
-        };
+        let parent = if op & 0x80 != 0 { usize::from(input.u8()) % issued.len() } else { issued.len() - 1 };
         let n = usize::from(op & 0x07);
         let decisions: Vec<proto::SeatDecision> = (0..n)
             .map(|_| {
                 let b = input.u8();
-                proto::SeatDecision {
-                    seat: u32::from(b & 0x0f),
-                    action: i32::from(b >> 4) % 4,
-                }
+                proto::SeatDecision { seat: u32::from(b & 0x0f), action: i32::from(b >> 4) % 4 }
             })
             .collect();
         let (m, token) = issued[parent].clone();
-        let req = proto::DecideRequest {
-            round_token: token,
-            decisions: decisions.clone(),
-            round_id: m.round_id.clone(),
-        };
+        let req =
+            proto::DecideRequest { round_token: token, decisions: decisions.clone(), round_id: m.round_id.clone() };
         let allowed = decide_allowed(&m, &decisions);
         match run(e.service.decide(Request::new(req.clone()))) {
             Ok(r) => {
@@ -763,18 +627,11 @@ pub fn round(data: &[u8]) {
                 }
                 next.step = m.step + 1;
                 assert_eq!(r.step, next.step, "each accepted Decide is one step");
-                assert_eq!(
-                    u128::from(r.raised_amount),
-                    raised,
-                    "raised_amount = the raised bets"
-                );
+                assert_eq!(u128::from(r.raised_amount), raised, "raised_amount = the raised bets");
                 let view = r.round.expect("round view");
                 next.awaiting = view.awaiting_decisions;
                 let undecided = next.decided.iter().any(Option::is_none);
-                assert_eq!(
-                    next.awaiting, undecided,
-                    "awaiting until every seat decided"
-                );
+                assert_eq!(next.awaiting, undecided, "awaiting until every seat decided");
                 if view.awaiting_decisions {
                     assert!(view.third_card.is_none(), "the third card stays face down");
                 }
@@ -784,10 +641,7 @@ pub fn round(data: &[u8]) {
                 retry.decisions.reverse();
                 let again = run(e.service.decide(Request::new(retry))).expect("the same Decide");
                 let again = again.into_inner();
-                assert_eq!(
-                    again.round_token, r.round_token,
-                    "a retried Decide: the same token"
-                );
+                assert_eq!(again.round_token, r.round_token, "a retried Decide: the same token");
                 assert_eq!(again.transcript, r.transcript);
                 issued.push((next, r.round_token));
             }

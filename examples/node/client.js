@@ -3,7 +3,7 @@
 // implementation of gRPC independent of the engine's Rust one): plays rounds against a
 // running `reddog serve` and checks every reveal.
 //
-//   cd examples/node && npm install
+//   cd examples/node && npm ci   # the versions in package-lock.json
 //   node client.js --target 127.0.0.1:50051 --rounds 20 [--verifier ../../verify/verify.py]
 //
 // Per round: CommitSeed -> StartRound (two seats) -> Decide when the hand asks for decisions

@@ -7,13 +7,11 @@ and checks every reveal with the independent verifier.
 
 Stubs are generated at run time from proto/ (grpcio-tools) into a temporary directory, so
 nothing generated is committed. Reveals are checked with verify/verify.py (the independent
-Python verifier, imported as a module); if that file is missing, `reddog verify -` is used
-instead (pass --reddog PATH to the binary). Exit status 0 when every round settled and every
+Python verifier; --verifier names another copy). Exit status 0 when every round settled and every
 reveal verified, 1 otherwise.
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -40,56 +38,21 @@ def load_stubs(proto_dir):
     return reddog_pb2, reddog_pb2_grpc
 
 
-def make_verifier(verifier_path, reddog_bin):
-    """Returns verify(reveal_json, expect) -> bool, preferring the independent Python verifier.
-
-    `expect` is what the player was shown before the round (commitment, client seed, nonce,
-    round id): a verifier that knows `--expect-*` checks the reveal against it; otherwise the
-    client compares those fields itself."""
-    if os.path.exists(verifier_path):
-        help_text = subprocess.run([sys.executable, verifier_path, "--help"], capture_output=True, text=True).stdout
-        if "--expect-commitment" in help_text:
-            print("verifying reveals with the independent verifier %s (with --expect-*)" % verifier_path)
-
-            def verify_cli(reveal_json, expect):
-                args = [sys.executable, verifier_path, "-"]
-                for key, value in sorted(expect.items()):
-                    args += ["--expect-" + key.replace("_", "-"), str(value)]
-                r = subprocess.run(args, input=reveal_json.encode(), capture_output=True)
-                return r.returncode == 0
-            return verify_cli
-        spec = importlib.util.spec_from_file_location("reddog_verify", verifier_path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        print("verifying reveals with the independent verifier %s" % verifier_path)
-
-        def verify(reveal_json, expect):
-            with open(os.devnull, "w") as quiet:
-                return bool(module.check_reveal(json.loads(reveal_json), out=quiet)) and matches(reveal_json, expect)
-        return verify
-    # Fallback until verify/verify.py is on this branch: the engine's own checker, and if
-    # that is not built either, the commitment check alone (said loudly on every run).
-    print("NOTE: %s not found; falling back to `%s verify`" % (verifier_path, reddog_bin))
-    import hashlib
+def make_verifier(verifier_path):
+    """Returns verify(reveal_json, expect) -> bool: the independent Python verifier, run on the
+    reveal with `--expect-*` set to what the player was shown before the round (commitment,
+    client seed, nonce, round id)."""
+    if not os.path.exists(verifier_path):
+        raise SystemExit("no verifier at %s (pass --verifier PATH to verify/verify.py)" % verifier_path)
+    print("verifying reveals with the independent verifier %s (with --expect-*)" % verifier_path)
 
     def verify(reveal_json, expect):
-        args = [reddog_bin, "verify", "-"]
+        args = [sys.executable, verifier_path, "-"]
         for key, value in sorted(expect.items()):
             args += ["--expect-" + key.replace("_", "-"), str(value)]
         r = subprocess.run(args, input=reveal_json.encode(), capture_output=True)
-        if b"not built yet" in r.stderr or b"unexpected argument" in r.stderr:
-            reveal = json.loads(reveal_json)
-            print("NOTE: `reddog verify` is not built on this branch either: checked only "
-                  "SHA-256(server_seed) == commitment, not the cards")
-            return hashlib.sha256(bytes.fromhex(reveal["server_seed"])).hexdigest() == reveal["commitment"]
         return r.returncode == 0
     return verify
-
-
-def matches(reveal_json, expect):
-    """The reveal's fields equal what the player was shown."""
-    reveal = json.loads(reveal_json)
-    return all(reveal.get(k) == v for k, v in expect.items())
 
 
 def play(stub, pb, verify, rounds, seed):
@@ -176,10 +139,9 @@ def main():
     p.add_argument("--seed", type=int, default=1, help="seed for the client's own choices")
     p.add_argument("--proto", default=os.path.join(REPO, "proto"))
     p.add_argument("--verifier", default=os.path.join(REPO, "verify", "verify.py"))
-    p.add_argument("--reddog", default=os.path.join(REPO, "target", "debug", "reddog"))
     a = p.parse_args()
     pb, pb_grpc = load_stubs(a.proto)
-    verify = make_verifier(a.verifier, a.reddog)
+    verify = make_verifier(a.verifier)
     with grpc.insecure_channel(a.target) as channel:
         grpc.channel_ready_future(channel).result(timeout=10)
         failures = play(pb_grpc.RedDogStub(channel), pb, verify, a.rounds, a.seed)

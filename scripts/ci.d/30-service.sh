@@ -56,7 +56,7 @@ echo "-- buf curl (reflection)"
 "$BUF" curl --protocol grpc --http2-prior-knowledge -d '{"service":""}' "http://$ADDR/grpc.health.v1.Health/Check"
 
 echo "-- python client"
-"$TOOLS/venv/bin/python" examples/python/reddog_client.py --target "$ADDR" --rounds 30 --reddog "$BIN"
+"$TOOLS/venv/bin/python" examples/python/reddog_client.py --target "$ADDR" --rounds 30
 
 echo "-- metrics"
 "$TOOLS/venv/bin/python" - "$METRICS" <<'PY'

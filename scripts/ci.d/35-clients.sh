@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Second client and generated stubs (issue 11):
+# Second client and generated stubs:
 #   - the Node.js client (examples/node: @grpc/grpc-js + @grpc/proto-loader, an independent
 #     gRPC implementation) plays rounds against the real binary on a free 127.0.0.1 port and
 #     checks every reveal itself and with verify/verify.py, plus a refused call's details;

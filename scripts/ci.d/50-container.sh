@@ -114,7 +114,7 @@ echo "-- full rounds from outside (Python client, independent verifier)"
 t=$(now)
 ROUNDS=20
 check "python client: $ROUNDS rounds settled and verified" \
-  sh -c "'$PY' examples/python/reddog_client.py --target '$GRPC' --rounds $ROUNDS --reddog '$BIN' > '$WORK/client.log' 2>&1 || { tail -20 '$WORK/client.log'; exit 1; }"
+  sh -c "'$PY' examples/python/reddog_client.py --target '$GRPC' --rounds $ROUNDS > '$WORK/client.log' 2>&1 || { tail -20 '$WORK/client.log'; exit 1; }"
 tail -1 "$WORK/client.log"
 started=$("$PY" - "$METRICS" <<'PY'
 import sys, urllib.request

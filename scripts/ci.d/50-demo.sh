@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reference platform (demo/, issue 12): lint and test the demo crate, run the browser's
+# The reference platform (demo/): lint and test the demo crate, run the browser's
 # verifier against the vectors in node, then the end-to-end test in headless Chromium
 # (Debian's chromium driven by npm playwright-core) against the real engine and platform,
 # and finally `reddog audit-log` over the engine's log (inside the e2e script).

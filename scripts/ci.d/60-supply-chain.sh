@@ -67,6 +67,26 @@ license_is_apache() {
 }
 check "Cargo.toml license = \"$license\" and LICENSE is the Apache License 2.0 text" license_is_apache
 
+echo "-- rust-version (MSRV)"
+# The declared rust-version of both crates must be at least every dependency's (cargo
+# metadata gives each package's); clippy's incompatible_msrv lint checks the code's use of
+# the standard library against it (README, "Building").
+msrv_holds() {
+  cargo metadata --locked --format-version 1 | python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+def v(s):
+    parts = [int(x) for x in (s or "0").split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
+ours = {p["name"]: p["rust_version"] for p in m["packages"] if p["id"] in m["workspace_members"]}
+need, name, version = max((v(p["rust_version"]), p["name"], p["version"])
+                          for p in m["packages"] if p["id"] not in m["workspace_members"])
+print("        highest rust-version among dependencies: %s (%s %s); ours: %s"
+      % (".".join(map(str, need)), name, version, ours))
+sys.exit(0 if len(set(ours.values())) == 1 and all(v(r) >= need for r in ours.values()) else 1)'
+}
+check "rust-version of reddog and reddog-demo is the same and no dependency needs a newer Rust" msrv_holds
+
 echo "-- cargo deny --workspace check licenses bans sources (deny.toml)"
 check "licences, bans, sources" "$DENY" --log-level error --workspace --locked check licenses bans sources
 

@@ -6,8 +6,12 @@ Input series are built from the exact one-deck odds (scripts/deploy/alert_consta
   multinomial: the ordinary noise of a fair deal, which must not fire), pairs at twice their
   frequency (must fire), and the same bias at too low a volume (must not fire);
 - third card: exact frequencies (no alert), spread 7 winning 0.70 instead of 0.56 (fires);
-- RTP: 0.95 and 0.8833 (always raise: the issue's false alarm) must not fire; 1.10 and 0.70
-  (outside every strategy) fire;
+- RTP: 0.95 and 0.8833 (every seat always raises, a legal strategy) must not fire; 1.10 and
+  0.70 (outside every strategy) fire;
+- payout: 200 rounds a minute of one seat of 100 playing the optimal strategy at one deck,
+  dealt by a seeded shuffle; each round's exact expected return and variance (as the engine
+  exports them) next to what it returned — paid by the paytable (must not fire), and the same
+  deals with spread 3 paid 1:1 instead of 2:1 (fires);
 - service alerts: 2 % INTERNAL fires, 0.5 % does not; no target up fires RedDogDown;
 - seal budget: a key sealing 160 000 tokens/s over two pods fires (2^40 within 90 days needs
   141 399/s), one at 120 000/s does not.
@@ -94,9 +98,53 @@ def money(rtp: float) -> list:
     return [
         series("reddog_staked_minor_units_total", TABLE, 1000),
         series("reddog_returned_minor_units_total", TABLE, 1000 * rtp),
-        series("reddog_settled_round_moment_sum", TABLE + ',moment="rr"', 5 * r_hi * r_hi),
-        series("reddog_settled_round_moment_sum", TABLE + ',moment="rs"', 100 * 5 * r_hi),
-        series("reddog_settled_round_moment_sum", TABLE + ',moment="ss"', 10 * 100 * 100),
+        series("reddog_settled_round_moments_total", TABLE + ',moment="rr"', 5 * r_hi * r_hi),
+        series("reddog_settled_round_moments_total", TABLE + ',moment="rs"', 100 * 5 * r_hi),
+        series("reddog_settled_round_moments_total", TABLE + ',moment="ss"', 10 * 100 * 100),
+    ]
+
+
+PAYS = [5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1]   # the standard paytable: spread 1..11, "to 1"
+THREE_OF_A_KIND = 11
+
+
+def payout(rounds_per_minute: int, pays: list, seed: int) -> list:
+    """Cumulative series of one table's returned, exact expected return and variance, and
+    rounds settled: one seat betting 100, raising on spreads 7-11 (the optimal strategy at
+    one deck), one 52-card deck shuffled per round by random.Random(seed). The expectation
+    and variance are the engine's (src/odds/expected.rs) for the standard paytable; the
+    round is paid with `pays` (spread 1..11)."""
+    rng = random.Random(seed)
+    returned = expected = variance = rounds = 0.0
+    values = {"returned": [0.0], "expected": [0.0], "variance": [0.0], "rounds": [0.0]}
+    for _ in range(SAMPLES - 1):
+        for _ in range(rounds_per_minute * STEP_MIN):
+            a, b, c = (x // 4 + 2 for x in rng.sample(range(52), 3))
+            lo, hi = min(a, b), max(a, b)
+            if lo == hi:                                  # pair: push, or three of a kind
+                stake, swing, p, win = 100, 100 * THREE_OF_A_KIND, 2 / 50, c == lo
+                base, paid = 100, 100 * THREE_OF_A_KIND
+            elif hi - lo == 1:                            # consecutive: push
+                stake, swing, p, win, base, paid = 100, 0, 0.0, False, 100, 0
+            else:
+                s = hi - lo - 1
+                stake = 200 if s >= 7 else 100
+                swing, p, win = stake * (PAYS[s - 1] + 1), 4 * s / 50, lo < c < hi
+                base, paid = 0, stake * (pays[s - 1] + 1)
+            returned += base + (paid if win else 0)
+            expected += base + swing * p
+            variance += swing * swing * p * (1 - p)
+            rounds += 1
+        for k, v in (("returned", returned), ("expected", expected), ("variance", variance), ("rounds", rounds)):
+            values[k].append(v)
+
+    def explicit(name: str, labels: str, vs: list) -> dict:
+        return {"series": f"{name}{{{labels}}}", "values": " ".join(f"{v:.10g}" for v in vs)}
+    return [
+        explicit("reddog_returned_minor_units_total", TABLE, values["returned"]),
+        explicit("reddog_expected_returned_minor_units_total", TABLE, values["expected"]),
+        explicit("reddog_returned_variance_minor_units_squared_total", TABLE, values["variance"]),
+        explicit("reddog_rounds_settled_total", TABLE + ',hand_class="any",spread="0",rule="any"', values["rounds"]),
     ]
 
 
@@ -174,6 +222,12 @@ def main() -> int:
         case("observed RTP 0.70: below the worst strategy's 0.8269, fires",
              settled(10) + money(0.70),
              [alert("RedDogRtpOutsideStrategyRange", True)]),
+        case("payout: 288 000 rounds a day paid by the paytable: no alert",
+             payout(200, PAYS, seed=5),
+             [alert("RedDogPayoutOffExpected", False)]),
+        case("payout: the same deals with spread 3 paid 1:1 instead of 2:1: fires",
+             payout(200, PAYS[:2] + [1] + PAYS[3:], seed=5),
+             [alert("RedDogPayoutOffExpected", True)]),
     ]
     service = {
         "name": "service alerts", "interval": "1m",

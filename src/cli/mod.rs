@@ -15,10 +15,14 @@ mod simulate;
 
 /// Red Dog game engine.
 #[derive(Debug, Parser)]
-#[command(name = "reddog", version, about, long_about = None)]
+#[command(name = "reddog", version, about, long_about = None, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// `reddog` with no subcommand serves: these are `reddog serve`'s flags and environment
+    /// variables, parsed by clap like the subcommand's own.
+    #[command(flatten)]
+    serve: serve::ServeArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -52,7 +56,7 @@ enum Command {
 /// Runs the command; its exit status on success (`verify` tells verified, not verified and
 /// malformed apart).
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let done = match cli.command.unwrap_or(Command::Serve(serve::ServeArgs::default())) {
+    let done = match cli.command.unwrap_or(Command::Serve(cli.serve)) {
         Command::Serve(args) => serve::run(args),
         Command::Odds(args) => odds::run(args),
         Command::Simulate(args) => simulate::run(args),

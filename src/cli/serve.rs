@@ -142,11 +142,25 @@ pub fn listen_addr(text: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("the host name in {text:?} resolves to no address"))
 }
 
-impl Default for ServeArgs {
-    fn default() -> Self {
-        use clap::FromArgMatches;
-        let matches = <ServeArgs as clap::Args>::augment_args(clap::Command::new("serve")).get_matches_from(["serve"]);
-        ServeArgs::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+/// Warns when the key ring file may be read by its group or by others (any of the mode bits
+/// 0o077): whoever reads it can unseal every round token. A Kubernetes Secret mounted with
+/// `defaultMode: 0440` and an `fsGroup` is group-readable by design, so this warns, never
+/// refuses.
+fn warn_if_others_can_read(path: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            warn!(
+                path = %path.display(),
+                mode = format!("{:04o}", meta.permissions().mode() & 0o7777),
+                "the key ring file is readable by its group or by others: anyone who can read it can unseal \
+                 every round token; make it 0600 (chmod 600) or, in Kubernetes, a Secret readable by the \
+                 engine's group only"
+            );
+        }
     }
 }
 
@@ -253,6 +267,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
     } else {
         info!(primary = ring.primary_id(), keys = ?ring.ids().collect::<Vec<_>>(), "key ring loaded");
+    }
+    if let Some(path) = &args.key_ring_file {
+        warn_if_others_can_read(path);
     }
     let shutdown = shutdown_signal().context("installing the SIGTERM / SIGINT handlers")?;
     let tables = &app.engine().tables;

@@ -657,10 +657,10 @@ impl Expectations {
         };
         let mut out = Vec::new();
         let mut cmp = |field: &'static str, expected: Option<String>, revealed: Option<String>, same: bool| {
-            if let Some(expected) = expected {
-                if !same {
-                    out.push(Mismatch { field, expected, revealed });
-                }
+            if let Some(expected) = expected
+                && !same
+            {
+                out.push(Mismatch { field, expected, revealed });
             }
         };
         cmp(

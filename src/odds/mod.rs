@@ -44,12 +44,14 @@
 //! `P(win | s) · (odds + 1) − 1`, is strictly positive. The optimal policy raises on those
 //! spreads and stands on a tie.
 
+mod expected;
 mod policy;
 
 use num_integer::Integer;
 use num_rational::Ratio;
 use serde::Serialize;
 
+pub use expected::{RoundExpectation, round_expectation};
 pub use policy::{Policy, RaiseSet};
 
 use crate::error::EngineError;

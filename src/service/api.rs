@@ -524,7 +524,7 @@ impl RedDogService {
             sandbox: false,
         }))?;
         if let Some(m) = self.inner.table_metrics.get(&state.table_id) {
-            m.settled(&settlement);
+            m.settled(&settlement, state.decks, &state.paytable);
         }
         Ok(proto::SettleResponse {
             round: Some(convert::round_view(&state.round, &state.paytable)?),

@@ -10,7 +10,9 @@
 //! | `reddog_seats_settled_total` | counter | `table`, `hand_class`, `outcome`, `rule` | seat results returned by `Settle` |
 //! | `reddog_staked_minor_units_total` | counter | `table` | sum of stakes settled |
 //! | `reddog_returned_minor_units_total` | counter | `table` | sum returned; returned/staked = observed RTP |
-//! | `reddog_settled_round_moment_sum` | gauge (only rises) | `table`, `moment` | Σ returned², Σ returned·staked, Σ staked² per Settle answer |
+//! | `reddog_settled_round_moments_total` | counter | `table`, `moment` | Σ returned² (`rr`), Σ returned·staked (`rs`), Σ staked² (`ss`) per Settle answer |
+//! | `reddog_expected_returned_minor_units_total` | counter | `table` | Σ over Settle answers of the round's exact expected return given its deal and the decisions made ([`crate::odds::round_expectation`]) |
+//! | `reddog_returned_variance_minor_units_squared_total` | counter | `table` | Σ of the same rounds' variances of the return: observed − expected over √ this is the payout monitor's z |
 //! | `reddog_deal_probability` | gauge | `table`, `hand_class`, `spread` | exact probability of the deal class |
 //! | `reddog_third_card_probability` | gauge | `table`, `hand_class`, `spread` | exact P(third card wins \| deal class) |
 //! | `reddog_rtp_bound` | gauge | `table`, `definition`, `bound` | exact RTP range over every strategy |
@@ -26,6 +28,11 @@
 //! | `reddog_log_writer_waits_total` | counter | | log lines that waited for a stalled stderr (`log_writer`; never dropped) |
 //! | `reddog_audit_records_total` | counter | | audit records written (`audit_sink`) |
 //! | `reddog_audit_refused_total` | counter | `reason` | audit records refused, and their calls answered UNAVAILABLE (`backlog`, `output_failed`, `stopped`, `not_started`) |
+//! | `process_*` | | | the process's CPU, memory, file descriptors, threads and start time (metrics-process) |
+//!
+//! Every counter with a fixed label set is registered at 0 when the service starts, so a rule
+//! sees it before its first event; `reddog_rpc_requests_total` is at 0 for code `OK` of every
+//! method, and other codes appear at their first answer.
 //!
 //! Settlement counters count `Settle` answers: a retried `Settle` counts again. Deal classes
 //! are `hand_class` `pair` and `consecutive` (spread `0`) and `non_consecutive` with spread
@@ -41,6 +48,13 @@
 //! a sum that would overflow is left unchanged and logged (never wrapped, never clamped).
 //! Prometheus stores samples as float64, so values above 2^53 lose low digits there — never
 //! their magnitude.
+//!
+//! **The payout monitor.** For each settled round the expected return given its first two
+//! cards and every seat's final stake is an exact fraction ([`crate::odds::round_expectation`]);
+//! its sum is kept exactly (a `u128` whole part and an exact fractional part) and rendered
+//! with six decimals. The variances and the moments are statistics, summed as `f64`. The
+//! alert `RedDogPayoutOffExpected` (deploy/monitoring) compares returned with expected in
+//! standard errors: a settlement that pays other odds than the paytable's drifts away.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -58,8 +72,8 @@ use tokio::net::TcpListener;
 
 use super::build_info;
 use super::tables::Currency;
-use crate::game::{HandClass, Rule, Settlement, Spread, Table};
-use crate::odds::{Analysis, RtpDefinition, to_f64};
+use crate::game::{Decks, HandClass, Paytable, Rule, Settlement, Spread, Table};
+use crate::odds::{Analysis, Exact, RtpDefinition, decimal, round_expectation, to_f64};
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
@@ -91,6 +105,111 @@ fn add_money(table: &str, staked: u64, returned: u64) {
 /// Makes a table's money counters visible at 0 before its first settlement.
 fn register_money(table: &str) {
     MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(table.to_string()).or_default();
+    PAYOUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(table.to_string()).or_default();
+}
+
+/// The payout monitor's sums and the RTP moments of one table (see the module docs).
+#[derive(Clone, Debug)]
+struct Payout {
+    /// Σ expected return: whole minor units, exact.
+    expected_whole: u128,
+    /// Σ expected return: the fractional part, exact, in [0, 1).
+    expected_fraction: Exact,
+    /// Σ Var[returned], minor units squared.
+    variance: f64,
+    /// Σ returned², Σ returned·staked, Σ staked² per Settle answer.
+    moments: [f64; 3],
+}
+
+impl Default for Payout {
+    fn default() -> Self {
+        Payout { expected_whole: 0, expected_fraction: Exact::from(0), variance: 0.0, moments: [0.0; 3] }
+    }
+}
+
+/// Per table id.
+static PAYOUT: Mutex<BTreeMap<String, Payout>> = Mutex::new(BTreeMap::new());
+
+/// Adds a settled round to the table's payout sums: its exact expected return given the
+/// deal and stakes, its variance, and the RTP moments.
+fn add_payout(table: &str, s: &Settlement, decks: Decks, paytable: &Paytable) {
+    let law = match round_expectation(decks, s.class, paytable, s.seats.iter().map(|seat| seat.stake)) {
+        Ok(law) => law,
+        Err(e) => {
+            tracing::error!(table, error = %e, "payout monitor: expected return not computed; round left out");
+            return;
+        }
+    };
+    let expected = law.expected();
+    let whole = expected.to_integer();
+    let (r, st) = (s.total_returned.0 as f64, s.total_staked.0 as f64);
+    let mut all = PAYOUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let p = all.entry(table.to_string()).or_default();
+    let mut fraction = p.expected_fraction + (expected - Exact::from(whole));
+    let mut carry = 0u128;
+    if fraction >= Exact::from(1) {
+        fraction -= Exact::from(1);
+        carry = 1;
+    }
+    // `whole` >= 0: expected returns are never negative.
+    match p.expected_whole.checked_add(whole.unsigned_abs()).and_then(|w| w.checked_add(carry)) {
+        Some(w) => {
+            p.expected_whole = w;
+            p.expected_fraction = fraction;
+        }
+        None => tracing::error!(table, "payout monitor sums would overflow 128 bits; left unchanged"),
+    }
+    p.variance += law.variance_f64();
+    p.moments[0] += r * r;
+    p.moments[1] += r * st;
+    p.moments[2] += st * st;
+}
+
+/// The payout monitor's sums and the RTP moments in Prometheus text format.
+pub fn render_payout() -> String {
+    let all = PAYOUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let mut out = String::from(
+        "# HELP reddog_expected_returned_minor_units_total Sum over Settle answers of the exact expected return \
+         given the round's deal and decisions, in the table's minor units.\n\
+         # TYPE reddog_expected_returned_minor_units_total counter\n",
+    );
+    for (table, p) in &all {
+        // decimal() rounds half up: 0.9999995 and above shows as "1.000000".
+        let frac = decimal(&p.expected_fraction, 6);
+        let (carry, digits) = frac.split_once('.').unwrap_or(("0", "000000"));
+        let whole = p.expected_whole + u128::from(carry == "1");
+        out.push_str(&format!(
+            "reddog_expected_returned_minor_units_total{{table=\"{}\"}} {whole}.{digits}\n",
+            label_value(table)
+        ));
+    }
+    out.push_str(
+        "# HELP reddog_returned_variance_minor_units_squared_total Sum over Settle answers of the variance of \
+         the round's return given its deal and decisions, minor units squared.\n\
+         # TYPE reddog_returned_variance_minor_units_squared_total counter\n",
+    );
+    for (table, p) in &all {
+        out.push_str(&format!(
+            "reddog_returned_variance_minor_units_squared_total{{table=\"{}\"}} {:e}\n",
+            label_value(table),
+            p.variance
+        ));
+    }
+    out.push_str(
+        "# HELP reddog_settled_round_moments_total Per table, the sum over Settle answers of returned^2 \
+         (moment=rr), returned*staked (rs) and staked^2 (ss), minor units squared: the standard error of the \
+         observed RTP.\n\
+         # TYPE reddog_settled_round_moments_total counter\n",
+    );
+    for (table, p) in &all {
+        for (m, v) in ["rr", "rs", "ss"].iter().zip(p.moments) {
+            out.push_str(&format!(
+                "reddog_settled_round_moments_total{{table=\"{}\",moment=\"{m}\"}} {v:e}\n",
+                label_value(table)
+            ));
+        }
+    }
+    out
 }
 
 /// The money counters in Prometheus text format.
@@ -175,7 +294,7 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
 
 fn respond<B>(req: &hyper::Request<B>, handle: &PrometheusHandle) -> hyper::Response<Full<Bytes>> {
     let (status, body) = match (req.method(), req.uri().path()) {
-        (&hyper::Method::GET, "/metrics") => (hyper::StatusCode::OK, handle.render() + &render_money()),
+        (&hyper::Method::GET, "/metrics") => (hyper::StatusCode::OK, render_all(handle)),
         (&hyper::Method::GET, "/") => (hyper::StatusCode::OK, "reddog metrics: see /metrics\n".to_string()),
         _ => (hyper::StatusCode::NOT_FOUND, "not found\n".to_string()),
     };
@@ -185,6 +304,23 @@ fn respond<B>(req: &hyper::Request<B>, handle: &PrometheusHandle) -> hyper::Resp
         .headers_mut()
         .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"));
     response
+}
+
+/// The whole `/metrics` page: the process metrics sampled now, the exporter's text, then the
+/// exact money and payout sums.
+fn render_all(handle: &PrometheusHandle) -> String {
+    process_collector().collect();
+    handle.render() + &render_money() + &render_payout()
+}
+
+/// The `process_*` collector (metrics-process), described once.
+fn process_collector() -> &'static metrics_process::Collector {
+    static COLLECTOR: OnceLock<metrics_process::Collector> = OnceLock::new();
+    COLLECTOR.get_or_init(|| {
+        let c = metrics_process::Collector::default();
+        c.describe();
+        c
+    })
 }
 
 /// Binds the metrics listener and serves it in the background; returns the bound address.
@@ -304,11 +440,6 @@ fn describe() {
         "Seat results returned by Settle, by table, hand class, outcome, rule"
     );
     describe_gauge!(
-        "reddog_settled_round_moment_sum",
-        "Per table, the sum over Settle answers of returned^2 (moment=rr), returned*staked (rs) and staked^2 (ss), \
-         minor units squared: the standard error of the observed RTP"
-    );
-    describe_gauge!(
         "reddog_deal_probability",
         "Exact probability of each deal class (hand_class, spread) for the table's shoe"
     );
@@ -333,6 +464,46 @@ fn describe() {
         "reddog_audit_refused_total",
         "Audit records refused (the call answered UNAVAILABLE): backlog, output_failed or stopped"
     );
+    describe_counter!("reddog_token_seals_total", "Tokens sealed, by key id");
+    describe_counter!("reddog_load_shed_total", "RedDog calls answered RESOURCE_EXHAUSTED at --max-in-flight");
+    describe_counter!("reddog_request_timeouts_total", "RedDog calls cut at --request-timeout-ms (DEADLINE_EXCEEDED)");
+    describe_counter!(
+        "reddog_undecodable_requests_total",
+        "Requests that could not be decoded (INVALID_ARGUMENT) or were over the size limit (RESOURCE_EXHAUSTED)"
+    );
+    describe_counter!("reddog_connections_closed_total", "Connections the server closed, by reason");
+    describe_counter!(
+        "reddog_accept_backoffs_total",
+        "Accept failures (out of file descriptors or memory) that backed off"
+    );
+    describe_counter!("reddog_log_writer_waits_total", "Log lines that waited for a stalled stderr (never dropped)");
+}
+
+/// Registers every counter whose label values are known in advance (an increment by 0: a
+/// series that exists keeps its value), so each series exists from start-up and a rule on
+/// `increase()` sees the first event, not a new series.
+fn register_zero_counters() {
+    for method in [Method::StartRound, Method::Decide, Method::Settle] {
+        for reason in ["expired", "unknown_key", "tampered", "malformed", "wrong_kind"] {
+            counter!("reddog_token_rejections_total", "method" => method.name(), "reason" => reason).increment(0);
+        }
+    }
+    counter!("reddog_load_shed_total").increment(0);
+    counter!("reddog_request_timeouts_total").increment(0);
+    for code in [tonic::Code::InvalidArgument, tonic::Code::ResourceExhausted] {
+        counter!("reddog_undecodable_requests_total", "code" => code_name(code)).increment(0);
+    }
+    for reason in
+        ["handshake_timeout", "tls", "not_http2", "too_many_handshakes", "too_many_connections", "displaced", "idle"]
+    {
+        counter!("reddog_connections_closed_total", "reason" => reason).increment(0);
+    }
+    counter!("reddog_accept_backoffs_total").increment(0);
+    counter!("reddog_log_writer_waits_total").increment(0);
+    counter!("reddog_audit_records_total").increment(0);
+    for reason in ["backlog", "output_failed", "stopped", "not_started"] {
+        counter!("reddog_audit_refused_total", "reason" => reason).increment(0);
+    }
 }
 
 /// Handles to the metrics every RPC touches, registered once when the service is built, so
@@ -354,6 +525,8 @@ impl Metrics {
     /// Registers the per-RPC handles and `reddog_build_info` with the global recorder.
     pub fn register() -> Metrics {
         describe();
+        register_zero_counters();
+        process_collector();
         gauge!(
             "reddog_build_info",
             "version" => build_info::VERSION,
@@ -389,10 +562,8 @@ pub struct TableMetrics {
     rounds_settled: [[Option<Counter>; 6]; DEALS],
     /// By rule, in the order of `RULES`.
     seats_settled: [Counter; 6],
-    /// The table id (label `table`); its money sums live in `MONEY`.
+    /// The table id (label `table`); its money and payout sums live in `MONEY` and `PAYOUT`.
     id: String,
-    /// returned², returned·staked, staked² per Settle answer.
-    moments: [Gauge; 3],
 }
 
 impl std::fmt::Debug for TableMetrics {
@@ -470,8 +641,6 @@ impl TableMetrics {
                     "rule" => rule.name()
                 )
             }),
-            moments: ["rr", "rs", "ss"]
-                .map(|m| gauge!("reddog_settled_round_moment_sum", "table" => id.clone(), "moment" => m)),
             id: id.clone(),
         }
     }
@@ -482,9 +651,10 @@ impl TableMetrics {
     }
 
     /// Records a settlement: the round's rule, per seat outcome, the staked and returned
-    /// sums (exact, see the module docs) and their products (as `f64`: statistics for the
-    /// RTP's standard error, never money).
-    pub fn settled(&self, s: &Settlement) {
+    /// sums (exact, see the module docs), the round's exact expected return and variance
+    /// given its deal (`decks` and `paytable` are the round's own, from its token) and the
+    /// RTP moments (as `f64`: statistics, never money).
+    pub fn settled(&self, s: &Settlement, decks: Decks, paytable: &Paytable) {
         let deal = deal_index(s.class);
         if let Some(rule) = s.seats.first().map(|seat| seat.rule)
             && let Some(Some(c)) = RULES.iter().position(|&r| r == rule).map(|i| &self.rounds_settled[deal][i])
@@ -496,12 +666,8 @@ impl TableMetrics {
                 self.seats_settled[i].increment(1);
             }
         }
-        let (staked, returned) = (s.total_staked.0, s.total_returned.0);
-        add_money(&self.id, staked, returned);
-        let (r, st) = (returned as f64, staked as f64);
-        self.moments[0].increment(r * r);
-        self.moments[1].increment(r * st);
-        self.moments[2].increment(st * st);
+        add_money(&self.id, s.total_staked.0, s.total_returned.0);
+        add_payout(&self.id, s, decks, paytable);
     }
 }
 

@@ -3,7 +3,7 @@
 //! the history of its `Decide` calls and its transcript hash. The payloads are protobuf
 //! messages private to the engine; only their sealed form ever leaves it.
 //!
-//! Payloads written by the engine before round integrity (issue 8) are still read: a
+//! Payloads written by engines before commitments were bound to a round are still read: a
 //! commitment without a binding (`decks` = 0) is [`Binding::Unbound`], and a round without a
 //! transcript gets `t_0` computed from its contents and its recorded decisions as one step
 //! (`docs/design/round-integrity.md` §6).

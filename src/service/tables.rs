@@ -14,6 +14,11 @@
 //! `minor_unit_exponent` the number of decimals of its minor unit (EUR 2, JPY 0, BHD 3).
 //! Without a currency a table is `XXX` (ISO 4217's "no currency") with exponent 2, the
 //! engine's historical assumption of cents.
+//!
+//! A paytable whose best play returns more than the players stake (optimal-strategy RTP
+//! above 1: the house loses money in the long run) is refused unless the table says
+//! `"allow_rtp_over_1": true` (promotions, test tables). Every error names the field:
+//! `tables.<id>.<field>`.
 
 use std::collections::BTreeMap;
 
@@ -103,6 +108,7 @@ struct TableEntry {
     max_bet: Option<u64>,
     currency: Option<String>,
     minor_unit_exponent: Option<u8>,
+    allow_rtp_over_1: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -117,6 +123,17 @@ fn entry(id: &str, value: serde_json::Value) -> Result<NamedTable, EngineError> 
     let table =
         Table::try_from(TableSpec { decks: e.decks, paytable: e.paytable, min_bet: e.min_bet, max_bet: e.max_bet })
             .map_err(|err| EngineError::invalid(field.clone(), err.to_string()))?;
+    let best = crate::odds::Analysis::new(table.decks(), table.paytable()).policy(crate::odds::Policy::Optimal).rtp;
+    if best > crate::odds::Exact::from(1) && e.allow_rtp_over_1 != Some(true) {
+        return Err(EngineError::invalid(
+            format!("{field}.paytable"),
+            format!(
+                "the best play returns {} per unit bet, more than the stake: the house loses in the long run; \
+                 check the paytable against `reddog odds`, or set \"allow_rtp_over_1\": true if that is intended",
+                crate::odds::decimal(&best, 6)
+            ),
+        ));
+    }
     let currency = match (&e.currency, e.minor_unit_exponent) {
         (None, None) => Currency::unspecified(),
         (Some(code), Some(exp)) => Currency::new(code, exp, &field)?,
@@ -137,17 +154,37 @@ fn entry(id: &str, value: serde_json::Value) -> Result<NamedTable, EngineError> 
 }
 
 fn parse_entry(value: serde_json::Value, field: &str) -> Result<TableEntry, EngineError> {
-    // Unknown keys first, by hand, so the error names the key as a field.
-    const KNOWN: [&str; 6] = ["decks", "paytable", "min_bet", "max_bet", "currency", "minor_unit_exponent"];
-    if let Some(obj) = value.as_object()
-        && let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str()))
-    {
+    // Field by field, so that an error names the field (`tables.vip.decks: invalid value:
+    // integer `-1`, expected u32`), and unknown keys first, named as fields.
+    const KNOWN: [&str; 7] =
+        ["decks", "paytable", "min_bet", "max_bet", "currency", "minor_unit_exponent", "allow_rtp_over_1"];
+    let Some(obj) = value.as_object() else {
+        return Err(EngineError::invalid(field.to_string(), "a table is a JSON object of its settings"));
+    };
+    if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
         return Err(EngineError::invalid(
             format!("{field}.{unknown}"),
             format!("unknown field; a table has {}", KNOWN.join(", ")),
         ));
     }
-    serde_json::from_value(value).map_err(|e| EngineError::invalid(field.to_string(), e.to_string()))
+    fn get<T: serde::de::DeserializeOwned>(
+        obj: &serde_json::Map<String, serde_json::Value>,
+        field: &str,
+        key: &str,
+    ) -> Result<Option<T>, EngineError> {
+        obj.get(key)
+            .map(|v| T::deserialize(v).map_err(|e| EngineError::invalid(format!("{field}.{key}"), e.to_string())))
+            .transpose()
+    }
+    Ok(TableEntry {
+        decks: get(obj, field, "decks")?,
+        paytable: get(obj, field, "paytable")?,
+        min_bet: get(obj, field, "min_bet")?,
+        max_bet: get(obj, field, "max_bet")?,
+        currency: get(obj, field, "currency")?,
+        minor_unit_exponent: get(obj, field, "minor_unit_exponent")?,
+        allow_rtp_over_1: get(obj, field, "allow_rtp_over_1")?,
+    })
 }
 
 /// Refuses a JSON text in which an object repeats a key, naming its path (`tables.vip`,

@@ -280,7 +280,7 @@ impl KeyRing {
     /// Builds a ring from `(id, 32-byte key)` pairs; `primary` must be one of the ids.
     ///
     /// Refused (errors name the ids, never key bytes): no key, an invalid or repeated id, an
-    /// all-zero key, the same key under two ids.
+    /// all-zero or all-0xff key, the same key under two ids.
     pub fn new(mut keys: Vec<(String, [u8; 32])>, primary: &str) -> Result<KeyRing, EngineError> {
         if let Err(e) = Self::check(&keys) {
             keys.iter_mut().for_each(|(_, k)| k.zeroize());
@@ -320,6 +320,12 @@ impl KeyRing {
                     "the key is all zeros: generate keys with `reddog keygen`",
                 ));
             }
+            if key.iter().all(|&b| b == 0xff) {
+                return Err(EngineError::invalid(
+                    format!("key_ring.keys.{id}"),
+                    "the key is all 0xff bytes (ffff…): generate keys with `reddog keygen`",
+                ));
+            }
             if let Some((other, _)) = keys[..i].iter().find(|(_, k)| bool::from(k.ct_eq(key))) {
                 return Err(EngineError::invalid(
                     format!("key_ring.keys.{id}"),
@@ -330,13 +336,24 @@ impl KeyRing {
         Ok(())
     }
 
+    /// Parses the key ring JSON. Errors name the offending field (`key_ring.primary`,
+    /// `key_ring.keys.<id>`) and never echo key text.
     pub fn from_json(text: &str) -> Result<KeyRing, EngineError> {
-        let mut file: KeyRingFile = serde_json::from_str(text).map_err(|e| {
+        let mut doc: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             // serde's message may quote the input; keep only its position.
-            EngineError::invalid(
-                "key_ring",
-                format!("not a key ring JSON document (line {}, column {})", e.line(), e.column()),
-            )
+            EngineError::invalid("key_ring", format!("not JSON (line {}, column {})", e.line(), e.column()))
+        })?;
+        let shape = Self::check_shape(&doc);
+        if let Some(serde_json::Value::Object(keys)) = doc.get_mut("keys") {
+            for v in keys.values_mut() {
+                if let serde_json::Value::String(hex_key) = v {
+                    hex_key.zeroize();
+                }
+            }
+        }
+        shape?;
+        let mut file: KeyRingFile = serde_json::from_str(text).map_err(|e| {
+            EngineError::invalid("key_ring", format!("not a key ring (line {}, column {})", e.line(), e.column()))
         })?;
         let mut keys = Vec::with_capacity(file.keys.0.len());
         let mut bad = None;
@@ -357,6 +374,37 @@ impl KeyRing {
             ));
         }
         KeyRing::new(keys, &file.primary)
+    }
+
+    /// The document's shape, each problem named by its field: an object with exactly
+    /// `primary` (a string) and `keys` (an object whose values are strings). Names taken from
+    /// the document appear only when they are valid key ids (never key text).
+    fn check_shape(doc: &serde_json::Value) -> Result<(), EngineError> {
+        use serde_json::Value;
+        const SHAPE: &str = r#"a key ring is {"primary": "<key id>", "keys": {"<key id>": "<64 hex>", ...}}"#;
+        let Value::Object(obj) = doc else { return Err(EngineError::invalid("key_ring", SHAPE)) };
+        if let Some(unknown) = obj.keys().find(|k| *k != "primary" && *k != "keys") {
+            let field = if valid_key_id(unknown) { format!("key_ring.{unknown}") } else { "key_ring".to_string() };
+            return Err(EngineError::invalid(field, format!("unknown field; {SHAPE}")));
+        }
+        match obj.get("primary") {
+            None => return Err(EngineError::invalid("key_ring.primary", format!("missing; {SHAPE}"))),
+            Some(Value::String(_)) => {}
+            Some(_) => {
+                return Err(EngineError::invalid("key_ring.primary", "must be a string: the id of a key in keys"));
+            }
+        }
+        match obj.get("keys") {
+            None => Err(EngineError::invalid("key_ring.keys", format!("missing; {SHAPE}"))),
+            Some(Value::Object(keys)) => match keys.iter().find(|(_, v)| !v.is_string()) {
+                Some((id, _)) => {
+                    let field = if valid_key_id(id) { format!("key_ring.keys.{id}") } else { "key_ring.keys".into() };
+                    Err(EngineError::invalid(field, "a key is a string of 64 hexadecimal characters (in quotes)"))
+                }
+                None => Ok(()),
+            },
+            Some(_) => Err(EngineError::invalid("key_ring.keys", format!("must be an object; {SHAPE}"))),
+        }
     }
 
     /// A fresh random one-key ring for development: tokens die with the process.

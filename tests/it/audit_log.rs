@@ -15,13 +15,8 @@ use reddog::audit::{Finding, Kind};
 /// the generator planted.
 fn trail(dir: &Path, opts: generate::Options) -> (Vec<PathBuf>, generate::Summary) {
     std::fs::create_dir_all(dir).unwrap();
-    let files: Vec<PathBuf> = (0..opts.replicas)
-        .map(|r| dir.join(format!("replica-{r}.jsonl")))
-        .collect();
-    let mut outs: Vec<std::fs::File> = files
-        .iter()
-        .map(|f| std::fs::File::create(f).unwrap())
-        .collect();
+    let files: Vec<PathBuf> = (0..opts.replicas).map(|r| dir.join(format!("replica-{r}.jsonl"))).collect();
+    let mut outs: Vec<std::fs::File> = files.iter().map(|f| std::fs::File::create(f).unwrap()).collect();
     let summary = generate::generate(&opts, &mut outs).unwrap();
     (files, summary)
 }
@@ -33,12 +28,7 @@ struct Run {
 }
 
 fn audit_log(args: &[&str], files: &[PathBuf]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_reddog"))
-        .arg("audit-log")
-        .args(args)
-        .args(files)
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_reddog")).arg("audit-log").args(args).args(files).output().unwrap();
     Run {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -51,12 +41,9 @@ fn findings(args: &[&str], files: &[PathBuf]) -> (Option<i32>, Vec<Finding>) {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
     let run = audit_log(&all, files);
-    let v: serde_json::Value = serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
-    (
-        run.code,
-        serde_json::from_value(v["findings"].clone()).unwrap(),
-    )
+    let v: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
+    (run.code, serde_json::from_value(v["findings"].clone()).unwrap())
 }
 
 fn as_expected(found: &[Finding]) -> Vec<Expected> {
@@ -74,13 +61,7 @@ fn as_expected(found: &[Finding]) -> Vec<Expected> {
 }
 
 fn opts(rounds: u64, replicas: usize, misuse: u32, seed: u64) -> generate::Options {
-    generate::Options {
-        rounds,
-        replicas,
-        misuse,
-        seed,
-        ..generate::Options::default()
-    }
+    generate::Options { rounds, replicas, misuse, seed, ..generate::Options::default() }
 }
 
 #[test]
@@ -89,12 +70,7 @@ fn every_planted_misuse_is_found_for_its_round_and_nothing_else() {
     let (files, summary) = trail(dir.path(), opts(400, 3, 2, 21));
     let (code, found) = findings(&[], &files);
     assert_eq!(code, Some(1));
-    let planted: Vec<Expected> = summary
-        .expected
-        .iter()
-        .filter(|e| e.kind != Kind::OpenRound)
-        .cloned()
-        .collect();
+    let planted: Vec<Expected> = summary.expected.iter().filter(|e| e.kind != Kind::OpenRound).cloned().collect();
     assert!(planted.len() >= 14, "{planted:?}");
     assert_eq!(as_expected(&found), planted);
     // With --open-rounds, the unsettled rounds are added, and only they.
@@ -111,30 +87,18 @@ fn settling_the_pre_decision_token_is_reported() {
     let (files, _) = trail(dir.path(), opts(50, 2, 1, 22));
     let (_, found) = findings(&[], &files);
     for round in ["m-peek-one-0", "m-peek-two-0", "m-peek-across-0"] {
-        let kinds: Vec<Kind> = found
-            .iter()
-            .filter(|f| f.round_id.as_deref() == Some(round))
-            .map(|f| f.kind)
-            .collect();
+        let kinds: Vec<Kind> = found.iter().filter(|f| f.round_id.as_deref() == Some(round)).map(|f| f.kind).collect();
         assert_eq!(kinds, vec![Kind::PeekThenPlay], "{round}: {found:?}");
     }
     let text = audit_log(&[], &files);
-    assert!(
-        text.stdout
-            .contains("peek_then_play    table default round m-peek-across-0"),
-        "{}",
-        text.stdout
-    );
+    assert!(text.stdout.contains("peek_then_play    table default round m-peek-across-0"), "{}", text.stdout);
 }
 
 #[test]
 fn a_clean_two_replica_log_passes_with_one_clock_shifted_50_ms_either_way() {
     let dir = tempfile::tempdir().unwrap();
     for skew in [0, 50, -50] {
-        let o = generate::Options {
-            skew_ms: vec![0, skew],
-            ..opts(800, 2, 0, 23)
-        };
+        let o = generate::Options { skew_ms: vec![0, skew], ..opts(800, 2, 0, 23) };
         let (files, summary) = trail(&dir.path().join(format!("skew{skew}")), o);
         assert!(summary.records > 3000);
         let run = audit_log(&[], &files);
@@ -145,19 +109,11 @@ fn a_clean_two_replica_log_passes_with_one_clock_shifted_50_ms_either_way() {
 
 /// The lines of `file`.
 fn lines(file: &Path) -> Vec<String> {
-    std::fs::read_to_string(file)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    std::fs::read_to_string(file).unwrap().lines().map(str::to_owned).collect()
 }
 
 fn write_lines(file: &Path, lines: &[String]) {
-    std::fs::write(
-        file,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
+    std::fs::write(file, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
 }
 
 #[test]
@@ -165,10 +121,7 @@ fn a_tampered_record_is_reported_as_an_edit_of_the_chain() {
     let dir = tempfile::tempdir().unwrap();
     let (files, _) = trail(dir.path(), opts(200, 2, 0, 24));
     let mut l = lines(&files[0]);
-    let i = l
-        .iter()
-        .position(|x| x.contains("\"event\":\"round_settled\""))
-        .unwrap();
+    let i = l.iter().position(|x| x.contains("\"event\":\"round_settled\"")).unwrap();
     let edited = l[i].replacen("\"total_returned\":", "\"total_returned\":1", 1);
     assert_ne!(edited, l[i]);
     l[i] = edited;
@@ -177,10 +130,7 @@ fn a_tampered_record_is_reported_as_an_edit_of_the_chain() {
     assert_eq!(code, Some(1));
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].kind, Kind::ChainEdit);
-    assert_eq!(
-        (found[0].replica.as_deref(), found[0].seq),
-        (Some("replica-0"), Some(i as u64 + 1))
-    );
+    assert_eq!((found[0].replica.as_deref(), found[0].seq), (Some("replica-0"), Some(i as u64 + 1)));
 }
 
 #[test]
@@ -193,11 +143,8 @@ fn a_truncated_chain_is_reported_as_a_gap_and_a_reordered_one_as_out_of_order() 
     write_lines(&files[1], &cut);
     let (code, found) = findings(&[], &files);
     assert_eq!(code, Some(1));
-    let gaps: Vec<(Kind, Option<u64>)> = found
-        .iter()
-        .filter(|f| f.kind == Kind::ChainGap)
-        .map(|f| (f.kind, f.seq))
-        .collect();
+    let gaps: Vec<(Kind, Option<u64>)> =
+        found.iter().filter(|f| f.kind == Kind::ChainGap).map(|f| (f.kind, f.seq)).collect();
     assert_eq!(gaps, vec![(Kind::ChainGap, Some(40))], "{found:?}");
 
     let mut moved = original;
@@ -225,11 +172,7 @@ fn input_without_any_audit_record_exits_2_and_says_so() {
     for file in [&empty, &diagnostics] {
         let run = audit_log(&[], std::slice::from_ref(file));
         assert_eq!(run.code, Some(2), "{}", run.stdout);
-        assert!(
-            run.stderr.contains("no reddog-audit-v1 record"),
-            "{}",
-            run.stderr
-        );
+        assert!(run.stderr.contains("no reddog-audit-v1 record"), "{}", run.stderr);
         assert!(!run.stdout.contains("findings: 0"));
     }
     let run = audit_log(&[], &[dir.path().join("missing.log")]);
@@ -255,42 +198,26 @@ fn other_lines_between_the_records_are_skipped_and_counted() {
 fn open_rounds_lists_an_unsettled_round_older_than_asked() {
     let dir = tempfile::tempdir().unwrap();
     let (files, summary) = trail(dir.path(), opts(300, 2, 1, 27));
-    let open: Vec<&Expected> = summary
-        .expected
-        .iter()
-        .filter(|e| e.kind == Kind::OpenRound)
-        .collect();
+    let open: Vec<&Expected> = summary.expected.iter().filter(|e| e.kind == Kind::OpenRound).collect();
     assert_eq!(open.len(), 1);
     let (code, found) = findings(&["--open-rounds"], &files);
     assert_eq!(code, Some(1));
     let listed: Vec<&Finding> = found.iter().filter(|f| f.kind == Kind::OpenRound).collect();
     assert_eq!(listed.len(), 1);
-    assert_eq!(
-        listed[0].round_id.as_deref(),
-        Some(open[0].round_id.as_str())
-    );
-    assert!(
-        listed[0].replica.is_some() && listed[0].started_at.is_some(),
-        "{listed:?}"
-    );
+    assert_eq!(listed[0].round_id.as_deref(), Some(open[0].round_id.as_str()));
+    assert!(listed[0].replica.is_some() && listed[0].started_at.is_some(), "{listed:?}");
     // The trail spans about a second; the open round started mid-way: more than 100 ms before
     // the newest record, not a day before it.
     let (_, found) = findings(&["--open-rounds", "--older-than", "1d"], &files);
     assert!(found.iter().all(|f| f.kind != Kind::OpenRound), "{found:?}");
     let (_, found) = findings(&["--open-rounds", "--older-than", "100ms"], &files);
-    assert_eq!(
-        found.iter().filter(|f| f.kind == Kind::OpenRound).count(),
-        1
-    );
+    assert_eq!(found.iter().filter(|f| f.kind == Kind::OpenRound).count(), 1);
 }
 
 #[test]
 fn partitioned_and_in_memory_checks_give_identical_findings() {
     let dir = tempfile::tempdir().unwrap();
-    let o = generate::Options {
-        checkpoint_every: 50,
-        ..opts(1500, 3, 3, 28)
-    };
+    let o = generate::Options { checkpoint_every: 50, ..opts(1500, 3, 3, 28) };
     let (files, _) = trail(dir.path(), o);
     // Tamper too, so the chain checks have something to find across partitions.
     let mut l = lines(&files[2]);
@@ -299,10 +226,7 @@ fn partitioned_and_in_memory_checks_give_identical_findings() {
     write_lines(&files[2], &l);
     let (code, memory) = findings(&["--open-rounds", "--in-memory"], &files);
     assert_eq!(code, Some(1));
-    assert!(
-        memory.iter().any(|f| f.kind == Kind::ChainGap)
-            && memory.iter().any(|f| f.kind == Kind::ChainEdit)
-    );
+    assert!(memory.iter().any(|f| f.kind == Kind::ChainGap) && memory.iter().any(|f| f.kind == Kind::ChainEdit));
     for n in ["2", "7", "64"] {
         let (code, parts) = findings(&["--open-rounds", "--partitions", n], &files);
         assert_eq!(code, Some(1));
@@ -313,31 +237,16 @@ fn partitioned_and_in_memory_checks_give_identical_findings() {
 #[test]
 fn a_disputed_reveal_is_checked_against_the_logged_transcripts() {
     let dir = tempfile::tempdir().unwrap();
-    let o = generate::Options {
-        reveals: true,
-        ..opts(100, 2, 1, 29)
-    };
+    let o = generate::Options { reveals: true, ..opts(100, 2, 1, 29) };
     let (files, summary) = trail(dir.path(), o);
-    let reveal = |round: &str| {
-        summary
-            .reveals
-            .iter()
-            .find(|(r, _)| r == round)
-            .unwrap()
-            .1
-            .clone()
-    };
+    let reveal = |round: &str| summary.reveals.iter().find(|(r, _)| r == round).unwrap().1.clone();
     let path = dir.path().join("reveal.json");
 
     // The honest round's reveal: its transcript was settled, nothing found on it.
     std::fs::write(&path, reveal("r-000000000")).unwrap();
     let run = audit_log(&["--reveal", path.to_str().unwrap()], &files);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
-    assert!(
-        run.stdout.contains("consistent with the log"),
-        "{}",
-        run.stdout
-    );
+    assert!(run.stdout.contains("consistent with the log"), "{}", run.stdout);
 
     // The same reveal with another transcript (a forged reveal recomputes it): not logged.
     let v: serde_json::Value = serde_json::from_str(&reveal("r-000000000")).unwrap();
@@ -345,11 +254,7 @@ fn a_disputed_reveal_is_checked_against_the_logged_transcripts() {
     std::fs::write(&path, forged).unwrap();
     let run = audit_log(&["--reveal", path.to_str().unwrap()], &files);
     assert_eq!(run.code, Some(1), "{}", run.stdout);
-    assert!(
-        run.stdout.contains("appears nowhere in the log"),
-        "{}",
-        run.stdout
-    );
+    assert!(run.stdout.contains("appears nowhere in the log"), "{}", run.stdout);
 
     // The peek's reveal: settled as logged, but the log holds a Decide from that token.
     std::fs::write(&path, reveal("m-peek-one-0")).unwrap();

@@ -23,22 +23,10 @@ const ENVELOPE: [&str; 7] = ["schema", "replica", "run", "seq", "prev", "at", "e
 /// The fields of each event after the envelope, in order (docs/design/evidence-contract.md §1).
 fn contract_fields(event: &str) -> &'static [&'static str] {
     match event {
-        "audit_started" => &[
-            "engine_version",
-            "git_commit",
-            "tables",
-            "checkpoint_interval_secs",
-        ],
-        "seed_committed" => &[
-            "round_id",
-            "table_id",
-            "nonce",
-            "decks",
-            "commitment",
-            "rules_digest",
-            "expires_at_unix_ms",
-            "sandbox",
-        ],
+        "audit_started" => &["engine_version", "git_commit", "tables", "checkpoint_interval_secs"],
+        "seed_committed" => {
+            &["round_id", "table_id", "nonce", "decks", "commitment", "rules_digest", "expires_at_unix_ms", "sandbox"]
+        }
         "round_started" => &[
             "round_id",
             "table_id",
@@ -110,11 +98,7 @@ impl Write for Shared {
 
 impl Shared {
     fn lines(&self) -> Vec<String> {
-        String::from_utf8(self.0.lock().unwrap().clone())
-            .unwrap()
-            .lines()
-            .map(str::to_string)
-            .collect()
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap().lines().map(str::to_string).collect()
     }
 }
 
@@ -129,11 +113,7 @@ fn check_chain(lines: &[String], replica: &str) -> Vec<Value> {
         let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
         let keys = keys_in_order(line).unwrap();
         let event = v["event"].as_str().unwrap();
-        let want: Vec<&str> = ENVELOPE
-            .iter()
-            .chain(contract_fields(event))
-            .copied()
-            .collect();
+        let want: Vec<&str> = ENVELOPE.iter().chain(contract_fields(event)).copied().collect();
         assert_eq!(keys, want, "the contract's keys in its order: {line}");
         assert_eq!(v["schema"], "reddog-audit-v1");
         assert_eq!(v["replica"], replica);
@@ -141,11 +121,7 @@ fn check_chain(lines: &[String], replica: &str) -> Vec<Value> {
             assert_eq!(v["run"], first["run"], "one run");
         }
         assert_eq!(v["seq"], seq as u64, "{line}");
-        assert_eq!(
-            v["prev"],
-            prev.as_str(),
-            "record {seq} chains to the one before"
-        );
+        assert_eq!(v["prev"], prev.as_str(), "record {seq} chains to the one before");
         prev = hex::encode(Sha256::digest(line.as_bytes()));
         records.push(v);
     }
@@ -161,17 +137,8 @@ async fn play(
     round_id: &str,
     nonce: u64,
     bets: &[u64],
-) -> (
-    proto::CommitSeedResponse,
-    proto::StartRoundResponse,
-    Vec<proto::DecideResponse>,
-    proto::SettleResponse,
-) {
-    let committed = c
-        .commit_seed(commit_request(round_id, nonce))
-        .await
-        .unwrap()
-        .into_inner();
+) -> (proto::CommitSeedResponse, proto::StartRoundResponse, Vec<proto::DecideResponse>, proto::SettleResponse) {
+    let committed = c.commit_seed(commit_request(round_id, nonce)).await.unwrap().into_inner();
     let mut start = start_request(committed.commitment_token.clone(), nonce, bets);
     start.round_id = round_id.to_string();
     let started = c.start_round(start).await.unwrap().into_inner();
@@ -179,11 +146,7 @@ async fn play(
     let mut decided = Vec::new();
     if started.round.as_ref().unwrap().awaiting_decisions {
         for seat in 0..bets.len() as u32 {
-            let action = if seat == 0 {
-                Action::Raise
-            } else {
-                Action::Stand
-            };
+            let action = if seat == 0 { Action::Raise } else { Action::Stand };
             let d = c
                 .decide(proto::DecideRequest {
                     round_token: token,
@@ -197,14 +160,8 @@ async fn play(
             decided.push(d);
         }
     }
-    let settled = c
-        .settle(proto::SettleRequest {
-            round_token: token,
-            round_id: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let settled =
+        c.settle(proto::SettleRequest { round_token: token, round_id: String::new() }).await.unwrap().into_inner();
     (committed, started, decided, settled)
 }
 
@@ -223,12 +180,7 @@ fn digest_from_rules(r: &proto::GetRulesResponse) -> String {
     bytes.extend(r.three_of_a_kind_odds.to_be_bytes());
     field(&mut h, &bytes);
     let l = r.table_limits.unwrap();
-    let limits: Vec<u8> = l
-        .min_bet
-        .to_be_bytes()
-        .into_iter()
-        .chain(l.max_bet.to_be_bytes())
-        .collect();
+    let limits: Vec<u8> = l.min_bet.to_be_bytes().into_iter().chain(l.max_bet.to_be_bytes()).collect();
     field(&mut h, &limits);
     let cur = r.currency.as_ref().unwrap();
     field(&mut h, cur.code.as_bytes());
@@ -246,11 +198,7 @@ async fn every_round_record_carries_the_contracts_fields_and_the_values_the_play
     let run = app.audit().run().to_string();
     let server = TestServer::run(app);
     let mut c = server.client().await;
-    let rules = c
-        .get_rules(proto::GetRulesRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let rules = c.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner();
     let digest = digest_from_rules(&rules);
     let mut rounds = Vec::new();
     for i in 0..12u64 {
@@ -262,16 +210,9 @@ async fn every_round_record_carries_the_contracts_fields_and_the_values_the_play
     let records = check_chain(&out.lines(), "replica-x");
     assert_eq!(records[0]["run"], run.as_str());
     assert_eq!(records[0]["tables"][0]["rules_digest"], digest.as_str());
-    assert_eq!(
-        records.last().unwrap()["event"],
-        "audit_stopped",
-        "graceful stop ends the run"
-    );
+    assert_eq!(records.last().unwrap()["event"], "audit_stopped", "graceful stop ends the run");
     let of = |event: &str, round_id: &str| -> Vec<&Value> {
-        records
-            .iter()
-            .filter(|r| r["event"] == event && r["round_id"] == round_id)
-            .collect()
+        records.iter().filter(|r| r["event"] == event && r["round_id"] == round_id).collect()
     };
     let mut decided_rounds = 0;
     for (bets, (committed, started, decided, settled)) in &rounds {
@@ -279,9 +220,7 @@ async fn every_round_record_carries_the_contracts_fields_and_the_values_the_play
         let reveal: Value = serde_json::from_str(&settled.reveal_json).unwrap();
         let cur = started.currency.as_ref().unwrap();
 
-        let [c0] = of("seed_committed", id)[..] else {
-            panic!("one seed_committed for {id}")
-        };
+        let [c0] = of("seed_committed", id)[..] else { panic!("one seed_committed for {id}") };
         assert_eq!(c0["commitment"], committed.commitment.as_str());
         assert_eq!(c0["nonce"], committed.nonce);
         assert_eq!(c0["decks"], committed.decks);
@@ -290,9 +229,7 @@ async fn every_round_record_carries_the_contracts_fields_and_the_values_the_play
         assert_eq!(c0["expires_at_unix_ms"], committed.expires_at_unix_ms);
         assert_eq!(c0["sandbox"], false);
 
-        let [s0] = of("round_started", id)[..] else {
-            panic!("one round_started for {id}")
-        };
+        let [s0] = of("round_started", id)[..] else { panic!("one round_started for {id}") };
         assert_eq!(s0["table_id"], started.table_id.as_str());
         assert_eq!(s0["currency"], cur.code.as_str());
         assert_eq!(s0["exponent"], cur.minor_unit_exponent);
@@ -303,10 +240,7 @@ async fn every_round_record_carries_the_contracts_fields_and_the_values_the_play
         assert_eq!(s0["step"], 0);
         assert_eq!(s0["transcript"], started.transcript.as_str());
         assert_eq!(s0["bets"], serde_json::json!(bets));
-        assert_eq!(
-            s0["cards"],
-            serde_json::json!(reveal["cards"].as_array().unwrap()[..2])
-        );
+        assert_eq!(s0["cards"], serde_json::json!(reveal["cards"].as_array().unwrap()[..2]));
         let class = s0["hand_class"].as_str().unwrap();
         let spread = s0["spread"].as_u64().unwrap();
         match class {
@@ -326,17 +260,12 @@ async fn every_round_record_carries_the_contracts_fields_and_the_values_the_play
             assert_eq!(rec["step"], d.step);
             assert_eq!(rec["transcript"], d.transcript.as_str());
             assert_eq!(rec["raised_amount"], d.raised_amount);
-            assert_eq!(
-                rec["complete"],
-                !d.round.as_ref().unwrap().awaiting_decisions
-            );
+            assert_eq!(rec["complete"], !d.round.as_ref().unwrap().awaiting_decisions);
             parent = (u64::from(d.step), d.transcript.clone());
         }
         decided_rounds += usize::from(!decided.is_empty());
 
-        let [z] = of("round_settled", id)[..] else {
-            panic!("one round_settled for {id}")
-        };
+        let [z] = of("round_settled", id)[..] else { panic!("one round_settled for {id}") };
         assert_eq!(z["table_id"], settled.table_id.as_str());
         assert_eq!(z["currency"], cur.code.as_str());
         assert_eq!(z["exponent"], cur.minor_unit_exponent);
@@ -385,11 +314,7 @@ async fn rust_log_warn_keeps_the_whole_trail_and_sigterm_ends_it_with_audit_stop
     }
     drop(c);
     assert!(server.terminate().await.success());
-    let lines: Vec<String> = std::fs::read_to_string(&trail)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let lines: Vec<String> = std::fs::read_to_string(&trail).unwrap().lines().map(str::to_string).collect();
     let records = check_chain(&lines, "replica-w");
     let count = |e: &str| records.iter().filter(|r| r["event"] == e).count();
     assert_eq!(count("seed_committed"), 3, "under RUST_LOG=warn");
@@ -411,22 +336,13 @@ async fn a_checkpoint_vouches_for_the_chain_head_every_interval() {
     let mut c = server.client().await;
     c.commit_seed(commit_request("cp-1", 1)).await.unwrap();
     eventually(Duration::from_secs(10), "a checkpoint record", || {
-        out.lines()
-            .iter()
-            .any(|l| l.contains(r#""event":"checkpoint""#))
+        out.lines().iter().any(|l| l.contains(r#""event":"checkpoint""#))
     })
     .await;
     let lines = out.lines();
-    let at = lines
-        .iter()
-        .position(|l| l.contains(r#""event":"checkpoint""#))
-        .unwrap();
+    let at = lines.iter().position(|l| l.contains(r#""event":"checkpoint""#)).unwrap();
     let records = check_chain(&lines, "local");
-    assert_eq!(
-        records[at - 1]["event"],
-        "seed_committed",
-        "nothing but the commit before it"
-    );
+    assert_eq!(records[at - 1]["event"], "seed_committed", "nothing but the commit before it");
     assert_eq!(records[at]["records"], at as u64);
     assert_eq!(
         records[at]["head"].as_str().unwrap(),
@@ -450,10 +366,7 @@ async fn ten_thousand_garbage_token_settles_log_a_bounded_number_of_lines() {
                 for i in 0..1250u32 {
                     let garbage = format!("garbage token {t} {i}").into_bytes();
                     let refused = c
-                        .settle(proto::SettleRequest {
-                            round_token: garbage,
-                            round_id: String::new(),
-                        })
+                        .settle(proto::SettleRequest { round_token: garbage, round_id: String::new() })
                         .await
                         .unwrap_err();
                     assert_eq!(refused.code(), tonic::Code::InvalidArgument);
@@ -465,23 +378,10 @@ async fn ten_thousand_garbage_token_settles_log_a_bounded_number_of_lines() {
         t.await.unwrap();
     }
     let elapsed = started.elapsed();
-    assert_eq!(
-        replica.scrape().await.token_rejections,
-        10_000,
-        "the metric counts every refusal"
-    );
-    eventually(Duration::from_secs(10), "a refusal line", || {
-        replica.log_contains("tokens refused")
-    })
-    .await;
-    let lines: Vec<String> = replica
-        .log
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|l| l.contains("tokens refused"))
-        .cloned()
-        .collect();
+    assert_eq!(replica.scrape().await.token_rejections, 10_000, "the metric counts every refusal");
+    eventually(Duration::from_secs(10), "a refusal line", || replica.log_contains("tokens refused")).await;
+    let lines: Vec<String> =
+        replica.log.lock().unwrap().iter().filter(|l| l.contains("tokens refused")).cloned().collect();
     // One line per reason per 10 s: at most 5 reasons, each at most elapsed/10 s + 1 lines.
     let bound = 5 * (elapsed.as_secs() / 10 + 1) as usize;
     assert!(

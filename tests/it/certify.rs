@@ -21,9 +21,7 @@ struct BiasedShoe {
 impl CardSource for BiasedShoe {
     fn draw(&mut self) -> Card {
         let rng = &mut self.rng;
-        self.shoe
-            .draw_with(|bound| (rng.next_u32() & 0x7f) % bound)
-            .expect("a round never exhausts the shoe")
+        self.shoe.draw_with(|bound| (rng.next_u32() & 0x7f) % bound).expect("a round never exhausts the shoe")
     }
 }
 
@@ -37,15 +35,10 @@ impl DealSource for ModuloBiased {
     }
 
     fn shoe(&self, experiment: &str, decks: Decks, index: u64) -> BiasedShoe {
-        let tag = experiment
-            .bytes()
-            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+        let tag = experiment.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
         let mut rng = ChaCha8Rng::seed_from_u64(tag);
         rng.set_stream(index);
-        BiasedShoe {
-            shoe: Shoe::new(decks),
-            rng,
-        }
+        BiasedShoe { shoe: Shoe::new(decks), rng }
     }
 }
 
@@ -77,22 +70,9 @@ fn a_biased_shuffle_fails_the_randomness_section_and_the_verdict() {
         command_line: vec!["test".into()],
     };
     let report = run_with(&options, &ModuloBiased, None, &|_| {}).unwrap();
-    let failed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| !c.passed)
-        .map(|c| c.id.as_str())
-        .collect();
-    assert!(
-        failed
-            .iter()
-            .any(|id| id.starts_with("randomness.shuffle: card x position")),
-        "{failed:?}"
-    );
-    assert!(
-        failed.iter().all(|id| id.starts_with("randomness.")),
-        "only the randomness section may fail: {failed:?}"
-    );
+    let failed: Vec<&str> = report.checks.iter().filter(|c| !c.passed).map(|c| c.id.as_str()).collect();
+    assert!(failed.iter().any(|id| id.starts_with("randomness.shuffle: card x position")), "{failed:?}");
+    assert!(failed.iter().all(|id| id.starts_with("randomness.")), "only the randomness section may fail: {failed:?}");
     assert!(!report.verdict.passed);
     assert_eq!(report.verdict.checks_failed, failed.len());
     assert_eq!(report.exit_code(), 1);
@@ -105,12 +85,8 @@ fn the_production_deal_passes_the_same_tests() {
     let plan = small_plan().randomness;
     let fair = FairDeals { seed: 7 };
     let r = randomness::run(&fair, &[1], &plan, &|_| {}, Some(&fair));
-    let failed: Vec<String> = r
-        .tests()
-        .iter()
-        .filter(|t| !t.passed)
-        .map(|t| format!("{} p={}", t.name, t.p_value))
-        .collect();
+    let failed: Vec<String> =
+        r.tests().iter().filter(|t| !t.passed).map(|t| format!("{} p={}", t.name, t.p_value)).collect();
     assert!(failed.is_empty(), "{failed:?}");
     assert!(r.dieharder_passed(), "dieharder was not asked for");
 }

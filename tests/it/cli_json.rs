@@ -4,15 +4,8 @@
 use std::process::Command;
 
 fn run(args: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_reddog"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(env!("CARGO_BIN_EXE_reddog")).args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("stdout is exactly one JSON object")
 }
 
@@ -25,16 +18,10 @@ fn odds_json_has_the_fraction_ev_and_decimal_figures_of_each_policy() {
         let p = &v["policies"][policy];
         let ev = p["ev"].as_str().unwrap();
         let (num, den) = ev.split_once('/').unwrap();
-        assert!(
-            num.parse::<i64>().is_ok() && den.parse::<i64>().is_ok(),
-            "{ev}"
-        );
+        assert!(num.parse::<i64>().is_ok() && den.parse::<i64>().is_ok(), "{ev}");
         for field in ["house_edge", "element_of_risk", "rtp"] {
             let x = p[field].as_f64().unwrap();
-            assert!(
-                (0.0..=1.0).contains(&x),
-                "{policy}.{field} = {x} is a fraction, not a percentage"
-            );
+            assert!((0.0..=1.0).contains(&x), "{policy}.{field} = {x} is a fraction, not a percentage");
         }
     }
     assert_eq!(v["policies"]["optimal"]["ev"], "-523/16575");
@@ -43,9 +30,7 @@ fn odds_json_has_the_fraction_ev_and_decimal_figures_of_each_policy() {
 
 #[test]
 fn simulate_json_is_reproducible_for_a_seed_whatever_the_thread_count() {
-    let base = [
-        "simulate", "--rounds", "200000", "--decks", "6", "--seats", "3", "--seed", "9", "--json",
-    ];
+    let base = ["simulate", "--rounds", "200000", "--decks", "6", "--seats", "3", "--seed", "9", "--json"];
     let one = run(&[&base[..], &["--threads", "1"]].concat());
     let two = run(&[&base[..], &["--threads", "2"]].concat());
     for field in ["rounds", "rtp", "ci_low", "ci_high", "rounds_per_second"] {
@@ -63,24 +48,12 @@ fn bad_arguments_fail_cleanly() {
     for args in [
         &["odds", "--decks", "0"][..],
         &["simulate", "--rounds", "10", "--seats", "8"],
-        &[
-            "simulate",
-            "--rounds",
-            "10",
-            "--policy",
-            "raise-at-least:99",
-        ],
+        &["simulate", "--rounds", "10", "--policy", "raise-at-least:99"],
         &["odds", "--paytable", "/nonexistent/paytable.json"],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_reddog"))
-            .args(args)
-            .output()
-            .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_reddog")).args(args).output().unwrap();
         assert!(!out.status.success(), "{args:?}");
         assert!(out.stdout.is_empty(), "{args:?}");
-        assert!(
-            !String::from_utf8_lossy(&out.stderr).contains("panicked"),
-            "{args:?}"
-        );
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{args:?}");
     }
 }

@@ -20,14 +20,8 @@ pub const KEY_A: &str = "1111111111111111111111111111111111111111111111111111111
 pub const KEY_B: &str = "2222222222222222222222222222222222222222222222222222222222222222";
 
 pub fn ring_json(primary: &str, keys: &[(&str, &str)]) -> String {
-    let keys: Vec<String> = keys
-        .iter()
-        .map(|(id, k)| format!("\"{id}\":\"{k}\""))
-        .collect();
-    format!(
-        "{{\"primary\":\"{primary}\",\"keys\":{{{}}}}}",
-        keys.join(",")
-    )
+    let keys: Vec<String> = keys.iter().map(|(id, k)| format!("\"{id}\":\"{k}\"")).collect();
+    format!("{{\"primary\":\"{primary}\",\"keys\":{{{}}}}}", keys.join(","))
 }
 
 pub fn ring_a() -> String {
@@ -50,9 +44,7 @@ pub fn settings(ring: &str) -> Settings {
 impl TestServer {
     /// Builds and starts a server with `settings`; panics if they are refused.
     pub async fn spawn(settings: Settings) -> TestServer {
-        let app = Application::build(settings)
-            .await
-            .expect("Application::build");
+        let app = Application::build(settings).await.expect("Application::build");
         Self::run(app)
     }
 
@@ -63,11 +55,7 @@ impl TestServer {
         let task = tokio::spawn(app.run(async {
             let _ = rx.await;
         }));
-        TestServer {
-            addr,
-            stop: Some(tx),
-            task,
-        }
+        TestServer { addr, stop: Some(tx), task }
     }
 
     pub async fn start(ring: &str, ttl: Duration) -> TestServer {
@@ -81,11 +69,7 @@ impl TestServer {
     }
 
     /// A server with several named tables.
-    pub async fn start_tables(
-        ring: &str,
-        ttl: Duration,
-        tables: reddog::service::tables::Tables,
-    ) -> TestServer {
+    pub async fn start_tables(ring: &str, ttl: Duration, tables: reddog::service::tables::Tables) -> TestServer {
         let mut s = settings(ring);
         s.commitment_ttl = ttl;
         s.tables = Some(tables);
@@ -113,10 +97,7 @@ impl TestServer {
 pub async fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + limit;
     while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not within {limit:?}: {what}"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "not within {limit:?}: {what}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -145,10 +126,7 @@ pub async fn connect(addr: SocketAddr) -> RedDogClient<Channel> {
 /// it serves any round id and nonce until it expires (the rolling-update window of
 /// `docs/design/round-integrity.md` §6).
 pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
     let ring = KeyRing::from_json(ring).unwrap();
     ring.seal_v1(
         TokenKind::Commitment,
@@ -170,10 +148,7 @@ pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
 /// A commitment token over a known seed bound to round `round-{nonce}` and `nonce` at the
 /// default table (one deck), sealed with `ring` as `CommitSeed` would.
 pub fn bound_commitment_token(ring: &str, seed: [u8; 32], nonce: u64) -> Vec<u8> {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
     KeyRing::from_json(ring)
         .unwrap()
         .seal(
@@ -195,22 +170,14 @@ pub fn bound_commitment_token(ring: &str, seed: [u8; 32], nonce: u64) -> Vec<u8>
 
 /// A `CommitSeed` request for round `round_id` with `nonce` at the default table.
 pub fn commit_request(round_id: impl Into<String>, nonce: u64) -> proto::CommitSeedRequest {
-    proto::CommitSeedRequest {
-        round_id: round_id.into(),
-        nonce,
-        table_id: String::new(),
-    }
+    proto::CommitSeedRequest { round_id: round_id.into(), nonce, table_id: String::new() }
 }
 
 /// The first three cards the fair shoe deals.
 pub fn deal(seed: [u8; 32], client_seed: &str, nonce: u64) -> [Card; 3] {
     let s = ServerSeed::from_bytes(seed);
-    let mut shoe = FairShoe::new(&DealInputs {
-        server_seed: &s,
-        client_seed: client_seed.as_bytes(),
-        nonce,
-        decks: Decks::ONE,
-    });
+    let mut shoe =
+        FairShoe::new(&DealInputs { server_seed: &s, client_seed: client_seed.as_bytes(), nonce, decks: Decks::ONE });
     [shoe.draw(), shoe.draw(), shoe.draw()]
 }
 
@@ -226,11 +193,7 @@ pub enum Want {
 }
 
 pub fn classify(cards: [Card; 3]) -> Want {
-    let (a, b, t) = (
-        cards[0].rank().value(),
-        cards[1].rank().value(),
-        cards[2].rank().value(),
-    );
+    let (a, b, t) = (cards[0].rank().value(), cards[1].rank().value(), cards[2].rank().value());
     match HandClass::of(cards[0], cards[1]) {
         HandClass::Pair if t == a => Want::ThreeOfAKind,
         HandClass::Pair => Want::PairNoMatch,
@@ -246,9 +209,7 @@ pub const CLIENT_SEED: &str = "player-chosen seed";
 
 /// The first nonce whose deal (under [`SEED`], [`CLIENT_SEED`]) is `want`.
 pub fn nonce_for(want: Want) -> u64 {
-    (0..1_000_000u64)
-        .find(|&n| classify(deal(SEED, CLIENT_SEED, n)) == want)
-        .expect("a deal of every kind exists")
+    (0..1_000_000u64).find(|&n| classify(deal(SEED, CLIENT_SEED, n)) == want).expect("a deal of every kind exists")
 }
 
 pub fn limits(min_bet: u64, max_bet: u64) -> Option<Limits> {
@@ -268,10 +229,7 @@ pub fn start_request(token: Vec<u8>, nonce: u64, bets: &[u64]) -> proto::StartRo
 }
 
 pub fn decision(seat: u32, action: proto::Action) -> proto::SeatDecision {
-    proto::SeatDecision {
-        seat,
-        action: action as i32,
-    }
+    proto::SeatDecision { seat, action: action as i32 }
 }
 
 /// A `reddog serve` child process on 127.0.0.1:0.
@@ -285,17 +243,11 @@ impl ServerProcess {
     pub fn spawn(env: &[(&str, &str)], stderr: std::process::Stdio) -> ServerProcess {
         use std::io::BufRead;
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reddog"));
-        cmd.args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            "127.0.0.1:0",
-        ])
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("REDDOG_KEY_RING_FILE")
-        .stdout(std::process::Stdio::piped())
-        .stderr(stderr);
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("REDDOG_KEY_RING_FILE")
+            .stdout(std::process::Stdio::piped())
+            .stderr(stderr);
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -303,18 +255,13 @@ impl ServerProcess {
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
                 if let Some(addr) = line.strip_prefix("listening on ") {
                     let _ = tx.send(addr.parse::<SocketAddr>().unwrap());
                 }
             }
         });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the server printed `listening on ADDR`");
+        let addr = rx.recv_timeout(Duration::from_secs(60)).expect("the server printed `listening on ADDR`");
         ServerProcess { child, addr }
     }
 
@@ -327,10 +274,7 @@ impl ServerProcess {
     /// running (and closes its client connections) meanwhile.
     pub async fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap();
+        std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         for _ in 0..200 {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
@@ -362,20 +306,12 @@ pub fn held_call(
     let (tx, rx) = tokio::sync::mpsc::channel::<proto::GetRulesRequest>(1);
     let task = tokio::spawn(async move {
         let mut grpc = tonic::client::Grpc::new(ch);
-        grpc.ready()
+        grpc.ready().await.map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        let codec = tonic_prost::ProstCodec::<proto::GetRulesRequest, proto::GetRulesResponse>::default();
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static("/reddog.v1.RedDog/GetRules");
+        grpc.client_streaming(tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)), path, codec)
             .await
-            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-        let codec =
-            tonic_prost::ProstCodec::<proto::GetRulesRequest, proto::GetRulesResponse>::default();
-        let path =
-            tonic::codegen::http::uri::PathAndQuery::from_static("/reddog.v1.RedDog/GetRules");
-        grpc.client_streaming(
-            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)),
-            path,
-            codec,
-        )
-        .await
-        .map(tonic::Response::into_inner)
+            .map(tonic::Response::into_inner)
     });
     (tx, task)
 }

@@ -44,13 +44,7 @@ impl Drop for Server {
 
 fn start(drain_timeout_secs: u64) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_reddog"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            "127.0.0.1:0",
-        ])
+        .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
         .args(["--drain-timeout-secs", &drain_timeout_secs.to_string()])
         .env_clear()
         .env("REDDOG_KEY_RING", RING)
@@ -73,9 +67,8 @@ fn start(drain_timeout_secs: u64) -> Server {
     });
     let (mut addr, mut metrics) = (None, None);
     while addr.is_none() || metrics.is_none() {
-        let (prefix, value) = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("'listening on' and 'metrics on' lines within 30 s");
+        let (prefix, value) =
+            rx.recv_timeout(Duration::from_secs(30)).expect("'listening on' and 'metrics on' lines within 30 s");
         let parsed: SocketAddr = value.parse().expect("a socket address");
         if prefix == "listening on " {
             addr = Some(parsed);
@@ -83,11 +76,7 @@ fn start(drain_timeout_secs: u64) -> Server {
             metrics = Some(parsed);
         }
     }
-    Server {
-        child,
-        addr: addr.unwrap(),
-        metrics: metrics.unwrap(),
-    }
+    Server { child, addr: addr.unwrap(), metrics: metrics.unwrap() }
 }
 
 /// Waits (bounded) until the server reports `n` RedDog calls in progress: the held calls
@@ -99,16 +88,10 @@ async fn wait_in_flight(server: &Server, n: u64) {
     let mut last = String::new();
     while Instant::now() < deadline {
         if let Ok(mut conn) = tokio::net::TcpStream::connect(server.metrics).await {
-            let _ = conn
-                .write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
-                .await;
+            let _ = conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").await;
             let mut body = String::new();
             let _ = conn.read_to_string(&mut body).await;
-            last = body
-                .lines()
-                .find(|l| l.starts_with("reddog_rpc_in_flight "))
-                .unwrap_or("")
-                .to_string();
+            last = body.lines().find(|l| l.starts_with("reddog_rpc_in_flight ")).unwrap_or("").to_string();
             let value = last.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
             if value.is_some_and(|v| v >= n as f64) {
                 return;
@@ -120,10 +103,7 @@ async fn wait_in_flight(server: &Server, n: u64) {
 }
 
 fn sigterm(server: &Server) {
-    let status = Command::new("kill")
-        .args(["-TERM", &server.child.id().to_string()])
-        .status()
-        .unwrap();
+    let status = Command::new("kill").args(["-TERM", &server.child.id().to_string()]).status().unwrap();
     assert!(status.success(), "kill -TERM failed");
 }
 
@@ -134,10 +114,7 @@ fn wait_exit(server: &mut Server, bound: Duration) -> (Option<i32>, Instant) {
         if let Some(status) = server.child.try_wait().unwrap() {
             return (status.code(), Instant::now());
         }
-        assert!(
-            Instant::now() < deadline,
-            "reddog did not exit within {bound:?} of SIGTERM"
-        );
+        assert!(Instant::now() < deadline, "reddog did not exit within {bound:?} of SIGTERM");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -153,23 +130,14 @@ async fn channel(addr: SocketAddr) -> Channel {
     panic!("cannot connect to {addr}");
 }
 
-async fn watch(
-    ch: Channel,
-    service: &str,
-) -> tonic::Streaming<tonic_health::pb::HealthCheckResponse> {
+async fn watch(ch: Channel, service: &str) -> tonic::Streaming<tonic_health::pb::HealthCheckResponse> {
     let mut stream = HealthClient::new(ch)
-        .watch(HealthCheckRequest {
-            service: service.to_string(),
-        })
+        .watch(HealthCheckRequest { service: service.to_string() })
         .await
         .expect("Health/Watch")
         .into_inner();
     let first = stream.message().await.unwrap().unwrap();
-    assert_eq!(
-        first.status(),
-        ServingStatus::Serving,
-        "{service:?} before SIGTERM"
-    );
+    assert_eq!(first.status(), ServingStatus::Serving, "{service:?} before SIGTERM");
     stream
 }
 
@@ -192,10 +160,7 @@ async fn drain_completes_in_flight_calls() {
     let held: Vec<_> = (0..HELD).map(|_| held_call(ch.clone())).collect();
     wait_in_flight(&server, HELD as u64).await;
     for (_, task) in &held {
-        assert!(
-            !task.is_finished(),
-            "a held call finished before its message was sent"
-        );
+        assert!(!task.is_finished(), "a held call finished before its message was sent");
     }
 
     sigterm(&server);
@@ -207,11 +172,7 @@ async fn drain_completes_in_flight_calls() {
         .expect("a health update for \"\" within 5 s of SIGTERM")
         .expect("Watch(\"\") stream")
         .expect("Watch(\"\") message");
-    assert_eq!(
-        update.status(),
-        ServingStatus::NotServing,
-        "\"\" during the drain"
-    );
+    assert_eq!(update.status(), ServingStatus::NotServing, "\"\" during the drain");
     // Then the Watch ends (it must not hold the drain) with UNAVAILABLE.
     let end = tokio::time::timeout(Duration::from_secs(5), overall.message())
         .await
@@ -228,31 +189,20 @@ async fn drain_completes_in_flight_calls() {
         Err(status) => assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}"),
         Ok(other) => panic!("liveness during the drain: {other:?}"),
     }
-    assert!(
-        server.child.try_wait().unwrap().is_none(),
-        "exited with calls in flight"
-    );
+    assert!(server.child.try_wait().unwrap().is_none(), "exited with calls in flight");
     for (_, task) in &held {
-        assert!(
-            !task.is_finished(),
-            "an in-flight call was cut off by SIGTERM"
-        );
+        assert!(!task.is_finished(), "an in-flight call was cut off by SIGTERM");
     }
 
     // Let the in-flight calls finish: every one completes OK.
     tokio::time::sleep(Duration::from_millis(500)).await;
     for (tx, _) in &held {
-        tx.send(GetRulesRequest::default())
-            .await
-            .expect("the held call's stream is still open");
+        tx.send(GetRulesRequest::default()).await.expect("the held call's stream is still open");
     }
     let mut ok = 0;
     for (tx, task) in held {
         drop(tx);
-        let response = tokio::time::timeout(Duration::from_secs(5), task)
-            .await
-            .expect("call done")
-            .unwrap();
+        let response = tokio::time::timeout(Duration::from_secs(5), task).await.expect("call done").unwrap();
         response.expect("an in-flight call failed during the drain");
         ok += 1;
     }
@@ -262,10 +212,7 @@ async fn drain_completes_in_flight_calls() {
     let (code, exited) = wait_exit(&mut server, Duration::from_secs(DRAIN + 5));
     assert_eq!(code, Some(0), "exit code after a clean drain");
     let took = exited - terminated;
-    assert!(
-        took < Duration::from_secs(DRAIN),
-        "a clean drain took {took:?}, the bound is {DRAIN} s"
-    );
+    assert!(took < Duration::from_secs(DRAIN), "a clean drain took {took:?}, the bound is {DRAIN} s");
     eprintln!("drain: {HELD} in-flight calls completed; exit 0 {took:?} after SIGTERM");
 }
 
@@ -283,19 +230,10 @@ async fn drain_is_bounded() {
     let terminated = Instant::now();
     let (code, exited) = wait_exit(&mut server, Duration::from_secs(DRAIN + 5));
     let took = exited - terminated;
-    assert!(
-        took >= Duration::from_secs(DRAIN) - Duration::from_millis(100),
-        "gave up early: {took:?}"
-    );
-    assert!(
-        took < Duration::from_secs(DRAIN + 2),
-        "exit {took:?} after SIGTERM, the bound is {DRAIN} s"
-    );
+    assert!(took >= Duration::from_secs(DRAIN) - Duration::from_millis(100), "gave up early: {took:?}");
+    assert!(took < Duration::from_secs(DRAIN + 2), "exit {took:?} after SIGTERM, the bound is {DRAIN} s");
     assert_eq!(code, Some(0), "exit code after a timed-out drain");
-    let result = tokio::time::timeout(Duration::from_secs(5), stuck)
-        .await
-        .expect("stuck call ended")
-        .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(5), stuck).await.expect("stuck call ended").unwrap();
     assert!(result.is_err(), "the stuck call cannot have succeeded");
     eprintln!("drain bound: exit {took:?} after SIGTERM with a call stuck, bound {DRAIN} s");
 }

@@ -24,17 +24,7 @@ fn reddog(args: &[&str], stdin: &str) -> Output {
 }
 
 fn worked_example() -> String {
-    let out = reddog(
-        &[
-            "commit",
-            "--server-seed",
-            SEED,
-            "--reveal",
-            "--client-seed",
-            "lucky-7",
-        ],
-        "",
-    );
+    let out = reddog(&["commit", "--server-seed", SEED, "--reveal", "--client-seed", "lucky-7"], "");
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
 }
@@ -44,10 +34,7 @@ fn commit_prints_a_seed_and_its_commitment() {
     let out = reddog(&["commit"], "");
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        text.starts_with("server_seed ") && text.contains("\ncommitment  "),
-        "{text}"
-    );
+    assert!(text.starts_with("server_seed ") && text.contains("\ncommitment  "), "{text}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("manual experiments only"));
 }
 
@@ -61,10 +48,7 @@ fn the_worked_example_of_the_spec_verifies_from_stdin() {
     let out = reddog(&["verify"], &reveal);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{text}");
-    assert!(
-        text.contains("cards       Jd 6h 6d") && text.contains("verdict     VERIFIED"),
-        "{text}"
-    );
+    assert!(text.contains("cards       Jd 6h 6d") && text.contains("verdict     VERIFIED"), "{text}");
     assert!(text.contains("non_consecutive, spread 4"), "{text}");
 }
 
@@ -73,16 +57,8 @@ fn a_tampered_reveal_fails_with_a_non_zero_exit_status() {
     let reveal = worked_example().replace("\"6d\"", "\"7d\"");
     let out = reddog(&["verify", "-"], &reveal);
     assert_eq!(out.status.code(), Some(1), "not verified: exit status 1");
-    assert!(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .contains("NOT VERIFIED")
-    );
-    assert!(
-        String::from_utf8(out.stderr)
-            .unwrap()
-            .contains("cards differ")
-    );
+    assert!(String::from_utf8(out.stdout).unwrap().contains("NOT VERIFIED"));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("cards differ"));
 }
 
 #[test]
@@ -115,12 +91,7 @@ fn expectations_must_match_what_the_player_was_shown() {
         ],
         &reveal,
     );
-    assert_eq!(
-        ok.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&ok.stdout)
-    );
+    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stdout));
     for wrong in [
         ["--expect-commitment", &"00".repeat(32)],
         ["--expect-client-seed", "lucky-8"],
@@ -130,70 +101,32 @@ fn expectations_must_match_what_the_player_was_shown() {
     ] {
         let out = reddog(&["verify", wrong[0], wrong[1]], &reveal);
         assert_eq!(out.status.code(), Some(1), "{wrong:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("MISMATCH"),
-            "{wrong:?}"
-        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("MISMATCH"), "{wrong:?}");
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("shown.json");
-    std::fs::write(
-        &file,
-        format!(r#"{{"commitment":"{commitment}","nonce":0}}"#),
-    )
-    .unwrap();
+    std::fs::write(&file, format!(r#"{{"commitment":"{commitment}","nonce":0}}"#)).unwrap();
     let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
     assert_eq!(out.status.code(), Some(0));
     std::fs::write(&file, r#"{"nonce":0,"nonce":1}"#).unwrap();
     let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "duplicate keys in the expectations file"
-    );
-    for never in [
-        ["--expect-commitment", "zz"],
-        ["--expect-decks", "9"],
-        ["--expect-nonce", "18446744073709551616"],
-    ] {
+    assert_eq!(out.status.code(), Some(2), "duplicate keys in the expectations file");
+    for never in [["--expect-commitment", "zz"], ["--expect-decks", "9"], ["--expect-nonce", "18446744073709551616"]] {
         let out = reddog(&["verify", never[0], never[1]], &reveal);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{never:?} can never match: malformed input"
-        );
+        assert_eq!(out.status.code(), Some(2), "{never:?} can never match: malformed input");
     }
     std::fs::write(&file, r#"{"commitment":"xyz"}"#).unwrap();
     let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "a non-hex commitment in the file"
-    );
+    assert_eq!(out.status.code(), Some(2), "a non-hex commitment in the file");
     std::fs::write(&file, r#"{"player":"x"}"#).unwrap();
     let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &reveal);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "unknown key in the expectations file"
-    );
+    assert_eq!(out.status.code(), Some(2), "unknown key in the expectations file");
 }
 
 #[test]
 fn rng_dump_writes_the_keystream_of_the_deal_key() {
     // The worked example's key and its first ChaCha20 block (docs/FAIRNESS.md, section 8).
-    let out = reddog(
-        &[
-            "rng-dump",
-            "--server-seed",
-            SEED,
-            "--client-seed",
-            "lucky-7",
-            "--bytes",
-            "64",
-        ],
-        "",
-    );
+    let out = reddog(&["rng-dump", "--server-seed", SEED, "--client-seed", "lucky-7", "--bytes", "64"], "");
     assert!(out.status.success());
     assert_eq!(
         out.stdout,
@@ -203,29 +136,14 @@ fn rng_dump_writes_the_keystream_of_the_deal_key() {
         )
         .unwrap()
     );
-    let rounds = reddog(
-        &[
-            "rng-dump",
-            "--stream",
-            "rounds",
-            "--server-seed",
-            SEED,
-            "--bytes",
-            "100",
-        ],
-        "",
-    );
+    let rounds = reddog(&["rng-dump", "--stream", "rounds", "--server-seed", SEED, "--bytes", "100"], "");
     assert_eq!(rounds.stdout.len(), 100);
 }
 
 /// A case of `tests/vectors/reveal-negative.json` by name: (reveal text, expectations).
 fn negative_vector(name: &str) -> (String, serde_json::Value) {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/vectors/reveal-negative.json"
-    );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/reveal-negative.json");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let case = doc["cases"]
         .as_array()
         .unwrap()
@@ -233,10 +151,7 @@ fn negative_vector(name: &str) -> (String, serde_json::Value) {
         .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("no vector {name}"))
         .clone();
-    (
-        case["reveal"].as_str().unwrap().to_string(),
-        case["expect"].clone(),
-    )
+    (case["reveal"].as_str().unwrap().to_string(), case["expect"].clone())
 }
 
 /// Finding 1: a genuine reveal (seat raised and won 4000) altered to a stand, every odds 1,
@@ -246,14 +161,9 @@ fn negative_vector(name: &str) -> (String, serde_json::Value) {
 #[test]
 fn a_forged_reveal_with_a_recomputed_transcript_is_refused_given_the_players_record() {
     for format in ["v2", "v3"] {
-        let (forged, record) =
-            negative_vector(&format!("forged/{format}/given-the-players-whole-record"));
+        let (forged, record) = negative_vector(&format!("forged/{format}/given-the-players-whole-record"));
         let alone = reddog(&["verify"], &forged);
-        assert_eq!(
-            alone.status.code(),
-            Some(0),
-            "{format}: the forgery verifies alone"
-        );
+        assert_eq!(alone.status.code(), Some(0), "{format}: the forgery verifies alone");
         let transcript = record["transcript"].as_str().unwrap();
         let digest = record["rules_digest"].as_str().unwrap_or("");
         let upper = transcript.to_uppercase();
@@ -269,24 +179,15 @@ fn a_forged_reveal_with_a_recomputed_transcript_is_refused_given_the_players_rec
         for args in &given {
             let out = reddog(&[&["verify"][..], &args[..]].concat(), &forged);
             assert_eq!(out.status.code(), Some(1), "{format} {args:?}");
-            assert!(
-                String::from_utf8_lossy(&out.stdout).contains("MISMATCH"),
-                "{format} {args:?}"
-            );
+            assert!(String::from_utf8_lossy(&out.stdout).contains("MISMATCH"), "{format} {args:?}");
         }
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("record.json");
         std::fs::write(&file, record.to_string()).unwrap();
         let out = reddog(&["verify", "--expect", file.to_str().unwrap()], &forged);
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{format}: the whole record as a file"
-        );
+        assert_eq!(out.status.code(), Some(1), "{format}: the whole record as a file");
         // The genuine reveal of the same round matches the same record.
-        let (genuine_text, _) = negative_vector(&format!(
-            "forged/{format}/given-the-players-last-transcript"
-        ));
+        let (genuine_text, _) = negative_vector(&format!("forged/{format}/given-the-players-last-transcript"));
         assert_eq!(reddog(&["verify"], &genuine_text).status.code(), Some(0));
     }
 }
@@ -295,8 +196,7 @@ fn a_forged_reveal_with_a_recomputed_transcript_is_refused_given_the_players_rec
 #[test]
 fn the_genuine_round_matches_the_players_record_given_as_options_or_a_file() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/reveal-v3.json");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let case = doc["cases"]
         .as_array()
         .unwrap()
@@ -305,15 +205,8 @@ fn the_genuine_round_matches_the_players_record_given_as_options_or_a_file() {
         .unwrap();
     let reveal = case["reveal"].as_str().unwrap();
     let r: serde_json::Value = serde_json::from_str(reveal).unwrap();
-    let join = |key: &str| {
-        r["seats"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s[key].to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+    let join =
+        |key: &str| r["seats"].as_array().unwrap().iter().map(|s| s[key].to_string()).collect::<Vec<_>>().join(",");
     let decisions = r["decisions"]
         .as_array()
         .unwrap()
@@ -344,12 +237,7 @@ fn the_genuine_round_matches_the_players_record_given_as_options_or_a_file() {
         &decisions,
     ];
     let out = reddog(&args, reveal);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     let record = serde_json::json!({
         "transcript": r["transcript"], "rules_digest": r["rules_digest"], "decisions": r["decisions"],
         "bets": r["seats"].as_array().unwrap().iter().map(|s| s["bet"].clone()).collect::<Vec<_>>(),
@@ -358,33 +246,10 @@ fn the_genuine_round_matches_the_players_record_given_as_options_or_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("record.json");
     std::fs::write(&file, record.to_string()).unwrap();
-    let out = reddog(
-        &[
-            "verify",
-            "--expect",
-            file.to_str().unwrap(),
-            "--expect-bets",
-            &bets,
-        ],
-        reveal,
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let out = reddog(&["verify", "--expect", file.to_str().unwrap(), "--expect-bets", &bets], reveal);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     // An option that disagrees with the file is malformed input.
-    let out = reddog(
-        &[
-            "verify",
-            "--expect",
-            file.to_str().unwrap(),
-            "--expect-bets",
-            "1",
-        ],
-        reveal,
-    );
+    let out = reddog(&["verify", "--expect", file.to_str().unwrap(), "--expect-bets", "1"], reveal);
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -418,10 +283,7 @@ fn expectation_integers_with_a_sign_or_a_leading_zero_are_malformed_input() {
         assert_eq!(out.status.code(), Some(2), "{option} {value:?}");
     }
     // The canonical forms are read: the v1 worked example has nonce 0 and one deck.
-    let out = reddog(
-        &["verify", "--expect-nonce", "0", "--expect-decks", "1"],
-        &reveal,
-    );
+    let out = reddog(&["verify", "--expect-nonce", "0", "--expect-decks", "1"], &reveal);
     assert_eq!(out.status.code(), Some(0));
     // A v1 reveal carries no transcript, money or decisions: a record of them cannot match.
     for (option, value) in [

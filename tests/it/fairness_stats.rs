@@ -54,12 +54,8 @@ fn normal_quantile(p: f64) -> f64 {
         4.374_664_141_464_968,
         2.938_163_982_698_783,
     ];
-    const D: [f64; 4] = [
-        0.007_784_695_709_041_462,
-        0.322_467_129_070_039_8,
-        2.445_134_137_142_996,
-        3.754_408_661_907_416,
-    ];
+    const D: [f64; 4] =
+        [0.007_784_695_709_041_462, 0.322_467_129_070_039_8, 2.445_134_137_142_996, 3.754_408_661_907_416];
     let tail = |q: f64| {
         (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
             / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
@@ -84,12 +80,7 @@ fn chi_square_critical(df: f64, alpha: f64) -> f64 {
 }
 
 fn inputs(seed: &ServerSeed, nonce: u64, decks: Decks) -> DealInputs<'_> {
-    DealInputs {
-        server_seed: seed,
-        client_seed: CLIENT,
-        nonce,
-        decks,
-    }
+    DealInputs { server_seed: seed, client_seed: CLIENT, nonce, decks }
 }
 
 /// Card code × position counts of `n` one-deck deals, nonces `0..n`.
@@ -127,11 +118,7 @@ fn card_by_position(n: u64) -> Vec<[u64; 52]> {
 fn check_card_by_position(n: u64) {
     let counts = card_by_position(n);
     for row in &counts {
-        assert_eq!(
-            row.iter().sum::<u64>(),
-            n,
-            "every position holds one card per deal"
-        );
+        assert_eq!(row.iter().sum::<u64>(), n, "every position holds one card per deal");
     }
     let p = 1.0 / 52.0;
     let expected = n as f64 * p;
@@ -154,14 +141,8 @@ fn check_card_by_position(n: u64) {
         "card x position, 1 deck, N = {n}: X² = {x2:.1}, X²·51/52 = {scaled:.1} (df {df}, mean {df}), \
          critical value at α = {ALPHA:e}: {critical:.1}; max |z| = {max_z:.2} (limit {z_limit:.2})"
     );
-    assert!(
-        scaled < critical,
-        "the shuffle is not uniform: X²·51/52 = {scaled:.1} ≥ {critical:.1}"
-    );
-    assert!(
-        max_z < z_limit,
-        "one card × position cell is off: max |z| = {max_z:.2} ≥ {z_limit:.2}"
-    );
+    assert!(scaled < critical, "the shuffle is not uniform: X²·51/52 = {scaled:.1} ≥ {critical:.1}");
+    assert!(max_z < z_limit, "one card × position cell is off: max |z| = {max_z:.2} ≥ {z_limit:.2}");
 }
 
 #[test]
@@ -174,11 +155,7 @@ fn the_wilson_hilferty_critical_values_match_published_tables() {
 
 #[test]
 fn every_card_is_equally_likely_at_every_position_of_a_one_deck_shuffle() {
-    check_card_by_position(if cfg!(debug_assertions) {
-        10_000
-    } else {
-        200_000
-    });
+    check_card_by_position(if cfg!(debug_assertions) { 10_000 } else { 200_000 });
 }
 
 /// The sample size that detects a 1% relative bias in one cell with power 0.99 (see the
@@ -195,22 +172,14 @@ const CLASSES: usize = 25;
 
 fn class_of(cards: &[reddog::game::Card]) -> usize {
     let inside = |lo: u8, hi: u8, r: u8| lo < r && r < hi;
-    let (a, b, c) = (
-        cards[0].rank().value(),
-        cards[1].rank().value(),
-        cards[2].rank().value(),
-    );
+    let (a, b, c) = (cards[0].rank().value(), cards[1].rank().value(), cards[2].rank().value());
     match HandClass::of(cards[0], cards[1]) {
         HandClass::Pair if c == a => 0,
         HandClass::Pair => 1,
         HandClass::Consecutive => 2,
         HandClass::NonConsecutive(s) => {
             let base = 3 + 2 * usize::from(s.get() - 1);
-            if inside(a.min(b), a.max(b), c) {
-                base
-            } else {
-                base + 1
-            }
+            if inside(a.min(b), a.max(b), c) { base } else { base + 1 }
         }
     }
 }
@@ -249,15 +218,9 @@ fn check_outcome_classes(decks: u32, n: u64) {
                 acc
             },
         )
-        .reduce(
-            || [0u64; CLASSES],
-            |a, b| std::array::from_fn(|i| a[i] + b[i]),
-        );
+        .reduce(|| [0u64; CLASSES], |a, b| std::array::from_fn(|i| a[i] + b[i]));
     let p = exact_class_probabilities(u32::from(decks.get()));
-    assert!(
-        (p.iter().sum::<f64>() - 1.0).abs() < 1e-12,
-        "the classes partition all deals"
-    );
+    assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12, "the classes partition all deals");
     let x2: f64 = counts
         .iter()
         .zip(&p)
@@ -272,10 +235,7 @@ fn check_outcome_classes(decks: u32, n: u64) {
         "outcome classes, {} deck(s), N = {n}: X² = {x2:.2} (df {df}), critical value at α = {ALPHA:e}: {critical:.2}",
         decks.get()
     );
-    assert!(
-        x2 < critical,
-        "hand classes deviate from the exact odds: X² = {x2:.2} ≥ {critical:.2}"
-    );
+    assert!(x2 < critical, "hand classes deviate from the exact odds: X² = {x2:.2} ≥ {critical:.2}");
 }
 
 #[test]
@@ -290,11 +250,7 @@ fn the_exact_class_probabilities_match_known_red_dog_odds() {
 
 #[test]
 fn hand_classes_spreads_and_outcomes_follow_the_exact_odds() {
-    let n = if cfg!(debug_assertions) {
-        20_000
-    } else {
-        400_000
-    };
+    let n = if cfg!(debug_assertions) { 20_000 } else { 400_000 };
     check_outcome_classes(1, n);
     check_outcome_classes(8, n);
 }
@@ -385,29 +341,14 @@ fn the_expected_class_probabilities_equal_the_game_cores_exact_odds() {
         let odds = Analysis::new(Decks::new(d).unwrap(), &Paytable::STANDARD);
         let p = exact_class_probabilities(d);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
-        assert!(
-            close(p[0], to_f64(&odds.p_three_of_a_kind())),
-            "{d} decks: trips"
-        );
-        assert!(
-            close(p[0] + p[1], to_f64(&odds.p_pair())),
-            "{d} decks: pair"
-        );
-        assert!(
-            close(p[2], to_f64(&odds.p_consecutive())),
-            "{d} decks: consecutive"
-        );
+        assert!(close(p[0], to_f64(&odds.p_three_of_a_kind())), "{d} decks: trips");
+        assert!(close(p[0] + p[1], to_f64(&odds.p_pair())), "{d} decks: pair");
+        assert!(close(p[2], to_f64(&odds.p_consecutive())), "{d} decks: consecutive");
         for s in Spread::all() {
             let i = 3 + 2 * usize::from(s.get() - 1);
             let win = to_f64(&odds.p_win_given_spread(s).unwrap());
-            assert!(
-                close(p[i] + p[i + 1], to_f64(&odds.p_spread(s))),
-                "{d} decks: spread {s}"
-            );
-            assert!(
-                close(p[i], to_f64(&odds.p_spread(s)) * win),
-                "{d} decks: spread {s} won"
-            );
+            assert!(close(p[i] + p[i + 1], to_f64(&odds.p_spread(s))), "{d} decks: spread {s}");
+            assert!(close(p[i], to_f64(&odds.p_spread(s)) * win), "{d} decks: spread {s} won");
         }
     }
 }
@@ -444,13 +385,7 @@ fn preregistered_seed(label: &str, k: u32) -> [u8; 32] {
 /// The deal's HMAC message (FAIRNESS.md §3.4) for one deck and client seed `statistics`.
 fn deal_message(nonce: u64) -> Vec<u8> {
     let mut msg = Vec::new();
-    for field in [
-        &b"reddog/deal"[..],
-        &1u32.to_be_bytes(),
-        CLIENT,
-        &nonce.to_be_bytes(),
-        &[1u8],
-    ] {
+    for field in [&b"reddog/deal"[..], &1u32.to_be_bytes(), CLIENT, &nonce.to_be_bytes(), &[1u8]] {
         msg.extend_from_slice(&(field.len() as u32).to_be_bytes());
         msg.extend_from_slice(field);
     }
@@ -476,11 +411,7 @@ fn hmac_counts(seed: [u8; 32], n: u64) -> Vec<[u64; 52]> {
                 mac.update(&block.to_be_bytes());
                 block += 1;
                 let out = mac.finalize().into_bytes();
-                words = out
-                    .chunks(4)
-                    .rev()
-                    .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
-                    .collect();
+                words = out.chunks(4).rev().map(|w| u32::from_le_bytes(w.try_into().unwrap())).collect();
             }
             words.pop().unwrap()
         };
@@ -515,14 +446,9 @@ fn normal_cdf(z: f64) -> f64 {
                         + t * (-0.186_288_06
                             + t * (0.278_868_07
                                 + t * (-1.135_203_98
-                                    + t * (1.488_515_87
-                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+                                    + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
             .exp();
-    if z >= 0.0 {
-        1.0 - erfc / 2.0
-    } else {
-        erfc / 2.0
-    }
+    if z >= 0.0 { 1.0 - erfc / 2.0 } else { erfc / 2.0 }
 }
 
 /// P(X ≤ x) for X ~ χ²(df), by the Wilson–Hilferty cube-root transform.
@@ -557,33 +483,18 @@ fn kolmogorov_smirnov(sample: &[f64], cdf: impl Fn(f64) -> f64) -> (f64, f64) {
 
 /// Runs the experiment for one generator and prints every figure §11.1 records; asserts
 /// only that the mean lies within 5 standard errors (the decision rule is applied in the doc).
-fn preregistered(
-    label: &str,
-    runs: u32,
-    n: u64,
-    counts_of: impl Fn(u32, u64) -> Vec<[u64; 52]> + Sync,
-) {
+fn preregistered(label: &str, runs: u32, n: u64, counts_of: impl Fn(u32, u64) -> Vec<[u64; 52]> + Sync) {
     let started = std::time::Instant::now();
     let stats: Vec<(f64, f64)> = (0..runs)
         .into_par_iter()
         .map(|k| {
             let counts = counts_of(k, n);
             if runs > 100 {
-                eprintln!(
-                    "{label}: run {k} done at {:.0} s",
-                    started.elapsed().as_secs_f64()
-                );
+                eprintln!("{label}: run {k} done at {:.0} s", started.elapsed().as_secs_f64());
             }
-            assert!(
-                counts.iter().all(|row| row.iter().sum::<u64>() == n),
-                "every position holds one card per deal"
-            );
+            assert!(counts.iter().all(|row| row.iter().sum::<u64>() == n), "every position holds one card per deal");
             for card in 0..52 {
-                assert_eq!(
-                    counts.iter().map(|row| row[card]).sum::<u64>(),
-                    n,
-                    "every card is dealt once per deal"
-                );
+                assert_eq!(counts.iter().map(|row| row[card]).sum::<u64>(), n, "every card is dealt once per deal");
             }
             let e = n as f64 / 52.0;
             let x2 = |row: &[u64; 52]| row.iter().map(|&o| (o as f64 - e).powi(2) / e).sum::<f64>();
@@ -611,10 +522,7 @@ fn preregistered(
     if std::env::var_os("REDDOG_STATS_PRINT_RUNS").is_some() {
         println!("{label} runs: {xs:.1?}");
     }
-    assert!(
-        z.abs() < 5.0,
-        "{label}: mean X² {mean:.1} is {z:.2} standard errors from {mean_0}"
-    );
+    assert!(z.abs() < 5.0, "{label}: mean X² {mean:.1} is {z:.2} standard errors from {mean_0}");
 }
 
 #[test]
@@ -652,12 +560,8 @@ fn fair_counts_of(seed: [u8; 32], n: u64) -> Vec<[u64; 52]> {
 #[test]
 fn the_preregistered_harness_on_a_small_sample() {
     let n = if cfg!(debug_assertions) { 500 } else { 20_000 };
-    preregistered("fair deal, small", 16, n, |k, n| {
-        fair_counts_of(preregistered_seed("small/", k), n)
-    });
-    preregistered("raw HMAC outputs, small", 16, n, |k, n| {
-        hmac_counts(preregistered_seed("small/hmac/", k), n)
-    });
+    preregistered("fair deal, small", 16, n, |k, n| fair_counts_of(preregistered_seed("small/", k), n));
+    preregistered("raw HMAC outputs, small", 16, n, |k, n| hmac_counts(preregistered_seed("small/hmac/", k), n));
 }
 
 /// The pre-registered run, fair deal (§11.1): 51 M deals; run it alone with
@@ -665,24 +569,18 @@ fn the_preregistered_harness_on_a_small_sample() {
 #[test]
 #[ignore = "long run: the pre-registered experiment of FAIRNESS.md §11.1"]
 fn preregistered_fair_deal_on_fresh_seeds() {
-    preregistered(
-        "fair deal, fresh seeds",
-        PREREGISTERED_RUNS,
-        PREREGISTERED_N,
-        |k, n| fair_counts_of(preregistered_seed("", k), n),
-    );
+    preregistered("fair deal, fresh seeds", PREREGISTERED_RUNS, PREREGISTERED_N, |k, n| {
+        fair_counts_of(preregistered_seed("", k), n)
+    });
 }
 
 /// The control of the pre-registered run: raw HMAC-SHA256 outputs drive the same shuffle.
 #[test]
 #[ignore = "long run: the control of the pre-registered experiment of FAIRNESS.md §11.1"]
 fn preregistered_control_raw_hmac_outputs() {
-    preregistered(
-        "raw HMAC outputs, fresh seeds",
-        PREREGISTERED_RUNS,
-        PREREGISTERED_CONTROL_N,
-        |k, n| hmac_counts(preregistered_seed("hmac-control/", k), n),
-    );
+    preregistered("raw HMAC outputs, fresh seeds", PREREGISTERED_RUNS, PREREGISTERED_CONTROL_N, |k, n| {
+        hmac_counts(preregistered_seed("hmac-control/", k), n)
+    });
 }
 
 /// The design first registered for §11.1 (commit 43659ab: N = 2 × 10⁶ per run, the size of
@@ -692,10 +590,7 @@ fn preregistered_control_raw_hmac_outputs() {
 #[test]
 #[ignore = "long run (about half an hour): FAIRNESS.md §11.1, the first registered size"]
 fn preregistered_fair_deal_at_the_first_registered_size() {
-    preregistered(
-        "fair deal, fresh seeds, N = 2e6",
-        PREREGISTERED_RUNS,
-        2_000_000,
-        |k, n| fair_counts_of(preregistered_seed("", k), n),
-    );
+    preregistered("fair deal, fresh seeds, N = 2e6", PREREGISTERED_RUNS, 2_000_000, |k, n| {
+        fair_counts_of(preregistered_seed("", k), n)
+    });
 }

@@ -7,9 +7,7 @@
 
 use std::path::PathBuf;
 
-use reddog::fairness::{
-    self, ALGORITHM, ALGORITHM_VERSION, DealInputs, DealStream, FairShoe, RevealV1, ServerSeed,
-};
+use reddog::fairness::{self, ALGORITHM, ALGORITHM_VERSION, DealInputs, DealStream, FairShoe, RevealV1, ServerSeed};
 use reddog::game::{Card, Decks, Shoe};
 use serde_json::{Value, json};
 
@@ -41,29 +39,13 @@ struct Case {
     decks: u8,
 }
 
-fn case(
-    name: impl Into<String>,
-    seed: &'static str,
-    client: impl Into<String>,
-    nonce: u64,
-    decks: u8,
-) -> Case {
-    Case {
-        name: name.into(),
-        seed,
-        client: client.into(),
-        nonce,
-        decks,
-    }
+fn case(name: impl Into<String>, seed: &'static str, client: impl Into<String>, nonce: u64, decks: u8) -> Case {
+    Case { name: name.into(), seed, client: client.into(), nonce, decks }
 }
 
 fn cases() -> Vec<Case> {
     let mut all = Vec::new();
-    let clients = [
-        ("empty", String::new()),
-        ("ascii", "lucky-7".into()),
-        ("non-ascii", NON_ASCII.into()),
-    ];
+    let clients = [("empty", String::new()), ("ascii", "lucky-7".into()), ("non-ascii", NON_ASCII.into())];
     let clients = clients.into_iter().chain([("long", long_ascii())]);
     for (label, client) in clients {
         for decks in [1u8, 8] {
@@ -85,20 +67,8 @@ fn cases() -> Vec<Case> {
         case("2-deck/colon-client-shifted/nonce-1", SEED_C, "a", 1, 2),
         case("6-deck/nonce-2^32", SEED_C, "six decks", 1 << 32, 6),
         case("4-deck/nonce-12345", SEED_D, "player-42", 12345, 4),
-        case(
-            "1-deck/long-non-ascii-client/nonce-7",
-            SEED_D,
-            long_non_ascii(),
-            7,
-            1,
-        ),
-        case(
-            "1-deck/control-characters-client/nonce-99",
-            SEED_D,
-            "line1\nline2\t\"quoted\"\\",
-            99,
-            1,
-        ),
+        case("1-deck/long-non-ascii-client/nonce-7", SEED_D, long_non_ascii(), 7, 1),
+        case("1-deck/control-characters-client/nonce-99", SEED_D, "line1\nline2\t\"quoted\"\\", 99, 1),
         case("8-deck/ascii-client/nonce-1", SEED_D, "lucky-7", 1, 8),
         case("1-deck/rejection", SEED_R, REJECTION_CLIENT, 20_319_252, 1),
         case("8-deck/rejection", SEED_R, REJECTION_CLIENT, 4_203_422, 8),
@@ -118,13 +88,7 @@ fn seed(hex: &str) -> ServerSeed {
 /// `derive_key`.
 fn hmac_message(client: &[u8], nonce: u64, decks: u8) -> Vec<u8> {
     let mut msg = Vec::new();
-    for field in [
-        &b"reddog/deal"[..],
-        &ALGORITHM_VERSION.to_be_bytes(),
-        client,
-        &nonce.to_be_bytes(),
-        &[decks],
-    ] {
+    for field in [&b"reddog/deal"[..], &ALGORITHM_VERSION.to_be_bytes(), client, &nonce.to_be_bytes(), &[decks]] {
         msg.extend_from_slice(&(field.len() as u32).to_be_bytes());
         msg.extend_from_slice(field);
     }
@@ -152,23 +116,14 @@ fn deal_counting_rejections(inputs: &DealInputs<'_>, count: usize) -> (Vec<Card>
             .unwrap()
         })
         .collect();
-    assert_eq!(
-        cards,
-        FairShoe::deal(inputs, count),
-        "FairShoe disagrees with the spec's shuffle"
-    );
+    assert_eq!(cards, FairShoe::deal(inputs, count), "FairShoe disagrees with the spec's shuffle");
     (cards, rejected)
 }
 
 fn render_case(c: &Case) -> Vec<(&'static str, Value)> {
     let server_seed = seed(c.seed);
     let decks = Decks::new(u32::from(c.decks)).unwrap();
-    let inputs = DealInputs {
-        server_seed: &server_seed,
-        client_seed: c.client.as_bytes(),
-        nonce: c.nonce,
-        decks,
-    };
+    let inputs = DealInputs { server_seed: &server_seed, client_seed: c.client.as_bytes(), nonce: c.nonce, decks };
     let key = fairness::derive_key(&inputs);
     let mut block0 = [0u8; 64];
     DealStream::from_key(key).fill_bytes(&mut block0);
@@ -181,25 +136,12 @@ fn render_case(c: &Case) -> Vec<(&'static str, Value)> {
         ("client_seed_hex", json!(hex::encode(c.client.as_bytes()))),
         ("nonce", json!(c.nonce)),
         ("decks", json!(c.decks)),
-        (
-            "hmac_message",
-            json!(hex::encode(hmac_message(
-                c.client.as_bytes(),
-                c.nonce,
-                c.decks
-            ))),
-        ),
+        ("hmac_message", json!(hex::encode(hmac_message(c.client.as_bytes(), c.nonce, c.decks)))),
         ("key", json!(hex::encode(key))),
         ("keystream_block0", json!(hex::encode(block0))),
         ("rejected_words", json!(rejected)),
-        (
-            "cards",
-            json!(cards.iter().map(Card::to_string).collect::<Vec<_>>()),
-        ),
-        (
-            "codes",
-            json!(cards.iter().map(|c| c.code()).collect::<Vec<_>>()),
-        ),
+        ("cards", json!(cards.iter().map(Card::to_string).collect::<Vec<_>>())),
+        ("codes", json!(cards.iter().map(|c| c.code()).collect::<Vec<_>>())),
     ]
 }
 
@@ -226,11 +168,7 @@ fn render() -> String {
             let comma = if j + 1 < fields.len() { "," } else { "" };
             out += &format!("      \"{k}\": {v}{comma}\n");
         }
-        out += if i + 1 < cases.len() {
-            "    },\n"
-        } else {
-            "    }\n"
-        };
+        out += if i + 1 < cases.len() { "    },\n" } else { "    }\n" };
     }
     out += "  ]\n}\n";
     out
@@ -247,15 +185,9 @@ fn the_vector_file_is_exactly_what_the_algorithm_produces_today() {
         std::fs::write(vector_file(), &expected).unwrap();
         return;
     }
-    let on_disk =
-        std::fs::read_to_string(vector_file()).expect("tests/vectors/deal-v1.json is missing");
+    let on_disk = std::fs::read_to_string(vector_file()).expect("tests/vectors/deal-v1.json is missing");
     if on_disk != expected {
-        let line = on_disk
-            .lines()
-            .zip(expected.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(0)
-            + 1;
+        let line = on_disk.lines().zip(expected.lines()).position(|(a, b)| a != b).unwrap_or(0) + 1;
         panic!(
             "tests/vectors/deal-v1.json differs from the algorithm's output from line {line} on: the deal changed. \
              If that is intended (a new ALGORITHM_VERSION), rewrite it with REDDOG_WRITE_VECTORS=1 and review the diff."
@@ -276,57 +208,23 @@ fn the_vectors_cover_what_the_issue_asks_for() {
     assert!(has(&|c| c.nonce == 0) && has(&|c| c.nonce == u64::MAX));
     // FAIRNESS.md §3.4: "a:b" with one nonce, "a" with the same nonce and with another: three
     // different messages, so three unrelated keys.
-    let colon: Vec<&Case> = all
-        .iter()
-        .filter(|c| c.client == "a:b" || c.client == "a")
-        .collect();
-    assert!(
-        colon
-            .iter()
-            .any(|c| c.client == "a" && c.nonce != colon[0].nonce)
-    );
-    let keys: std::collections::HashSet<String> = colon
-        .iter()
-        .map(|c| {
-            render_case(c)
-                .into_iter()
-                .find(|(k, _)| *k == "key")
-                .unwrap()
-                .1
-                .to_string()
-        })
-        .collect();
-    assert_eq!(
-        keys.len(),
-        3,
-        "the colon cases must give three different keys"
-    );
-    let rejecting = all.iter().filter(|c| {
-        render_case(c)
-            .iter()
-            .any(|(k, v)| *k == "rejected_words" && v != 0)
-    });
-    assert!(
-        rejecting.count() >= 2,
-        "no case exercises the rejection of a word"
-    );
+    let colon: Vec<&Case> = all.iter().filter(|c| c.client == "a:b" || c.client == "a").collect();
+    assert!(colon.iter().any(|c| c.client == "a" && c.nonce != colon[0].nonce));
+    let keys: std::collections::HashSet<String> =
+        colon.iter().map(|c| render_case(c).into_iter().find(|(k, _)| *k == "key").unwrap().1.to_string()).collect();
+    assert_eq!(keys.len(), 3, "the colon cases must give three different keys");
+    let rejecting = all.iter().filter(|c| render_case(c).iter().any(|(k, v)| *k == "rejected_words" && v != 0));
+    assert!(rejecting.count() >= 2, "no case exercises the rejection of a word");
 }
 
 #[test]
 fn every_vector_verifies_as_a_reveal_and_fails_with_a_changed_card() {
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(vector_file()).unwrap()).unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(vector_file()).unwrap()).unwrap();
     for case in doc["cases"].as_array().unwrap() {
         let mut cards: Vec<String> = serde_json::from_value(case["cards"].clone()).unwrap();
         // A round deals 2 cards on a consecutive hand, 3 otherwise.
         let (a, b): (Card, Card) = (cards[0].parse().unwrap(), cards[1].parse().unwrap());
-        cards.truncate(
-            if reddog::game::HandClass::of(a, b) == reddog::game::HandClass::Consecutive {
-                2
-            } else {
-                3
-            },
-        );
+        cards.truncate(if reddog::game::HandClass::of(a, b) == reddog::game::HandClass::Consecutive { 2 } else { 3 });
         let mut reveal = RevealV1 {
             algorithm: ALGORITHM.into(),
             server_seed: case["server_seed"].as_str().unwrap().into(),
@@ -337,19 +235,11 @@ fn every_vector_verifies_as_a_reveal_and_fails_with_a_changed_card() {
             cards,
             round_id: None,
         };
-        assert!(
-            fairness::verify_v1(&reveal).unwrap().ok(),
-            "{}",
-            case["name"]
-        );
+        assert!(fairness::verify_v1(&reveal).unwrap().ok(), "{}", case["name"]);
         // Another suit of the same rank: the hand class stays, the card differs.
         let first: Card = reveal.cards[0].parse().unwrap();
         reveal.cards[0] = Card::from_code(first.code() ^ 1).unwrap().to_string();
-        assert!(
-            !fairness::verify_v1(&reveal).unwrap().cards_ok,
-            "{}",
-            case["name"]
-        );
+        assert!(!fairness::verify_v1(&reveal).unwrap().cards_ok, "{}", case["name"]);
     }
 }
 
@@ -364,12 +254,8 @@ fn search_rejection_cases() {
         let decks = Decks::new(u32::from(decks)).unwrap();
         let nonce = (0u64..)
             .find(|&nonce| {
-                let inputs = DealInputs {
-                    server_seed: &server_seed,
-                    client_seed: REJECTION_CLIENT.as_bytes(),
-                    nonce,
-                    decks,
-                };
+                let inputs =
+                    DealInputs { server_seed: &server_seed, client_seed: REJECTION_CLIENT.as_bytes(), nonce, decks };
                 let mut stream = DealStream::new(&inputs);
                 (0..CARDS as u32).any(|i| {
                     let n = decks.cards() as u32 - i;
@@ -377,9 +263,6 @@ fn search_rejection_cases() {
                 })
             })
             .unwrap();
-        println!(
-            "{} deck(s): first nonce with a rejection in the first {CARDS} draws: {nonce}",
-            decks.get()
-        );
+        println!("{} deck(s): first nonce with a rejection in the first {CARDS} draws: {nonce}", decks.get());
     }
 }

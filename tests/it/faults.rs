@@ -38,12 +38,7 @@ const KEY_A: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a
 const KEY_B: &str = "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2";
 
 fn size() -> Load {
-    let get = |n: &str, d: u64| {
-        std::env::var(n)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
+    let get = |n: &str, d: u64| std::env::var(n).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
     Load {
         players: get("REDDOG_FAULT_PLAYERS", 16) as usize,
         rounds: get("REDDOG_FAULT_ROUNDS", 300),
@@ -90,28 +85,16 @@ async fn sigkill_during_load_loses_no_round() {
     let t0 = Instant::now();
     let run = tokio::spawn(run_load(pool.clone(), ledger.clone(), load.clone()));
 
-    wait_until(
-        "a third of the rounds are settled",
-        Duration::from_secs(120),
-        || settled(&ledger) >= load.rounds / 3,
-    )
-    .await;
+    wait_until("a third of the rounds are settled", Duration::from_secs(120), || settled(&ledger) >= load.rounds / 3)
+        .await;
     let in_flight_at_kill = ledger.rounds_opened() - settled(&ledger);
     victim.sigkill();
     let killed_at = settled(&ledger);
     // The platform keeps calling the dead replica until it notices (here: until a call failed
     // over), then drops it from its pool.
-    wait_until(
-        "a call to the killed replica failed over",
-        Duration::from_secs(30),
-        || {
-            pool.retries
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|(r, _, _)| r == "victim")
-        },
-    )
+    wait_until("a call to the killed replica failed over", Duration::from_secs(30), || {
+        pool.retries.lock().unwrap().iter().any(|(r, _, _)| r == "victim")
+    })
     .await;
     pool.remove("victim");
     run.await.expect("the load finished");
@@ -121,18 +104,11 @@ async fn sigkill_during_load_loses_no_round() {
     assert_eq!(settled(&ledger), load.rounds);
     assert!(killed_at < load.rounds, "the kill happened during the load");
     let retries = pool.retries.lock().unwrap().clone();
-    assert!(
-        retries.iter().all(|(r, _, _)| r == "victim"),
-        "only calls to the killed replica failed: {retries:?}"
-    );
+    assert!(retries.iter().all(|(r, _, _)| r == "victim"), "only calls to the killed replica failed: {retries:?}");
     let resettled = resettle_all(&pool, &ledger).await;
     assert_eq!(resettled as u64, load.rounds);
     let c = survivor.scrape().await;
-    assert_eq!(
-        (c.rpc_errors, c.token_rejections),
-        (0, 0),
-        "the survivor refused nothing"
-    );
+    assert_eq!((c.rpc_errors, c.token_rejections), (0, 0), "the survivor refused nothing");
     report(
         "sigkill",
         &load,
@@ -152,12 +128,7 @@ async fn sigterm_under_load_drains() {
     const HELD: usize = 4;
     let load = size();
     let ring = RingFile::new(&ring_json("a", &[("a", KEY_A)]));
-    let mut draining = Replica::spawn(
-        "draining",
-        &ring.path,
-        &["--drain-timeout-secs", "20"],
-        Logs::Keep,
-    );
+    let mut draining = Replica::spawn("draining", &ring.path, &["--drain-timeout-secs", "20"], Logs::Keep);
     let other = Replica::spawn("other", &ring.path, &[], Logs::Keep);
     let pool = Pool::new();
     pool.add(&draining);
@@ -166,29 +137,13 @@ async fn sigterm_under_load_drains() {
     let t0 = Instant::now();
     let run = tokio::spawn(run_load(pool.clone(), ledger.clone(), load.clone()));
 
-    wait_until(
-        "a third of the rounds are settled",
-        Duration::from_secs(120),
-        || settled(&ledger) >= load.rounds / 3,
-    )
-    .await;
+    wait_until("a third of the rounds are settled", Duration::from_secs(120), || settled(&ledger) >= load.rounds / 3)
+        .await;
     // Calls in flight on the replica about to drain, and a health watch on it.
-    let ch = Endpoint::from_shared(format!("http://{}", draining.addr))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut watch = HealthClient::new(ch.clone())
-        .watch(HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        watch.message().await.unwrap().unwrap().status(),
-        ServingStatus::Serving
-    );
+    let ch = Endpoint::from_shared(format!("http://{}", draining.addr)).unwrap().connect().await.unwrap();
+    let mut watch =
+        HealthClient::new(ch.clone()).watch(HealthCheckRequest { service: String::new() }).await.unwrap().into_inner();
+    assert_eq!(watch.message().await.unwrap().unwrap().status(), ServingStatus::Serving);
     // The held calls have reached the server when it counts exactly HELD calls in progress
     // (a fixed sleep raced with a loaded machine). So the load is taken off the replica for a
     // moment: first its own calls end (the gauge reads 0), then the held calls are opened and
@@ -214,17 +169,12 @@ async fn sigterm_under_load_drains() {
     in_flight_is(0, "the load's calls ended").await;
     let held: Vec<_> = (0..HELD).map(|_| held_call(ch.clone())).collect();
     in_flight_is(HELD as u64, "the held calls alone").await;
-    assert!(
-        held.iter().all(|(_, t)| !t.is_finished()),
-        "a held call ended early"
-    );
+    assert!(held.iter().all(|(_, t)| !t.is_finished()), "a held call ended early");
     pool.add(&draining);
     let ok_before = draining.scrape().await.rpc_ok;
-    wait_until_async(
-        "the load reaches the replica again",
-        Duration::from_secs(30),
-        || async { draining.scrape().await.rpc_ok >= ok_before + 20 },
-    )
+    wait_until_async("the load reaches the replica again", Duration::from_secs(30), || async {
+        draining.scrape().await.rpc_ok >= ok_before + 20
+    })
     .await;
 
     draining.sigterm();
@@ -238,21 +188,14 @@ async fn sigterm_under_load_drains() {
     assert_eq!(update.status(), ServingStatus::NotServing);
     drop(watch);
     // The load goes on meanwhile: new calls fail over to the other replica.
-    wait_until(
-        "more rounds settled after SIGTERM",
-        Duration::from_secs(60),
-        || settled(&ledger) >= (settled_at_term + 100).min(load.rounds),
-    )
+    wait_until("more rounds settled after SIGTERM", Duration::from_secs(60), || {
+        settled(&ledger) >= (settled_at_term + 100).min(load.rounds)
+    })
     .await;
     assert!(!draining.has_exited(), "exited with calls in flight");
     for (tx, task) in &held {
-        assert!(
-            !task.is_finished(),
-            "an in-flight call was cut off by SIGTERM"
-        );
-        tx.send(GetRulesRequest::default())
-            .await
-            .expect("the held stream is still open");
+        assert!(!task.is_finished(), "an in-flight call was cut off by SIGTERM");
+        tx.send(GetRulesRequest::default()).await.expect("the held stream is still open");
     }
     let mut ok = 0;
     for (tx, task) in held {
@@ -270,11 +213,7 @@ async fn sigterm_under_load_drains() {
     let drained_in = terminated.elapsed();
     assert!(status.success(), "exit after the drain: {status:?}");
     for line in ["SIGTERM received", "shutting down", "drained; stopped"] {
-        assert!(
-            draining.log_contains(line),
-            "drain log line {line:?} missing: {:?}",
-            draining.log.lock().unwrap()
-        );
+        assert!(draining.log_contains(line), "drain log line {line:?} missing: {:?}", draining.log.lock().unwrap());
     }
     run.await.expect("the load finished");
     let wall = t0.elapsed();
@@ -282,26 +221,17 @@ async fn sigterm_under_load_drains() {
     ledger.assert_balanced();
     assert_eq!(settled(&ledger), load.rounds);
     let retries = pool.retries.lock().unwrap().clone();
-    assert!(
-        retries.iter().all(|(r, _, _)| r == "draining"),
-        "only calls to the draining replica failed: {retries:?}"
-    );
+    assert!(retries.iter().all(|(r, _, _)| r == "draining"), "only calls to the draining replica failed: {retries:?}");
     resettle_all(&pool, &ledger).await;
     let c = other.scrape().await;
-    assert_eq!(
-        (c.rpc_errors, c.token_rejections),
-        (0, 0),
-        "the other replica refused nothing"
-    );
+    assert_eq!((c.rpc_errors, c.token_rejections), (0, 0), "the other replica refused nothing");
     report(
         "sigterm",
         &load,
         &ledger,
         &pool,
         wall,
-        &format!(
-            "{ok} held call(s) completed OK during the drain; exit 0 {drained_in:.2?} after SIGTERM"
-        ),
+        &format!("{ok} held call(s) completed OK during the drain; exit 0 {drained_in:.2?} after SIGTERM"),
     );
 }
 
@@ -309,10 +239,7 @@ async fn sigterm_under_load_drains() {
 async fn key_rotation_under_load_loses_no_round() {
     // Re-settling at the end is impossible here: tokens sealed with `a` no longer open once
     // `a` is retired, which is the point of step 3.
-    let load = Load {
-        keep_finals: false,
-        ..size()
-    };
+    let load = Load { keep_finals: false, ..size() };
     let steps = [
         ring_json("a", &[("a", KEY_A)]),
         ring_json("a", &[("a", KEY_A), ("b", KEY_B)]),
@@ -321,9 +248,8 @@ async fn key_rotation_under_load_loses_no_round() {
     ];
     let files: Vec<RingFile> = steps.iter().map(|r| RingFile::new(r)).collect();
     let args = ["--drain-timeout-secs", "5"];
-    let mut replicas: Vec<Replica> = (0..2)
-        .map(|slot| Replica::spawn(&format!("r{slot}-step0"), &files[0].path, &args, Logs::Keep))
-        .collect();
+    let mut replicas: Vec<Replica> =
+        (0..2).map(|slot| Replica::spawn(&format!("r{slot}-step0"), &files[0].path, &args, Logs::Keep)).collect();
     let pool = Pool::new();
     replicas.iter().for_each(|r| pool.add(r));
     let ledger = Ledger::new();
@@ -333,37 +259,24 @@ async fn key_rotation_under_load_loses_no_round() {
     let mut retired = Vec::new();
     let mut last_step_at = 0;
     for (step, file) in files.iter().enumerate().skip(1) {
-        wait_until(
-            &format!("{step}/5 of the rounds are settled"),
-            Duration::from_secs(120),
-            || settled(&ledger) >= step as u64 * load.rounds / 5,
-        )
+        wait_until(&format!("{step}/5 of the rounds are settled"), Duration::from_secs(120), || {
+            settled(&ledger) >= step as u64 * load.rounds / 5
+        })
         .await;
         if step == 3 {
             // Retire `a` only when no round in flight can hold a token sealed with it: every
             // round opened from now on is sealed with `b` by every replica.
             let boundary = ledger.rounds_opened();
-            wait_until(
-                "every round opened under an `a` primary has settled",
-                Duration::from_secs(120),
-                || {
-                    ledger
-                        .oldest_in_flight()
-                        .is_none_or(|oldest| oldest >= boundary)
-                },
-            )
+            wait_until("every round opened under an `a` primary has settled", Duration::from_secs(120), || {
+                ledger.oldest_in_flight().is_none_or(|oldest| oldest >= boundary)
+            })
             .await;
             last_step_at = settled(&ledger);
         }
         // Roll the step to the replicas one at a time: start the new one, take the old one out
         // of the pool (the Service endpoints), then SIGTERM it and let it drain.
         for (slot, current) in replicas.iter_mut().enumerate() {
-            let new = Replica::spawn(
-                &format!("r{slot}-step{step}"),
-                &file.path,
-                &args,
-                Logs::Keep,
-            );
+            let new = Replica::spawn(&format!("r{slot}-step{step}"), &file.path, &args, Logs::Keep);
             pool.add(&new);
             let mut old = std::mem::replace(current, new);
             pool.remove(&old.name);
@@ -379,19 +292,12 @@ async fn key_rotation_under_load_loses_no_round() {
 
     ledger.assert_balanced();
     assert_eq!(settled(&ledger), load.rounds);
-    assert!(
-        last_step_at < load.rounds,
-        "the last step began before the load ended"
-    );
+    assert!(last_step_at < load.rounds, "the last step began before the load ended");
     for r in &replicas {
         retired.push((r.name.clone(), r.scrape().await));
     }
     for (name, c) in &retired {
-        assert_eq!(
-            (c.rpc_errors, c.token_rejections),
-            (0, 0),
-            "{name} refused a call or a token"
-        );
+        assert_eq!((c.rpc_errors, c.token_rejections), (0, 0), "{name} refused a call or a token");
     }
     let retries = pool.retries.lock().unwrap().clone();
     assert!(
@@ -473,16 +379,9 @@ async fn next_frame(tcp: &mut tokio::net::TcpStream) -> Option<Frame> {
         let mut payload = vec![0; len];
         tcp.read_exact(&mut payload).await.ok()?;
         let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
-        Some(Frame {
-            kind: head[3],
-            flags: head[4],
-            stream,
-            payload,
-        })
+        Some(Frame { kind: head[3], flags: head[4], stream, payload })
     };
-    tokio::time::timeout(Duration::from_secs(10), read)
-        .await
-        .expect("a frame or the end of the connection within 10 s")
+    tokio::time::timeout(Duration::from_secs(10), read).await.expect("a frame or the end of the connection within 10 s")
 }
 
 /// Reads frames until `want` matches one (returned), answering SETTINGS and PINGs other than
@@ -513,10 +412,7 @@ async fn read_until(
 
 fn goaway(f: &Frame) -> (u32, u32) {
     let p = &f.payload;
-    (
-        u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff,
-        u32::from_be_bytes([p[4], p[5], p[6], p[7]]),
-    )
+    (u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff, u32::from_be_bytes([p[4], p[5], p[6], p[7]]))
 }
 
 /// What a client racing a drain can rely on, on the wire: the server's GOAWAY comes in two
@@ -529,8 +425,7 @@ fn goaway(f: &Frame) -> (u32, u32) {
 #[tokio::test]
 async fn the_drain_goaway_names_the_last_stream_served() {
     use tokio::io::AsyncWriteExt;
-    let server =
-        crate::common::TestServer::spawn(crate::common::settings(&crate::common::ring_a())).await;
+    let server = crate::common::TestServer::spawn(crate::common::settings(&crate::common::ring_a())).await;
     let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
     out.extend(frame(SETTINGS, 0, 0, &[]));
@@ -539,28 +434,18 @@ async fn the_drain_goaway_names_the_last_stream_served() {
     tcp.write_all(&out).await.unwrap();
     let (mut seen, mut pings) = (Vec::new(), Vec::new());
     // Frames are handled in order: the answer to our PING means stream 1 has been received.
-    read_until(&mut tcp, &mut seen, &mut pings, |f| {
-        f.kind == PING && f.flags & ACK != 0
-    })
-    .await
-    .expect("PING answered");
+    read_until(&mut tcp, &mut seen, &mut pings, |f| f.kind == PING && f.flags & ACK != 0).await.expect("PING answered");
     pings.clear();
 
     let stopping = tokio::spawn(server.stop());
     let first = read_until(&mut tcp, &mut seen, &mut pings, |f| f.kind == GOAWAY)
         .await
         .expect("a GOAWAY once the drain starts");
-    assert_eq!(
-        goaway(&seen[first]),
-        (0x7fff_ffff, 0),
-        "first GOAWAY: last stream id 2^31-1, NO_ERROR"
-    );
+    assert_eq!(goaway(&seen[first]), (0x7fff_ffff, 0), "first GOAWAY: last stream id 2^31-1, NO_ERROR");
     if pings.is_empty() {
-        read_until(&mut tcp, &mut seen, &mut pings, |f| {
-            f.kind == PING && f.flags & ACK == 0
-        })
-        .await
-        .expect("a PING after the first GOAWAY");
+        read_until(&mut tcp, &mut seen, &mut pings, |f| f.kind == PING && f.flags & ACK == 0)
+            .await
+            .expect("a PING after the first GOAWAY");
     }
     // A call racing the first GOAWAY (sent before the client read it), then the PING answer.
     let mut out = get_rules_headers(3);
@@ -572,41 +457,19 @@ async fn the_drain_goaway_names_the_last_stream_served() {
     let second = read_until(&mut tcp, &mut seen, &mut pings, |f| f.kind == GOAWAY)
         .await
         .expect("a second GOAWAY after the PING is answered");
-    assert_eq!(
-        goaway(&seen[second]),
-        (3, 0),
-        "second GOAWAY: the last stream id the server took, NO_ERROR"
-    );
+    assert_eq!(goaway(&seen[second]), (3, 0), "second GOAWAY: the last stream id the server took, NO_ERROR");
     // A call after the second GOAWAY; then the held call's message.
     let mut out = get_rules_headers(5);
     out.extend(empty_message(5));
     out.extend(empty_message(1));
     tcp.write_all(&out).await.unwrap();
-    while read_until(&mut tcp, &mut seen, &mut pings, |_| false)
-        .await
-        .is_some()
-    {}
-    let ended = |id: u32| {
-        seen.iter()
-            .any(|f| f.stream == id && f.kind == HEADERS && f.flags & END_STREAM != 0)
-    };
+    while read_until(&mut tcp, &mut seen, &mut pings, |_| false).await.is_some() {}
+    let ended = |id: u32| seen.iter().any(|f| f.stream == id && f.kind == HEADERS && f.flags & END_STREAM != 0);
     let data = |id: u32| seen.iter().any(|f| f.stream == id && f.kind == DATA);
-    assert!(
-        ended(3) && data(3),
-        "the call racing the first GOAWAY was answered"
-    );
+    assert!(ended(3) && data(3), "the call racing the first GOAWAY was answered");
     assert!(ended(1) && data(1), "the call in flight was answered");
     let about_5: Vec<_> = seen.iter().filter(|f| f.stream == 5).collect();
-    assert!(
-        about_5.is_empty(),
-        "the call above the last stream id got an answer or a reset: {about_5:?}"
-    );
-    assert!(
-        !seen.iter().any(|f| f.kind == RST_STREAM),
-        "no stream was reset"
-    );
-    tokio::time::timeout(Duration::from_secs(10), stopping)
-        .await
-        .expect("the server stopped")
-        .unwrap();
+    assert!(about_5.is_empty(), "the call above the last stream id got an answer or a reset: {about_5:?}");
+    assert!(!seen.iter().any(|f| f.kind == RST_STREAM), "no stream was reset");
+    tokio::time::timeout(Duration::from_secs(10), stopping).await.expect("the server stopped").unwrap();
 }

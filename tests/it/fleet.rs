@@ -16,7 +16,7 @@
 //! - [`run_load`]: many concurrent players, each playing complete rounds until a shared
 //!   budget of rounds is used up.
 //!
-//! The requests that depend on the API version (issue 8: CommitSeed carries the round id and
+//! The requests that depend on the API version (CommitSeed carries the round id and
 //! nonce) are built in one place, [`commit_request`] and [`start_request`]; the reveal is
 //! checked in one place, [`check_reveal`].
 #![allow(dead_code)]
@@ -41,10 +41,7 @@ use tonic::{Code, Status};
 /// The binary under test: `REDDOG_TEST_BIN` if set (e.g. `target/release/reddog`), else the
 /// one Cargo built with this test (the release binary under `cargo test --release`).
 pub fn binary() -> PathBuf {
-    std::env::var_os("REDDOG_TEST_BIN").map_or_else(
-        || PathBuf::from(env!("CARGO_BIN_EXE_reddog")),
-        PathBuf::from,
-    )
+    std::env::var_os("REDDOG_TEST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_reddog")), PathBuf::from)
 }
 
 /// A key ring JSON written to a file the replicas read (`--key-ring-file`).
@@ -86,13 +83,7 @@ impl Replica {
     /// Starts the binary with the ring file and `args`; waits (bounded) for both listen lines.
     pub fn spawn(name: &str, ring: &Path, args: &[&str], logs: Logs) -> Replica {
         let mut child = Command::new(binary())
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--metrics-listen",
-                "127.0.0.1:0",
-            ])
+            .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
             .arg("--key-ring-file")
             .arg(ring)
             .args(args)
@@ -100,11 +91,7 @@ impl Replica {
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(if logs == Logs::Keep {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stderr(if logs == Logs::Keep { Stdio::piped() } else { Stdio::null() })
             .spawn()
             .expect("spawn reddog serve");
         let stdout = child.stdout.take().unwrap();
@@ -133,19 +120,10 @@ impl Replica {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
                 Ok((which, a)) => addrs[which] = Some(a),
-                Err(_) => panic!(
-                    "{name}: no listen lines within 60 s; log: {:?}",
-                    log.lock().unwrap()
-                ),
+                Err(_) => panic!("{name}: no listen lines within 60 s; log: {:?}", log.lock().unwrap()),
             }
         }
-        Replica {
-            name: name.to_string(),
-            child,
-            addr: addrs[0].unwrap(),
-            metrics: addrs[1].unwrap(),
-            log,
-        }
+        Replica { name: name.to_string(), child, addr: addrs[0].unwrap(), metrics: addrs[1].unwrap(), log }
     }
 
     pub fn pid(&self) -> u32 {
@@ -185,11 +163,7 @@ impl Replica {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(
-                Instant::now() < deadline,
-                "{} did not exit within {bound:?}",
-                self.name
-            );
+            assert!(Instant::now() < deadline, "{} did not exit within {bound:?}", self.name);
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -197,9 +171,7 @@ impl Replica {
     /// The replica's counters now (a scrape of `/metrics`).
     pub async fn scrape(&self) -> Counters {
         let addr = self.metrics;
-        tokio::task::spawn_blocking(move || Counters::scrape(addr))
-            .await
-            .unwrap()
+        tokio::task::spawn_blocking(move || Counters::scrape(addr)).await.unwrap()
     }
 
     pub fn log_contains(&self, text: &str) -> bool {
@@ -215,26 +187,16 @@ impl Drop for Replica {
 }
 
 fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .args([&format!("-{sig}"), &pid.to_string()])
-        .status()
-        .unwrap()
-        .success();
+    let ok = Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().unwrap().success();
     assert!(ok, "kill -{sig} {pid}");
 }
 
 fn status_kib(status: &str, key: &str) -> Option<u64> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    status.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 pub fn rss_kib(pid: u32) -> Option<u64> {
-    status_kib(
-        &std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
-        "VmRSS:",
-    )
+    status_kib(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?, "VmRSS:")
 }
 
 /// Samples a process's RSS every `every` on a thread until dropped.
@@ -289,14 +251,9 @@ pub struct Counters {
 
 impl Counters {
     fn scrape(addr: SocketAddr) -> Counters {
-        let mut s =
-            TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to /metrics");
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to /metrics");
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        write!(
-            s,
-            "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
+        write!(s, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
         let mut text = String::new();
         s.read_to_string(&mut text).unwrap();
         let mut c = Counters::default();
@@ -304,9 +261,7 @@ impl Counters {
             let Some((name, value)) = line.rsplit_once(' ') else {
                 continue;
             };
-            let v = value
-                .parse::<u64>()
-                .unwrap_or_else(|_| value.parse::<f64>().map_or(0, |f| f as u64));
+            let v = value.parse::<u64>().unwrap_or_else(|_| value.parse::<f64>().map_or(0, |f| f as u64));
             let metric = name.split('{').next().unwrap();
             match metric {
                 "reddog_rounds_started_total" => c.rounds_started += v,
@@ -339,11 +294,7 @@ pub const CONNECTIONS_PER_REPLICA: usize = 4;
 
 impl Pool {
     pub fn new() -> Arc<Pool> {
-        Arc::new(Pool {
-            targets: RwLock::new(Vec::new()),
-            next: AtomicUsize::new(0),
-            retries: Mutex::new(Vec::new()),
-        })
+        Arc::new(Pool { targets: RwLock::new(Vec::new()), next: AtomicUsize::new(0), retries: Mutex::new(Vec::new()) })
     }
 
     pub fn add(&self, replica: &Replica) {
@@ -357,10 +308,7 @@ impl Pool {
                 RedDogClient::new(ch)
             })
             .collect();
-        self.targets
-            .write()
-            .unwrap()
-            .push((replica.name.clone(), clients));
+        self.targets.write().unwrap().push((replica.name.clone(), clients));
     }
 
     pub fn remove(&self, name: &str) {
@@ -368,12 +316,7 @@ impl Pool {
     }
 
     pub fn names(&self) -> Vec<String> {
-        self.targets
-            .read()
-            .unwrap()
-            .iter()
-            .map(|(n, _)| n.clone())
-            .collect()
+        self.targets.read().unwrap().iter().map(|(n, _)| n.clone()).collect()
     }
 
     fn pick(&self) -> (String, RedDogClient<Channel>) {
@@ -381,10 +324,7 @@ impl Pool {
         let targets = self.targets.read().unwrap();
         assert!(!targets.is_empty(), "no replica in the pool");
         let (name, clients) = &targets[i % targets.len()];
-        (
-            name.clone(),
-            clients[(i / targets.len()) % clients.len()].clone(),
-        )
+        (name.clone(), clients[(i / targets.len()) % clients.len()].clone())
     }
 
     /// Opens every connection of the pool with one GetRules each, as a platform's long-lived
@@ -420,10 +360,8 @@ impl Pool {
 /// with the message `h2 protocol error: …` (seen in `sigterm_under_load_drains`); the engine's
 /// own INTERNAL always says `internal error`, and is never retried here.
 pub fn is_transport_failure(s: &Status) -> bool {
-    matches!(
-        s.code(),
-        Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded
-    ) || (s.code() == Code::Internal && s.message().starts_with("h2 protocol error"))
+    matches!(s.code(), Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded)
+        || (s.code() == Code::Internal && s.message().starts_with("h2 protocol error"))
 }
 
 /// How long one call may keep failing over before the run fails.
@@ -441,11 +379,7 @@ where
         match rpc(client).await {
             Ok(r) => return (r.into_inner(), name),
             Err(s) if is_transport_failure(&s) && Instant::now() < deadline => {
-                pool.retries.lock().unwrap().push((
-                    name,
-                    s.code(),
-                    s.message().chars().take(120).collect(),
-                ));
+                pool.retries.lock().unwrap().push((name, s.code(), s.message().chars().take(120).collect()));
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             Err(s) => panic!(
@@ -457,14 +391,10 @@ where
     }
 }
 
-// ---- the API-version-dependent pieces (issue 8 changes these) --------------------------------
+// ---- the API-version-dependent pieces (they change with the API version) ---------------------
 
 pub fn commit_request(round_id: &str, nonce: u64) -> proto::CommitSeedRequest {
-    proto::CommitSeedRequest {
-        round_id: round_id.to_string(),
-        nonce,
-        table_id: String::new(),
-    }
+    proto::CommitSeedRequest { round_id: round_id.to_string(), nonce, table_id: String::new() }
 }
 
 pub fn start_request(
@@ -480,48 +410,25 @@ pub fn start_request(
         nonce,
         round_id: round_id.to_string(),
         seats: bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
-        player_limits: Some(proto::Limits {
-            min_bet: 500,
-            max_bet: 30_000,
-        }),
+        player_limits: Some(proto::Limits { min_bet: 500, max_bet: 30_000 }),
         table_id: String::new(),
     }
 }
 
 /// The reveal (v2) verifies, is this round's, matches the commitment shown before it, and
 /// carries the settlement's seats and the settled token's transcript.
-pub fn check_reveal(
-    settled: &proto::SettleResponse,
-    commitment: &str,
-    client_seed: &str,
-    nonce: u64,
-) {
+pub fn check_reveal(settled: &proto::SettleResponse, commitment: &str, client_seed: &str, nonce: u64) {
     let Ok(AnyReveal::V2(reveal)) = parse_reveal(&settled.reveal_json) else {
         panic!("not a well-formed v2 reveal: {}", settled.reveal_json)
     };
+    assert_eq!(reveal.commitment, commitment, "the reveal is of the commitment shown");
     assert_eq!(
-        reveal.commitment, commitment,
-        "the reveal is of the commitment shown"
-    );
-    assert_eq!(
-        (
-            reveal.client_seed.as_str(),
-            reveal.nonce,
-            reveal.round_id.as_str()
-        ),
+        (reveal.client_seed.as_str(), reveal.nonce, reveal.round_id.as_str()),
         (client_seed, nonce, settled.round_id.as_str())
     );
     assert_eq!(reveal.transcript, settled.transcript);
-    let seats: Vec<_> = settled
-        .results
-        .iter()
-        .map(|r| (r.bet, r.raised, r.stake, r.returned))
-        .collect();
-    let shown: Vec<_> = reveal
-        .seats
-        .iter()
-        .map(|r| (r.bet, r.raised, r.stake, r.returned))
-        .collect();
+    let seats: Vec<_> = settled.results.iter().map(|r| (r.bet, r.raised, r.stake, r.returned)).collect();
+    let shown: Vec<_> = reveal.seats.iter().map(|r| (r.bet, r.raised, r.stake, r.returned)).collect();
     assert_eq!(shown, seats, "the reveal's seats are the settlement's");
     let verdict = AnyReveal::V2(reveal).verify().expect("well-formed reveal");
     assert!(verdict.ok(), "the reveal verifies: {verdict:?}");
@@ -578,16 +485,12 @@ impl Ledger {
         drop(state);
         self.started.fetch_add(1, Ordering::Relaxed);
         self.seats.fetch_add(bets.len() as u64, Ordering::Relaxed);
-        self.debited
-            .fetch_add(bets.iter().sum::<u64>(), Ordering::Relaxed);
+        self.debited.fetch_add(bets.iter().sum::<u64>(), Ordering::Relaxed);
     }
 
     fn credit_settle(&self, n: u64, staked: u64, returned: u64) {
         let mut state = self.state.lock().unwrap();
-        assert_eq!(
-            state[n as usize], 1,
-            "round {n} settled twice, or settled without a start"
-        );
+        assert_eq!(state[n as usize], 1, "round {n} settled twice, or settled without a start");
         state[n as usize] = 2;
         drop(state);
         self.in_flight.lock().unwrap().remove(&n);
@@ -608,18 +511,10 @@ impl Ledger {
     /// Every round started was settled exactly once, and the money reconciles.
     pub fn assert_balanced(&self) {
         let state = self.state.lock().unwrap();
-        let unsettled: Vec<usize> = state
-            .iter()
-            .enumerate()
-            .filter(|&(_, &s)| s != 2)
-            .map(|(i, _)| i)
-            .take(10)
-            .collect();
+        let unsettled: Vec<usize> =
+            state.iter().enumerate().filter(|&(_, &s)| s != 2).map(|(i, _)| i).take(10).collect();
         assert!(unsettled.is_empty(), "rounds never settled: {unsettled:?}");
-        assert_eq!(
-            self.started.load(Ordering::Relaxed),
-            self.settled.load(Ordering::Relaxed)
-        );
+        assert_eq!(self.started.load(Ordering::Relaxed), self.settled.load(Ordering::Relaxed));
         assert_eq!(state.len() as u64, self.settled.load(Ordering::Relaxed));
         assert!(self.in_flight.lock().unwrap().is_empty());
         assert_eq!(
@@ -662,22 +557,14 @@ async fn play_round(pool: &Pool, ledger: &Ledger, player: usize, rng: &mut Rng, 
     let round_id = format!("p{player}-r{n}");
     let nonce = n;
     let client_seed = format!("player {player} seed {}", rng.next());
-    let bets: Vec<u64> = (0..1 + rng.below(7))
-        .map(|_| 500 + rng.below(29_501))
-        .collect();
+    let bets: Vec<u64> = (0..1 + rng.below(7)).map(|_| 500 + rng.below(29_501)).collect();
 
     let (committed, _) = call(pool, "CommitSeed", |mut c| {
         let r = commit_request(&round_id, nonce);
         async move { c.commit_seed(r).await }
     })
     .await;
-    let start = start_request(
-        committed.commitment_token.clone(),
-        &round_id,
-        &client_seed,
-        nonce,
-        &bets,
-    );
+    let start = start_request(committed.commitment_token.clone(), &round_id, &client_seed, nonce, &bets);
     let (started, started_on) = call(pool, "StartRound", |mut c| {
         let r = start.clone();
         async move { c.start_round(r).await }
@@ -704,38 +591,22 @@ async fn play_round(pool: &Pool, ledger: &Ledger, player: usize, rng: &mut Rng, 
                 .map(|&s| {
                     let raise = view.spread >= 7 || rng.below(4) == 0;
                     raised[s as usize] = raise;
-                    proto::SeatDecision {
-                        seat: s,
-                        action: if raise { Action::Raise } else { Action::Stand } as i32,
-                    }
+                    proto::SeatDecision { seat: s, action: if raise { Action::Raise } else { Action::Stand } as i32 }
                 })
                 .collect();
-            let req = proto::DecideRequest {
-                round_token: token.clone(),
-                decisions,
-                round_id: round_id.clone(),
-            };
+            let req = proto::DecideRequest { round_token: token.clone(), decisions, round_id: round_id.clone() };
             let (decided, _) = call(pool, "Decide", |mut c| {
                 let r = req.clone();
                 async move { c.decide(r).await }
             })
             .await;
-            let want: u64 = chunk
-                .iter()
-                .filter(|&&s| raised[s as usize])
-                .map(|&s| bets[s as usize])
-                .sum();
+            let want: u64 = chunk.iter().filter(|&&s| raised[s as usize]).map(|&s| bets[s as usize]).sum();
             assert_eq!(decided.raised_amount, want, "raised_amount");
-            ledger
-                .debited
-                .fetch_add(decided.raised_amount, Ordering::Relaxed);
+            ledger.debited.fetch_add(decided.raised_amount, Ordering::Relaxed);
             token = decided.round_token;
         }
     }
-    let settle = proto::SettleRequest {
-        round_token: token.clone(),
-        round_id: round_id.clone(),
-    };
+    let settle = proto::SettleRequest { round_token: token.clone(), round_id: round_id.clone() };
     let (settled, settled_on) = call(pool, "Settle", |mut c| {
         let r = settle.clone();
         async move { c.settle(r).await }
@@ -745,11 +616,7 @@ async fn play_round(pool: &Pool, ledger: &Ledger, player: usize, rng: &mut Rng, 
     assert_eq!(settled.results.len(), bets.len());
     let (mut staked, mut returned) = (0u64, 0u64);
     for (i, r) in settled.results.iter().enumerate() {
-        assert_eq!(
-            (r.bet, r.raised),
-            (bets[i], raised[i]),
-            "{round_id} seat {i}"
-        );
+        assert_eq!((r.bet, r.raised), (bets[i], raised[i]), "{round_id} seat {i}");
         assert_eq!(r.stake, if raised[i] { 2 * bets[i] } else { bets[i] });
         let want = match Outcome::try_from(r.outcome).unwrap() {
             Outcome::Win => r.stake * (u64::from(r.odds) + 1),
@@ -761,21 +628,13 @@ async fn play_round(pool: &Pool, ledger: &Ledger, player: usize, rng: &mut Rng, 
         staked += r.stake;
         returned += r.returned;
     }
-    assert_eq!(
-        (settled.total_staked, settled.total_returned),
-        (staked, returned),
-        "{round_id} totals"
-    );
+    assert_eq!((settled.total_staked, settled.total_returned), (staked, returned), "{round_id} totals");
     check_reveal(&settled, &committed.commitment, &client_seed, nonce);
     if started_on != settled_on {
         ledger.hopped.fetch_add(1, Ordering::Relaxed);
     }
     if keep_final {
-        ledger
-            .finals
-            .lock()
-            .unwrap()
-            .push((token, round_id, staked, returned));
+        ledger.finals.lock().unwrap().push((token, round_id, staked, returned));
     }
     ledger.credit_settle(n, staked, returned);
 }
@@ -791,10 +650,7 @@ pub async fn run_load(pool: Arc<Pool>, ledger: Arc<Ledger>, load: Load) -> Durat
             let keep = load.keep_finals;
             tokio::spawn(async move {
                 let mut rng = Rng(0x5eed_0000_0000_0001 ^ ((p as u64 + 1) << 20));
-                while budget
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| b.checked_sub(1))
-                    .is_ok()
-                {
+                while budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| b.checked_sub(1)).is_ok() {
                     play_round(&pool, &ledger, p, &mut rng, keep).await;
                 }
             })
@@ -810,10 +666,7 @@ pub async fn run_load(pool: Arc<Pool>, ledger: Arc<Ledger>, load: Load) -> Durat
 pub async fn wait_until(what: &str, bound: Duration, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + bound;
     while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {bound:?} waiting until {what}"
-        );
+        assert!(Instant::now() < deadline, "timed out after {bound:?} waiting until {what}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -826,10 +679,7 @@ where
 {
     let deadline = Instant::now() + bound;
     while !cond().await {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {bound:?} waiting until {what}"
-        );
+        assert!(Instant::now() < deadline, "timed out after {bound:?} waiting until {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -839,10 +689,7 @@ where
 pub async fn resettle_all(pool: &Pool, ledger: &Ledger) -> usize {
     let finals = std::mem::take(&mut *ledger.finals.lock().unwrap());
     for (token, round_id, staked, returned) in &finals {
-        let req = proto::SettleRequest {
-            round_token: token.clone(),
-            round_id: round_id.clone(),
-        };
+        let req = proto::SettleRequest { round_token: token.clone(), round_id: round_id.clone() };
         let (again, _) = call(pool, "Settle again", |mut c| {
             let r = req.clone();
             async move { c.settle(r).await }

@@ -36,9 +36,7 @@ fn random_inputs(count: usize, salt: u64) -> Vec<Vec<u8>> {
         x ^= x >> 27;
         x.wrapping_mul(0x2545_f491_4f6c_dd1d)
     };
-    (0..count)
-        .map(|_| (0..1 + next() % 600).map(|_| next() as u8).collect())
-        .collect()
+    (0..count).map(|_| (0..1 + next() % 600).map(|_| next() as u8).collect()).collect()
 }
 
 fn replay(target: &str, body: fn(&[u8]), min_corpus: usize) {
@@ -50,18 +48,12 @@ fn replay(target: &str, body: fn(&[u8]), min_corpus: usize) {
     );
     for (name, data) in &corpus {
         let result = std::panic::catch_unwind(|| body(data));
-        assert!(
-            result.is_ok(),
-            "{target}: {name} breaks a property (see the panic above)"
-        );
+        assert!(result.is_ok(), "{target}: {name} breaks a property (see the panic above)");
     }
     for data in random_inputs(300, target.len() as u64) {
         body(&data);
     }
-    eprintln!(
-        "{target}: {} corpus inputs + 300 pseudo-random inputs",
-        corpus.len()
-    );
+    eprintln!("{target}: {} corpus inputs + 300 pseudo-random inputs", corpus.len());
 }
 
 #[test]
@@ -96,13 +88,7 @@ fn harness_catches_a_broken_property() {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         harness::assert_round_token_opens(ring, b"\x01r\x02f1 not a token at all, not even close")
     }));
-    assert!(
-        result.is_err(),
-        "a forged token passed assert_round_token_opens"
-    );
-    let forged = reddog::service::proto::SettleResponse {
-        round_id: "r".into(),
-        ..Default::default()
-    };
+    assert!(result.is_err(), "a forged token passed assert_round_token_opens");
+    let forged = reddog::service::proto::SettleResponse { round_id: "r".into(), ..Default::default() };
     assert!(std::panic::catch_unwind(|| harness::assert_settlement(&m, &forged)).is_err());
 }

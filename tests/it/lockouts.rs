@@ -51,13 +51,7 @@ fn spawn_binary(prefix: &[&str], args: &[&str]) -> Binary {
         cmd.arg(env!("CARGO_BIN_EXE_reddog"));
     }
     let mut child = cmd
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            "127.0.0.1:0",
-        ])
+        .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
         .args(args)
         .env_clear()
         .env("REDDOG_KEY_RING", RING)
@@ -70,42 +64,30 @@ fn spawn_binary(prefix: &[&str], args: &[&str]) -> Binary {
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
             let _ = tx.send(line);
         }
     });
     let (mut addr, mut metrics) = (None, None);
     while addr.is_none() || metrics.is_none() {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the server printed its addresses");
+        let line = rx.recv_timeout(Duration::from_secs(60)).expect("the server printed its addresses");
         if let Some(a) = line.strip_prefix("listening on ") {
             addr = a.trim().parse().ok();
         } else if let Some(a) = line.strip_prefix("metrics on ") {
             metrics = a.trim().parse().ok();
         }
     }
-    Binary {
-        child,
-        addr: addr.unwrap(),
-        metrics: metrics.unwrap(),
-    }
+    Binary { child, addr: addr.unwrap(), metrics: metrics.unwrap() }
 }
 
 /// One series of the child's `/metrics` (None while unreachable).
 async fn scrape(metrics: SocketAddr, series: &str) -> Option<f64> {
     use tokio::io::AsyncReadExt;
     let mut conn = tokio::net::TcpStream::connect(metrics).await.ok()?;
-    conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
-        .await
-        .ok()?;
+    conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").await.ok()?;
     let mut body = String::new();
     conn.read_to_string(&mut body).await.ok()?;
-    body.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    body.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
 /// Starts a GetRules call that sends its headers and the 5-byte gRPC prefix of a 100-byte
@@ -113,8 +95,7 @@ async fn scrape(metrics: SocketAddr, series: &str) -> Option<f64> {
 fn stalled_call(ch: &Channel) -> tokio::sync::mpsc::Sender<Result<Frame<Bytes>, tonic::Status>> {
     use tower::Service;
     let (tx, rx) = tokio::sync::mpsc::channel(1);
-    tx.try_send(Ok(Frame::data(Bytes::from_static(&[0, 0, 0, 0, 100]))))
-        .unwrap();
+    tx.try_send(Ok(Frame::data(Bytes::from_static(&[0, 0, 0, 0, 100])))).unwrap();
     let body = http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
     let request = http::Request::builder()
         .method("POST")
@@ -148,10 +129,7 @@ async fn stalled_calls_hold_no_slot_and_a_fresh_client_gets_in() {
         if n.is_some_and(|n| n >= 256.0) {
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "256 stalled calls never reached the server: {n:?}"
-        );
+        assert!(Instant::now() < deadline, "256 stalled calls never reached the server: {n:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let mut fresh = connect(server.addr).await;
@@ -161,19 +139,14 @@ async fn stalled_calls_hold_no_slot_and_a_fresh_client_gets_in() {
             failures.push(status.code());
         }
     }
-    assert!(
-        failures.is_empty(),
-        "a fresh client's calls failed: {failures:?}"
-    );
+    assert!(failures.is_empty(), "a fresh client's calls failed: {failures:?}");
     drop(stalled);
 }
 
 /// A raw HTTP/2 connection: the preface and an empty SETTINGS frame, then nothing.
 async fn idle_connection(addr: SocketAddr) -> tokio::net::TcpStream {
     let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
-        .await
-        .unwrap();
+    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
     tcp
 }
 
@@ -205,9 +178,7 @@ async fn idle_connections_at_the_cap_make_room_and_the_health_port_answers() {
         .await
         .expect("connect to the health port");
     let answer = HealthClient::new(health)
-        .check(HealthCheckRequest {
-            service: "liveness".into(),
-        })
+        .check(HealthCheckRequest { service: "liveness".into() })
         .await
         .expect("liveness on the health port");
     assert_eq!(answer.into_inner().status, 1);
@@ -222,26 +193,17 @@ fn cpu_secs(pid: u32) -> f64 {
     let fields: Vec<&str> = after_name.split_whitespace().collect();
     // Fields 14 and 15 of stat (utime, stime) are 11 and 12 after the name.
     let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-    let hz = String::from_utf8(
-        Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()
-    .trim()
-    .parse::<f64>()
-    .unwrap_or(100.0);
+    let hz = String::from_utf8(Command::new("getconf").arg("CLK_TCK").output().unwrap().stdout)
+        .unwrap()
+        .trim()
+        .parse::<f64>()
+        .unwrap_or(100.0);
     ticks / hz
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn out_of_file_descriptors_the_metrics_listener_backs_off_instead_of_spinning() {
-    let server = spawn_binary(
-        &["prlimit", "--nofile=64:64"],
-        &["--handshake-timeout-ms", "60000"],
-    );
+    let server = spawn_binary(&["prlimit", "--nofile=64:64"], &["--handshake-timeout-ms", "60000"]);
     // Silent connections to the gRPC port take every descriptor the server has left.
     let mut held = Vec::new();
     for _ in 0..80 {
@@ -249,11 +211,7 @@ async fn out_of_file_descriptors_the_metrics_listener_backs_off_instead_of_spinn
     }
     // Connections to /metrics wait in the backlog: each accept fails with EMFILE.
     for _ in 0..4 {
-        held.push(
-            tokio::net::TcpStream::connect(server.metrics)
-                .await
-                .unwrap(),
-        );
+        held.push(tokio::net::TcpStream::connect(server.metrics).await.unwrap());
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let pid = server.child.id();
@@ -261,15 +219,8 @@ async fn out_of_file_descriptors_the_metrics_listener_backs_off_instead_of_spinn
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (cpu1, t1) = (cpu_secs(pid), Instant::now());
     let share = (cpu1 - cpu0) / (t1 - t0).as_secs_f64();
-    eprintln!(
-        "out of file descriptors: the server used {:.1} % of a core",
-        share * 100.0
-    );
-    assert!(
-        share < 0.2,
-        "the server used {:.0} % of a core while out of file descriptors",
-        share * 100.0
-    );
+    eprintln!("out of file descriptors: the server used {:.1} % of a core", share * 100.0);
+    assert!(share < 0.2, "the server used {:.0} % of a core while out of file descriptors", share * 100.0);
     drop(held);
 }
 
@@ -288,9 +239,7 @@ async fn a_peer_that_never_reads_its_answers_does_not_hold_the_drain() {
     let mut calls = Vec::new();
     for _ in 0..4 {
         let mut c = RedDogClient::new(deaf.clone());
-        calls.push(tokio::spawn(async move {
-            c.get_rules(GetRulesRequest::default()).await
-        }));
+        calls.push(tokio::spawn(async move { c.get_rules(GetRulesRequest::default()).await }));
     }
     // The answers are stuck behind the peer's window; the server has done its part.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -298,9 +247,6 @@ async fn a_peer_that_never_reads_its_answers_does_not_hold_the_drain() {
     let started = Instant::now();
     server.stop().await;
     let took = started.elapsed();
-    assert!(
-        took < Duration::from_secs(5),
-        "the drain waited {took:?} for a peer that never reads"
-    );
+    assert!(took < Duration::from_secs(5), "the drain waited {took:?} for a peer that never reads");
     eprintln!("drain with a peer that never reads: {took:?}");
 }

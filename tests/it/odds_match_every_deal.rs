@@ -11,14 +11,10 @@ const BET: u64 = 500;
 
 /// Σnet and Σnet² over every ordered deal, in minor units, and the number of deals.
 fn brute_force(decks: u8, paytable: &Paytable, policy: Policy) -> (i128, i128, i128) {
-    let table = Table::default()
-        .with_decks(Decks::new(u32::from(decks)).unwrap())
-        .with_paytable(paytable.clone())
-        .unwrap();
+    let table =
+        Table::default().with_decks(Decks::new(u32::from(decks)).unwrap()).with_paytable(paytable.clone()).unwrap();
     let raise = policy.raise_set(table.decks(), paytable);
-    let cards: Vec<Card> = (0..table.decks().cards())
-        .map(|p| Card::from_code((p % 52) as u8).unwrap())
-        .collect();
+    let cards: Vec<Card> = (0..table.decks().cards()).map(|p| Card::from_code((p % 52) as u8).unwrap()).collect();
     let (mut sum, mut sum_sq, mut deals) = (0i128, 0i128, 0i128);
     for (i, &a) in cards.iter().enumerate() {
         for (j, &b) in cards.iter().enumerate() {
@@ -29,13 +25,7 @@ fn brute_force(decks: u8, paytable: &Paytable, policy: Policy) -> (i128, i128, i
                 if k == i || k == j {
                     continue;
                 }
-                let s = play_round(
-                    &table,
-                    &[Money(BET)],
-                    raise,
-                    &mut StackedDeck::new([a, b, c]),
-                )
-                .unwrap();
+                let s = play_round(&table, &[Money(BET)], raise, &mut StackedDeck::new([a, b, c])).unwrap();
                 let seat = s.seats[0];
                 let net = i128::from(seat.returned.minor()) - i128::from(seat.stake.minor());
                 sum += net;
@@ -56,22 +46,13 @@ fn check(decks: u8, paytable: &Paytable, policy: Policy) {
     let second_moment = Ratio::new(sum_sq, deals * bet * bet);
     let exact = Analysis::new(Decks::new(u32::from(decks)).unwrap(), paytable).policy(policy);
     assert_eq!(ev, exact.ev, "{decks} deck(s), {policy}");
-    assert_eq!(
-        second_moment, exact.expected_net_squared,
-        "{decks} deck(s), {policy}"
-    );
+    assert_eq!(second_moment, exact.expected_net_squared, "{decks} deck(s), {policy}");
     assert_eq!(second_moment - ev * ev, exact.variance);
 }
 
 #[test]
 fn every_one_deck_deal_through_the_round_code_gives_the_exact_figures() {
-    for policy in [
-        Policy::Never,
-        Policy::Always,
-        Policy::RaiseAtLeast(7),
-        Policy::RaiseAtLeast(3),
-        Policy::Optimal,
-    ] {
+    for policy in [Policy::Never, Policy::Always, Policy::RaiseAtLeast(7), Policy::RaiseAtLeast(3), Policy::Optimal] {
         check(1, &Paytable::STANDARD, policy);
     }
 }

@@ -1,5 +1,5 @@
 //! Errors a new operator sees at start-up, as the real binary prints them: each must say what
-//! is wrong and where (issue 11).
+//! is wrong and where.
 
 use std::process::{Command, Stdio};
 
@@ -15,14 +15,7 @@ fn reddog(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
         cmd.env(k, v);
     }
     let out = cmd.output().expect("run reddog");
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
 const FREE: [&str; 4] = ["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"];
@@ -43,10 +36,7 @@ fn a_table_with_min_bet_above_max_bet_says_so_and_names_the_file() {
     std::fs::write(&path, r#"{"min_bet":50000,"max_bet":100}"#).unwrap();
     let text = serve_with(&["--table-config", path.to_str().unwrap()], &[]);
     assert!(text.contains("high-limits.json"), "{text}");
-    assert!(
-        text.contains("max_bet 100 is less than min_bet 50000"),
-        "{text}"
-    );
+    assert!(text.contains("max_bet 100 is less than min_bet 50000"), "{text}");
 }
 
 #[test]
@@ -55,22 +45,13 @@ fn a_table_with_zero_decks_names_the_file() {
     let path = dir.path().join("zero-decks.json");
     std::fs::write(&path, r#"{"decks":0}"#).unwrap();
     let text = serve_with(&["--table-config", path.to_str().unwrap()], &[]);
-    assert!(
-        text.contains("zero-decks.json") && text.contains("decks"),
-        "{text}"
-    );
+    assert!(text.contains("zero-decks.json") && text.contains("decks"), "{text}");
 }
 
 #[test]
 fn a_key_ring_in_the_environment_and_a_key_ring_file_name_both_sources() {
-    let text = serve_with(
-        &["--key-ring-file", "/nonexistent/ring.json"],
-        &[("REDDOG_KEY_RING", "{}")],
-    );
-    assert!(
-        text.contains("REDDOG_KEY_RING") && text.contains("--key-ring-file"),
-        "{text}"
-    );
+    let text = serve_with(&["--key-ring-file", "/nonexistent/ring.json"], &[("REDDOG_KEY_RING", "{}")]);
+    assert!(text.contains("REDDOG_KEY_RING") && text.contains("--key-ring-file"), "{text}");
 }
 
 #[test]
@@ -84,24 +65,14 @@ fn a_listen_address_without_a_port_says_what_form_is_wanted() {
 fn a_host_name_listen_address_is_accepted() {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_reddog"))
-        .args([
-            "serve",
-            "--listen",
-            "localhost:0",
-            "--metrics-listen",
-            "localhost:0",
-        ])
+        .args(["serve", "--listen", "localhost:0", "--metrics-listen", "localhost:0"])
         .env_remove("REDDOG_KEY_RING")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let first = std::io::BufReader::new(stdout)
-        .lines()
-        .next()
-        .map(Result::unwrap)
-        .unwrap_or_default();
+    let first = std::io::BufReader::new(stdout).lines().next().map(Result::unwrap).unwrap_or_default();
     let _ = child.kill();
     let _ = child.wait();
     assert!(first.starts_with("listening on 127.0.0.1:"), "{first}");
@@ -109,19 +80,130 @@ fn a_host_name_listen_address_is_accepted() {
 
 #[test]
 fn raise_at_least_twelve_is_refused_instead_of_meaning_never() {
-    let (ok, text) = reddog(
-        &[
-            "simulate",
-            "--policy",
-            "raise-at-least:12",
-            "--rounds",
-            "10",
-        ],
-        &[],
-    );
+    let (ok, text) = reddog(&["simulate", "--policy", "raise-at-least:12", "--rounds", "10"], &[]);
     assert!(!ok);
-    assert!(
-        text.contains("would never raise") && text.contains("never"),
-        "{text}"
-    );
+    assert!(text.contains("would never raise") && text.contains("never"), "{text}");
+}
+
+/// The key ring file `text`, written with `mode`, in a fresh directory.
+fn ring_file(text: &str, mode: u32) -> (tempfile::TempDir, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("key-ring.json");
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    let path = path.to_str().unwrap().to_string();
+    (dir, path)
+}
+
+fn refused_ring(text: &str) -> String {
+    let (_dir, path) = ring_file(text, 0o600);
+    serve_with(&["--key-ring-file", &path], &[])
+}
+
+const KEY_1: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+
+#[test]
+fn a_key_ring_without_primary_names_the_primary_field() {
+    let text = refused_ring(&format!(r#"{{"keys":{{"k1":"{KEY_1}"}}}}"#));
+    assert!(text.contains("key_ring.primary: missing"), "{text}");
+}
+
+#[test]
+fn a_key_given_as_a_number_names_its_key_id() {
+    let text = refused_ring(r#"{"primary":"k1","keys":{"k1":1234}}"#);
+    assert!(text.contains("key_ring.keys.k1: a key is a string of 64 hexadecimal characters"), "{text}");
+    assert!(!text.contains("1234"), "the key's value is not echoed: {text}");
+}
+
+#[test]
+fn an_unknown_key_ring_field_is_named() {
+    let text = refused_ring(&format!(r#"{{"primary":"k1","keys":{{"k1":"{KEY_1}"}},"rotate":true}}"#));
+    assert!(text.contains("key_ring.rotate: unknown field"), "{text}");
+}
+
+#[test]
+fn an_all_0xff_key_is_refused_like_an_all_zero_key() {
+    let ones = "ff".repeat(32);
+    let text = refused_ring(&format!(r#"{{"primary":"k1","keys":{{"k1":"{ones}"}}}}"#));
+    assert!(text.contains("key_ring.keys.k1: the key is all 0xff bytes"), "{text}");
+    assert!(!text.contains(&ones), "the key is not echoed: {text}");
+}
+
+/// Starts the engine with the key ring file `path`, reads its log until the `listening on`
+/// line, stops it, and returns the log.
+fn start_up_log(path: &str) -> String {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_reddog"))
+        .args(["serve", "--key-ring-file", path])
+        .args(FREE)
+        .env_remove("REDDOG_KEY_RING")
+        .env_remove("REDDOG_TABLE_CONFIG")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = String::new();
+    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok).take(200) {
+        log.push_str(&line);
+        log.push('\n');
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(log.contains("listening on"), "the engine started: {log}");
+    log
+}
+
+#[test]
+fn a_key_ring_file_readable_by_others_starts_with_a_warning_and_a_private_one_without() {
+    let ring = format!(r#"{{"primary":"k1","keys":{{"k1":"{KEY_1}"}}}}"#);
+    let (_open_dir, open) = ring_file(&ring, 0o644);
+    let log = start_up_log(&open);
+    assert!(log.contains("WARN") && log.contains("readable by its group or by others"), "{log}");
+    assert!(log.contains("0644"), "the mode is named: {log}");
+    let (_private_dir, private) = ring_file(&ring, 0o600);
+    let log = start_up_log(&private);
+    assert!(!log.contains("readable by its group or by others"), "{log}");
+}
+
+#[test]
+fn a_negative_deck_count_names_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tables.json");
+    std::fs::write(&path, r#"{"tables":{"vip":{"decks":-1}}}"#).unwrap();
+    let text = serve_with(&["--table-config", path.to_str().unwrap()], &[]);
+    assert!(text.contains("tables.vip.decks: invalid value: integer `-1`, expected u32"), "{text}");
+}
+
+#[test]
+fn a_paytable_paying_more_than_the_stakes_is_refused_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let generous = r#""paytable":{"spread":[20,20,20,20,20,20,20,20,20,20,20],"three_of_a_kind":20}"#;
+    let path = dir.path().join("generous.json");
+    std::fs::write(&path, format!("{{{generous}}}")).unwrap();
+    let text = serve_with(&["--table-config", path.to_str().unwrap()], &[]);
+    assert!(text.contains("tables.default.paytable: the best play returns"), "{text}");
+    assert!(text.contains("allow_rtp_over_1"), "says how to allow it: {text}");
+
+    let allowed = dir.path().join("allowed.json");
+    std::fs::write(&allowed, format!(r#"{{{generous},"allow_rtp_over_1":true}}"#)).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_reddog"))
+        .args(["serve", "--table-config", allowed.to_str().unwrap()])
+        .args(FREE)
+        .env_remove("REDDOG_KEY_RING")
+        .env_remove("REDDOG_KEY_RING_FILE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::BufRead;
+    let first =
+        std::io::BufReader::new(child.stdout.take().unwrap()).lines().next().map(Result::unwrap).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first.starts_with("listening on "), "with allow_rtp_over_1 the table is served: {first}");
 }

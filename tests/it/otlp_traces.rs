@@ -8,12 +8,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::{Span, span::SpanKind, status::StatusCode};
 use reddog::service::proto;
@@ -45,18 +41,12 @@ impl TraceService for Receiver {
                 }
             }
         }
-        Ok(Response::new(ExportTraceServiceResponse {
-            partial_success: None,
-        }))
+        Ok(Response::new(ExportTraceServiceResponse { partial_success: None }))
     }
 }
 
 fn attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a any_value::Value> {
-    attrs
-        .iter()
-        .find(|kv| kv.key == key)
-        .and_then(|kv| kv.value.as_ref())
-        .and_then(|v: &AnyValue| v.value.as_ref())
+    attrs.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.as_ref()).and_then(|v: &AnyValue| v.value.as_ref())
 }
 
 fn string_attr(attrs: &[KeyValue], key: &str) -> Option<String> {
@@ -75,31 +65,20 @@ fn int_attr(attrs: &[KeyValue], key: &str) -> Option<i64> {
 
 fn with_traceparent<T>(message: T, traceparent: &str) -> Request<T> {
     let mut req = Request::new(message);
-    req.metadata_mut()
-        .insert("traceparent", traceparent.parse().unwrap());
-    req.metadata_mut()
-        .insert("tracestate", "platform=7".parse().unwrap());
+    req.metadata_mut().insert("traceparent", traceparent.parse().unwrap());
+    req.metadata_mut().insert("tracestate", "platform=7".parse().unwrap());
     req
 }
 
 /// Waits (bounded) until the receiver holds a span of `trace_id`, and returns it.
 async fn span_of(rx: &Receiver, trace_id: &[u8]) -> Received {
     for _ in 0..300 {
-        if let Some(found) = rx
-            .spans
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|(_, s)| s.trace_id == trace_id)
-        {
+        if let Some(found) = rx.spans.lock().unwrap().iter().find(|(_, s)| s.trace_id == trace_id) {
             return found.clone();
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!(
-        "no span with trace id {} reached the receiver within 15 s",
-        hex::encode(trace_id)
-    );
+    panic!("no span with trace id {} reached the receiver within 15 s", hex::encode(trace_id));
 }
 
 #[tokio::test]
@@ -130,20 +109,14 @@ async fn a_callers_traceparent_becomes_the_parent_of_the_engines_span_exported_o
     let ok_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let ok_parent = "00f067aa0ba902b7";
     client
-        .get_rules(with_traceparent(
-            proto::GetRulesRequest::default(),
-            &format!("00-{ok_trace}-{ok_parent}-01"),
-        ))
+        .get_rules(with_traceparent(proto::GetRulesRequest::default(), &format!("00-{ok_trace}-{ok_parent}-01")))
         .await
         .expect("GetRules");
     let bad_trace = "0af7651916cd43dd8448eb211c80319c";
     let bad_parent = "b7ad6b7169203331";
     let refused = client
         .settle(with_traceparent(
-            proto::SettleRequest {
-                round_token: vec![1, 2, 3],
-                round_id: String::new(),
-            },
+            proto::SettleRequest { round_token: vec![1, 2, 3], round_id: String::new() },
             &format!("00-{bad_trace}-{bad_parent}-01"),
         ))
         .await
@@ -151,60 +124,29 @@ async fn a_callers_traceparent_becomes_the_parent_of_the_engines_span_exported_o
     assert_eq!(refused.code(), tonic::Code::InvalidArgument);
 
     let (resource, span) = span_of(&receiver, &hex::decode(ok_trace).unwrap()).await;
-    assert_eq!(
-        hex::encode(&span.parent_span_id),
-        ok_parent,
-        "the caller's span is the parent"
-    );
+    assert_eq!(hex::encode(&span.parent_span_id), ok_parent, "the caller's span is the parent");
     assert_eq!(span.name, "reddog.v1.RedDog/GetRules");
     assert_eq!(span.kind, SpanKind::Server as i32);
-    assert_eq!(
-        string_attr(&span.attributes, "rpc.system").as_deref(),
-        Some("grpc")
-    );
-    assert_eq!(
-        string_attr(&span.attributes, "rpc.service").as_deref(),
-        Some("reddog.v1.RedDog")
-    );
-    assert_eq!(
-        string_attr(&span.attributes, "rpc.method").as_deref(),
-        Some("GetRules")
-    );
+    assert_eq!(string_attr(&span.attributes, "rpc.system").as_deref(), Some("grpc"));
+    assert_eq!(string_attr(&span.attributes, "rpc.service").as_deref(), Some("reddog.v1.RedDog"));
+    assert_eq!(string_attr(&span.attributes, "rpc.method").as_deref(), Some("GetRules"));
     assert_eq!(int_attr(&span.attributes, "rpc.grpc.status_code"), Some(0));
-    assert_eq!(
-        span.trace_state, "platform=7",
-        "the caller's tracestate is kept"
-    );
-    assert_eq!(
-        string_attr(&resource, "service.name").as_deref(),
-        Some("reddog-under-test")
-    );
+    assert_eq!(span.trace_state, "platform=7", "the caller's tracestate is kept");
+    assert_eq!(string_attr(&resource, "service.name").as_deref(), Some("reddog-under-test"));
 
     let (_, refused_span) = span_of(&receiver, &hex::decode(bad_trace).unwrap()).await;
     assert_eq!(hex::encode(&refused_span.parent_span_id), bad_parent);
     assert_eq!(refused_span.name, "reddog.v1.RedDog/Settle");
-    assert_eq!(
-        int_attr(&refused_span.attributes, "rpc.grpc.status_code"),
-        Some(tonic::Code::InvalidArgument as i64)
-    );
+    assert_eq!(int_attr(&refused_span.attributes, "rpc.grpc.status_code"), Some(tonic::Code::InvalidArgument as i64));
     // A caller's mistake is not a server error: the span status stays unset.
-    assert_ne!(
-        refused_span.status.map(|s| s.code),
-        Some(StatusCode::Error as i32)
-    );
+    assert_ne!(refused_span.status.map(|s| s.code), Some(StatusCode::Error as i32));
     // No token bytes or seeds in the exported attributes.
     for kv in &refused_span.attributes {
-        assert!(
-            !format!("{:?}", kv.value).contains("AQID"),
-            "token bytes in a span attribute: {kv:?}"
-        );
+        assert!(!format!("{:?}", kv.value).contains("AQID"), "token bytes in a span attribute: {kv:?}");
     }
 
     // A call without traceparent starts a new trace of its own (no parent).
-    client
-        .get_rules(proto::GetRulesRequest::default())
-        .await
-        .unwrap();
+    client.get_rules(proto::GetRulesRequest::default()).await.unwrap();
     let mut root = None;
     for _ in 0..300 {
         root = receiver

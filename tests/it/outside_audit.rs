@@ -1,5 +1,5 @@
-//! Defects found by the outside audit of the round-integrity (issue 8) and named-tables
-//! (issue 11) landing, each reproduced from what the documents promise:
+//! Defects an outside audit of round binding and named tables found, each reproduced from
+//! what the documents promise:
 //!
 //! - an unbound (version-1, pre-binding) commitment token dealt at any configured table,
 //!   although it was made for the old engine's only table, `default` (`state.rs`
@@ -31,22 +31,14 @@ const TWO_DECK_COUNTS: &str = r#"{"tables":{"default":{"decks":1},"eight":{"deck
 
 fn field_of(status: &tonic::Status) -> String {
     use tonic_types::StatusExt;
-    status
-        .get_error_details()
-        .error_info()
-        .map(|i| i.metadata["field"].clone())
-        .unwrap_or_default()
+    status.get_error_details().error_info().map(|i| i.metadata["field"].clone()).unwrap_or_default()
 }
 
 #[tokio::test]
 async fn an_unbound_commitment_deals_only_at_the_default_table() {
     let ring = ring_a();
-    let srv = TestServer::start_tables(
-        &ring,
-        Duration::from_secs(600),
-        Tables::from_json(TWO_DECK_COUNTS).unwrap(),
-    )
-    .await;
+    let srv =
+        TestServer::start_tables(&ring, Duration::from_secs(600), Tables::from_json(TWO_DECK_COUNTS).unwrap()).await;
     let mut c = srv.client().await;
     let token = commitment_token(&ring, SEED, 60_000);
     let mut req = start_request(token.clone(), 7, &[1000]);
@@ -60,10 +52,7 @@ async fn an_unbound_commitment_deals_only_at_the_default_table() {
         req.table_id = table_id.into();
         let start = c.start_round(req).await.unwrap().into_inner();
         assert_eq!(
-            (
-                start.table_id.as_str(),
-                start.round.unwrap().first_card.unwrap().code
-            ),
+            (start.table_id.as_str(), start.round.unwrap().first_card.unwrap().code),
             ("default", deal(SEED, CLIENT_SEED, 7)[0].to_string())
         );
     }
@@ -74,32 +63,20 @@ const EUR: &str = r#"{"tables":{"vip":{"decks":1,"currency":"EUR","minor_unit_ex
 const JPY: &str = r#"{"tables":{"vip":{"decks":1,"currency":"JPY","minor_unit_exponent":0}}}"#;
 
 fn eur() -> Option<proto::Currency> {
-    Some(proto::Currency {
-        code: "EUR".into(),
-        minor_unit_exponent: 2,
-    })
+    Some(proto::Currency { code: "EUR".into(), minor_unit_exponent: 2 })
 }
 
 #[tokio::test]
 async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
     let ring = ring_a();
-    let before = TestServer::start_tables(
-        &ring,
-        Duration::from_secs(600),
-        Tables::from_json(EUR).unwrap(),
-    )
-    .await;
+    let before = TestServer::start_tables(&ring, Duration::from_secs(600), Tables::from_json(EUR).unwrap()).await;
     let mut c = before.client().await;
     // A round awaiting decisions at the EUR table, and a commitment not yet used.
     let mut started = None;
     for k in 0..200 {
         let round_id = format!("r{k}");
         let commit = c
-            .commit_seed(proto::CommitSeedRequest {
-                round_id: round_id.clone(),
-                nonce: 0,
-                table_id: "vip".into(),
-            })
+            .commit_seed(proto::CommitSeedRequest { round_id: round_id.clone(), nonce: 0, table_id: "vip".into() })
             .await
             .unwrap()
             .into_inner();
@@ -124,11 +101,7 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
     }
     let started = started.expect("a non-consecutive hand within 200 deals");
     let unused = c
-        .commit_seed(proto::CommitSeedRequest {
-            round_id: "later".into(),
-            nonce: 0,
-            table_id: "vip".into(),
-        })
+        .commit_seed(proto::CommitSeedRequest { round_id: "later".into(), nonce: 0, table_id: "vip".into() })
         .await
         .unwrap()
         .into_inner();
@@ -136,12 +109,7 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
     before.stop().await;
 
     // The operator re-configures table `vip` in yen, same key ring.
-    let after = TestServer::start_tables(
-        &ring,
-        Duration::from_secs(600),
-        Tables::from_json(JPY).unwrap(),
-    )
-    .await;
+    let after = TestServer::start_tables(&ring, Duration::from_secs(600), Tables::from_json(JPY).unwrap()).await;
     let mut c = after.client().await;
     let decided = c
         .decide(proto::DecideRequest {
@@ -153,16 +121,9 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
         .unwrap()
         .into_inner();
     assert_eq!(decided.raised_amount, 1000);
-    assert_eq!(
-        decided.currency,
-        eur(),
-        "the raise was 10.00 EUR, not 1000 JPY"
-    );
+    assert_eq!(decided.currency, eur(), "the raise was 10.00 EUR, not 1000 JPY");
     let settled = c
-        .settle(proto::SettleRequest {
-            round_token: decided.round_token,
-            round_id: String::new(),
-        })
+        .settle(proto::SettleRequest { round_token: decided.round_token, round_id: String::new() })
         .await
         .unwrap()
         .into_inner();
@@ -183,11 +144,7 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
         .unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
     assert_eq!(field_of(&err), "commitment_token", "{err:?}");
-    assert!(
-        err.message().contains("EUR") && err.message().contains("JPY"),
-        "{}",
-        err.message()
-    );
+    assert!(err.message().contains("EUR") && err.message().contains("JPY"), "{}", err.message());
     after.stop().await;
 }
 
@@ -216,11 +173,7 @@ async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
     let mut found = None;
     for k in 0..200 {
         let round_id = format!("late-{k}");
-        let commit = ca
-            .commit_seed(commit_request(round_id.clone(), 1))
-            .await
-            .unwrap()
-            .into_inner();
+        let commit = ca.commit_seed(commit_request(round_id.clone(), 1)).await.unwrap().into_inner();
         let start = ca
             .start_round(proto::StartRoundRequest {
                 commitment_token: commit.commitment_token,
@@ -247,33 +200,15 @@ async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
     };
     // The platform's Decide went to replica a, which was slow: the platform timed out and
     // retried on b, then settled on b. a processed (and logged) the first attempt last.
-    let t1 = cb
-        .decide(decide.clone())
-        .await
-        .unwrap()
-        .into_inner()
-        .round_token;
-    cb.settle(proto::SettleRequest {
-        round_token: t1.clone(),
-        round_id: String::new(),
-    })
-    .await
-    .unwrap();
+    let t1 = cb.decide(decide.clone()).await.unwrap().into_inner().round_token;
+    cb.settle(proto::SettleRequest { round_token: t1.clone(), round_id: String::new() }).await.unwrap();
     let late = ca.decide(decide).await.unwrap().into_inner().round_token;
     assert_eq!(late, t1, "the same request returns the same token: a retry");
     drop((ca, cb));
     let (_, _) = (a.terminate().await, b.terminate().await);
-    let out = Command::new(env!("CARGO_BIN_EXE_reddog"))
-        .arg("audit-log")
-        .args([&log_a, &log_b])
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_reddog")).arg("audit-log").args([&log_a, &log_b]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "a clean round with a retry was reported:\n{stdout}"
-    );
+    assert_eq!(out.status.code(), Some(0), "a clean round with a retry was reported:\n{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -289,11 +224,7 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
     let mut found = None;
     for k in 0..200 {
         let round_id = format!("older-{k}");
-        let commit = ca
-            .commit_seed(commit_request(round_id.clone(), 1))
-            .await
-            .unwrap()
-            .into_inner();
+        let commit = ca.commit_seed(commit_request(round_id.clone(), 1)).await.unwrap().into_inner();
         let start = ca
             .start_round(proto::StartRoundRequest {
                 commitment_token: commit.commitment_token,
@@ -320,12 +251,7 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
     })
     .await
     .unwrap();
-    cb.settle(proto::SettleRequest {
-        round_token: t0,
-        round_id: String::new(),
-    })
-    .await
-    .unwrap();
+    cb.settle(proto::SettleRequest { round_token: t0, round_id: String::new() }).await.unwrap();
     drop((ca, cb));
     let (_, _) = (a.terminate().await, b.terminate().await);
     let out = Command::new(env!("CARGO_BIN_EXE_reddog"))
@@ -334,28 +260,15 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "the fork was not reported:\n{stdout}"
-    );
+    assert_eq!(out.status.code(), Some(1), "the fork was not reported:\n{stdout}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let kinds: Vec<(String, String)> = report["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| {
-            (
-                f["kind"].as_str().unwrap().to_string(),
-                f["round_id"].as_str().unwrap_or_default().to_string(),
-            )
-        })
+        .map(|f| (f["kind"].as_str().unwrap().to_string(), f["round_id"].as_str().unwrap_or_default().to_string()))
         .collect();
-    assert_eq!(
-        kinds,
-        vec![("peek_then_play".to_string(), round_id)],
-        "{stdout}"
-    );
+    assert_eq!(kinds, vec![("peek_then_play".to_string(), round_id)], "{stdout}");
 }
 
 /// API.md said "every call may be retried after a timeout with the same request"; a
@@ -366,11 +279,7 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
 async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
     let srv = TestServer::start(&ring_a(), Duration::from_secs(1)).await;
     let mut c = srv.client().await;
-    let commit = c
-        .commit_seed(commit_request("expiring", 3))
-        .await
-        .unwrap()
-        .into_inner();
+    let commit = c.commit_seed(commit_request("expiring", 3)).await.unwrap().into_inner();
     let req = proto::StartRoundRequest {
         commitment_token: commit.commitment_token,
         client_seed: "player".into(),
@@ -382,10 +291,7 @@ async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
     };
     c.start_round(req.clone()).await.unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
+    while std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
         <= commit.expires_at_unix_ms
     {
         assert!(std::time::Instant::now() < deadline);
@@ -400,15 +306,12 @@ async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
 /// A table configuration that repeats a table id (or a field of one table) started with the
 /// last of the two, silently: serde_json's maps keep the last of two equal keys. An operator who
 /// pastes a table block twice, or gives `max_bet` twice, must hear of it at start-up, as with a
-/// repeated key id in the key ring (issue 9).
+/// repeated key id in the key ring.
 #[test]
 fn a_table_config_that_repeats_a_key_is_refused_naming_it() {
     for (json, field) in [
         (r#"{"tables":{"a":{},"a":{"decks":8}}}"#, "tables.a"),
-        (
-            r#"{"tables":{"a":{"max_bet":30000,"max_bet":3000000}}}"#,
-            "tables.a.max_bet",
-        ),
+        (r#"{"tables":{"a":{"max_bet":30000,"max_bet":3000000}}}"#, "tables.a.max_bet"),
         (r#"{"decks":1,"decks":8}"#, "decks"),
         (
             r#"{"tables":{"a":{"paytable":{"spread":[5,4,2,1,1,1,1,1,1,1,1],"three_of_a_kind":11,"three_of_a_kind":99}}}}"#,
@@ -416,11 +319,7 @@ fn a_table_config_that_repeats_a_key_is_refused_naming_it() {
         ),
     ] {
         let err = Tables::from_json(json).expect_err(json);
-        assert_eq!(
-            err.field().map(|f| f.to_string()).as_deref(),
-            Some(field),
-            "{json}: {err}"
-        );
+        assert_eq!(err.field().map(|f| f.to_string()).as_deref(), Some(field), "{json}: {err}");
         assert!(err.to_string().contains("twice"), "{err}");
     }
 }

@@ -20,8 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::common::{Want, classify};
 use reddog::fairness::{
-    AnyReveal, Expectations, RevealV2, ServerSeed, StartInputs, TableRules, Transcript,
-    parse_reveal,
+    AnyReveal, Expectations, RevealV2, ServerSeed, StartInputs, TableRules, Transcript, parse_reveal,
 };
 use reddog::game::table::largest_max_bet;
 use reddog::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Table};
@@ -33,7 +32,8 @@ use reddog::service::{EngineConfig, KeyRing, RedDogService};
 use serde_json::{Value, json};
 use tonic::Request;
 
-const RING: &str = r#"{"primary":"vectors","keys":{"vectors":"5555555555555555555555555555555555555555555555555555555555555555"}}"#;
+const RING: &str =
+    r#"{"primary":"vectors","keys":{"vectors":"5555555555555555555555555555555555555555555555555555555555555555"}}"#;
 
 struct Case {
     name: &'static str,
@@ -104,30 +104,10 @@ fn cases() -> Vec<Case> {
         one("1-seat/three-of-a-kind", 1, Want::ThreeOfAKind, vec![]),
         one("1-seat/pair-no-match", 2, Want::PairNoMatch, vec![]),
         one("1-seat/consecutive", 3, Want::Consecutive, vec![]),
-        one(
-            "1-seat/between/raise",
-            4,
-            Want::Between,
-            vec![vec![(0, true)]],
-        ),
-        one(
-            "1-seat/between/stand",
-            5,
-            Want::Between,
-            vec![vec![(0, false)]],
-        ),
-        one(
-            "1-seat/matches/raise",
-            6,
-            Want::Matches,
-            vec![vec![(0, true)]],
-        ),
-        one(
-            "1-seat/outside/stand",
-            7,
-            Want::Outside,
-            vec![vec![(0, false)]],
-        ),
+        one("1-seat/between/raise", 4, Want::Between, vec![vec![(0, true)]]),
+        one("1-seat/between/stand", 5, Want::Between, vec![vec![(0, false)]]),
+        one("1-seat/matches/raise", 6, Want::Matches, vec![vec![(0, true)]]),
+        one("1-seat/outside/stand", 7, Want::Outside, vec![vec![(0, false)]]),
         one("1-seat/between/stood-by-default", 8, Want::Between, vec![]),
         Case {
             name: "7-seats/three-steps/one-stands-by-default",
@@ -137,11 +117,7 @@ fn cases() -> Vec<Case> {
             want: Want::Between,
             round_id: "r-2026-000007",
             bets: vec![500, 1000, 1500, 2000, 2500, 3000, 30_000],
-            calls: vec![
-                vec![(3, true), (0, false)],
-                vec![(1, true)],
-                vec![(5, false), (2, true), (4, true)],
-            ],
+            calls: vec![vec![(3, true), (0, false)], vec![(1, true)], vec![(5, false), (2, true), (4, true)]],
             table: std.clone(),
             table_id: "default",
             currency: ("XXX", 2),
@@ -228,8 +204,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
     let tables = reddog::service::tables::Tables::new(vec![reddog::service::tables::NamedTable {
         id: c.table_id.into(),
         table: c.table.clone(),
-        currency: reddog::service::tables::Currency::new(c.currency.0, c.currency.1, "currency")
-            .unwrap(),
+        currency: reddog::service::tables::Currency::new(c.currency.0, c.currency.1, "currency").unwrap(),
     }])
     .unwrap();
     let audit = reddog::service::audit_sink::AuditSink::start(
@@ -245,10 +220,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
         commitment_ttl: Duration::from_secs(600),
     });
     let nonce = nonce_for(c);
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
     let token = KeyRing::from_json(RING)
         .unwrap()
         .seal(
@@ -274,10 +246,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
             nonce,
             round_id: c.round_id.into(),
             seats: c.bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
-            player_limits: Some(proto::Limits {
-                min_bet: 1,
-                max_bet,
-            }),
+            player_limits: Some(proto::Limits { min_bet: 1, max_bet }),
             table_id: c.table_id.into(),
         })))
         .unwrap()
@@ -305,10 +274,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
         token = d.round_token;
     }
     let settled = rt
-        .block_on(svc.settle(Request::new(proto::SettleRequest {
-            round_token: token,
-            round_id: String::new(),
-        })))
+        .block_on(svc.settle(Request::new(proto::SettleRequest { round_token: token, round_id: String::new() })))
         .unwrap()
         .into_inner();
     // The chain recomputed independently of the service, from the case's inputs.
@@ -339,12 +305,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
         .map(|call| {
             let mut s: Vec<(usize, Decision)> = call
                 .iter()
-                .map(|&(seat, r)| {
-                    (
-                        seat as usize,
-                        if r { Decision::Raise } else { Decision::Stand },
-                    )
-                })
+                .map(|&(seat, r)| (seat as usize, if r { Decision::Raise } else { Decision::Stand }))
                 .collect();
             s.sort_by_key(|d| d.0);
             s
@@ -371,9 +332,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
 /// The version-2 form of a case: the reveal an engine settles for the same round when its
 /// token carries no table rules (no limits, currency or rules digest; `t_0` version 1).
 fn as_v2(p: &Played) -> Played {
-    let AnyReveal::V2(mut r) = parse_reveal(&p.reveal).unwrap() else {
-        panic!("a v3 reveal")
-    };
+    let AnyReveal::V2(mut r) = parse_reveal(&p.reveal).unwrap() else { panic!("a v3 reveal") };
     r.format = reddog::fairness::REVEAL_V2.into();
     (r.limits, r.currency, r.rules_digest) = (None, None, None);
     let commitment: [u8; 32] = hex::decode(&r.commitment).unwrap().try_into().unwrap();
@@ -395,11 +354,7 @@ fn as_v2(p: &Played) -> Played {
         .map(|step| {
             step.iter()
                 .map(|d| {
-                    let action = if d.action == "raise" {
-                        Decision::Raise
-                    } else {
-                        Decision::Stand
-                    };
+                    let action = if d.action == "raise" { Decision::Raise } else { Decision::Stand };
                     (d.seat, action)
                 })
                 .collect()
@@ -407,18 +362,11 @@ fn as_v2(p: &Played) -> Played {
         .collect();
     let chain = reddog::fairness::transcript::chain(&start, &steps);
     r.transcript = chain.last().unwrap().to_hex();
-    Played {
-        reveal: RevealV2::to_json(&r),
-        chain,
-        t0_preimage: start.preimage(),
-        rules_preimage: vec![],
-    }
+    Played { reveal: RevealV2::to_json(&r), chain, t0_preimage: start.preimage(), rules_preimage: vec![] }
 }
 
 fn render_all() -> (String, String) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let all = cases();
     let played: Vec<Played> = all.iter().map(|c| play(c, &rt)).collect();
     let v2: Vec<Played> = played.iter().map(as_v2).collect();
@@ -451,10 +399,7 @@ fn render(all: &[Case], played: &[Played], version: u8) -> String {
             ("name", json!(c.name)),
             ("verdict", json!("verified")),
             ("reveal", json!(p.reveal)),
-            (
-                "transcript_chain",
-                json!(p.chain.iter().map(|t| t.to_hex()).collect::<Vec<_>>()),
-            ),
+            ("transcript_chain", json!(p.chain.iter().map(|t| t.to_hex()).collect::<Vec<_>>())),
             ("t0_preimage_hex", json!(hex::encode(&p.t0_preimage))),
         ];
         if version == 3 {
@@ -462,16 +407,9 @@ fn render(all: &[Case], played: &[Played], version: u8) -> String {
         }
         out += "    {\n";
         for (j, (k, v)) in fields.iter().enumerate() {
-            out += &format!(
-                "      \"{k}\": {v}{}\n",
-                if j + 1 < fields.len() { "," } else { "" }
-            );
+            out += &format!("      \"{k}\": {v}{}\n", if j + 1 < fields.len() { "," } else { "" });
         }
-        out += if i + 1 < all.len() {
-            "    },\n"
-        } else {
-            "    }\n"
-        };
+        out += if i + 1 < all.len() { "    },\n" } else { "    }\n" };
     }
     out += "  ]\n}\n";
     out
@@ -495,15 +433,9 @@ fn compare_or_write(name: &str, expected: &str) {
         std::fs::write(&path, expected).unwrap();
         return;
     }
-    let on_disk = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("tests/vectors/{name} is missing"));
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("tests/vectors/{name} is missing"));
     if on_disk != expected {
-        let line = on_disk
-            .lines()
-            .zip(expected.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(0)
-            + 1;
+        let line = on_disk.lines().zip(expected.lines()).position(|(a, b)| a != b).unwrap_or(0) + 1;
         panic!(
             "tests/vectors/{name} differs from the engine's output from line {line} on. If the change is \
              intended (a new format version), rewrite it with REDDOG_WRITE_VECTORS=1 and review the diff."
@@ -519,29 +451,22 @@ fn every_v2_and_v3_vector_verifies_and_covers_what_the_issue_asks_for() {
 }
 
 fn check_positive_file(name: &str) {
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(vector_dir().join(name)).unwrap()).unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(vector_dir().join(name)).unwrap()).unwrap();
     let mut seen = (false, false, false, false, false, false, false);
     for case in doc["cases"].as_array().unwrap() {
         let text = case["reveal"].as_str().unwrap();
         let parsed = parse_reveal(text).unwrap_or_else(|e| panic!("{}: {e}", case["name"]));
         let verdict = parsed.verify().unwrap();
         assert!(verdict.ok(), "{}: {verdict:?}", case["name"]);
-        let AnyReveal::V2(r) = parsed else {
-            panic!("v2")
-        };
+        let AnyReveal::V2(r) = parsed else { panic!("v2") };
         assert_eq!(r.rules_digest.is_some(), name == "reveal-v3.json");
         if let Some(d) = &r.rules_digest {
             let pre = hex::decode(case["rules_preimage_hex"].as_str().unwrap()).unwrap();
             use sha2::Digest;
             assert_eq!(&hex::encode(sha2::Sha256::digest(&pre)), d);
         }
-        let chain: Vec<&str> = case["transcript_chain"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t.as_str().unwrap())
-            .collect();
+        let chain: Vec<&str> =
+            case["transcript_chain"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
         assert_eq!(chain.len(), r.decisions.len() + 1);
         assert_eq!(*chain.last().unwrap(), r.transcript);
         let pre = hex::decode(case["t0_preimage_hex"].as_str().unwrap()).unwrap();
@@ -550,16 +475,12 @@ fn check_positive_file(name: &str) {
         seen.0 |= r.seats.len() == 1;
         seen.1 |= r.seats.len() == 7;
         seen.2 |= r.decisions.len() > 1;
-        seen.3 |= r.seats.len() > r.decisions.iter().map(Vec::len).sum::<usize>()
-            && !r.decisions.is_empty()
-            || (r.cards.len() == 3
-                && r.decisions.is_empty()
-                && r.seats.iter().all(|s| !s.raised)
-                && {
-                    let a: reddog::game::Card = r.cards[0].parse().unwrap();
-                    let b: reddog::game::Card = r.cards[1].parse().unwrap();
-                    matches!(HandClass::of(a, b), HandClass::NonConsecutive(_))
-                });
+        seen.3 |= r.seats.len() > r.decisions.iter().map(Vec::len).sum::<usize>() && !r.decisions.is_empty()
+            || (r.cards.len() == 3 && r.decisions.is_empty() && r.seats.iter().all(|s| !s.raised) && {
+                let a: reddog::game::Card = r.cards[0].parse().unwrap();
+                let b: reddog::game::Card = r.cards[1].parse().unwrap();
+                matches!(HandClass::of(a, b), HandClass::NonConsecutive(_))
+            });
         seen.4 |= r.client_seed.len() == 1024;
         seen.5 |= r.seats.iter().any(|s| s.returned > u64::MAX / 8);
         seen.6 |= r.table_id != "default";
@@ -584,27 +505,15 @@ fn the_rust_verifier_gives_every_negative_vector_its_verdict() {
     let mut wrong = Vec::new();
     for case in cases {
         let text = case["reveal"].as_str().unwrap();
-        let expect = case
-            .get("expect")
-            .map(|e| Expectations::parse(&e.to_string()).unwrap())
-            .unwrap_or_default();
+        let expect = case.get("expect").map(|e| Expectations::parse(&e.to_string()).unwrap()).unwrap_or_default();
         let verdict = match parse_reveal(text).and_then(|r| Ok((r.verify()?, r))) {
             Err(_) => "malformed",
             Ok((v, r)) if v.ok() && expect.check(&r).is_empty() => "verified",
             Ok(_) => "not_verified",
         };
         if verdict != case["verdict"] {
-            wrong.push(format!(
-                "{}: {verdict}, the vector says {}",
-                case["name"], case["verdict"]
-            ));
+            wrong.push(format!("{}: {verdict}, the vector says {}", case["name"], case["verdict"]));
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{} of {} cases:\n{}",
-        wrong.len(),
-        cases.len(),
-        wrong.join("\n")
-    );
+    assert!(wrong.is_empty(), "{} of {} cases:\n{}", wrong.len(), cases.len(), wrong.join("\n"));
 }

@@ -1,4 +1,4 @@
-//! The five findings of the round-integrity audit (issue 8), each reproduced against the real
+//! The five findings of the round-integrity audit, each reproduced against the real
 //! server (or the real binary) and checked fixed:
 //!
 //! 1. rounds that could never be settled (a round token over the size `open` accepts);
@@ -20,24 +20,11 @@ use tonic::transport::Channel;
 const TTL: Duration = Duration::from_secs(600);
 
 /// A commitment from the server for one round.
-async fn commit(
-    c: &mut RedDogClient<Channel>,
-    round_id: &str,
-    nonce: u64,
-) -> proto::CommitSeedResponse {
-    c.commit_seed(commit_request(round_id, nonce))
-        .await
-        .unwrap()
-        .into_inner()
+async fn commit(c: &mut RedDogClient<Channel>, round_id: &str, nonce: u64) -> proto::CommitSeedResponse {
+    c.commit_seed(commit_request(round_id, nonce)).await.unwrap().into_inner()
 }
 
-fn start(
-    token: Vec<u8>,
-    round_id: &str,
-    client_seed: String,
-    nonce: u64,
-    bets: &[u64],
-) -> proto::StartRoundRequest {
+fn start(token: Vec<u8>, round_id: &str, client_seed: String, nonce: u64, bets: &[u64]) -> proto::StartRoundRequest {
     proto::StartRoundRequest {
         commitment_token: token,
         client_seed,
@@ -56,8 +43,7 @@ fn start(
 async fn finding_1_a_round_with_the_largest_inputs_can_always_be_settled() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
-    let cases: [(usize, usize, usize); 4] =
-        [(1, 926, 8), (7, 777, 128), (7, 1024, 128), (1, 1024, 128)];
+    let cases: [(usize, usize, usize); 4] = [(1, 926, 8), (7, 777, 128), (7, 1024, 128), (1, 1024, 128)];
     for (i, (seats, seed_len, id_len)) in cases.into_iter().enumerate() {
         let round_id = format!("{i}{}", "r".repeat(id_len - 1));
         let nonce = u64::MAX - i as u64;
@@ -65,13 +51,7 @@ async fn finding_1_a_round_with_the_largest_inputs_can_always_be_settled() {
         let client_seed = "s".repeat(seed_len);
         let bets = vec![30_000u64; seats];
         let started = c
-            .start_round(start(
-                committed.commitment_token,
-                &round_id,
-                client_seed,
-                nonce,
-                &bets,
-            ))
+            .start_round(start(committed.commitment_token, &round_id, client_seed, nonce, &bets))
             .await
             .unwrap()
             .into_inner();
@@ -92,14 +72,9 @@ async fn finding_1_a_round_with_the_largest_inputs_can_always_be_settled() {
             }
         }
         let settled = c
-            .settle(proto::SettleRequest {
-                round_token: token,
-                round_id: String::new(),
-            })
+            .settle(proto::SettleRequest { round_token: token, round_id: String::new() })
             .await
-            .unwrap_or_else(|e| {
-                panic!("case {i} ({seats} seats, {seed_len}-byte seed): Settle: {e:?}")
-            })
+            .unwrap_or_else(|e| panic!("case {i} ({seats} seats, {seed_len}-byte seed): Settle: {e:?}"))
             .into_inner();
         assert_eq!(settled.results.len(), seats);
     }
@@ -122,10 +97,7 @@ async fn finding_2_totals_are_exact_or_the_table_is_refused() {
     let table = match Table::try_from(spec(MAX_BET)) {
         Err(e) => {
             assert_eq!(e.field(), Some("max_bet"), "{e}");
-            assert!(
-                e.to_string().contains(&largest.to_string()),
-                "names the largest allowed value: {e}"
-            );
+            assert!(e.to_string().contains(&largest.to_string()), "names the largest allowed value: {e}");
             Table::try_from(spec(largest)).expect("the largest allowed max_bet is accepted")
         }
         // Before the fix the table was accepted: its totals must then be exact.
@@ -149,21 +121,14 @@ async fn finding_2_totals_are_exact_or_the_table_is_refused() {
         .unwrap()
         .into_inner();
     let settled = c
-        .settle(proto::SettleRequest {
-            round_token: decided.round_token,
-            round_id: String::new(),
-        })
+        .settle(proto::SettleRequest { round_token: decided.round_token, round_id: String::new() })
         .await
         .unwrap()
         .into_inner();
     let staked: u128 = settled.results.iter().map(|r| u128::from(r.stake)).sum();
     let returned: u128 = settled.results.iter().map(|r| u128::from(r.returned)).sum();
     assert_eq!(u128::from(settled.total_staked), staked);
-    assert_eq!(
-        u128::from(settled.total_returned),
-        returned,
-        "total_returned is the exact sum"
-    );
+    assert_eq!(u128::from(settled.total_returned), returned, "total_returned is the exact sum");
     assert!(returned > 0);
     server.stop().await;
 }
@@ -182,15 +147,11 @@ async fn finding_3_a_commitment_deals_only_the_round_it_was_made_for() {
         .await
         .expect("the round the commitment was made for starts");
     // The throw-away rounds: another round id, another nonce.
-    let other_id = c
-        .start_round(start(token.clone(), "throw-away", seed(), 0, &[500]))
-        .await;
+    let other_id = c.start_round(start(token.clone(), "throw-away", seed(), 0, &[500])).await;
     let status = other_id.expect_err("another round id must be refused");
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
     assert!(status.message().starts_with("round_id"), "{status:?}");
-    let other_nonce = c
-        .start_round(start(token.clone(), "real-round", seed(), 1, &[500]))
-        .await;
+    let other_nonce = c.start_round(start(token.clone(), "real-round", seed(), 1, &[500])).await;
     let status = other_nonce.expect_err("another nonce must be refused");
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
     assert!(status.message().starts_with("nonce"), "{status:?}");
@@ -206,11 +167,7 @@ async fn finding_4_two_forks_of_a_round_settle_with_different_reveals() {
     let mut c = server.client().await;
     let nonce = nonce_for(Want::Between);
     let token = bound_commitment_token(&ring_a(), SEED, nonce);
-    let started = c
-        .start_round(start_request(token, nonce, &[1000]))
-        .await
-        .unwrap()
-        .into_inner();
+    let started = c.start_round(start_request(token, nonce, &[1000])).await.unwrap().into_inner();
     let t0 = started.round_token;
     let t1 = c
         .decide(proto::DecideRequest {
@@ -222,29 +179,17 @@ async fn finding_4_two_forks_of_a_round_settle_with_different_reveals() {
         .unwrap()
         .into_inner()
         .round_token;
-    let settle = |t: Vec<u8>| proto::SettleRequest {
-        round_token: t,
-        round_id: String::new(),
-    };
+    let settle = |t: Vec<u8>| proto::SettleRequest { round_token: t, round_id: String::new() };
     let fork0 = c.settle(settle(t0)).await.unwrap().into_inner();
     let fork1 = c.settle(settle(t1)).await.unwrap().into_inner();
     assert_ne!(fork0.results[0].returned, fork1.results[0].returned);
-    assert_ne!(
-        fork0.reveal_json, fork1.reveal_json,
-        "the forks' reveals must differ"
-    );
+    assert_ne!(fork0.reveal_json, fork1.reveal_json, "the forks' reveals must differ");
     assert!(
-        fork1
-            .reveal_json
-            .contains(r#""decisions":[[{"seat":0,"action":"raise"}]]"#),
+        fork1.reveal_json.contains(r#""decisions":[[{"seat":0,"action":"raise"}]]"#),
         "the reveal lists the decisions: {}",
         fork1.reveal_json
     );
-    assert!(
-        fork0.reveal_json.contains(r#""decisions":[]"#),
-        "{}",
-        fork0.reveal_json
-    );
+    assert!(fork0.reveal_json.contains(r#""decisions":[]"#), "{}", fork0.reveal_json);
     server.stop().await;
 }
 
@@ -258,20 +203,10 @@ fn finding_5_reddog_verify_refuses_malformed_reveals() {
     use reddog::game::{Card, Decks, HandClass};
     let seed = ServerSeed::from_bytes(SEED);
     let deal = |nonce: u64| {
-        let inputs = DealInputs {
-            server_seed: &seed,
-            client_seed: CLIENT_SEED.as_bytes(),
-            nonce,
-            decks: Decks::ONE,
-        };
+        let inputs = DealInputs { server_seed: &seed, client_seed: CLIENT_SEED.as_bytes(), nonce, decks: Decks::ONE };
         FairShoe::deal(&inputs, 4)
     };
-    let text = |c: &[Card]| {
-        c.iter()
-            .map(|c| format!("\"{c}\""))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+    let text = |c: &[Card]| c.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(",");
     let reveal = |nonce: u64, cards: String, tail: &str| {
         format!(
             r#"{{"algorithm":"reddog-deal-v1","server_seed":"{}","commitment":"{}","client_seed":"{CLIENT_SEED}","nonce":{nonce},"decks":1,"cards":[{cards}]{tail}}}"#,
@@ -282,16 +217,12 @@ fn finding_5_reddog_verify_refuses_malformed_reveals() {
     // A non-consecutive deal, so the reveal must list exactly three cards.
     let nonce = nonce_for(Want::Between);
     let cards = deal(nonce);
-    assert!(matches!(
-        HandClass::of(cards[0], cards[1]),
-        HandClass::NonConsecutive(_)
-    ));
+    assert!(matches!(HandClass::of(cards[0], cards[1]), HandClass::NonConsecutive(_)));
     // A non-consecutive deal whose first card is a ten.
     let (ten_nonce, ten_cards) = (0..10_000u64)
         .map(|n| (n, deal(n)))
         .find(|(_, c)| {
-            c[0].to_string().starts_with('T')
-                && matches!(HandClass::of(c[0], c[1]), HandClass::NonConsecutive(_))
+            c[0].to_string().starts_with('T') && matches!(HandClass::of(c[0], c[1]), HandClass::NonConsecutive(_))
         })
         .unwrap();
     let id = r#","round_id":"r-1""#;
@@ -304,69 +235,26 @@ fn finding_5_reddog_verify_refuses_malformed_reveals() {
             .spawn()
             .unwrap();
         use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(json.as_bytes())
-            .unwrap();
+        child.stdin.take().unwrap().write_all(json.as_bytes()).unwrap();
         child.wait().unwrap().code()
     };
-    assert_eq!(
-        verify(&reveal(nonce, text(&cards[..3]), id)),
-        Some(0),
-        "the genuine reveal verifies"
-    );
-    assert_eq!(
-        verify(&reveal(ten_nonce, text(&ten_cards[..3]), id)),
-        Some(0),
-        "the genuine reveal verifies"
-    );
+    assert_eq!(verify(&reveal(nonce, text(&cards[..3]), id)), Some(0), "the genuine reveal verifies");
+    assert_eq!(verify(&reveal(ten_nonce, text(&ten_cards[..3]), id)), Some(0), "the genuine reveal verifies");
     let lower = ten_cards[0].to_string().to_lowercase();
     let upper = cards[0].to_string().to_uppercase();
     let ten = ten_cards[0].to_string().replace('T', "10");
     let malformed = [
-        (
-            "lower-case rank",
-            reveal(
-                ten_nonce,
-                format!("\"{lower}\",{}", text(&ten_cards[1..3])),
-                id,
-            ),
-        ),
-        (
-            "upper-case suit",
-            reveal(nonce, format!("\"{upper}\",{}", text(&cards[1..3])), id),
-        ),
-        (
-            "`10` for a ten",
-            reveal(
-                ten_nonce,
-                format!("\"{ten}\",{}", text(&ten_cards[1..3])),
-                id,
-            ),
-        ),
-        (
-            "numeric round id",
-            reveal(nonce, text(&cards[..3]), r#","round_id":17"#),
-        ),
+        ("lower-case rank", reveal(ten_nonce, format!("\"{lower}\",{}", text(&ten_cards[1..3])), id)),
+        ("upper-case suit", reveal(nonce, format!("\"{upper}\",{}", text(&cards[1..3])), id)),
+        ("`10` for a ten", reveal(ten_nonce, format!("\"{ten}\",{}", text(&ten_cards[1..3])), id)),
+        ("numeric round id", reveal(nonce, text(&cards[..3]), r#","round_id":17"#)),
         ("third card dropped", reveal(nonce, text(&cards[..2]), id)),
         ("an extra card", reveal(nonce, text(&cards[..4]), id)),
-        (
-            "duplicate key",
-            reveal(nonce, text(&cards[..3]), r#","round_id":"r-1","nonce":0"#),
-        ),
-        (
-            "unknown key",
-            reveal(nonce, text(&cards[..3]), r#","round_id":"r-1","extra":1"#),
-        ),
+        ("duplicate key", reveal(nonce, text(&cards[..3]), r#","round_id":"r-1","nonce":0"#)),
+        ("unknown key", reveal(nonce, text(&cards[..3]), r#","round_id":"r-1","extra":1"#)),
     ];
     for (what, json) in &malformed {
-        assert_eq!(
-            verify(json),
-            Some(2),
-            "{what} must be refused as malformed: {json}"
-        );
+        assert_eq!(verify(json), Some(2), "{what} must be refused as malformed: {json}");
     }
 }
 
@@ -388,42 +276,17 @@ async fn commit_seed_binds_round_id_nonce_and_table() {
     assert!(status.message().starts_with("table_id"), "{status:?}");
 
     let committed = commit(&mut c, "r-1", 77).await;
-    assert_eq!(
-        (
-            committed.nonce,
-            committed.table_id.as_str(),
-            committed.decks
-        ),
-        (77, "default", 1)
-    );
-    let mut other_table = start(
-        committed.commitment_token.clone(),
-        "r-1",
-        "seed".into(),
-        77,
-        &[500],
-    );
+    assert_eq!((committed.nonce, committed.table_id.as_str(), committed.decks), (77, "default", 1));
+    let mut other_table = start(committed.commitment_token.clone(), "r-1", "seed".into(), 77, &[500]);
     other_table.table_id = "vip".into();
     let status = c.start_round(other_table).await.unwrap_err();
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
     assert!(status.message().starts_with("table_id"), "{status:?}");
-    let mut no_round_id = start(
-        committed.commitment_token.clone(),
-        "",
-        "seed".into(),
-        77,
-        &[500],
-    );
+    let mut no_round_id = start(committed.commitment_token.clone(), "", "seed".into(), 77, &[500]);
     no_round_id.round_id.clear();
     let status = c.start_round(no_round_id).await.unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    let mut named = start(
-        committed.commitment_token.clone(),
-        "r-1",
-        "seed".into(),
-        77,
-        &[500],
-    );
+    let mut named = start(committed.commitment_token.clone(), "r-1", "seed".into(), 77, &[500]);
     named.table_id = "default".into();
     let started = c.start_round(named).await.unwrap().into_inner();
     assert_eq!(started.table_id, "default");
@@ -453,39 +316,15 @@ async fn a_paytable_change_after_commit_seed_refuses_start_round_on_the_old_comm
     standard.stop().await;
     assert_eq!(committed.rules_digest.len(), 64);
 
-    let all_ones = Table::default()
-        .with_paytable(Paytable::new([1; 11], 1).unwrap())
-        .unwrap();
+    let all_ones = Table::default().with_paytable(Paytable::new([1; 11], 1).unwrap()).unwrap();
     let changed = TestServer::start_with(&ring_a(), TTL, all_ones).await;
     let mut c = changed.client().await;
-    let new_digest = c
-        .get_rules(proto::GetRulesRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .rules_digest;
+    let new_digest = c.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner().rules_digest;
     assert_ne!(new_digest, committed.rules_digest);
-    let status = c
-        .start_round(start(
-            committed.commitment_token,
-            "r-1",
-            "seed".into(),
-            3,
-            &[500],
-        ))
-        .await
-        .unwrap_err();
+    let status = c.start_round(start(committed.commitment_token, "r-1", "seed".into(), 3, &[500])).await.unwrap_err();
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
-    assert!(
-        status
-            .message()
-            .starts_with("commitment_token: the table's rules changed"),
-        "{status:?}"
-    );
-    assert!(
-        status.message().contains(&committed.rules_digest),
-        "{status:?}"
-    );
+    assert!(status.message().starts_with("commitment_token: the table's rules changed"), "{status:?}");
+    assert!(status.message().contains(&committed.rules_digest), "{status:?}");
     assert!(status.message().contains(&new_digest), "{status:?}");
     let info = status.get_error_details().error_info().unwrap().clone();
     assert_eq!(info.reason, "RULES_CHANGED");
@@ -519,13 +358,7 @@ async fn a_paytable_change_after_commit_seed_refuses_start_round_on_the_old_comm
     let started = same
         .client()
         .await
-        .start_round(start(
-            kept.commitment_token,
-            "r-2",
-            "seed".into(),
-            4,
-            &[500],
-        ))
+        .start_round(start(kept.commitment_token, "r-2", "seed".into(), 4, &[500]))
         .await
         .expect("unchanged rules: the commitment deals");
     assert_eq!(started.into_inner().commitment, kept.commitment);
@@ -539,29 +372,16 @@ async fn a_commitment_for_another_shoe_is_refused() {
     let one_deck = TestServer::start(&ring_a(), TTL).await;
     let committed = commit(&mut one_deck.client().await, "r-1", 3).await;
     one_deck.stop().await;
-    let six = Table::try_from(TableSpec {
-        decks: Some(6),
-        ..Default::default()
-    })
-    .unwrap();
+    let six = Table::try_from(TableSpec { decks: Some(6), ..Default::default() }).unwrap();
     let six_decks = TestServer::start_with(&ring_a(), TTL, six).await;
     let status = six_decks
         .client()
         .await
-        .start_round(start(
-            committed.commitment_token,
-            "r-1",
-            "seed".into(),
-            3,
-            &[500],
-        ))
+        .start_round(start(committed.commitment_token, "r-1", "seed".into(), 3, &[500]))
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
-    assert!(
-        status.message().starts_with("commitment_token"),
-        "{status:?}"
-    );
+    assert!(status.message().starts_with("commitment_token"), "{status:?}");
     six_decks.stop().await;
 }
 
@@ -577,11 +397,7 @@ async fn every_step_answers_the_recomputed_transcript() {
     let nonce = nonce_for(Want::Outside);
     let bets = [500u64, 600, 700];
     let started = c
-        .start_round(start_request(
-            bound_commitment_token(&ring_a(), SEED, nonce),
-            nonce,
-            &bets,
-        ))
+        .start_round(start_request(bound_commitment_token(&ring_a(), SEED, nonce), nonce, &bets))
         .await
         .unwrap()
         .into_inner();
@@ -598,11 +414,7 @@ async fn every_step_answers_the_recomputed_transcript() {
         exponent: 2,
     }
     .digest();
-    let rules = c
-        .get_rules(proto::GetRulesRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let rules = c.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner();
     assert_eq!(rules.rules_digest, digest.to_hex());
     let t0 = StartInputs {
         commitment: &commitment,
@@ -616,49 +428,30 @@ async fn every_step_answers_the_recomputed_transcript() {
         rules_digest: Some(&digest),
     }
     .transcript();
-    assert_eq!(
-        (started.step, started.transcript.as_str()),
-        (0, t0.to_hex().as_str())
-    );
+    assert_eq!((started.step, started.transcript.as_str()), (0, t0.to_hex().as_str()));
     let decide = |token: Vec<u8>, d: Vec<proto::SeatDecision>| proto::DecideRequest {
         round_token: token,
         decisions: d,
         round_id: String::new(),
     };
     let first = c
-        .decide(decide(
-            started.round_token.clone(),
-            vec![decision(2, Action::Stand), decision(0, Action::Raise)],
-        ))
+        .decide(decide(started.round_token.clone(), vec![decision(2, Action::Stand), decision(0, Action::Raise)]))
         .await
         .unwrap()
         .into_inner();
     let retry = c
-        .decide(decide(
-            started.round_token,
-            vec![decision(0, Action::Raise), decision(2, Action::Stand)],
-        ))
+        .decide(decide(started.round_token, vec![decision(0, Action::Raise), decision(2, Action::Stand)]))
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(
-        first, retry,
-        "the same decisions in another order: identical answer and token"
-    );
+    assert_eq!(first, retry, "the same decisions in another order: identical answer and token");
     let t1 = t0.decide(&[(0, Decision::Raise), (2, Decision::Stand)]);
     assert_eq!((first.step, first.transcript.clone()), (1, t1.to_hex()));
-    let second = c
-        .decide(decide(first.round_token, vec![decision(1, Action::Raise)]))
-        .await
-        .unwrap()
-        .into_inner();
+    let second = c.decide(decide(first.round_token, vec![decision(1, Action::Raise)])).await.unwrap().into_inner();
     let t2 = t1.decide(&[(1, Decision::Raise)]);
     assert_eq!((second.step, second.transcript.clone()), (2, t2.to_hex()));
     let settled = c
-        .settle(proto::SettleRequest {
-            round_token: second.round_token,
-            round_id: String::new(),
-        })
+        .settle(proto::SettleRequest { round_token: second.round_token, round_id: String::new() })
         .await
         .unwrap()
         .into_inner();
@@ -688,16 +481,8 @@ async fn a_rolling_update_loses_no_round() {
         .await
         .expect("a version-1 commitment token starts a round")
         .into_inner();
-    assert_eq!(
-        started.round_token[0], 2,
-        "the new engine seals version 2 only"
-    );
-    c.settle(proto::SettleRequest {
-        round_token: started.round_token,
-        round_id: String::new(),
-    })
-    .await
-    .unwrap();
+    assert_eq!(started.round_token[0], 2, "the new engine seals version 2 only");
+    c.settle(proto::SettleRequest { round_token: started.round_token, round_id: String::new() }).await.unwrap();
 
     // A version-1 round token, mid-round: seat 0 raised, seat 1 still to decide.
     let nonce = nonce_for(Want::Between);
@@ -722,10 +507,7 @@ async fn a_rolling_update_loses_no_round() {
         min_bet: 0,
         max_bet: 0,
     };
-    let v1_round = reddog::service::KeyRing::from_json(&ring_a())
-        .unwrap()
-        .seal_v1(TokenKind::Round, &payload)
-        .unwrap();
+    let v1_round = reddog::service::KeyRing::from_json(&ring_a()).unwrap().seal_v1(TokenKind::Round, &payload).unwrap();
     assert_eq!(v1_round[0], 1);
     let decided = c
         .decide(proto::DecideRequest {
@@ -738,18 +520,13 @@ async fn a_rolling_update_loses_no_round() {
         .into_inner();
     assert_eq!(decided.step, 2, "the old decisions count as one step");
     let settled = c
-        .settle(proto::SettleRequest {
-            round_token: decided.round_token,
-            round_id: String::new(),
-        })
+        .settle(proto::SettleRequest { round_token: decided.round_token, round_id: String::new() })
         .await
         .unwrap()
         .into_inner();
     let reveal = parse_reveal(&settled.reveal_json).unwrap();
     assert!(reveal.verify().unwrap().ok(), "{}", settled.reveal_json);
-    let AnyReveal::V2(reveal) = reveal else {
-        panic!("v2")
-    };
+    let AnyReveal::V2(reveal) = reveal else { panic!("v2") };
     let commitment = ServerSeed::from_bytes(SEED).commitment().0;
     let round_id = format!("round-{nonce}");
     let t0 = StartInputs {
@@ -764,9 +541,7 @@ async fn a_rolling_update_loses_no_round() {
         rules_digest: None,
     }
     .transcript();
-    let t2 = t0
-        .decide(&[(0, Decision::Raise)])
-        .decide(&[(1, Decision::Stand)]);
+    let t2 = t0.decide(&[(0, Decision::Raise)]).decide(&[(1, Decision::Stand)]);
     assert_eq!(reveal.transcript, t2.to_hex());
     assert_eq!(settled.results[0].stake, 2000);
 
@@ -774,24 +549,11 @@ async fn a_rolling_update_loses_no_round() {
     // version-1 reveal (cards only), which verifies: a v2 reveal needs a round id.
     let mut no_id = payload.clone();
     no_id.round_id.clear();
-    let v1_round = reddog::service::KeyRing::from_json(&ring_a())
-        .unwrap()
-        .seal_v1(TokenKind::Round, &no_id)
-        .unwrap();
-    let settled = c
-        .settle(proto::SettleRequest {
-            round_token: v1_round,
-            round_id: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let v1_round = reddog::service::KeyRing::from_json(&ring_a()).unwrap().seal_v1(TokenKind::Round, &no_id).unwrap();
+    let settled =
+        c.settle(proto::SettleRequest { round_token: v1_round, round_id: String::new() }).await.unwrap().into_inner();
     let reveal = parse_reveal(&settled.reveal_json).unwrap();
-    assert!(
-        matches!(reveal, AnyReveal::V1(_)),
-        "{}",
-        settled.reveal_json
-    );
+    assert!(matches!(reveal, AnyReveal::V1(_)), "{}", settled.reveal_json);
     assert!(reveal.verify().unwrap().ok());
     server.stop().await;
 }

@@ -4,8 +4,7 @@
 
 use proptest::prelude::*;
 use reddog::game::{
-    Card, Decision, Decks, HandClass, Money, Outcome, Paytable, Phase, Round, Rule, StackedDeck,
-    Table,
+    Card, Decision, Decks, HandClass, Money, Outcome, Paytable, Phase, Round, Rule, StackedDeck, Table,
 };
 use reddog::odds::{Analysis, Exact, Policy, RANKS, RaiseSet};
 use reddog::sim::{FastShoe, chunk_rng, play_round};
@@ -17,8 +16,7 @@ fn card() -> impl Strategy<Value = Card> {
 fn paytable() -> impl Strategy<Value = Paytable> {
     prop_oneof![
         Just(Paytable::STANDARD),
-        (proptest::array::uniform11(1u32..=10_000), 1u32..=10_000)
-            .prop_map(|(s, t)| Paytable::new(s, t).unwrap()),
+        (proptest::array::uniform11(1u32..=10_000), 1u32..=10_000).prop_map(|(s, t)| Paytable::new(s, t).unwrap()),
     ]
 }
 
@@ -51,55 +49,28 @@ fn check_seat(
     let stake = if seat.raised { 2 * bet } else { bet };
     prop_assert_eq!(seat.stake.minor(), stake);
     if seat.outcome == Outcome::Push {
-        prop_assert_eq!(
-            seat.returned,
-            seat.stake,
-            "a push returns exactly the stake"
-        );
+        prop_assert_eq!(seat.returned, seat.stake, "a push returns exactly the stake");
     }
     match class {
         HandClass::Consecutive => {
             prop_assert!(!seat.raised);
             prop_assert_eq!(third, None);
-            prop_assert_eq!(
-                (seat.outcome, seat.rule),
-                (Outcome::Push, Rule::Consecutive)
-            );
+            prop_assert_eq!((seat.outcome, seat.rule), (Outcome::Push, Rule::Consecutive));
         }
         HandClass::Pair => {
             prop_assert!(!seat.raised);
             let trips = third.map(|c| c.rank()) == Some(cards[0].rank());
-            let allowed = if trips {
-                bet * (u64::from(paytable.three_of_a_kind_odds()) + 1)
-            } else {
-                bet
-            };
+            let allowed = if trips { bet * (u64::from(paytable.three_of_a_kind_odds()) + 1) } else { bet };
             prop_assert_eq!(seat.returned.minor(), allowed);
-            prop_assert_eq!(
-                seat.outcome,
-                if trips { Outcome::Win } else { Outcome::Push }
-            );
+            prop_assert_eq!(seat.outcome, if trips { Outcome::Win } else { Outcome::Push });
         }
         HandClass::NonConsecutive(spread) => {
-            let t = third
-                .expect("a non-consecutive hand shows its third card")
-                .rank();
-            let (lo, hi) = (
-                cards[0].rank().min(cards[1].rank()),
-                cards[0].rank().max(cards[1].rank()),
-            );
+            let t = third.expect("a non-consecutive hand shows its third card").rank();
+            let (lo, hi) = (cards[0].rank().min(cards[1].rank()), cards[0].rank().max(cards[1].rank()));
             let win = lo < t && t < hi;
-            let allowed = if win {
-                stake * (u64::from(paytable.spread_odds(spread)) + 1)
-            } else {
-                0
-            };
+            let allowed = if win { stake * (u64::from(paytable.spread_odds(spread)) + 1) } else { 0 };
             prop_assert_eq!(seat.returned.minor(), allowed);
-            prop_assert_ne!(
-                seat.outcome,
-                Outcome::Push,
-                "a non-consecutive hand never pushes"
-            );
+            prop_assert_ne!(seat.outcome, Outcome::Push, "a non-consecutive hand never pushes");
         }
     }
     Ok(())

@@ -13,10 +13,8 @@ const TTL: Duration = Duration::from_secs(600);
 /// The fields the status's details name (BadRequest fields, PreconditionFailure subjects).
 fn fields(status: &Status) -> Vec<String> {
     let d = status.get_error_details();
-    let mut out: Vec<String> = d
-        .bad_request()
-        .map(|b| b.field_violations.iter().map(|v| v.field.clone()).collect())
-        .unwrap_or_default();
+    let mut out: Vec<String> =
+        d.bad_request().map(|b| b.field_violations.iter().map(|v| v.field.clone()).collect()).unwrap_or_default();
     if let Some(p) = d.precondition_failure() {
         out.extend(p.violations.iter().map(|v| v.subject.clone()));
     }
@@ -28,11 +26,7 @@ fn assert_status<T: std::fmt::Debug>(result: Result<T, Status>, code: Code, fiel
     let status = result.expect_err("the call must fail");
     assert_eq!(status.code(), code, "{status:?}");
     assert_eq!(fields(&status), vec![field.to_string()], "{status:?}");
-    let info = status
-        .get_error_details()
-        .error_info()
-        .cloned()
-        .expect("ErrorInfo detail");
+    let info = status.get_error_details().error_info().cloned().expect("ErrorInfo detail");
     assert_eq!(info.domain, "reddog.v1");
     status
 }
@@ -40,11 +34,7 @@ fn assert_status<T: std::fmt::Debug>(result: Result<T, Status>, code: Code, fiel
 type Mutation = Box<dyn Fn(&mut proto::StartRoundRequest)>;
 
 fn good_start(nonce: u64) -> proto::StartRoundRequest {
-    start_request(
-        commitment_token(&ring_a(), SEED, 60_000),
-        nonce,
-        &[500, 500],
-    )
+    start_request(commitment_token(&ring_a(), SEED, 60_000), nonce, &[500, 500])
 }
 
 #[tokio::test]
@@ -52,72 +42,20 @@ async fn start_round_refuses_each_bad_field_precisely() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     let cases: Vec<(Mutation, Code, &str)> = vec![
-        (
-            Box::new(|r| r.commitment_token.clear()),
-            Code::InvalidArgument,
-            "commitment_token",
-        ),
-        (
-            Box::new(|r| r.client_seed.clear()),
-            Code::InvalidArgument,
-            "client_seed",
-        ),
-        (
-            Box::new(|r| r.client_seed = "x".repeat(1025)),
-            Code::InvalidArgument,
-            "client_seed",
-        ),
-        (
-            Box::new(|r| r.round_id = "r".repeat(129)),
-            Code::InvalidArgument,
-            "round_id",
-        ),
-        (
-            Box::new(|r| r.round_id = "bad\nid".into()),
-            Code::InvalidArgument,
-            "round_id",
-        ),
-        (
-            Box::new(|r| r.player_limits = None),
-            Code::InvalidArgument,
-            "player_limits",
-        ),
-        (
-            Box::new(|r| r.player_limits = limits(0, 1000)),
-            Code::OutOfRange,
-            "player_limits.min_bet",
-        ),
-        (
-            Box::new(|r| r.player_limits = limits(2000, 1000)),
-            Code::OutOfRange,
-            "player_limits.max_bet",
-        ),
-        (
-            Box::new(|r| r.player_limits = limits(40_000, 50_000)),
-            Code::FailedPrecondition,
-            "player_limits",
-        ),
+        (Box::new(|r| r.commitment_token.clear()), Code::InvalidArgument, "commitment_token"),
+        (Box::new(|r| r.client_seed.clear()), Code::InvalidArgument, "client_seed"),
+        (Box::new(|r| r.client_seed = "x".repeat(1025)), Code::InvalidArgument, "client_seed"),
+        (Box::new(|r| r.round_id = "r".repeat(129)), Code::InvalidArgument, "round_id"),
+        (Box::new(|r| r.round_id = "bad\nid".into()), Code::InvalidArgument, "round_id"),
+        (Box::new(|r| r.player_limits = None), Code::InvalidArgument, "player_limits"),
+        (Box::new(|r| r.player_limits = limits(0, 1000)), Code::OutOfRange, "player_limits.min_bet"),
+        (Box::new(|r| r.player_limits = limits(2000, 1000)), Code::OutOfRange, "player_limits.max_bet"),
+        (Box::new(|r| r.player_limits = limits(40_000, 50_000)), Code::FailedPrecondition, "player_limits"),
         (Box::new(|r| r.seats.clear()), Code::OutOfRange, "seats"),
-        (
-            Box::new(|r| r.seats = vec![SeatBet { bet: 500 }; 8]),
-            Code::OutOfRange,
-            "seats",
-        ),
-        (
-            Box::new(|r| r.seats[1].bet = 499),
-            Code::OutOfRange,
-            "seats[1].bet",
-        ),
-        (
-            Box::new(|r| r.seats[0].bet = 30_001),
-            Code::OutOfRange,
-            "seats[0].bet",
-        ),
-        (
-            Box::new(|r| r.seats[0].bet = 0),
-            Code::OutOfRange,
-            "seats[0].bet",
-        ),
+        (Box::new(|r| r.seats = vec![SeatBet { bet: 500 }; 8]), Code::OutOfRange, "seats"),
+        (Box::new(|r| r.seats[1].bet = 499), Code::OutOfRange, "seats[1].bet"),
+        (Box::new(|r| r.seats[0].bet = 30_001), Code::OutOfRange, "seats[0].bet"),
+        (Box::new(|r| r.seats[0].bet = 0), Code::OutOfRange, "seats[0].bet"),
         (
             Box::new(|r| {
                 r.player_limits = limits(500, 1000);
@@ -148,12 +86,7 @@ async fn every_unusable_token_gets_the_same_answer() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     let good = commitment_token(&ring_a(), SEED, 60_000);
-    let round = c
-        .start_round(good_start(1))
-        .await
-        .unwrap()
-        .into_inner()
-        .round_token;
+    let round = c.start_round(good_start(1)).await.unwrap().into_inner().round_token;
     let mut tampered = good.clone();
     let last = tampered.len() - 1;
     tampered[last] ^= 0x40;
@@ -178,33 +111,16 @@ async fn every_unusable_token_gets_the_same_answer() {
     for (what, token) in bad_commitments {
         let mut req = good_start(1);
         req.commitment_token = token;
-        let status = assert_status(
-            c.start_round(req).await,
-            Code::InvalidArgument,
-            "commitment_token",
-        );
-        answers.push((
-            what,
-            status.message().to_string(),
-            status.details().to_vec(),
-        ));
+        let status = assert_status(c.start_round(req).await, Code::InvalidArgument, "commitment_token");
+        answers.push((what, status.message().to_string(), status.details().to_vec()));
     }
     for (what, msg, details) in &answers {
-        assert_eq!(
-            (msg, details),
-            (&answers[0].1, &answers[0].2),
-            "{what} must look like every other bad token"
-        );
+        assert_eq!((msg, details), (&answers[0].1, &answers[0].2), "{what} must look like every other bad token");
     }
     // Round tokens: Decide and Settle answer alike.
     let mut tampered_round = round.clone();
     tampered_round[10] ^= 1;
-    let bad_rounds: Vec<Vec<u8>> = vec![
-        tampered_round,
-        round[..round.len() - 1].to_vec(),
-        good.clone(),
-        b"x".to_vec(),
-    ];
+    let bad_rounds: Vec<Vec<u8>> = vec![tampered_round, round[..round.len() - 1].to_vec(), good.clone(), b"x".to_vec()];
     let foreign_round = {
         let other = TestServer::start(&ring_json("a", &[("a", KEY_B)]), TTL).await;
         let mut oc = other.client().await;
@@ -217,11 +133,7 @@ async fn every_unusable_token_gets_the_same_answer() {
     let mut round_answers = Vec::new();
     for token in bad_rounds.into_iter().chain([foreign_round]) {
         let s = assert_status(
-            c.settle(proto::SettleRequest {
-                round_token: token.clone(),
-                round_id: String::new(),
-            })
-            .await,
+            c.settle(proto::SettleRequest { round_token: token.clone(), round_id: String::new() }).await,
             Code::InvalidArgument,
             "round_token",
         );
@@ -239,10 +151,7 @@ async fn every_unusable_token_gets_the_same_answer() {
         round_answers.push((s.message().to_string(), s.details().to_vec()));
     }
     assert!(round_answers.iter().all(|a| a == &round_answers[0]));
-    assert_eq!(
-        round_answers[0].0, answers[0].1,
-        "the same message for every token"
-    );
+    assert_eq!(round_answers[0].0, answers[0].1, "the same message for every token");
     server.stop().await;
 }
 
@@ -250,67 +159,33 @@ async fn every_unusable_token_gets_the_same_answer() {
 async fn decide_refuses_bad_decisions_all_or_nothing() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
-    let start = |want: Want| {
-        start_request(
-            commitment_token(&ring_a(), SEED, 60_000),
-            nonce_for(want),
-            &[500, 500],
-        )
-    };
-    let open = c
-        .start_round(start(Want::Outside))
-        .await
-        .unwrap()
-        .into_inner()
-        .round_token;
+    let start = |want: Want| start_request(commitment_token(&ring_a(), SEED, 60_000), nonce_for(want), &[500, 500]);
+    let open = c.start_round(start(Want::Outside)).await.unwrap().into_inner().round_token;
     let req = |decisions: Vec<proto::SeatDecision>| proto::DecideRequest {
         round_token: open.clone(),
         decisions,
         round_id: String::new(),
     };
-    assert_status(
-        c.decide(req(vec![])).await,
-        Code::InvalidArgument,
-        "decisions",
-    );
+    assert_status(c.decide(req(vec![])).await, Code::InvalidArgument, "decisions");
     assert_status(
         c.decide(req(vec![decision(0, Action::Unspecified)])).await,
         Code::InvalidArgument,
         "decisions[0].action",
     );
     assert_status(
-        c.decide(req(vec![
-            decision(0, Action::Raise),
-            proto::SeatDecision {
-                seat: 1,
-                action: 99,
-            },
-        ]))
-        .await,
+        c.decide(req(vec![decision(0, Action::Raise), proto::SeatDecision { seat: 1, action: 99 }])).await,
         Code::InvalidArgument,
         "decisions[1].action",
     );
+    assert_status(c.decide(req(vec![decision(2, Action::Raise)])).await, Code::OutOfRange, "decisions[0].seat");
     assert_status(
-        c.decide(req(vec![decision(2, Action::Raise)])).await,
-        Code::OutOfRange,
-        "decisions[0].seat",
-    );
-    assert_status(
-        c.decide(req(vec![
-            decision(1, Action::Raise),
-            decision(1, Action::Stand),
-        ]))
-        .await,
+        c.decide(req(vec![decision(1, Action::Raise), decision(1, Action::Stand)])).await,
         Code::InvalidArgument,
         "decisions[1].seat",
     );
     let mut mismatched = req(vec![decision(0, Action::Raise)]);
     mismatched.round_id = "someone-else".into();
-    assert_status(
-        c.decide(mismatched).await,
-        Code::InvalidArgument,
-        "round_id",
-    );
+    assert_status(c.decide(mismatched).await, Code::InvalidArgument, "round_id");
     assert_status(
         c.decide(proto::DecideRequest {
             round_token: vec![],
@@ -323,36 +198,19 @@ async fn decide_refuses_bad_decisions_all_or_nothing() {
     );
     // Seat 0 decides; deciding it again on the new token is refused, and a batch that
     // includes it changes nothing (seat 1 may still decide afterwards).
-    let after = c
-        .decide(req(vec![decision(0, Action::Raise)]))
-        .await
-        .unwrap()
-        .into_inner()
-        .round_token;
-    let again = |decisions| proto::DecideRequest {
-        round_token: after.clone(),
-        decisions,
-        round_id: String::new(),
-    };
+    let after = c.decide(req(vec![decision(0, Action::Raise)])).await.unwrap().into_inner().round_token;
+    let again = |decisions| proto::DecideRequest { round_token: after.clone(), decisions, round_id: String::new() };
     assert_status(
         c.decide(again(vec![decision(0, Action::Stand)])).await,
         Code::FailedPrecondition,
         "seats[0].decision",
     );
     assert_status(
-        c.decide(again(vec![
-            decision(1, Action::Raise),
-            decision(0, Action::Raise),
-        ]))
-        .await,
+        c.decide(again(vec![decision(1, Action::Raise), decision(0, Action::Raise)])).await,
         Code::FailedPrecondition,
         "seats[0].decision",
     );
-    let done = c
-        .decide(again(vec![decision(1, Action::Stand)]))
-        .await
-        .unwrap()
-        .into_inner();
+    let done = c.decide(again(vec![decision(1, Action::Stand)])).await.unwrap().into_inner();
     assert!(!done.round.unwrap().awaiting_decisions);
     // A complete round takes no decision.
     assert_status(
@@ -367,12 +225,7 @@ async fn decide_refuses_bad_decisions_all_or_nothing() {
     );
     // Nor do pairs and consecutive hands.
     for want in [Want::PairNoMatch, Want::Consecutive] {
-        let t = c
-            .start_round(start(want))
-            .await
-            .unwrap()
-            .into_inner()
-            .round_token;
+        let t = c.start_round(start(want)).await.unwrap().into_inner().round_token;
         assert_status(
             c.decide(proto::DecideRequest {
                 round_token: t,
@@ -392,40 +245,18 @@ async fn settle_and_commit_refuse_bad_fields() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     assert_status(
-        c.settle(proto::SettleRequest {
-            round_token: vec![],
-            round_id: String::new(),
-        })
-        .await,
+        c.settle(proto::SettleRequest { round_token: vec![], round_id: String::new() }).await,
         Code::InvalidArgument,
         "round_token",
     );
-    let t = c
-        .start_round(good_start(3))
-        .await
-        .unwrap()
-        .into_inner()
-        .round_token;
+    let t = c.start_round(good_start(3)).await.unwrap().into_inner().round_token;
     assert_status(
-        c.settle(proto::SettleRequest {
-            round_token: t.clone(),
-            round_id: "round-4".into(),
-        })
-        .await,
+        c.settle(proto::SettleRequest { round_token: t.clone(), round_id: "round-4".into() }).await,
         Code::InvalidArgument,
         "round_id",
     );
-    c.settle(proto::SettleRequest {
-        round_token: t,
-        round_id: "round-3".into(),
-    })
-    .await
-    .unwrap();
-    assert_status(
-        c.commit_seed(commit_request("x".repeat(200), 0)).await,
-        Code::InvalidArgument,
-        "round_id",
-    );
+    c.settle(proto::SettleRequest { round_token: t, round_id: "round-3".into() }).await.unwrap();
+    assert_status(c.commit_seed(commit_request("x".repeat(200), 0)).await, Code::InvalidArgument, "round_id");
     server.stop().await;
 }
 
@@ -434,11 +265,7 @@ async fn an_expired_commitment_from_commit_seed_is_refused() {
     // 1 s is the shortest lifetime the settings accept.
     let server = TestServer::start(&ring_a(), Duration::from_secs(1)).await;
     let mut c = server.client().await;
-    let committed = c
-        .commit_seed(commit_request("round-0", 0))
-        .await
-        .unwrap()
-        .into_inner();
+    let committed = c.commit_seed(commit_request("round-0", 0)).await.unwrap().into_inner();
     let mut req = good_start(0);
     req.commitment_token = committed.commitment_token;
     // Usable until it expires (a StartRound before that simply succeeds), refused after.
@@ -447,18 +274,11 @@ async fn an_expired_commitment_from_commit_seed_is_refused() {
         match c.start_round(req.clone()).await {
             Err(status) => break status,
             Ok(_) => {
-                assert!(
-                    tokio::time::Instant::now() < deadline,
-                    "a 1 s commitment still usable after 5 s"
-                );
+                assert!(tokio::time::Instant::now() < deadline, "a 1 s commitment still usable after 5 s");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
     };
-    assert_status(
-        Err::<(), _>(refused),
-        Code::InvalidArgument,
-        "commitment_token",
-    );
+    assert_status(Err::<(), _>(refused), Code::InvalidArgument, "commitment_token");
     server.stop().await;
 }

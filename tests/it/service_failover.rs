@@ -11,19 +11,11 @@ use tonic::transport::Channel;
 
 /// Starts `n` rounds (CommitSeed + StartRound, and for non-consecutive hands a decision for
 /// seat 0 only), returning (round id, commitment, latest token, awaiting decisions).
-async fn start_rounds(
-    c: &mut RedDogClient<Channel>,
-    n: u64,
-    tag: &str,
-) -> Vec<(String, String, Vec<u8>, bool)> {
+async fn start_rounds(c: &mut RedDogClient<Channel>, n: u64, tag: &str) -> Vec<(String, String, Vec<u8>, bool)> {
     let mut out = Vec::new();
     for i in 0..n {
         let id = format!("{tag}-{i}");
-        let committed = c
-            .commit_seed(commit_request(id.clone(), i))
-            .await
-            .unwrap()
-            .into_inner();
+        let committed = c.commit_seed(commit_request(id.clone(), i)).await.unwrap().into_inner();
         let mut req = start_request(committed.commitment_token, i, &[500, 700, 900]);
         req.round_id = id.clone();
         let started = c.start_round(req).await.unwrap().into_inner();
@@ -47,10 +39,7 @@ async fn start_rounds(
 }
 
 /// Finishes rounds: remaining decisions, then Settle; checks every reveal.
-async fn finish_rounds(
-    c: &mut RedDogClient<Channel>,
-    rounds: Vec<(String, String, Vec<u8>, bool)>,
-) {
+async fn finish_rounds(c: &mut RedDogClient<Channel>, rounds: Vec<(String, String, Vec<u8>, bool)>) {
     for (id, commitment, mut token, awaiting) in rounds {
         if awaiting {
             token = c
@@ -65,19 +54,14 @@ async fn finish_rounds(
                 .round_token;
         }
         let settle = c
-            .settle(proto::SettleRequest {
-                round_token: token,
-                round_id: id.clone(),
-            })
+            .settle(proto::SettleRequest { round_token: token, round_id: id.clone() })
             .await
             .unwrap_or_else(|s| panic!("settle {id}: {s:?}"))
             .into_inner();
         assert_eq!(settle.round_id, id);
         let reveal = parse_reveal(&settle.reveal_json).unwrap();
         assert!(reveal.verify().unwrap().ok());
-        let AnyReveal::V2(reveal) = reveal else {
-            panic!("a v2 reveal")
-        };
+        let AnyReveal::V2(reveal) = reveal else { panic!("a v2 reveal") };
         assert_eq!(reveal.commitment, commitment);
     }
 }
@@ -90,23 +74,14 @@ async fn rounds_started_on_a_killed_process_finish_on_another() {
     let second = ServerProcess::spawn(&env, std::process::Stdio::null());
     let mut c1 = connect(first.addr).await;
     let rounds = start_rounds(&mut c1, 12, "failover").await;
-    assert!(
-        rounds.iter().any(|r| r.3),
-        "at least one round awaits decisions"
-    );
+    assert!(rounds.iter().any(|r| r.3), "at least one round awaits decisions");
     // Commitments issued by the first process are usable on the second, too.
-    let pending = c1
-        .commit_seed(commit_request("round-0", 0))
-        .await
-        .unwrap()
-        .into_inner();
+    let pending = c1.commit_seed(commit_request("round-0", 0)).await.unwrap().into_inner();
     drop(c1);
     first.kill();
     let mut c2 = connect(second.addr).await;
     finish_rounds(&mut c2, rounds).await;
-    c2.start_round(start_request(pending.commitment_token, 0, &[500]))
-        .await
-        .unwrap();
+    c2.start_round(start_request(pending.commitment_token, 0, &[500])).await.unwrap();
     let status = second.terminate().await;
     assert!(status.success(), "clean exit on SIGTERM: {status:?}");
 }
@@ -140,24 +115,14 @@ async fn key_rotation_with_rounds_in_flight_fails_none() {
 async fn sigterm_with_an_open_connection_exits_within_the_drain_timeout() {
     let ring = ring_a();
     let server = ServerProcess::spawn(
-        &[
-            ("REDDOG_KEY_RING", ring.as_str()),
-            ("RUST_LOG", "warn"),
-            ("REDDOG_DRAIN_TIMEOUT_SECS", "1"),
-        ],
+        &[("REDDOG_KEY_RING", ring.as_str()), ("RUST_LOG", "warn"), ("REDDOG_DRAIN_TIMEOUT_SECS", "1")],
         std::process::Stdio::null(),
     );
     let mut c = connect(server.addr).await;
-    c.get_rules(proto::GetRulesRequest::default())
-        .await
-        .unwrap();
+    c.get_rules(proto::GetRulesRequest::default()).await.unwrap();
     let started = std::time::Instant::now();
     let status = server.terminate().await;
     assert!(status.success(), "{status:?}");
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
     drop(c);
 }

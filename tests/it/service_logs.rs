@@ -31,11 +31,8 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
             let committed = c.commit_seed(commit_request(format!("round-{i}"), i)).await;
             let committed = committed.unwrap().into_inner();
             let committed_hex = committed.commitment.clone();
-            let started = c
-                .start_round(start_request(committed.commitment_token, i, &[500, 1000]))
-                .await
-                .unwrap()
-                .into_inner();
+            let started =
+                c.start_round(start_request(committed.commitment_token, i, &[500, 1000])).await.unwrap().into_inner();
             let mut token = started.round_token;
             if started.round.unwrap().awaiting_decisions {
                 let d = proto::DecideRequest {
@@ -60,23 +57,11 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
             };
-            let settle = c
-                .settle(proto::SettleRequest {
-                    round_token: token,
-                    round_id: String::new(),
-                })
-                .await;
-            let reveal: RevealV2 =
-                serde_json::from_str(&settle.unwrap().into_inner().reveal_json).unwrap();
+            let settle = c.settle(proto::SettleRequest { round_token: token, round_id: String::new() }).await;
+            let reveal: RevealV2 = serde_json::from_str(&settle.unwrap().into_inner().reveal_json).unwrap();
             let text = String::from_utf8_lossy(&before_reveal).to_lowercase();
-            assert!(
-                text.contains(&reveal.commitment),
-                "the audit trail records the round's commitment"
-            );
-            assert!(
-                !text.contains(&reveal.server_seed),
-                "server seed logged before its reveal"
-            );
+            assert!(text.contains(&reveal.commitment), "the audit trail records the round's commitment");
+            assert!(!text.contains(&reveal.server_seed), "server seed logged before its reveal");
             seen.push(reveal.server_seed);
         }
         drop(c);
@@ -91,10 +76,7 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
             // Nor as a decimal byte list (a derived Debug of the raw bytes).
             let bytes = hex::decode(seed).unwrap();
             let listed = format!("{}, {}, {}, {}", bytes[0], bytes[1], bytes[2], bytes[3]);
-            assert!(
-                !all.contains(&listed) || bytes[..4].iter().all(|&b| b < 10),
-                "seed bytes logged"
-            );
+            assert!(!all.contains(&listed) || bytes[..4].iter().all(|&b| b < 10), "seed bytes logged");
         }
     }
 }

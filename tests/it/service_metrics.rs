@@ -1,8 +1,10 @@
 //! The Prometheus endpoint: `GET /metrics` answers the text format over HTTP/1.1 (with
-//! keep-alive), `GET /` a pointer, anything else 404.
+//! keep-alive), `GET /` a pointer, anything else 404; and the payout monitor's sums.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::time::Duration;
+
+use reddog::service::proto;
 
 /// Sends `request` and reads one response: (status line, body).
 fn exchange(stream: &mut std::net::TcpStream, request: &str) -> (String, String) {
@@ -23,10 +25,7 @@ fn exchange(stream: &mut std::net::TcpStream, request: &str) -> (String, String)
     }
     let mut body = vec![0u8; len];
     r.read_exact(&mut body).unwrap();
-    (
-        status.trim_end().to_string(),
-        String::from_utf8(body).unwrap(),
-    )
+    (status.trim_end().to_string(), String::from_utf8(body).unwrap())
 }
 
 #[tokio::test]
@@ -45,25 +44,97 @@ async fn metrics_endpoint_serves_the_text_format_and_404s_the_rest() {
         let metrics = exchange(&mut s, &get("/metrics"));
         let root = exchange(&mut s, &get("/"));
         let missing = exchange(&mut s, &get("/nope"));
-        let post = exchange(
-            &mut s,
-            "POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
-        );
+        let post = exchange(&mut s, "POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
         (metrics, root, missing, post)
     })
     .await
     .unwrap();
     let (metrics, root, missing, post) = result;
     assert_eq!(metrics.0, "HTTP/1.1 200 OK");
-    assert!(
-        metrics
-            .1
-            .contains("reddog_rpc_requests_total{method=\"Decide\",code=\"OK\"} "),
-        "{}",
-        metrics.1
-    );
+    assert!(metrics.1.contains("reddog_rpc_requests_total{method=\"Decide\",code=\"OK\"} "), "{}", metrics.1);
     assert_eq!(root.0, "HTTP/1.1 200 OK");
     assert!(root.1.contains("/metrics"));
     assert_eq!(missing.0, "HTTP/1.1 404 Not Found");
     assert_eq!(post.0, "HTTP/1.1 404 Not Found");
+}
+
+/// The payout monitor: after rounds at a table of its own (two decks, an unusual paytable),
+/// the exported expected return is exactly the sum of each round's expectation computed
+/// from its Settle answer (the first two cards, every seat's stake), and the variance sum
+/// likewise.
+#[tokio::test]
+async fn the_expected_return_counter_is_the_exact_sum_over_the_settled_rounds() {
+    use reddog::game::{Decks, HandClass, Money, Paytable, Rank};
+    use reddog::odds::{Exact, decimal, round_expectation};
+    use reddog::service::proto::{Action, Limits, SeatBet};
+
+    const TABLE: &str = "payout-monitor";
+    let config = r#"{"tables":{"payout-monitor":{"decks":2,"min_bet":1,"max_bet":1000,
+        "paytable":{"spread":[6,4,2,1,1,1,1,1,1,1,1],"three_of_a_kind":10}}}}"#;
+    let paytable = Paytable::new([6, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1], 10).unwrap();
+    let srv = crate::common::TestServer::start_tables(
+        &crate::common::ring_a(),
+        std::time::Duration::from_secs(600),
+        reddog::service::tables::Tables::from_json(config).unwrap(),
+    )
+    .await;
+    let mut c = srv.client().await;
+    let (mut expected, mut variance, mut classes) = (Exact::from(0), 0.0f64, std::collections::BTreeSet::new());
+    for i in 0..60u64 {
+        let id = format!("pm-{i}");
+        let commit = c
+            .commit_seed(proto::CommitSeedRequest { round_id: id.clone(), nonce: i, table_id: TABLE.into() })
+            .await
+            .unwrap()
+            .into_inner();
+        let started = c
+            .start_round(proto::StartRoundRequest {
+                commitment_token: commit.commitment_token,
+                client_seed: "payout monitor".into(),
+                nonce: i,
+                round_id: id.clone(),
+                seats: vec![SeatBet { bet: 7 }, SeatBet { bet: 100 }],
+                player_limits: Some(Limits { min_bet: 1, max_bet: 1000 }),
+                table_id: TABLE.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let mut token = started.round_token;
+        if started.round.as_ref().is_some_and(|r| r.awaiting_decisions) {
+            // The first seat raises, the second stands by default.
+            token = c
+                .decide(proto::DecideRequest {
+                    round_token: token,
+                    decisions: vec![crate::common::decision(0, Action::Raise)],
+                    round_id: id.clone(),
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .round_token;
+        }
+        let settled = c.settle(proto::SettleRequest { round_token: token, round_id: id }).await.unwrap().into_inner();
+        let view = settled.round.unwrap();
+        let rank = |card: Option<proto::Card>| Rank::new(card.unwrap().rank as u8).unwrap();
+        let class = HandClass::of_ranks(rank(view.first_card), rank(view.second_card));
+        classes.insert(class.name());
+        let law =
+            round_expectation(Decks::new(2).unwrap(), class, &paytable, settled.results.iter().map(|r| Money(r.stake)))
+                .unwrap();
+        expected += law.expected();
+        variance += law.variance_f64();
+    }
+    assert!(classes.contains("non_consecutive"), "rounds with a raise were played: {classes:?}");
+    let text = reddog::service::metrics::render_payout();
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}{{table=\"{TABLE}\"}} ")))
+            .unwrap_or_else(|| panic!("{name} for {TABLE} in:\n{text}"))
+            .to_string()
+    };
+    assert_eq!(value("reddog_expected_returned_minor_units_total"), decimal(&expected, 6));
+    let exported: f64 = value("reddog_returned_variance_minor_units_squared_total").parse().unwrap();
+    assert!((exported - variance).abs() <= 1e-9 * variance, "{exported} vs {variance}");
+    srv.stop().await;
 }

@@ -12,14 +12,8 @@ const TTL: Duration = Duration::from_secs(600);
 
 fn check_reveal(settle: &proto::SettleResponse, commitment: &str) {
     let parsed = parse_reveal(&settle.reveal_json).unwrap();
-    assert!(
-        parsed.verify().unwrap().ok(),
-        "reveal must verify: {}",
-        settle.reveal_json
-    );
-    let AnyReveal::V2(reveal) = parsed else {
-        panic!("Settle returns a v3 reveal")
-    };
+    assert!(parsed.verify().unwrap().ok(), "reveal must verify: {}", settle.reveal_json);
+    let AnyReveal::V2(reveal) = parsed else { panic!("Settle returns a v3 reveal") };
     assert_eq!(reveal.transcript, settle.transcript);
     assert_eq!(reveal.seats.len(), settle.results.len());
     for (seat, result) in reveal.seats.iter().zip(&settle.results) {
@@ -40,10 +34,7 @@ fn check_reveal(settle: &proto::SettleResponse, commitment: &str) {
     assert_eq!(reveal.format, "reddog-reveal-v3");
     let limits = fields.limits.as_ref().unwrap();
     let revealed = reveal.limits.unwrap();
-    assert_eq!(
-        (limits.min_bet, limits.max_bet),
-        (revealed.min_bet, revealed.max_bet)
-    );
+    assert_eq!((limits.min_bet, limits.max_bet), (revealed.min_bet, revealed.max_bet));
     let currency = fields.currency.as_ref().unwrap();
     let revealed = reveal.currency.as_ref().unwrap();
     assert_eq!(
@@ -57,30 +48,18 @@ fn check_reveal(settle: &proto::SettleResponse, commitment: &str) {
 }
 
 /// Plays one seat of 10.00 through a deal of the given kind, raising when allowed.
-async fn play_one(
-    want: Want,
-    expect_class: HandClass,
-    expect: (Outcome, Rule),
-    returned: impl Fn(u64) -> u64,
-) {
+async fn play_one(want: Want, expect_class: HandClass, expect: (Outcome, Rule), returned: impl Fn(u64) -> u64) {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut client = server.client().await;
     let nonce = nonce_for(want);
     let token = bound_commitment_token(&ring_a(), SEED, nonce);
-    let started = client
-        .start_round(start_request(token, nonce, &[1000]))
-        .await
-        .unwrap()
-        .into_inner();
+    let started = client.start_round(start_request(token, nonce, &[1000])).await.unwrap().into_inner();
     let view = started.round.as_ref().unwrap();
     assert_eq!(view.hand_class(), expect_class);
     assert_eq!(started.round_id, format!("round-{nonce}"));
     let cards = deal(SEED, CLIENT_SEED, nonce);
     assert_eq!(view.first_card.as_ref().unwrap().code, cards[0].to_string());
-    assert_eq!(
-        view.second_card.as_ref().unwrap().code,
-        cards[1].to_string()
-    );
+    assert_eq!(view.second_card.as_ref().unwrap().code, cards[1].to_string());
     let mut round_token = started.round_token.clone();
     let mut raised = false;
     match expect_class {
@@ -88,10 +67,7 @@ async fn play_one(
             assert!(view.awaiting_decisions);
             assert!(view.spread >= 1 && view.spread <= 11);
             assert!(view.third_card.is_none(), "third card must stay hidden");
-            assert_eq!(
-                view.seats[0].allowed_actions,
-                vec![Action::Raise as i32, Action::Stand as i32]
-            );
+            assert_eq!(view.seats[0].allowed_actions, vec![Action::Raise as i32, Action::Stand as i32]);
             let decided = client
                 .decide(proto::DecideRequest {
                     round_token: round_token.clone(),
@@ -122,10 +98,7 @@ async fn play_one(
         }
     }
     let settle = client
-        .settle(proto::SettleRequest {
-            round_token: round_token.clone(),
-            round_id: format!("round-{nonce}"),
-        })
+        .settle(proto::SettleRequest { round_token: round_token.clone(), round_id: format!("round-{nonce}") })
         .await
         .unwrap()
         .into_inner();
@@ -137,19 +110,10 @@ async fn play_one(
     assert_eq!(settle.total_staked, r.stake);
     let commitment = ServerSeedHex::commitment(SEED);
     check_reveal(&settle, &commitment);
-    assert_eq!(
-        settle.reveal.as_ref().unwrap().cards.len(),
-        if want == Want::Consecutive { 2 } else { 3 }
-    );
+    assert_eq!(settle.reveal.as_ref().unwrap().cards.len(), if want == Want::Consecutive { 2 } else { 3 });
     // Settling the same token again returns the same settlement.
-    let again = client
-        .settle(proto::SettleRequest {
-            round_token,
-            round_id: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let again =
+        client.settle(proto::SettleRequest { round_token, round_id: String::new() }).await.unwrap().into_inner();
     assert_eq!(again, settle);
     server.stop().await;
 }
@@ -157,43 +121,23 @@ async fn play_one(
 struct ServerSeedHex;
 impl ServerSeedHex {
     fn commitment(seed: [u8; 32]) -> String {
-        reddog::fairness::ServerSeed::from_bytes(seed)
-            .commitment()
-            .to_string()
+        reddog::fairness::ServerSeed::from_bytes(seed).commitment().to_string()
     }
 }
 
 #[tokio::test]
 async fn three_of_a_kind_pays_eleven_to_one() {
-    play_one(
-        Want::ThreeOfAKind,
-        HandClass::Pair,
-        (Outcome::Win, Rule::ThreeOfAKind),
-        |s| s * 12,
-    )
-    .await;
+    play_one(Want::ThreeOfAKind, HandClass::Pair, (Outcome::Win, Rule::ThreeOfAKind), |s| s * 12).await;
 }
 
 #[tokio::test]
 async fn a_pair_without_match_pushes() {
-    play_one(
-        Want::PairNoMatch,
-        HandClass::Pair,
-        (Outcome::Push, Rule::PairNoMatch),
-        |s| s,
-    )
-    .await;
+    play_one(Want::PairNoMatch, HandClass::Pair, (Outcome::Push, Rule::PairNoMatch), |s| s).await;
 }
 
 #[tokio::test]
 async fn a_consecutive_hand_pushes() {
-    play_one(
-        Want::Consecutive,
-        HandClass::Consecutive,
-        (Outcome::Push, Rule::Consecutive),
-        |s| s,
-    )
-    .await;
+    play_one(Want::Consecutive, HandClass::Consecutive, (Outcome::Push, Rule::Consecutive), |s| s).await;
 }
 
 fn spread_odds(want: Want) -> u64 {
@@ -205,38 +149,21 @@ fn spread_odds(want: Want) -> u64 {
 #[tokio::test]
 async fn a_third_card_between_wins_at_the_spread_odds_on_the_raised_stake() {
     let odds = spread_odds(Want::Between);
-    play_one(
-        Want::Between,
-        HandClass::NonConsecutive,
-        (Outcome::Win, Rule::ThirdCardBetween),
-        |s| {
-            assert_eq!(s, 2000);
-            s * (odds + 1)
-        },
-    )
+    play_one(Want::Between, HandClass::NonConsecutive, (Outcome::Win, Rule::ThirdCardBetween), |s| {
+        assert_eq!(s, 2000);
+        s * (odds + 1)
+    })
     .await;
 }
 
 #[tokio::test]
 async fn a_third_card_matching_loses() {
-    play_one(
-        Want::Matches,
-        HandClass::NonConsecutive,
-        (Outcome::Lose, Rule::ThirdCardMatches),
-        |_| 0,
-    )
-    .await;
+    play_one(Want::Matches, HandClass::NonConsecutive, (Outcome::Lose, Rule::ThirdCardMatches), |_| 0).await;
 }
 
 #[tokio::test]
 async fn a_third_card_outside_loses() {
-    play_one(
-        Want::Outside,
-        HandClass::NonConsecutive,
-        (Outcome::Lose, Rule::ThirdCardOutside),
-        |_| 0,
-    )
-    .await;
+    play_one(Want::Outside, HandClass::NonConsecutive, (Outcome::Lose, Rule::ThirdCardOutside), |_| 0).await;
 }
 
 /// Seven seats on one non-consecutive deal: two decide in one call (all or nothing), three
@@ -249,11 +176,7 @@ async fn seven_seats_share_one_deal_and_decide_independently() {
     let odds = spread_odds(Want::Between);
     let bets = [500, 600, 700, 800, 900, 1000, 30_000];
     let started = client
-        .start_round(start_request(
-            commitment_token(&ring_a(), SEED, 60_000),
-            nonce,
-            &bets,
-        ))
+        .start_round(start_request(commitment_token(&ring_a(), SEED, 60_000), nonce, &bets))
         .await
         .unwrap()
         .into_inner();
@@ -277,11 +200,7 @@ async fn seven_seats_share_one_deal_and_decide_independently() {
     let d2 = client
         .decide(proto::DecideRequest {
             round_token: d1.round_token,
-            decisions: vec![
-                decision(1, Action::Raise),
-                decision(2, Action::Stand),
-                decision(5, Action::Raise),
-            ],
+            decisions: vec![decision(1, Action::Raise), decision(2, Action::Stand), decision(5, Action::Raise)],
             round_id: String::new(),
         })
         .await
@@ -290,10 +209,7 @@ async fn seven_seats_share_one_deal_and_decide_independently() {
     assert_eq!(d2.raised_amount, 600 + 1000);
     assert!(d2.round.as_ref().unwrap().awaiting_decisions);
     let settle = client
-        .settle(proto::SettleRequest {
-            round_token: d2.round_token,
-            round_id: String::new(),
-        })
+        .settle(proto::SettleRequest { round_token: d2.round_token, round_id: String::new() })
         .await
         .unwrap()
         .into_inner();
@@ -307,14 +223,8 @@ async fn seven_seats_share_one_deal_and_decide_independently() {
         assert_eq!(r.returned, stake * (odds + 1));
         assert_eq!(r.outcome(), Outcome::Win);
     }
-    assert_eq!(
-        settle.total_staked,
-        settle.results.iter().map(|r| r.stake).sum::<u64>()
-    );
-    assert_eq!(
-        settle.total_returned,
-        settle.results.iter().map(|r| r.returned).sum::<u64>()
-    );
+    assert_eq!(settle.total_staked, settle.results.iter().map(|r| r.stake).sum::<u64>());
+    assert_eq!(settle.total_returned, settle.results.iter().map(|r| r.returned).sum::<u64>());
     assert!(settle.round.as_ref().unwrap().third_card.is_some());
     check_reveal(&settle, &ServerSeedHex::commitment(SEED));
     server.stop().await;
@@ -326,29 +236,17 @@ async fn seven_seats_on_a_pair_are_settled_at_once() {
     let mut client = server.client().await;
     let nonce = nonce_for(Want::ThreeOfAKind);
     let started = client
-        .start_round(start_request(
-            commitment_token(&ring_a(), SEED, 60_000),
-            nonce,
-            &[500; 7],
-        ))
+        .start_round(start_request(commitment_token(&ring_a(), SEED, 60_000), nonce, &[500; 7]))
         .await
         .unwrap()
         .into_inner();
     let settle = client
-        .settle(proto::SettleRequest {
-            round_token: started.round_token,
-            round_id: String::new(),
-        })
+        .settle(proto::SettleRequest { round_token: started.round_token, round_id: String::new() })
         .await
         .unwrap()
         .into_inner();
     assert_eq!(settle.results.len(), 7);
-    assert!(
-        settle
-            .results
-            .iter()
-            .all(|r| r.returned == 6000 && r.rule() == Rule::ThreeOfAKind)
-    );
+    assert!(settle.results.iter().all(|r| r.returned == 6000 && r.rule() == Rule::ThreeOfAKind));
     assert_eq!(settle.total_returned, 42_000);
     server.stop().await;
 }
@@ -359,19 +257,10 @@ async fn seven_seats_on_a_pair_are_settled_at_once() {
 async fn commit_seed_then_a_full_round_reveals_the_committed_seed() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut client = server.client().await;
-    let rules_digest = client
-        .get_rules(proto::GetRulesRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .rules_digest;
+    let rules_digest = client.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner().rules_digest;
     assert_eq!(rules_digest.len(), 64);
     for i in 0..20u64 {
-        let committed = client
-            .commit_seed(commit_request(format!("r{i}"), i))
-            .await
-            .unwrap()
-            .into_inner();
+        let committed = client.commit_seed(commit_request(format!("r{i}"), i)).await.unwrap().into_inner();
         assert_eq!(committed.commitment.len(), 64);
         assert_eq!(committed.round_id, format!("r{i}"));
         assert_eq!(committed.algorithm, "reddog-deal-v1");
@@ -392,13 +281,7 @@ async fn commit_seed_then_a_full_round_reveals_the_committed_seed() {
                 .into_inner()
                 .round_token;
         }
-        let settle = client
-            .settle(proto::SettleRequest {
-                round_token: token,
-                round_id: String::new(),
-            })
-            .await
-            .unwrap();
+        let settle = client.settle(proto::SettleRequest { round_token: token, round_id: String::new() }).await.unwrap();
         let settle = settle.into_inner();
         assert_eq!(settle.round_id, format!("r{i}"));
         check_reveal(&settle, &committed.commitment);
@@ -416,11 +299,7 @@ async fn retried_calls_return_identical_answers() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut client = server.client().await;
     let nonce = nonce_for(Want::Outside);
-    let req = start_request(
-        commitment_token(&ring_a(), SEED, 60_000),
-        nonce,
-        &[500, 500],
-    );
+    let req = start_request(commitment_token(&ring_a(), SEED, 60_000), nonce, &[500, 500]);
     let a = client.start_round(req.clone()).await.unwrap().into_inner();
     let b = client.start_round(req).await.unwrap().into_inner();
     assert_eq!(a, b);
@@ -438,33 +317,17 @@ async fn retried_calls_return_identical_answers() {
 #[tokio::test]
 async fn get_rules_states_the_table() {
     let server = TestServer::start(&ring_a(), Duration::from_secs(90)).await;
-    let rules = server
-        .client()
-        .await
-        .get_rules(proto::GetRulesRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let rules = server.client().await.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner();
     assert_eq!(rules.decks, 1);
-    assert_eq!(
-        rules.spread_odds.iter().map(|s| s.odds).collect::<Vec<_>>(),
-        vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1]
-    );
+    assert_eq!(rules.spread_odds.iter().map(|s| s.odds).collect::<Vec<_>>(), vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1]);
     assert_eq!(rules.three_of_a_kind_odds, 11);
     assert_eq!(rules.table_limits, limits(500, 30_000));
     assert_eq!(rules.max_seats, 7);
     assert_eq!(rules.fairness_algorithm, "reddog-deal-v1");
     assert_eq!(rules.fairness_algorithm_version, 1);
     assert_eq!(rules.commitment_ttl_secs, 90);
-    assert_eq!(
-        rules.raise_rule,
-        "raise when the spread is 7 or more, otherwise stand"
-    );
-    assert!(
-        rules.rtp_decimal.starts_with("0.9"),
-        "{}",
-        rules.rtp_decimal
-    );
+    assert_eq!(rules.raise_rule, "raise when the spread is 7 or more, otherwise stand");
+    assert!(rules.rtp_decimal.starts_with("0.9"), "{}", rules.rtp_decimal);
     assert!(rules.rtp_exact.contains('/'), "{}", rules.rtp_exact);
     server.stop().await;
 }
@@ -475,52 +338,20 @@ async fn health_flips_to_not_serving_on_shutdown() {
     use tonic_health::pb::health_client::HealthClient;
     use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
     let server = TestServer::start(&ring_a(), TTL).await;
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let channel =
+        tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr)).unwrap().connect().await.unwrap();
     let mut health = HealthClient::new(channel);
     for name in ["", "reddog.v1.RedDog", "liveness"] {
-        let r = health
-            .check(HealthCheckRequest {
-                service: name.into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let r = health.check(HealthCheckRequest { service: name.into() }).await.unwrap().into_inner();
         assert_eq!(r.status(), ServingStatus::Serving, "{name:?}");
     }
-    let mut overall = health
-        .watch(HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut live = health
-        .watch(HealthCheckRequest {
-            service: "liveness".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        overall.message().await.unwrap().unwrap().status(),
-        ServingStatus::Serving
-    );
-    assert_eq!(
-        live.message().await.unwrap().unwrap().status(),
-        ServingStatus::Serving
-    );
+    let mut overall = health.watch(HealthCheckRequest { service: String::new() }).await.unwrap().into_inner();
+    let mut live = health.watch(HealthCheckRequest { service: "liveness".into() }).await.unwrap().into_inner();
+    assert_eq!(overall.message().await.unwrap().unwrap().status(), ServingStatus::Serving);
+    assert_eq!(live.message().await.unwrap().unwrap().status(), ServingStatus::Serving);
     let stopping = tokio::spawn(server.stop());
-    let next = tokio::time::timeout(Duration::from_secs(5), overall.message())
-        .await
-        .unwrap();
+    let next = tokio::time::timeout(Duration::from_secs(5), overall.message()).await.unwrap();
     assert_eq!(next.unwrap().unwrap().status(), ServingStatus::NotServing);
     drop((overall, live));
-    tokio::time::timeout(Duration::from_secs(10), stopping)
-        .await
-        .unwrap()
-        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), stopping).await.unwrap().unwrap();
 }

@@ -13,10 +13,7 @@ use reddog::odds::{Analysis, Policy, to_f64};
 use reddog::sim::{SimConfig, simulate};
 
 fn rounds() -> u64 {
-    std::env::var("REDDOG_AGREE_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000_000)
+    std::env::var("REDDOG_AGREE_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000_000)
 }
 
 #[test]
@@ -50,16 +47,10 @@ fn the_simulator_agrees_with_the_exact_rtp_for_1_2_4_6_and_8_decks() {
         );
         assert_eq!(report.sums.rounds, rounds);
         if !e.contains(rtp) {
-            failures.push(format!(
-                "{decks} decks: exact rtp {rtp} outside [{}, {}]",
-                e.ci_low, e.ci_high
-            ));
+            failures.push(format!("{decks} decks: exact rtp {rtp} outside [{}, {}]", e.ci_low, e.ci_high));
         }
         if !w.contains(rtp_total) {
-            failures.push(format!(
-                "{decks} decks: exact rtp/total {rtp_total} outside [{}, {}]",
-                w.ci_low, w.ci_high
-            ));
+            failures.push(format!("{decks} decks: exact rtp/total {rtp_total} outside [{}, {}]", w.ci_low, w.ci_high));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
@@ -69,9 +60,7 @@ fn the_simulator_agrees_with_the_exact_rtp_for_1_2_4_6_and_8_decks() {
 #[ignore = "long: 10 million rounds per policy; run in release"]
 fn the_simulator_agrees_with_the_exact_rtp_for_other_policies_and_seven_seats() {
     let rounds = rounds();
-    println!(
-        "| decks | seats | policy | rounds | seed | exact rtp | simulated rtp | 99.9% CI | rounds/s |"
-    );
+    println!("| decks | seats | policy | rounds | seed | exact rtp | simulated rtp | 99.9% CI | rounds/s |");
     println!("|---|---|---|---|---|---|---|---|---|");
     let mut failures = Vec::new();
     for (decks, seats, policy) in [
@@ -98,14 +87,8 @@ fn the_simulator_agrees_with_the_exact_rtp_for_other_policies_and_seven_seats() 
             e.ci_high,
             report.rounds_per_second()
         );
-        if !e.contains(rtp)
-            || !report
-                .rtp_per_total_wagered
-                .contains(to_f64(&exact.rtp_per_total_wagered))
-        {
-            failures.push(format!(
-                "{decks} decks, {seats} seats, {policy}: exact outside the interval"
-            ));
+        if !e.contains(rtp) || !report.rtp_per_total_wagered.contains(to_f64(&exact.rtp_per_total_wagered)) {
+            failures.push(format!("{decks} decks, {seats} seats, {policy}: exact outside the interval"));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

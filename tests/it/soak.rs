@@ -25,10 +25,7 @@ struct Soak {
 }
 
 fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 async fn soak(cfg: Soak) {
@@ -41,16 +38,9 @@ async fn soak(cfg: Soak) {
     pool.connect_all().await;
     let ledger = Ledger::new();
     let rss = RssSampler::start(replica.pid(), cfg.sample_every);
-    let wall = run_load(
-        pool.clone(),
-        ledger.clone(),
-        Load {
-            players: cfg.players,
-            rounds: cfg.rounds,
-            keep_finals: false,
-        },
-    )
-    .await;
+    let wall =
+        run_load(pool.clone(), ledger.clone(), Load { players: cfg.players, rounds: cfg.rounds, keep_finals: false })
+            .await;
     let peak = replica.peak_rss_kib().unwrap();
     let samples = rss.samples();
     drop(rss);
@@ -61,49 +51,19 @@ async fn soak(cfg: Soak) {
     assert_eq!(settled, cfg.rounds);
     let c = replica.scrape().await;
     let l = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-    assert_eq!(
-        c.rounds_started,
-        l(&ledger.started),
-        "reddog_rounds_started_total"
-    );
-    assert_eq!(
-        c.seats_settled,
-        l(&ledger.seats),
-        "reddog_seats_settled_total"
-    );
-    assert_eq!(
-        c.staked,
-        l(&ledger.staked),
-        "reddog_staked_minor_units_total"
-    );
-    assert_eq!(
-        c.returned,
-        l(&ledger.credited),
-        "reddog_returned_minor_units_total"
-    );
-    assert_eq!(
-        (c.rpc_errors, c.token_rejections),
-        (0, 0),
-        "no call failed, no token refused"
-    );
-    assert_eq!(
-        pool.retry_count(),
-        0,
-        "no transport failure: {:?}",
-        pool.retries.lock().unwrap()
-    );
+    assert_eq!(c.rounds_started, l(&ledger.started), "reddog_rounds_started_total");
+    assert_eq!(c.seats_settled, l(&ledger.seats), "reddog_seats_settled_total");
+    assert_eq!(c.staked, l(&ledger.staked), "reddog_staked_minor_units_total");
+    assert_eq!(c.returned, l(&ledger.credited), "reddog_returned_minor_units_total");
+    assert_eq!((c.rpc_errors, c.token_rejections), (0, 0), "no call failed, no token refused");
+    assert_eq!(pool.retry_count(), 0, "no transport failure: {:?}", pool.retries.lock().unwrap());
 
     // RSS: flat after warm-up. Start = median of the samples in the 2nd tenth of the run,
     // end = median of the last tenth; the end may exceed the start by 10 % + 4 MiB at most.
-    assert!(
-        samples.len() >= 8,
-        "too few RSS samples ({})",
-        samples.len()
-    );
+    assert!(samples.len() >= 8, "too few RSS samples ({})", samples.len());
     let median = |from: f64, to: f64| {
         let n = samples.len() as f64;
-        let mut v: Vec<u64> = samples
-            [(n * from) as usize..((n * to) as usize).max((n * from) as usize + 1)]
+        let mut v: Vec<u64> = samples[(n * from) as usize..((n * to) as usize).max((n * from) as usize + 1)]
             .iter()
             .map(|s| s.1)
             .collect();
@@ -124,10 +84,7 @@ async fn soak(cfg: Soak) {
         c.returned as f64 / c.staked as f64,
         binary().display(),
     );
-    assert!(
-        end <= start + start / 10 + 4096,
-        "RSS grew from {start} KiB to {end} KiB"
-    );
+    assert!(end <= start + start / 10 + 4096, "RSS grew from {start} KiB to {end} KiB");
     drop(pool);
     let status = {
         let mut replica = replica;

@@ -6,10 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rcgen::{
-    BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    date_time_ymd,
-};
+use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, date_time_ymd};
 use reddog::service::proto::red_dog_client::RedDogClient;
 use reddog::service::proto::{self, Action};
 use reddog::service::{Application, TlsSettings};
@@ -27,14 +24,9 @@ fn ca(name: &str) -> Ca {
     let key = KeyPair::generate().unwrap();
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
+    params.distinguished_name.push(rcgen::DnType::CommonName, name);
     let cert = params.self_signed(&key).unwrap();
-    Ca {
-        pem: cert.pem(),
-        issuer: Issuer::new(params, key),
-    }
+    Ca { pem: cert.pem(), issuer: Issuer::new(params, key) }
 }
 
 /// A leaf certificate (PEM) and its key (PEM).
@@ -46,14 +38,9 @@ fn leaf(ca: &Ca, name: &str, server: bool, expired: bool) -> (String, String) {
         vec![format!("{name}.clients.example")]
     };
     let mut params = CertificateParams::new(sans).unwrap();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    params.extended_key_usages = vec![if server {
-        ExtendedKeyUsagePurpose::ServerAuth
-    } else {
-        ExtendedKeyUsagePurpose::ClientAuth
-    }];
+    params.distinguished_name.push(rcgen::DnType::CommonName, name);
+    params.extended_key_usages =
+        vec![if server { ExtendedKeyUsagePurpose::ServerAuth } else { ExtendedKeyUsagePurpose::ClientAuth }];
     if expired {
         params.not_before = date_time_ymd(2020, 1, 1);
         params.not_after = date_time_ymd(2021, 1, 1);
@@ -78,9 +65,7 @@ async fn tls_client(
     server_ca: &str,
     identity: Option<&(String, String)>,
 ) -> Result<RedDogClient<Channel>, String> {
-    let mut tls = ClientTlsConfig::new()
-        .ca_certificate(Certificate::from_pem(server_ca))
-        .domain_name("localhost");
+    let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(server_ca)).domain_name("localhost");
     if let Some((cert, key)) = identity {
         tls = tls.identity(Identity::from_pem(cert, key));
     }
@@ -96,22 +81,17 @@ async fn tls_client(
     let mut c = RedDogClient::new(ch);
     // With TLS 1.3 the server checks the client's certificate after the client considers the
     // handshake done, so a refusal can surface at the first call.
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        c.get_rules(proto::GetRulesRequest::default()),
-    )
-    .await
-    .map_err(|_| "first call: timed out".to_string())?
-    .map_err(|s| format!("first call: {s:?}"))?;
+    tokio::time::timeout(Duration::from_secs(10), c.get_rules(proto::GetRulesRequest::default()))
+        .await
+        .map_err(|_| "first call: timed out".to_string())?
+        .map_err(|s| format!("first call: {s:?}"))?;
     Ok(c)
 }
 
 fn tls_metric(reason: &str) -> f64 {
     let text = reddog::service::metrics::install().unwrap().render();
     let series = format!("reddog_connections_closed_total{{reason=\"{reason}\"}}");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&series)?.trim().parse().ok())
-        .unwrap_or(0.0)
+    text.lines().find_map(|l| l.strip_prefix(&series)?.trim().parse().ok()).unwrap_or(0.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,14 +112,9 @@ async fn mutual_tls_admits_only_current_certificates_from_the_ca() {
 
     // A good client plays a full round.
     let good = leaf(&client_ca, "platform", false, false);
-    let mut c = tls_client(server.addr, &server_ca.pem, Some(&good))
-        .await
-        .expect("a client with a certificate from the CA");
-    let committed = c
-        .commit_seed(commit_request("round-7", 7))
-        .await
-        .unwrap()
-        .into_inner();
+    let mut c =
+        tls_client(server.addr, &server_ca.pem, Some(&good)).await.expect("a client with a certificate from the CA");
+    let committed = c.commit_seed(commit_request("round-7", 7)).await.unwrap().into_inner();
     let req = start_request(committed.commitment_token, 7, &[500]);
     let started = c.start_round(req).await.unwrap().into_inner();
     let mut token = started.round_token;
@@ -155,14 +130,8 @@ async fn mutual_tls_admits_only_current_certificates_from_the_ca() {
             .into_inner()
             .round_token;
     }
-    let settled = c
-        .settle(proto::SettleRequest {
-            round_token: token,
-            round_id: "round-7".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let settled =
+        c.settle(proto::SettleRequest { round_token: token, round_id: "round-7".into() }).await.unwrap().into_inner();
     assert_eq!(settled.reveal.unwrap().commitment, committed.commitment);
 
     // Refused at the handshake: no certificate, another CA's, an expired one.
@@ -177,14 +146,10 @@ async fn mutual_tls_admits_only_current_certificates_from_the_ca() {
         let result = tls_client(server.addr, &server_ca.pem, identity).await;
         assert!(result.is_err(), "{what}: admitted");
     }
-    eventually(Duration::from_secs(5), "3 TLS refusals counted", || {
-        tls_metric("tls") >= refused_before + 3.0
-    })
-    .await;
+    eventually(Duration::from_secs(5), "3 TLS refusals counted", || tls_metric("tls") >= refused_before + 3.0).await;
     // A plaintext client gets nowhere either.
-    let plain = Endpoint::from_shared(format!("http://{}", server.addr))
-        .unwrap()
-        .connect_timeout(Duration::from_secs(2));
+    let plain =
+        Endpoint::from_shared(format!("http://{}", server.addr)).unwrap().connect_timeout(Duration::from_secs(2));
     if let Ok(ch) = plain.connect().await {
         RedDogClient::new(ch)
             .get_rules(proto::GetRulesRequest::default())
@@ -192,9 +157,7 @@ async fn mutual_tls_admits_only_current_certificates_from_the_ca() {
             .expect_err("plaintext over a TLS port");
     }
     // The good client's connection still works.
-    c.get_rules(proto::GetRulesRequest::default())
-        .await
-        .unwrap();
+    c.get_rules(proto::GetRulesRequest::default()).await.unwrap();
     server.stop().await;
 }
 
@@ -212,9 +175,7 @@ async fn a_changed_certificate_file_is_served_without_a_restart() {
     });
     let app = Application::build(s).await.unwrap();
     let server = TestServer::run(app);
-    let mut old = tls_client(server.addr, &ca1.pem, None)
-        .await
-        .expect("server-only TLS with the first certificate");
+    let mut old = tls_client(server.addr, &ca1.pem, None).await.expect("server-only TLS with the first certificate");
     assert!(tls_client(server.addr, &ca2.pem, None).await.is_err());
 
     // Rotate: a certificate from the second CA (key first, then the certificate).
@@ -226,24 +187,17 @@ async fn a_changed_certificate_file_is_served_without_a_restart() {
         if tls_client(server.addr, &ca2.pem, None).await.is_ok() {
             break;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the new certificate was not served within 10 s"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "the new certificate was not served within 10 s");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // New connections get the new certificate only; the old connection is not dropped.
     assert!(tls_client(server.addr, &ca1.pem, None).await.is_err());
-    old.get_rules(proto::GetRulesRequest::default())
-        .await
-        .unwrap();
+    old.get_rules(proto::GetRulesRequest::default()).await.unwrap();
 
     // A broken file set is refused and the certificate in force stays.
     write(dir.path(), "tls.crt", "not a certificate");
     tokio::time::sleep(Duration::from_millis(400)).await;
-    tls_client(server.addr, &ca2.pem, None)
-        .await
-        .expect("a bad reload leaves the previous certificate in force");
+    tls_client(server.addr, &ca2.pem, None).await.expect("a bad reload leaves the previous certificate in force");
     server.stop().await;
 }
 
@@ -256,11 +210,7 @@ async fn the_binary_serves_mutual_tls_and_reloads_on_sighup() {
     let key_path = write(dir.path(), "tls.key", &key);
     let ca_path = write(dir.path(), "client-ca.crt", &client_ca.pem);
     let ring = ring_a();
-    let (cert_s, key_s, ca_s) = (
-        cert_path.to_str().unwrap(),
-        key_path.to_str().unwrap(),
-        ca_path.to_str().unwrap(),
-    );
+    let (cert_s, key_s, ca_s) = (cert_path.to_str().unwrap(), key_path.to_str().unwrap(), ca_path.to_str().unwrap());
     let server = ServerProcess::spawn(
         &[
             ("REDDOG_KEY_RING", ring.as_str()),
@@ -273,28 +223,17 @@ async fn the_binary_serves_mutual_tls_and_reloads_on_sighup() {
         std::process::Stdio::null(),
     );
     let client = leaf(&client_ca, "platform", false, false);
-    tls_client(server.addr, &ca1.pem, Some(&client))
-        .await
-        .expect("mTLS on the binary");
+    tls_client(server.addr, &ca1.pem, Some(&client)).await.expect("mTLS on the binary");
     assert!(tls_client(server.addr, &ca1.pem, None).await.is_err());
 
     let (cert2, key2) = leaf(&ca2, "reddog", true, false);
     write(dir.path(), "tls.key", &key2);
     write(dir.path(), "tls.crt", &cert2);
-    let status = std::process::Command::new("kill")
-        .args(["-HUP", &server.child.id().to_string()])
-        .status()
-        .unwrap();
+    let status = std::process::Command::new("kill").args(["-HUP", &server.child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while tls_client(server.addr, &ca2.pem, Some(&client))
-        .await
-        .is_err()
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "SIGHUP did not swap the certificate within 10 s"
-        );
+    while tls_client(server.addr, &ca2.pem, Some(&client)).await.is_err() {
+        assert!(tokio::time::Instant::now() < deadline, "SIGHUP did not swap the certificate within 10 s");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let exit = server.terminate().await;

@@ -1,4 +1,4 @@
-//! Every token the engine issues opens again (issue 8, finding 1): for any accepted
+//! Every token the engine issues opens again (a round must always be settleable): for any accepted
 //! StartRound up to every maximum at once — a 1024-byte client seed, a 128-byte round id, 7
 //! seats at the largest bet a table may allow, the largest odds, a 32-byte key id — and every
 //! sequence of Decides in any grouping, each token issued settles, and the round ends in a
@@ -24,18 +24,9 @@ static LARGEST: AtomicUsize = AtomicUsize::new(0);
 fn service() -> (RedDogService, u64) {
     let paytable = Paytable::new([10_000; 11], 10_000).unwrap();
     let max_bet = largest_max_bet(&paytable);
-    let table = Table::new(
-        Decks::new(8).unwrap(),
-        paytable,
-        BetLimits::new(Money(1), max_bet).unwrap(),
-    )
-    .unwrap();
+    let table = Table::new(Decks::new(8).unwrap(), paytable, BetLimits::new(Money(1), max_bet).unwrap()).unwrap();
     let id = "k".repeat(32);
-    let ring = KeyRing::from_json(&format!(
-        r#"{{"primary":"{id}","keys":{{"{id}":"{}"}}}}"#,
-        "ab".repeat(32)
-    ))
-    .unwrap();
+    let ring = KeyRing::from_json(&format!(r#"{{"primary":"{id}","keys":{{"{id}":"{}"}}}}"#, "ab".repeat(32))).unwrap();
     let tables = reddog::service::tables::Tables::single(table);
     let audit = reddog::service::audit_sink::AuditSink::start(
         std::io::sink(),
@@ -43,12 +34,8 @@ fn service() -> (RedDogService, u64) {
         &tables,
     )
     .unwrap();
-    let svc = RedDogService::new(EngineConfig {
-        audit,
-        tables,
-        key_ring: ring,
-        commitment_ttl: Duration::from_secs(600),
-    });
+    let svc =
+        RedDogService::new(EngineConfig { audit, tables, key_ring: ring, commitment_ttl: Duration::from_secs(600) });
     (svc, max_bet.0)
 }
 
@@ -62,27 +49,19 @@ fn text(max: usize) -> impl Strategy<Value = String> {
         Just('🎲'),
         any::<char>().prop_filter("no control characters", |c| !c.is_control()),
     ];
-    (
-        proptest::collection::vec(ch, 1..=max),
-        prop::bool::weighted(0.5),
-    )
-        .prop_map(move |(chars, fill)| {
-            let mut s = String::new();
-            for c in chars
-                .iter()
-                .cycle()
-                .take(if fill { max } else { chars.len() })
-            {
-                if s.len() + c.len_utf8() > max {
-                    break;
-                }
-                s.push(*c);
+    (proptest::collection::vec(ch, 1..=max), prop::bool::weighted(0.5)).prop_map(move |(chars, fill)| {
+        let mut s = String::new();
+        for c in chars.iter().cycle().take(if fill { max } else { chars.len() }) {
+            if s.len() + c.len_utf8() > max {
+                break;
             }
-            if s.is_empty() {
-                s.push('a');
-            }
-            s
-        })
+            s.push(*c);
+        }
+        if s.is_empty() {
+            s.push('a');
+        }
+        s
+    })
 }
 
 /// Seats, a decision for some of them, grouped into Decide calls.
@@ -111,12 +90,7 @@ fn plan(max_bet: u64) -> impl Strategy<Value = Plan> {
             let mut k = 0;
             while i < decided.len() {
                 let n = sizes[k].min(decided.len() - i);
-                calls.push(
-                    decided[i..i + n]
-                        .iter()
-                        .map(|&s| (s, raises[s as usize]))
-                        .collect(),
-                );
+                calls.push(decided[i..i + n].iter().map(|&s| (s, raises[s as usize])).collect());
                 i += n;
                 k += 1;
             }
@@ -125,11 +99,7 @@ fn plan(max_bet: u64) -> impl Strategy<Value = Plan> {
 }
 
 fn note(token: &[u8]) {
-    assert!(
-        token.len() <= MAX_TOKEN_LEN,
-        "{} > {MAX_TOKEN_LEN}",
-        token.len()
-    );
+    assert!(token.len() <= MAX_TOKEN_LEN, "{} > {MAX_TOKEN_LEN}", token.len());
     LARGEST.fetch_max(token.len(), Ordering::Relaxed);
 }
 
@@ -152,24 +122,15 @@ fn play(
         .into_inner();
     note(&committed.commitment_token);
     let started = rt
-        .block_on(
-            svc.start_round(Request::new(proto::StartRoundRequest {
-                commitment_token: committed.commitment_token,
-                client_seed,
-                nonce,
-                round_id,
-                seats: plan
-                    .bets
-                    .iter()
-                    .map(|&bet| proto::SeatBet { bet })
-                    .collect(),
-                player_limits: Some(proto::Limits {
-                    min_bet: 1,
-                    max_bet,
-                }),
-                table_id: String::new(),
-            })),
-        )
+        .block_on(svc.start_round(Request::new(proto::StartRoundRequest {
+            commitment_token: committed.commitment_token,
+            client_seed,
+            nonce,
+            round_id,
+            seats: plan.bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
+            player_limits: Some(proto::Limits { min_bet: 1, max_bet }),
+            table_id: String::new(),
+        })))
         .map_err(|s| TestCaseError::fail(format!("StartRound: {s:?}")))?
         .into_inner();
     note(&started.round_token);
@@ -203,10 +164,7 @@ fn play(
     // engine cannot refuse — they must still open).
     for (i, t) in tokens.into_iter().enumerate() {
         let settled = rt
-            .block_on(svc.settle(Request::new(proto::SettleRequest {
-                round_token: t,
-                round_id: String::new(),
-            })))
+            .block_on(svc.settle(Request::new(proto::SettleRequest { round_token: t, round_id: String::new() })))
             .map_err(|s| TestCaseError::fail(format!("Settle of token {i}: {s:?}")))?
             .into_inner();
         prop_assert_eq!(settled.results.len(), plan.bets.len());
@@ -236,15 +194,10 @@ proptest! {
 #[test]
 fn the_largest_round_of_all_fits_and_the_largest_token_is_measured() {
     let (svc, max_bet) = service();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let seed = "🎲".repeat(256);
     assert_eq!(seed.len(), 1024);
-    let plan = Plan {
-        bets: vec![max_bet; 7],
-        calls: (0..7).map(|s| vec![(s, true)]).collect(),
-    };
+    let plan = Plan { bets: vec![max_bet; 7], calls: (0..7).map(|s| vec![(s, true)]).collect() };
     // A non-consecutive deal, so all seven Decides happen.
     let mut played = false;
     // `play` says whether its own deal was non-consecutive (so all seven Decides happened).
@@ -264,8 +217,5 @@ fn the_largest_round_of_all_fits_and_the_largest_token_is_measured() {
     // Within 8 bytes of the budget, plus what this table's limits save: the budget takes
     // the token's min_bet and max_bet at MAX_BET (8-byte varints each), where this table's
     // are 1 (1 byte) and its largest max_bet (7 bytes).
-    assert!(
-        largest + 57 + 8 + 8 > MAX_TOKEN_LEN,
-        "the budget is not loose: {largest}"
-    );
+    assert!(largest + 57 + 8 + 8 > MAX_TOKEN_LEN, "the budget is not loose: {largest}");
 }

@@ -62,34 +62,20 @@ impl Codec for Raw {
 
 async fn raw_call(ch: Channel, method: &'static str, bytes: Vec<u8>) -> Result<Vec<u8>, Status> {
     let mut grpc = tonic::client::Grpc::new(ch);
-    grpc.ready()
+    grpc.ready().await.map_err(|e| Status::unavailable(e.to_string()))?;
+    grpc.unary(tonic::Request::new(bytes), PathAndQuery::from_static(method), Raw)
         .await
-        .map_err(|e| Status::unavailable(e.to_string()))?;
-    grpc.unary(
-        tonic::Request::new(bytes),
-        PathAndQuery::from_static(method),
-        Raw,
-    )
-    .await
-    .map(tonic::Response::into_inner)
+        .map(tonic::Response::into_inner)
 }
 
 /// The value of one Prometheus series in the process's metrics (0 if absent).
 fn metric(series: &str) -> f64 {
-    let text = reddog::service::metrics::install()
-        .expect("the test process's recorder")
-        .render();
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
-        .unwrap_or(0.0)
+    let text = reddog::service::metrics::install().expect("the test process's recorder").render();
+    text.lines().find_map(|l| l.strip_prefix(series)?.trim().parse().ok()).unwrap_or(0.0)
 }
 
 fn error_reason(status: &Status) -> String {
-    status
-        .get_error_details()
-        .error_info()
-        .map(|i| i.reason.clone())
-        .unwrap_or_default()
+    status.get_error_details().error_info().map(|i| i.reason.clone()).unwrap_or_default()
 }
 
 /// A channel whose peer grants no flow-control window: the server can never send its
@@ -104,14 +90,10 @@ async fn deaf_channel(addr: std::net::SocketAddr) -> Channel {
 }
 
 /// Starts a GetRules call on `ch` in the background.
-fn background_call(
-    ch: Channel,
-) -> tokio::task::JoinHandle<Result<tonic::Response<proto::GetRulesResponse>, Status>> {
-    tokio::spawn(async move {
-        proto::red_dog_client::RedDogClient::new(ch)
-            .get_rules(GetRulesRequest::default())
-            .await
-    })
+fn background_call(ch: Channel) -> tokio::task::JoinHandle<Result<tonic::Response<proto::GetRulesResponse>, Status>> {
+    tokio::spawn(
+        async move { proto::red_dog_client::RedDogClient::new(ch).get_rules(GetRulesRequest::default()).await },
+    )
 }
 
 /// Calls GetRules until it is shed (bounded: 30 s); the answer that was.
@@ -135,14 +117,8 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     let mut c = proto::red_dog_client::RedDogClient::new(ch.clone());
     // Two calls hold both slots, on two connections (the cap is global, not per
     // connection): their answers cannot be sent to peers that grant no window.
-    let (deaf1, deaf2) = (
-        deaf_channel(server.addr).await,
-        deaf_channel(server.addr).await,
-    );
-    let held = [
-        background_call(deaf1.clone()),
-        background_call(deaf2.clone()),
-    ];
+    let (deaf1, deaf2) = (deaf_channel(server.addr).await, deaf_channel(server.addr).await);
+    let held = [background_call(deaf1.clone()), background_call(deaf2.clone())];
     let shed_before = metric("reddog_load_shed_total");
     let shed = until_shed(&mut c).await;
     assert_eq!(shed.code(), Code::ResourceExhausted, "{shed:?}");
@@ -152,18 +128,12 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     let t = Instant::now();
     let again = c.get_rules(GetRulesRequest::default()).await.unwrap_err();
     assert_eq!(again.code(), Code::ResourceExhausted);
-    assert!(
-        t.elapsed() < Duration::from_millis(500),
-        "shedding took {:?}",
-        t.elapsed()
-    );
+    assert!(t.elapsed() < Duration::from_millis(500), "shedding took {:?}", t.elapsed());
     assert!(metric("reddog_load_shed_total") >= shed_before + 2.0);
     // Health is not behind the cap.
     let mut health = tonic_health::pb::health_client::HealthClient::new(ch.clone());
     let h = health
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: String::new(),
-        })
+        .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
         .await
         .expect("health while RedDog calls are shed");
     assert_eq!(h.into_inner().status, 1);
@@ -174,10 +144,7 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     drop((deaf1, deaf2));
     let started = Instant::now();
     while c.get_rules(GetRulesRequest::default()).await.is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "never admitted again once the load dropped"
-        );
+        assert!(started.elapsed() < Duration::from_secs(10), "never admitted again once the load dropped");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     server.stop().await;
@@ -196,19 +163,9 @@ async fn one_connection_cannot_hold_more_than_its_share_of_slots() {
     let mut shed = Vec::new();
     let started = Instant::now();
     while shed.len() < 3 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "only {} of 5 calls shed",
-            shed.len()
-        );
+        assert!(started.elapsed() < Duration::from_secs(30), "only {} of 5 calls shed", shed.len());
         if let Some(i) = calls.iter().position(|c| c.is_finished()) {
-            shed.push(
-                calls
-                    .swap_remove(i)
-                    .await
-                    .unwrap()
-                    .expect_err("an answer that could not be sent"),
-            );
+            shed.push(calls.swap_remove(i).await.unwrap().expect_err("an answer that could not be sent"));
         } else {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -218,17 +175,11 @@ async fn one_connection_cannot_hold_more_than_its_share_of_slots() {
         assert_eq!(error_reason(status), "OVERLOADED");
     }
     assert_eq!(calls.len(), 2);
-    assert!(
-        calls.iter().all(|c| !c.is_finished()),
-        "the two admitted calls still wait"
-    );
+    assert!(calls.iter().all(|c| !c.is_finished()), "the two admitted calls still wait");
     // ... while another connection's calls are admitted.
     let mut other = server.client().await;
     for _ in 0..5 {
-        other
-            .get_rules(GetRulesRequest::default())
-            .await
-            .expect("another connection's call");
+        other.get_rules(GetRulesRequest::default()).await.expect("another connection's call");
     }
     for call in calls {
         call.abort();
@@ -251,11 +202,7 @@ async fn a_stalled_call_is_cut_at_the_request_timeout() {
         .expect_err("a call without its request message cannot succeed");
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
     assert_eq!(error_reason(&status), "REQUEST_TIMEOUT");
-    assert!(
-        started.elapsed() >= Duration::from_millis(250),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() >= Duration::from_millis(250), "{:?}", started.elapsed());
     server.stop().await;
 }
 
@@ -270,11 +217,7 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
     let wrong_wire_type = vec![0x08, 0x01];
     // round_id announcing 5 bytes, carrying 1.
     let truncated = vec![0x0a, 0x05, b'a'];
-    for (what, bytes) in [
-        ("bad UTF-8", bad_utf8),
-        ("wrong wire type", wrong_wire_type),
-        ("truncated", truncated),
-    ] {
+    for (what, bytes) in [("bad UTF-8", bad_utf8), ("wrong wire type", wrong_wire_type), ("truncated", truncated)] {
         let status = raw_call(ch.clone(), COMMIT, bytes).await.expect_err(what);
         assert_eq!(status.code(), Code::InvalidArgument, "{what}: {status:?}");
         let fields: Vec<String> = status
@@ -298,15 +241,7 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
     drop(tx);
     let status = empty.await.unwrap().unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    assert_eq!(
-        status
-            .get_error_details()
-            .bad_request()
-            .unwrap()
-            .field_violations[0]
-            .field,
-        "request"
-    );
+    assert_eq!(status.get_error_details().bad_request().unwrap().field_violations[0].field, "request");
     eprintln!(
         "bad input: GetRules with no request message -> {:?} field=request message={:?}",
         status.code(),
@@ -331,14 +266,9 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
         error_reason(&status),
         status.message()
     );
-    assert!(
-        status.get_error_details().quota_failure().is_some(),
-        "{status:?}"
-    );
+    assert!(status.get_error_details().quota_failure().is_some(), "{status:?}");
     // A valid message on the same channel still works.
-    raw_call(ch, COMMIT, vec![0x0a, 0x01, b'r'])
-        .await
-        .expect("a valid CommitSeed");
+    raw_call(ch, COMMIT, vec![0x0a, 0x01, b'r']).await.expect("a valid CommitSeed");
     server.stop().await;
 }
 
@@ -346,13 +276,9 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
 async fn token_refusals_are_counted_by_reason_and_answered_alike() {
     let server = TestServer::spawn(settings(&ring_a())).await;
     let mut c = server.client().await;
-    let series = |reason: &str| {
-        format!("reddog_token_rejections_total{{method=\"StartRound\",reason=\"{reason}\"}}")
-    };
-    let before: Vec<f64> = ["expired", "unknown_key", "tampered", "malformed"]
-        .iter()
-        .map(|r| metric(&series(r)))
-        .collect();
+    let series = |reason: &str| format!("reddog_token_rejections_total{{method=\"StartRound\",reason=\"{reason}\"}}");
+    let before: Vec<f64> =
+        ["expired", "unknown_key", "tampered", "malformed"].iter().map(|r| metric(&series(r))).collect();
     let expired = commitment_token(&ring_a(), SEED, -1_000);
     let foreign = commitment_token(&ring_json("zz", &[("zz", KEY_B)]), SEED, 60_000);
     let mut tampered = commitment_token(&ring_a(), SEED, 60_000);
@@ -360,32 +286,16 @@ async fn token_refusals_are_counted_by_reason_and_answered_alike() {
     let malformed = b"not a token".to_vec();
     let mut answers = Vec::new();
     for token in [expired, foreign, tampered, malformed] {
-        let status = c
-            .start_round(start_request(token, 0, &[500]))
-            .await
-            .unwrap_err();
-        answers.push((
-            status.code(),
-            status.message().to_string(),
-            status.details().to_vec(),
-        ));
+        let status = c.start_round(start_request(token, 0, &[500])).await.unwrap_err();
+        answers.push((status.code(), status.message().to_string(), status.details().to_vec()));
     }
     eprintln!(
         "bad input: StartRound with an expired / foreign-key / tampered / malformed commitment token -> {:?} {:?} (all four identical)",
         answers[0].0, answers[0].1
     );
-    assert!(
-        answers.windows(2).all(|w| w[0] == w[1]),
-        "one answer for every reason: {answers:?}"
-    );
-    for (i, reason) in ["expired", "unknown_key", "tampered", "malformed"]
-        .iter()
-        .enumerate()
-    {
-        assert!(
-            metric(&series(reason)) >= before[i] + 1.0,
-            "{reason} counted"
-        );
+    assert!(answers.windows(2).all(|w| w[0] == w[1]), "one answer for every reason: {answers:?}");
+    for (i, reason) in ["expired", "unknown_key", "tampered", "malformed"].iter().enumerate() {
+        assert!(metric(&series(reason)) >= before[i] + 1.0, "{reason} counted");
     }
     server.stop().await;
 }
@@ -417,18 +327,10 @@ async fn a_connection_without_preface_is_closed_at_the_handshake_deadline() {
     assert!(took >= Duration::from_millis(250), "closed after {took:?}");
     // Not HTTP/2 at all: closed at once.
     let mut http1 = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    http1
-        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    http1.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
     until_closed(http1, Duration::from_secs(5)).await;
     // The server still serves.
-    server
-        .client()
-        .await
-        .get_rules(GetRulesRequest::default())
-        .await
-        .unwrap();
+    server.client().await.get_rules(GetRulesRequest::default()).await.unwrap();
     server.stop().await;
 }
 
@@ -439,9 +341,7 @@ async fn an_idle_connection_is_closed_at_the_idle_deadline() {
     let server = TestServer::spawn(s).await;
     let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     // The preface and an empty SETTINGS frame, then nothing.
-    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
-        .await
-        .unwrap();
+    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
     let took = until_closed(tcp, Duration::from_secs(5)).await;
     assert!(took >= Duration::from_millis(300), "closed after {took:?}");
     // A connection in use is not idle: a call 600 ms after the first on one channel works.
@@ -467,19 +367,10 @@ async fn connections_in_their_handshake_do_not_hold_the_drain() {
     let server = TestServer::spawn(s).await;
     let silent: Vec<_> = futures_connect(server.addr, 20).await;
     // Give the accept loop time to take them (bounded wait on an observable: a call works).
-    server
-        .client()
-        .await
-        .get_rules(GetRulesRequest::default())
-        .await
-        .unwrap();
+    server.client().await.get_rules(GetRulesRequest::default()).await.unwrap();
     let started = Instant::now();
     server.stop().await;
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "drain took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(3), "drain took {:?}", started.elapsed());
     for tcp in silent {
         until_closed(tcp, Duration::from_secs(2)).await;
     }
@@ -492,21 +383,14 @@ async fn at_the_cap_a_new_connection_closes_the_longest_idle_one() {
     let server = TestServer::spawn(s).await;
     // The oldest: a raw HTTP/2 connection that never starts a call.
     let mut oldest = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    oldest
-        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
-        .await
-        .unwrap();
+    oldest.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
     let mut b = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
     b.get_rules(GetRulesRequest::default()).await.unwrap();
     // A third connection gets in; the longest-idle one is closed for it.
     let mut c = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
-    c.get_rules(GetRulesRequest::default())
-        .await
-        .expect("a new connection at the cap");
+    c.get_rules(GetRulesRequest::default()).await.expect("a new connection at the cap");
     until_closed(oldest, Duration::from_secs(5)).await;
-    b.get_rules(GetRulesRequest::default())
-        .await
-        .expect("the busier connection kept");
+    b.get_rules(GetRulesRequest::default()).await.expect("the busier connection kept");
     eventually_connects(server.addr).await;
     server.stop().await;
 }
@@ -517,10 +401,7 @@ async fn eventually_connects(addr: std::net::SocketAddr) {
     loop {
         let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
         if let Ok(ch) = endpoint.connect().await
-            && proto::red_dog_client::RedDogClient::new(ch)
-                .get_rules(GetRulesRequest::default())
-                .await
-                .is_ok()
+            && proto::red_dog_client::RedDogClient::new(ch).get_rules(GetRulesRequest::default()).await.is_ok()
         {
             return;
         }
@@ -541,23 +422,11 @@ async fn futures_connect(addr: std::net::SocketAddr, n: usize) -> Vec<tokio::net
 async fn nonsense_settings_are_refused_with_a_message_naming_them() {
     type Change = Box<dyn Fn(&mut Settings)>;
     let cases: Vec<(&str, Change)> = vec![
-        (
-            "commitment-ttl-secs",
-            Box::new(|s| s.commitment_ttl = Duration::ZERO),
-        ),
-        (
-            "drain-timeout-secs",
-            Box::new(|s| s.drain_timeout = Duration::ZERO),
-        ),
+        ("commitment-ttl-secs", Box::new(|s| s.commitment_ttl = Duration::ZERO)),
+        ("drain-timeout-secs", Box::new(|s| s.drain_timeout = Duration::ZERO)),
         ("max-in-flight", Box::new(|s| s.limits.max_in_flight = 0)),
-        (
-            "max-concurrent-streams",
-            Box::new(|s| s.limits.max_concurrent_streams_per_connection = 0),
-        ),
-        (
-            "request-timeout-ms",
-            Box::new(|s| s.limits.request_timeout = Duration::ZERO),
-        ),
+        ("max-concurrent-streams", Box::new(|s| s.limits.max_concurrent_streams_per_connection = 0)),
+        ("request-timeout-ms", Box::new(|s| s.limits.request_timeout = Duration::ZERO)),
         (
             "metrics-listen",
             Box::new(|s| {
@@ -575,28 +444,13 @@ async fn nonsense_settings_are_refused_with_a_message_naming_them() {
     // Key rings: each refusal names the problem, none shows key text.
     let k = "7c".repeat(32);
     for (json, expect) in [
-        (
-            format!(r#"{{"primary":"a","keys":{{"a":"{k}","a":"{KEY_B}"}}}}"#),
-            "appears twice",
-        ),
-        (
-            format!(r#"{{"primary":"a","keys":{{"a":"{}"}}}}"#, "0".repeat(64)),
-            "all zeros",
-        ),
-        (
-            format!(r#"{{"primary":"a","keys":{{"a":"{k}","b":"{k}"}}}}"#),
-            "same key",
-        ),
+        (format!(r#"{{"primary":"a","keys":{{"a":"{k}","a":"{KEY_B}"}}}}"#), "appears twice"),
+        (format!(r#"{{"primary":"a","keys":{{"a":"{}"}}}}"#, "0".repeat(64)), "all zeros"),
+        (format!(r#"{{"primary":"a","keys":{{"a":"{k}","b":"{k}"}}}}"#), "same key"),
     ] {
-        let err = Application::build(Settings::local(KeyRingSource::json(&json)))
-            .await
-            .unwrap_err()
-            .to_string();
+        let err = Application::build(Settings::local(KeyRingSource::json(&json))).await.unwrap_err().to_string();
         assert!(err.contains(expect), "{err}");
-        assert!(
-            !err.contains(&k[..16]) && !err.contains(&KEY_B[..16]),
-            "{err}"
-        );
+        assert!(!err.contains(&k[..16]) && !err.contains(&KEY_B[..16]), "{err}");
     }
 }
 
@@ -606,17 +460,11 @@ async fn nonsense_settings_are_refused_with_a_message_naming_them() {
 fn the_binary_refuses_bad_settings_and_an_inline_key_ring_flag() {
     let run = |args: &[&str], env: &[(&str, &str)]| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reddog"));
-        cmd.args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            "127.0.0.1:0",
-        ])
-        .args(args)
-        .env_remove("REDDOG_KEY_RING")
-        .env_remove("REDDOG_KEY_RING_FILE")
-        .stdin(std::process::Stdio::null());
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("REDDOG_KEY_RING")
+            .env_remove("REDDOG_KEY_RING_FILE")
+            .stdin(std::process::Stdio::null());
         for (k, v) in env {
             cmd.env(k, v);
         }
