@@ -31,6 +31,9 @@ pub struct KeygenArgs {
 struct RingFile {
     primary: String,
     keys: BTreeMap<String, String>,
+    /// The optional Ed25519 signing key, kept as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    signing: Option<serde_json::Value>,
 }
 
 pub fn run(args: KeygenArgs) -> anyhow::Result<()> {
@@ -45,7 +48,7 @@ pub fn run(args: KeygenArgs) -> anyhow::Result<()> {
     rand::rngs::SysRng.try_fill_bytes(&mut key).map_err(|e| anyhow::anyhow!("OS random source failed: {e}"))?;
     let hex_key = hex::encode(key);
     let ring = match args.add_to {
-        None => RingFile { primary: id.clone(), keys: BTreeMap::from([(id, hex_key)]) },
+        None => RingFile { primary: id.clone(), keys: BTreeMap::from([(id, hex_key)]), signing: None },
         Some(path) => {
             let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
             // Validate the existing ring with the engine's own parser first.

@@ -6,13 +6,14 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
 use zeroize::Zeroizing;
 
 use super::api::EngineConfig;
-use super::audit_sink::{AuditOptions, AuditSink};
+use super::audit_sink::{AuditOptions, AuditSink, CheckpointSigner};
 use super::server::{self, ServeError};
 use super::tables::Tables;
 use super::tls::{TlsFiles, TlsReloader};
@@ -160,9 +161,9 @@ impl AuditSettings {
 
     /// Opens the output and starts the sink's writer (`audit_started` is written when the
     /// server starts serving).
-    fn start(self) -> Result<AuditSink, SettingsError> {
-        let options =
-            AuditOptions { replica: self.replica_id, checkpoint_interval: self.checkpoint_interval, signer: None };
+    /// Checkpoints are signed with `signer`, the key ring's signing key, when it has one.
+    fn start(self, signer: Option<Arc<dyn CheckpointSigner>>) -> Result<AuditSink, SettingsError> {
+        let options = AuditOptions { replica: self.replica_id, checkpoint_interval: self.checkpoint_interval, signer };
         Ok(match self.output {
             AuditOutput::Stdout => AuditSink::new(std::io::stdout(), options),
             AuditOutput::File(path) => {
@@ -423,7 +424,8 @@ impl Application {
             }
         };
         // After the metrics recorder, so the sink's counters are live.
-        let audit = settings.audit.start()?;
+        let signer = key_ring.signer().map(|s| Arc::clone(s) as Arc<dyn CheckpointSigner>);
+        let audit = settings.audit.start(signer)?;
         Ok(Application {
             listener,
             health_listener,

@@ -36,6 +36,7 @@ pub mod proto;
 pub mod refusal_log;
 pub mod rules;
 pub mod server;
+pub mod signing;
 pub mod state;
 pub mod tables;
 pub mod telemetry;

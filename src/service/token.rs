@@ -73,6 +73,7 @@ use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 use super::convert::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
+use super::signing::ReceiptSigner;
 use super::tables::{CURRENCY_CODE_LEN, MAX_MINOR_UNIT_EXPONENT};
 use crate::error::EngineError;
 use crate::game::paytable::MAX_ODDS;
@@ -227,6 +228,8 @@ pub struct KeyRing {
     keys: Vec<RingKey>,
     primary: usize,
     development: bool,
+    /// The optional Ed25519 key that signs receipts and audit checkpoints.
+    signing: Option<std::sync::Arc<ReceiptSigner>>,
 }
 
 impl fmt::Debug for KeyRing {
@@ -234,16 +237,28 @@ impl fmt::Debug for KeyRing {
         f.debug_struct("KeyRing")
             .field("primary", &self.keys[self.primary].id)
             .field("keys", &self.keys.iter().map(|k| k.id.as_str()).collect::<Vec<_>>())
+            .field("signing", &self.signing)
             .finish()
     }
 }
 
-/// The key ring file: `{"primary":"k1","keys":{"k1":"<64 hex>","k0":"<64 hex>"}}`.
+/// The key ring file: `{"primary":"k1","keys":{"k1":"<64 hex>","k0":"<64 hex>"}}`, with
+/// an optional `"signing": {"id": "s1", "secret": "<64 hex>"}`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct KeyRingFile {
     primary: String,
     keys: KeyList,
+    #[serde(default)]
+    signing: Option<SigningEntry>,
+}
+
+/// The ring's optional Ed25519 signing key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SigningEntry {
+    id: String,
+    secret: String,
 }
 
 /// The `keys` object in document order, duplicates kept (a map would keep only the last of
@@ -296,7 +311,7 @@ impl KeyRing {
             .iter()
             .position(|k| k.id == primary)
             .ok_or_else(|| EngineError::invalid("key_ring.primary", "the primary key id is not in the ring"))?;
-        Ok(KeyRing { keys: ring, primary, development: false })
+        Ok(KeyRing { keys: ring, primary, development: false, signing: None })
     }
 
     /// Parses the key ring JSON. Errors name the offending field and never echo key text.
@@ -373,7 +388,18 @@ impl KeyRing {
                 "a key is 64 hexadecimal characters (32 bytes)",
             ));
         }
-        KeyRing::new(keys, &file.primary)
+        let signing = match file.signing.as_mut() {
+            None => None,
+            Some(entry) => Some(ReceiptSigner::from_hex(&entry.id, &mut entry.secret)),
+        };
+        let mut ring = KeyRing::new(keys, &file.primary)?;
+        ring.signing = signing.transpose()?.map(std::sync::Arc::new);
+        Ok(ring)
+    }
+
+    /// The Ed25519 signing key, when the ring has one.
+    pub fn signer(&self) -> Option<&std::sync::Arc<ReceiptSigner>> {
+        self.signing.as_ref()
     }
 
     /// The document's shape, each problem named by its field: an object with exactly
@@ -819,5 +845,38 @@ mod tests {
         assert_eq!(why(&t2, TokenKind::Round), TokenRefusal::UnknownKey);
         // Every refusal is the same error to the caller.
         assert_eq!(r.open::<Sample>(TokenKind::Round, &t2), Err(EngineError::InvalidToken));
+    }
+
+    #[test]
+    fn a_ring_without_a_signing_key_has_no_signer() {
+        assert!(ring("k1").signer().is_none());
+        assert!(KeyRing::development().unwrap().signer().is_none());
+    }
+
+    #[test]
+    fn a_ring_with_a_signing_key_signs_under_its_id() {
+        let secret = "5a".repeat(32);
+        let json = format!(
+            r#"{{"primary":"k0","keys":{{"k0":"{}"}},"signing":{{"id":"s1","secret":"{secret}"}}}}"#,
+            "22".repeat(32)
+        );
+        let ring = KeyRing::from_json(&json).unwrap();
+        let signer = ring.signer().expect("the ring has a signing key");
+        assert_eq!(signer.id(), "s1");
+        assert!(!format!("{ring:?}").contains(&secret), "Debug shows no secret");
+        assert!(format!("{ring:?}").contains(&signer.public_key_hex()));
+    }
+
+    #[test]
+    fn a_bad_signing_secret_is_refused_naming_the_field_not_the_secret() {
+        let secret = format!("{}xy", "5a".repeat(31));
+        let json = format!(
+            r#"{{"primary":"k0","keys":{{"k0":"{}"}},"signing":{{"id":"s1","secret":"{secret}"}}}}"#,
+            "22".repeat(32)
+        );
+        let err = KeyRing::from_json(&json).unwrap_err();
+        let text = format!("{err} {err:?}");
+        assert!(text.contains("key_ring.signing.secret"), "{text}");
+        assert!(!text.contains(&"5a".repeat(31)), "{text}");
     }
 }
