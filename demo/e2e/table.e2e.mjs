@@ -7,7 +7,8 @@
 // Env: E2E_TOOLS (dir with node_modules/playwright-core; default .tools/e2e),
 //      CHROMIUM (default /usr/bin/chromium), E2E_SCREENSHOTS (dir: save the README's
 //      screenshots there, e.g. E2E_SCREENSHOTS=docs/images),
-//      E2E_MAX_ROUNDS (bound on the keyboard rounds, default 300).
+//      E2E_MAX_ROUNDS (bound on the keyboard rounds, default 300),
+//      E2E_ARTIFACTS (dir for the layout screenshots, default target/demo-e2e-artifacts).
 //
 // Deals are random (the engine's server seed is secret until settlement, so no test can
 // choose the cards). To see a pair, a consecutive push and a raise that wins, the keyboard
@@ -30,6 +31,8 @@ const ENGINE = path.join(ROOT, "target/debug/reddog");
 const DEMO = path.join(ROOT, "target/debug/reddog-demo");
 const SHOTS = process.env.E2E_SCREENSHOTS || "";
 const MAX_ROUNDS = Number(process.env.E2E_MAX_ROUNDS || 300);
+// Screenshots of the layout checks (kept by CI as artefacts).
+const ARTIFACTS = process.env.E2E_ARTIFACTS || path.join(ROOT, "target/demo-e2e-artifacts");
 const WORK = mkdtempSync(path.join(os.tmpdir(), "reddog-e2e-"));
 const DB = path.join(WORK, "demo.sqlite");
 const ENGINE_LOG = path.join(WORK, "engine.log");
@@ -123,6 +126,15 @@ async function shownCommitment(page) {
   }));
 }
 
+// axe-core in the page: the serious and critical violations (none allowed).
+const AXE_SOURCE = readFileSync(createRequire(path.join(TOOLS, "package.json")).resolve("axe-core/axe.min.js"), "utf8");
+async function axeSerious(page) {
+  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ content: AXE_SOURCE });
+  const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  return res.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
+}
+
 async function blur(page) { await page.evaluate(() => document.activeElement?.blur?.()); }
 
 // ---------------------------------------------------------------- main
@@ -142,7 +154,8 @@ async function main() {
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
       "--disable-component-update", "--disable-sync"],
   });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  // bypassCSP: the page's strict CSP would refuse the injected axe-core script.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, bypassCSP: true });
   let page = await context.newPage();
   const apiBodies = [];
   const watch = (p) => p.on("response", async (res) => {
@@ -213,6 +226,47 @@ async function main() {
     eq(bal, balanceBefore - 1000 + Number(r.returned), "balance = before - bet + returned");
     eq(bal, ledgerBalance(NAME), "balance shown = ledger");
   });
+
+  // The badge checks what the page shows, not only the reveal: the platform's answer is
+  // altered in the page (route interception) in one displayed field at a time — a card, the
+  // outcome, the amount credited — while the reveal inside it is left exactly as the engine
+  // wrote it. The reveal still verifies; the badge must turn red and name the field.
+  const tamperings = [
+    ["a card", "cards", (round) => { round.cards[0] = round.cards[0] === "As" ? "Ks" : "As"; }],
+    ["the outcome", "seat0.outcome", (round) => { round.outcome = round.outcome === "lose" ? "win" : "lose"; }],
+    ["the amount credited", "seat0.returned", (round) => { round.returned += 1000; }],
+  ];
+  for (const [what, field, tamper] of tamperings) {
+    await step(`${what} altered in the platform's answer turns the badge red, the reveal untouched`, async () => {
+      let altered = 0;
+      const handler = async (route) => {
+        const response = await route.fetch();
+        const json = await response.json();
+        if (json.round && json.round.state === "settled") { tamper(json.round); altered++; }
+        await route.fulfill({ response, json });
+      };
+      await page.route("**/api/round/deal", handler);
+      await page.route("**/api/round/decide", handler);
+      try {
+        await blur(page);
+        await page.keyboard.press("0");
+        await page.keyboard.press("Enter");
+        let r = await waitRound(page);
+        if (r.deciding) { await page.keyboard.press("Enter"); r = await waitRound(page); }
+        rounds++;
+        eq(altered, 1, "answers altered");
+        const v = await page.$eval("#verify", (e) => ({ ...e.dataset, text: e.textContent }));
+        eq(v.revealVerdict, "verified", "the reveal itself verifies");
+        eq(v.verdict, "not_verified", `badge: ${v.text}`);
+        assert(v.failed.split(",").includes(field), `failed fields ${v.failed} name ${field}`);
+        assert(v.text.startsWith("✘ Not verified:"), `plain-language text: ${v.text}`);
+        assert(v.passed.split(",").includes("transcripts"), `passed checks listed: ${v.passed}`);
+      } finally {
+        await page.unroute("**/api/round/deal", handler);
+        await page.unroute("**/api/round/decide", handler);
+      }
+    });
+  }
 
   const seen = { pair: 0, consecutivePush: 0, raiseWin: 0 };
   await step(`rounds by keyboard until a pair, a consecutive push and a raise that wins (at most ${MAX_ROUNDS})`, async () => {
@@ -393,6 +447,124 @@ async function main() {
     const b1 = await shownBet(page);
     await page.keyboard.press("Shift+F10");
     eq(await shownBet(page), Math.max(b1 - 500, 0), "Shift+F10 on a focused chip takes it off");
+  });
+
+  // Phones and tablets, portrait and landscape: a round played by touch at each size; the
+  // layout is measured against the device width (with isMobile, innerWidth grows to the
+  // content's width, so it cannot be the yardstick).
+  const SIZES = [[360, 740], [375, 667], [414, 896], [768, 1024]];
+  for (const [w0, h0] of SIZES) for (const landscape of [false, true]) {
+    const [W, H] = landscape ? [h0, w0] : [w0, h0];
+    const label = `${W}x${H}`;
+    await step(`layout at ${label} (${landscape ? "landscape" : "portrait"}): no sideways scroll, everything on screen and apart, 44 px targets; a round by touch`, async () => {
+      const ctx = await browser.newContext({ viewport: { width: W, height: H }, isMobile: true, hasTouch: true,
+        deviceScaleFactor: 1, storageState: await context.storageState() });
+      const p = await ctx.newPage();
+      p.on("pageerror", (e) => pageErrors.push(String(e)));
+      try {
+        await p.goto(URL);
+        await p.waitForSelector("#game:not([hidden])");
+        await shownCommitment(p);
+        const measure = async (phase) => {
+          // Measure the table at rest, after the deal animations.
+          await p.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished)));
+          return measureNow(phase);
+        };
+        const measureNow = (phase) => p.evaluate(({ W, phase }) => {
+          const problems = [];
+          const de = document.documentElement;
+          if (de.scrollWidth > W) problems.push(`${phase}: page is ${de.scrollWidth} px wide on a ${W} px screen`);
+          const visible = (e) => e && !e.hidden && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden";
+          const box = (e) => { const r = e.getBoundingClientRect(); return { l: r.left + scrollX, r: r.right + scrollX, t: r.top + scrollY, b: r.bottom + scrollY }; };
+          const name = (e) => e.id || e.dataset.value || e.textContent.trim().slice(0, 20) || e.tagName;
+          const must = ["#card1", "#card2", "#card3", "#marker", "#paytable", "#outcome", "#info-balance", "#deal", "#raise", "#stand",
+            "#clear", "#repeat", "#client-seed", ...[...document.querySelectorAll("#chips button")].map((b) => `#chips button[data-value="${b.dataset.value}"]`)];
+          for (const sel of must) {
+            const e = document.querySelector(sel);
+            if (!visible(e)) { if (sel !== "#marker") problems.push(`${phase}: ${sel} not visible`); continue; }
+            const b = box(e);
+            if (b.l < 0 || b.r > W + 0.5) problems.push(`${phase}: ${sel} spans x ${b.l.toFixed(0)}–${b.r.toFixed(0)}, outside 0–${W}`);
+          }
+          const overlaps = (a, b) => a.l < b.r - 0.5 && b.l < a.r - 0.5 && a.t < b.b - 0.5 && b.t < a.b - 0.5;
+          const things = ["#card1", "#card2", "#card3", "#marker", "#paytable"].map((s) => document.querySelector(s)).filter(visible);
+          for (let i = 0; i < things.length; i++) for (let j = i + 1; j < things.length; j++) {
+            if (overlaps(box(things[i]), box(things[j]))) problems.push(`${phase}: #${things[i].id} overlaps #${things[j].id}`);
+          }
+          for (const e of document.querySelectorAll("button, a, summary, input, select")) {
+            if (!visible(e) || e.closest(".skip") || e.classList.contains("skip")) continue;
+            const target = e.type === "checkbox" ? e.closest("label") : e;
+            const r = target.getBoundingClientRect();
+            if (r.width < 44 || r.height < 44) problems.push(`${phase}: touch target ${name(e)} is ${r.width.toFixed(0)}×${r.height.toFixed(0)}`);
+          }
+          return problems;
+        }, { W, phase });
+        let problems = await measure("before the deal");
+        await p.tap('#chips button[data-value="500"]');
+        let decided = false, settled = false;
+        for (let k = 0; k < 20 && !(decided && settled); k++) {
+          if (await p.isDisabled("#deal")) await p.tap('#chips button[data-value="500"]');
+          await p.tap("#deal");
+          let r = await waitRound(p);
+          rounds++;
+          if (r.deciding) {
+            if (!decided) {
+              problems = problems.concat(await measure("deciding"));
+              mkdirSync(ARTIFACTS, { recursive: true });
+              await p.screenshot({ path: path.join(ARTIFACTS, `table-${label}-deciding.png`), fullPage: true });
+            }
+            decided = true;
+            await p.tap("#stand");
+            r = await waitRound(p);
+          }
+          eq(r.verdict, "verified", `round at ${label}: ${r.verifyText}`);
+          if (r.deciding === false && decided && !settled) {
+            problems = problems.concat(await measure("settled"));
+            await p.screenshot({ path: path.join(ARTIFACTS, `table-${label}-settled.png`), fullPage: true });
+            settled = true;
+          }
+        }
+        assert(decided && settled, "no spread dealt in 20 rounds");
+        await p.goto(`${URL}/history`);
+        await p.waitForFunction(() => document.querySelector("#summary").dataset.rounds);
+        const wide = await p.evaluate(() => document.documentElement.scrollWidth);
+        if (wide > W) problems.push(`history: page is ${wide} px wide`);
+        await p.screenshot({ path: path.join(ARTIFACTS, `history-${label}.png`) });
+        eq(problems.length, 0, problems.join("\n        "));
+      } finally {
+        await ctx.close();
+      }
+    });
+  }
+  console.log(`  layout screenshots in ${ARTIFACTS}`);
+
+  await step("axe-core: no serious or critical violation on the table, deciding and settled, and on game recall", async () => {
+    await page.goto(URL);
+    await page.waitForSelector("#game:not([hidden])");
+    await shownCommitment(page);
+    await blur(page);
+    let found = [];
+    let decided = false;
+    for (let k = 0; k < 20 && !decided; k++) {
+      await page.keyboard.press("0");
+      await page.keyboard.press("Enter");
+      let r = await waitRound(page);
+      rounds++;
+      if (r.deciding) {
+        decided = true;
+        await page.click("#verify-details summary");
+        found = found.concat((await axeSerious(page)).map((v) => `deciding: ${v}`));
+        await blur(page);
+        await page.keyboard.press("Enter");
+        r = await waitRound(page);
+      }
+      eq(r.verdict, "verified", `round: ${r.text} / ${r.verifyText}`);
+    }
+    assert(decided, "no spread in 20 rounds");
+    found = found.concat((await axeSerious(page)).map((v) => `settled: ${v}`));
+    await page.goto(`${URL}/history`);
+    await page.waitForFunction(() => document.querySelector("#summary").dataset.rounds);
+    found = found.concat((await axeSerious(page)).map((v) => `history: ${v}`));
+    eq(found.length, 0, found.join("\n        "));
   });
 
   await step("game recall: every round listed with its reveal verified in the browser", async () => {

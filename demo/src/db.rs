@@ -9,6 +9,7 @@ use std::path::Path;
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("../migrations/0001_init.sql")),
     ("0002_pin_lockout", include_str!("../migrations/0002_pin_lockout.sql")),
+    ("0003_transcripts", include_str!("../migrations/0003_transcripts.sql")),
 ];
 
 /// Opens (creating if needed) the database file and brings its schema up to date.

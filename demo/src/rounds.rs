@@ -114,47 +114,49 @@ struct Row {
     note: Option<String>,
     created_ms: i64,
     updated_ms: i64,
+    transcripts: String,
 }
 
 const COLUMNS: &str = "round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token, \
     commit_expires_ms, client_seed, bet, limit_min, limit_max, round_token, step, transcript, cards, hand_class, \
     spread, spread_odds, decision, stake, outcome, rule, odds, returned, reveal_json, balance_after, recovered, note, \
-    created_ms, updated_ms";
+    created_ms, updated_ms, transcripts";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok(Row {
-        round_id: r.get(0)?,
-        player_id: r.get(1)?,
-        state: r.get(2)?,
-        nonce: r.get(3)?,
-        table_id: r.get(4)?,
-        decks: r.get(5)?,
-        commitment: r.get(6)?,
-        commitment_token: r.get(7)?,
-        commit_expires_ms: r.get(8)?,
-        client_seed: r.get(9)?,
-        bet: r.get(10)?,
-        limit_min: r.get(11)?,
-        limit_max: r.get(12)?,
-        round_token: r.get(13)?,
-        step: r.get(14)?,
-        transcript: r.get(15)?,
-        cards: r.get(16)?,
-        hand_class: r.get(17)?,
-        spread: r.get(18)?,
-        spread_odds: r.get(19)?,
-        decision: r.get(20)?,
-        stake: r.get(21)?,
-        outcome: r.get(22)?,
-        rule: r.get(23)?,
-        odds: r.get(24)?,
-        returned: r.get(25)?,
-        reveal_json: r.get(26)?,
-        balance_after: r.get(27)?,
-        recovered: r.get(28)?,
-        note: r.get(29)?,
-        created_ms: r.get(30)?,
-        updated_ms: r.get(31)?,
+        round_id: r.get("round_id")?,
+        player_id: r.get("player_id")?,
+        state: r.get("state")?,
+        nonce: r.get("nonce")?,
+        table_id: r.get("table_id")?,
+        decks: r.get("decks")?,
+        commitment: r.get("commitment")?,
+        commitment_token: r.get("commitment_token")?,
+        commit_expires_ms: r.get("commit_expires_ms")?,
+        client_seed: r.get("client_seed")?,
+        bet: r.get("bet")?,
+        limit_min: r.get("limit_min")?,
+        limit_max: r.get("limit_max")?,
+        round_token: r.get("round_token")?,
+        step: r.get("step")?,
+        transcript: r.get("transcript")?,
+        cards: r.get("cards")?,
+        hand_class: r.get("hand_class")?,
+        spread: r.get("spread")?,
+        spread_odds: r.get("spread_odds")?,
+        decision: r.get("decision")?,
+        stake: r.get("stake")?,
+        outcome: r.get("outcome")?,
+        rule: r.get("rule")?,
+        odds: r.get("odds")?,
+        returned: r.get("returned")?,
+        reveal_json: r.get("reveal_json")?,
+        balance_after: r.get("balance_after")?,
+        recovered: r.get("recovered")?,
+        note: r.get("note")?,
+        created_ms: r.get("created_ms")?,
+        updated_ms: r.get("updated_ms")?,
+        transcripts: r.get("transcripts")?,
     })
 }
 
@@ -215,8 +217,12 @@ pub struct RoundView {
     pub recovered: bool,
     /// Decide steps applied (round-integrity API).
     pub step: Option<i64>,
-    /// Transcript hash (round-integrity API).
+    /// Transcript hash of the engine's latest answer (round-integrity API).
     pub transcript: Option<String>,
+    /// The transcript hash of every engine answer of the round, in order (StartRound,
+    /// Decide, Settle): the page keeps each one it is shown and compares them with the
+    /// reveal's transcript chain.
+    pub transcripts: Vec<String>,
     /// What happened, when unusual.
     pub note: Option<String>,
     /// Created (Unix ms).
@@ -228,6 +234,7 @@ pub struct RoundView {
 impl From<Row> for RoundView {
     fn from(r: Row) -> Self {
         let cards = r.cards.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
+        let transcripts = serde_json::from_str(&r.transcripts).unwrap_or_default();
         RoundView {
             awaiting_decision: r.state == "dealt",
             round_id: r.round_id,
@@ -255,6 +262,7 @@ impl From<Row> for RoundView {
             recovered: r.recovered,
             step: r.step,
             transcript: r.transcript,
+            transcripts,
             note: r.note,
             created_ms: r.created_ms,
             updated_ms: r.updated_ms,
@@ -565,7 +573,8 @@ impl Platform {
                 self.db(|c| {
                     c.execute(
                         "UPDATE rounds SET state = ?2, round_token = ?3, cards = ?4, hand_class = ?5, spread = ?6,
-                                spread_odds = ?7, step = ?8, transcript = ?9, updated_ms = ?10 WHERE round_id = ?1",
+                                spread_odds = ?7, step = ?8, transcript = ?9, updated_ms = ?10,
+                                transcripts = json_insert(transcripts, '$[#]', ?9) WHERE round_id = ?1",
                         params![
                             r.round_id,
                             state,
@@ -622,7 +631,8 @@ impl Platform {
                 let now = now_ms();
                 self.db(|c| {
                     c.execute(
-                        "UPDATE rounds SET state = 'settling', round_token = ?2, step = ?3, transcript = ?4, updated_ms = ?5
+                        "UPDATE rounds SET state = 'settling', round_token = ?2, step = ?3, transcript = ?4, updated_ms = ?5,
+                                transcripts = json_insert(transcripts, '$[#]', ?4)
                          WHERE round_id = ?1",
                         params![r.round_id, resp.round_token, resp.step, resp.transcript, now],
                     )
@@ -698,7 +708,7 @@ impl Platform {
             tx.execute(
                 "UPDATE rounds SET state = 'settled', cards = ?2, decision = ?3, outcome = ?4, rule = ?5, odds = ?6,
                         returned = ?7, reveal_json = ?8, balance_after = ?9, note = ?10, stake = ?11, updated_ms = ?12,
-                        step = ?13, transcript = ?14
+                        step = ?13, transcript = ?14, transcripts = json_insert(transcripts, '$[#]', ?14)
                  WHERE round_id = ?1",
                 params![
                     r.round_id,
@@ -750,6 +760,14 @@ impl Platform {
                 continue;
             }
             let _guard = self.player_lock(player).await;
+            // The player's own request may have finished the round while this pass waited
+            // for the lock: only a round still where it was is recovered.
+            let still: Option<String> = self.db(|c| {
+                c.query_row("SELECT state FROM rounds WHERE round_id = ?1", [&round_id], |r| r.get(0)).optional()
+            })?;
+            if still.as_deref() != Some(state.as_str()) {
+                continue;
+            }
             self.db(|c| c.execute("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&round_id]))?;
             let mut result = self.advance(&round_id).await;
             // At start, a round waiting for the player's decision (found so, or dealt just

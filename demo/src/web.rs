@@ -133,6 +133,7 @@ async fn static_file(Path(file): Path<String>) -> Response {
         "history.js" => ("text/javascript; charset=utf-8", include_str!("../static/history.js")),
         "verify.js" => ("text/javascript; charset=utf-8", include_str!("../static/verify.js")),
         "ui.js" => ("text/javascript; charset=utf-8", include_str!("../static/ui.js")),
+        "record.js" => ("text/javascript; charset=utf-8", include_str!("../static/record.js")),
         "style.css" => ("text/css; charset=utf-8", include_str!("../static/style.css")),
         _ => return (StatusCode::NOT_FOUND, "not found").into_response(),
     };

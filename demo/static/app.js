@@ -2,7 +2,8 @@
 // keeps the tokens; the page sees commitments, cards, results and reveals, and verifies
 // every reveal itself (verify.js).
 import { verifyReveal } from "./verify.js";
-import { api, money, parseMoney, renderCard, rememberShown, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
+import { checkRecord, describeField } from "./record.js";
+import { api, money, parseMoney, renderCard, rememberShown, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -42,7 +43,31 @@ const S = {
   lastBet: null,
   busy: false,
   seedCustom: false,
+  record: null,       // the player's record of the round in play (record.js)
 };
+
+// ------------------------------------------------------------------ the player's record
+// Everything the page saw and did in a round, kept to compare with the reveal at the end.
+function startRecord(round, { before, debited, bets }) {
+  S.record = {
+    round_id: round.round_id, commitment: round.commitment, rules_digest: round.rules_digest || undefined,
+    seats: bets.map((bet) => ({ bet, action: null })), transcripts: [],
+    balance: { before, debited }, shown: null,
+  };
+}
+function noteAnswer(round) {
+  if (!S.record || S.record.round_id !== round.round_id) return;
+  for (const t of round.transcripts || []) if (!S.record.transcripts.includes(t)) S.record.transcripts.push(t);
+}
+function noteShown(round, balanceAfter) {
+  if (!S.record || S.record.round_id !== round.round_id) return;
+  S.record.shown = {
+    cards: [...(round.cards || [])], hand_class: round.hand_class, spread: round.spread,
+    seats: [{ outcome: round.outcome, decision: round.decision, stake: round.stake, returned: round.returned }],
+  };
+  S.record.balance.after = balanceAfter;
+  rememberRecord(S.record);
+}
 
 function randomSeed() {
   const b = new Uint8Array(12);
@@ -138,7 +163,6 @@ function renderTable() {
     marker.dataset.spread = r.spread || 0;
     marker.textContent = r.hand_class === "non_consecutive"
       ? `Red dog: spread ${r.spread} — pays ${r.spread_odds} to 1` : describeHand(r);
-    marker.setAttribute("aria-label", marker.textContent);
   } else {
     marker.hidden = true;
   }
@@ -211,7 +235,14 @@ async function refresh() {
   S.lastBet = S.state.last_bet || null;
   if (S.state.engine_error) message(S.state.engine_error);
   S.round = S.state.round;
-  if (S.round?.state === "dealt") { S.shown = S.round; S.bet = S.round.bet; message("Your round was resumed: raise or stand."); }
+  if (S.round?.state === "dealt") {
+    S.shown = S.round; S.bet = S.round.bet; message("Your round was resumed: raise or stand.");
+    if (S.record?.round_id !== S.round.round_id) {
+      // Resumed after a reload: the bet had left the wallet before this page saw the balance.
+      startRecord(S.round, { before: balance(), debited: S.round.bet, bets: [S.round.bet] });
+    }
+    noteAnswer(S.round);
+  }
   if (S.bet > limits().max_bet) S.bet = limits().max_bet;
   try {
     await ensureCommitment();
@@ -255,7 +286,9 @@ function deal() {
   run(async () => {
     const shownBefore = { ...S.round };
     const seed = $("client-seed").value;
+    startRecord(S.round, { before: balance(), debited: 0, bets: [S.bet] });
     const res = await api("/api/round/deal", { round_id: S.round.round_id, client_seed: seed, bet: S.bet });
+    noteAnswer(res.round);
     S.state.player.balance = res.balance;
     S.lastBet = S.bet;
     S.round = res.round;
@@ -276,7 +309,9 @@ function decide(action) {
   if (action === "raise" ? !canRaise() : !canStand()) return;
   run(async () => {
     const expect = S.shown?.expect;
+    if (S.record?.round_id === S.round.round_id) S.record.seats[0].action = action;
     const res = await api("/api/round/decide", { round_id: S.round.round_id, action });
+    noteAnswer(res.round);
     S.state.player.balance = res.balance;
     S.round = res.round;
     S.shown = res.round;
@@ -290,16 +325,18 @@ async function finish(round) {
   const text = describeOutcome(round);
   if (round.outcome === "win") beep(990, 220); else if (round.outcome === "lose") beep(220, 220);
   say(`${describeHand(round)}. ${text}`);
-  await showVerification(round);
+  noteShown(round, balance());
+  await showVerification(round, S.record?.round_id === round.round_id ? S.record : null);
   S.round = null;
   await ensureCommitment();
 }
 
-async function showVerification(round) {
+async function showVerification(round, record) {
   const box = $("verify");
   const list = $("verify-checks");
   list.textContent = "";
   $("verify-reveal").textContent = round.reveal_json || "";
+  for (const k of ["revealVerdict", "failed", "passed"]) delete box.dataset[k];
   if (!round.reveal_json) {
     box.dataset.verdict = "none";
     box.textContent = round.state === "voided" ? "No cards were dealt: nothing to verify." : "No reveal.";
@@ -312,15 +349,37 @@ async function showVerification(round) {
     // A v1 reveal (an engine from before the round-integrity change) has no table id.
     if (!round.reveal_json.includes('"format":')) delete expect.table_id;
     const result = await verifyReveal(round.reveal_json, expect);
-    box.dataset.verdict = result.verdict;
     box.dataset.format = result.format || "";
     box.dataset.roundId = round.round_id;
-    box.textContent = result.verdict === "verified"
-      ? `✔ Verified in your browser (${result.format}): the commitment, the cards${result.format === "reddog-reveal-v2" ? ", the payout and the transcript" : ""}, and this round's commitment, nonce and client seed.`
-      : `✘ ${result.verdict === "malformed" ? "Malformed reveal" : "NOT verified"}: ${result.errors.join("; ")}`;
+    box.dataset.revealVerdict = result.verdict;
+    // The reveal alone proves nothing about this screen: compare it with what the page
+    // showed and what the player did.
+    const rec = record ? await checkRecord(result, record) : null;
+    const verified = result.verdict === "verified" && rec && rec.ok;
+    box.dataset.verdict = verified ? "verified" : result.verdict === "verified" ? "not_verified" : result.verdict;
+    if (rec) { box.dataset.failed = rec.failed.join(","); box.dataset.passed = rec.passed.join(","); }
+    const passedWords = rec ? [...new Set(rec.passed.map((f) => describeField(f.replace(/^seat\d+\./, ""))))] : [];
+    if (verified) {
+      box.textContent = `✔ Verified in your browser: the engine's reveal (${result.format}) and this screen agree — ${passedWords.join(", ")}.`;
+    } else if (result.verdict !== "verified") {
+      box.textContent = `✘ ${result.verdict === "malformed" ? "Malformed reveal" : "Not verified"}: ${result.errors.join("; ")}`;
+    } else if (!rec) {
+      box.textContent = "✘ Not verified: this page did not see the round from its start, so it cannot compare the screen with the reveal. The reveal itself checks out (see below).";
+    } else {
+      const wrong = rec.checks.filter((c) => c.seen && !c.ok).map((c) =>
+        `${describeField(c.field)} shown here (${c.shown}) is not what the reveal says (${c.expected})`);
+      box.textContent = `✘ Not verified: ${wrong.join("; ")}. The reveal itself checks out${passedWords.length ? `, and so do ${passedWords.join(", ")}` : ""}.`;
+    }
     for (const c of result.checks || []) {
       const li = document.createElement("li");
       li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${c.detail}`;
+      list.append(li);
+    }
+    for (const c of rec?.checks || []) {
+      const li = document.createElement("li");
+      li.dataset.field = c.field;
+      li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${describeField(c.field)}: shown ${c.shown}; reveal ${c.expected}`
+        : `– ${describeField(c.field)}: not checked (not seen here)`;
       list.append(li);
     }
   } catch (e) {

@@ -91,6 +91,19 @@ export function rememberShown(round) {
   if (ids.length > 300) for (const id of ids.sort((a, b) => all[a].shown_ms - all[b].shown_ms).slice(0, ids.length - 300)) delete all[id];
   localStorage.setItem(SHOWN_KEY, JSON.stringify(all));
 }
+// The player's record of each round this browser played (record.js), for the history page.
+const RECORD_KEY = "reddog.records";
+export function rememberRecord(record) {
+  let all = {};
+  try { all = JSON.parse(localStorage.getItem(RECORD_KEY) || "{}"); } catch { all = {}; }
+  all[record.round_id] = { ...record, kept_ms: Date.now() };
+  const ids = Object.keys(all);
+  if (ids.length > 300) for (const id of ids.sort((a, b) => all[a].kept_ms - all[b].kept_ms).slice(0, ids.length - 300)) delete all[id];
+  try { localStorage.setItem(RECORD_KEY, JSON.stringify(all)); } catch { /* storage full: the history page re-checks from the stored round */ }
+}
+export function recordFor(roundId) {
+  try { return JSON.parse(localStorage.getItem(RECORD_KEY) || "{}")[roundId] || null; } catch { return null; }
+}
 export function shownFor(roundId) {
   try { return JSON.parse(localStorage.getItem(SHOWN_KEY) || "{}")[roundId] || null; } catch { return null; }
 }
