@@ -400,6 +400,54 @@ async function main() {
     eq(await shownBalance(page), ledgerBalance(NAME), "balance shown = ledger");
   });
 
+  await step("a 3-seat round by keyboard: a bet per seat, raise or stand per seat, each seat's money under its own ledger key", async () => {
+    await blur(page);
+    let done = null;
+    for (let k = 0; k < 20 && !done; k++) {
+      await page.keyboard.press("Delete");
+      await page.keyboard.press("ArrowUp");            // seat 1: 5.00
+      await page.keyboard.press("2");                  // open seat 2
+      await page.keyboard.press("ArrowUp");
+      await page.keyboard.press("ArrowUp");            // seat 2: 6.00
+      await page.keyboard.press("3");                  // open seat 3
+      await page.keyboard.press("ArrowUp");            // seat 3: 5.00
+      eq(await page.$$eval("#seats .seat", (b) => b.length), 3, "three seats shown");
+      eq(await shownBet(page), 1600, "total bet");
+      const before = await shownBalance(page);
+      await page.keyboard.press("Enter");
+      let r = await waitRound(page);
+      rounds++;
+      const actions = [];
+      for (let d = 0; d < 3 && r.deciding; d++) {
+        const raise = d !== 1;                         // raise seats 1 and 3, stand seat 2
+        actions.push(raise ? "raise" : "stand");
+        await page.keyboard.press(raise ? "+" : "Enter");
+        r = await waitRound(page);
+      }
+      eq(r.verdict, "verified", `3-seat round: ${r.text} / ${r.verifyText}`);
+      const v = await page.$eval("#verify", (e) => e.dataset.passed);
+      for (const f of ["seat0.returned", "seat1.returned", "seat2.returned", "seat2.decision"]) assert(v.split(",").includes(f), `${f} checked (${v})`);
+      const reveal = JSON.parse(r.reveal);
+      eq(reveal.seats.length, 3, "seats in the reveal");
+      eq(reveal.seats.map((x) => x.bet).join(","), "500,600,500", "bets per seat");
+      const staked = reveal.seats.reduce((a, x) => a + x.stake, 0), back = reveal.seats.reduce((a, x) => a + x.returned, 0);
+      eq(await shownBalance(page), before - staked + back, "balance = before − stakes + returns");
+      eq(await shownBalance(page), ledgerBalance(NAME), "balance shown = ledger");
+      if (actions.length === 3) done = { roundId: r.roundId, reveal, actions };
+    }
+    assert(done, "no spread in 20 three-seat rounds");
+    eq(done.reveal.seats.map((x) => x.raised).join(","), "true,false,true", "raised seats 1 and 3");
+    // Each seat's debits and credits are their own ledger transactions.
+    const keys = spawnSync("python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print('\\n'.join(r[0] for r in c.execute('SELECT idem_key FROM transactions WHERE round_id = ? ORDER BY idem_key', (sys.argv[2],))))", DB, done.roundId], { encoding: "utf8" }).stdout.trim().split("\n");
+    const want = [`${done.roundId}:seat0:bet`, `${done.roundId}:seat0:raise`, `${done.roundId}:seat1:bet`, `${done.roundId}:seat2:bet`, `${done.roundId}:seat2:raise`];
+    for (const k of want) assert(keys.includes(k), `ledger key ${k} (have ${keys})`);
+    done.reveal.seats.forEach((x, k) => assert(keys.includes(`${done.roundId}:seat${k}:payout`) === (x.returned > 0), `payout key of seat ${k}`));
+    // Back to one seat for the steps that follow.
+    await page.keyboard.press("Backspace");
+    await page.keyboard.press("Backspace");
+    eq(await page.$$eval("#seats .seat", (b) => b.length), 1, "one seat again");
+  });
+
   await step("options: sound, voice, animation remembered; animation applies after a reload", async () => {
     const anim = () => page.evaluate(() => document.documentElement.classList.contains("anim"));
     eq(await anim(), true, "animation on by default");

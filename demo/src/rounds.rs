@@ -18,7 +18,7 @@ use crate::ledger::{self, LedgerError};
 use crate::limits::{self, TableLimits};
 use crate::players;
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -43,6 +43,9 @@ pub enum RoundError {
     /// Not enough money.
     #[error("balance: {balance} available, {needed} needed")]
     InsufficientFunds { balance: i64, needed: i64 },
+    /// No seat, too many seats, or no such seat.
+    #[error("{0}")]
+    BadSeats(String),
     /// Client seed empty or too long.
     #[error("client_seed: {0}")]
     BadClientSeed(String),
@@ -115,12 +118,65 @@ struct Row {
     created_ms: i64,
     updated_ms: i64,
     transcripts: String,
+    seats: String,
+}
+
+/// One seat of a round: stored as JSON in `rounds.seats` and shown to the browser.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seat {
+    /// The original bet (minor units).
+    pub bet: i64,
+    /// `raise`, `stand`, `default` (stood because the round was settled without a decision),
+    /// or none yet.
+    pub decision: Option<String>,
+    /// The decision has reached the engine (a `Decide` answered).
+    #[serde(default)]
+    pub sent: bool,
+    /// The whole stake: the bet, or twice the bet once raised.
+    pub stake: i64,
+    /// `win`, `lose`, `push` once settled.
+    pub outcome: Option<String>,
+    /// The deciding rule once settled.
+    pub rule: Option<String>,
+    /// Odds paid on a win.
+    pub odds: Option<i64>,
+    /// Credited at settlement.
+    pub returned: Option<i64>,
+}
+
+/// The seats of a stored round (a round from before schema version 4 has its one seat in
+/// the columns).
+fn seats_of(r: &Row) -> Vec<Seat> {
+    if let Ok(seats) = serde_json::from_str::<Vec<Seat>>(&r.seats) {
+        if !seats.is_empty() {
+            return seats;
+        }
+    }
+    let Some(bet) = r.bet else { return vec![] };
+    vec![Seat {
+        bet,
+        decision: r.decision.clone(),
+        sent: r.decision.is_some() && r.state != "deciding",
+        stake: r.stake.unwrap_or(bet),
+        outcome: r.outcome.clone(),
+        rule: r.rule.clone(),
+        odds: r.odds,
+        returned: r.returned,
+    }]
+}
+
+fn seats_json(seats: &[Seat]) -> String {
+    serde_json::to_string(seats).unwrap_or_else(|_| "[]".into())
+}
+
+fn total_stake(seats: &[Seat]) -> Result<i64, RoundError> {
+    seats.iter().try_fold(0i64, |a, s| a.checked_add(s.stake)).ok_or(RoundError::Ledger(LedgerError::Overflow))
 }
 
 const COLUMNS: &str = "round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token, \
     commit_expires_ms, client_seed, bet, limit_min, limit_max, round_token, step, transcript, cards, hand_class, \
     spread, spread_odds, decision, stake, outcome, rule, odds, returned, reveal_json, balance_after, recovered, note, \
-    created_ms, updated_ms, transcripts";
+    created_ms, updated_ms, transcripts, seats";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok(Row {
@@ -157,6 +213,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         created_ms: r.get("created_ms")?,
         updated_ms: r.get("updated_ms")?,
         transcripts: r.get("transcripts")?,
+        seats: r.get("seats")?,
     })
 }
 
@@ -183,8 +240,10 @@ pub struct RoundView {
     pub commit_expires_ms: i64,
     /// The player's client seed, once fixed.
     pub client_seed: Option<String>,
-    /// The original bet.
+    /// The original bets' total.
     pub bet: Option<i64>,
+    /// Every seat: bet, decision, stake and, once settled, outcome and amount credited.
+    pub seats: Vec<Seat>,
     /// The player's limits sent with StartRound.
     pub limits: Option<(i64, i64)>,
     /// Cards face up, in order.
@@ -197,17 +256,18 @@ pub struct RoundView {
     pub spread_odds: Option<i64>,
     /// Whether Raise and Stand are legal now.
     pub awaiting_decision: bool,
-    /// `raise`, `stand` or `default` (stood because the round was settled without a decision).
+    /// One seat: `raise`, `stand` or `default` (stood because the round was settled without
+    /// a decision); several seats: none (see `seats`).
     pub decision: Option<String>,
-    /// The whole stake.
+    /// The whole stake, all seats.
     pub stake: Option<i64>,
-    /// `win`, `lose`, `push`.
+    /// The first seat's `win`, `lose` or `push` (every seat's in `seats`).
     pub outcome: Option<String>,
-    /// The deciding rule.
+    /// The first seat's deciding rule.
     pub rule: Option<String>,
-    /// Odds paid on a win.
+    /// The first seat's odds paid on a win.
     pub odds: Option<i64>,
-    /// Credited at settlement.
+    /// Credited at settlement, all seats.
     pub returned: Option<i64>,
     /// The reveal JSON, exactly as the engine returned it, to verify in the browser.
     pub reveal_json: Option<String>,
@@ -235,6 +295,7 @@ impl From<Row> for RoundView {
     fn from(r: Row) -> Self {
         let cards = r.cards.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
         let transcripts = serde_json::from_str(&r.transcripts).unwrap_or_default();
+        let seats = seats_of(&r);
         RoundView {
             awaiting_decision: r.state == "dealt",
             round_id: r.round_id,
@@ -246,6 +307,7 @@ impl From<Row> for RoundView {
             commit_expires_ms: r.commit_expires_ms,
             client_seed: r.client_seed,
             bet: r.bet,
+            seats,
             limits: r.limit_min.zip(r.limit_max),
             cards,
             hand_class: r.hand_class,
@@ -423,26 +485,34 @@ impl Platform {
         Ok(r.into())
     }
 
-    /// Deal: fixes the client seed and the bet, debits the bet, then `StartRound`. A pair or
-    /// a consecutive hand is settled at once. A retry with the same seed and bet returns the
+    /// Deal: fixes the client seed and one bet per seat (1 to the table's `max_seats`),
+    /// debits each seat's bet (`<round>:seat<k>:bet`), then `StartRound`. A pair or a
+    /// consecutive hand is settled at once. A retry with the same seed and bets returns the
     /// round as it is.
     pub async fn deal(
         &self,
         player: i64,
         round_id: &str,
         client_seed: &str,
-        bet: i64,
+        bets: &[i64],
     ) -> Result<RoundView, RoundError> {
         let _guard = self.player_lock(player).await;
         let now = now_ms();
         let table = self.table;
         let max_seed = usize::try_from(self.rules.max_client_seed_bytes).unwrap_or(1024);
+        let max_seats = usize::try_from(self.rules.max_seats).unwrap_or(1);
         let proceed = self.db(|c| -> Result<bool, RoundError> {
             let tx = c.transaction()?;
             let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
             if r.state != "committed" {
-                if r.client_seed.as_deref() == Some(client_seed) && r.bet == Some(bet) {
+                let same_bets = seats_of(&r).iter().map(|s| s.bet).eq(bets.iter().copied());
+                if r.client_seed.as_deref() == Some(client_seed) && same_bets {
                     return Ok(false); // a retry: report the round as it is
+                }
+                if r.state == "expired" {
+                    // Expired unused (e.g. by a recovery pass while the page sat idle):
+                    // nothing was dealt or debited, and the page is shown a new commitment.
+                    return Err(RoundError::Expired);
                 }
                 return Err(RoundError::Conflict("round_id: this round was already dealt".into()));
             }
@@ -454,20 +524,32 @@ impl Platform {
             if client_seed.is_empty() || client_seed.len() > max_seed {
                 return Err(RoundError::BadClientSeed(format!("1 to {max_seed} bytes of UTF-8")));
             }
+            if bets.is_empty() || bets.len() > max_seats {
+                return Err(RoundError::BadSeats(format!("bets: 1 to {max_seats} seats, one bet each")));
+            }
             let limit = players::limit(&tx, player)?;
-            let bet_u = u64::try_from(bet).map_err(|_| {
-                let (min, max) = limit.effective(table);
-                RoundError::BetOutOfRange { min, max }
-            })?;
-            limits::check_bet(table, &limit, bet_u).map_err(|(min, max)| RoundError::BetOutOfRange { min, max })?;
             let (min, max) = limit.effective(table);
+            let mut total: i64 = 0;
+            for &bet in bets {
+                let bet_u = u64::try_from(bet).map_err(|_| RoundError::BetOutOfRange { min, max })?;
+                limits::check_bet(table, &limit, bet_u).map_err(|(min, max)| RoundError::BetOutOfRange { min, max })?;
+                total = total.checked_add(bet).ok_or(RoundError::Ledger(LedgerError::Overflow))?;
+            }
             let wallet = ledger::player_account(&tx, player)?;
             let house = ledger::system_account(&tx, "house")?;
-            ledger::post(&tx, &format!("{round_id}:bet"), "bet", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
+            let balance = ledger::balance(&tx, wallet)?;
+            if balance < total {
+                return Err(RoundError::InsufficientFunds { balance, needed: total });
+            }
+            for (k, &bet) in bets.iter().enumerate() {
+                let key = format!("{round_id}:seat{k}:bet");
+                ledger::post(&tx, &key, "bet", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
+            }
+            let seats: Vec<Seat> = bets.iter().map(|&bet| Seat { bet, stake: bet, ..Seat::default() }).collect();
             tx.execute(
                 "UPDATE rounds SET state = 'betting', client_seed = ?2, bet = ?3, stake = ?3, limit_min = ?4, limit_max = ?5,
-                                   updated_ms = ?6 WHERE round_id = ?1",
-                params![round_id, client_seed, bet, i64_of(min)?, i64_of(max)?, now],
+                                   updated_ms = ?6, seats = ?7 WHERE round_id = ?1",
+                params![round_id, client_seed, total, i64_of(min)?, i64_of(max)?, now, seats_json(&seats)],
             )?;
             tx.commit()?;
             Ok(true)
@@ -478,43 +560,46 @@ impl Platform {
         Ok(self.advance(round_id).await?.into())
     }
 
-    /// Raise or stand: records the decision (debiting the raise) before `Decide`, then
-    /// settles. A retry of the same decision returns the round as it is.
-    pub async fn decide(&self, player: i64, round_id: &str, raise: bool) -> Result<RoundView, RoundError> {
+    /// Raise or stand for one seat: records the decision (debiting the raise,
+    /// `<round>:seat<k>:raise`) before `Decide`; once every seat has decided, settles. A
+    /// retry of the same decision returns the round as it is.
+    pub async fn decide(&self, player: i64, round_id: &str, seat: usize, raise: bool) -> Result<RoundView, RoundError> {
         let _guard = self.player_lock(player).await;
         let now = now_ms();
         let wanted = if raise { "raise" } else { "stand" };
         let proceed = self.db(|c| -> Result<bool, RoundError> {
             let tx = c.transaction()?;
             let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
-            if r.state != "dealt" {
-                if r.decision.as_deref() == Some(wanted) {
-                    return Ok(false);
-                }
+            let mut seats = seats_of(&r);
+            let Some(this) = seats.get(seat) else {
+                return Err(RoundError::BadSeats(format!("seat: this round has seats 0 to {}", seats.len().saturating_sub(1))));
+            };
+            if this.decision.as_deref() == Some(wanted) {
+                return Ok(false); // a retry
+            }
+            if r.state != "dealt" || this.decision.is_some() {
                 return Err(RoundError::Conflict(format!(
-                    "action: the round is {}, not waiting for a decision",
+                    "action: seat {seat} is not waiting for a decision (the round is {})",
                     r.state
                 )));
             }
-            let bet = r.bet.ok_or(RoundError::NotFound)?;
+            let bet = this.bet;
             let stake = if raise {
                 let wallet = ledger::player_account(&tx, player)?;
                 let house = ledger::system_account(&tx, "house")?;
-                ledger::post(
-                    &tx,
-                    &format!("{round_id}:raise"),
-                    "raise",
-                    Some(round_id),
-                    &[(wallet, -bet), (house, bet)],
-                    now,
-                )?;
+                let key = format!("{round_id}:seat{seat}:raise");
+                ledger::post(&tx, &key, "raise", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
                 bet.checked_mul(2).ok_or(RoundError::Ledger(LedgerError::Overflow))?
             } else {
                 bet
             };
+            seats[seat].decision = Some(wanted.to_string());
+            seats[seat].stake = stake;
+            let total = total_stake(&seats)?;
+            let single = (seats.len() == 1).then_some(wanted);
             tx.execute(
-                "UPDATE rounds SET state = 'deciding', decision = ?2, stake = ?3, updated_ms = ?4 WHERE round_id = ?1",
-                params![round_id, wanted, stake, now],
+                "UPDATE rounds SET state = 'deciding', decision = ?2, stake = ?3, updated_ms = ?4, seats = ?5 WHERE round_id = ?1",
+                params![round_id, single, total, now, seats_json(&seats)],
             )?;
             tx.commit()?;
             Ok(true)
@@ -531,7 +616,7 @@ impl Platform {
     /// where it is, to be finished later.
     async fn advance(&self, round_id: &str) -> Result<Row, RoundError> {
         // Each pass moves the state forward (betting → dealt|settling → settled,
-        // deciding → settling → settled), so four passes always suffice.
+        // deciding → dealt|settling → settled), so four passes always suffice.
         for _ in 0..4 {
             let r = self.db(|c| load(c, round_id))?.ok_or(RoundError::NotFound)?;
             match r.state.as_str() {
@@ -545,19 +630,14 @@ impl Platform {
     }
 
     async fn step_start(&self, r: &Row) -> Result<(), RoundError> {
-        let (Some(seed), Some(bet), Some(min), Some(max)) = (&r.client_seed, r.bet, r.limit_min, r.limit_max) else {
+        let (Some(seed), Some(min), Some(max)) = (&r.client_seed, r.limit_min, r.limit_max) else {
             return Err(RoundError::Conflict("round is missing its deal inputs".into()));
         };
+        let seats = seats_of(r);
+        let bets = seats.iter().map(|s| u64_of(s.bet)).collect::<Result<Vec<_>, _>>()?;
         let answer = self
             .engine
-            .start(
-                r.commitment_token.clone(),
-                seed,
-                u64_of(r.nonce)?,
-                &r.round_id,
-                u64_of(bet)?,
-                (u64_of(min)?, u64_of(max)?),
-            )
+            .start(r.commitment_token.clone(), seed, u64_of(r.nonce)?, &r.round_id, &bets, (u64_of(min)?, u64_of(max)?))
             .await;
         let now = now_ms();
         match answer {
@@ -592,30 +672,32 @@ impl Platform {
                 Ok(())
             }
             Err(EngineError::Refused(status)) => {
-                // The engine dealt nothing: void the round and refund the bet.
-                tracing::warn!(round_id = %r.round_id, code = ?status.code(), "StartRound refused; refunding the bet");
-                self.void_and_refund(
-                    r,
-                    bet,
-                    &format!("the engine refused to deal ({}); bet refunded", status.message()),
-                )?;
+                // The engine dealt nothing: void the round and refund the bets.
+                tracing::warn!(round_id = %r.round_id, code = ?status.code(), "StartRound refused; refunding the bets");
+                self.void_and_refund(r, &format!("the engine refused to deal ({}); bet refunded", status.message()))?;
                 Err(RoundError::EngineRefused(status.message().to_string()))
             }
             Err(e) => Err(e.into()),
         }
     }
 
-    fn void_and_refund(&self, r: &Row, bet: i64, note: &str) -> Result<(), RoundError> {
+    fn void_and_refund(&self, r: &Row, note: &str) -> Result<(), RoundError> {
         let now = now_ms();
+        let seats = seats_of(r);
         self.db(|c| -> Result<(), RoundError> {
             let tx = c.transaction()?;
             let wallet = ledger::player_account(&tx, r.player_id)?;
             let house = ledger::system_account(&tx, "house")?;
-            ledger::post(&tx, &format!("{}:refund", r.round_id), "refund", Some(&r.round_id), &[(house, -bet), (wallet, bet)], now)?;
+            let mut refunded: i64 = 0;
+            for (k, s) in seats.iter().enumerate() {
+                let key = format!("{}:seat{k}:refund", r.round_id);
+                ledger::post(&tx, &key, "refund", Some(&r.round_id), &[(house, -s.bet), (wallet, s.bet)], now)?;
+                refunded = refunded.checked_add(s.bet).ok_or(RoundError::Ledger(LedgerError::Overflow))?;
+            }
             let balance = ledger::balance(&tx, wallet)?;
             tx.execute(
                 "UPDATE rounds SET state = 'voided', note = ?2, returned = ?3, balance_after = ?4, updated_ms = ?5 WHERE round_id = ?1",
-                params![r.round_id, note, bet, balance, now],
+                params![r.round_id, note, refunded, balance, now],
             )?;
             tx.commit()?;
             Ok(())
@@ -624,39 +706,75 @@ impl Platform {
 
     async fn step_decide(&self, r: &Row) -> Result<(), RoundError> {
         let token = r.round_token.clone().ok_or_else(|| RoundError::Conflict("round has no token".into()))?;
-        let raise = r.decision.as_deref() == Some("raise");
-        match self.engine.decide(token, &r.round_id, raise).await {
+        let mut seats = seats_of(r);
+        // The decisions recorded but not yet sent, in ascending seat order.
+        let mut pending = vec![];
+        for (k, s) in seats.iter().enumerate() {
+            if let (Some(d), false) = (s.decision.as_deref(), s.sent) {
+                pending.push((u32::try_from(k).unwrap_or(u32::MAX), d == "raise"));
+            }
+        }
+        match self.engine.decide(token, &r.round_id, &pending).await {
             Ok(resp) => {
                 self.crash_point("after_decide_answer");
+                for &(k, _) in &pending {
+                    if let Some(s) = seats.get_mut(k as usize) {
+                        s.sent = true;
+                    }
+                }
+                let more = resp.round.as_ref().is_some_and(|v| v.awaiting_decisions);
+                let state = if more { "dealt" } else { "settling" };
                 let now = now_ms();
                 self.db(|c| {
                     c.execute(
-                        "UPDATE rounds SET state = 'settling', round_token = ?2, step = ?3, transcript = ?4, updated_ms = ?5,
-                                transcripts = json_insert(transcripts, '$[#]', ?4)
+                        "UPDATE rounds SET state = ?6, round_token = ?2, step = ?3, transcript = ?4, updated_ms = ?5,
+                                transcripts = json_insert(transcripts, '$[#]', ?4), seats = ?7
                          WHERE round_id = ?1",
-                        params![r.round_id, resp.round_token, resp.step, resp.transcript, now],
+                        params![
+                            r.round_id,
+                            resp.round_token,
+                            resp.step,
+                            resp.transcript,
+                            now,
+                            state,
+                            seats_json(&seats)
+                        ],
                     )
                 })?;
                 Ok(())
             }
             Err(EngineError::Refused(status)) => {
                 // Cannot happen when the protocol is followed; never lose the round: give the
-                // raise back and settle the previous token (the seat stands).
+                // raises back and settle the previous token (the seats stand).
                 tracing::error!(round_id = %r.round_id, code = ?status.code(), "Decide refused; settling as a stand");
                 let now = now_ms();
-                let bet = r.bet.unwrap_or(0);
                 self.db(|c| -> Result<(), RoundError> {
                     let tx = c.transaction()?;
-                    if raise {
-                        let wallet = ledger::player_account(&tx, r.player_id)?;
-                        let house = ledger::system_account(&tx, "house")?;
-                        let key = format!("{}:refund", r.round_id);
-                        ledger::post(&tx, &key, "refund", Some(&r.round_id), &[(house, -bet), (wallet, bet)], now)?;
+                    let wallet = ledger::player_account(&tx, r.player_id)?;
+                    let house = ledger::system_account(&tx, "house")?;
+                    for &(k, raised) in &pending {
+                        let Some(s) = seats.get_mut(k as usize) else { continue };
+                        if raised {
+                            let key = format!("{}:seat{k}:refund", r.round_id);
+                            ledger::post(&tx, &key, "refund", Some(&r.round_id), &[(house, -s.bet), (wallet, s.bet)], now)?;
+                        }
+                        s.decision = Some("default".into());
+                        s.stake = s.bet;
+                        s.sent = true;
                     }
+                    let total = total_stake(&seats)?;
+                    let single = (seats.len() == 1).then_some("default");
                     tx.execute(
-                        "UPDATE rounds SET state = 'settling', decision = 'default', stake = bet, note = ?2, updated_ms = ?3
+                        "UPDATE rounds SET state = 'settling', decision = ?4, stake = ?5, note = ?2, updated_ms = ?3, seats = ?6
                          WHERE round_id = ?1",
-                        params![r.round_id, format!("the engine refused the decision ({}); settled as a stand", status.message()), now],
+                        params![
+                            r.round_id,
+                            format!("the engine refused the decision ({}); settled as a stand", status.message()),
+                            now,
+                            single,
+                            total,
+                            seats_json(&seats)
+                        ],
                     )?;
                     tx.commit()?;
                     Ok(())
@@ -679,52 +797,75 @@ impl Platform {
             Err(e) => return Err(e.into()),
         };
         self.crash_point("after_settle_answer");
-        let seat = resp.results.first().cloned().unwrap_or_default();
         let view = resp.round.clone().unwrap_or_default();
         let mut cards = vec![];
         for c in [&view.first_card, &view.second_card, &view.third_card].into_iter().flatten() {
             cards.push(c.code.clone());
         }
-        let returned = i64_of(seat.returned)?;
-        let engine_stake = i64_of(seat.stake)?;
+        let mut seats = seats_of(r);
         let mut note = r.note.clone();
-        if Some(engine_stake) != r.stake {
-            // The platform debited r.stake; the engine settled engine_stake. Never happens
-            // when the protocol is followed; recorded for an operator if it does.
-            tracing::error!(round_id = %r.round_id, engine_stake, debited = ?r.stake, "stake mismatch");
-            note = Some(format!("stake mismatch: engine {engine_stake}, debited {:?}", r.stake));
+        for result in &resp.results {
+            let k = result.seat as usize;
+            let Some(s) = seats.get_mut(k) else {
+                tracing::error!(round_id = %r.round_id, seat = k, "Settle answered for a seat the round does not have");
+                note = Some(format!("the engine settled seat {k}, which this round does not have"));
+                continue;
+            };
+            let engine_stake = i64_of(result.stake)?;
+            if engine_stake != s.stake {
+                // The platform debited s.stake; the engine settled engine_stake. Never happens
+                // when the protocol is followed; recorded for an operator if it does.
+                tracing::error!(round_id = %r.round_id, seat = k, engine_stake, debited = s.stake, "stake mismatch");
+                note = Some(format!("stake mismatch on seat {k}: engine {engine_stake}, debited {}", s.stake));
+            }
+            s.stake = engine_stake;
+            if result.stood_by_default {
+                s.decision = Some("default".into());
+            }
+            s.outcome = Some(engine::outcome_name(result.outcome).to_string());
+            s.rule = Some(engine::rule_name(result.rule).to_string());
+            s.odds = Some(i64::from(result.odds));
+            s.returned = Some(i64_of(result.returned)?);
         }
-        let decision = if seat.stood_by_default { Some("default".to_string()) } else { r.decision.clone() };
+        let returned = seats.iter().try_fold(0i64, |a, s| a.checked_add(s.returned.unwrap_or(0)));
+        let returned = returned.ok_or(RoundError::Ledger(LedgerError::Overflow))?;
+        let stake = total_stake(&seats)?;
+        let first = seats.first().cloned().unwrap_or_default();
+        let decision = if seats.len() == 1 { first.decision.clone() } else { None };
         let now = now_ms();
         self.db(|c| -> Result<(), RoundError> {
             let tx = c.transaction()?;
             let wallet = ledger::player_account(&tx, r.player_id)?;
             let house = ledger::system_account(&tx, "house")?;
-            if returned > 0 {
-                let key = format!("{}:payout", r.round_id);
-                ledger::post(&tx, &key, "payout", Some(&r.round_id), &[(house, -returned), (wallet, returned)], now)?;
+            for (k, s) in seats.iter().enumerate() {
+                let amount = s.returned.unwrap_or(0);
+                if amount > 0 {
+                    let key = format!("{}:seat{k}:payout", r.round_id);
+                    ledger::post(&tx, &key, "payout", Some(&r.round_id), &[(house, -amount), (wallet, amount)], now)?;
+                }
             }
             let balance = ledger::balance(&tx, wallet)?;
             tx.execute(
                 "UPDATE rounds SET state = 'settled', cards = ?2, decision = ?3, outcome = ?4, rule = ?5, odds = ?6,
                         returned = ?7, reveal_json = ?8, balance_after = ?9, note = ?10, stake = ?11, updated_ms = ?12,
-                        step = ?13, transcript = ?14, transcripts = json_insert(transcripts, '$[#]', ?14)
+                        step = ?13, transcript = ?14, transcripts = json_insert(transcripts, '$[#]', ?14), seats = ?15
                  WHERE round_id = ?1",
                 params![
                     r.round_id,
                     serde_json::to_string(&cards).unwrap_or_default(),
                     decision,
-                    engine::outcome_name(seat.outcome),
-                    engine::rule_name(seat.rule),
-                    seat.odds,
+                    first.outcome,
+                    first.rule,
+                    first.odds,
                     returned,
                     resp.reveal_json,
                     balance,
                     note,
-                    engine_stake,
+                    stake,
                     now,
                     resp.step,
-                    resp.transcript
+                    resp.transcript,
+                    seats_json(&seats)
                 ],
             )?;
             tx.commit()?;

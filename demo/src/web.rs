@@ -50,6 +50,7 @@ impl From<RoundError> for ApiError {
             BetOutOfRange { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "bet_out_of_range"),
             InsufficientFunds { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "insufficient_funds"),
             BadClientSeed(_) => (StatusCode::UNPROCESSABLE_ENTITY, "bad_client_seed"),
+            BadSeats(_) => (StatusCode::UNPROCESSABLE_ENTITY, "bad_seats"),
             EngineRefused(_) => (StatusCode::BAD_GATEWAY, "engine_refused"),
             EngineUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "engine_unavailable"),
             Ledger(_) | Db(_) => {
@@ -200,7 +201,7 @@ async fn state(State(app): State<App>, headers: HeaderMap) -> Result<Response, A
     let table = json!({
         "min_bet": r.min_bet, "max_bet": r.max_bet, "decks": r.decks, "spread_odds": r.spread_odds,
         "three_of_a_kind_odds": r.three_of_a_kind_odds, "algorithm": r.algorithm, "raise_rule": r.raise_rule,
-        "max_client_seed_bytes": r.max_client_seed_bytes,
+        "max_client_seed_bytes": r.max_client_seed_bytes, "max_seats": r.max_seats,
         "currency": r.currency, "minor_unit_exponent": r.minor_unit_exponent,
         "chips": chips,
     });
@@ -301,23 +302,39 @@ async fn new_round(State(app): State<App>, headers: HeaderMap) -> Result<Json<Ro
     Ok(Json(app.current_or_new(player).await?))
 }
 
+/// A deal: `bets` (one per seat, 1 to the table's `max_seats`), or `bet` for one seat.
 #[derive(Deserialize)]
 struct DealRequest {
     round_id: String,
     client_seed: String,
-    bet: i64,
+    bet: Option<i64>,
+    bets: Option<Vec<i64>>,
 }
 
 async fn deal(State(app): State<App>, headers: HeaderMap, Json(req): Json<DealRequest>) -> Result<Response, ApiError> {
     let player = require_player(&app, &headers)?;
-    let round = app.deal(player, &req.round_id, &req.client_seed, req.bet).await?;
+    let bets = match (req.bets, req.bet) {
+        (Some(bets), None) => bets,
+        (None, Some(bet)) => vec![bet],
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid",
+                "bets: give `bets` (one per seat) or `bet` (one seat), not both",
+            ));
+        }
+    };
+    let round = app.deal(player, &req.round_id, &req.client_seed, &bets).await?;
     Ok(Json(json!({"round": round, "balance": app.balance(player)?})).into_response())
 }
 
+/// Raise or stand for one seat (`seat` 0-based, 0 when absent).
 #[derive(Deserialize)]
 struct DecideRequest {
     round_id: String,
     action: String,
+    #[serde(default)]
+    seat: usize,
 }
 
 async fn decide(
@@ -333,7 +350,7 @@ async fn decide(
             return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", "action: 'raise' or 'stand'"));
         }
     };
-    let round = app.decide(player, &req.round_id, raise).await?;
+    let round = app.decide(player, &req.round_id, req.seat, raise).await?;
     Ok(Json(json!({"round": round, "balance": app.balance(player)?})).into_response())
 }
 

@@ -3,7 +3,7 @@
 // every reveal itself (verify.js).
 import { verifyReveal } from "./verify.js";
 import { checkRecord, describeField } from "./record.js";
-import { api, money, parseMoney, renderCard, rememberShown, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
+import { api, money, parseMoney, renderCard, cardName, displaySeats, rememberShown, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -39,8 +39,9 @@ const S = {
   state: null,        // /api/state
   round: null,        // the open round: committed (shown commitment) or dealt (deciding)
   shown: null,        // the round whose cards are on the table
-  bet: 0,             // minor units
-  lastBet: null,
+  bets: [0],          // one bet per seat, minor units (1 to the table's max_seats seats)
+  seat: 0,            // the seat chips, arrows and keys act on
+  lastBets: null,     // the last round's bets, for the 0 key
   busy: false,
   seedCustom: false,
   record: null,       // the player's record of the round in play (record.js)
@@ -51,7 +52,7 @@ const S = {
 function startRecord(round, { before, debited, bets }) {
   S.record = {
     round_id: round.round_id, commitment: round.commitment, rules_digest: round.rules_digest || undefined,
-    seats: bets.map((bet) => ({ bet, action: null })), transcripts: [],
+    seats: bets.map((bet) => ({ bet: String(bet), action: null })), transcripts: [],
     balance: { before, debited }, shown: null,
   };
 }
@@ -63,7 +64,7 @@ function noteShown(round, balanceAfter) {
   if (!S.record || S.record.round_id !== round.round_id) return;
   S.record.shown = {
     cards: [...(round.cards || [])], hand_class: round.hand_class, spread: round.spread,
-    seats: [{ outcome: round.outcome, decision: round.decision, stake: round.stake, returned: round.returned }],
+    seats: displaySeats(round).map((x) => ({ outcome: x.outcome, decision: x.decision, stake: x.stake, returned: x.returned })),
   };
   S.record.balance.after = balanceAfter;
   rememberRecord(S.record);
@@ -78,14 +79,31 @@ function randomSeed() {
 const limits = () => S.state?.limits || { min_bet: 0, max_bet: 0 };
 const balance = () => S.state?.player?.balance ?? 0;
 const deciding = () => S.round?.state === "dealt";
+const maxSeats = () => Math.max(1, S.state?.table?.max_seats || 1);
+const betOf = () => S.bets[S.seat] || 0;
+const totalBet = () => S.bets.reduce((a, b) => a + b, 0);
+// The seat a decision is asked of: the first seat of the round that has not decided.
+const decidingSeat = () => deciding() ? (S.round.seats || []).findIndex((x) => !x.decision) : -1;
 
 function canDeal() {
   const l = limits();
-  return !S.busy && S.round?.state === "committed" && S.bet >= l.min_bet && S.bet <= l.max_bet && S.bet <= balance()
-    && $("client-seed").value.length > 0;
+  return !S.busy && S.round?.state === "committed" && S.bets.every((b) => b >= l.min_bet && b <= l.max_bet)
+    && totalBet() <= balance() && $("client-seed").value.length > 0;
 }
-const canRaise = () => !S.busy && deciding() && balance() >= (S.round.bet || 0);
-const canStand = () => !S.busy && deciding();
+const canRaise = () => !S.busy && decidingSeat() >= 0 && balance() >= (S.round.seats[decidingSeat()]?.bet || 0);
+const canStand = () => !S.busy && decidingSeat() >= 0;
+
+// Deal disabled: say why.
+function whyNoDeal() {
+  const l = limits();
+  if (S.round?.state !== "committed") return "";
+  const empty = S.bets.findIndex((b) => b === 0);
+  if (empty >= 0) return S.bets.length > 1 ? `Seat ${empty + 1} has no bet` : "";
+  const low = S.bets.findIndex((b) => b < l.min_bet);
+  if (low >= 0) return `The minimum bet is ${money(l.min_bet)}${S.bets.length > 1 ? ` (seat ${low + 1})` : ""}`;
+  if (totalBet() > balance()) return `Your balance (${money(balance())}) is less than your bets (${money(totalBet())})`;
+  return "";
+}
 
 function message(text) { $("message").textContent = text || ""; }
 
@@ -95,23 +113,44 @@ function setBet(v, why) {
   let b = Math.max(0, v);
   if (b > l.max_bet) { b = l.max_bet; message(`Your maximum bet is ${money(l.max_bet)}`); }
   else message(why || "");
-  S.bet = b;
+  S.bets[S.seat] = b;
   render();
 }
-function addChip(v) { if (!deciding() && !S.busy) { beep(880, 40); setBet(S.bet + v); } }
-function removeChip(v) { if (!deciding() && !S.busy) { beep(440, 40); setBet(S.bet - v); } }
+function addChip(v) { if (!deciding() && !S.busy) { beep(880, 40); setBet(betOf() + v); } }
+function removeChip(v) { if (!deciding() && !S.busy) { beep(440, 40); setBet(betOf() - v); } }
+// Seats: select seat n (0-based), opening empty seats up to it; remove the selected seat.
+function selectSeat(n) {
+  if (deciding() || S.busy || n < 0 || n >= maxSeats()) return;
+  while (S.bets.length <= n) S.bets.push(0);
+  S.seat = n;
+  message(S.bets.length > 1 ? `Seat ${n + 1} selected` : "");
+  render();
+}
+function removeSeat() {
+  if (deciding() || S.busy || S.bets.length <= 1) return;
+  S.bets.splice(S.seat, 1);
+  S.seat = Math.min(S.seat, S.bets.length - 1);
+  render();
+}
 // Up/Down: ±1.00 (Shift: ±10.00) within the limits: from no bet, up goes to the minimum;
 // at the minimum, down removes the bet.
 function stepBet(units) {
   if (deciding() || S.busy) return;
   const l = limits(), step = units * minorPerMajor();
-  if (step > 0) setBet(S.bet < l.min_bet ? l.min_bet : Math.min(S.bet + step, l.max_bet));
-  else setBet(S.bet <= l.min_bet ? 0 : Math.max(S.bet + step, l.min_bet));
+  const b = betOf();
+  if (step > 0) setBet(b < l.min_bet ? l.min_bet : Math.min(b + step, l.max_bet));
+  else setBet(b <= l.min_bet ? 0 : Math.max(b + step, l.min_bet));
 }
 function clearBet() { if (!deciding() && !S.busy) setBet(0); }
+// 0: the last round's bets on the same seats.
 function repeatBet() {
   if (deciding() || S.busy) return;
-  if (S.lastBet) setBet(S.lastBet); else message("No previous bet yet");
+  if (!S.lastBets) { message("No previous bet yet"); return; }
+  const max = limits().max_bet;
+  S.bets = S.lastBets.slice(0, maxSeats()).map((b) => Math.min(b, max));
+  S.seat = Math.min(S.seat, S.bets.length - 1);
+  message("");
+  render();
 }
 
 // ------------------------------------------------------------------ rendering
@@ -134,7 +173,7 @@ function renderChips() {
 function renderStack() {
   const stack = $("bet-stack");
   stack.textContent = "";
-  let rest = S.bet;
+  let rest = betOf();
   const chips = [...S.state.table.chips].sort((a, b) => b - a);
   for (const v of chips) {
     while (rest >= v && stack.childElementCount < 12) {
@@ -144,7 +183,37 @@ function renderStack() {
       rest -= v;
     }
   }
-  $("circle-amount").textContent = S.bet ? money(S.bet) : "";
+  $("circle-amount").textContent = betOf() ? money(betOf()) : "";
+  $("circle-label").textContent = S.bets.length > 1 ? `Seat ${S.seat + 1}` : "";
+}
+
+// The seats: one button per open seat (select it), showing its bet and, in play, its
+// decision and result; "Add a seat" up to the table's maximum; "Remove seat".
+function renderSeats() {
+  const box = $("seats");
+  box.textContent = "";
+  const round = S.shown && S.shown.seats && S.shown.seats.length && S.shown.state !== "committed" ? S.shown : null;
+  const inPlay = deciding();
+  const count = inPlay && round ? round.seats.length : S.bets.length;
+  for (let k = 0; k < count; k++) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "seat";
+    b.dataset.seat = k;
+    const x = inPlay && round ? round.seats[k] : null;
+    const parts = [`Seat ${k + 1}`, money(x ? x.bet : S.bets[k] || 0)];
+    if (x?.decision) parts.push(x.decision === "raise" ? "raised" : "stood");
+    if (inPlay && k === decidingSeat()) parts.push("to decide");
+    b.textContent = parts.join(" · ");
+    b.setAttribute("aria-pressed", String(!inPlay && k === S.seat));
+    b.disabled = inPlay || S.busy;
+    b.addEventListener("click", () => selectSeat(k));
+    box.append(b);
+  }
+  $("add-seat").hidden = S.bets.length >= maxSeats();
+  $("add-seat").disabled = inPlay || S.busy;
+  $("remove-seat").hidden = S.bets.length <= 1;
+  $("remove-seat").disabled = inPlay || S.busy;
 }
 
 function renderTable() {
@@ -198,17 +267,23 @@ function render() {
   const cur = st.table.currency && st.table.currency !== "XXX" ? ` ${st.table.currency}` : "";
   $("info-balance").textContent = money(balance()) + cur;
   $("info-balance").dataset.minor = balance();
-  $("info-bet").textContent = money(S.bet);
-  $("info-bet").dataset.minor = S.bet;
+  $("info-bet").textContent = money(totalBet()) + (S.bets.length > 1 ? ` (${S.bets.length} seats)` : "");
+  $("info-bet").dataset.minor = totalBet();
   const l = limits();
   $("info-limits").textContent = `${money(l.min_bet)} – ${money(l.max_bet)}${l.player_max_bet ? " (your maximum)" : ""}`;
-  $("info-last").textContent = S.lastBet ? money(S.lastBet) : "—";
+  $("info-last").textContent = S.lastBets ? S.lastBets.map(money).join(" + ") : "—";
   $("deal").disabled = !canDeal();
+  $("deal-why").textContent = !S.busy && $("deal").disabled ? whyNoDeal() : "";
   $("raise").disabled = !canRaise();
   $("stand").disabled = !canStand();
+  const ds = decidingSeat();
+  const multi = (S.round?.seats || []).length > 1;
+  $("raise-label").textContent = ds >= 0 && multi ? `Raise seat ${ds + 1}` : "Raise";
+  $("stand-label").textContent = ds >= 0 && multi ? `Stand seat ${ds + 1}` : "Stand";
   for (const b of $("chips").querySelectorAll("button")) b.disabled = deciding() || S.busy;
   $("clear").disabled = deciding() || S.busy;
-  $("repeat").disabled = deciding() || S.busy || !S.lastBet;
+  $("repeat").disabled = deciding() || S.busy || !S.lastBets;
+  renderSeats();
   renderStack();
   renderTable();
   renderFairness();
@@ -232,18 +307,21 @@ async function refresh() {
   S.state = await api("/api/state");
   setMinorUnitExponent(S.state.table.minor_unit_exponent);
   if (!S.state.player) { showLogin(); return; }
-  S.lastBet = S.state.last_bet || null;
+  if (!S.lastBets && S.state.last_bet) S.lastBets = [S.state.last_bet];
   if (S.state.engine_error) message(S.state.engine_error);
   S.round = S.state.round;
   if (S.round?.state === "dealt") {
-    S.shown = S.round; S.bet = S.round.bet; message("Your round was resumed: raise or stand.");
+    S.shown = S.round; S.bets = S.round.seats.map((x) => x.bet); S.seat = 0;
+    message("Your round was resumed: raise or stand.");
     if (S.record?.round_id !== S.round.round_id) {
-      // Resumed after a reload: the bet had left the wallet before this page saw the balance.
-      startRecord(S.round, { before: balance(), debited: S.round.bet, bets: [S.round.bet] });
+      // Resumed after a reload: the bets (and any raise already decided) had left the wallet
+      // before this page saw the balance.
+      startRecord(S.round, { before: balance(), debited: S.round.stake ?? S.round.bet, bets: S.round.seats.map((x) => x.bet) });
+      S.round.seats.forEach((x, k) => { if (x.decision) S.record.seats[k].action = x.decision; });
     }
     noteAnswer(S.round);
   }
-  if (S.bet > limits().max_bet) S.bet = limits().max_bet;
+  S.bets = S.bets.map((b) => Math.min(b, limits().max_bet));
   try {
     await ensureCommitment();
   } finally {
@@ -286,11 +364,12 @@ function deal() {
   run(async () => {
     const shownBefore = { ...S.round };
     const seed = $("client-seed").value;
-    startRecord(S.round, { before: balance(), debited: 0, bets: [S.bet] });
-    const res = await api("/api/round/deal", { round_id: S.round.round_id, client_seed: seed, bet: S.bet });
+    const bets = [...S.bets];
+    startRecord(S.round, { before: balance(), debited: 0, bets });
+    const res = await api("/api/round/deal", { round_id: S.round.round_id, client_seed: seed, bets });
     noteAnswer(res.round);
     S.state.player.balance = res.balance;
-    S.lastBet = S.bet;
+    S.lastBets = bets;
     S.round = res.round;
     S.shown = res.round;
     S.shown.expect = { commitment: shownBefore.commitment, nonce: shownBefore.nonce, round_id: shownBefore.round_id,
@@ -298,7 +377,7 @@ function deal() {
     beep(520, 120);
     if (res.round.state === "dealt") {
       message("");
-      say(`Spread ${res.round.spread}. Pays ${res.round.spread_odds} to 1. Raise or stand?`);
+      say(`${res.round.cards.map(cardName).join(", ")}. Spread ${res.round.spread}. Pays ${res.round.spread_odds} to 1. Raise or stand?`);
     } else {
       await finish(res.round);
     }
@@ -309,14 +388,19 @@ function decide(action) {
   if (action === "raise" ? !canRaise() : !canStand()) return;
   run(async () => {
     const expect = S.shown?.expect;
-    if (S.record?.round_id === S.round.round_id) S.record.seats[0].action = action;
-    const res = await api("/api/round/decide", { round_id: S.round.round_id, action });
+    const seat = decidingSeat();
+    if (S.record?.round_id === S.round.round_id) S.record.seats[seat].action = action;
+    const res = await api("/api/round/decide", { round_id: S.round.round_id, action, seat });
     noteAnswer(res.round);
     S.state.player.balance = res.balance;
     S.round = res.round;
     S.shown = res.round;
     S.shown.expect = expect || { commitment: res.round.commitment, nonce: res.round.nonce, round_id: res.round.round_id,
       table_id: res.round.table_id, decks: res.round.decks, client_seed: res.round.client_seed };
+    if (res.round.state === "dealt") {
+      message(`Seat ${decidingSeat() + 1}: raise or stand?`);
+      return;
+    }
     await finish(res.round);
   });
 }
@@ -324,7 +408,7 @@ function decide(action) {
 async function finish(round) {
   const text = describeOutcome(round);
   if (round.outcome === "win") beep(990, 220); else if (round.outcome === "lose") beep(220, 220);
-  say(`${describeHand(round)}. ${text}`);
+  say(`${(round.cards || []).map(cardName).join(", ")}. ${describeHand(round)}. ${text}`);
   noteShown(round, balance());
   await showVerification(round, S.record?.round_id === round.round_id ? S.record : null);
   S.round = null;
@@ -423,6 +507,8 @@ document.addEventListener("keydown", (e) => {
       if (deciding()) decide("stand"); else deal();
       break;
     case "+": decide("raise"); break;
+    case "1": case "2": case "3": case "4": case "5": case "6": case "7": selectSeat(Number(e.key) - 1); break;
+    case "Backspace": removeSeat(); break;
     case "Delete": case ".": case "Decimal": clearBet(); break;
     case "ArrowUp": stepBet(e.shiftKey ? 10 : 1); break;
     case "ArrowDown": stepBet(e.shiftKey ? -10 : -1); break;
@@ -437,6 +523,8 @@ $("raise").addEventListener("click", () => decide("raise"));
 $("stand").addEventListener("click", () => decide("stand"));
 $("clear").addEventListener("click", clearBet);
 $("repeat").addEventListener("click", repeatBet);
+$("add-seat").addEventListener("click", () => selectSeat(S.bets.length));
+$("remove-seat").addEventListener("click", removeSeat);
 $("new-seed").addEventListener("click", () => { $("client-seed").value = randomSeed(); S.seedCustom = false; render(); });
 $("client-seed").addEventListener("input", () => { S.seedCustom = true; render(); });
 $("login-form").addEventListener("submit", (e) => { e.preventDefault(); credentials("/api/login"); });
@@ -451,7 +539,7 @@ $("limits-form").addEventListener("submit", async (e) => {
   try {
     const res = await api("/api/limits", { max_bet: maxBet, pin: $("limits-pin").value });
     S.state.limits = res.limits;
-    if (S.bet > res.limits.max_bet) S.bet = res.limits.max_bet;
+    S.bets = S.bets.map((b) => Math.min(b, res.limits.max_bet));
     $("limits-message").textContent = `Your maximum bet is now ${money(res.limits.max_bet)} for all your games.`;
     $("limits-message").dataset.result = "ok";
   } catch (err) {

@@ -31,7 +31,9 @@ async function main() {
     cards.textContent = (r.cards || []).map(cardLabel).join(" ");
     cards.setAttribute("aria-label", (r.cards || []).map(cardName).join(", "));
     tr.insertCell().textContent = describeHand(r);
-    tr.insertCell().textContent = r.decision === "default" ? "stood (no decision)" : r.decision || (r.hand_class === "non_consecutive" ? "—" : "none needed");
+    const decisionWords = (d) => d === "default" ? "stood (no decision)" : d || (r.hand_class === "non_consecutive" ? "—" : "none needed");
+    tr.insertCell().textContent = (r.seats || []).length > 1
+      ? r.seats.map((x, k) => `seat ${k + 1}: ${decisionWords(x.decision)}`).join(", ") : decisionWords(r.decision);
     tr.insertCell().textContent = money(r.bet);
     tr.insertCell().textContent = money(r.stake);
     tr.insertCell().textContent = r.returned === null ? "—" : money(r.returned);

@@ -149,7 +149,8 @@ export async function checkRecord(result, record) {
 // The record of a round as a page that saw it only afterwards (the history page) has it:
 // the platform's stored round and whatever this browser kept of its own record.
 export function recordFromStored(round, kept) {
-  const seats = round.seats && round.seats.length ? round.seats : [{
+  // As the history row displays it: each seat of a several-seat round, else the round's fields.
+  const seats = round.seats && round.seats.length > 1 ? round.seats : [{
     bet: round.bet, decision: round.decision, stake: round.stake, outcome: round.outcome, returned: round.returned,
   }];
   return {

@@ -115,9 +115,21 @@ export function describeHand(round) {
   return `Spread ${round.spread}`;
 }
 
+// The seats as the page displays them: each seat of a several-seat round; for one seat, the
+// round's own fields. The outcome text and the player's record (record.js) both read this,
+// so the record is exactly what the screen says.
+export function displaySeats(round) {
+  if (round.seats && round.seats.length > 1) return round.seats;
+  return [{ bet: round.bet, decision: round.decision, stake: round.stake, outcome: round.outcome, rule: round.rule,
+    odds: round.odds, returned: round.returned }];
+}
+
 export function describeOutcome(round) {
   if (round.state === "voided") return `Round voided: bet of ${money(round.bet)} refunded`;
-  if (!round.outcome) return "";
+  if (!round.outcome && !(round.seats && round.seats.length > 1)) return "";
+  if (round.seats && round.seats.length > 1) {
+    return displaySeats(round).map((x, k) => `Seat ${k + 1}: ${describeOutcome({ ...x, state: round.state, seats: null })}`).join(" · ");
+  }
   const rules = {
     three_of_a_kind: "three of a kind", pair_no_match: "pair, no match", consecutive: "consecutive cards",
     third_card_between: "third card between", third_card_matches: "third card matches", third_card_outside: "third card outside",
