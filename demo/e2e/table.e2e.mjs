@@ -656,6 +656,91 @@ async function main() {
     eq(report.problems.length, 0, "problems");
   });
 
+  // Recovery, on a second engine and platform: the engine with a 30 s commitment TTL (so
+  // the platform renews 15 s after each commitment) and a key ring it keeps across restarts.
+  {
+    const RING = JSON.stringify({ primary: "k1", keys: { k1: "cd".repeat(32) } });
+    const DB2 = path.join(WORK, "recovery.sqlite");
+    const engineArgs = (listen) => ["serve", "--listen", listen, "--metrics-listen", "127.0.0.1:0", "--commitment-ttl-secs", "30"];
+    let engine2 = await start(ENGINE, engineArgs("127.0.0.1:0"), { env: { REDDOG_KEY_RING: RING }, re: /listening on (\S+)/ });
+    const engine2Addr = engine2.match[1];
+    const platformArgs = (listen) => ["--engine", `http://${engine2Addr}`, "--listen", listen, "--db", DB2, "--new-player-balance", "100000"];
+    let platform2 = await start(DEMO, platformArgs("127.0.0.1:0"), { stderrFile: path.join(WORK, "platform2.log"), re: /listening on (http:\S+)/ });
+    const URL2 = platform2.match[1];
+    const listen2 = URL2.replace("http://", "");
+    const ctx2 = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const p2 = await ctx2.newPage();
+    p2.on("pageerror", (e) => pageErrors.push(String(e)));
+    await p2.goto(URL2);
+    await p2.fill("#login-name", "carol");
+    await p2.fill("#login-pin", "1357");
+    await p2.click("#register-button");
+    await p2.waitForSelector("#game:not([hidden])");
+    await p2.evaluate(() => { window.sameDocument = true; });
+    const untilDeciding = async () => {
+      for (let k = 0; k < 20; k++) {
+        if (await p2.isDisabled("#deal")) await p2.click('button.chip[data-value="500"]');
+        await p2.click("#deal");
+        const r = await waitRound(p2);
+        if (r.deciding) return r;
+        eq(r.verdict, "verified", "round");
+      }
+      throw new Error("no spread in 20 rounds");
+    };
+    const settledAfterReconnect = (roundId) => p2.waitForFunction((id) => document.querySelector("#connection").dataset.state === "connected"
+      && document.querySelector("#verify").dataset.roundId === id && !["pending", "none"].includes(document.querySelector("#verify").dataset.verdict),
+      roundId, { timeout: 45000 });
+
+    await step("an idle player's commitment is renewed before it expires, and Deal then plays (no false 'already dealt')", async () => {
+      const first = await shownCommitment(p2);
+      await p2.waitForFunction((c) => document.querySelector("#f-commitment").textContent !== c && /^[0-9a-f]{64}$/.test(document.querySelector("#f-commitment").textContent),
+        first.commitment, { timeout: 45000 });
+      assert((await p2.textContent("#message")).includes("new one is shown"), "the page says why the commitment changed");
+      await p2.click('button.chip[data-value="500"]');
+      await p2.click("#deal");
+      let r = await waitRound(p2);
+      if (r.deciding) { await p2.click("#stand"); r = await waitRound(p2); }
+      eq(r.verdict, "verified", `round after idling: ${r.text} ${await p2.textContent("#message")}`);
+    });
+
+    await step("an engine outage after the raise: the page reconnects by itself and shows the round settled, verified", async () => {
+      const r0 = await untilDeciding();
+      engine2.proc.kill("SIGKILL");
+      await new Promise((resolve) => engine2.proc.once("exit", resolve));
+      await p2.click("#raise");
+      await p2.waitForFunction(() => document.querySelector("#connection").dataset.state === "reconnecting", null, { timeout: 20000 });
+      assert((await p2.textContent("#message")).includes("kept"), `says the round is kept: ${await p2.textContent("#message")}`);
+      engine2 = await start(ENGINE, engineArgs(engine2Addr), { env: { REDDOG_KEY_RING: RING }, re: /listening on (\S+)/ });
+      await settledAfterReconnect(r0.roundId);
+      const v = await p2.$eval("#verify", (e) => ({ ...e.dataset, text: e.textContent }));
+      eq(v.verdict, "verified", `badge after the outage: ${v.text}`);
+      const msg = await p2.textContent("#message");
+      assert(msg.includes("Reconnected") && msg.includes("settled"), `message: ${msg}`);
+      eq(await p2.evaluate(() => window.sameDocument), true, "no reload");
+      eq(await p2.$eval("#outcome", (e) => e.dataset.decision), "raise", "the raise was kept");
+    });
+
+    await step("a platform restart while deciding: the page reconnects by itself and says the round was settled as a stand", async () => {
+      const r0 = await untilDeciding();
+      platform2.proc.kill("SIGKILL");
+      await new Promise((resolve) => platform2.proc.once("exit", resolve));
+      await p2.click("#stand");
+      await p2.waitForFunction(() => document.querySelector("#connection").dataset.state === "reconnecting", null, { timeout: 20000 });
+      const down = await p2.textContent("#message");
+      assert(down.includes("cannot be reached") && !down.includes("Failed to fetch"), `message while down: ${down}`);
+      platform2 = await start(DEMO, platformArgs(listen2), { stderrFile: path.join(WORK, "platform2.log"), re: /listening on (http:\S+)/ });
+      await settledAfterReconnect(r0.roundId);
+      const v = await p2.$eval("#verify", (e) => ({ ...e.dataset, text: e.textContent }));
+      eq(v.verdict, "verified", `badge after the restart: ${v.text}`);
+      const msg = await p2.textContent("#message");
+      assert(msg.includes("Reconnected") && msg.includes("settled") && msg.includes("restarted"), `message: ${msg}`);
+      eq(await p2.evaluate(() => window.sameDocument), true, "no reload");
+    });
+    await ctx2.close();
+    await stop(platform2.proc);
+    await stop(engine2.proc);
+  }
+
   await browser.close();
   await stop(platform.proc);
   await stop(engine.proc);

@@ -116,3 +116,19 @@ test("a stored round (the history page) is checked the same way", async () => {
   assert.deepEqual(rec.failed, ["seat0.returned"]);
   assert.equal(describeField("seat0.returned"), "seat 1: the amount credited");
 });
+
+test("a decision whose request got no answer may have stood by default, and nothing else", async () => {
+  const c = vectors.cases.find((x) => x.name === "1-seat/between/stood-by-default");
+  const { result, record } = await faithfulRecord(c.reveal);
+  const r = clone(record);
+  r.seats[0].action = "stand";
+  assert.deepEqual((await checkRecord(result, r)).failed, ["seat0.decision"], "a stand the reveal does not hold");
+  r.seats[0].unconfirmed = true;
+  assert.deepEqual((await checkRecord(result, r)).failed, [], "unanswered: the seat may have stood by default");
+  const raised = vectors.cases.find((x) => x.name === "1-seat/between/raise");
+  const f = await faithfulRecord(raised.reveal);
+  const u = clone(f.record);
+  u.seats[0].action = "stand";
+  u.seats[0].unconfirmed = true;
+  assert.deepEqual((await checkRecord(f.result, u)).failed, ["seat0.decision"], "unanswered stand, yet a raise");
+});

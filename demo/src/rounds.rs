@@ -238,6 +238,10 @@ pub struct RoundView {
     pub commitment: String,
     /// When the commitment expires (Unix ms).
     pub commit_expires_ms: i64,
+    /// For an unused commitment: in how many milliseconds (from this answer) the platform
+    /// stops dealing on it and shows a new one; the page asks for the new one then, so an
+    /// idle player never meets an expired commitment. Relative, so clocks need not agree.
+    pub renew_in_ms: Option<i64>,
     /// The player's client seed, once fixed.
     pub client_seed: Option<String>,
     /// The original bets' total.
@@ -296,6 +300,8 @@ impl From<Row> for RoundView {
         let cards = r.cards.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
         let transcripts = serde_json::from_str(&r.transcripts).unwrap_or_default();
         let seats = seats_of(&r);
+        let renew_in_ms = (r.state == "committed")
+            .then(|| r.commit_expires_ms.saturating_sub(EXPIRY_MARGIN_MS).saturating_sub(now_ms()).max(0));
         RoundView {
             awaiting_decision: r.state == "dealt",
             round_id: r.round_id,
@@ -305,6 +311,7 @@ impl From<Row> for RoundView {
             decks: r.decks,
             commitment: r.commitment,
             commit_expires_ms: r.commit_expires_ms,
+            renew_in_ms,
             client_seed: r.client_seed,
             bet: r.bet,
             seats,
@@ -936,6 +943,22 @@ impl Platform {
             }
         }
         Ok(report)
+    }
+
+    /// One of the player's rounds as it is now, after finishing any step the platform still
+    /// owes it when the engine answers (the page asks after an outage to learn what happened
+    /// to its open round). An engine still unreachable leaves the round as stored.
+    pub async fn round_status(&self, player: i64, round_id: &str) -> Result<RoundView, RoundError> {
+        let _guard = self.player_lock(player).await;
+        let r = self.db(|c| load(c, round_id))?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
+        if matches!(r.state.as_str(), "betting" | "deciding" | "settling") {
+            match self.advance(round_id).await {
+                Ok(done) => return Ok(done.into()),
+                Err(RoundError::EngineUnavailable(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(r.into())
     }
 
     /// The player's recent rounds that were dealt (newest first), with their reveals.

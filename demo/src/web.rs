@@ -97,6 +97,7 @@ pub fn router(app: App) -> Router {
         .route("/api/login", post(login))
         .route("/api/logout", post(logout))
         .route("/api/round", post(new_round))
+        .route("/api/round/{round_id}", get(round_status))
         .route("/api/round/deal", post(deal))
         .route("/api/round/decide", post(decide))
         .route("/api/limits", post(set_limits))
@@ -352,6 +353,15 @@ async fn decide(
     };
     let round = app.decide(player, &req.round_id, req.seat, raise).await?;
     Ok(Json(json!({"round": round, "balance": app.balance(player)?})).into_response())
+}
+
+async fn round_status(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(round_id): Path<String>,
+) -> Result<Json<RoundView>, ApiError> {
+    let player = require_player(&app, &headers)?;
+    Ok(Json(app.round_status(player, &round_id).await?))
 }
 
 #[derive(Deserialize)]

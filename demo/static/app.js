@@ -3,7 +3,7 @@
 // every reveal itself (verify.js).
 import { verifyReveal } from "./verify.js";
 import { checkRecord, describeField } from "./record.js";
-import { api, money, parseMoney, renderCard, cardName, displaySeats, rememberShown, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
+import { api, money, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -87,11 +87,11 @@ const decidingSeat = () => deciding() ? (S.round.seats || []).findIndex((x) => !
 
 function canDeal() {
   const l = limits();
-  return !S.busy && S.round?.state === "committed" && S.bets.every((b) => b >= l.min_bet && b <= l.max_bet)
+  return !S.busy && !S.reconnecting && S.round?.state === "committed" && S.bets.every((b) => b >= l.min_bet && b <= l.max_bet)
     && totalBet() <= balance() && $("client-seed").value.length > 0;
 }
-const canRaise = () => !S.busy && decidingSeat() >= 0 && balance() >= (S.round.seats[decidingSeat()]?.bet || 0);
-const canStand = () => !S.busy && decidingSeat() >= 0;
+const canRaise = () => !S.busy && !S.reconnecting && decidingSeat() >= 0 && balance() >= (S.round.seats[decidingSeat()]?.bet || 0);
+const canStand = () => !S.busy && !S.reconnecting && decidingSeat() >= 0;
 
 // Deal disabled: say why.
 function whyNoDeal() {
@@ -343,20 +343,107 @@ async function ensureCommitment() {
     rememberShown(S.round);
     if (!S.seedCustom || !$("client-seed").value) $("client-seed").value = randomSeed();
   }
+  scheduleRenewal();
+}
+
+// ------------------------------------------------------------------ renewal and outages
+// A commitment is renewed before the platform stops dealing on it (`renew_in_ms`, relative
+// to the answer, so the clocks need not agree): an idle player never meets an expired one.
+let renewTimer = null;
+function scheduleRenewal() {
+  clearTimeout(renewTimer);
+  const r = S.round;
+  if (!r || r.state !== "committed" || typeof r.renew_in_ms !== "number") return;
+  const id = r.round_id;
+  renewTimer = setTimeout(async () => {
+    if (S.busy || S.reconnecting || S.round?.round_id !== id) { if (S.round?.round_id === id) scheduleRenewal(); return; }
+    S.busy = true;
+    render();
+    try {
+      S.round = null;
+      await ensureCommitment();
+      if (S.round.round_id !== id) message("The previous commitment was about to expire, so a new one is shown (nothing was dealt or debited).");
+    } catch (e) {
+      if (unreachable(e)) reconnect(e, null); else message(e.message);
+    } finally { S.busy = false; render(); }
+  }, r.renew_in_ms + 250);
+}
+
+// No answer: the platform cannot be reached (the fetch itself failed) or the engine is
+// unavailable (503). Anything else is a definite answer.
+const unreachable = (e) => e instanceof TypeError || e.status === 503;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// After an outage the page reconnects by itself (1, 2, 4, 5, 5 … s apart) and says what
+// happened to the round it had open: settled (and verified like any round), voided and
+// refunded, waiting for a decision, or still waiting for the engine.
+async function reconnect(e, roundId) {
+  if (S.reconnecting) return;
+  S.reconnecting = true;
+  const what = e instanceof TypeError ? "The platform cannot be reached" : "The engine is unavailable";
+  $("connection").dataset.state = "reconnecting";
+  message(`${what}. ${roundId ? "Your round is kept: nothing is lost. " : ""}Reconnecting…`);
+  render();
+  for (let k = 0; ; k++) {
+    await sleep(Math.min(1000 * 2 ** k, 5000));
+    try {
+      const round = roundId ? await api(`/api/round/${encodeURIComponent(roundId)}`) : null;
+      if (round && ["betting", "deciding", "settling"].includes(round.state)) {
+        message(`${what}. Your round is kept and will be finished when the engine answers. Reconnecting…`);
+        continue;
+      }
+      S.reconnecting = false;
+      await refresh();
+      $("connection").dataset.state = "connected";
+      if (round && (round.state === "settled" || round.state === "voided")) {
+        const seen = shownFor(round.round_id);
+        round.expect = { commitment: seen?.commitment ?? round.commitment, nonce: seen?.nonce ?? round.nonce,
+          round_id: round.round_id, table_id: seen?.table_id ?? round.table_id, decks: seen?.decks ?? round.decks,
+          client_seed: round.client_seed };
+        S.shown = round;
+        noteAnswer(round);
+        noteShown(round, balance());
+        render();
+        await showVerification(round, S.record?.round_id === round.round_id ? S.record : null);
+        message(`Reconnected. Your round was ${round.state === "voided" ? "voided and your bet refunded" : "settled"}`
+          + `${round.note ? ` (${round.note})` : ""}: ${describeOutcome(round)}.`);
+      } else if (round?.state === "dealt") {
+        message("Reconnected. Your round is waiting for your decision: raise or stand.");
+      } else {
+        message("Reconnected.");
+      }
+      render();
+      return;
+    } catch (err) {
+      if (unreachable(err)) continue;
+      S.reconnecting = false;
+      $("connection").dataset.state = "connected";
+      message(err.message);
+      render();
+      return;
+    }
+  }
 }
 
 async function run(fn) {
   if (S.busy) return;
   S.busy = true;
   render();
+  let lost = null;
   try { await fn(); }
   catch (e) {
-    message(e.message);
-    if (e.code === "commitment_expired" || e.code === "conflict" || e.status === 503) {
-      try { S.round = null; await refresh(); } catch { /* shown above */ }
+    if (unreachable(e)) {
+      lost = e;
+    } else {
+      message(e.code === "commitment_expired"
+        ? "The commitment had expired, so nothing was dealt or debited; a new one is shown: press Deal again." : e.message);
+      if (e.code === "commitment_expired" || e.code === "conflict") {
+        try { S.round = null; await refresh(); } catch (err) { if (unreachable(err)) lost = err; }
+      }
     }
   }
   finally { S.busy = false; render(); }
+  if (lost) reconnect(lost, S.record?.round_id || null);
 }
 
 function deal() {
@@ -389,8 +476,17 @@ function decide(action) {
   run(async () => {
     const expect = S.shown?.expect;
     const seat = decidingSeat();
-    if (S.record?.round_id === S.round.round_id) S.record.seats[seat].action = action;
-    const res = await api("/api/round/decide", { round_id: S.round.round_id, action, seat });
+    const mine = S.record?.round_id === S.round.round_id ? S.record.seats[seat] : null;
+    if (mine) mine.action = action;
+    let res;
+    try {
+      res = await api("/api/round/decide", { round_id: S.round.round_id, action, seat });
+    } catch (e) {
+      // No answer: the platform may or may not have recorded the decision; after a restart
+      // it settles an undecided seat as a stand.
+      if (mine && unreachable(e)) mine.unconfirmed = true;
+      throw e;
+    }
     noteAnswer(res.round);
     S.state.player.balance = res.balance;
     S.round = res.round;

@@ -7,8 +7,9 @@
 // The record is built by the page from what it rendered and sent:
 //   {
 //     commitment, rules_digest?,            shown before the deal
-//     seats: [{ bet, action }],             what the player bet and decided (action:
-//                                           "raise", "stand" or null for no decision)
+//     seats: [{ bet, action, unconfirmed }], what the player bet and decided (action:
+//                                           "raise", "stand" or null for no decision;
+//                                           unconfirmed: the request got no answer)
 //     transcripts: ["hex", ...],            the transcript hash of every answer received
 //     shown: {                              what the page displayed at the end
 //       cards: ["7h", ...], hand_class, spread,
@@ -102,7 +103,10 @@ export async function checkRecord(result, record) {
       // The player's own action, and the decision the page displayed, against the reveal's.
       const acted = m.action ?? null;
       const shownDecision = d.decision === "default" ? null : d.decision ?? null;
-      add(`seat${k}.decision`, acted === decided[k] && shownDecision === decided[k],
+      // A decision whose request got no answer (an outage) may not have been recorded: the
+      // seat then stood without one.
+      const actedOk = acted === decided[k] || (m.unconfirmed === true && decided[k] === null);
+      add(`seat${k}.decision`, actedOk && shownDecision === decided[k],
         `${acted ?? "none"} (shown ${d.decision ?? "none"})`, decided[k] ?? "none");
       add(`seat${k}.stake`, big(d.stake) === s.stake, d.stake ?? "(none)", String(s.stake));
       const outcome = computed[k]?.outcome;
