@@ -404,7 +404,7 @@ async function main() {
     await blur(page);
     let done = null;
     for (let k = 0; k < 20 && !done; k++) {
-      await page.keyboard.press("Delete");
+      for (const key of ["3", "Delete", "2", "Delete", "1", "Delete"]) await page.keyboard.press(key); // three empty seats
       await page.keyboard.press("ArrowUp");            // seat 1: 5.00
       await page.keyboard.press("2");                  // open seat 2
       await page.keyboard.press("ArrowUp");
@@ -655,6 +655,59 @@ async function main() {
     eq(status, 0, `ledger problems ${report.problems}`);
     eq(report.problems.length, 0, "problems");
   });
+
+  // Languages: a browser in each of the six languages gets the table in it (a new player
+  // each, so no earlier choice applies), money formatted by Intl with the table's currency,
+  // plays a round verified in the browser, and reads the rules in its language.
+  const DEAL_WORD = { en: "Deal", ja: "ディール", it: "Distribuisci", fr: "Distribuer", ru: "Раздать", de: "Geben" };
+  for (const [lang, word] of Object.entries(DEAL_WORD)) {
+    await step(`a round in ${lang}: chosen from the browser's language, Intl money, verified, rules page in ${lang}`, async () => {
+      const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, locale: lang === "en" ? "en-US" : lang });
+      const p = await ctx.newPage();
+      p.on("pageerror", (e) => pageErrors.push(String(e)));
+      try {
+        await p.goto(URL);
+        await p.fill("#login-name", `player_${lang}`);
+        await p.fill("#login-pin", "8642");
+        await p.click("#register-button");
+        await p.waitForSelector("#game:not([hidden])");
+        await shownCommitment(p);
+        eq(await p.evaluate(() => document.documentElement.lang), lang, "page language");
+        eq((await p.textContent("#deal span")).trim(), word, "Deal in the language");
+        eq(await p.$eval("#lang", (e) => e.value), lang, "the switcher shows it");
+        const money = await p.evaluate(async () => {
+          const s = await (await fetch("/api/state")).json();
+          const cur = s.table.currency;
+          const opts = cur && cur !== "XXX" ? { style: "currency", currency: cur, minimumFractionDigits: 2 } : { minimumFractionDigits: 2 };
+          return { shown: document.querySelector("#info-balance").textContent,
+            want: new Intl.NumberFormat(document.documentElement.lang, opts).format("10000.00") };
+        });
+        eq(money.shown, money.want, "balance formatted by Intl");
+        await p.click('button.chip[data-value="500"]');
+        await p.click("#deal");
+        let r = await waitRound(p);
+        if (r.deciding) { await p.click("#stand"); r = await waitRound(p); }
+        rounds++;
+        eq(r.verdict, "verified", `round in ${lang}: ${r.verifyText}`);
+        if (lang === "ja") {
+          // The switcher: the choice is remembered for this player over the browser's language.
+          await p.selectOption("#lang", "de");
+          eq((await p.textContent("#deal span")).trim(), DEAL_WORD.de, "switched to German");
+          await p.reload();
+          await p.waitForSelector("#game:not([hidden])");
+          eq(await p.evaluate(() => document.documentElement.lang), "de", "remembered after a reload");
+          await p.selectOption("#lang", "ja");
+        }
+        await p.goto(`${URL}/rules`);
+        await p.waitForFunction((l) => document.documentElement.lang === l && document.querySelector("#paytable tbody tr"), lang);
+        const visible = await p.$$eval("article[data-lang]", (as) => as.filter((a) => !a.hidden).map((a) => a.lang));
+        eq(visible.join(","), lang, "the rules in the language");
+      } finally {
+        await ctx.close();
+      }
+    });
+  }
+  eq(await fetch(`${URL}/favicon.ico`).then((r) => r.status), 200, "favicon");
 
   // Recovery, on a second engine and platform: the engine with a 30 s commitment TTL (so
   // the platform renews 15 s after each commitment) and a key ring it keeps across restarts.

@@ -91,6 +91,8 @@ pub fn router(app: App) -> Router {
     Router::new()
         .route("/", get(|| async { page(INDEX_HTML) }))
         .route("/history", get(|| async { page(HISTORY_HTML) }))
+        .route("/rules", get(|| async { page(RULES_HTML) }))
+        .route("/favicon.ico", get(favicon))
         .route("/static/{file}", get(static_file))
         .route("/api/state", get(state))
         .route("/api/register", post(register))
@@ -124,6 +126,16 @@ async fn security_headers(req: axum::extract::Request, next: axum::middleware::N
 
 const INDEX_HTML: &str = include_str!("../static/index.html");
 const HISTORY_HTML: &str = include_str!("../static/history.html");
+const RULES_HTML: &str = include_str!("../static/rules.html");
+
+/// The favicon: a red diamond (SVG), so `/favicon.ico` is not a 404.
+async fn favicon() -> Response {
+    (
+        [(header::CONTENT_TYPE, "image/svg+xml")],
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M8 1l6 7-6 7-6-7z" fill="#c21d2b"/></svg>"##,
+    )
+        .into_response()
+}
 
 fn page(body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
@@ -136,6 +148,8 @@ async fn static_file(Path(file): Path<String>) -> Response {
         "verify.js" => ("text/javascript; charset=utf-8", include_str!("../static/verify.js")),
         "ui.js" => ("text/javascript; charset=utf-8", include_str!("../static/ui.js")),
         "record.js" => ("text/javascript; charset=utf-8", include_str!("../static/record.js")),
+        "i18n.js" => ("text/javascript; charset=utf-8", include_str!("../static/i18n.js")),
+        "rules.js" => ("text/javascript; charset=utf-8", include_str!("../static/rules.js")),
         "style.css" => ("text/css; charset=utf-8", include_str!("../static/style.css")),
         _ => return (StatusCode::NOT_FOUND, "not found").into_response(),
     };

@@ -3,7 +3,8 @@
 // every reveal itself (verify.js).
 import { verifyReveal } from "./verify.js";
 import { checkRecord, describeField } from "./record.js";
-import { api, money, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
+import { api, money, plainMoney, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
+import { t, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -31,7 +32,12 @@ function beep(freq = 660, ms = 90) {
 const canSpeak = "speechSynthesis" in globalThis && "SpeechSynthesisUtterance" in globalThis;
 function say(text) {
   if (!opt("voice") || !canSpeak) return;
-  try { speechSynthesis.cancel(); speechSynthesis.speak(new SpeechSynthesisUtterance(text)); } catch { /* none */ }
+  try {
+    const u = new SpeechSynthesisUtterance(text);
+    u.lang = lang();
+    speechSynthesis.cancel();
+    speechSynthesis.speak(u);
+  } catch { /* none */ }
 }
 
 // ------------------------------------------------------------------ state
@@ -162,7 +168,7 @@ function renderChips() {
     b.type = "button";
     b.className = `chip chip-${v}`;
     b.dataset.value = v;
-    b.textContent = money(v).replace(/\.00$/, "");
+    b.textContent = plainMoney(v).replace(/\.0+$/, "");
     b.setAttribute("aria-label", `Chip ${money(v)}: click to add, right-click or Shift+F10 to take off`);
     b.addEventListener("click", () => addChip(v));
     b.addEventListener("contextmenu", (e) => { e.preventDefault(); removeChip(v); });
@@ -184,7 +190,7 @@ function renderStack() {
     }
   }
   $("circle-amount").textContent = betOf() ? money(betOf()) : "";
-  $("circle-label").textContent = S.bets.length > 1 ? `Seat ${S.seat + 1}` : "";
+  $("circle-label").textContent = S.bets.length > 1 ? t("seat", { n: S.seat + 1 }) : "";
 }
 
 // The seats: one button per open seat (select it), showing its bet and, in play, its
@@ -201,7 +207,7 @@ function renderSeats() {
     b.className = "seat";
     b.dataset.seat = k;
     const x = inPlay && round ? round.seats[k] : null;
-    const parts = [`Seat ${k + 1}`, money(x ? x.bet : S.bets[k] || 0)];
+    const parts = [t("seat", { n: k + 1 }), money(x ? x.bet : S.bets[k] || 0)];
     if (x?.decision) parts.push(x.decision === "raise" ? "raised" : "stood");
     if (inPlay && k === decidingSeat()) parts.push("to decide");
     b.textContent = parts.join(" · ");
@@ -231,7 +237,7 @@ function renderTable() {
     marker.dataset.hand = r.hand_class;
     marker.dataset.spread = r.spread || 0;
     marker.textContent = r.hand_class === "non_consecutive"
-      ? `Red dog: spread ${r.spread} — pays ${r.spread_odds} to 1` : describeHand(r);
+      ? t("marker", { n: r.spread, odds: r.spread_odds }) : describeHand(r);
   } else {
     marker.hidden = true;
   }
@@ -241,9 +247,9 @@ function renderTable() {
   out.dataset.decision = r?.decision || "";
   out.dataset.returned = r?.returned ?? "";
   out.dataset.roundId = r?.round_id || "";
-  if (r && r.state === "dealt") out.textContent = `${describeHand(r)}: raise or stand?`;
+  if (r && r.state === "dealt") out.textContent = t("raise_or_stand", { hand: describeHand(r) });
   else if (r) out.textContent = describeOutcome(r);
-  else out.textContent = "Place your bet.";
+  else out.textContent = t("place_bet");
 }
 
 function renderFairness() {
@@ -262,10 +268,9 @@ function render() {
   document.body.dataset.busy = S.busy ? "1" : "0";
   if (!st) return;
   renderChips();
-  $("who").textContent = st.player ? `Signed in as ${st.player.name}` : "";
+  $("who").textContent = st.player ? t("signed_in", { name: st.player.name }) : "";
   $("info-name").textContent = st.player?.name || "";
-  const cur = st.table.currency && st.table.currency !== "XXX" ? ` ${st.table.currency}` : "";
-  $("info-balance").textContent = money(balance()) + cur;
+  $("info-balance").textContent = money(balance());
   $("info-balance").dataset.minor = balance();
   $("info-bet").textContent = money(totalBet()) + (S.bets.length > 1 ? ` (${S.bets.length} seats)` : "");
   $("info-bet").dataset.minor = totalBet();
@@ -278,8 +283,8 @@ function render() {
   $("stand").disabled = !canStand();
   const ds = decidingSeat();
   const multi = (S.round?.seats || []).length > 1;
-  $("raise-label").textContent = ds >= 0 && multi ? `Raise seat ${ds + 1}` : "Raise";
-  $("stand-label").textContent = ds >= 0 && multi ? `Stand seat ${ds + 1}` : "Stand";
+  $("raise-label").textContent = ds >= 0 && multi ? t("raise_seat", { n: ds + 1 }) : t("raise");
+  $("stand-label").textContent = ds >= 0 && multi ? t("stand_seat", { n: ds + 1 }) : t("stand");
   for (const b of $("chips").querySelectorAll("button")) b.disabled = deciding() || S.busy;
   $("clear").disabled = deciding() || S.busy;
   $("repeat").disabled = deciding() || S.busy || !S.lastBets;
@@ -292,20 +297,21 @@ function render() {
 
 function renderLimits() {
   const l = limits();
-  const next = l.next_change_ms ? new Date(l.next_change_ms).toLocaleString("en-US",
+  const next = l.next_change_ms ? formatDate(l.next_change_ms,
     { timeZone: "America/New_York", weekday: "long", year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit" }) : null;
   $("limits-text").textContent = `Table limits ${money(l.table_min)} – ${money(l.table_max)}. Your maximum: ${money(l.max_bet)}. ` +
     (next ? `You changed it this week; the next change is possible from ${next} US Eastern.`
       : "You may change it once a week (the week turns Friday 12:00 AM US Eastern); confirm with your PIN.");
   const input = $("limits-max");
-  input.min = money(l.table_min);
-  input.max = money(l.table_max);
+  input.min = plainMoney(l.table_min);
+  input.max = plainMoney(l.table_max);
 }
 
 // ------------------------------------------------------------------ flow
 async function refresh() {
   S.state = await api("/api/state");
-  setMinorUnitExponent(S.state.table.minor_unit_exponent);
+  setMinorUnitExponent(S.state.table.minor_unit_exponent, S.state.table.currency);
+  if (S.state.player) applyLang(chooseLang(S.state.player.name));
   if (!S.state.player) { showLogin(); return; }
   if (!S.lastBets && S.state.last_bet) S.lastBets = [S.state.last_bet];
   if (S.state.engine_error) message(S.state.engine_error);
@@ -511,6 +517,34 @@ async function finish(round) {
   await ensureCommitment();
 }
 
+// A record field in the player's language ("seat 2: the amount credited").
+function fieldWords(field) {
+  const words = {};
+  for (const k of ["cards", "hand", "seats", "bet", "decision", "stake", "outcome", "returned", "balance", "transcripts", "commitment", "rules_digest"]) words[k] = t(`f_${k}`);
+  return describeField(field, words, (n, w) => t("f_seat", { n, what: w }));
+}
+
+// The language: the switcher in the header, remembered per player in this browser.
+function applyLang(l) {
+  setLang(l);
+  translatePage();
+  $("lang").value = lang();
+  document.title = `Red Dog — ${t("nav_table")}`;
+  if (S.state?.table) renderPaytable();
+  render();
+}
+for (const [code, label] of Object.entries(LANGS)) {
+  const o = document.createElement("option");
+  o.value = code;
+  o.textContent = label;
+  o.lang = code;
+  $("lang").append(o);
+}
+$("lang").addEventListener("change", () => {
+  rememberLang($("lang").value, S.state?.player?.name);
+  applyLang($("lang").value);
+});
+
 async function showVerification(round, record) {
   const box = $("verify");
   const list = $("verify-checks");
@@ -523,7 +557,7 @@ async function showVerification(round, record) {
     return;
   }
   box.dataset.verdict = "pending";
-  box.textContent = "Verifying in your browser…";
+  box.textContent = t("verifying");
   try {
     const expect = { ...(round.expect || {}) };
     // A v1 reveal (an engine from before the round-integrity change) has no table id.
@@ -538,17 +572,18 @@ async function showVerification(round, record) {
     const verified = result.verdict === "verified" && rec && rec.ok;
     box.dataset.verdict = verified ? "verified" : result.verdict === "verified" ? "not_verified" : result.verdict;
     if (rec) { box.dataset.failed = rec.failed.join(","); box.dataset.passed = rec.passed.join(","); }
-    const passedWords = rec ? [...new Set(rec.passed.map((f) => describeField(f.replace(/^seat\d+\./, ""))))] : [];
+    const passedWords = rec ? [...new Set(rec.passed.map((f) => fieldWords(f.replace(/^seat\d+\./, ""))))] : [];
     if (verified) {
-      box.textContent = `✔ Verified in your browser: the engine's reveal (${result.format}) and this screen agree — ${passedWords.join(", ")}.`;
+      box.textContent = t("verified", { fields: passedWords.join(", ") });
     } else if (result.verdict !== "verified") {
       box.textContent = `✘ ${result.verdict === "malformed" ? "Malformed reveal" : "Not verified"}: ${result.errors.join("; ")}`;
     } else if (!rec) {
       box.textContent = "✘ Not verified: this page did not see the round from its start, so it cannot compare the screen with the reveal. The reveal itself checks out (see below).";
     } else {
       const wrong = rec.checks.filter((c) => c.seen && !c.ok).map((c) =>
-        `${describeField(c.field)} shown here (${c.shown}) is not what the reveal says (${c.expected})`);
-      box.textContent = `✘ Not verified: ${wrong.join("; ")}. The reveal itself checks out${passedWords.length ? `, and so do ${passedWords.join(", ")}` : ""}.`;
+        t("mismatch", { field: fieldWords(c.field), shown: c.shown, expected: c.expected }));
+      box.textContent = t("not_verified", { wrong: wrong.join("; ") })
+        + t("reveal_ok", { rest: passedWords.length ? t("and_so_do", { fields: passedWords.join(", ") }) : "" });
     }
     for (const c of result.checks || []) {
       const li = document.createElement("li");
@@ -558,8 +593,8 @@ async function showVerification(round, record) {
     for (const c of rec?.checks || []) {
       const li = document.createElement("li");
       li.dataset.field = c.field;
-      li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${describeField(c.field)}: shown ${c.shown}; reveal ${c.expected}`
-        : `– ${describeField(c.field)}: not checked (not seen here)`;
+      li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${fieldWords(c.field)}: ${c.shown} / ${c.expected}`
+        : `– ${fieldWords(c.field)}`;
       list.append(li);
     }
   } catch (e) {
@@ -663,29 +698,33 @@ if (!canSpeak) {
 
 // Paytable, from the engine's rules.
 async function start() {
+  applyLang(chooseLang(null));
   try {
     await refresh();
   } catch (e) {
     message(e.message);
     if (!S.state) { $("login-message").textContent = e.message; showLogin(); }
   }
-  if (S.state?.table) {
-    const tb = $("paytable").tBodies[0];
-    tb.textContent = "";
-    const rows = [["Three of a kind", S.state.table.three_of_a_kind_odds]];
-    const odds = S.state.table.spread_odds;
-    const groups = [];
-    odds.forEach((o, k) => {
-      const last = groups[groups.length - 1];
-      if (last && last.o === o) last.to = k + 1; else groups.push({ from: k + 1, to: k + 1, o });
-    });
-    for (const g of groups) rows.push([g.from === g.to ? `Spread ${g.from}` : `Spread ${g.from}–${g.to}`, g.o]);
-    rows.push(["Consecutive", "push"]);
-    for (const [a, b] of rows) {
-      const tr = tb.insertRow();
-      tr.insertCell().textContent = a;
-      tr.insertCell().textContent = typeof b === "string" ? b : `${b} to 1`;
-    }
+  if (S.state?.table) renderPaytable();
+}
+
+function renderPaytable() {
+  const tb = $("paytable").tBodies[0];
+  tb.textContent = "";
+  const rows = [[t("three_kind_row"), S.state.table.three_of_a_kind_odds]];
+  const odds = S.state.table.spread_odds;
+  const groups = [];
+  odds.forEach((o, k) => {
+    const last = groups[groups.length - 1];
+    if (last && last.o === o) last.to = k + 1; else groups.push({ from: k + 1, to: k + 1, o });
+  });
+  for (const g of groups) rows.push([g.from === g.to ? t("spread_row", { a: g.from }) : t("spread_rows", { a: g.from, b: g.to }), g.o]);
+  rows.push([t("consecutive_row"), t("push_word")]);
+  for (const [a, b] of rows) {
+    const tr = tb.insertRow();
+    tr.insertCell().textContent = a;
+    tr.insertCell().textContent = typeof b === "string" ? b : t("to_one", { n: b });
   }
 }
+
 start();

@@ -1,6 +1,7 @@
 // Game recall: the player's recent rounds and each reveal, verified in the browser.
 import { verifyReveal } from "./verify.js";
 import { checkRecord, describeField, recordFromStored } from "./record.js";
+import { chooseLang, translatePage } from "./i18n.js";
 import { api, money, cardLabel, cardName, describeHand, shownFor, recordFor, setMinorUnitExponent } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
@@ -15,7 +16,11 @@ function status(r) {
 async function main() {
   let data;
   try {
-    setMinorUnitExponent((await api("/api/state")).table.minor_unit_exponent);
+    chooseLang(null);
+    const state = await api("/api/state");
+    setMinorUnitExponent(state.table.minor_unit_exponent, state.table.currency);
+    chooseLang(state.player?.name || null);
+    translatePage();
     data = await api("/api/history?limit=100");
   }
   catch (e) { $("summary").textContent = e.status === 401 ? "Sign in on the table first." : e.message; return; }
