@@ -22,6 +22,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// The per-player lock map is pruned of unused locks once it holds more than this.
+const LOCKS_PRUNE_AT: usize = 1024;
+
 /// A commitment closer than this to its expiry is not dealt on (the deal could race it).
 const EXPIRY_MARGIN_MS: i64 = 15_000;
 
@@ -411,8 +414,21 @@ impl Platform {
     }
 
     async fn player_lock(&self, player: i64) -> tokio::sync::OwnedMutexGuard<()> {
-        let lock = self.locks.lock().await.entry(player).or_default().clone();
+        let lock = {
+            let mut locks = self.locks.lock().await;
+            // Bounded by the players with a request in flight: a lock nobody holds or waits
+            // for (only the map's own reference left) is dropped.
+            if locks.len() > LOCKS_PRUNE_AT {
+                locks.retain(|_, l| Arc::strong_count(l) > 1);
+            }
+            locks.entry(player).or_default().clone()
+        };
         lock.lock_owned().await
+    }
+
+    /// Per-player locks currently in the map (for tests).
+    pub async fn lock_count(&self) -> usize {
+        self.locks.lock().await.len()
     }
 
     fn crash_point(&self, name: &str) {
@@ -992,5 +1008,53 @@ impl Platform {
             let wallet = ledger::player_account(c, player)?;
             Ok(ledger::balance(c, wallet)?)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn platform() -> Platform {
+        let rules = Rules {
+            decks: 1,
+            min_bet: 500,
+            max_bet: 30_000,
+            spread_odds: vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1],
+            three_of_a_kind_odds: 11,
+            algorithm: "reddog-deal-v1".into(),
+            commitment_ttl_secs: 600,
+            max_client_seed_bytes: 1024,
+            raise_rule: String::new(),
+            max_seats: 7,
+            currency: "XXX".into(),
+            minor_unit_exponent: 2,
+        };
+        // The engine is never called here (the channel connects lazily).
+        let engine = Engine::new("http://127.0.0.1:9").unwrap();
+        Platform::new(crate::db::open_in_memory().unwrap(), engine, rules, 100_000, None)
+    }
+
+    #[tokio::test]
+    async fn the_per_player_lock_map_stays_bounded_over_many_players() {
+        let p = platform();
+        for player in 0..5_000 {
+            let _guard = p.player_lock(player).await;
+        }
+        let n = p.lock_count().await;
+        assert!(n <= LOCKS_PRUNE_AT + 1, "{n} locks kept for 5000 players, none in use");
+    }
+
+    #[tokio::test]
+    async fn a_lock_in_use_survives_pruning() {
+        let p = platform();
+        let held = p.player_lock(-1).await;
+        for player in 0..3_000 {
+            let _guard = p.player_lock(player).await;
+        }
+        // Player -1's lock is still the one held: a second request for it must wait.
+        let again = tokio::time::timeout(std::time::Duration::from_millis(50), p.player_lock(-1)).await;
+        assert!(again.is_err(), "the held lock was replaced by a new one");
+        drop(held);
     }
 }

@@ -194,8 +194,10 @@ struct LimitsView {
 fn limits_view(app: &Platform, player: i64) -> Result<LimitsView, ApiError> {
     let limit = app.db(|c| players::limit(c, player))?;
     let (min_bet, max_bet) = limit.effective(app.table);
-    let next = limits::next_change_allowed(&limit, jiff::Timestamp::now())
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    let next = limits::next_change_allowed(&limit, jiff::Timestamp::now()).map_err(|e| {
+        tracing::error!(error = %e, "limit window");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error")
+    })?;
     Ok(LimitsView {
         table_min: app.table.min_bet,
         table_max: app.table.max_bet,
@@ -411,6 +413,11 @@ async fn set_limits(
                 LimitError::TimeZone(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
                 _ => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
             };
+            if status == StatusCode::INTERNAL_SERVER_ERROR {
+                // Never internal error text in an answer: logged, and a plain word sent.
+                tracing::error!(error = %e, "setting a limit");
+                return Err(ApiError::new(status, code, "internal error"));
+            }
             Err(ApiError::new(status, code, e.to_string()))
         }
     }

@@ -34,7 +34,7 @@ fi
 
 phase "rustfmt / clippy (demo crate)"
 cargo fmt -p reddog-demo --check
-cargo clippy -p reddog-demo --all-targets --locked -- -D warnings
+cargo clippy -p reddog-demo --all-targets --features crash-points --locked -- -D warnings
 
 phase "build the engine and the platform"
 a=$(t)
@@ -50,7 +50,8 @@ echo "   build took $(( $(t) - a )) s"
 phase "cargo test -p reddog-demo (unit tests, crash recovery with the real binaries)"
 cargo test --locked -p reddog-demo --lib
 # --nocapture: the log shows the ledger after each crash and recovery.
-REDDOG_ENGINE_BIN="$ROOT/target/debug/reddog" cargo test --locked -p reddog-demo --test recovery -- --nocapture
+# The crash failpoints exist only with the `crash-points` feature (never in a release build).
+REDDOG_ENGINE_BIN="$ROOT/target/debug/reddog" cargo test --locked -p reddog-demo --features crash-points --test recovery -- --nocapture
 
 phase "the browser's verifier in node, against tests/vectors"
 node --test demo/js/
