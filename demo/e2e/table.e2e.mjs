@@ -7,7 +7,8 @@
 // Env: E2E_TOOLS (dir with node_modules/playwright-core; default .tools/e2e),
 //      CHROMIUM (default /usr/bin/chromium), E2E_SCREENSHOTS (dir: save the README's
 //      screenshots there, e.g. E2E_SCREENSHOTS=docs/images),
-//      E2E_MAX_ROUNDS (bound on the keyboard rounds, default 300).
+//      E2E_MAX_ROUNDS (bound on the keyboard rounds, default 300),
+//      E2E_ARTIFACTS (dir for the layout screenshots, default target/demo-e2e-artifacts).
 //
 // Deals are random (the engine's server seed is secret until settlement, so no test can
 // choose the cards). To see a pair, a consecutive push and a raise that wins, the keyboard
@@ -30,9 +31,13 @@ const ENGINE = path.join(ROOT, "target/debug/reddog");
 const DEMO = path.join(ROOT, "target/debug/reddog-demo");
 const SHOTS = process.env.E2E_SCREENSHOTS || "";
 const MAX_ROUNDS = Number(process.env.E2E_MAX_ROUNDS || 300);
+// Screenshots of the layout checks (kept by CI as artefacts).
+const ARTIFACTS = process.env.E2E_ARTIFACTS || path.join(ROOT, "target/demo-e2e-artifacts");
 const WORK = mkdtempSync(path.join(os.tmpdir(), "reddog-e2e-"));
 const DB = path.join(WORK, "demo.sqlite");
 const ENGINE_LOG = path.join(WORK, "engine.log");
+// The engine's audit trail (its own sink, apart from the diagnostics in ENGINE_LOG).
+const AUDIT_LOG = path.join(WORK, "audit.jsonl");
 const T0 = Date.now();
 
 let passed = 0, failed = 0;
@@ -123,13 +128,23 @@ async function shownCommitment(page) {
   }));
 }
 
+// axe-core in the page: the serious and critical violations (none allowed).
+const AXE_SOURCE = readFileSync(createRequire(path.join(TOOLS, "package.json")).resolve("axe-core/axe.min.js"), "utf8");
+async function axeSerious(page) {
+  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ content: AXE_SOURCE });
+  const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  return res.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
+}
+
 async function blur(page) { await page.evaluate(() => document.activeElement?.blur?.()); }
 
 // ---------------------------------------------------------------- main
 async function main() {
   console.log(`e2e work dir ${WORK}`);
   for (const b of [ENGINE, DEMO]) assert(existsSync(b), `${b} missing: cargo build -p reddog -p reddog-demo --bins`);
-  const engine = await start(ENGINE, ["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--log-format", "json"],
+  const engine = await start(ENGINE, ["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--log-format", "json",
+    "--audit-log", AUDIT_LOG],
     { stderrFile: ENGINE_LOG, re: /listening on (\S+)/ });
   const engineAddr = engine.match[1];
   const platform = await start(DEMO, ["--engine", `http://${engineAddr}`, "--listen", "127.0.0.1:0", "--db", DB,
@@ -142,7 +157,8 @@ async function main() {
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
       "--disable-component-update", "--disable-sync"],
   });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  // bypassCSP: the page's strict CSP would refuse the injected axe-core script.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, bypassCSP: true });
   let page = await context.newPage();
   const apiBodies = [];
   const watch = (p) => p.on("response", async (res) => {
@@ -213,6 +229,47 @@ async function main() {
     eq(bal, balanceBefore - 1000 + Number(r.returned), "balance = before - bet + returned");
     eq(bal, ledgerBalance(NAME), "balance shown = ledger");
   });
+
+  // The badge checks what the page shows, not only the reveal: the platform's answer is
+  // altered in the page (route interception) in one displayed field at a time — a card, the
+  // outcome, the amount credited — while the reveal inside it is left exactly as the engine
+  // wrote it. The reveal still verifies; the badge must turn red and name the field.
+  const tamperings = [
+    ["a card", "cards", (round) => { round.cards[0] = round.cards[0] === "As" ? "Ks" : "As"; }],
+    ["the outcome", "seat0.outcome", (round) => { round.outcome = round.outcome === "lose" ? "win" : "lose"; }],
+    ["the amount credited", "seat0.returned", (round) => { round.returned += 1000; }],
+  ];
+  for (const [what, field, tamper] of tamperings) {
+    await step(`${what} altered in the platform's answer turns the badge red, the reveal untouched`, async () => {
+      let altered = 0;
+      const handler = async (route) => {
+        const response = await route.fetch();
+        const json = await response.json();
+        if (json.round && json.round.state === "settled") { tamper(json.round); altered++; }
+        await route.fulfill({ response, json });
+      };
+      await page.route("**/api/round/deal", handler);
+      await page.route("**/api/round/decide", handler);
+      try {
+        await blur(page);
+        await page.keyboard.press("0");
+        await page.keyboard.press("Enter");
+        let r = await waitRound(page);
+        if (r.deciding) { await page.keyboard.press("Enter"); r = await waitRound(page); }
+        rounds++;
+        eq(altered, 1, "answers altered");
+        const v = await page.$eval("#verify", (e) => ({ ...e.dataset, text: e.textContent }));
+        eq(v.revealVerdict, "verified", "the reveal itself verifies");
+        eq(v.verdict, "not_verified", `badge: ${v.text}`);
+        assert(v.failed.split(",").includes(field), `failed fields ${v.failed} name ${field}`);
+        assert(v.text.startsWith("✘ Not verified:"), `plain-language text: ${v.text}`);
+        assert(v.passed.split(",").includes("transcripts"), `passed checks listed: ${v.passed}`);
+      } finally {
+        await page.unroute("**/api/round/deal", handler);
+        await page.unroute("**/api/round/decide", handler);
+      }
+    });
+  }
 
   const seen = { pair: 0, consecutivePush: 0, raiseWin: 0 };
   await step(`rounds by keyboard until a pair, a consecutive push and a raise that wins (at most ${MAX_ROUNDS})`, async () => {
@@ -346,6 +403,54 @@ async function main() {
     eq(await shownBalance(page), ledgerBalance(NAME), "balance shown = ledger");
   });
 
+  await step("a 3-seat round by keyboard: a bet per seat, raise or stand per seat, each seat's money under its own ledger key", async () => {
+    await blur(page);
+    let done = null;
+    for (let k = 0; k < 20 && !done; k++) {
+      for (const key of ["3", "Delete", "2", "Delete", "1", "Delete"]) await page.keyboard.press(key); // three empty seats
+      await page.keyboard.press("ArrowUp");            // seat 1: 5.00
+      await page.keyboard.press("2");                  // open seat 2
+      await page.keyboard.press("ArrowUp");
+      await page.keyboard.press("ArrowUp");            // seat 2: 6.00
+      await page.keyboard.press("3");                  // open seat 3
+      await page.keyboard.press("ArrowUp");            // seat 3: 5.00
+      eq(await page.$$eval("#seats .seat", (b) => b.length), 3, "three seats shown");
+      eq(await shownBet(page), 1600, "total bet");
+      const before = await shownBalance(page);
+      await page.keyboard.press("Enter");
+      let r = await waitRound(page);
+      rounds++;
+      const actions = [];
+      for (let d = 0; d < 3 && r.deciding; d++) {
+        const raise = d !== 1;                         // raise seats 1 and 3, stand seat 2
+        actions.push(raise ? "raise" : "stand");
+        await page.keyboard.press(raise ? "+" : "Enter");
+        r = await waitRound(page);
+      }
+      eq(r.verdict, "verified", `3-seat round: ${r.text} / ${r.verifyText}`);
+      const v = await page.$eval("#verify", (e) => e.dataset.passed);
+      for (const f of ["seat0.returned", "seat1.returned", "seat2.returned", "seat2.decision"]) assert(v.split(",").includes(f), `${f} checked (${v})`);
+      const reveal = JSON.parse(r.reveal);
+      eq(reveal.seats.length, 3, "seats in the reveal");
+      eq(reveal.seats.map((x) => x.bet).join(","), "500,600,500", "bets per seat");
+      const staked = reveal.seats.reduce((a, x) => a + x.stake, 0), back = reveal.seats.reduce((a, x) => a + x.returned, 0);
+      eq(await shownBalance(page), before - staked + back, "balance = before − stakes + returns");
+      eq(await shownBalance(page), ledgerBalance(NAME), "balance shown = ledger");
+      if (actions.length === 3) done = { roundId: r.roundId, reveal, actions };
+    }
+    assert(done, "no spread in 20 three-seat rounds");
+    eq(done.reveal.seats.map((x) => x.raised).join(","), "true,false,true", "raised seats 1 and 3");
+    // Each seat's debits and credits are their own ledger transactions.
+    const keys = spawnSync("python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print('\\n'.join(r[0] for r in c.execute('SELECT idem_key FROM transactions WHERE round_id = ? ORDER BY idem_key', (sys.argv[2],))))", DB, done.roundId], { encoding: "utf8" }).stdout.trim().split("\n");
+    const want = [`${done.roundId}:seat0:bet`, `${done.roundId}:seat0:raise`, `${done.roundId}:seat1:bet`, `${done.roundId}:seat2:bet`, `${done.roundId}:seat2:raise`];
+    for (const k of want) assert(keys.includes(k), `ledger key ${k} (have ${keys})`);
+    done.reveal.seats.forEach((x, k) => assert(keys.includes(`${done.roundId}:seat${k}:payout`) === (x.returned > 0), `payout key of seat ${k}`));
+    // Back to one seat for the steps that follow.
+    await page.keyboard.press("Backspace");
+    await page.keyboard.press("Backspace");
+    eq(await page.$$eval("#seats .seat", (b) => b.length), 1, "one seat again");
+  });
+
   await step("options: sound, voice, animation remembered; animation applies after a reload", async () => {
     const anim = () => page.evaluate(() => document.documentElement.classList.contains("anim"));
     eq(await anim(), true, "animation on by default");
@@ -395,6 +500,124 @@ async function main() {
     eq(await shownBet(page), Math.max(b1 - 500, 0), "Shift+F10 on a focused chip takes it off");
   });
 
+  // Phones and tablets, portrait and landscape: a round played by touch at each size; the
+  // layout is measured against the device width (with isMobile, innerWidth grows to the
+  // content's width, so it cannot be the yardstick).
+  const SIZES = [[360, 740], [375, 667], [414, 896], [768, 1024]];
+  for (const [w0, h0] of SIZES) for (const landscape of [false, true]) {
+    const [W, H] = landscape ? [h0, w0] : [w0, h0];
+    const label = `${W}x${H}`;
+    await step(`layout at ${label} (${landscape ? "landscape" : "portrait"}): no sideways scroll, everything on screen and apart, 44 px targets; a round by touch`, async () => {
+      const ctx = await browser.newContext({ viewport: { width: W, height: H }, isMobile: true, hasTouch: true,
+        deviceScaleFactor: 1, storageState: await context.storageState() });
+      const p = await ctx.newPage();
+      p.on("pageerror", (e) => pageErrors.push(String(e)));
+      try {
+        await p.goto(URL);
+        await p.waitForSelector("#game:not([hidden])");
+        await shownCommitment(p);
+        const measure = async (phase) => {
+          // Measure the table at rest, after the deal animations.
+          await p.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished)));
+          return measureNow(phase);
+        };
+        const measureNow = (phase) => p.evaluate(({ W, phase }) => {
+          const problems = [];
+          const de = document.documentElement;
+          if (de.scrollWidth > W) problems.push(`${phase}: page is ${de.scrollWidth} px wide on a ${W} px screen`);
+          const visible = (e) => e && !e.hidden && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden";
+          const box = (e) => { const r = e.getBoundingClientRect(); return { l: r.left + scrollX, r: r.right + scrollX, t: r.top + scrollY, b: r.bottom + scrollY }; };
+          const name = (e) => e.id || e.dataset.value || e.textContent.trim().slice(0, 20) || e.tagName;
+          const must = ["#card1", "#card2", "#card3", "#marker", "#paytable", "#outcome", "#info-balance", "#deal", "#raise", "#stand",
+            "#clear", "#repeat", "#client-seed", ...[...document.querySelectorAll("#chips button")].map((b) => `#chips button[data-value="${b.dataset.value}"]`)];
+          for (const sel of must) {
+            const e = document.querySelector(sel);
+            if (!visible(e)) { if (sel !== "#marker") problems.push(`${phase}: ${sel} not visible`); continue; }
+            const b = box(e);
+            if (b.l < 0 || b.r > W + 0.5) problems.push(`${phase}: ${sel} spans x ${b.l.toFixed(0)}–${b.r.toFixed(0)}, outside 0–${W}`);
+          }
+          const overlaps = (a, b) => a.l < b.r - 0.5 && b.l < a.r - 0.5 && a.t < b.b - 0.5 && b.t < a.b - 0.5;
+          const things = ["#card1", "#card2", "#card3", "#marker", "#paytable"].map((s) => document.querySelector(s)).filter(visible);
+          for (let i = 0; i < things.length; i++) for (let j = i + 1; j < things.length; j++) {
+            if (overlaps(box(things[i]), box(things[j]))) problems.push(`${phase}: #${things[i].id} overlaps #${things[j].id}`);
+          }
+          for (const e of document.querySelectorAll("button, a, summary, input, select")) {
+            if (!visible(e) || e.closest(".skip") || e.classList.contains("skip")) continue;
+            const target = e.type === "checkbox" ? e.closest("label") : e;
+            const r = target.getBoundingClientRect();
+            if (r.width < 44 || r.height < 44) problems.push(`${phase}: touch target ${name(e)} is ${r.width.toFixed(0)}×${r.height.toFixed(0)}`);
+          }
+          return problems;
+        }, { W, phase });
+        let problems = await measure("before the deal");
+        await p.tap('#chips button[data-value="500"]');
+        let decided = false, settled = false;
+        for (let k = 0; k < 20 && !(decided && settled); k++) {
+          if (await p.isDisabled("#deal")) await p.tap('#chips button[data-value="500"]');
+          await p.tap("#deal");
+          let r = await waitRound(p);
+          rounds++;
+          if (r.deciding) {
+            if (!decided) {
+              problems = problems.concat(await measure("deciding"));
+              mkdirSync(ARTIFACTS, { recursive: true });
+              await p.screenshot({ path: path.join(ARTIFACTS, `table-${label}-deciding.png`), fullPage: true });
+            }
+            decided = true;
+            await p.tap("#stand");
+            r = await waitRound(p);
+          }
+          eq(r.verdict, "verified", `round at ${label}: ${r.verifyText}`);
+          if (r.deciding === false && decided && !settled) {
+            problems = problems.concat(await measure("settled"));
+            await p.screenshot({ path: path.join(ARTIFACTS, `table-${label}-settled.png`), fullPage: true });
+            settled = true;
+          }
+        }
+        assert(decided && settled, "no spread dealt in 20 rounds");
+        await p.goto(`${URL}/history`);
+        await p.waitForFunction(() => document.querySelector("#summary").dataset.rounds);
+        const wide = await p.evaluate(() => document.documentElement.scrollWidth);
+        if (wide > W) problems.push(`history: page is ${wide} px wide`);
+        await p.screenshot({ path: path.join(ARTIFACTS, `history-${label}.png`) });
+        eq(problems.length, 0, problems.join("\n        "));
+      } finally {
+        await ctx.close();
+      }
+    });
+  }
+  console.log(`  layout screenshots in ${ARTIFACTS}`);
+
+  await step("axe-core: no serious or critical violation on the table, deciding and settled, and on game recall", async () => {
+    await page.goto(URL);
+    await page.waitForSelector("#game:not([hidden])");
+    await shownCommitment(page);
+    await blur(page);
+    let found = [];
+    let decided = false;
+    for (let k = 0; k < 20 && !decided; k++) {
+      await page.keyboard.press("0");
+      await page.keyboard.press("Enter");
+      let r = await waitRound(page);
+      rounds++;
+      if (r.deciding) {
+        decided = true;
+        await page.click("#verify-details summary");
+        found = found.concat((await axeSerious(page)).map((v) => `deciding: ${v}`));
+        await blur(page);
+        await page.keyboard.press("Enter");
+        r = await waitRound(page);
+      }
+      eq(r.verdict, "verified", `round: ${r.text} / ${r.verifyText}`);
+    }
+    assert(decided, "no spread in 20 rounds");
+    found = found.concat((await axeSerious(page)).map((v) => `settled: ${v}`));
+    await page.goto(`${URL}/history`);
+    await page.waitForFunction(() => document.querySelector("#summary").dataset.rounds);
+    found = found.concat((await axeSerious(page)).map((v) => `history: ${v}`));
+    eq(found.length, 0, found.join("\n        "));
+  });
+
   await step("game recall: every round listed with its reveal verified in the browser", async () => {
     await page.goto(`${URL}/history`);
     await page.waitForFunction(() => document.querySelector("#summary").dataset.rounds);
@@ -436,12 +659,150 @@ async function main() {
     eq(report.problems.length, 0, "problems");
   });
 
+  // Languages: a browser in each of the six languages gets the table in it (a new player
+  // each, so no earlier choice applies), money formatted by Intl with the table's currency,
+  // plays a round verified in the browser, and reads the rules in its language.
+  const DEAL_WORD = { en: "Deal", ja: "ディール", it: "Distribuisci", fr: "Distribuer", ru: "Раздать", de: "Geben" };
+  for (const [lang, word] of Object.entries(DEAL_WORD)) {
+    await step(`a round in ${lang}: chosen from the browser's language, Intl money, verified, rules page in ${lang}`, async () => {
+      const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, locale: lang === "en" ? "en-US" : lang });
+      const p = await ctx.newPage();
+      p.on("pageerror", (e) => pageErrors.push(String(e)));
+      try {
+        await p.goto(URL);
+        await p.fill("#login-name", `player_${lang}`);
+        await p.fill("#login-pin", "8642");
+        await p.click("#register-button");
+        await p.waitForSelector("#game:not([hidden])");
+        await shownCommitment(p);
+        eq(await p.evaluate(() => document.documentElement.lang), lang, "page language");
+        eq((await p.textContent("#deal span")).trim(), word, "Deal in the language");
+        eq(await p.$eval("#lang", (e) => e.value), lang, "the switcher shows it");
+        const money = await p.evaluate(async () => {
+          const s = await (await fetch("/api/state")).json();
+          const cur = s.table.currency;
+          const opts = cur && cur !== "XXX" ? { style: "currency", currency: cur, minimumFractionDigits: 2 } : { minimumFractionDigits: 2 };
+          return { shown: document.querySelector("#info-balance").textContent,
+            want: new Intl.NumberFormat(document.documentElement.lang, opts).format("10000.00") };
+        });
+        eq(money.shown, money.want, "balance formatted by Intl");
+        await p.click('button.chip[data-value="500"]');
+        await p.click("#deal");
+        let r = await waitRound(p);
+        if (r.deciding) { await p.click("#stand"); r = await waitRound(p); }
+        rounds++;
+        eq(r.verdict, "verified", `round in ${lang}: ${r.verifyText}`);
+        if (lang === "ja") {
+          // The switcher: the choice is remembered for this player over the browser's language.
+          await p.selectOption("#lang", "de");
+          eq((await p.textContent("#deal span")).trim(), DEAL_WORD.de, "switched to German");
+          await p.reload();
+          await p.waitForSelector("#game:not([hidden])");
+          eq(await p.evaluate(() => document.documentElement.lang), "de", "remembered after a reload");
+          await p.selectOption("#lang", "ja");
+        }
+        await p.goto(`${URL}/rules`);
+        await p.waitForFunction((l) => document.documentElement.lang === l && document.querySelector("#paytable tbody tr"), lang);
+        const visible = await p.$$eval("article[data-lang]", (as) => as.filter((a) => !a.hidden).map((a) => a.lang));
+        eq(visible.join(","), lang, "the rules in the language");
+      } finally {
+        await ctx.close();
+      }
+    });
+  }
+  eq(await fetch(`${URL}/favicon.ico`).then((r) => r.status), 200, "favicon");
+
+  // Recovery, on a second engine and platform: the engine with a 30 s commitment TTL (so
+  // the platform renews 15 s after each commitment) and a key ring it keeps across restarts.
+  {
+    const RING = JSON.stringify({ primary: "k1", keys: { k1: "cd".repeat(32) } });
+    const DB2 = path.join(WORK, "recovery.sqlite");
+    const engineArgs = (listen) => ["serve", "--listen", listen, "--metrics-listen", "127.0.0.1:0", "--commitment-ttl-secs", "30"];
+    let engine2 = await start(ENGINE, engineArgs("127.0.0.1:0"), { env: { REDDOG_KEY_RING: RING }, re: /listening on (\S+)/ });
+    const engine2Addr = engine2.match[1];
+    const platformArgs = (listen) => ["--engine", `http://${engine2Addr}`, "--listen", listen, "--db", DB2, "--new-player-balance", "100000"];
+    let platform2 = await start(DEMO, platformArgs("127.0.0.1:0"), { stderrFile: path.join(WORK, "platform2.log"), re: /listening on (http:\S+)/ });
+    const URL2 = platform2.match[1];
+    const listen2 = URL2.replace("http://", "");
+    const ctx2 = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const p2 = await ctx2.newPage();
+    p2.on("pageerror", (e) => pageErrors.push(String(e)));
+    await p2.goto(URL2);
+    await p2.fill("#login-name", "carol");
+    await p2.fill("#login-pin", "1357");
+    await p2.click("#register-button");
+    await p2.waitForSelector("#game:not([hidden])");
+    await p2.evaluate(() => { window.sameDocument = true; });
+    const untilDeciding = async () => {
+      for (let k = 0; k < 20; k++) {
+        if (await p2.isDisabled("#deal")) await p2.click('button.chip[data-value="500"]');
+        await p2.click("#deal");
+        const r = await waitRound(p2);
+        if (r.deciding) return r;
+        eq(r.verdict, "verified", "round");
+      }
+      throw new Error("no spread in 20 rounds");
+    };
+    const settledAfterReconnect = (roundId) => p2.waitForFunction((id) => document.querySelector("#connection").dataset.state === "connected"
+      && document.querySelector("#verify").dataset.roundId === id && !["pending", "none"].includes(document.querySelector("#verify").dataset.verdict),
+      roundId, { timeout: 45000 });
+
+    await step("an idle player's commitment is renewed before it expires, and Deal then plays (no false 'already dealt')", async () => {
+      const first = await shownCommitment(p2);
+      await p2.waitForFunction((c) => document.querySelector("#f-commitment").textContent !== c && /^[0-9a-f]{64}$/.test(document.querySelector("#f-commitment").textContent),
+        first.commitment, { timeout: 45000 });
+      assert((await p2.textContent("#message")).includes("new one is shown"), "the page says why the commitment changed");
+      await p2.click('button.chip[data-value="500"]');
+      await p2.click("#deal");
+      let r = await waitRound(p2);
+      if (r.deciding) { await p2.click("#stand"); r = await waitRound(p2); }
+      eq(r.verdict, "verified", `round after idling: ${r.text} ${await p2.textContent("#message")}`);
+    });
+
+    await step("an engine outage after the raise: the page reconnects by itself and shows the round settled, verified", async () => {
+      const r0 = await untilDeciding();
+      engine2.proc.kill("SIGKILL");
+      await new Promise((resolve) => engine2.proc.once("exit", resolve));
+      await p2.click("#raise");
+      await p2.waitForFunction(() => document.querySelector("#connection").dataset.state === "reconnecting", null, { timeout: 20000 });
+      assert((await p2.textContent("#message")).includes("kept"), `says the round is kept: ${await p2.textContent("#message")}`);
+      engine2 = await start(ENGINE, engineArgs(engine2Addr), { env: { REDDOG_KEY_RING: RING }, re: /listening on (\S+)/ });
+      await settledAfterReconnect(r0.roundId);
+      const v = await p2.$eval("#verify", (e) => ({ ...e.dataset, text: e.textContent }));
+      eq(v.verdict, "verified", `badge after the outage: ${v.text}`);
+      const msg = await p2.textContent("#message");
+      assert(msg.includes("Reconnected") && msg.includes("settled"), `message: ${msg}`);
+      eq(await p2.evaluate(() => window.sameDocument), true, "no reload");
+      eq(await p2.$eval("#outcome", (e) => e.dataset.decision), "raise", "the raise was kept");
+    });
+
+    await step("a platform restart while deciding: the page reconnects by itself and says the round was settled as a stand", async () => {
+      const r0 = await untilDeciding();
+      platform2.proc.kill("SIGKILL");
+      await new Promise((resolve) => platform2.proc.once("exit", resolve));
+      await p2.click("#stand");
+      await p2.waitForFunction(() => document.querySelector("#connection").dataset.state === "reconnecting", null, { timeout: 20000 });
+      const down = await p2.textContent("#message");
+      assert(down.includes("cannot be reached") && !down.includes("Failed to fetch"), `message while down: ${down}`);
+      platform2 = await start(DEMO, platformArgs(listen2), { stderrFile: path.join(WORK, "platform2.log"), re: /listening on (http:\S+)/ });
+      await settledAfterReconnect(r0.roundId);
+      const v = await p2.$eval("#verify", (e) => ({ ...e.dataset, text: e.textContent }));
+      eq(v.verdict, "verified", `badge after the restart: ${v.text}`);
+      const msg = await p2.textContent("#message");
+      assert(msg.includes("Reconnected") && msg.includes("settled") && msg.includes("restarted"), `message: ${msg}`);
+      eq(await p2.evaluate(() => window.sameDocument), true, "no reload");
+    });
+    await ctx2.close();
+    await stop(platform2.proc);
+    await stop(engine2.proc);
+  }
+
   await browser.close();
   await stop(platform.proc);
   await stop(engine.proc);
 
-  await step("reddog audit-log over the engine's JSON log reports no misuse", async () => {
-    const out = spawnSync(ENGINE, ["audit-log", ENGINE_LOG], { encoding: "utf8" });
+  await step("reddog audit-log over the engine's audit trail reports no misuse", async () => {
+    const out = spawnSync(ENGINE, ["audit-log", AUDIT_LOG], { encoding: "utf8" });
     console.log(out.stdout.trim().split("\n").map((l) => `        ${l}`).join("\n"));
     eq(out.status, 0, `audit-log exit status (stderr: ${out.stderr})`);
   });

@@ -9,6 +9,8 @@ use std::path::Path;
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("../migrations/0001_init.sql")),
     ("0002_pin_lockout", include_str!("../migrations/0002_pin_lockout.sql")),
+    ("0003_transcripts", include_str!("../migrations/0003_transcripts.sql")),
+    ("0004_seats", include_str!("../migrations/0004_seats.sql")),
 ];
 
 /// Opens (creating if needed) the database file and brings its schema up to date.

@@ -34,6 +34,8 @@ pub struct Rules {
     pub max_client_seed_bytes: u32,
     /// The raise rule of the best strategy, in words.
     pub raise_rule: String,
+    /// Most seats one deal may have (at least 1).
+    pub max_seats: u32,
     /// The table's currency (ISO 4217; `XXX` when none is configured).
     pub currency: String,
     /// Decimals of the minor unit (2 for USD and EUR).
@@ -114,6 +116,7 @@ impl Engine {
             commitment_ttl_secs: r.commitment_ttl_secs,
             max_client_seed_bytes: r.max_client_seed_bytes,
             raise_rule: r.raise_rule,
+            max_seats: r.max_seats.max(1),
             currency: currency.code,
             minor_unit_exponent: currency.minor_unit_exponent,
         })
@@ -138,14 +141,14 @@ impl Engine {
         })
     }
 
-    /// `StartRound` with one seat.
+    /// `StartRound` with one seat per bet, in seat order.
     pub async fn start(
         &self,
         commitment_token: Vec<u8>,
         client_seed: &str,
         nonce: u64,
         round_id: &str,
-        bet: u64,
+        bets: &[u64],
         limits: (u64, u64),
     ) -> Result<pb::StartRoundResponse, EngineError> {
         let req = pb::StartRoundRequest {
@@ -153,7 +156,7 @@ impl Engine {
             client_seed: client_seed.to_string(),
             nonce,
             round_id: round_id.to_string(),
-            seats: vec![pb::SeatBet { bet }],
+            seats: bets.iter().map(|&bet| pb::SeatBet { bet }).collect(),
             player_limits: Some(pb::Limits { min_bet: limits.0, max_bet: limits.1 }),
             // Empty: the table the commitment was made for.
             table_id: String::new(),
@@ -161,17 +164,20 @@ impl Engine {
         Ok(self.client.clone().start_round(req).await?.into_inner())
     }
 
-    /// `Decide` for seat 0.
+    /// `Decide` for one or more seats: `(seat, raise)` in ascending seat order.
     pub async fn decide(
         &self,
         round_token: Vec<u8>,
         round_id: &str,
-        raise: bool,
+        decisions: &[(u32, bool)],
     ) -> Result<pb::DecideResponse, EngineError> {
-        let action = if raise { pb::Action::Raise } else { pb::Action::Stand };
+        let action = |raise: bool| if raise { pb::Action::Raise } else { pb::Action::Stand };
         let req = pb::DecideRequest {
             round_token,
-            decisions: vec![pb::SeatDecision { seat: 0, action: action as i32 }],
+            decisions: decisions
+                .iter()
+                .map(|&(seat, raise)| pb::SeatDecision { seat, action: action(raise) as i32 })
+                .collect(),
             round_id: round_id.to_string(),
         };
         Ok(self.client.clone().decide(req).await?.into_inner())

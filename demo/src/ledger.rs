@@ -1,6 +1,6 @@
 //! The double-entry ledger: every movement of money is one transaction whose entries sum to
-//! zero, posted under a unique idempotency key (`<round_id>:bet`, `<round_id>:raise`,
-//! `<round_id>:payout`, `<round_id>:refund`, `deposit:<player>`), so a retried wallet write
+//! zero, posted under a unique idempotency key (per seat `<round_id>:seat<k>:bet`, `…:raise`,
+//! `…:payout`, `…:refund`; `deposit:<player>`), so a retried wallet write
 //! is a no-op. Player accounts can never go negative (checked here and by a table CHECK);
 //! the `house` and `cashier` accounts can. Arithmetic is checked `i64`; nothing is summed in
 //! SQL.

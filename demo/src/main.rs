@@ -117,7 +117,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     };
     tracing::info!(decks = rules.decks, min = rules.min_bet, max = rules.max_bet, "engine rules");
+    // The crash failpoints exist only in builds with the `crash-points` feature (the
+    // recovery test's); a release build ignores the variable.
+    #[cfg(feature = "crash-points")]
     let crash_at = std::env::var("REDDOG_DEMO_CRASH_AT").ok().filter(|s| !s.is_empty());
+    #[cfg(not(feature = "crash-points"))]
+    let crash_at = None;
     let platform = Arc::new(Platform::new(conn, engine, rules, args.new_player_balance, crash_at));
 
     let report = platform.recover(true).await?;

@@ -18,9 +18,12 @@ use crate::ledger::{self, LedgerError};
 use crate::limits::{self, TableLimits};
 use crate::players;
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+/// The per-player lock map is pruned of unused locks once it holds more than this.
+const LOCKS_PRUNE_AT: usize = 1024;
 
 /// A commitment closer than this to its expiry is not dealt on (the deal could race it).
 const EXPIRY_MARGIN_MS: i64 = 15_000;
@@ -43,6 +46,9 @@ pub enum RoundError {
     /// Not enough money.
     #[error("balance: {balance} available, {needed} needed")]
     InsufficientFunds { balance: i64, needed: i64 },
+    /// No seat, too many seats, or no such seat.
+    #[error("{0}")]
+    BadSeats(String),
     /// Client seed empty or too long.
     #[error("client_seed: {0}")]
     BadClientSeed(String),
@@ -114,47 +120,103 @@ struct Row {
     note: Option<String>,
     created_ms: i64,
     updated_ms: i64,
+    transcripts: String,
+    seats: String,
+}
+
+/// One seat of a round: stored as JSON in `rounds.seats` and shown to the browser.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seat {
+    /// The original bet (minor units).
+    pub bet: i64,
+    /// `raise`, `stand`, `default` (stood because the round was settled without a decision),
+    /// or none yet.
+    pub decision: Option<String>,
+    /// The decision has reached the engine (a `Decide` answered).
+    #[serde(default)]
+    pub sent: bool,
+    /// The whole stake: the bet, or twice the bet once raised.
+    pub stake: i64,
+    /// `win`, `lose`, `push` once settled.
+    pub outcome: Option<String>,
+    /// The deciding rule once settled.
+    pub rule: Option<String>,
+    /// Odds paid on a win.
+    pub odds: Option<i64>,
+    /// Credited at settlement.
+    pub returned: Option<i64>,
+}
+
+/// The seats of a stored round (a round from before schema version 4 has its one seat in
+/// the columns).
+fn seats_of(r: &Row) -> Vec<Seat> {
+    if let Ok(seats) = serde_json::from_str::<Vec<Seat>>(&r.seats) {
+        if !seats.is_empty() {
+            return seats;
+        }
+    }
+    let Some(bet) = r.bet else { return vec![] };
+    vec![Seat {
+        bet,
+        decision: r.decision.clone(),
+        sent: r.decision.is_some() && r.state != "deciding",
+        stake: r.stake.unwrap_or(bet),
+        outcome: r.outcome.clone(),
+        rule: r.rule.clone(),
+        odds: r.odds,
+        returned: r.returned,
+    }]
+}
+
+fn seats_json(seats: &[Seat]) -> String {
+    serde_json::to_string(seats).unwrap_or_else(|_| "[]".into())
+}
+
+fn total_stake(seats: &[Seat]) -> Result<i64, RoundError> {
+    seats.iter().try_fold(0i64, |a, s| a.checked_add(s.stake)).ok_or(RoundError::Ledger(LedgerError::Overflow))
 }
 
 const COLUMNS: &str = "round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token, \
     commit_expires_ms, client_seed, bet, limit_min, limit_max, round_token, step, transcript, cards, hand_class, \
     spread, spread_odds, decision, stake, outcome, rule, odds, returned, reveal_json, balance_after, recovered, note, \
-    created_ms, updated_ms";
+    created_ms, updated_ms, transcripts, seats";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok(Row {
-        round_id: r.get(0)?,
-        player_id: r.get(1)?,
-        state: r.get(2)?,
-        nonce: r.get(3)?,
-        table_id: r.get(4)?,
-        decks: r.get(5)?,
-        commitment: r.get(6)?,
-        commitment_token: r.get(7)?,
-        commit_expires_ms: r.get(8)?,
-        client_seed: r.get(9)?,
-        bet: r.get(10)?,
-        limit_min: r.get(11)?,
-        limit_max: r.get(12)?,
-        round_token: r.get(13)?,
-        step: r.get(14)?,
-        transcript: r.get(15)?,
-        cards: r.get(16)?,
-        hand_class: r.get(17)?,
-        spread: r.get(18)?,
-        spread_odds: r.get(19)?,
-        decision: r.get(20)?,
-        stake: r.get(21)?,
-        outcome: r.get(22)?,
-        rule: r.get(23)?,
-        odds: r.get(24)?,
-        returned: r.get(25)?,
-        reveal_json: r.get(26)?,
-        balance_after: r.get(27)?,
-        recovered: r.get(28)?,
-        note: r.get(29)?,
-        created_ms: r.get(30)?,
-        updated_ms: r.get(31)?,
+        round_id: r.get("round_id")?,
+        player_id: r.get("player_id")?,
+        state: r.get("state")?,
+        nonce: r.get("nonce")?,
+        table_id: r.get("table_id")?,
+        decks: r.get("decks")?,
+        commitment: r.get("commitment")?,
+        commitment_token: r.get("commitment_token")?,
+        commit_expires_ms: r.get("commit_expires_ms")?,
+        client_seed: r.get("client_seed")?,
+        bet: r.get("bet")?,
+        limit_min: r.get("limit_min")?,
+        limit_max: r.get("limit_max")?,
+        round_token: r.get("round_token")?,
+        step: r.get("step")?,
+        transcript: r.get("transcript")?,
+        cards: r.get("cards")?,
+        hand_class: r.get("hand_class")?,
+        spread: r.get("spread")?,
+        spread_odds: r.get("spread_odds")?,
+        decision: r.get("decision")?,
+        stake: r.get("stake")?,
+        outcome: r.get("outcome")?,
+        rule: r.get("rule")?,
+        odds: r.get("odds")?,
+        returned: r.get("returned")?,
+        reveal_json: r.get("reveal_json")?,
+        balance_after: r.get("balance_after")?,
+        recovered: r.get("recovered")?,
+        note: r.get("note")?,
+        created_ms: r.get("created_ms")?,
+        updated_ms: r.get("updated_ms")?,
+        transcripts: r.get("transcripts")?,
+        seats: r.get("seats")?,
     })
 }
 
@@ -179,10 +241,16 @@ pub struct RoundView {
     pub commitment: String,
     /// When the commitment expires (Unix ms).
     pub commit_expires_ms: i64,
+    /// For an unused commitment: in how many milliseconds (from this answer) the platform
+    /// stops dealing on it and shows a new one; the page asks for the new one then, so an
+    /// idle player never meets an expired commitment. Relative, so clocks need not agree.
+    pub renew_in_ms: Option<i64>,
     /// The player's client seed, once fixed.
     pub client_seed: Option<String>,
-    /// The original bet.
+    /// The original bets' total.
     pub bet: Option<i64>,
+    /// Every seat: bet, decision, stake and, once settled, outcome and amount credited.
+    pub seats: Vec<Seat>,
     /// The player's limits sent with StartRound.
     pub limits: Option<(i64, i64)>,
     /// Cards face up, in order.
@@ -195,17 +263,18 @@ pub struct RoundView {
     pub spread_odds: Option<i64>,
     /// Whether Raise and Stand are legal now.
     pub awaiting_decision: bool,
-    /// `raise`, `stand` or `default` (stood because the round was settled without a decision).
+    /// One seat: `raise`, `stand` or `default` (stood because the round was settled without
+    /// a decision); several seats: none (see `seats`).
     pub decision: Option<String>,
-    /// The whole stake.
+    /// The whole stake, all seats.
     pub stake: Option<i64>,
-    /// `win`, `lose`, `push`.
+    /// The first seat's `win`, `lose` or `push` (every seat's in `seats`).
     pub outcome: Option<String>,
-    /// The deciding rule.
+    /// The first seat's deciding rule.
     pub rule: Option<String>,
-    /// Odds paid on a win.
+    /// The first seat's odds paid on a win.
     pub odds: Option<i64>,
-    /// Credited at settlement.
+    /// Credited at settlement, all seats.
     pub returned: Option<i64>,
     /// The reveal JSON, exactly as the engine returned it, to verify in the browser.
     pub reveal_json: Option<String>,
@@ -215,8 +284,12 @@ pub struct RoundView {
     pub recovered: bool,
     /// Decide steps applied (round-integrity API).
     pub step: Option<i64>,
-    /// Transcript hash (round-integrity API).
+    /// Transcript hash of the engine's latest answer (round-integrity API).
     pub transcript: Option<String>,
+    /// The transcript hash of every engine answer of the round, in order (StartRound,
+    /// Decide, Settle): the page keeps each one it is shown and compares them with the
+    /// reveal's transcript chain.
+    pub transcripts: Vec<String>,
     /// What happened, when unusual.
     pub note: Option<String>,
     /// Created (Unix ms).
@@ -228,6 +301,10 @@ pub struct RoundView {
 impl From<Row> for RoundView {
     fn from(r: Row) -> Self {
         let cards = r.cards.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
+        let transcripts = serde_json::from_str(&r.transcripts).unwrap_or_default();
+        let seats = seats_of(&r);
+        let renew_in_ms = (r.state == "committed")
+            .then(|| r.commit_expires_ms.saturating_sub(EXPIRY_MARGIN_MS).saturating_sub(now_ms()).max(0));
         RoundView {
             awaiting_decision: r.state == "dealt",
             round_id: r.round_id,
@@ -237,8 +314,10 @@ impl From<Row> for RoundView {
             decks: r.decks,
             commitment: r.commitment,
             commit_expires_ms: r.commit_expires_ms,
+            renew_in_ms,
             client_seed: r.client_seed,
             bet: r.bet,
+            seats,
             limits: r.limit_min.zip(r.limit_max),
             cards,
             hand_class: r.hand_class,
@@ -255,6 +334,7 @@ impl From<Row> for RoundView {
             recovered: r.recovered,
             step: r.step,
             transcript: r.transcript,
+            transcripts,
             note: r.note,
             created_ms: r.created_ms,
             updated_ms: r.updated_ms,
@@ -334,8 +414,21 @@ impl Platform {
     }
 
     async fn player_lock(&self, player: i64) -> tokio::sync::OwnedMutexGuard<()> {
-        let lock = self.locks.lock().await.entry(player).or_default().clone();
+        let lock = {
+            let mut locks = self.locks.lock().await;
+            // Bounded by the players with a request in flight: a lock nobody holds or waits
+            // for (only the map's own reference left) is dropped.
+            if locks.len() > LOCKS_PRUNE_AT {
+                locks.retain(|_, l| Arc::strong_count(l) > 1);
+            }
+            locks.entry(player).or_default().clone()
+        };
         lock.lock_owned().await
+    }
+
+    /// Per-player locks currently in the map (for tests).
+    pub async fn lock_count(&self) -> usize {
+        self.locks.lock().await.len()
     }
 
     fn crash_point(&self, name: &str) {
@@ -415,26 +508,34 @@ impl Platform {
         Ok(r.into())
     }
 
-    /// Deal: fixes the client seed and the bet, debits the bet, then `StartRound`. A pair or
-    /// a consecutive hand is settled at once. A retry with the same seed and bet returns the
+    /// Deal: fixes the client seed and one bet per seat (1 to the table's `max_seats`),
+    /// debits each seat's bet (`<round>:seat<k>:bet`), then `StartRound`. A pair or a
+    /// consecutive hand is settled at once. A retry with the same seed and bets returns the
     /// round as it is.
     pub async fn deal(
         &self,
         player: i64,
         round_id: &str,
         client_seed: &str,
-        bet: i64,
+        bets: &[i64],
     ) -> Result<RoundView, RoundError> {
         let _guard = self.player_lock(player).await;
         let now = now_ms();
         let table = self.table;
         let max_seed = usize::try_from(self.rules.max_client_seed_bytes).unwrap_or(1024);
+        let max_seats = usize::try_from(self.rules.max_seats).unwrap_or(1);
         let proceed = self.db(|c| -> Result<bool, RoundError> {
             let tx = c.transaction()?;
             let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
             if r.state != "committed" {
-                if r.client_seed.as_deref() == Some(client_seed) && r.bet == Some(bet) {
+                let same_bets = seats_of(&r).iter().map(|s| s.bet).eq(bets.iter().copied());
+                if r.client_seed.as_deref() == Some(client_seed) && same_bets {
                     return Ok(false); // a retry: report the round as it is
+                }
+                if r.state == "expired" {
+                    // Expired unused (e.g. by a recovery pass while the page sat idle):
+                    // nothing was dealt or debited, and the page is shown a new commitment.
+                    return Err(RoundError::Expired);
                 }
                 return Err(RoundError::Conflict("round_id: this round was already dealt".into()));
             }
@@ -446,20 +547,32 @@ impl Platform {
             if client_seed.is_empty() || client_seed.len() > max_seed {
                 return Err(RoundError::BadClientSeed(format!("1 to {max_seed} bytes of UTF-8")));
             }
+            if bets.is_empty() || bets.len() > max_seats {
+                return Err(RoundError::BadSeats(format!("bets: 1 to {max_seats} seats, one bet each")));
+            }
             let limit = players::limit(&tx, player)?;
-            let bet_u = u64::try_from(bet).map_err(|_| {
-                let (min, max) = limit.effective(table);
-                RoundError::BetOutOfRange { min, max }
-            })?;
-            limits::check_bet(table, &limit, bet_u).map_err(|(min, max)| RoundError::BetOutOfRange { min, max })?;
             let (min, max) = limit.effective(table);
+            let mut total: i64 = 0;
+            for &bet in bets {
+                let bet_u = u64::try_from(bet).map_err(|_| RoundError::BetOutOfRange { min, max })?;
+                limits::check_bet(table, &limit, bet_u).map_err(|(min, max)| RoundError::BetOutOfRange { min, max })?;
+                total = total.checked_add(bet).ok_or(RoundError::Ledger(LedgerError::Overflow))?;
+            }
             let wallet = ledger::player_account(&tx, player)?;
             let house = ledger::system_account(&tx, "house")?;
-            ledger::post(&tx, &format!("{round_id}:bet"), "bet", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
+            let balance = ledger::balance(&tx, wallet)?;
+            if balance < total {
+                return Err(RoundError::InsufficientFunds { balance, needed: total });
+            }
+            for (k, &bet) in bets.iter().enumerate() {
+                let key = format!("{round_id}:seat{k}:bet");
+                ledger::post(&tx, &key, "bet", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
+            }
+            let seats: Vec<Seat> = bets.iter().map(|&bet| Seat { bet, stake: bet, ..Seat::default() }).collect();
             tx.execute(
                 "UPDATE rounds SET state = 'betting', client_seed = ?2, bet = ?3, stake = ?3, limit_min = ?4, limit_max = ?5,
-                                   updated_ms = ?6 WHERE round_id = ?1",
-                params![round_id, client_seed, bet, i64_of(min)?, i64_of(max)?, now],
+                                   updated_ms = ?6, seats = ?7 WHERE round_id = ?1",
+                params![round_id, client_seed, total, i64_of(min)?, i64_of(max)?, now, seats_json(&seats)],
             )?;
             tx.commit()?;
             Ok(true)
@@ -470,43 +583,46 @@ impl Platform {
         Ok(self.advance(round_id).await?.into())
     }
 
-    /// Raise or stand: records the decision (debiting the raise) before `Decide`, then
-    /// settles. A retry of the same decision returns the round as it is.
-    pub async fn decide(&self, player: i64, round_id: &str, raise: bool) -> Result<RoundView, RoundError> {
+    /// Raise or stand for one seat: records the decision (debiting the raise,
+    /// `<round>:seat<k>:raise`) before `Decide`; once every seat has decided, settles. A
+    /// retry of the same decision returns the round as it is.
+    pub async fn decide(&self, player: i64, round_id: &str, seat: usize, raise: bool) -> Result<RoundView, RoundError> {
         let _guard = self.player_lock(player).await;
         let now = now_ms();
         let wanted = if raise { "raise" } else { "stand" };
         let proceed = self.db(|c| -> Result<bool, RoundError> {
             let tx = c.transaction()?;
             let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
-            if r.state != "dealt" {
-                if r.decision.as_deref() == Some(wanted) {
-                    return Ok(false);
-                }
+            let mut seats = seats_of(&r);
+            let Some(this) = seats.get(seat) else {
+                return Err(RoundError::BadSeats(format!("seat: this round has seats 0 to {}", seats.len().saturating_sub(1))));
+            };
+            if this.decision.as_deref() == Some(wanted) {
+                return Ok(false); // a retry
+            }
+            if r.state != "dealt" || this.decision.is_some() {
                 return Err(RoundError::Conflict(format!(
-                    "action: the round is {}, not waiting for a decision",
+                    "action: seat {seat} is not waiting for a decision (the round is {})",
                     r.state
                 )));
             }
-            let bet = r.bet.ok_or(RoundError::NotFound)?;
+            let bet = this.bet;
             let stake = if raise {
                 let wallet = ledger::player_account(&tx, player)?;
                 let house = ledger::system_account(&tx, "house")?;
-                ledger::post(
-                    &tx,
-                    &format!("{round_id}:raise"),
-                    "raise",
-                    Some(round_id),
-                    &[(wallet, -bet), (house, bet)],
-                    now,
-                )?;
+                let key = format!("{round_id}:seat{seat}:raise");
+                ledger::post(&tx, &key, "raise", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
                 bet.checked_mul(2).ok_or(RoundError::Ledger(LedgerError::Overflow))?
             } else {
                 bet
             };
+            seats[seat].decision = Some(wanted.to_string());
+            seats[seat].stake = stake;
+            let total = total_stake(&seats)?;
+            let single = (seats.len() == 1).then_some(wanted);
             tx.execute(
-                "UPDATE rounds SET state = 'deciding', decision = ?2, stake = ?3, updated_ms = ?4 WHERE round_id = ?1",
-                params![round_id, wanted, stake, now],
+                "UPDATE rounds SET state = 'deciding', decision = ?2, stake = ?3, updated_ms = ?4, seats = ?5 WHERE round_id = ?1",
+                params![round_id, single, total, now, seats_json(&seats)],
             )?;
             tx.commit()?;
             Ok(true)
@@ -523,7 +639,7 @@ impl Platform {
     /// where it is, to be finished later.
     async fn advance(&self, round_id: &str) -> Result<Row, RoundError> {
         // Each pass moves the state forward (betting → dealt|settling → settled,
-        // deciding → settling → settled), so four passes always suffice.
+        // deciding → dealt|settling → settled), so four passes always suffice.
         for _ in 0..4 {
             let r = self.db(|c| load(c, round_id))?.ok_or(RoundError::NotFound)?;
             match r.state.as_str() {
@@ -537,19 +653,14 @@ impl Platform {
     }
 
     async fn step_start(&self, r: &Row) -> Result<(), RoundError> {
-        let (Some(seed), Some(bet), Some(min), Some(max)) = (&r.client_seed, r.bet, r.limit_min, r.limit_max) else {
+        let (Some(seed), Some(min), Some(max)) = (&r.client_seed, r.limit_min, r.limit_max) else {
             return Err(RoundError::Conflict("round is missing its deal inputs".into()));
         };
+        let seats = seats_of(r);
+        let bets = seats.iter().map(|s| u64_of(s.bet)).collect::<Result<Vec<_>, _>>()?;
         let answer = self
             .engine
-            .start(
-                r.commitment_token.clone(),
-                seed,
-                u64_of(r.nonce)?,
-                &r.round_id,
-                u64_of(bet)?,
-                (u64_of(min)?, u64_of(max)?),
-            )
+            .start(r.commitment_token.clone(), seed, u64_of(r.nonce)?, &r.round_id, &bets, (u64_of(min)?, u64_of(max)?))
             .await;
         let now = now_ms();
         match answer {
@@ -565,7 +676,8 @@ impl Platform {
                 self.db(|c| {
                     c.execute(
                         "UPDATE rounds SET state = ?2, round_token = ?3, cards = ?4, hand_class = ?5, spread = ?6,
-                                spread_odds = ?7, step = ?8, transcript = ?9, updated_ms = ?10 WHERE round_id = ?1",
+                                spread_odds = ?7, step = ?8, transcript = ?9, updated_ms = ?10,
+                                transcripts = json_insert(transcripts, '$[#]', ?9) WHERE round_id = ?1",
                         params![
                             r.round_id,
                             state,
@@ -583,30 +695,32 @@ impl Platform {
                 Ok(())
             }
             Err(EngineError::Refused(status)) => {
-                // The engine dealt nothing: void the round and refund the bet.
-                tracing::warn!(round_id = %r.round_id, code = ?status.code(), "StartRound refused; refunding the bet");
-                self.void_and_refund(
-                    r,
-                    bet,
-                    &format!("the engine refused to deal ({}); bet refunded", status.message()),
-                )?;
+                // The engine dealt nothing: void the round and refund the bets.
+                tracing::warn!(round_id = %r.round_id, code = ?status.code(), "StartRound refused; refunding the bets");
+                self.void_and_refund(r, &format!("the engine refused to deal ({}); bet refunded", status.message()))?;
                 Err(RoundError::EngineRefused(status.message().to_string()))
             }
             Err(e) => Err(e.into()),
         }
     }
 
-    fn void_and_refund(&self, r: &Row, bet: i64, note: &str) -> Result<(), RoundError> {
+    fn void_and_refund(&self, r: &Row, note: &str) -> Result<(), RoundError> {
         let now = now_ms();
+        let seats = seats_of(r);
         self.db(|c| -> Result<(), RoundError> {
             let tx = c.transaction()?;
             let wallet = ledger::player_account(&tx, r.player_id)?;
             let house = ledger::system_account(&tx, "house")?;
-            ledger::post(&tx, &format!("{}:refund", r.round_id), "refund", Some(&r.round_id), &[(house, -bet), (wallet, bet)], now)?;
+            let mut refunded: i64 = 0;
+            for (k, s) in seats.iter().enumerate() {
+                let key = format!("{}:seat{k}:refund", r.round_id);
+                ledger::post(&tx, &key, "refund", Some(&r.round_id), &[(house, -s.bet), (wallet, s.bet)], now)?;
+                refunded = refunded.checked_add(s.bet).ok_or(RoundError::Ledger(LedgerError::Overflow))?;
+            }
             let balance = ledger::balance(&tx, wallet)?;
             tx.execute(
                 "UPDATE rounds SET state = 'voided', note = ?2, returned = ?3, balance_after = ?4, updated_ms = ?5 WHERE round_id = ?1",
-                params![r.round_id, note, bet, balance, now],
+                params![r.round_id, note, refunded, balance, now],
             )?;
             tx.commit()?;
             Ok(())
@@ -615,38 +729,75 @@ impl Platform {
 
     async fn step_decide(&self, r: &Row) -> Result<(), RoundError> {
         let token = r.round_token.clone().ok_or_else(|| RoundError::Conflict("round has no token".into()))?;
-        let raise = r.decision.as_deref() == Some("raise");
-        match self.engine.decide(token, &r.round_id, raise).await {
+        let mut seats = seats_of(r);
+        // The decisions recorded but not yet sent, in ascending seat order.
+        let mut pending = vec![];
+        for (k, s) in seats.iter().enumerate() {
+            if let (Some(d), false) = (s.decision.as_deref(), s.sent) {
+                pending.push((u32::try_from(k).unwrap_or(u32::MAX), d == "raise"));
+            }
+        }
+        match self.engine.decide(token, &r.round_id, &pending).await {
             Ok(resp) => {
                 self.crash_point("after_decide_answer");
+                for &(k, _) in &pending {
+                    if let Some(s) = seats.get_mut(k as usize) {
+                        s.sent = true;
+                    }
+                }
+                let more = resp.round.as_ref().is_some_and(|v| v.awaiting_decisions);
+                let state = if more { "dealt" } else { "settling" };
                 let now = now_ms();
                 self.db(|c| {
                     c.execute(
-                        "UPDATE rounds SET state = 'settling', round_token = ?2, step = ?3, transcript = ?4, updated_ms = ?5
+                        "UPDATE rounds SET state = ?6, round_token = ?2, step = ?3, transcript = ?4, updated_ms = ?5,
+                                transcripts = json_insert(transcripts, '$[#]', ?4), seats = ?7
                          WHERE round_id = ?1",
-                        params![r.round_id, resp.round_token, resp.step, resp.transcript, now],
+                        params![
+                            r.round_id,
+                            resp.round_token,
+                            resp.step,
+                            resp.transcript,
+                            now,
+                            state,
+                            seats_json(&seats)
+                        ],
                     )
                 })?;
                 Ok(())
             }
             Err(EngineError::Refused(status)) => {
                 // Cannot happen when the protocol is followed; never lose the round: give the
-                // raise back and settle the previous token (the seat stands).
+                // raises back and settle the previous token (the seats stand).
                 tracing::error!(round_id = %r.round_id, code = ?status.code(), "Decide refused; settling as a stand");
                 let now = now_ms();
-                let bet = r.bet.unwrap_or(0);
                 self.db(|c| -> Result<(), RoundError> {
                     let tx = c.transaction()?;
-                    if raise {
-                        let wallet = ledger::player_account(&tx, r.player_id)?;
-                        let house = ledger::system_account(&tx, "house")?;
-                        let key = format!("{}:refund", r.round_id);
-                        ledger::post(&tx, &key, "refund", Some(&r.round_id), &[(house, -bet), (wallet, bet)], now)?;
+                    let wallet = ledger::player_account(&tx, r.player_id)?;
+                    let house = ledger::system_account(&tx, "house")?;
+                    for &(k, raised) in &pending {
+                        let Some(s) = seats.get_mut(k as usize) else { continue };
+                        if raised {
+                            let key = format!("{}:seat{k}:refund", r.round_id);
+                            ledger::post(&tx, &key, "refund", Some(&r.round_id), &[(house, -s.bet), (wallet, s.bet)], now)?;
+                        }
+                        s.decision = Some("default".into());
+                        s.stake = s.bet;
+                        s.sent = true;
                     }
+                    let total = total_stake(&seats)?;
+                    let single = (seats.len() == 1).then_some("default");
                     tx.execute(
-                        "UPDATE rounds SET state = 'settling', decision = 'default', stake = bet, note = ?2, updated_ms = ?3
+                        "UPDATE rounds SET state = 'settling', decision = ?4, stake = ?5, note = ?2, updated_ms = ?3, seats = ?6
                          WHERE round_id = ?1",
-                        params![r.round_id, format!("the engine refused the decision ({}); settled as a stand", status.message()), now],
+                        params![
+                            r.round_id,
+                            format!("the engine refused the decision ({}); settled as a stand", status.message()),
+                            now,
+                            single,
+                            total,
+                            seats_json(&seats)
+                        ],
                     )?;
                     tx.commit()?;
                     Ok(())
@@ -669,52 +820,75 @@ impl Platform {
             Err(e) => return Err(e.into()),
         };
         self.crash_point("after_settle_answer");
-        let seat = resp.results.first().cloned().unwrap_or_default();
         let view = resp.round.clone().unwrap_or_default();
         let mut cards = vec![];
         for c in [&view.first_card, &view.second_card, &view.third_card].into_iter().flatten() {
             cards.push(c.code.clone());
         }
-        let returned = i64_of(seat.returned)?;
-        let engine_stake = i64_of(seat.stake)?;
+        let mut seats = seats_of(r);
         let mut note = r.note.clone();
-        if Some(engine_stake) != r.stake {
-            // The platform debited r.stake; the engine settled engine_stake. Never happens
-            // when the protocol is followed; recorded for an operator if it does.
-            tracing::error!(round_id = %r.round_id, engine_stake, debited = ?r.stake, "stake mismatch");
-            note = Some(format!("stake mismatch: engine {engine_stake}, debited {:?}", r.stake));
+        for result in &resp.results {
+            let k = result.seat as usize;
+            let Some(s) = seats.get_mut(k) else {
+                tracing::error!(round_id = %r.round_id, seat = k, "Settle answered for a seat the round does not have");
+                note = Some(format!("the engine settled seat {k}, which this round does not have"));
+                continue;
+            };
+            let engine_stake = i64_of(result.stake)?;
+            if engine_stake != s.stake {
+                // The platform debited s.stake; the engine settled engine_stake. Never happens
+                // when the protocol is followed; recorded for an operator if it does.
+                tracing::error!(round_id = %r.round_id, seat = k, engine_stake, debited = s.stake, "stake mismatch");
+                note = Some(format!("stake mismatch on seat {k}: engine {engine_stake}, debited {}", s.stake));
+            }
+            s.stake = engine_stake;
+            if result.stood_by_default {
+                s.decision = Some("default".into());
+            }
+            s.outcome = Some(engine::outcome_name(result.outcome).to_string());
+            s.rule = Some(engine::rule_name(result.rule).to_string());
+            s.odds = Some(i64::from(result.odds));
+            s.returned = Some(i64_of(result.returned)?);
         }
-        let decision = if seat.stood_by_default { Some("default".to_string()) } else { r.decision.clone() };
+        let returned = seats.iter().try_fold(0i64, |a, s| a.checked_add(s.returned.unwrap_or(0)));
+        let returned = returned.ok_or(RoundError::Ledger(LedgerError::Overflow))?;
+        let stake = total_stake(&seats)?;
+        let first = seats.first().cloned().unwrap_or_default();
+        let decision = if seats.len() == 1 { first.decision.clone() } else { None };
         let now = now_ms();
         self.db(|c| -> Result<(), RoundError> {
             let tx = c.transaction()?;
             let wallet = ledger::player_account(&tx, r.player_id)?;
             let house = ledger::system_account(&tx, "house")?;
-            if returned > 0 {
-                let key = format!("{}:payout", r.round_id);
-                ledger::post(&tx, &key, "payout", Some(&r.round_id), &[(house, -returned), (wallet, returned)], now)?;
+            for (k, s) in seats.iter().enumerate() {
+                let amount = s.returned.unwrap_or(0);
+                if amount > 0 {
+                    let key = format!("{}:seat{k}:payout", r.round_id);
+                    ledger::post(&tx, &key, "payout", Some(&r.round_id), &[(house, -amount), (wallet, amount)], now)?;
+                }
             }
             let balance = ledger::balance(&tx, wallet)?;
             tx.execute(
                 "UPDATE rounds SET state = 'settled', cards = ?2, decision = ?3, outcome = ?4, rule = ?5, odds = ?6,
                         returned = ?7, reveal_json = ?8, balance_after = ?9, note = ?10, stake = ?11, updated_ms = ?12,
-                        step = ?13, transcript = ?14
+                        step = ?13, transcript = ?14, transcripts = json_insert(transcripts, '$[#]', ?14), seats = ?15
                  WHERE round_id = ?1",
                 params![
                     r.round_id,
                     serde_json::to_string(&cards).unwrap_or_default(),
                     decision,
-                    engine::outcome_name(seat.outcome),
-                    engine::rule_name(seat.rule),
-                    seat.odds,
+                    first.outcome,
+                    first.rule,
+                    first.odds,
                     returned,
                     resp.reveal_json,
                     balance,
                     note,
-                    engine_stake,
+                    stake,
                     now,
                     resp.step,
-                    resp.transcript
+                    resp.transcript,
+                    seats_json(&seats)
                 ],
             )?;
             tx.commit()?;
@@ -750,6 +924,14 @@ impl Platform {
                 continue;
             }
             let _guard = self.player_lock(player).await;
+            // The player's own request may have finished the round while this pass waited
+            // for the lock: only a round still where it was is recovered.
+            let still: Option<String> = self.db(|c| {
+                c.query_row("SELECT state FROM rounds WHERE round_id = ?1", [&round_id], |r| r.get(0)).optional()
+            })?;
+            if still.as_deref() != Some(state.as_str()) {
+                continue;
+            }
             self.db(|c| c.execute("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&round_id]))?;
             let mut result = self.advance(&round_id).await;
             // At start, a round waiting for the player's decision (found so, or dealt just
@@ -777,6 +959,22 @@ impl Platform {
             }
         }
         Ok(report)
+    }
+
+    /// One of the player's rounds as it is now, after finishing any step the platform still
+    /// owes it when the engine answers (the page asks after an outage to learn what happened
+    /// to its open round). An engine still unreachable leaves the round as stored.
+    pub async fn round_status(&self, player: i64, round_id: &str) -> Result<RoundView, RoundError> {
+        let _guard = self.player_lock(player).await;
+        let r = self.db(|c| load(c, round_id))?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
+        if matches!(r.state.as_str(), "betting" | "deciding" | "settling") {
+            match self.advance(round_id).await {
+                Ok(done) => return Ok(done.into()),
+                Err(RoundError::EngineUnavailable(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(r.into())
     }
 
     /// The player's recent rounds that were dealt (newest first), with their reveals.
@@ -810,5 +1008,53 @@ impl Platform {
             let wallet = ledger::player_account(c, player)?;
             Ok(ledger::balance(c, wallet)?)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn platform() -> Platform {
+        let rules = Rules {
+            decks: 1,
+            min_bet: 500,
+            max_bet: 30_000,
+            spread_odds: vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1],
+            three_of_a_kind_odds: 11,
+            algorithm: "reddog-deal-v1".into(),
+            commitment_ttl_secs: 600,
+            max_client_seed_bytes: 1024,
+            raise_rule: String::new(),
+            max_seats: 7,
+            currency: "XXX".into(),
+            minor_unit_exponent: 2,
+        };
+        // The engine is never called here (the channel connects lazily).
+        let engine = Engine::new("http://127.0.0.1:9").unwrap();
+        Platform::new(crate::db::open_in_memory().unwrap(), engine, rules, 100_000, None)
+    }
+
+    #[tokio::test]
+    async fn the_per_player_lock_map_stays_bounded_over_many_players() {
+        let p = platform();
+        for player in 0..5_000 {
+            let _guard = p.player_lock(player).await;
+        }
+        let n = p.lock_count().await;
+        assert!(n <= LOCKS_PRUNE_AT + 1, "{n} locks kept for 5000 players, none in use");
+    }
+
+    #[tokio::test]
+    async fn a_lock_in_use_survives_pruning() {
+        let p = platform();
+        let held = p.player_lock(-1).await;
+        for player in 0..3_000 {
+            let _guard = p.player_lock(player).await;
+        }
+        // Player -1's lock is still the one held: a second request for it must wait.
+        let again = tokio::time::timeout(std::time::Duration::from_millis(50), p.player_lock(-1)).await;
+        assert!(again.is_err(), "the held lock was replaced by a new one");
+        drop(held);
     }
 }

@@ -50,6 +50,7 @@ impl From<RoundError> for ApiError {
             BetOutOfRange { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "bet_out_of_range"),
             InsufficientFunds { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "insufficient_funds"),
             BadClientSeed(_) => (StatusCode::UNPROCESSABLE_ENTITY, "bad_client_seed"),
+            BadSeats(_) => (StatusCode::UNPROCESSABLE_ENTITY, "bad_seats"),
             EngineRefused(_) => (StatusCode::BAD_GATEWAY, "engine_refused"),
             EngineUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "engine_unavailable"),
             Ledger(_) | Db(_) => {
@@ -90,12 +91,15 @@ pub fn router(app: App) -> Router {
     Router::new()
         .route("/", get(|| async { page(INDEX_HTML) }))
         .route("/history", get(|| async { page(HISTORY_HTML) }))
+        .route("/rules", get(|| async { page(RULES_HTML) }))
+        .route("/favicon.ico", get(favicon))
         .route("/static/{file}", get(static_file))
         .route("/api/state", get(state))
         .route("/api/register", post(register))
         .route("/api/login", post(login))
         .route("/api/logout", post(logout))
         .route("/api/round", post(new_round))
+        .route("/api/round/{round_id}", get(round_status))
         .route("/api/round/deal", post(deal))
         .route("/api/round/decide", post(decide))
         .route("/api/limits", post(set_limits))
@@ -122,6 +126,16 @@ async fn security_headers(req: axum::extract::Request, next: axum::middleware::N
 
 const INDEX_HTML: &str = include_str!("../static/index.html");
 const HISTORY_HTML: &str = include_str!("../static/history.html");
+const RULES_HTML: &str = include_str!("../static/rules.html");
+
+/// The favicon: a red diamond (SVG), so `/favicon.ico` is not a 404.
+async fn favicon() -> Response {
+    (
+        [(header::CONTENT_TYPE, "image/svg+xml")],
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M8 1l6 7-6 7-6-7z" fill="#c21d2b"/></svg>"##,
+    )
+        .into_response()
+}
 
 fn page(body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
@@ -133,6 +147,9 @@ async fn static_file(Path(file): Path<String>) -> Response {
         "history.js" => ("text/javascript; charset=utf-8", include_str!("../static/history.js")),
         "verify.js" => ("text/javascript; charset=utf-8", include_str!("../static/verify.js")),
         "ui.js" => ("text/javascript; charset=utf-8", include_str!("../static/ui.js")),
+        "record.js" => ("text/javascript; charset=utf-8", include_str!("../static/record.js")),
+        "i18n.js" => ("text/javascript; charset=utf-8", include_str!("../static/i18n.js")),
+        "rules.js" => ("text/javascript; charset=utf-8", include_str!("../static/rules.js")),
         "style.css" => ("text/css; charset=utf-8", include_str!("../static/style.css")),
         _ => return (StatusCode::NOT_FOUND, "not found").into_response(),
     };
@@ -177,8 +194,10 @@ struct LimitsView {
 fn limits_view(app: &Platform, player: i64) -> Result<LimitsView, ApiError> {
     let limit = app.db(|c| players::limit(c, player))?;
     let (min_bet, max_bet) = limit.effective(app.table);
-    let next = limits::next_change_allowed(&limit, jiff::Timestamp::now())
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    let next = limits::next_change_allowed(&limit, jiff::Timestamp::now()).map_err(|e| {
+        tracing::error!(error = %e, "limit window");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error")
+    })?;
     Ok(LimitsView {
         table_min: app.table.min_bet,
         table_max: app.table.max_bet,
@@ -199,7 +218,7 @@ async fn state(State(app): State<App>, headers: HeaderMap) -> Result<Response, A
     let table = json!({
         "min_bet": r.min_bet, "max_bet": r.max_bet, "decks": r.decks, "spread_odds": r.spread_odds,
         "three_of_a_kind_odds": r.three_of_a_kind_odds, "algorithm": r.algorithm, "raise_rule": r.raise_rule,
-        "max_client_seed_bytes": r.max_client_seed_bytes,
+        "max_client_seed_bytes": r.max_client_seed_bytes, "max_seats": r.max_seats,
         "currency": r.currency, "minor_unit_exponent": r.minor_unit_exponent,
         "chips": chips,
     });
@@ -300,23 +319,39 @@ async fn new_round(State(app): State<App>, headers: HeaderMap) -> Result<Json<Ro
     Ok(Json(app.current_or_new(player).await?))
 }
 
+/// A deal: `bets` (one per seat, 1 to the table's `max_seats`), or `bet` for one seat.
 #[derive(Deserialize)]
 struct DealRequest {
     round_id: String,
     client_seed: String,
-    bet: i64,
+    bet: Option<i64>,
+    bets: Option<Vec<i64>>,
 }
 
 async fn deal(State(app): State<App>, headers: HeaderMap, Json(req): Json<DealRequest>) -> Result<Response, ApiError> {
     let player = require_player(&app, &headers)?;
-    let round = app.deal(player, &req.round_id, &req.client_seed, req.bet).await?;
+    let bets = match (req.bets, req.bet) {
+        (Some(bets), None) => bets,
+        (None, Some(bet)) => vec![bet],
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid",
+                "bets: give `bets` (one per seat) or `bet` (one seat), not both",
+            ));
+        }
+    };
+    let round = app.deal(player, &req.round_id, &req.client_seed, &bets).await?;
     Ok(Json(json!({"round": round, "balance": app.balance(player)?})).into_response())
 }
 
+/// Raise or stand for one seat (`seat` 0-based, 0 when absent).
 #[derive(Deserialize)]
 struct DecideRequest {
     round_id: String,
     action: String,
+    #[serde(default)]
+    seat: usize,
 }
 
 async fn decide(
@@ -332,8 +367,17 @@ async fn decide(
             return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", "action: 'raise' or 'stand'"));
         }
     };
-    let round = app.decide(player, &req.round_id, raise).await?;
+    let round = app.decide(player, &req.round_id, req.seat, raise).await?;
     Ok(Json(json!({"round": round, "balance": app.balance(player)?})).into_response())
+}
+
+async fn round_status(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(round_id): Path<String>,
+) -> Result<Json<RoundView>, ApiError> {
+    let player = require_player(&app, &headers)?;
+    Ok(Json(app.round_status(player, &round_id).await?))
 }
 
 #[derive(Deserialize)]
@@ -369,6 +413,11 @@ async fn set_limits(
                 LimitError::TimeZone(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
                 _ => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
             };
+            if status == StatusCode::INTERNAL_SERVER_ERROR {
+                // Never internal error text in an answer: logged, and a plain word sent.
+                tracing::error!(error = %e, "setting a limit");
+                return Err(ApiError::new(status, code, "internal error"));
+            }
             Err(ApiError::new(status, code, e.to_string()))
         }
     }

@@ -2,7 +2,9 @@
 // keeps the tokens; the page sees commitments, cards, results and reveals, and verifies
 // every reveal itself (verify.js).
 import { verifyReveal } from "./verify.js";
-import { api, money, parseMoney, renderCard, rememberShown, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
+import { checkRecord, describeField } from "./record.js";
+import { api, money, plainMoney, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
+import { t, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -30,7 +32,12 @@ function beep(freq = 660, ms = 90) {
 const canSpeak = "speechSynthesis" in globalThis && "SpeechSynthesisUtterance" in globalThis;
 function say(text) {
   if (!opt("voice") || !canSpeak) return;
-  try { speechSynthesis.cancel(); speechSynthesis.speak(new SpeechSynthesisUtterance(text)); } catch { /* none */ }
+  try {
+    const u = new SpeechSynthesisUtterance(text);
+    u.lang = lang();
+    speechSynthesis.cancel();
+    speechSynthesis.speak(u);
+  } catch { /* none */ }
 }
 
 // ------------------------------------------------------------------ state
@@ -38,11 +45,36 @@ const S = {
   state: null,        // /api/state
   round: null,        // the open round: committed (shown commitment) or dealt (deciding)
   shown: null,        // the round whose cards are on the table
-  bet: 0,             // minor units
-  lastBet: null,
+  bets: [0],          // one bet per seat, minor units (1 to the table's max_seats seats)
+  seat: 0,            // the seat chips, arrows and keys act on
+  lastBets: null,     // the last round's bets, for the 0 key
   busy: false,
   seedCustom: false,
+  record: null,       // the player's record of the round in play (record.js)
 };
+
+// ------------------------------------------------------------------ the player's record
+// Everything the page saw and did in a round, kept to compare with the reveal at the end.
+function startRecord(round, { before, debited, bets }) {
+  S.record = {
+    round_id: round.round_id, commitment: round.commitment, rules_digest: round.rules_digest || undefined,
+    seats: bets.map((bet) => ({ bet: String(bet), action: null })), transcripts: [],
+    balance: { before, debited }, shown: null,
+  };
+}
+function noteAnswer(round) {
+  if (!S.record || S.record.round_id !== round.round_id) return;
+  for (const t of round.transcripts || []) if (!S.record.transcripts.includes(t)) S.record.transcripts.push(t);
+}
+function noteShown(round, balanceAfter) {
+  if (!S.record || S.record.round_id !== round.round_id) return;
+  S.record.shown = {
+    cards: [...(round.cards || [])], hand_class: round.hand_class, spread: round.spread,
+    seats: displaySeats(round).map((x) => ({ outcome: x.outcome, decision: x.decision, stake: x.stake, returned: x.returned })),
+  };
+  S.record.balance.after = balanceAfter;
+  rememberRecord(S.record);
+}
 
 function randomSeed() {
   const b = new Uint8Array(12);
@@ -53,14 +85,31 @@ function randomSeed() {
 const limits = () => S.state?.limits || { min_bet: 0, max_bet: 0 };
 const balance = () => S.state?.player?.balance ?? 0;
 const deciding = () => S.round?.state === "dealt";
+const maxSeats = () => Math.max(1, S.state?.table?.max_seats || 1);
+const betOf = () => S.bets[S.seat] || 0;
+const totalBet = () => S.bets.reduce((a, b) => a + b, 0);
+// The seat a decision is asked of: the first seat of the round that has not decided.
+const decidingSeat = () => deciding() ? (S.round.seats || []).findIndex((x) => !x.decision) : -1;
 
 function canDeal() {
   const l = limits();
-  return !S.busy && S.round?.state === "committed" && S.bet >= l.min_bet && S.bet <= l.max_bet && S.bet <= balance()
-    && $("client-seed").value.length > 0;
+  return !S.busy && !S.reconnecting && S.round?.state === "committed" && S.bets.every((b) => b >= l.min_bet && b <= l.max_bet)
+    && totalBet() <= balance() && $("client-seed").value.length > 0;
 }
-const canRaise = () => !S.busy && deciding() && balance() >= (S.round.bet || 0);
-const canStand = () => !S.busy && deciding();
+const canRaise = () => !S.busy && !S.reconnecting && decidingSeat() >= 0 && balance() >= (S.round.seats[decidingSeat()]?.bet || 0);
+const canStand = () => !S.busy && !S.reconnecting && decidingSeat() >= 0;
+
+// Deal disabled: say why.
+function whyNoDeal() {
+  const l = limits();
+  if (S.round?.state !== "committed") return "";
+  const empty = S.bets.findIndex((b) => b === 0);
+  if (empty >= 0) return S.bets.length > 1 ? `Seat ${empty + 1} has no bet` : "";
+  const low = S.bets.findIndex((b) => b < l.min_bet);
+  if (low >= 0) return `The minimum bet is ${money(l.min_bet)}${S.bets.length > 1 ? ` (seat ${low + 1})` : ""}`;
+  if (totalBet() > balance()) return `Your balance (${money(balance())}) is less than your bets (${money(totalBet())})`;
+  return "";
+}
 
 function message(text) { $("message").textContent = text || ""; }
 
@@ -70,23 +119,44 @@ function setBet(v, why) {
   let b = Math.max(0, v);
   if (b > l.max_bet) { b = l.max_bet; message(`Your maximum bet is ${money(l.max_bet)}`); }
   else message(why || "");
-  S.bet = b;
+  S.bets[S.seat] = b;
   render();
 }
-function addChip(v) { if (!deciding() && !S.busy) { beep(880, 40); setBet(S.bet + v); } }
-function removeChip(v) { if (!deciding() && !S.busy) { beep(440, 40); setBet(S.bet - v); } }
+function addChip(v) { if (!deciding() && !S.busy) { beep(880, 40); setBet(betOf() + v); } }
+function removeChip(v) { if (!deciding() && !S.busy) { beep(440, 40); setBet(betOf() - v); } }
+// Seats: select seat n (0-based), opening empty seats up to it; remove the selected seat.
+function selectSeat(n) {
+  if (deciding() || S.busy || n < 0 || n >= maxSeats()) return;
+  while (S.bets.length <= n) S.bets.push(0);
+  S.seat = n;
+  message(S.bets.length > 1 ? `Seat ${n + 1} selected` : "");
+  render();
+}
+function removeSeat() {
+  if (deciding() || S.busy || S.bets.length <= 1) return;
+  S.bets.splice(S.seat, 1);
+  S.seat = Math.min(S.seat, S.bets.length - 1);
+  render();
+}
 // Up/Down: ±1.00 (Shift: ±10.00) within the limits: from no bet, up goes to the minimum;
 // at the minimum, down removes the bet.
 function stepBet(units) {
   if (deciding() || S.busy) return;
   const l = limits(), step = units * minorPerMajor();
-  if (step > 0) setBet(S.bet < l.min_bet ? l.min_bet : Math.min(S.bet + step, l.max_bet));
-  else setBet(S.bet <= l.min_bet ? 0 : Math.max(S.bet + step, l.min_bet));
+  const b = betOf();
+  if (step > 0) setBet(b < l.min_bet ? l.min_bet : Math.min(b + step, l.max_bet));
+  else setBet(b <= l.min_bet ? 0 : Math.max(b + step, l.min_bet));
 }
 function clearBet() { if (!deciding() && !S.busy) setBet(0); }
+// 0: the last round's bets on the same seats.
 function repeatBet() {
   if (deciding() || S.busy) return;
-  if (S.lastBet) setBet(S.lastBet); else message("No previous bet yet");
+  if (!S.lastBets) { message("No previous bet yet"); return; }
+  const max = limits().max_bet;
+  S.bets = S.lastBets.slice(0, maxSeats()).map((b) => Math.min(b, max));
+  S.seat = Math.min(S.seat, S.bets.length - 1);
+  message("");
+  render();
 }
 
 // ------------------------------------------------------------------ rendering
@@ -98,7 +168,7 @@ function renderChips() {
     b.type = "button";
     b.className = `chip chip-${v}`;
     b.dataset.value = v;
-    b.textContent = money(v).replace(/\.00$/, "");
+    b.textContent = plainMoney(v).replace(/\.0+$/, "");
     b.setAttribute("aria-label", `Chip ${money(v)}: click to add, right-click or Shift+F10 to take off`);
     b.addEventListener("click", () => addChip(v));
     b.addEventListener("contextmenu", (e) => { e.preventDefault(); removeChip(v); });
@@ -109,7 +179,7 @@ function renderChips() {
 function renderStack() {
   const stack = $("bet-stack");
   stack.textContent = "";
-  let rest = S.bet;
+  let rest = betOf();
   const chips = [...S.state.table.chips].sort((a, b) => b - a);
   for (const v of chips) {
     while (rest >= v && stack.childElementCount < 12) {
@@ -119,7 +189,37 @@ function renderStack() {
       rest -= v;
     }
   }
-  $("circle-amount").textContent = S.bet ? money(S.bet) : "";
+  $("circle-amount").textContent = betOf() ? money(betOf()) : "";
+  $("circle-label").textContent = S.bets.length > 1 ? t("seat", { n: S.seat + 1 }) : "";
+}
+
+// The seats: one button per open seat (select it), showing its bet and, in play, its
+// decision and result; "Add a seat" up to the table's maximum; "Remove seat".
+function renderSeats() {
+  const box = $("seats");
+  box.textContent = "";
+  const round = S.shown && S.shown.seats && S.shown.seats.length && S.shown.state !== "committed" ? S.shown : null;
+  const inPlay = deciding();
+  const count = inPlay && round ? round.seats.length : S.bets.length;
+  for (let k = 0; k < count; k++) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "seat";
+    b.dataset.seat = k;
+    const x = inPlay && round ? round.seats[k] : null;
+    const parts = [t("seat", { n: k + 1 }), money(x ? x.bet : S.bets[k] || 0)];
+    if (x?.decision) parts.push(x.decision === "raise" ? "raised" : "stood");
+    if (inPlay && k === decidingSeat()) parts.push("to decide");
+    b.textContent = parts.join(" · ");
+    b.setAttribute("aria-pressed", String(!inPlay && k === S.seat));
+    b.disabled = inPlay || S.busy;
+    b.addEventListener("click", () => selectSeat(k));
+    box.append(b);
+  }
+  $("add-seat").hidden = S.bets.length >= maxSeats();
+  $("add-seat").disabled = inPlay || S.busy;
+  $("remove-seat").hidden = S.bets.length <= 1;
+  $("remove-seat").disabled = inPlay || S.busy;
 }
 
 function renderTable() {
@@ -137,8 +237,7 @@ function renderTable() {
     marker.dataset.hand = r.hand_class;
     marker.dataset.spread = r.spread || 0;
     marker.textContent = r.hand_class === "non_consecutive"
-      ? `Red dog: spread ${r.spread} — pays ${r.spread_odds} to 1` : describeHand(r);
-    marker.setAttribute("aria-label", marker.textContent);
+      ? t("marker", { n: r.spread, odds: r.spread_odds }) : describeHand(r);
   } else {
     marker.hidden = true;
   }
@@ -148,9 +247,9 @@ function renderTable() {
   out.dataset.decision = r?.decision || "";
   out.dataset.returned = r?.returned ?? "";
   out.dataset.roundId = r?.round_id || "";
-  if (r && r.state === "dealt") out.textContent = `${describeHand(r)}: raise or stand?`;
+  if (r && r.state === "dealt") out.textContent = t("raise_or_stand", { hand: describeHand(r) });
   else if (r) out.textContent = describeOutcome(r);
-  else out.textContent = "Place your bet.";
+  else out.textContent = t("place_bet");
 }
 
 function renderFairness() {
@@ -169,22 +268,27 @@ function render() {
   document.body.dataset.busy = S.busy ? "1" : "0";
   if (!st) return;
   renderChips();
-  $("who").textContent = st.player ? `Signed in as ${st.player.name}` : "";
+  $("who").textContent = st.player ? t("signed_in", { name: st.player.name }) : "";
   $("info-name").textContent = st.player?.name || "";
-  const cur = st.table.currency && st.table.currency !== "XXX" ? ` ${st.table.currency}` : "";
-  $("info-balance").textContent = money(balance()) + cur;
+  $("info-balance").textContent = money(balance());
   $("info-balance").dataset.minor = balance();
-  $("info-bet").textContent = money(S.bet);
-  $("info-bet").dataset.minor = S.bet;
+  $("info-bet").textContent = money(totalBet()) + (S.bets.length > 1 ? ` (${S.bets.length} seats)` : "");
+  $("info-bet").dataset.minor = totalBet();
   const l = limits();
   $("info-limits").textContent = `${money(l.min_bet)} – ${money(l.max_bet)}${l.player_max_bet ? " (your maximum)" : ""}`;
-  $("info-last").textContent = S.lastBet ? money(S.lastBet) : "—";
+  $("info-last").textContent = S.lastBets ? S.lastBets.map(money).join(" + ") : "—";
   $("deal").disabled = !canDeal();
+  $("deal-why").textContent = !S.busy && $("deal").disabled ? whyNoDeal() : "";
   $("raise").disabled = !canRaise();
   $("stand").disabled = !canStand();
+  const ds = decidingSeat();
+  const multi = (S.round?.seats || []).length > 1;
+  $("raise-label").textContent = ds >= 0 && multi ? t("raise_seat", { n: ds + 1 }) : t("raise");
+  $("stand-label").textContent = ds >= 0 && multi ? t("stand_seat", { n: ds + 1 }) : t("stand");
   for (const b of $("chips").querySelectorAll("button")) b.disabled = deciding() || S.busy;
   $("clear").disabled = deciding() || S.busy;
-  $("repeat").disabled = deciding() || S.busy || !S.lastBet;
+  $("repeat").disabled = deciding() || S.busy || !S.lastBets;
+  renderSeats();
   renderStack();
   renderTable();
   renderFairness();
@@ -193,26 +297,37 @@ function render() {
 
 function renderLimits() {
   const l = limits();
-  const next = l.next_change_ms ? new Date(l.next_change_ms).toLocaleString("en-US",
+  const next = l.next_change_ms ? formatDate(l.next_change_ms,
     { timeZone: "America/New_York", weekday: "long", year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit" }) : null;
   $("limits-text").textContent = `Table limits ${money(l.table_min)} – ${money(l.table_max)}. Your maximum: ${money(l.max_bet)}. ` +
     (next ? `You changed it this week; the next change is possible from ${next} US Eastern.`
       : "You may change it once a week (the week turns Friday 12:00 AM US Eastern); confirm with your PIN.");
   const input = $("limits-max");
-  input.min = money(l.table_min);
-  input.max = money(l.table_max);
+  input.min = plainMoney(l.table_min);
+  input.max = plainMoney(l.table_max);
 }
 
 // ------------------------------------------------------------------ flow
 async function refresh() {
   S.state = await api("/api/state");
-  setMinorUnitExponent(S.state.table.minor_unit_exponent);
+  setMinorUnitExponent(S.state.table.minor_unit_exponent, S.state.table.currency);
+  if (S.state.player) applyLang(chooseLang(S.state.player.name));
   if (!S.state.player) { showLogin(); return; }
-  S.lastBet = S.state.last_bet || null;
+  if (!S.lastBets && S.state.last_bet) S.lastBets = [S.state.last_bet];
   if (S.state.engine_error) message(S.state.engine_error);
   S.round = S.state.round;
-  if (S.round?.state === "dealt") { S.shown = S.round; S.bet = S.round.bet; message("Your round was resumed: raise or stand."); }
-  if (S.bet > limits().max_bet) S.bet = limits().max_bet;
+  if (S.round?.state === "dealt") {
+    S.shown = S.round; S.bets = S.round.seats.map((x) => x.bet); S.seat = 0;
+    message("Your round was resumed: raise or stand.");
+    if (S.record?.round_id !== S.round.round_id) {
+      // Resumed after a reload: the bets (and any raise already decided) had left the wallet
+      // before this page saw the balance.
+      startRecord(S.round, { before: balance(), debited: S.round.stake ?? S.round.bet, bets: S.round.seats.map((x) => x.bet) });
+      S.round.seats.forEach((x, k) => { if (x.decision) S.record.seats[k].action = x.decision; });
+    }
+    noteAnswer(S.round);
+  }
+  S.bets = S.bets.map((b) => Math.min(b, limits().max_bet));
   try {
     await ensureCommitment();
   } finally {
@@ -234,20 +349,107 @@ async function ensureCommitment() {
     rememberShown(S.round);
     if (!S.seedCustom || !$("client-seed").value) $("client-seed").value = randomSeed();
   }
+  scheduleRenewal();
+}
+
+// ------------------------------------------------------------------ renewal and outages
+// A commitment is renewed before the platform stops dealing on it (`renew_in_ms`, relative
+// to the answer, so the clocks need not agree): an idle player never meets an expired one.
+let renewTimer = null;
+function scheduleRenewal() {
+  clearTimeout(renewTimer);
+  const r = S.round;
+  if (!r || r.state !== "committed" || typeof r.renew_in_ms !== "number") return;
+  const id = r.round_id;
+  renewTimer = setTimeout(async () => {
+    if (S.busy || S.reconnecting || S.round?.round_id !== id) { if (S.round?.round_id === id) scheduleRenewal(); return; }
+    S.busy = true;
+    render();
+    try {
+      S.round = null;
+      await ensureCommitment();
+      if (S.round.round_id !== id) message("The previous commitment was about to expire, so a new one is shown (nothing was dealt or debited).");
+    } catch (e) {
+      if (unreachable(e)) reconnect(e, null); else message(e.message);
+    } finally { S.busy = false; render(); }
+  }, r.renew_in_ms + 250);
+}
+
+// No answer: the platform cannot be reached (the fetch itself failed) or the engine is
+// unavailable (503). Anything else is a definite answer.
+const unreachable = (e) => e instanceof TypeError || e.status === 503;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// After an outage the page reconnects by itself (1, 2, 4, 5, 5 … s apart) and says what
+// happened to the round it had open: settled (and verified like any round), voided and
+// refunded, waiting for a decision, or still waiting for the engine.
+async function reconnect(e, roundId) {
+  if (S.reconnecting) return;
+  S.reconnecting = true;
+  const what = e instanceof TypeError ? "The platform cannot be reached" : "The engine is unavailable";
+  $("connection").dataset.state = "reconnecting";
+  message(`${what}. ${roundId ? "Your round is kept: nothing is lost. " : ""}Reconnecting…`);
+  render();
+  for (let k = 0; ; k++) {
+    await sleep(Math.min(1000 * 2 ** k, 5000));
+    try {
+      const round = roundId ? await api(`/api/round/${encodeURIComponent(roundId)}`) : null;
+      if (round && ["betting", "deciding", "settling"].includes(round.state)) {
+        message(`${what}. Your round is kept and will be finished when the engine answers. Reconnecting…`);
+        continue;
+      }
+      S.reconnecting = false;
+      await refresh();
+      $("connection").dataset.state = "connected";
+      if (round && (round.state === "settled" || round.state === "voided")) {
+        const seen = shownFor(round.round_id);
+        round.expect = { commitment: seen?.commitment ?? round.commitment, nonce: seen?.nonce ?? round.nonce,
+          round_id: round.round_id, table_id: seen?.table_id ?? round.table_id, decks: seen?.decks ?? round.decks,
+          client_seed: round.client_seed };
+        S.shown = round;
+        noteAnswer(round);
+        noteShown(round, balance());
+        render();
+        await showVerification(round, S.record?.round_id === round.round_id ? S.record : null);
+        message(`Reconnected. Your round was ${round.state === "voided" ? "voided and your bet refunded" : "settled"}`
+          + `${round.note ? ` (${round.note})` : ""}: ${describeOutcome(round)}.`);
+      } else if (round?.state === "dealt") {
+        message("Reconnected. Your round is waiting for your decision: raise or stand.");
+      } else {
+        message("Reconnected.");
+      }
+      render();
+      return;
+    } catch (err) {
+      if (unreachable(err)) continue;
+      S.reconnecting = false;
+      $("connection").dataset.state = "connected";
+      message(err.message);
+      render();
+      return;
+    }
+  }
 }
 
 async function run(fn) {
   if (S.busy) return;
   S.busy = true;
   render();
+  let lost = null;
   try { await fn(); }
   catch (e) {
-    message(e.message);
-    if (e.code === "commitment_expired" || e.code === "conflict" || e.status === 503) {
-      try { S.round = null; await refresh(); } catch { /* shown above */ }
+    if (unreachable(e)) {
+      lost = e;
+    } else {
+      message(e.code === "commitment_expired"
+        ? "The commitment had expired, so nothing was dealt or debited; a new one is shown: press Deal again." : e.message);
+      if (e.code === "commitment_expired" || e.code === "conflict") {
+        try { S.round = null; await refresh(); } catch (err) { if (unreachable(err)) lost = err; }
+      }
     }
   }
   finally { S.busy = false; render(); }
+  if (lost) reconnect(lost, S.record?.round_id || null);
 }
 
 function deal() {
@@ -255,9 +457,12 @@ function deal() {
   run(async () => {
     const shownBefore = { ...S.round };
     const seed = $("client-seed").value;
-    const res = await api("/api/round/deal", { round_id: S.round.round_id, client_seed: seed, bet: S.bet });
+    const bets = [...S.bets];
+    startRecord(S.round, { before: balance(), debited: 0, bets });
+    const res = await api("/api/round/deal", { round_id: S.round.round_id, client_seed: seed, bets });
+    noteAnswer(res.round);
     S.state.player.balance = res.balance;
-    S.lastBet = S.bet;
+    S.lastBets = bets;
     S.round = res.round;
     S.shown = res.round;
     S.shown.expect = { commitment: shownBefore.commitment, nonce: shownBefore.nonce, round_id: shownBefore.round_id,
@@ -265,7 +470,7 @@ function deal() {
     beep(520, 120);
     if (res.round.state === "dealt") {
       message("");
-      say(`Spread ${res.round.spread}. Pays ${res.round.spread_odds} to 1. Raise or stand?`);
+      say(`${res.round.cards.map(cardName).join(", ")}. Spread ${res.round.spread}. Pays ${res.round.spread_odds} to 1. Raise or stand?`);
     } else {
       await finish(res.round);
     }
@@ -276,12 +481,28 @@ function decide(action) {
   if (action === "raise" ? !canRaise() : !canStand()) return;
   run(async () => {
     const expect = S.shown?.expect;
-    const res = await api("/api/round/decide", { round_id: S.round.round_id, action });
+    const seat = decidingSeat();
+    const mine = S.record?.round_id === S.round.round_id ? S.record.seats[seat] : null;
+    if (mine) mine.action = action;
+    let res;
+    try {
+      res = await api("/api/round/decide", { round_id: S.round.round_id, action, seat });
+    } catch (e) {
+      // No answer: the platform may or may not have recorded the decision; after a restart
+      // it settles an undecided seat as a stand.
+      if (mine && unreachable(e)) mine.unconfirmed = true;
+      throw e;
+    }
+    noteAnswer(res.round);
     S.state.player.balance = res.balance;
     S.round = res.round;
     S.shown = res.round;
     S.shown.expect = expect || { commitment: res.round.commitment, nonce: res.round.nonce, round_id: res.round.round_id,
       table_id: res.round.table_id, decks: res.round.decks, client_seed: res.round.client_seed };
+    if (res.round.state === "dealt") {
+      message(`Seat ${decidingSeat() + 1}: raise or stand?`);
+      return;
+    }
     await finish(res.round);
   });
 }
@@ -289,38 +510,91 @@ function decide(action) {
 async function finish(round) {
   const text = describeOutcome(round);
   if (round.outcome === "win") beep(990, 220); else if (round.outcome === "lose") beep(220, 220);
-  say(`${describeHand(round)}. ${text}`);
-  await showVerification(round);
+  say(`${(round.cards || []).map(cardName).join(", ")}. ${describeHand(round)}. ${text}`);
+  noteShown(round, balance());
+  await showVerification(round, S.record?.round_id === round.round_id ? S.record : null);
   S.round = null;
   await ensureCommitment();
 }
 
-async function showVerification(round) {
+// A record field in the player's language ("seat 2: the amount credited").
+function fieldWords(field) {
+  const words = {};
+  for (const k of ["cards", "hand", "seats", "bet", "decision", "stake", "outcome", "returned", "balance", "transcripts", "commitment", "rules_digest"]) words[k] = t(`f_${k}`);
+  return describeField(field, words, (n, w) => t("f_seat", { n, what: w }));
+}
+
+// The language: the switcher in the header, remembered per player in this browser.
+function applyLang(l) {
+  setLang(l);
+  translatePage();
+  $("lang").value = lang();
+  document.title = `Red Dog — ${t("nav_table")}`;
+  if (S.state?.table) renderPaytable();
+  render();
+}
+for (const [code, label] of Object.entries(LANGS)) {
+  const o = document.createElement("option");
+  o.value = code;
+  o.textContent = label;
+  o.lang = code;
+  $("lang").append(o);
+}
+$("lang").addEventListener("change", () => {
+  rememberLang($("lang").value, S.state?.player?.name);
+  applyLang($("lang").value);
+});
+
+async function showVerification(round, record) {
   const box = $("verify");
   const list = $("verify-checks");
   list.textContent = "";
   $("verify-reveal").textContent = round.reveal_json || "";
+  for (const k of ["revealVerdict", "failed", "passed"]) delete box.dataset[k];
   if (!round.reveal_json) {
     box.dataset.verdict = "none";
     box.textContent = round.state === "voided" ? "No cards were dealt: nothing to verify." : "No reveal.";
     return;
   }
   box.dataset.verdict = "pending";
-  box.textContent = "Verifying in your browser…";
+  box.textContent = t("verifying");
   try {
     const expect = { ...(round.expect || {}) };
     // A v1 reveal (an engine from before the round-integrity change) has no table id.
     if (!round.reveal_json.includes('"format":')) delete expect.table_id;
     const result = await verifyReveal(round.reveal_json, expect);
-    box.dataset.verdict = result.verdict;
     box.dataset.format = result.format || "";
     box.dataset.roundId = round.round_id;
-    box.textContent = result.verdict === "verified"
-      ? `✔ Verified in your browser (${result.format}): the commitment, the cards${result.format !== "reddog-reveal-v1" ? ", the payout and the transcript" : ""}, and this round's commitment, nonce and client seed.`
-      : `✘ ${result.verdict === "malformed" ? "Malformed reveal" : "NOT verified"}: ${result.errors.join("; ")}`;
+    box.dataset.revealVerdict = result.verdict;
+    // The reveal alone proves nothing about this screen: compare it with what the page
+    // showed and what the player did.
+    const rec = record ? await checkRecord(result, record) : null;
+    const verified = result.verdict === "verified" && rec && rec.ok;
+    box.dataset.verdict = verified ? "verified" : result.verdict === "verified" ? "not_verified" : result.verdict;
+    if (rec) { box.dataset.failed = rec.failed.join(","); box.dataset.passed = rec.passed.join(","); }
+    const passedWords = rec ? [...new Set(rec.passed.map((f) => fieldWords(f.replace(/^seat\d+\./, ""))))] : [];
+    if (verified) {
+      box.textContent = t("verified", { fields: passedWords.join(", ") });
+    } else if (result.verdict !== "verified") {
+      box.textContent = `✘ ${result.verdict === "malformed" ? "Malformed reveal" : "Not verified"}: ${result.errors.join("; ")}`;
+    } else if (!rec) {
+      box.textContent = "✘ Not verified: this page did not see the round from its start, so it cannot compare the screen with the reveal. The reveal itself checks out (see below).";
+    } else {
+      const wrong = rec.checks.filter((c) => c.seen && !c.ok).map((c) =>
+        t("mismatch", { field: fieldWords(c.field), shown: c.shown, expected: c.expected }));
+      box.textContent = t("not_verified", { wrong: wrong.join("; ") })
+        + t("reveal_ok", { rest: passedWords.length ? t("and_so_do", { fields: passedWords.join(", ") }) : "" });
+    }
     for (const c of result.checks || []) {
       const li = document.createElement("li");
       li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${c.detail}`;
+      list.append(li);
+    }
+    for (const c of rec?.checks || []) {
+      const li = document.createElement("li");
+      li.dataset.field = c.field;
+      li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${fieldWords(c.field)}: ${c.shown} / ${c.expected}`
+        : `– ${fieldWords(c.field)}`;
       list.append(li);
     }
   } catch (e) {
@@ -364,6 +638,8 @@ document.addEventListener("keydown", (e) => {
       if (deciding()) decide("stand"); else deal();
       break;
     case "+": decide("raise"); break;
+    case "1": case "2": case "3": case "4": case "5": case "6": case "7": selectSeat(Number(e.key) - 1); break;
+    case "Backspace": removeSeat(); break;
     case "Delete": case ".": case "Decimal": clearBet(); break;
     case "ArrowUp": stepBet(e.shiftKey ? 10 : 1); break;
     case "ArrowDown": stepBet(e.shiftKey ? -10 : -1); break;
@@ -378,6 +654,8 @@ $("raise").addEventListener("click", () => decide("raise"));
 $("stand").addEventListener("click", () => decide("stand"));
 $("clear").addEventListener("click", clearBet);
 $("repeat").addEventListener("click", repeatBet);
+$("add-seat").addEventListener("click", () => selectSeat(S.bets.length));
+$("remove-seat").addEventListener("click", removeSeat);
 $("new-seed").addEventListener("click", () => { $("client-seed").value = randomSeed(); S.seedCustom = false; render(); });
 $("client-seed").addEventListener("input", () => { S.seedCustom = true; render(); });
 $("login-form").addEventListener("submit", (e) => { e.preventDefault(); credentials("/api/login"); });
@@ -392,7 +670,7 @@ $("limits-form").addEventListener("submit", async (e) => {
   try {
     const res = await api("/api/limits", { max_bet: maxBet, pin: $("limits-pin").value });
     S.state.limits = res.limits;
-    if (S.bet > res.limits.max_bet) S.bet = res.limits.max_bet;
+    S.bets = S.bets.map((b) => Math.min(b, res.limits.max_bet));
     $("limits-message").textContent = `Your maximum bet is now ${money(res.limits.max_bet)} for all your games.`;
     $("limits-message").dataset.result = "ok";
   } catch (err) {
@@ -420,29 +698,33 @@ if (!canSpeak) {
 
 // Paytable, from the engine's rules.
 async function start() {
+  applyLang(chooseLang(null));
   try {
     await refresh();
   } catch (e) {
     message(e.message);
     if (!S.state) { $("login-message").textContent = e.message; showLogin(); }
   }
-  if (S.state?.table) {
-    const tb = $("paytable").tBodies[0];
-    tb.textContent = "";
-    const rows = [["Three of a kind", S.state.table.three_of_a_kind_odds]];
-    const odds = S.state.table.spread_odds;
-    const groups = [];
-    odds.forEach((o, k) => {
-      const last = groups[groups.length - 1];
-      if (last && last.o === o) last.to = k + 1; else groups.push({ from: k + 1, to: k + 1, o });
-    });
-    for (const g of groups) rows.push([g.from === g.to ? `Spread ${g.from}` : `Spread ${g.from}–${g.to}`, g.o]);
-    rows.push(["Consecutive", "push"]);
-    for (const [a, b] of rows) {
-      const tr = tb.insertRow();
-      tr.insertCell().textContent = a;
-      tr.insertCell().textContent = typeof b === "string" ? b : `${b} to 1`;
-    }
+  if (S.state?.table) renderPaytable();
+}
+
+function renderPaytable() {
+  const tb = $("paytable").tBodies[0];
+  tb.textContent = "";
+  const rows = [[t("three_kind_row"), S.state.table.three_of_a_kind_odds]];
+  const odds = S.state.table.spread_odds;
+  const groups = [];
+  odds.forEach((o, k) => {
+    const last = groups[groups.length - 1];
+    if (last && last.o === o) last.to = k + 1; else groups.push({ from: k + 1, to: k + 1, o });
+  });
+  for (const g of groups) rows.push([g.from === g.to ? t("spread_row", { a: g.from }) : t("spread_rows", { a: g.from, b: g.to }), g.o]);
+  rows.push([t("consecutive_row"), t("push_word")]);
+  for (const [a, b] of rows) {
+    const tr = tb.insertRow();
+    tr.insertCell().textContent = a;
+    tr.insertCell().textContent = typeof b === "string" ? b : t("to_one", { n: b });
   }
 }
+
 start();

@@ -1,6 +1,8 @@
 // Game recall: the player's recent rounds and each reveal, verified in the browser.
 import { verifyReveal } from "./verify.js";
-import { api, money, cardLabel, cardName, describeHand, shownFor, setMinorUnitExponent } from "./ui.js";
+import { checkRecord, describeField, recordFromStored } from "./record.js";
+import { chooseLang, translatePage } from "./i18n.js";
+import { api, money, cardLabel, cardName, describeHand, shownFor, recordFor, setMinorUnitExponent } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -14,13 +16,17 @@ function status(r) {
 async function main() {
   let data;
   try {
-    setMinorUnitExponent((await api("/api/state")).table.minor_unit_exponent);
+    chooseLang(null);
+    const state = await api("/api/state");
+    setMinorUnitExponent(state.table.minor_unit_exponent, state.table.currency);
+    chooseLang(state.player?.name || null);
+    translatePage();
     data = await api("/api/history?limit=100");
   }
   catch (e) { $("summary").textContent = e.status === 401 ? "Sign in on the table first." : e.message; return; }
   const tb = $("rounds").tBodies[0];
   let verified = 0, failed = 0;
-  for (const r of data.rounds) {
+  for (const [i, r] of data.rounds.entries()) {
     const tr = tb.insertRow();
     tr.dataset.roundId = r.round_id;
     tr.dataset.state = r.state;
@@ -30,7 +36,9 @@ async function main() {
     cards.textContent = (r.cards || []).map(cardLabel).join(" ");
     cards.setAttribute("aria-label", (r.cards || []).map(cardName).join(", "));
     tr.insertCell().textContent = describeHand(r);
-    tr.insertCell().textContent = r.decision === "default" ? "stood (no decision)" : r.decision || (r.hand_class === "non_consecutive" ? "—" : "none needed");
+    const decisionWords = (d) => d === "default" ? "stood (no decision)" : d || (r.hand_class === "non_consecutive" ? "—" : "none needed");
+    tr.insertCell().textContent = (r.seats || []).length > 1
+      ? r.seats.map((x, k) => `seat ${k + 1}: ${decisionWords(x.decision)}`).join(", ") : decisionWords(r.decision);
     tr.insertCell().textContent = money(r.bet);
     tr.insertCell().textContent = money(r.stake);
     tr.insertCell().textContent = r.returned === null ? "—" : money(r.returned);
@@ -47,19 +55,45 @@ async function main() {
     // A v1 reveal (an engine from before the round-integrity change) has no table id.
     if (!r.reveal_json.includes('"format":')) delete expect.table_id;
     const result = await verifyReveal(r.reveal_json, expect);
-    tr.dataset.verdict = result.verdict;
-    if (result.verdict === "verified") verified++; else failed++;
+    // The row as shown here, and this browser's own record of the round where it kept one,
+    // against the reveal. Without a kept record, the balance change is taken from the round
+    // before it in this list (rows are newest first).
+    const record = recordFromStored(r, recordFor(r.round_id));
+    const prev = data.rounds[i + 1];
+    if (record.balance.after === undefined && prev && prev.balance_after !== null && r.balance_after !== null) {
+      record.balance = { before: prev.balance_after, debited: 0, after: r.balance_after };
+    }
+    const rec = await checkRecord(result, record);
+    const ok = result.verdict === "verified" && rec.ok;
+    tr.dataset.verdict = ok ? "verified" : result.verdict === "verified" ? "not_verified" : result.verdict;
+    tr.dataset.revealVerdict = result.verdict;
+    tr.dataset.failed = rec.failed.join(",");
+    if (ok) verified++; else failed++;
     const details = document.createElement("details");
     const summary = document.createElement("summary");
-    summary.textContent = result.verdict === "verified" ? `✔ verified${seen ? " (as shown here)" : ""}` : `✘ ${result.verdict.replace("_", " ")}`;
+    summary.textContent = ok ? `✔ verified${seen ? " (as shown here)" : ""}`
+      : result.verdict !== "verified" ? `✘ ${result.verdict.replace("_", " ")}`
+      : `✘ Not verified: ${rec.failed.map((f) => describeField(f)).join(", ")} differ from the reveal`;
     const ul = document.createElement("ul");
     for (const c of result.checks || []) { const li = document.createElement("li"); li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${c.detail}`; ul.append(li); }
+    for (const c of rec.checks) {
+      const li = document.createElement("li");
+      li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${describeField(c.field)}: shown ${c.shown}; reveal ${c.expected}`
+        : `– ${describeField(c.field)}: not checked (no earlier balance here)`;
+      ul.append(li);
+    }
     for (const e of result.verdict === "malformed" ? result.errors : []) { const li = document.createElement("li"); li.textContent = `✘ ${e}`; ul.append(li); }
     const pre = document.createElement("pre");
     pre.textContent = r.reveal_json;
+    pre.tabIndex = 0;
+    pre.setAttribute("role", "region");
+    pre.setAttribute("aria-label", "The reveal, as the engine wrote it");
     details.append(summary, ul, pre);
     fair.append(details);
   }
+  // Each cell carries its column's name, shown beside it when a phone stacks the row.
+  const heads = [...$("rounds").tHead.rows[0].cells].map((c) => c.textContent);
+  for (const row of tb.rows) [...row.cells].forEach((cell, k) => { cell.dataset.label = heads[k] || ""; });
   $("summary").textContent = `${data.rounds.length} rounds · balance ${money(data.balance)} · ${verified} reveals verified in this browser${failed ? ` · ${failed} NOT verified` : ""}`;
   $("summary").dataset.verified = verified;
   $("summary").dataset.failed = failed;

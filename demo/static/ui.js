@@ -1,4 +1,5 @@
 // Small helpers shared by the table and the history page.
+import { t, formatMoney, cardWords, setCurrency } from "./i18n.js";
 
 export const SUIT_NAMES = { c: "clubs", d: "diamonds", h: "hearts", s: "spades" };
 export const SUIT_SYMBOLS = { c: "♣", d: "♦", h: "♥", s: "♠" };
@@ -7,11 +8,17 @@ export const RANK_NAMES = { 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six"
 
 // The table's minor unit: decimals of the currency (from the engine's GetRules), 2 by default.
 let EXP = 2;
-export function setMinorUnitExponent(exp) { if (Number.isInteger(exp) && exp >= 0 && exp <= 6) EXP = exp; }
+export function setMinorUnitExponent(exp, currency) {
+  if (Number.isInteger(exp) && exp >= 0 && exp <= 6) EXP = exp;
+  setCurrency(currency, exp);
+}
 export const minorPerMajor = () => 10 ** EXP;
 
-// Minor units (an integer) as "1234.50" (with the table's decimals); no floating point.
-export function money(minor) {
+// Minor units in the player's language with the table's currency sign (Intl).
+export function money(minor) { return formatMoney(minor); }
+
+// Minor units (an integer) as "1234.50" (with the table's decimals, for inputs); no floating point.
+export function plainMoney(minor) {
   if (minor === null || minor === undefined) return "—";
   const n = BigInt(minor);
   const neg = n < 0n;
@@ -27,8 +34,9 @@ export function parseMoney(text) {
   return Number(BigInt(m[1]) * 10n ** BigInt(EXP) + BigInt((m[2] || "").padEnd(EXP, "0") || "0"));
 }
 
+// The card in words, in the player's language: "Ace of spades".
 export function cardName(code) {
-  return `${RANK_NAMES[code[0]]} of ${SUIT_NAMES[code[1]]}`;
+  return cardWords(code);
 }
 
 export function cardLabel(code) {
@@ -53,11 +61,11 @@ export function renderCard(el, code, faceDown = false) {
     el.append(rank, suit);
   } else if (faceDown) {
     el.classList.add("down", "dealt");
-    el.setAttribute("aria-label", "face-down card");
+    el.setAttribute("aria-label", t("face_down"));
     el.dataset.card = "down";
   } else {
     el.classList.add("slot");
-    el.setAttribute("aria-label", "no card");
+    el.setAttribute("aria-label", t("no_card"));
     el.dataset.card = "";
   }
 }
@@ -91,26 +99,48 @@ export function rememberShown(round) {
   if (ids.length > 300) for (const id of ids.sort((a, b) => all[a].shown_ms - all[b].shown_ms).slice(0, ids.length - 300)) delete all[id];
   localStorage.setItem(SHOWN_KEY, JSON.stringify(all));
 }
+// The player's record of each round this browser played (record.js), for the history page.
+const RECORD_KEY = "reddog.records";
+export function rememberRecord(record) {
+  let all = {};
+  try { all = JSON.parse(localStorage.getItem(RECORD_KEY) || "{}"); } catch { all = {}; }
+  all[record.round_id] = { ...record, kept_ms: Date.now() };
+  const ids = Object.keys(all);
+  if (ids.length > 300) for (const id of ids.sort((a, b) => all[a].kept_ms - all[b].kept_ms).slice(0, ids.length - 300)) delete all[id];
+  try { localStorage.setItem(RECORD_KEY, JSON.stringify(all)); } catch { /* storage full: the history page re-checks from the stored round */ }
+}
+export function recordFor(roundId) {
+  try { return JSON.parse(localStorage.getItem(RECORD_KEY) || "{}")[roundId] || null; } catch { return null; }
+}
 export function shownFor(roundId) {
   try { return JSON.parse(localStorage.getItem(SHOWN_KEY) || "{}")[roundId] || null; } catch { return null; }
 }
 
 export function describeHand(round) {
   if (!round.hand_class) return "";
-  if (round.hand_class === "pair") return "Pair";
-  if (round.hand_class === "consecutive") return "Consecutive";
-  return `Spread ${round.spread}`;
+  if (round.hand_class === "pair") return t("pair");
+  if (round.hand_class === "consecutive") return t("consecutive");
+  return t("spread", { n: round.spread });
+}
+
+// The seats as the page displays them: each seat of a several-seat round; for one seat, the
+// round's own fields. The outcome text and the player's record (record.js) both read this,
+// so the record is exactly what the screen says.
+export function displaySeats(round) {
+  if (round.seats && round.seats.length > 1) return round.seats;
+  return [{ bet: round.bet, decision: round.decision, stake: round.stake, outcome: round.outcome, rule: round.rule,
+    odds: round.odds, returned: round.returned }];
 }
 
 export function describeOutcome(round) {
-  if (round.state === "voided") return `Round voided: bet of ${money(round.bet)} refunded`;
-  if (!round.outcome) return "";
-  const rules = {
-    three_of_a_kind: "three of a kind", pair_no_match: "pair, no match", consecutive: "consecutive cards",
-    third_card_between: "third card between", third_card_matches: "third card matches", third_card_outside: "third card outside",
-  };
-  const why = rules[round.rule] || round.rule;
-  if (round.outcome === "win") return `You win: ${money(round.returned)} returned on ${money(round.stake)} (${why}, ${round.odds} to 1)`;
-  if (round.outcome === "push") return `Push: ${money(round.returned)} returned (${why})`;
-  return `You lose ${money(round.stake)} (${why})`;
+  if (round.state === "voided") return t("voided", { bet: money(round.bet) });
+  if (!round.outcome && !(round.seats && round.seats.length > 1)) return "";
+  if (round.seats && round.seats.length > 1) {
+    return displaySeats(round).map((x, k) => `${t("seat", { n: k + 1 })}: ${describeOutcome({ ...x, state: round.state, seats: null })}`).join(" · ");
+  }
+  const why = round.rule ? t(`r_${round.rule}`) : "";
+  const odds = round.odds;
+  if (round.outcome === "win") return t("win", { returned: money(round.returned), stake: money(round.stake), why, odds });
+  if (round.outcome === "push") return t("push", { returned: money(round.returned), why });
+  return t("lose", { stake: money(round.stake), why });
 }

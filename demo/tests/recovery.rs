@@ -221,10 +221,13 @@ fn wait_exit(p: &mut Proc) {
 fn rounds_interrupted_by_a_platform_crash_are_finished_on_restart() {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("demo.sqlite");
-    // The engine's JSON log, for `reddog audit-log` at the end.
+    // The engine's audit trail, for `reddog audit-log` at the end; its diagnostics apart.
     let engine_log = dir.path().join("engine.log");
+    let audit_log = dir.path().join("audit.jsonl");
     let mut cmd = Command::new(engine_bin());
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--log-format", "json"])
+        .arg("--audit-log")
+        .arg(&audit_log)
         .stderr(std::fs::File::create(&engine_log).unwrap());
     let (mut engine, engine_addr) = start(cmd, "listening on ");
     const START: i64 = 100_000;
@@ -319,7 +322,7 @@ fn rounds_interrupted_by_a_platform_crash_are_finished_on_restart() {
     // Recovery repeated requests exactly: the engine's log shows no misuse.
     engine.0.kill().unwrap();
     engine.0.wait().unwrap();
-    let audit = Command::new(engine_bin()).arg("audit-log").arg(&engine_log).output().unwrap();
+    let audit = Command::new(engine_bin()).arg("audit-log").arg(&audit_log).output().unwrap();
     let text = String::from_utf8_lossy(&audit.stdout);
     println!("reddog audit-log over the engine's log:\n{text}");
     assert!(audit.status.success(), "audit-log found misuse:\n{text}{}", String::from_utf8_lossy(&audit.stderr));

@@ -4,7 +4,7 @@
 # (Debian's chromium driven by npm playwright-core) against the real engine and platform,
 # and finally `reddog audit-log` over the engine's log (inside the e2e script).
 # Installs what a fresh machine lacks: chromium (apt), node/npm (apt), playwright-core
-# (npm, under .tools/e2e, git-ignored). Prints the time of each phase.
+# and axe-core (npm, under .tools/e2e, git-ignored). Prints the time of each phase.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -26,7 +26,7 @@ fi
 
 if [ ! -f "$TOOLS/node_modules/playwright-core/package.json" ] \
    || ! cmp -s demo/e2e/package-lock.json "$TOOLS/package-lock.json"; then
-  phase "npm ci playwright-core (into .tools/e2e)"
+  phase "npm ci playwright-core axe-core (into .tools/e2e)"
   mkdir -p "$TOOLS"
   cp demo/e2e/package.json demo/e2e/package-lock.json "$TOOLS/"
   (cd "$TOOLS" && npm ci --silent --no-audit --no-fund >/dev/null)
@@ -34,7 +34,7 @@ fi
 
 phase "rustfmt / clippy (demo crate)"
 cargo fmt -p reddog-demo --check
-cargo clippy -p reddog-demo --all-targets --locked -- -D warnings
+cargo clippy -p reddog-demo --all-targets --features crash-points --locked -- -D warnings
 
 phase "build the engine and the platform"
 a=$(t)
@@ -50,13 +50,16 @@ echo "   build took $(( $(t) - a )) s"
 phase "cargo test -p reddog-demo (unit tests, crash recovery with the real binaries)"
 cargo test --locked -p reddog-demo --lib
 # --nocapture: the log shows the ledger after each crash and recovery.
-REDDOG_ENGINE_BIN="$ROOT/target/debug/reddog" cargo test --locked -p reddog-demo --test recovery -- --nocapture
+# The crash failpoints exist only with the `crash-points` feature (never in a release build).
+REDDOG_ENGINE_BIN="$ROOT/target/debug/reddog" cargo test --locked -p reddog-demo --features crash-points --test recovery -- --nocapture
 
 phase "the browser's verifier in node, against tests/vectors"
 node --test demo/js/
 
 phase "end-to-end in headless Chromium"
+export E2E_ARTIFACTS="$ROOT/target/demo-e2e-artifacts"
 node demo/e2e/table.e2e.mjs
+echo "   layout screenshots (CI artefacts): $E2E_ARTIFACTS"
 
 phase "done"
 echo "demo step: $(( $(t) - T0 )) s"
