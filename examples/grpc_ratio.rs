@@ -554,6 +554,7 @@ async fn fixtures(c: &mut RedDogClient<Channel>) -> (BTreeMap<&'static str, Call
             .expect("CommitSeed")
             .into_inner();
         let start = proto::StartRoundRequest {
+            sandbox_cards: vec![],
             commitment_token: committed.commitment_token.clone(),
             client_seed: "bench client seed".into(),
             nonce,

@@ -299,6 +299,7 @@ async fn fixtures(
             .unwrap()
             .into_inner();
         let start = proto::StartRoundRequest {
+            sandbox_cards: vec![],
             commitment_token: committed.commitment_token,
             client_seed: "load test client seed".into(),
             nonce,

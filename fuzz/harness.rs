@@ -167,6 +167,7 @@ pub fn commitment_token(
         // The engines here serve `Tables::single`: no currency configured.
         currency: Currency::unspecified().code().to_string(),
         minor_unit_exponent: u32::from(Currency::unspecified().minor_unit_exponent()),
+        sandbox: false,
     };
     ring.seal(TokenKind::Commitment, &payload).unwrap()
 }
@@ -181,6 +182,7 @@ pub fn start_request(
     limits: Option<proto::Limits>,
 ) -> proto::StartRoundRequest {
     proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token,
         client_seed,
         nonce,

@@ -115,7 +115,8 @@ impl Engine {
             max_client_seed_bytes: r.max_client_seed_bytes,
             raise_rule: r.raise_rule,
             currency: currency.code,
-            minor_unit_exponent: currency.minor_unit_exponent,
+            // Absent only from an engine before explicit presence, which left out a 0.
+            minor_unit_exponent: currency.minor_unit_exponent.unwrap_or(0),
         })
     }
 
@@ -149,6 +150,7 @@ impl Engine {
         limits: (u64, u64),
     ) -> Result<pb::StartRoundResponse, EngineError> {
         let req = pb::StartRoundRequest {
+            sandbox_cards: vec![],
             commitment_token,
             client_seed: client_seed.to_string(),
             nonce,

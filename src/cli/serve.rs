@@ -93,6 +93,10 @@ pub struct ServeArgs {
     /// How often the TLS files are checked for changes, in seconds (SIGHUP reloads at once).
     #[arg(long, env = "REDDOG_TLS_RELOAD_POLL_SECS", default_value_t = 10)]
     pub tls_reload_poll_secs: u64,
+    /// Serve tables marked "sandbox": true (requested deals for integration tests, never fair
+    /// rounds). A flag only, no environment variable: never set it in production.
+    #[arg(long)]
+    pub allow_sandbox: bool,
 }
 
 const fn millis(d: Duration) -> u64 {
@@ -173,6 +177,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         },
         tls,
         reload_on_sighup: true,
+        allow_sandbox: args.allow_sandbox,
     })
 }
 

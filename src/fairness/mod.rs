@@ -14,7 +14,7 @@ mod seed;
 mod shuffle;
 pub mod transcript;
 
-pub use grammar::{Expectations, Mismatch, parse as parse_reveal};
+pub use grammar::{Expectations, Mismatch, SANDBOX_REVEAL_FORMAT, parse as parse_reveal};
 pub use reveal::{
     AnyReveal, REVEAL_V2, RevealDecision, RevealSeat, RevealV1, RevealV2, SettledRound, Verdict, action_text,
     verify_v1, verify_v2,

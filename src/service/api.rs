@@ -24,6 +24,7 @@ use super::convert;
 use super::error::invalid_token;
 use super::metrics::{self, Method, Metrics, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
+use super::sandbox;
 use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, NewCommitment, RoundPayload, RoundState};
 use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
@@ -63,7 +64,7 @@ struct Inner {
 
 /// A table's currency as the API shows it.
 fn currency(c: &Currency) -> proto::Currency {
-    proto::Currency { code: c.code().to_string(), minor_unit_exponent: u32::from(c.minor_unit_exponent()) }
+    proto::Currency { code: c.code().to_string(), minor_unit_exponent: Some(u32::from(c.minor_unit_exponent())) }
 }
 
 /// An optional card for a log field: the card's text, or nothing (no `String` built).
@@ -145,8 +146,13 @@ impl RedDogService {
         let rules = config
             .tables
             .iter()
-            .map(|t| (t.id.clone(), super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency))))
+            .map(|t| {
+                let mut rules = super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency));
+                rules.sandbox = t.sandbox;
+                (t.id.clone(), rules)
+            })
             .collect();
+        sandbox::register_metrics(&config.tables);
         let table_metrics = config
             .tables
             .iter()
@@ -225,6 +231,7 @@ impl RedDogService {
             decks: u32::from(table.decks().get()),
             currency: named.currency.code(),
             minor_unit_exponent: u32::from(named.currency.minor_unit_exponent()),
+            sandbox: named.sandbox,
         };
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
         let commitment = seed.commitment().to_hex();
@@ -237,6 +244,7 @@ impl RedDogService {
             table_id,
             decks = table.decks().get(),
             expires_at_unix_ms,
+            sandbox = named.sandbox,
         );
         Ok(proto::CommitSeedResponse {
             round_id: req.round_id.clone(),
@@ -248,6 +256,7 @@ impl RedDogService {
             table_id: table_id.to_string(),
             decks: u32::from(table.decks().get()),
             currency: Some(currency(&named.currency)),
+            sandbox: named.sandbox,
         })
     }
 
@@ -263,13 +272,13 @@ impl RedDogService {
             .and_then(|p| if now_ms() > p.expires_at_unix_ms { Err(TokenRefusal::Expired) } else { Ok(p) })
             .and_then(|p| {
                 let seed = p.seed().map_err(|_| TokenRefusal::Malformed)?;
-                Ok((seed, p.binding().map_err(|_| TokenRefusal::Malformed)?))
+                Ok((seed, p.binding().map_err(|_| TokenRefusal::Malformed)?, p.sandbox))
             })
             .map_err(|why| {
                 metrics::token_rejected(Method::StartRound, why.label());
                 invalid_token("commitment_token")
             })?;
-        let (committed, binding) = payload;
+        let (committed, binding, committed_sandbox) = payload;
         let mismatch = |field, committed: String, requested: String| {
             Status::from(EngineError::CommitmentMismatch { field, committed, requested })
         };
@@ -315,7 +324,9 @@ impl RedDogService {
             }
         };
         let table_id = named.id.as_str();
+        sandbox::check_commitment(committed_sandbox, named.sandbox, table_id)?;
         let table = convert::round_table(&named.table, req.player_limits.as_ref())?;
+        let requested = sandbox::requested_deal(&req.sandbox_cards, named.sandbox, table_id, table.decks())?;
         let bets: Vec<Money> = req.seats.iter().map(|s| Money(s.bet)).collect();
         let inputs = DealInputs {
             server_seed: &committed,
@@ -323,7 +334,10 @@ impl RedDogService {
             nonce: req.nonce,
             decks: table.decks(),
         };
-        let round = Round::start(&table, &bets, &mut FairShoe::new(&inputs))?;
+        let round = match requested {
+            Some(mut deck) => Round::start(&table, &bets, &mut deck)?,
+            None => Round::start(&table, &bets, &mut FairShoe::new(&inputs))?,
+        };
         // Fits: the table's largest round fits in u64 (Table::new), checked all the same.
         let total_bet = bets
             .iter()
@@ -341,6 +355,7 @@ impl RedDogService {
             steps: Vec::new(),
             transcript: crate::fairness::Transcript([0; 32]),
             currency: Some(named.currency.clone()),
+            sandbox: named.sandbox,
         };
         state.transcript = state.start_transcript();
         let token = self.inner.ring.seal(TokenKind::Round, &state)?;
@@ -364,9 +379,10 @@ impl RedDogService {
             hand_class = class.name(),
             spread = class.spread().map_or(0, Spread::get),
             cards = %format_args!("{} {}", state.round.cards()[0], state.round.cards()[1]),
+            sandbox = state.sandbox,
         );
         Ok(proto::StartRoundResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)?),
+            round: Some(round_view(&state)?),
             round_id: state.round_id,
             round_token: token,
             commitment,
@@ -399,10 +415,11 @@ impl RedDogService {
             decisions = %decided,
             raised_amount = raised.0,
             complete = matches!(state.round, Round::Complete(_)),
+            sandbox = state.sandbox,
         );
         let currency = self.currency_of(&state);
         Ok(proto::DecideResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)?),
+            round: Some(round_view(&state)?),
             step: state.step(),
             round_id: state.round_id,
             round_token: token,
@@ -447,7 +464,7 @@ impl RedDogService {
             let json = serde_json::to_string(&v1).map_err(|e| EngineError::Internal(e.to_string()))?;
             (json, reveal_message_v1(&v1))
         } else {
-            let reveal = RevealV2::new(&SettledRound {
+            let mut reveal = RevealV2::new(&SettledRound {
                 seed: &state.seed,
                 table_id: &state.table_id,
                 round_id: &state.round_id,
@@ -460,6 +477,9 @@ impl RedDogService {
                 settlement: &settlement,
                 transcript: state.transcript,
             });
+            if state.sandbox {
+                reveal.format = sandbox::SANDBOX_REVEAL_FORMAT.to_string();
+            }
             // The JSON first, then the reveal's strings move into the message (no copies).
             (reveal.to_json(), reveal_message(reveal))
         };
@@ -477,10 +497,11 @@ impl RedDogService {
             third_card = %MaybeCard(settlement.third),
             total_staked = settlement.total_staked.0,
             total_returned = settlement.total_returned.0,
+            sandbox = state.sandbox,
         );
         let currency = self.currency_of(&state);
         Ok(proto::SettleResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)?),
+            round: Some(round_view(&state)?),
             results,
             total_staked: settlement.total_staked.0,
             total_returned: settlement.total_returned.0,
@@ -493,6 +514,13 @@ impl RedDogService {
             table_id: state.table_id,
         })
     }
+}
+
+/// The round as the table shows it, marked `sandbox` for a sandbox round.
+fn round_view(state: &RoundState) -> Result<proto::RoundView, EngineError> {
+    let mut view = convert::round_view(&state.round, &state.paytable)?;
+    view.sandbox = state.sandbox;
+    Ok(view)
 }
 
 /// A version-1 reveal as protobuf fields (no format, table, money or transcript).

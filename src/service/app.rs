@@ -139,6 +139,9 @@ pub struct Settings {
     pub tls: Option<TlsSettings>,
     /// Reload the TLS files on SIGHUP (the binary; tests reload through [`Application::tls`]).
     pub reload_on_sighup: bool,
+    /// Serve tables marked `"sandbox": true` (`--allow-sandbox`); without it such a table
+    /// stops the start-up (see [`super::sandbox`]).
+    pub allow_sandbox: bool,
 }
 
 impl Settings {
@@ -156,6 +159,7 @@ impl Settings {
             limits: TransportLimits::default(),
             tls: None,
             reload_on_sighup: false,
+            allow_sandbox: false,
         }
     }
 
@@ -280,6 +284,8 @@ impl Application {
         settings.validate()?;
         let key_ring = settings.key_ring.load()?;
         let tables = settings.load_tables()?;
+        super::sandbox::refuse_without_flag(&tables, settings.allow_sandbox)
+            .map_err(|reason| SettingsError::Invalid { setting: "table-config", reason })?;
         let tls = match &settings.tls {
             Some(t) => Some(
                 TlsReloader::load(TlsFiles {

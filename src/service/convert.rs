@@ -63,15 +63,19 @@ pub fn client_seed(seed: &str) -> Result<(), EngineError> {
 }
 
 /// The table a round is dealt at: the engine's table narrowed to the player's limits.
+///
+/// `player_limits.min_bet` is 1 to [`MAX_BET`]; `max_bet` is at least `min_bet` and may be
+/// anything above, `u64::MAX` included ("no limit of the platform's own"): a player maximum
+/// above [`MAX_BET`] (which no table exceeds) means the table's maximum applies.
 pub fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Table, EngineError> {
     let limits = limits.ok_or_else(|| EngineError::invalid("player_limits", "required: the player's bet limits"))?;
     if limits.min_bet == 0 || limits.min_bet > MAX_BET {
         return Err(EngineError::out_of_range("player_limits.min_bet", limits.min_bet, 1, MAX_BET));
     }
-    if limits.max_bet < limits.min_bet || limits.max_bet > MAX_BET {
-        return Err(EngineError::out_of_range("player_limits.max_bet", limits.max_bet, limits.min_bet, MAX_BET));
+    if limits.max_bet < limits.min_bet {
+        return Err(EngineError::out_of_range("player_limits.max_bet", limits.max_bet, limits.min_bet, u64::MAX));
     }
-    let player = BetLimits::new(Money(limits.min_bet), Money(limits.max_bet))?;
+    let player = BetLimits::new(Money(limits.min_bet), Money(limits.max_bet.min(MAX_BET)))?;
     let both =
         table.limits().intersect(player).ok_or(EngineError::LimitsDoNotOverlap { player, table: table.limits() })?;
     // Narrower limits than a valid table's: always a valid table.
@@ -180,5 +184,7 @@ pub fn round_view(round: &Round, paytable: &Paytable) -> Result<proto::RoundView
         third_card: round.third().map(card),
         awaiting_decisions: matches!(round, Round::AwaitingDecisions(_)),
         seats,
+        // A sandbox round is marked by the service, which knows the round's table.
+        sandbox: false,
     })
 }

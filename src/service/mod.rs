@@ -30,6 +30,7 @@ pub mod log_writer;
 pub mod metrics;
 pub mod proto;
 pub mod rules;
+pub mod sandbox;
 pub mod server;
 pub mod state;
 pub mod tables;

@@ -38,6 +38,8 @@ pub fn rules(
         rtp_figures: rtp_figures(table),
         table_id: table_id.to_string(),
         currency: Some(currency),
+        // Set by the service, which knows whether the table is a sandbox table.
+        sandbox: false,
         engine: Some(proto::BuildInfo {
             version: build_info::VERSION.to_string(),
             git_commit: build_info::GIT_COMMIT.to_string(),

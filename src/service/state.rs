@@ -45,6 +45,10 @@ pub struct CommitmentPayload {
     /// Its minor-unit exponent (0 when `currency` is empty).
     #[prost(uint32, tag = "8")]
     pub minor_unit_exponent: u32,
+    /// Made at a sandbox table: the round it deals is a sandbox round (see
+    /// [`super::sandbox`]); false in a commitment sealed before sandbox tables existed.
+    #[prost(bool, tag = "20")]
+    pub sandbox: bool,
 }
 
 /// A commitment to seal, borrowing its fields: [`super::token::KeyRing::seal`] writes it byte
@@ -60,6 +64,7 @@ pub struct NewCommitment<'a> {
     pub decks: u32,
     pub currency: &'a str,
     pub minor_unit_exponent: u32,
+    pub sandbox: bool,
 }
 
 impl super::token::Payload for NewCommitment<'_> {
@@ -73,6 +78,7 @@ impl super::token::Payload for NewCommitment<'_> {
             + wire::varint_len(6, u64::from(self.decks))
             + wire::bytes_len(7, self.currency.as_bytes())
             + wire::varint_len(8, u64::from(self.minor_unit_exponent))
+            + wire::varint_len(20, u64::from(self.sandbox))
     }
 
     fn encode_to(&self, buf: &mut Vec<u8>) {
@@ -84,6 +90,7 @@ impl super::token::Payload for NewCommitment<'_> {
         wire::varint(6, u64::from(self.decks), buf);
         wire::bytes(7, self.currency.as_bytes(), buf);
         wire::varint(8, u64::from(self.minor_unit_exponent), buf);
+        wire::varint(20, u64::from(self.sandbox), buf);
     }
 }
 
@@ -179,6 +186,10 @@ pub struct RoundPayload {
     /// Its minor-unit exponent (0 when `currency` is empty).
     #[prost(uint32, tag = "16")]
     pub minor_unit_exponent: u32,
+    /// A sandbox round (see [`super::sandbox`]); false in a token sealed before sandbox
+    /// tables existed.
+    #[prost(bool, tag = "20")]
+    pub sandbox: bool,
 }
 
 /// A currency as a token carries it: `None` when absent (empty code, exponent 0); anything a
@@ -217,6 +228,9 @@ pub struct RoundState {
     /// The currency of the round's amounts (`None` for a round sealed before rounds carried
     /// it).
     pub currency: Option<Currency>,
+    /// A sandbox round: dealt at a sandbox table, its cards possibly requested
+    /// ([`super::sandbox`]); it reveals as a sandbox reveal, never as a fair round.
+    pub sandbox: bool,
 }
 
 fn decision_byte(d: Option<Decision>) -> u8 {
@@ -323,6 +337,7 @@ impl super::token::Payload for RoundState {
             + wire::bytes_len(14, &f.decided_in[..n])
             + wire::bytes_len(15, f.currency_code().as_bytes())
             + wire::varint_len(16, f.minor_unit_exponent())
+            + wire::varint_len(20, u64::from(s.sandbox))
     }
 
     fn encode_to(&self, buf: &mut Vec<u8>) {
@@ -345,6 +360,7 @@ impl super::token::Payload for RoundState {
         wire::bytes(14, &f.decided_in[..n], buf);
         wire::bytes(15, f.currency_code().as_bytes(), buf);
         wire::varint(16, f.minor_unit_exponent(), buf);
+        wire::varint(20, u64::from(s.sandbox), buf);
     }
 }
 
@@ -419,6 +435,7 @@ impl RoundState {
             decided_in,
             currency: self.currency.as_ref().map_or_else(String::new, |c| c.code().to_string()),
             minor_unit_exponent: self.currency.as_ref().map_or(0, |c| u32::from(c.minor_unit_exponent())),
+            sandbox: self.sandbox,
         }
     }
 
@@ -508,6 +525,7 @@ impl RoundState {
             steps,
             transcript: Transcript([0; 32]),
             currency: sealed_currency(&p.currency, p.minor_unit_exponent)?,
+            sandbox: p.sandbox,
         };
         state.transcript = if legacy {
             state.steps.iter().fold(state.start_transcript(), |t, s| t.decide(s))
@@ -596,6 +614,7 @@ mod tests {
             steps: vec![],
             transcript: Transcript([0; 32]),
             currency: Some(Currency::new("EUR", 2, "currency").unwrap()),
+            sandbox: false,
         };
         s.transcript = s.start_transcript();
         s
@@ -635,14 +654,14 @@ mod tests {
         use super::super::token::Payload;
         let seed = ServerSeed::from_bytes([0xa5; 32]);
         let cases = [
-            (1_764_000_000_000, "round-1", 7, "default", 8, "EUR", 2),
-            (0, "", 0, "", 0, "", 0),
-            (-1, "é".repeat(64).as_str(), u64::MAX, "vip-eur.2", 2, "JPY", 0),
-            (i64::MAX, "x".repeat(128).as_str(), 1 << 35, "t".repeat(64).as_str(), 8, "BHD", 3),
-            (i64::MIN, "r", 1, "default", 1, "", 0),
+            (1_764_000_000_000, "round-1", 7, "default", 8, "EUR", 2, false),
+            (0, "", 0, "", 0, "", 0, false),
+            (-1, "é".repeat(64).as_str(), u64::MAX, "vip-eur.2", 2, "JPY", 0, true),
+            (i64::MAX, "x".repeat(128).as_str(), 1 << 35, "t".repeat(64).as_str(), 8, "BHD", 3, true),
+            (i64::MIN, "r", 1, "default", 1, "", 0, false),
         ]
-        .map(|(e, r, n, t, d, c, m)| (e, r.to_string(), n, t.to_string(), d, c.to_string(), m));
-        for (expires_at_unix_ms, round_id, nonce, table_id, decks, currency, minor_unit_exponent) in cases {
+        .map(|(e, r, n, t, d, c, m, s)| (e, r.to_string(), n, t.to_string(), d, c.to_string(), m, s));
+        for (expires_at_unix_ms, round_id, nonce, table_id, decks, currency, minor_unit_exponent, sandbox) in cases {
             let fields = NewCommitment {
                 seed: &seed,
                 expires_at_unix_ms,
@@ -652,6 +671,7 @@ mod tests {
                 decks,
                 currency: &currency,
                 minor_unit_exponent,
+                sandbox,
             };
             let payload = CommitmentPayload {
                 server_seed: seed.expose().to_vec(),
@@ -662,6 +682,7 @@ mod tests {
                 decks,
                 currency: currency.clone(),
                 minor_unit_exponent,
+                sandbox,
             };
             let mut written = Vec::new();
             fields.encode_to(&mut written);
@@ -690,6 +711,10 @@ mod tests {
         assert_encodes_as_the_payload(&s);
         s.currency = Some(Currency::new("JPY", 0, "currency").unwrap());
         assert_encodes_as_the_payload(&s);
+        s.sandbox = true;
+        assert_encodes_as_the_payload(&s);
+        assert!(RoundState::from_payload(s.to_payload()).unwrap().sandbox);
+        s.sandbox = false;
         let table = Table::default();
         for (cards, seats) in [(["3c", "4d", "9h"], 1usize), (["Kc", "Kd", "Kh"], 7), (["2c", "Ad", "7h"], 7)] {
             let mut deck = StackedDeck::new(cards.map(|c| c.parse::<Card>().unwrap()));

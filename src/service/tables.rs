@@ -14,6 +14,9 @@
 //! `minor_unit_exponent` the number of decimals of its minor unit (EUR 2, JPY 0, BHD 3).
 //! Without a currency a table is `XXX` (ISO 4217's "no currency") with exponent 2, the
 //! engine's historical assumption of cents.
+//!
+//! `"sandbox": true` marks a test table (requested deals, never fair rounds; see
+//! [`super::sandbox`]): served only by an engine started with `--allow-sandbox`.
 
 use std::collections::BTreeMap;
 
@@ -83,6 +86,9 @@ pub struct NamedTable {
     pub id: String,
     pub table: Table,
     pub currency: Currency,
+    /// A sandbox table: `StartRound` accepts `sandbox_cards`, every round is a sandbox round
+    /// ([`super::sandbox`]).
+    pub sandbox: bool,
 }
 
 /// The tables one process serves.
@@ -103,6 +109,7 @@ struct TableEntry {
     max_bet: Option<u64>,
     currency: Option<String>,
     minor_unit_exponent: Option<u8>,
+    sandbox: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -133,12 +140,12 @@ fn entry(id: &str, value: serde_json::Value) -> Result<NamedTable, EngineError> 
             ));
         }
     };
-    Ok(NamedTable { id: id.to_string(), table, currency })
+    Ok(NamedTable { id: id.to_string(), table, currency, sandbox: e.sandbox.unwrap_or(false) })
 }
 
 fn parse_entry(value: serde_json::Value, field: &str) -> Result<TableEntry, EngineError> {
     // Unknown keys first, by hand, so the error names the key as a field.
-    const KNOWN: [&str; 6] = ["decks", "paytable", "min_bet", "max_bet", "currency", "minor_unit_exponent"];
+    const KNOWN: [&str; 7] = ["decks", "paytable", "min_bet", "max_bet", "currency", "minor_unit_exponent", "sandbox"];
     if let Some(obj) = value.as_object()
         && let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str()))
     {
@@ -244,7 +251,7 @@ impl Tables {
     /// One table, `default`, with a currency.
     pub fn single_with(table: Table, currency: Currency) -> Tables {
         let id = DEFAULT_TABLE_ID.to_string();
-        Tables { tables: BTreeMap::from([(id.clone(), NamedTable { id, table, currency })]) }
+        Tables { tables: BTreeMap::from([(id.clone(), NamedTable { id, table, currency, sandbox: false })]) }
     }
 
     /// Several tables; refuses an empty list, a repeated or invalid id.

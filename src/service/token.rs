@@ -138,6 +138,7 @@ pub const MAX_ROUND_PAYLOAD_LEN: usize = {
         + bytes_field(seats) // decided_in
         + bytes_field(CURRENCY_CODE_LEN) // currency
         + 1 + varint_field(MAX_MINOR_UNIT_EXPONENT as u64) // minor_unit_exponent: tag 16, a two-byte key
+        + 1 + varint_field(1) // sandbox: tag 20, a two-byte key
 };
 
 /// The longest encoded [`super::state::CommitmentPayload`].
@@ -148,7 +149,8 @@ pub const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
     + bytes_field(MAX_TABLE_ID_BYTES)
     + varint_field(MAX_DECKS as u64)
     + bytes_field(CURRENCY_CODE_LEN) // currency
-    + varint_field(MAX_MINOR_UNIT_EXPONENT as u64);
+    + varint_field(MAX_MINOR_UNIT_EXPONENT as u64)
+    + 1 + varint_field(1); // sandbox: tag 20, a two-byte key
 
 /// Longest token: header (version, kind, key id length, the longest key id), nonce, the
 /// longest payload, tag. Derived from the largest inputs the API accepts, so every token
@@ -597,6 +599,7 @@ mod tests {
             decided_in: (1..=MAX_SEATS as u8).collect(),
             currency: "XXX".into(),
             minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
+            sandbox: true,
         }
     }
 
@@ -619,6 +622,7 @@ mod tests {
             decks: u32::from(MAX_DECKS),
             currency: "XXX".into(),
             minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
+            sandbox: true,
         };
         assert_eq!(commitment.encoded_len(), MAX_COMMITMENT_PAYLOAD_LEN);
         const { assert!(MAX_COMMITMENT_PAYLOAD_LEN < MAX_ROUND_PAYLOAD_LEN) };

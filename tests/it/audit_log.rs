@@ -53,6 +53,7 @@ async fn start(
         .unwrap()
         .into_inner();
     let req = proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token: committed.commitment_token,
         client_seed: "audit player".into(),
         nonce,
@@ -144,6 +145,7 @@ async fn audit_log_flags_each_misuse_from_real_replicas_and_nothing_else() {
         .into_inner();
     for client_seed in ["first", "second"] {
         let req = proto::StartRoundRequest {
+            sandbox_cards: vec![],
             commitment_token: committed.commitment_token.clone(),
             client_seed: client_seed.into(),
             nonce: 7,
@@ -181,6 +183,7 @@ async fn audit_log_flags_each_misuse_from_real_replicas_and_nothing_else() {
             .into_inner();
         let started = a
             .start_round(proto::StartRoundRequest {
+                sandbox_cards: vec![],
                 commitment_token: committed.commitment_token,
                 client_seed: "player".into(),
                 nonce: 9,

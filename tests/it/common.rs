@@ -161,6 +161,7 @@ pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
             decks: 0,
             currency: String::new(),
             minor_unit_exponent: 0,
+            sandbox: false,
         },
     )
     .unwrap()
@@ -186,6 +187,7 @@ pub fn bound_commitment_token(ring: &str, seed: [u8; 32], nonce: u64) -> Vec<u8>
                 decks: 1,
                 currency: String::new(),
                 minor_unit_exponent: 0,
+                sandbox: false,
             },
         )
         .unwrap()
@@ -255,6 +257,7 @@ pub fn limits(min_bet: u64, max_bet: u64) -> Option<Limits> {
 
 pub fn start_request(token: Vec<u8>, nonce: u64, bets: &[u64]) -> proto::StartRoundRequest {
     proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token: token,
         client_seed: CLIENT_SEED.to_string(),
         nonce,

@@ -76,7 +76,7 @@ const JPY: &str = r#"{"tables":{"vip":{"decks":1,"currency":"JPY","minor_unit_ex
 fn eur() -> Option<proto::Currency> {
     Some(proto::Currency {
         code: "EUR".into(),
-        minor_unit_exponent: 2,
+        minor_unit_exponent: Some(2),
     })
 }
 
@@ -105,6 +105,7 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
             .into_inner();
         let start = c
             .start_round(proto::StartRoundRequest {
+                sandbox_cards: vec![],
                 commitment_token: commit.commitment_token,
                 client_seed: "player".into(),
                 nonce: 0,
@@ -171,6 +172,7 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
     // The commitment promised EUR bets: StartRound at the yen table refuses it.
     let err = c
         .start_round(proto::StartRoundRequest {
+            sandbox_cards: vec![],
             commitment_token: unused.commitment_token,
             client_seed: "player".into(),
             nonce: 0,
@@ -220,6 +222,7 @@ async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
             .into_inner();
         let start = ca
             .start_round(proto::StartRoundRequest {
+                sandbox_cards: vec![],
                 commitment_token: commit.commitment_token,
                 client_seed: "player".into(),
                 nonce: 1,
@@ -288,6 +291,7 @@ async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
         .unwrap()
         .into_inner();
     let req = proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token: commit.commitment_token,
         client_seed: "player".into(),
         nonce: 3,

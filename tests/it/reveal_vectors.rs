@@ -219,6 +219,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
                 "currency",
             )
             .unwrap(),
+            sandbox: false,
         }])
         .unwrap(),
         key_ring: KeyRing::from_json(RING).unwrap(),
@@ -242,12 +243,14 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> (String, Vec<Transcript>, Vec
                 decks: u32::from(c.table.decks().get()),
                 currency: c.currency.0.into(),
                 minor_unit_exponent: u32::from(c.currency.1),
+                sandbox: false,
             },
         )
         .unwrap();
     let max_bet = c.table.limits().max().0;
     let started = rt
         .block_on(svc.start_round(Request::new(proto::StartRoundRequest {
+            sandbox_cards: vec![],
             commitment_token: token,
             client_seed: c.client_seed.clone(),
             nonce,

@@ -39,6 +39,7 @@ fn start(
     bets: &[u64],
 ) -> proto::StartRoundRequest {
     proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token: token,
         client_seed,
         nonce,
@@ -609,6 +610,7 @@ async fn a_rolling_update_loses_no_round() {
         decided_in: vec![],
         currency: String::new(),
         minor_unit_exponent: 0,
+        sandbox: false,
     };
     let v1_round = reddog::service::KeyRing::from_json(&ring_a())
         .unwrap()

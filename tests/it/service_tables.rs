@@ -16,7 +16,7 @@ const TWO_TABLES: &str = r#"{"tables":{
 fn jpy() -> Option<proto::Currency> {
     Some(proto::Currency {
         code: "JPY".into(),
-        minor_unit_exponent: 0,
+        minor_unit_exponent: Some(0),
     })
 }
 
@@ -53,7 +53,7 @@ async fn list_tables_and_get_rules_per_table_name_limits_and_currency() {
         eur.currency,
         Some(proto::Currency {
             code: "EUR".into(),
-            minor_unit_exponent: 2
+            minor_unit_exponent: Some(2)
         })
     );
     let yen = c
@@ -114,6 +114,7 @@ async fn a_round_at_a_named_table_is_bound_to_it_and_in_its_currency() {
         ("jpy-high", 6, jpy())
     );
     let start = |table_id: &str| proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token: commit.commitment_token.clone(),
         client_seed: "yen player".into(),
         nonce: 9,
