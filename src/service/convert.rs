@@ -188,3 +188,39 @@ pub fn round_view(round: &Round, paytable: &Paytable) -> Result<proto::RoundView
         sandbox: false,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(min_bet: u64, max_bet: u64) -> proto::Limits {
+        proto::Limits { min_bet, max_bet }
+    }
+
+    #[test]
+    fn a_player_max_bet_of_u64_max_means_the_tables_limit() {
+        let table = Table::default();
+        for max_bet in [u64::MAX, MAX_BET + 1, MAX_BET, 30_000] {
+            let round = round_table(&table, Some(&limits(500, max_bet))).unwrap();
+            assert_eq!(round.limits(), table.limits(), "{max_bet}");
+        }
+        let narrower = round_table(&table, Some(&limits(1_000, 2_000))).unwrap();
+        assert_eq!((narrower.limits().min().0, narrower.limits().max().0), (1_000, 2_000));
+    }
+
+    #[test]
+    fn player_limits_out_of_order_or_out_of_range_name_the_field() {
+        let table = Table::default();
+        for (l, field) in [
+            (limits(0, 1_000), "player_limits.min_bet"),
+            (limits(MAX_BET + 1, u64::MAX), "player_limits.min_bet"),
+            (limits(2_000, 1_000), "player_limits.max_bet"),
+        ] {
+            let err = round_table(&table, Some(&l)).unwrap_err();
+            assert!(matches!(err, EngineError::OutOfRange { .. }), "{err:?}");
+            assert_eq!(err.field(), Some(field), "{err}");
+        }
+        let disjoint = round_table(&table, Some(&limits(40_000, u64::MAX))).unwrap_err();
+        assert!(matches!(disjoint, EngineError::LimitsDoNotOverlap { .. }), "{disjoint:?}");
+    }
+}
