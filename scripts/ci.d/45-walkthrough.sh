@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 TOOLS="$ROOT/.tools"
 mkdir -p "$TOOLS"
-DOC=docs/API.md
+DOC=${REDDOG_WALKTHROUGH_DOC:-docs/API.md}   # another file: to see a drifted doc fail
 
 need_apt=()
 command -v npm >/dev/null || need_apt+=(npm)
