@@ -42,6 +42,7 @@ fn handlers(c: &mut Criterion) {
                 .ok()?
                 .into_inner();
             let start = proto::StartRoundRequest {
+                sandbox_cards: vec![],
                 commitment_token: committed.commitment_token,
                 client_seed: "bench client seed".into(),
                 nonce,

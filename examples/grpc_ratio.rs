@@ -507,6 +507,7 @@ async fn fixtures(c: &mut RedDogClient<Channel>) -> (BTreeMap<&'static str, Call
         let commit_req = proto::CommitSeedRequest { round_id: "bench-round-0001".into(), nonce, ..Default::default() };
         let committed = c.commit_seed(commit_req.clone()).await.expect("CommitSeed").into_inner();
         let start = proto::StartRoundRequest {
+            sandbox_cards: vec![],
             commitment_token: committed.commitment_token.clone(),
             client_seed: "bench client seed".into(),
             nonce,

@@ -163,6 +163,7 @@ pub fn commitment_token(ring: &KeyRing, seed: [u8; 32], round_id: &str, nonce: u
         minor_unit_exponent: u32::from(Currency::unspecified().minor_unit_exponent()),
         // No rules digest: StartRound deals under the table's current rules.
         rules_digest: vec![],
+        sandbox: false,
     };
     ring.seal(TokenKind::Commitment, &payload).unwrap()
 }
@@ -177,6 +178,7 @@ pub fn start_request(
     limits: Option<proto::Limits>,
 ) -> proto::StartRoundRequest {
     proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token,
         client_seed,
         nonce,

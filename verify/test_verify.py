@@ -191,6 +191,15 @@ class RevealsV2(unittest.TestCase):
         self.assertEqual(v.want_int(1, "x", 0, 1), 1)
 
 
+class Sandbox(unittest.TestCase):
+    def test_a_sandbox_reveal_is_refused_as_malformed_saying_it_is_a_sandbox_round(self):
+        r = dict(mk.bases()["win"], format=v.FORMAT_SANDBOX)
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "verify", "verify.py")],
+                           input=mk.render(r).encode(), capture_output=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("sandbox round", (p.stdout + p.stderr).decode())
+
+
 class CommandLine(unittest.TestCase):
     def run_cli(self, *args, stdin=b""):
         p = subprocess.run([sys.executable, os.path.join(ROOT, "verify", "verify.py")] + list(args),

@@ -58,6 +58,8 @@ TABLE_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 LOWER_HEX = frozenset("0123456789abcdef")
 ANY_HEX = frozenset("0123456789abcdefABCDEF")
 
+# A sandbox round's reveal (a test table's requested deal): refused, never a fair round.
+FORMAT_SANDBOX = "reddog-sandbox-reveal-v1"
 V1_REQUIRED = ("algorithm", "server_seed", "commitment", "client_seed", "nonce", "decks", "cards")
 V1_OPTIONAL = ("round_id",)
 V2_KEYS = ("format", "algorithm", "server_seed", "commitment", "table_id", "round_id", "client_seed",
@@ -438,6 +440,9 @@ def parse_reveal(obj):
     if not isinstance(obj, dict):
         raise Malformed("the reveal must be a JSON object")
     if "format" in obj:
+        if obj["format"] == FORMAT_SANDBOX:
+            raise Malformed("format: %s is a sandbox round, dealt at a test table from requested cards, not from "
+                            "the committed seed; it never verifies as a fair round" % FORMAT_SANDBOX)
         if obj["format"] not in (FORMAT_V2, FORMAT_V3):
             raise Malformed("format: must be %s or %s (a reveal without \"format\" is version 1), got %s"
                             % (_show(FORMAT_V3), _show(FORMAT_V2), _show(obj["format"])))

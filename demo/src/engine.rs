@@ -118,7 +118,8 @@ impl Engine {
             raise_rule: r.raise_rule,
             max_seats: r.max_seats.max(1),
             currency: currency.code,
-            minor_unit_exponent: currency.minor_unit_exponent,
+            // Absent only from an engine before explicit presence, which left out a 0.
+            minor_unit_exponent: currency.minor_unit_exponent.unwrap_or(0),
         })
     }
 
@@ -152,6 +153,7 @@ impl Engine {
         limits: (u64, u64),
     ) -> Result<pb::StartRoundResponse, EngineError> {
         let req = pb::StartRoundRequest {
+            sandbox_cards: vec![],
             commitment_token,
             client_seed: client_seed.to_string(),
             nonce,

@@ -1,18 +1,27 @@
 #!/usr/bin/env node
 // A platform-side Red Dog client in Node.js (@grpc/grpc-js + @grpc/proto-loader, an
-// implementation of gRPC independent of the engine's Rust one): plays rounds against a
-// running `reddog serve` and checks every reveal.
+// implementation of gRPC independent of the engine's Rust one), safe to copy: plays rounds
+// against a running `reddog serve` and checks every reveal.
 //
-//   cd examples/node && npm ci   # the versions in package-lock.json
-//   node client.js --target 127.0.0.1:50051 --rounds 20 [--verifier ../../verify/verify.py]
+//   cd examples/node && npm ci
+//   node client.js --target 127.0.0.1:50051 --rounds 20 [--table ID] [--sandbox] [--verifier ../../verify/verify.py]
 //
-// Per round: CommitSeed -> StartRound (two seats) -> Decide when the hand asks for decisions
-// (raise when the spread is 7 or more, the optimal rule; GetRules names it) -> Settle. Each
-// reveal is checked here (SHA-256 of the server seed is the commitment shown before the
-// deal; the revealed cards are the ones the round showed; every seat's `returned` follows
-// the paytable from GetRules) and by the independent verifier verify/verify.py. A refused
-// call's google.rpc details are decoded and printed (the `grpc-status-details-bin` trailer).
-// Exit status 0 when every round settled and verified, 1 otherwise.
+// The table is chosen from ListTables (`--table`, else the default table; `--sandbox`: a
+// sandbox table, cycling through a requested deal of every hand class). Round ids never
+// repeat (a random UUID each). Every call is retried with back-off on UNAVAILABLE,
+// RESOURCE_EXHAUSTED and DEADLINE_EXCEEDED, waiting at least the RetryInfo delay the server
+// sends (every RedDog call is safe to repeat with the same request). The wallet gets one
+// transaction per seat per step, each with its own idempotency key (`<round>:<seat>:bet`,
+// `:raise`, `:credit`), so a repeated step moves no money twice (docs/INTEGRATION.md).
+//
+// Per round: CommitSeed -> StartRound -> Decide when the hand asks for decisions (raise when
+// the spread is 7 or more, the optimal rule; GetRules names it) -> Settle. Each reveal is
+// checked here (SHA-256 of the server seed is the commitment shown before the deal; the
+// revealed cards are the ones the round showed; every seat's `returned` follows the paytable
+// from GetRules) and by the independent verifier verify/verify.py — which must refuse a
+// sandbox round's reveal (it is never a fair round). A refused call's google.rpc details are
+// decoded and printed (the `grpc-status-details-bin` trailer). Exit status 0 when every
+// round settled and verified, 1 otherwise.
 'use strict';
 
 const path = require('path');
@@ -25,14 +34,42 @@ const protobuf = require('protobufjs');
 const REPO = path.resolve(__dirname, '..', '..');
 
 function args() {
-  const a = { target: '127.0.0.1:50051', rounds: 20, verifier: path.join(REPO, 'verify', 'verify.py'), python: 'python3' };
+  const a = {
+    target: '127.0.0.1:50051', rounds: 20, verifier: path.join(REPO, 'verify', 'verify.py'), python: 'python3',
+    table: '', sandbox: false,
+  };
   const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i += 2) {
+  for (let i = 0; i < argv.length; i += 1) {
     const key = argv[i].replace(/^--/, '');
     if (!(key in a)) throw new Error(`unknown option ${argv[i]}`);
-    a[key] = key === 'rounds' ? Number(argv[i + 1]) : argv[i + 1];
+    if (key === 'sandbox') { a.sandbox = true; continue; }
+    i += 1;
+    a[key] = key === 'rounds' ? Number(argv[i]) : argv[i];
   }
   return a;
+}
+
+// Requested deals at a sandbox table: spreads 1-11 (third card between: a win), a
+// consecutive hand, a pair without a match, three of a kind.
+const RANKS = '23456789TJQKA';
+const SANDBOX_DEALS = [...Array(11).keys()].map((k) => ['2c', `${RANKS[k + 2]}d`, '3h'])
+  .concat([['9d', 'Ts'], ['7h', '7d', 'Kc'], ['7h', '7d', '7s']]);
+
+/** The platform's ledger, reduced to the flow: each transaction has an idempotency key; a
+ *  repeated key moves nothing again, the same key with another amount is a bug. */
+class Wallet {
+  constructor() { this.transactions = new Map(); this.balance = 0n; }
+  apply(key, amount) {
+    if (this.transactions.has(key)) {
+      if (this.transactions.get(key) !== amount) throw new Error(`idempotency key ${key} reused for another amount`);
+      return false;
+    }
+    this.transactions.set(key, amount);
+    this.balance += amount;
+    return true;
+  }
+  debit(key, amount) { return this.apply(key, -BigInt(amount)); }
+  credit(key, amount) { return this.apply(key, BigInt(amount)); }
 }
 
 // google.rpc.Status and the detail types the engine sends, declared inline (field numbers of
@@ -50,6 +87,8 @@ const rpcTypes = protobuf.Root.fromJSON({
               nested: { FieldViolation: { fields: { field: { type: 'string', id: 1 }, description: { type: 'string', id: 2 } } } } },
             PreconditionFailure: { fields: { violations: { rule: 'repeated', type: 'Violation', id: 1 } },
               nested: { Violation: { fields: { type: { type: 'string', id: 1 }, subject: { type: 'string', id: 2 }, description: { type: 'string', id: 3 } } } } },
+            RetryInfo: { fields: { retry_delay: { type: 'Duration', id: 1 } } },
+            Duration: { fields: { seconds: { type: 'int64', id: 1 }, nanos: { type: 'int32', id: 2 } } },
           },
         },
       },
@@ -72,10 +111,35 @@ function errorDetails(err) {
   });
 }
 
-function call(client, method, request) {
+function callOnce(client, method, request) {
   return new Promise((resolve, reject) => {
     client[method](request, { deadline: Date.now() + 10000 }, (err, res) => (err ? reject(err) : resolve(res)));
   });
+}
+
+const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED, grpc.status.DEADLINE_EXCEEDED]);
+
+/** Milliseconds before retry `attempt`: exponential back-off with jitter, at least the
+ *  server's RetryInfo delay when it sends one. */
+function retryDelayMs(err, attempt) {
+  let ms = Math.min(2000, 50 * 2 ** attempt) * (0.5 + Math.random() / 2);
+  const info = errorDetails(err).find((d) => d.type === 'google.rpc.RetryInfo');
+  if (info && info.retry_delay) {
+    ms = Math.max(ms, Number(info.retry_delay.seconds || 0) * 1000 + (info.retry_delay.nanos || 0) / 1e6);
+  }
+  return ms;
+}
+
+/** One RedDog call, retried with the same request on a transient failure. */
+async function call(client, method, request, attempts = 6) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await callOnce(client, method, request);
+    } catch (err) {
+      if (!RETRYABLE.has(err.code) || attempt >= attempts) throw err;
+      await new Promise((r) => setTimeout(r, retryDelayMs(err, attempt)));
+    }
+  }
 }
 
 /** What the paytable returns for one seat (RULES.md): stake * (odds + 1) on a win, stake on a push, 0 on a loss. */
@@ -95,33 +159,51 @@ async function main() {
   });
   const RedDog = grpc.loadPackageDefinition(def).reddog.v1.RedDog;
   const client = new RedDog(a.target, grpc.credentials.createInsecure());
-  const rules = await call(client, 'getRules', {});
+  const listed = await call(client, 'listTables', {});
+  const table = listed.tables.find((t) => (a.table ? t.tableId === a.table
+    : a.sandbox ? t.sandbox : t.tableId === listed.defaultTableId && !t.sandbox))
+    || (!a.table && !a.sandbox && listed.tables.find((t) => !t.sandbox));
+  if (!table || Boolean(table.sandbox) !== a.sandbox) {
+    throw new Error(`no ${a.sandbox ? 'sandbox' : 'fair'} table ${a.table} among ${listed.tables.map((t) => t.tableId)}`);
+  }
+  const rules = await call(client, 'getRules', { tableId: table.tableId });
+  const wallet = new Wallet();
   const oddsBySpread = new Map(rules.spreadOdds.map((o) => [o.spread, o.odds]));
   const best = (rules.rtpFigures || []).find((f) => f.strategy === 'best' && f.definition === 'per_initial_bet');
-  console.log(`rules: ${rules.decks} deck(s), limits ${rules.tableLimits.minBet}..${rules.tableLimits.maxBet}, ` +
+  console.log(`rules: table ${rules.tableId}${rules.sandbox ? ' (sandbox)' : ''}, ${rules.decks} deck(s), limits ${rules.tableLimits.minBet}..${rules.tableLimits.maxBet}, ` +
     `best play "${rules.raiseRule}" RTP ${rules.rtpDecimal}` + (best ? ` (${best.definitionText})` : ''));
   if (rules.engine) console.log(`engine ${rules.engine.version} ${rules.engine.gitCommit} built ${rules.engine.buildDate}`);
 
   let failures = 0;
   const classes = {};
   for (let i = 0; i < a.rounds; i++) {
-    const roundId = `node-${process.pid}-${i}`;
-    const commit = await call(client, 'commitSeed', { roundId, nonce: String(i), tableId: '' });
+    const roundId = `node-${crypto.randomUUID()}`;
+    const nonce = String(crypto.randomInt(2 ** 47));
+    const deal = a.sandbox ? SANDBOX_DEALS[i % SANDBOX_DEALS.length] : [];
+    const bets = ['1000', '2500'];
+    const commit = await call(client, 'commitSeed', { roundId, nonce, tableId: rules.tableId });
+    // Debit each seat's bet, one transaction per seat, before dealing.
+    bets.forEach((bet, seat) => wallet.debit(`${roundId}:${seat}:bet`, bet));
     const start = await call(client, 'startRound', {
-      commitmentToken: commit.commitmentToken, clientSeed: `node player ${i}`, nonce: String(i), roundId,
-      seats: [{ bet: '1000' }, { bet: '2500' }], playerLimits: { minBet: '500', maxBet: '20000' },
+      commitmentToken: commit.commitmentToken, clientSeed: `node player ${i}`, nonce, roundId,
+      seats: bets.map((bet) => ({ bet })), playerLimits: { minBet: '500', maxBet: '20000' },
+      tableId: rules.tableId, sandboxCards: deal,
     });
     const round = start.round;
     classes[round.handClass] = (classes[round.handClass] || 0) + 1;
     let token = start.roundToken;
     if (round.awaitingDecisions) {
-      const action = round.spread >= 7 ? 'ACTION_RAISE' : 'ACTION_STAND';
+      const action = round.spread >= 7 || a.sandbox ? 'ACTION_RAISE' : 'ACTION_STAND';
+      // Debit each raise (one transaction per raising seat) before Decide.
+      if (action === 'ACTION_RAISE') round.seats.forEach((s) => wallet.debit(`${roundId}:${s.seat}:raise`, s.bet));
       const decided = await call(client, 'decide', {
         roundToken: token, roundId, decisions: round.seats.map((s) => ({ seat: s.seat, action })),
       });
-      token = decided.roundToken;
+      token = decided.roundToken; // the newest token is the round's state
     }
     const settled = await call(client, 'settle', { roundToken: token, roundId });
+    // Credit each seat once; a repeated credit (after a retried Settle) moves nothing.
+    settled.results.forEach((r) => wallet.credit(`${roundId}:${r.seat}:credit`, r.returned));
     const reveal = JSON.parse(settled.revealJson);
     const problems = [];
     const seedHash = crypto.createHash('sha256').update(Buffer.from(reveal.server_seed, 'hex')).digest('hex');
@@ -138,10 +220,21 @@ async function main() {
     }
     // proto3 JSON and proto-loader's defaults: a zero total is "0", never absent.
     if (BigInt(settled.totalReturned) !== total) problems.push(`totalReturned ${settled.totalReturned} != ${total}`);
-    try {
-      execFileSync(a.python, [a.verifier, '-'], { input: settled.revealJson, stdio: ['pipe', 'ignore', 'pipe'] });
-    } catch (e) {
-      problems.push(`verify.py exit ${e.status}: ${String(e.stderr || '').trim()}`);
+    if (a.sandbox) {
+      if (deal.join(' ') !== shown.join(' ')) problems.push(`asked for ${deal}, dealt ${shown}`);
+      if (!settled.round.sandbox || reveal.format !== 'reddog-sandbox-reveal-v1') problems.push('not marked sandbox');
+      try {
+        execFileSync(a.python, [a.verifier, '-'], { input: settled.revealJson, stdio: ['pipe', 'ignore', 'pipe'] });
+        problems.push('verify.py accepted a sandbox reveal');
+      } catch (e) {
+        if (e.status !== 2) problems.push(`verify.py exit ${e.status} on a sandbox reveal, expected 2`);
+      }
+    } else {
+      try {
+        execFileSync(a.python, [a.verifier, '-'], { input: settled.revealJson, stdio: ['pipe', 'ignore', 'pipe'] });
+      } catch (e) {
+        problems.push(`verify.py exit ${e.status}: ${String(e.stderr || '').trim()}`);
+      }
     }
     const cards = shown.join(' ');
     if (problems.length) {
@@ -149,7 +242,8 @@ async function main() {
       console.log(`round ${i}: ${cards} NOT VERIFIED: ${problems.join('; ')}`);
     } else {
       console.log(`round ${i}: ${cards} ${round.handClass.replace('HAND_CLASS_', '').toLowerCase()} ` +
-        `staked ${settled.totalStaked} returned ${settled.totalReturned}: verified`);
+        `staked ${settled.totalStaked} returned ${settled.totalReturned}: ` +
+        (a.sandbox ? 'sandbox, refused by the verifier' : 'verified'));
     }
   }
 
@@ -168,6 +262,13 @@ async function main() {
     }
   }
   client.close();
+  let staked = 0n;
+  let returned = 0n;
+  for (const [key, amount] of wallet.transactions) {
+    if (key.endsWith(':credit')) returned += amount; else staked -= amount;
+  }
+  if (wallet.balance !== returned - staked) { failures++; console.log('the wallet balance is not its transactions\' sum'); }
+  console.log(`wallet: ${wallet.transactions.size} transactions, debited ${staked}, credited ${returned}`);
   console.log(`hand classes: ${JSON.stringify(classes)}`);
   console.log(`node client: ${a.rounds - Math.min(failures, a.rounds)} passed, ${failures} failed`);
   process.exit(failures ? 1 : 0);

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # gRPC service checks: `buf lint` on proto/, then the real binary on a free 127.0.0.1 port
-# played by the Python client (examples/python), plus a reflection call with `buf curl` and
-# a scrape of /metrics. Installs its own tools under .tools/ (git-ignored). Exits non-zero on
+# (the tables of examples/sandbox-tables.json, with --allow-sandbox) played by the Python
+# client (examples/python) twice at the default table and once at the sandbox table through
+# every hand class, then `reddog audit-log` over the engine's audit trail must find nothing
+# (round ids never repeat, no round forks); plus a reflection call with `buf curl` and a
+# scrape of /metrics. Installs its own tools under .tools/ (git-ignored). Exits non-zero on
 # any failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,8 +30,8 @@ echo "-- python client deps"
 if [ ! -x "$TOOLS/venv/bin/python" ]; then
   python3 -m venv "$TOOLS/venv"
 fi
-"$TOOLS/venv/bin/python" -c "import grpc, grpc_tools" 2>/dev/null \
-  || "$TOOLS/venv/bin/pip" install --quiet grpcio grpcio-tools
+"$TOOLS/venv/bin/python" -c "import grpc, grpc_tools, grpc_status" 2>/dev/null \
+  || "$TOOLS/venv/bin/pip" install --quiet grpcio grpcio-tools grpcio-status
 
 echo "-- build"
 cargo build --locked --bin reddog
@@ -36,9 +39,12 @@ BIN="$PWD/target/debug/reddog"
 
 echo "-- start the server on a free port"
 OUT="$(mktemp)"
-"$BIN" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 >"$OUT" 2>"$OUT.err" &
+# The engine's audit trail goes to its own file (`--audit-log`), which `reddog audit-log` reads.
+AUDIT_SERVE_ARGS=(--log-format json --audit-log "$OUT.audit")
+"$BIN" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --allow-sandbox \
+  --table-config examples/sandbox-tables.json "${AUDIT_SERVE_ARGS[@]}" >"$OUT" 2>"$OUT.err" &
 PID=$!
-cleanup() { kill -TERM "$PID" 2>/dev/null || true; rm -f "$OUT" "$OUT.err"; }
+cleanup() { kill -TERM "$PID" 2>/dev/null || true; rm -f "$OUT" "$OUT.err" "$OUT.audit"; }
 trap cleanup EXIT
 ADDR=""; METRICS=""
 for _ in $(seq 1 100); do
@@ -57,6 +63,10 @@ echo "-- buf curl (reflection)"
 
 echo "-- python client"
 "$TOOLS/venv/bin/python" examples/python/reddog_client.py --target "$ADDR" --rounds 30
+echo "-- python client, again (fresh round ids: the audit trail must stay clean)"
+"$TOOLS/venv/bin/python" examples/python/reddog_client.py --target "$ADDR" --rounds 10
+echo "-- python client at the sandbox table: every hand class"
+"$TOOLS/venv/bin/python" examples/python/reddog_client.py --target "$ADDR" --rounds 14 --sandbox
 
 echo "-- metrics"
 "$TOOLS/venv/bin/python" - "$METRICS" <<'PY'
@@ -64,7 +74,7 @@ import sys, urllib.request
 text = urllib.request.urlopen("http://%s/metrics" % sys.argv[1], timeout=5).read().decode()
 for name in ("reddog_rpc_requests_total", "reddog_staked_minor_units_total", "reddog_returned_minor_units_total",
              "reddog_seats_settled_total", "reddog_token_rejections_total", "reddog_rpc_duration_seconds_bucket",
-             "reddog_token_seals_total"):
+             "reddog_token_seals_total", "reddog_table_sandbox"):
     assert name in text, name
 print("metrics ok")
 PY
@@ -75,5 +85,7 @@ for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$PID" 2>/dev/null; then echo "server still running 10 s after SIGTERM"; exit 1; fi
 wait "$PID"
 trap - EXIT
+echo "-- reddog audit-log over the engine's audit trail (two client runs, a sandbox run)"
+"$BIN" audit-log "$OUT.audit"
 rm -f "$OUT" "$OUT.err"
 echo "service checks passed"

@@ -67,7 +67,9 @@ check "TypeScript stubs type-check (tsc --strict)" bash -c "cd '$WORK/gen' && ./
 
 echo "-- the Node.js client against the real binary"
 cargo build --locked --quiet --bin reddog
-"$ROOT/target/debug/reddog" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 >"$WORK/out" 2>"$WORK/err" &
+"$ROOT/target/debug/reddog" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --allow-sandbox \
+  --table-config "$ROOT/examples/sandbox-tables.json" --log-format json --audit-log "$WORK/audit.jsonl" \
+  >"$WORK/out" 2>"$WORK/err" &
 PID=$!
 ADDR=""
 for _ in $(seq 1 200); do
@@ -84,13 +86,21 @@ else
   else
     bad "node client"; tail -15 "$WORK/node.log"
   fi
-  grep -E "^(rules|engine|bad token)" "$WORK/node.log" | cut -c1-300
+  grep -E "^(rules|engine|bad token|wallet)" "$WORK/node.log" | cut -c1-300
+  if node examples/node/client.js --target "$ADDR" --rounds 14 --sandbox --verifier "$ROOT/verify/verify.py" \
+      >"$WORK/node-sandbox.log" 2>&1; then
+    ok "node client at the sandbox table: $(grep '^hand classes' "$WORK/node-sandbox.log"); every sandbox reveal refused by verify.py"
+  else
+    bad "node client at the sandbox table"; tail -15 "$WORK/node-sandbox.log"
+  fi
   # Reflection also describes google.rpc's detail types, so generic tools decode them.
   "$TOOLS/grpcurl-venv/bin/grpcurl" -plaintext -d '{"round_token":"AXIDZGV2"}' "$ADDR" reddog.v1.RedDog/Settle \
     >"$WORK/grpcurl.log" 2>&1 || true
   check "grpcurl decodes a refused call's google.rpc details through reflection" \
     grep -q '"reason":"INVALID_TOKEN"' "$WORK/grpcurl.log"
   kill -TERM "$PID"; wait "$PID" || true; PID=""
+  check "reddog audit-log finds nothing in the engine's audit trail (fresh round ids, no forks)" \
+    "$ROOT/target/debug/reddog" audit-log "$WORK/audit.jsonl"
 fi
 echo "clients: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

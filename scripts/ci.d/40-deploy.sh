@@ -249,6 +249,19 @@ break_and_expect_failure "readiness failureThreshold 1" base/deployment.yaml \
   "if $D True: $C['readinessProbe']['failureThreshold'] = 1"
 break_and_expect_failure "OTLP egress misses OpenTelemetry Operator collectors" base/networkpolicy.yaml \
   "if d['metadata']['name'] == 'reddog': d['spec']['egress'][1]['to'].pop()"
+break_and_expect_failure "--allow-sandbox in the production deployment" overlays/production/deployment-patch.yaml \
+  "if $D True: $C.setdefault('args', []).append('--allow-sandbox')"
+# A table marked "sandbox": true in the table ConfigMap (a JSON file, edited as JSON).
+copy="$WORK/broken-sandbox-table"
+cp -r deploy "$copy"
+"$PY" -c 'import json, sys; p = sys.argv[1]; t = json.load(open(p)); t["sandbox"] = True; json.dump(t, open(p, "w"))' \
+  "$copy/base/table.json"
+if "${VALIDATE[@]}" --deploy-dir "$copy" > "$WORK/neg.log" 2>&1; then
+  bad "a sandbox table in the table ConfigMap: validation PASSED on the broken copy"
+else
+  ok "a sandbox table in the table ConfigMap: validation fails ($(grep -m1 FAIL "$WORK/neg.log" | sed 's/^ *FAIL *//' | cut -c1-170))"
+fi
+rm -rf "$copy"
 break_and_expect_failure "env var the binary does not accept" base/deployment.yaml \
   "if $D True: $C['env'].append({'name': 'REDDOG_LISTEN_ADDR', 'value': '0.0.0.0:50051'})"
 break_and_expect_failure "flag the binary does not accept" base/deployment.yaml \

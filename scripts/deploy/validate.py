@@ -302,8 +302,31 @@ def policy(c: Checker, name: str, docs: list[dict]) -> dict | None:
                        ({"app.kubernetes.io/name": "opentelemetry-collector"}, "Helm chart")):
         c.ok(any(peer and all(label.get(k) == v for k, v in peer.items()) for peer in otlp_peers),
              f"{name}: OTLP egress matches collectors run by the {how} ({label})", str(otlp_peers))
+    sandbox_checks(c, name, ctr, env, docs)
     return {"container": ctr, "env": env, "probe_services": probe_services,
             "grpc_port": grpc_port, "metrics_port": metrics_port}
+
+
+def sandbox_checks(c: Checker, name: str, ctr: dict, env: dict, docs: list[dict]) -> None:
+    """Sandbox tables (requested deals, never fair rounds) stay out of every deployment:
+    no `--allow-sandbox` in the container's command or arguments, and no table marked
+    `"sandbox": true` in a rendered ConfigMap."""
+    words = [str(w) for w in list(ctr.get("command", [])) + list(ctr.get("args", []))]
+    words += [str(e.get("value", "")) for e in env.values()]
+    c.ok(not any(w.split("=", 1)[0] == "--allow-sandbox" for w in words),
+         f"{name}: no --allow-sandbox (sandbox tables never in this deployment)",
+         " ".join(w for w in words if "allow-sandbox" in w))
+    marked = []
+    for cm in by_kind(docs, "ConfigMap"):
+        for key, text in (cm.get("data") or {}).items():
+            try:
+                config = json.loads(text)
+            except ValueError:
+                continue
+            tables = config.get("tables", {"default": config}) if isinstance(config, dict) else {}
+            marked += [f"{cm['metadata']['name']}/{key}: {tid}" for tid, t in tables.items()
+                       if isinstance(t, dict) and t.get("sandbox") is True]
+    c.ok(not marked, f"{name}: no table marked \"sandbox\": true in a ConfigMap", ", ".join(marked))
 
 
 def serve_help(binary: str) -> str | None:

@@ -212,7 +212,7 @@ impl<W: Write> Writer<'_, W> {
     /// clock plus `r`'s skew, then advances the clock.
     fn write(&mut self, r: usize, event: Event) -> io::Result<()> {
         self.write_at(r, event, 0)?;
-        if self.checkpoint_every > 0 && self.chains[r].seq % self.checkpoint_every == 0 {
+        if self.checkpoint_every > 0 && self.chains[r].seq.is_multiple_of(self.checkpoint_every) {
             let c = &self.chains[r];
             let event =
                 Event::Checkpoint(Checkpoint { records: c.seq, head: c.prev.clone(), key_id: None, signature: None });

@@ -219,6 +219,7 @@ async fn play(
     let seats = 1 + (i % 3) as usize;
     let started = client
         .start_round(proto::StartRoundRequest {
+            sandbox_cards: vec![],
             commitment_token: commit.commitment_token,
             client_seed: client_seed.clone(),
             nonce,

@@ -114,6 +114,10 @@ pub struct ServeArgs {
     /// How often the TLS files are checked for changes, in seconds (SIGHUP reloads at once).
     #[arg(long, env = "REDDOG_TLS_RELOAD_POLL_SECS", default_value_t = 10)]
     pub tls_reload_poll_secs: u64,
+    /// Serve tables marked "sandbox": true (requested deals for integration tests, never fair
+    /// rounds). A flag only, no environment variable: never set it in production.
+    #[arg(long)]
+    pub allow_sandbox: bool,
 }
 
 const fn millis(d: Duration) -> u64 {
@@ -219,6 +223,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
             replica_id: args.replica_id.clone().unwrap_or_else(reddog::service::audit_sink::default_replica_id),
             checkpoint_interval: Duration::from_secs(args.audit_checkpoint_secs),
         },
+        allow_sandbox: args.allow_sandbox,
     })
 }
 

@@ -257,7 +257,13 @@ fn cards(list: &[Json], path: &str) -> Result<(Vec<String>, HandClass), EngineEr
     Ok((parsed.iter().map(|c| c.text().to_string()).collect(), HandClass::of(parsed[0], parsed[1])))
 }
 
-/// Parses a reveal of either version by the strict grammar.
+/// The `format` of a sandbox round's reveal (a version-2 reveal under another name): its
+/// cards were requested at a sandbox table, not dealt from the committed seed, so no
+/// verifier accepts it as a fair round.
+pub const SANDBOX_REVEAL_FORMAT: &str = "reddog-sandbox-reveal-v1";
+
+/// Parses a reveal of either version by the strict grammar. A sandbox reveal
+/// ([`SANDBOX_REVEAL_FORMAT`]) is refused with a message saying so.
 pub fn parse(text: &str) -> Result<AnyReveal, EngineError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let tree = de::DeserializeSeed::deserialize(JsonSeed, &mut de)
@@ -268,6 +274,13 @@ pub fn parse(text: &str) -> Result<AnyReveal, EngineError> {
         None => parse_v1(f).map(AnyReveal::V1),
         Some(Json::Str(s)) if s == REVEAL_V2 => parse_v2(f, false).map(AnyReveal::V2),
         Some(Json::Str(s)) if s == REVEAL_V3 => parse_v2(f, true).map(AnyReveal::V2),
+        Some(Json::Str(s)) if s == SANDBOX_REVEAL_FORMAT => Err(bad(
+            "format",
+            format!(
+                "{SANDBOX_REVEAL_FORMAT}: a sandbox round, dealt at a test table from requested cards, not from the \
+                 committed seed; it never verifies as a fair round"
+            ),
+        )),
         Some(_) => Err(bad(
             "format",
             format!("unknown reveal format (this verifier reads {REVEAL_V3}, {REVEAL_V2} and version 1)"),

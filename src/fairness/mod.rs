@@ -15,7 +15,9 @@ mod seed;
 mod shuffle;
 pub mod transcript;
 
-pub use grammar::{Expectations, Mismatch, parse as parse_reveal, text_amounts, text_decisions, text_int};
+pub use grammar::{
+    Expectations, Mismatch, SANDBOX_REVEAL_FORMAT, parse as parse_reveal, text_amounts, text_decisions, text_int,
+};
 pub use reveal::{
     AnyReveal, REVEAL_V2, REVEAL_V3, RevealCurrency, RevealDecision, RevealLimits, RevealSeat, RevealV1, RevealV2,
     SettledRound, Verdict, action_text, verify_v1, verify_v2,

@@ -27,6 +27,7 @@ use super::error::invalid_token;
 use super::metrics::{self, Method, Metrics, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
 use super::refusal_log::{Peer, REFUSAL_LOG_INTERVAL, RefusalLog};
+use super::sandbox;
 use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, NewCommitment, RoundPayload, RoundState};
 use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
@@ -75,7 +76,7 @@ struct Inner {
 
 /// A table's currency as the API shows it.
 fn currency(c: &Currency) -> proto::Currency {
-    proto::Currency { code: c.code().to_string(), minor_unit_exponent: u32::from(c.minor_unit_exponent()) }
+    proto::Currency { code: c.code().to_string(), minor_unit_exponent: Some(u32::from(c.minor_unit_exponent())) }
 }
 
 /// A configured table's rules, as its rules digest takes them.
@@ -147,12 +148,13 @@ impl RedDogService {
             .iter()
             .map(|t| {
                 let digest = table_rules(t).digest();
-                (
-                    t.id.clone(),
-                    super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency), digest),
-                )
+                let mut rules =
+                    super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency), digest);
+                rules.sandbox = t.sandbox;
+                (t.id.clone(), rules)
             })
             .collect();
+        sandbox::register_metrics(&config.tables);
         let table_metrics = config
             .tables
             .iter()
@@ -252,6 +254,7 @@ impl RedDogService {
             currency: named.currency.code(),
             minor_unit_exponent: u32::from(named.currency.minor_unit_exponent()),
             rules_digest: &rules_digest,
+            sandbox: named.sandbox,
         };
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
         let committed = seed.commitment();
@@ -263,7 +266,7 @@ impl RedDogService {
             commitment: Shown(&committed),
             rules_digest: Hex(self.digest(table_id)),
             expires_at_unix_ms,
-            sandbox: false,
+            sandbox: named.sandbox,
         }))?;
         let commitment = committed.to_hex();
         Ok(proto::CommitSeedResponse {
@@ -277,6 +280,7 @@ impl RedDogService {
             decks: u32::from(table.decks().get()),
             currency: Some(currency(&named.currency)),
             rules_digest: rules_digest.to_hex(),
+            sandbox: named.sandbox,
         })
     }
 
@@ -292,13 +296,13 @@ impl RedDogService {
             .and_then(|p| if now_ms() > p.expires_at_unix_ms { Err(TokenRefusal::Expired) } else { Ok(p) })
             .and_then(|p| {
                 let seed = p.seed().map_err(|_| TokenRefusal::Malformed)?;
-                Ok((seed, p.binding().map_err(|_| TokenRefusal::Malformed)?))
+                Ok((seed, p.binding().map_err(|_| TokenRefusal::Malformed)?, p.sandbox))
             })
             .map_err(|why| {
                 self.token_refused(Method::StartRound, why.label(), peer);
                 invalid_token("commitment_token")
             })?;
-        let (committed, binding) = payload;
+        let (committed, binding, committed_sandbox) = payload;
         let mismatch = |field, committed: String, requested: String| {
             Status::from(EngineError::CommitmentMismatch { field, committed, requested })
         };
@@ -354,7 +358,9 @@ impl RedDogService {
             }
         };
         let table_id = named.id.as_str();
+        sandbox::check_commitment(committed_sandbox, named.sandbox, table_id)?;
         let table = convert::round_table(&named.table, req.player_limits.as_ref())?;
+        let requested = sandbox::requested_deal(&req.sandbox_cards, named.sandbox, table_id, table.decks())?;
         let bets: Vec<Money> = req.seats.iter().map(|s| Money(s.bet)).collect();
         let inputs = DealInputs {
             server_seed: &committed,
@@ -362,7 +368,10 @@ impl RedDogService {
             nonce: req.nonce,
             decks: table.decks(),
         };
-        let round = Round::start(&table, &bets, &mut FairShoe::new(&inputs))?;
+        let round = match requested {
+            Some(mut deck) => Round::start(&table, &bets, &mut deck)?,
+            None => Round::start(&table, &bets, &mut FairShoe::new(&inputs))?,
+        };
         let mut state = RoundState {
             round,
             seed: committed,
@@ -376,6 +385,7 @@ impl RedDogService {
             transcript: crate::fairness::Transcript([0; 32]),
             currency: Some(named.currency.clone()),
             limits: Some(named.table.limits()),
+            sandbox: named.sandbox,
         };
         state.transcript = state.start_transcript();
         let token = self.inner.ring.seal(TokenKind::Round, &state)?;
@@ -397,7 +407,7 @@ impl RedDogService {
             cards: record::Cards(&state.round.cards()),
             hand_class,
             spread,
-            sandbox: false,
+            sandbox: state.sandbox,
         }))?;
         if let Some(m) = self.inner.table_metrics.get(table_id) {
             m.round_started(class);
@@ -405,7 +415,7 @@ impl RedDogService {
         let commitment = commitment.to_hex();
         let transcript = state.transcript.to_hex();
         Ok(proto::StartRoundResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)?),
+            round: Some(round_view(&state)?),
             round_id: state.round_id,
             round_token: token,
             commitment,
@@ -439,7 +449,7 @@ impl RedDogService {
         let transcript = state.transcript.to_hex();
         let currency = self.currency_of(&state);
         Ok(proto::DecideResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)?),
+            round: Some(round_view(&state)?),
             step: state.step(),
             round_id: state.round_id,
             round_token: token,
@@ -484,7 +494,7 @@ impl RedDogService {
             let json = serde_json::to_string(&v1).map_err(|e| EngineError::Internal(e.to_string()))?;
             (json, reveal_message_v1(&v1))
         } else {
-            let reveal = RevealV2::new(&SettledRound {
+            let mut reveal = RevealV2::new(&SettledRound {
                 seed: &state.seed,
                 table_id: &state.table_id,
                 round_id: &state.round_id,
@@ -498,6 +508,9 @@ impl RedDogService {
                 transcript: state.transcript,
                 rules: state.rules(),
             });
+            if state.sandbox {
+                reveal.format = sandbox::SANDBOX_REVEAL_FORMAT.to_string();
+            }
             // The JSON first, then the reveal's strings move into the message (no copies).
             (reveal.to_json(), reveal_message(reveal))
         };
@@ -507,7 +520,9 @@ impl RedDogService {
             round_id: &state.round_id,
             table_id: &state.table_id,
             currency: currency.as_ref().map_or("", |c| c.code.as_str()),
-            exponent: currency.as_ref().map_or(0, |c| u8::try_from(c.minor_unit_exponent).unwrap_or(u8::MAX)),
+            exponent: currency
+                .as_ref()
+                .map_or(0, |c| u8::try_from(c.minor_unit_exponent.unwrap_or(0)).unwrap_or(u8::MAX)),
             commitment: Shown(&state.seed.commitment()),
             rules_digest: Hex(self.digest(&state.table_id)),
             decks: state.decks.get(),
@@ -521,13 +536,13 @@ impl RedDogService {
             seats: record::Seats(&settlement.seats),
             total_staked: settlement.total_staked.0,
             total_returned: settlement.total_returned.0,
-            sandbox: false,
+            sandbox: state.sandbox,
         }))?;
         if let Some(m) = self.inner.table_metrics.get(&state.table_id) {
             m.settled(&settlement, state.decks, &state.paytable);
         }
         Ok(proto::SettleResponse {
-            round: Some(convert::round_view(&state.round, &state.paytable)?),
+            round: Some(round_view(&state)?),
             results,
             total_staked: settlement.total_staked.0,
             total_returned: settlement.total_returned.0,
@@ -540,6 +555,13 @@ impl RedDogService {
             table_id: state.table_id,
         })
     }
+}
+
+/// The round as the table shows it, marked `sandbox` for a sandbox round.
+fn round_view(state: &RoundState) -> Result<proto::RoundView, EngineError> {
+    let mut view = convert::round_view(&state.round, &state.paytable)?;
+    view.sandbox = state.sandbox;
+    Ok(view)
 }
 
 /// A version-1 reveal as protobuf fields (no format, table, money or transcript).
@@ -575,7 +597,9 @@ fn reveal_message(r: RevealV2) -> proto::Reveal {
             three_of_a_kind: paytable.three_of_a_kind_odds(),
         }),
         limits: r.limits.map(|l| proto::Limits { min_bet: l.min_bet, max_bet: l.max_bet }),
-        currency: r.currency.map(|c| proto::Currency { code: c.code, minor_unit_exponent: u32::from(c.exponent) }),
+        currency: r
+            .currency
+            .map(|c| proto::Currency { code: c.code, minor_unit_exponent: Some(u32::from(c.exponent)) }),
         rules_digest: r.rules_digest.unwrap_or_default(),
         decisions: r
             .decisions

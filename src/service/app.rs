@@ -218,6 +218,9 @@ pub struct Settings {
     pub reload_on_sighup: bool,
     /// The audit trail.
     pub audit: AuditSettings,
+    /// Serve tables marked `"sandbox": true` (`--allow-sandbox`); without it such a table
+    /// stops the start-up (see [`super::sandbox`]).
+    pub allow_sandbox: bool,
 }
 
 impl Settings {
@@ -237,6 +240,7 @@ impl Settings {
             tls: None,
             reload_on_sighup: false,
             audit: AuditSettings::to_writer(std::io::sink()),
+            allow_sandbox: false,
         }
     }
 
@@ -387,6 +391,8 @@ impl Application {
         settings.validate()?;
         let key_ring = settings.key_ring.load()?;
         let tables = settings.load_tables()?;
+        super::sandbox::refuse_without_flag(&tables, settings.allow_sandbox)
+            .map_err(|reason| SettingsError::Invalid { setting: "table-config", reason })?;
         let tls = match &settings.tls {
             Some(t) => Some(
                 TlsReloader::load(TlsFiles {

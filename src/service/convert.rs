@@ -63,15 +63,19 @@ pub fn client_seed(seed: &str) -> Result<(), EngineError> {
 }
 
 /// The table a round is dealt at: the engine's table narrowed to the player's limits.
+///
+/// `player_limits.min_bet` is 1 to [`MAX_BET`]; `max_bet` is at least `min_bet` and may be
+/// anything above, `u64::MAX` included ("no limit of the platform's own"): a player maximum
+/// above [`MAX_BET`] (which no table exceeds) means the table's maximum applies.
 pub fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Table, EngineError> {
     let limits = limits.ok_or_else(|| EngineError::invalid("player_limits", "required: the player's bet limits"))?;
     if limits.min_bet == 0 || limits.min_bet > MAX_BET {
         return Err(EngineError::out_of_range("player_limits.min_bet", limits.min_bet, 1, MAX_BET));
     }
-    if limits.max_bet < limits.min_bet || limits.max_bet > MAX_BET {
-        return Err(EngineError::out_of_range("player_limits.max_bet", limits.max_bet, limits.min_bet, MAX_BET));
+    if limits.max_bet < limits.min_bet {
+        return Err(EngineError::out_of_range("player_limits.max_bet", limits.max_bet, limits.min_bet, u64::MAX));
     }
-    let player = BetLimits::new(Money(limits.min_bet), Money(limits.max_bet))?;
+    let player = BetLimits::new(Money(limits.min_bet), Money(limits.max_bet.min(MAX_BET)))?;
     let both =
         table.limits().intersect(player).ok_or(EngineError::LimitsDoNotOverlap { player, table: table.limits() })?;
     // Narrower limits than a valid table's: always a valid table.
@@ -180,5 +184,43 @@ pub fn round_view(round: &Round, paytable: &Paytable) -> Result<proto::RoundView
         third_card: round.third().map(card),
         awaiting_decisions: matches!(round, Round::AwaitingDecisions(_)),
         seats,
+        // A sandbox round is marked by the service, which knows the round's table.
+        sandbox: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(min_bet: u64, max_bet: u64) -> proto::Limits {
+        proto::Limits { min_bet, max_bet }
+    }
+
+    #[test]
+    fn a_player_max_bet_of_u64_max_means_the_tables_limit() {
+        let table = Table::default();
+        for max_bet in [u64::MAX, MAX_BET + 1, MAX_BET, 30_000] {
+            let round = round_table(&table, Some(&limits(500, max_bet))).unwrap();
+            assert_eq!(round.limits(), table.limits(), "{max_bet}");
+        }
+        let narrower = round_table(&table, Some(&limits(1_000, 2_000))).unwrap();
+        assert_eq!((narrower.limits().min().0, narrower.limits().max().0), (1_000, 2_000));
+    }
+
+    #[test]
+    fn player_limits_out_of_order_or_out_of_range_name_the_field() {
+        let table = Table::default();
+        for (l, field) in [
+            (limits(0, 1_000), "player_limits.min_bet"),
+            (limits(MAX_BET + 1, u64::MAX), "player_limits.min_bet"),
+            (limits(2_000, 1_000), "player_limits.max_bet"),
+        ] {
+            let err = round_table(&table, Some(&l)).unwrap_err();
+            assert!(matches!(err, EngineError::OutOfRange { .. }), "{err:?}");
+            assert_eq!(err.field(), Some(field), "{err}");
+        }
+        let disjoint = round_table(&table, Some(&limits(40_000, u64::MAX))).unwrap_err();
+        assert!(matches!(disjoint, EngineError::LimitsDoNotOverlap { .. }), "{disjoint:?}");
+    }
 }

@@ -25,6 +25,13 @@
 //! The status message is `"<field>: <what happened>"`. A token that is tampered, truncated,
 //! sealed under a key not in the ring, of the wrong kind or expired gets the identical
 //! status, message and details.
+//!
+//! `ErrorInfo.reason` names the cause, one reason per cause (never a repeat of the status
+//! code): [`reason`] lists them, and `docs/INTEGRATION.md` and the proto's comments carry the
+//! same table. `PreconditionFailure` violation types: `ROUND_STATE` (the round's phase or a
+//! seat's decision forbids the step), `LIMITS` (player and table limits), `COMMITMENT_BINDING`
+//! (the commitment was made for another round, table or table configuration) and `SANDBOX`
+//! (a requested deal at a table that is not a sandbox table).
 
 use std::borrow::Cow;
 
@@ -62,7 +69,14 @@ fn describe(err: &EngineError) -> Option<(Cow<'static, str>, String, Report)> {
         E::OutOfRange { field, value, min, max } => {
             (field.clone(), format!("{value} is outside {min}..={max}"), Report::Range { min: *min, max: *max })
         }
-        E::FailedPrecondition { field, reason } => (field.clone(), reason.clone(), Report::Precondition("ROUND_STATE")),
+        E::FailedPrecondition { field, reason } => {
+            let kind = match field.as_ref() {
+                super::sandbox::FIELD => "SANDBOX",
+                "commitment_token" => "COMMITMENT_BINDING",
+                _ => "ROUND_STATE",
+            };
+            (field.clone(), reason.clone(), Report::Precondition(kind))
+        }
         E::SeatCount { .. } => ("seats".into(), what(), Report::Range { min: 1, max: MAX_SEATS as u64 }),
         E::BetOutsideLimits { seat, limits, .. } => (
             format!("seats[{seat}].bet").into(),
@@ -93,17 +107,93 @@ fn describe(err: &EngineError) -> Option<(Cow<'static, str>, String, Report)> {
     })
 }
 
-fn reason_code(code: Code) -> &'static str {
-    match code {
-        Code::OutOfRange => "OUT_OF_RANGE",
-        Code::FailedPrecondition => "FAILED_PRECONDITION",
-        Code::NotFound => "NOT_FOUND",
-        _ => "INVALID_ARGUMENT",
+/// The prefix of the message of a request that is not valid protobuf (see `guard`).
+const MALFORMED_PREFIX: &str = "the request message";
+
+/// `ErrorInfo.reason` of an error the engine answers with details: one per cause.
+///
+/// | reason | status | cause |
+/// |---|---|---|
+/// | `MISSING_FIELD` | `INVALID_ARGUMENT` | a required field is empty (`commitment_token`, `round_token`, `round_id`, `client_seed`, `player_limits`, `decisions`) |
+/// | `INVALID_ROUND_ID` | `INVALID_ARGUMENT` | `round_id` too long, with control characters, or not the token's |
+/// | `INVALID_TABLE_ID` | `INVALID_ARGUMENT` | `table_id` too long or outside `[A-Za-z0-9._-]` |
+/// | `INVALID_CLIENT_SEED` | `INVALID_ARGUMENT` | `client_seed` over 1024 bytes |
+/// | `INVALID_ACTION` | `INVALID_ARGUMENT` | a decision's action is not raise or stand |
+/// | `DUPLICATE_SEAT` | `INVALID_ARGUMENT` | one seat twice in one Decide |
+/// | `INVALID_SANDBOX_CARDS` | `INVALID_ARGUMENT` | `sandbox_cards` malformed at a sandbox table |
+/// | `MALFORMED_REQUEST` | `INVALID_ARGUMENT` | the request is not valid protobuf, or missing |
+/// | `INVALID_VALUE` | `INVALID_ARGUMENT` | any other malformed value (configuration) |
+/// | `SEAT_COUNT` | `OUT_OF_RANGE` | 0 or more than 7 seats |
+/// | `BET_OUTSIDE_LIMITS` | `OUT_OF_RANGE` | a bet outside the table's or the player's limits |
+/// | `INVALID_PLAYER_LIMITS` | `OUT_OF_RANGE` | `player_limits.min_bet` 0 or above the largest bet, `max_bet` below `min_bet` |
+/// | `UNKNOWN_SEAT` | `OUT_OF_RANGE` | a decision for a seat the round does not have |
+/// | `VALUE_OUT_OF_RANGE` | `OUT_OF_RANGE` | any other number out of range (configuration) |
+/// | `UNKNOWN_TABLE` | `NOT_FOUND` | a table this engine does not serve |
+/// | `COMMITMENT_MISMATCH` | `FAILED_PRECONDITION` | StartRound with another round id, nonce or table than the commitment's |
+/// | `TABLE_CHANGED` | `FAILED_PRECONDITION` | the table's deck count or sandbox marking changed since the commitment |
+/// | `CURRENCY_CHANGED` | `FAILED_PRECONDITION` | the table's currency changed since the commitment |
+/// | `LIMITS_DO_NOT_OVERLAP` | `FAILED_PRECONDITION` | the player's limits and the table's have no bet in common |
+/// | `NO_DECISION_ON_THIS_HAND` | `FAILED_PRECONDITION` | Decide on a pair or consecutive hand |
+/// | `DECISIONS_CLOSED` | `FAILED_PRECONDITION` | Decide on a round whose seats have all decided |
+/// | `SEAT_ALREADY_DECIDED` | `FAILED_PRECONDITION` | Decide for a seat that decided in this token |
+/// | `ROUND_NOT_COMPLETE` | `FAILED_PRECONDITION` | settlement before the third card is dealt (not reachable through Settle) |
+/// | `NOT_A_SANDBOX_TABLE` | `FAILED_PRECONDITION` | `sandbox_cards` at a table that is not a sandbox table |
+/// | `TABLE_TOO_LARGE` | `INVALID_ARGUMENT` | configuration only: a `max_bet` whose largest round overflows |
+///
+/// Besides these: `INVALID_TOKEN` ([`invalid_token`]), and from the transport guard
+/// `REQUEST_TOO_LARGE`, `OVERLOADED` and `REQUEST_TIMEOUT`.
+pub fn reason(err: &EngineError) -> &'static str {
+    use EngineError as E;
+    match err {
+        E::InvalidArgument { field, reason } => {
+            if reason.starts_with(MALFORMED_PREFIX) || field == "request" {
+                "MALFORMED_REQUEST"
+            } else if reason.starts_with("required") || reason.starts_with("at least one") {
+                "MISSING_FIELD"
+            } else if field.starts_with(super::sandbox::FIELD) {
+                "INVALID_SANDBOX_CARDS"
+            } else if field.starts_with("decisions[") && field.ends_with(".action") {
+                "INVALID_ACTION"
+            } else if field.starts_with("decisions[") && field.ends_with(".seat") {
+                "DUPLICATE_SEAT"
+            } else {
+                match field.as_ref() {
+                    "round_id" => "INVALID_ROUND_ID",
+                    "table_id" => "INVALID_TABLE_ID",
+                    "client_seed" => "INVALID_CLIENT_SEED",
+                    _ => "INVALID_VALUE",
+                }
+            }
+        }
+        E::OutOfRange { field, .. } if field.starts_with("player_limits") => "INVALID_PLAYER_LIMITS",
+        E::OutOfRange { field, .. } if field.starts_with("decisions[") => "UNKNOWN_SEAT",
+        E::OutOfRange { .. } => "VALUE_OUT_OF_RANGE",
+        E::FailedPrecondition { field, .. } if field == super::sandbox::FIELD => "NOT_A_SANDBOX_TABLE",
+        E::FailedPrecondition { field, .. } if field == "commitment_token" => "TABLE_CHANGED",
+        E::FailedPrecondition { .. } => "ROUND_STATE",
+        E::SeatCount { .. } => "SEAT_COUNT",
+        E::BetOutsideLimits { .. } => "BET_OUTSIDE_LIMITS",
+        E::UnknownSeat { .. } => "UNKNOWN_SEAT",
+        E::SeatTwice { .. } => "DUPLICATE_SEAT",
+        E::SeatAlreadyDecided { .. } => "SEAT_ALREADY_DECIDED",
+        E::DecisionsClosed { .. } => "DECISIONS_CLOSED",
+        E::NoDecisionOnThisHand { .. } => "NO_DECISION_ON_THIS_HAND",
+        E::RoundNotComplete { .. } => "ROUND_NOT_COMPLETE",
+        E::LimitsDoNotOverlap { .. } => "LIMITS_DO_NOT_OVERLAP",
+        E::CommitmentMismatch { .. } => "COMMITMENT_MISMATCH",
+        E::TableChanged { .. } => "TABLE_CHANGED",
+        E::RulesChanged { .. } => "RULES_CHANGED",
+        E::CurrencyChanged { .. } => "CURRENCY_CHANGED",
+        E::UnknownTable { .. } => "UNKNOWN_TABLE",
+        E::TableTooLarge { .. } => "TABLE_TOO_LARGE",
+        E::InvalidToken => "INVALID_TOKEN",
+        E::TokenTooLarge { .. } | E::AmountOverflow { .. } | E::Internal(_) => "INTERNAL",
     }
 }
 
 impl From<EngineError> for Status {
     fn from(err: EngineError) -> Status {
+        let reason_code = reason(&err);
         let Some((field, reason, report)) = describe(&err) else {
             if err == EngineError::InvalidToken {
                 return invalid_token("token");
@@ -134,7 +224,7 @@ impl From<EngineError> for Status {
             }
         };
         details.set_error_info(
-            reason_override.unwrap_or_else(|| reason_code(code)),
+            reason_override.unwrap_or(reason_code),
             ERROR_DOMAIN,
             meta.into_iter().collect::<std::collections::HashMap<_, _>>(),
         );
@@ -213,6 +303,47 @@ mod tests {
         assert_eq!((info.metadata["min"].as_str(), info.metadata["max"].as_str()), ("500", "30000"));
         let changed = Status::from(EngineError::RulesChanged { committed: "ab".repeat(32), table: "cd".repeat(32) });
         assert_eq!(changed.get_error_details().error_info().unwrap().reason, "RULES_CHANGED");
+    }
+
+    #[test]
+    fn each_cause_has_its_own_reason_never_the_status_code() {
+        let cases: Vec<(EngineError, &str)> = vec![
+            (EngineError::invalid("round_token", "required"), "MISSING_FIELD"),
+            (EngineError::invalid("client_seed", "required: the player's client seed"), "MISSING_FIELD"),
+            (EngineError::invalid("decisions", "at least one decision is required"), "MISSING_FIELD"),
+            (EngineError::invalid("round_id", "at most 128 bytes"), "INVALID_ROUND_ID"),
+            (EngineError::invalid("table_id", "at most 64 bytes"), "INVALID_TABLE_ID"),
+            (EngineError::invalid("client_seed", "at most 1024 bytes of UTF-8"), "INVALID_CLIENT_SEED"),
+            (EngineError::invalid("decisions[1].action", "must be ACTION_RAISE or ACTION_STAND"), "INVALID_ACTION"),
+            (EngineError::invalid("decisions[1].seat", "the same seat appears twice"), "DUPLICATE_SEAT"),
+            (EngineError::invalid("sandbox_cards[0]", "not a card"), "INVALID_SANDBOX_CARDS"),
+            (EngineError::invalid("round_id", "the request message is not valid protobuf: x"), "MALFORMED_REQUEST"),
+            (EngineError::SeatCount { seats: 0 }, "SEAT_COUNT"),
+            (
+                EngineError::BetOutsideLimits { seat: 0, bet: Money(1), limits: BetLimits::STANDARD },
+                "BET_OUTSIDE_LIMITS",
+            ),
+            (EngineError::out_of_range("player_limits.min_bet", 0u64, 1, 5), "INVALID_PLAYER_LIMITS"),
+            (EngineError::out_of_range("decisions[0].seat", 9u64, 0, 1), "UNKNOWN_SEAT"),
+            (EngineError::UnknownTable { table_id: "x".into() }, "UNKNOWN_TABLE"),
+            (EngineError::SeatAlreadyDecided { seat: 0 }, "SEAT_ALREADY_DECIDED"),
+            (EngineError::DecisionsClosed { seat: 0 }, "DECISIONS_CLOSED"),
+            (EngineError::NoDecisionOnThisHand { seat: 0, class: HandClass::Pair }, "NO_DECISION_ON_THIS_HAND"),
+            (EngineError::TableChanged { committed_decks: 1, table_decks: 2 }, "TABLE_CHANGED"),
+            (EngineError::CurrencyChanged { committed: "EUR".into(), table: "JPY".into() }, "CURRENCY_CHANGED"),
+            (EngineError::precondition("sandbox_cards", "not a sandbox table"), "NOT_A_SANDBOX_TABLE"),
+        ];
+        let status_codes = ["INVALID_ARGUMENT", "OUT_OF_RANGE", "FAILED_PRECONDITION", "NOT_FOUND"];
+        for (err, want) in cases {
+            let status = Status::from(err.clone());
+            let got = status.get_error_details().error_info().unwrap().reason.clone();
+            assert_eq!(got, want, "{err:?}");
+            assert!(!status_codes.contains(&got.as_str()), "{err:?}");
+        }
+        let sandbox = Status::from(EngineError::precondition("sandbox_cards", "not a sandbox table"));
+        let details = sandbox.get_error_details();
+        let violation = &details.precondition_failure().unwrap().violations[0];
+        assert_eq!((violation.r#type.as_str(), violation.subject.as_str()), ("SANDBOX", "sandbox_cards"));
     }
 
     #[test]

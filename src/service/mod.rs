@@ -35,6 +35,7 @@ pub mod metrics;
 pub mod proto;
 pub mod refusal_log;
 pub mod rules;
+pub mod sandbox;
 pub mod server;
 pub mod signing;
 pub mod state;

@@ -41,6 +41,8 @@ pub fn rules(
         table_id: table_id.to_string(),
         currency: Some(currency),
         rules_digest: rules_digest.to_hex(),
+        // Set by the service, which knows whether the table is a sandbox table.
+        sandbox: false,
         engine: Some(proto::BuildInfo {
             version: build_info::VERSION.to_string(),
             git_commit: build_info::GIT_COMMIT.to_string(),

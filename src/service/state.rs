@@ -52,6 +52,10 @@ pub struct CommitmentPayload {
     /// rules were bound.
     #[prost(bytes = "vec", tag = "9")]
     pub rules_digest: Vec<u8>,
+    /// Made at a sandbox table: the round it deals is a sandbox round (see
+    /// [`super::sandbox`]); false in a commitment sealed before sandbox tables existed.
+    #[prost(bool, tag = "20")]
+    pub sandbox: bool,
 }
 
 /// A commitment to seal, borrowing its fields: [`super::token::KeyRing::seal`] writes it byte
@@ -68,6 +72,7 @@ pub struct NewCommitment<'a> {
     pub currency: &'a str,
     pub minor_unit_exponent: u32,
     pub rules_digest: &'a RulesDigest,
+    pub sandbox: bool,
 }
 
 impl super::token::Payload for NewCommitment<'_> {
@@ -82,6 +87,7 @@ impl super::token::Payload for NewCommitment<'_> {
             + wire::bytes_len(7, self.currency.as_bytes())
             + wire::varint_len(8, u64::from(self.minor_unit_exponent))
             + wire::bytes_len(9, &self.rules_digest.0)
+            + wire::varint_len(20, u64::from(self.sandbox))
     }
 
     fn encode_to(&self, buf: &mut Vec<u8>) {
@@ -94,6 +100,7 @@ impl super::token::Payload for NewCommitment<'_> {
         wire::bytes(7, self.currency.as_bytes(), buf);
         wire::varint(8, u64::from(self.minor_unit_exponent), buf);
         wire::bytes(9, &self.rules_digest.0, buf);
+        wire::varint(20, u64::from(self.sandbox), buf);
     }
 }
 
@@ -208,6 +215,10 @@ pub struct RoundPayload {
     pub min_bet: u64,
     #[prost(uint64, tag = "18")]
     pub max_bet: u64,
+    /// A sandbox round (see [`super::sandbox`]); false in a token sealed before sandbox
+    /// tables existed.
+    #[prost(bool, tag = "20")]
+    pub sandbox: bool,
 }
 
 /// A currency as a token carries it: `None` when absent (empty code, exponent 0); anything a
@@ -249,6 +260,9 @@ pub struct RoundState {
     /// The table's bet limits when the round was dealt (`None` for a round sealed before
     /// rounds carried them).
     pub limits: Option<BetLimits>,
+    /// A sandbox round: dealt at a sandbox table, its cards possibly requested
+    /// ([`super::sandbox`]); it reveals as a sandbox reveal, never as a fair round.
+    pub sandbox: bool,
 }
 
 fn decision_byte(d: Option<Decision>) -> u8 {
@@ -357,6 +371,7 @@ impl super::token::Payload for RoundState {
             + wire::varint_len(16, f.minor_unit_exponent())
             + wire::varint_len(17, s.limits.map_or(0, |l| l.min().0))
             + wire::varint_len(18, s.limits.map_or(0, |l| l.max().0))
+            + wire::varint_len(20, u64::from(s.sandbox))
     }
 
     fn encode_to(&self, buf: &mut Vec<u8>) {
@@ -381,6 +396,7 @@ impl super::token::Payload for RoundState {
         wire::varint(16, f.minor_unit_exponent(), buf);
         wire::varint(17, s.limits.map_or(0, |l| l.min().0), buf);
         wire::varint(18, s.limits.map_or(0, |l| l.max().0), buf);
+        wire::varint(20, u64::from(s.sandbox), buf);
     }
 }
 
@@ -473,6 +489,7 @@ impl RoundState {
             minor_unit_exponent: self.currency.as_ref().map_or(0, |c| u32::from(c.minor_unit_exponent())),
             min_bet: self.limits.map_or(0, |l| l.min().0),
             max_bet: self.limits.map_or(0, |l| l.max().0),
+            sandbox: self.sandbox,
         }
     }
 
@@ -566,6 +583,7 @@ impl RoundState {
                 (0, 0) => None,
                 (min, max) => Some(BetLimits::new(Money(min), Money(max)).map_err(|_| bad())?),
             },
+            sandbox: p.sandbox,
         };
         state.transcript = if legacy {
             state.steps.iter().fold(state.start_transcript(), |t, s| t.decide(s))
@@ -655,6 +673,7 @@ mod tests {
             transcript: Transcript([0; 32]),
             currency: Some(Currency::new("EUR", 2, "currency").unwrap()),
             limits: Some(BetLimits::STANDARD),
+            sandbox: false,
         };
         s.transcript = s.start_transcript();
         s
@@ -695,14 +714,14 @@ mod tests {
         let seed = ServerSeed::from_bytes([0xa5; 32]);
         let digest = RulesDigest([0x3c; 32]);
         let cases = [
-            (1_764_000_000_000, "round-1", 7, "default", 8, "EUR", 2),
-            (0, "", 0, "", 0, "", 0),
-            (-1, "é".repeat(64).as_str(), u64::MAX, "vip-eur.2", 2, "JPY", 0),
-            (i64::MAX, "x".repeat(128).as_str(), 1 << 35, "t".repeat(64).as_str(), 8, "BHD", 3),
-            (i64::MIN, "r", 1, "default", 1, "", 0),
+            (1_764_000_000_000, "round-1", 7, "default", 8, "EUR", 2, false),
+            (0, "", 0, "", 0, "", 0, false),
+            (-1, "é".repeat(64).as_str(), u64::MAX, "vip-eur.2", 2, "JPY", 0, true),
+            (i64::MAX, "x".repeat(128).as_str(), 1 << 35, "t".repeat(64).as_str(), 8, "BHD", 3, true),
+            (i64::MIN, "r", 1, "default", 1, "", 0, false),
         ]
-        .map(|(e, r, n, t, d, c, m)| (e, r.to_string(), n, t.to_string(), d, c.to_string(), m));
-        for (expires_at_unix_ms, round_id, nonce, table_id, decks, currency, minor_unit_exponent) in cases {
+        .map(|(e, r, n, t, d, c, m, s)| (e, r.to_string(), n, t.to_string(), d, c.to_string(), m, s));
+        for (expires_at_unix_ms, round_id, nonce, table_id, decks, currency, minor_unit_exponent, sandbox) in cases {
             let fields = NewCommitment {
                 seed: &seed,
                 expires_at_unix_ms,
@@ -713,6 +732,7 @@ mod tests {
                 currency: &currency,
                 minor_unit_exponent,
                 rules_digest: &digest,
+                sandbox,
             };
             let payload = CommitmentPayload {
                 server_seed: seed.expose().to_vec(),
@@ -724,6 +744,7 @@ mod tests {
                 currency: currency.clone(),
                 minor_unit_exponent,
                 rules_digest: digest.0.to_vec(),
+                sandbox,
             };
             let mut written = Vec::new();
             fields.encode_to(&mut written);
@@ -756,6 +777,10 @@ mod tests {
         assert_encodes_as_the_payload(&s);
         s.currency = Some(Currency::new("JPY", 0, "currency").unwrap());
         assert_encodes_as_the_payload(&s);
+        s.sandbox = true;
+        assert_encodes_as_the_payload(&s);
+        assert!(RoundState::from_payload(s.to_payload()).unwrap().sandbox);
+        s.sandbox = false;
         let table = Table::default();
         for (cards, seats) in [(["3c", "4d", "9h"], 1usize), (["Kc", "Kd", "Kh"], 7), (["2c", "Ad", "7h"], 7)] {
             let mut deck = StackedDeck::new(cards.map(|c| c.parse::<Card>().unwrap()));

@@ -19,6 +19,8 @@
 //! above 1: the house loses money in the long run) is refused unless the table says
 //! `"allow_rtp_over_1": true` (promotions, test tables). Every error names the field:
 //! `tables.<id>.<field>`.
+//! `"sandbox": true` marks a test table (requested deals, never fair rounds; see
+//! [`super::sandbox`]): served only by an engine started with `--allow-sandbox`.
 
 use std::collections::BTreeMap;
 
@@ -88,6 +90,9 @@ pub struct NamedTable {
     pub id: String,
     pub table: Table,
     pub currency: Currency,
+    /// A sandbox table: `StartRound` accepts `sandbox_cards`, every round is a sandbox round
+    /// ([`super::sandbox`]).
+    pub sandbox: bool,
 }
 
 /// The tables one process serves.
@@ -109,6 +114,7 @@ struct TableEntry {
     currency: Option<String>,
     minor_unit_exponent: Option<u8>,
     allow_rtp_over_1: Option<bool>,
+    sandbox: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -150,14 +156,14 @@ fn entry(id: &str, value: serde_json::Value) -> Result<NamedTable, EngineError> 
             ));
         }
     };
-    Ok(NamedTable { id: id.to_string(), table, currency })
+    Ok(NamedTable { id: id.to_string(), table, currency, sandbox: e.sandbox.unwrap_or(false) })
 }
 
 fn parse_entry(value: serde_json::Value, field: &str) -> Result<TableEntry, EngineError> {
     // Field by field, so that an error names the field (`tables.vip.decks: invalid value:
     // integer `-1`, expected u32`), and unknown keys first, named as fields.
-    const KNOWN: [&str; 7] =
-        ["decks", "paytable", "min_bet", "max_bet", "currency", "minor_unit_exponent", "allow_rtp_over_1"];
+    const KNOWN: [&str; 8] =
+        ["decks", "paytable", "min_bet", "max_bet", "currency", "minor_unit_exponent", "allow_rtp_over_1", "sandbox"];
     let Some(obj) = value.as_object() else {
         return Err(EngineError::invalid(field.to_string(), "a table is a JSON object of its settings"));
     };
@@ -184,6 +190,7 @@ fn parse_entry(value: serde_json::Value, field: &str) -> Result<TableEntry, Engi
         currency: get(obj, field, "currency")?,
         minor_unit_exponent: get(obj, field, "minor_unit_exponent")?,
         allow_rtp_over_1: get(obj, field, "allow_rtp_over_1")?,
+        sandbox: get(obj, field, "sandbox")?,
     })
 }
 
@@ -281,7 +288,7 @@ impl Tables {
     /// One table, `default`, with a currency.
     pub fn single_with(table: Table, currency: Currency) -> Tables {
         let id = DEFAULT_TABLE_ID.to_string();
-        Tables { tables: BTreeMap::from([(id.clone(), NamedTable { id, table, currency })]) }
+        Tables { tables: BTreeMap::from([(id.clone(), NamedTable { id, table, currency, sandbox: false })]) }
     }
 
     /// Several tables; refuses an empty list, a repeated or invalid id.

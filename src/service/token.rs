@@ -141,6 +141,7 @@ pub const MAX_ROUND_PAYLOAD_LEN: usize = {
         + 1 + varint_field(MAX_MINOR_UNIT_EXPONENT as u64) // minor_unit_exponent: tag 16, a two-byte key
         + 1 + varint_field(MAX_BET) // min_bet: tag 17
         + 1 + varint_field(MAX_BET) // max_bet: tag 18
+        + 1 + varint_field(1) // sandbox: tag 20, a two-byte key
 };
 
 /// The longest encoded [`super::state::CommitmentPayload`].
@@ -152,7 +153,8 @@ pub const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
     + varint_field(MAX_DECKS as u64)
     + bytes_field(CURRENCY_CODE_LEN) // currency
     + varint_field(MAX_MINOR_UNIT_EXPONENT as u64)
-    + bytes_field(32); // rules_digest
+    + bytes_field(32) // rules_digest
+    + 1 + varint_field(1); // sandbox: tag 20, a two-byte key
 
 /// Longest token: header (version, kind, key id length, the longest key id), nonce, the
 /// longest payload, tag. Derived from the largest inputs the API accepts, so every token
@@ -676,6 +678,7 @@ mod tests {
             minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
             min_bet: MAX_BET,
             max_bet: MAX_BET,
+            sandbox: true,
         }
     }
 
@@ -699,6 +702,7 @@ mod tests {
             currency: "XXX".into(),
             minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
             rules_digest: vec![0xff; 32],
+            sandbox: true,
         };
         assert_eq!(commitment.encoded_len(), MAX_COMMITMENT_PAYLOAD_LEN);
         const { assert!(MAX_COMMITMENT_PAYLOAD_LEN < MAX_ROUND_PAYLOAD_LEN) };

@@ -184,7 +184,7 @@ fn digest_from_rules(r: &proto::GetRulesResponse) -> String {
     field(&mut h, &limits);
     let cur = r.currency.as_ref().unwrap();
     field(&mut h, cur.code.as_bytes());
-    field(&mut h, &[cur.minor_unit_exponent as u8]);
+    field(&mut h, &[cur.minor_unit_exponent.unwrap_or(0) as u8]);
     hex::encode(h.finalize())
 }
 
@@ -232,7 +232,7 @@ async fn every_round_record_carries_the_contracts_fields_and_the_values_the_play
         let [s0] = of("round_started", id)[..] else { panic!("one round_started for {id}") };
         assert_eq!(s0["table_id"], started.table_id.as_str());
         assert_eq!(s0["currency"], cur.code.as_str());
-        assert_eq!(s0["exponent"], cur.minor_unit_exponent);
+        assert_eq!(s0["exponent"], cur.minor_unit_exponent.unwrap_or(0));
         assert_eq!(s0["commitment"], started.commitment.as_str());
         assert_eq!(s0["rules_digest"], digest.as_str());
         assert_eq!(s0["nonce"], committed.nonce);
@@ -268,7 +268,7 @@ async fn every_round_record_carries_the_contracts_fields_and_the_values_the_play
         let [z] = of("round_settled", id)[..] else { panic!("one round_settled for {id}") };
         assert_eq!(z["table_id"], settled.table_id.as_str());
         assert_eq!(z["currency"], cur.code.as_str());
-        assert_eq!(z["exponent"], cur.minor_unit_exponent);
+        assert_eq!(z["exponent"], cur.minor_unit_exponent.unwrap_or(0));
         assert_eq!(z["commitment"], reveal["commitment"]);
         assert_eq!(z["rules_digest"], digest.as_str());
         assert_eq!(z["decks"], reveal["decks"]);

@@ -140,6 +140,7 @@ pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
             currency: String::new(),
             minor_unit_exponent: 0,
             rules_digest: vec![],
+            sandbox: false,
         },
     )
     .unwrap()
@@ -163,6 +164,7 @@ pub fn bound_commitment_token(ring: &str, seed: [u8; 32], nonce: u64) -> Vec<u8>
                 currency: String::new(),
                 minor_unit_exponent: 0,
                 rules_digest: vec![],
+                sandbox: false,
             },
         )
         .unwrap()
@@ -218,6 +220,7 @@ pub fn limits(min_bet: u64, max_bet: u64) -> Option<Limits> {
 
 pub fn start_request(token: Vec<u8>, nonce: u64, bets: &[u64]) -> proto::StartRoundRequest {
     proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token: token,
         client_seed: CLIENT_SEED.to_string(),
         nonce,

@@ -405,6 +405,7 @@ pub fn start_request(
     bets: &[u64],
 ) -> proto::StartRoundRequest {
     proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token,
         client_seed: client_seed.to_string(),
         nonce,

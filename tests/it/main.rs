@@ -27,6 +27,7 @@ mod reveal_vectors;
 mod round_integrity;
 mod round_properties;
 mod rules_by_example;
+mod sandbox;
 mod service_errors;
 mod service_failover;
 mod service_logs;

@@ -63,7 +63,7 @@ const EUR: &str = r#"{"tables":{"vip":{"decks":1,"currency":"EUR","minor_unit_ex
 const JPY: &str = r#"{"tables":{"vip":{"decks":1,"currency":"JPY","minor_unit_exponent":0}}}"#;
 
 fn eur() -> Option<proto::Currency> {
-    Some(proto::Currency { code: "EUR".into(), minor_unit_exponent: 2 })
+    Some(proto::Currency { code: "EUR".into(), minor_unit_exponent: Some(2) })
 }
 
 #[tokio::test]
@@ -82,6 +82,7 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
             .into_inner();
         let start = c
             .start_round(proto::StartRoundRequest {
+                sandbox_cards: vec![],
                 commitment_token: commit.commitment_token,
                 client_seed: "player".into(),
                 nonce: 0,
@@ -132,6 +133,7 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
     // The commitment promised EUR bets: StartRound at the yen table refuses it.
     let err = c
         .start_round(proto::StartRoundRequest {
+            sandbox_cards: vec![],
             commitment_token: unused.commitment_token,
             client_seed: "player".into(),
             nonce: 0,
@@ -176,6 +178,7 @@ async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
         let commit = ca.commit_seed(commit_request(round_id.clone(), 1)).await.unwrap().into_inner();
         let start = ca
             .start_round(proto::StartRoundRequest {
+                sandbox_cards: vec![],
                 commitment_token: commit.commitment_token,
                 client_seed: "player".into(),
                 nonce: 1,
@@ -227,6 +230,7 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
         let commit = ca.commit_seed(commit_request(round_id.clone(), 1)).await.unwrap().into_inner();
         let start = ca
             .start_round(proto::StartRoundRequest {
+                sandbox_cards: vec![],
                 commitment_token: commit.commitment_token,
                 client_seed: "player".into(),
                 nonce: 1,
@@ -281,6 +285,7 @@ async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
     let mut c = srv.client().await;
     let commit = c.commit_seed(commit_request("expiring", 3)).await.unwrap().into_inner();
     let req = proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token: commit.commitment_token,
         client_seed: "player".into(),
         nonce: 3,

@@ -205,6 +205,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
         id: c.table_id.into(),
         table: c.table.clone(),
         currency: reddog::service::tables::Currency::new(c.currency.0, c.currency.1, "currency").unwrap(),
+        sandbox: false,
     }])
     .unwrap();
     let audit = reddog::service::audit_sink::AuditSink::start(
@@ -235,12 +236,14 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
                 currency: c.currency.0.into(),
                 minor_unit_exponent: u32::from(c.currency.1),
                 rules_digest: vec![],
+                sandbox: false,
             },
         )
         .unwrap();
     let max_bet = c.table.limits().max().0;
     let started = rt
         .block_on(svc.start_round(Request::new(proto::StartRoundRequest {
+            sandbox_cards: vec![],
             commitment_token: token,
             client_seed: c.client_seed.clone(),
             nonce,

@@ -26,6 +26,7 @@ async fn commit(c: &mut RedDogClient<Channel>, round_id: &str, nonce: u64) -> pr
 
 fn start(token: Vec<u8>, round_id: &str, client_seed: String, nonce: u64, bets: &[u64]) -> proto::StartRoundRequest {
     proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token: token,
         client_seed,
         nonce,
@@ -345,6 +346,7 @@ async fn a_paytable_change_after_commit_seed_refuses_start_round_on_the_old_comm
                 currency: String::new(),
                 minor_unit_exponent: 0,
                 rules_digest: vec![],
+                sandbox: false,
             },
         )
         .unwrap();
@@ -506,6 +508,7 @@ async fn a_rolling_update_loses_no_round() {
         minor_unit_exponent: 0,
         min_bet: 0,
         max_bet: 0,
+        sandbox: false,
     };
     let v1_round = reddog::service::KeyRing::from_json(&ring_a()).unwrap().seal_v1(TokenKind::Round, &payload).unwrap();
     assert_eq!(v1_round[0], 1);

@@ -89,6 +89,7 @@ async fn the_expected_return_counter_is_the_exact_sum_over_the_settled_rounds() 
             .into_inner();
         let started = c
             .start_round(proto::StartRoundRequest {
+                sandbox_cards: vec![],
                 commitment_token: commit.commitment_token,
                 client_seed: "payout monitor".into(),
                 nonce: i,

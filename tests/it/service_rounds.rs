@@ -39,7 +39,7 @@ fn check_reveal(settle: &proto::SettleResponse, commitment: &str) {
     let revealed = reveal.currency.as_ref().unwrap();
     assert_eq!(
         (currency.code.as_str(), currency.minor_unit_exponent),
-        (revealed.code.as_str(), u32::from(revealed.exponent))
+        (revealed.code.as_str(), Some(u32::from(revealed.exponent)))
     );
     assert_eq!(Some(&fields.rules_digest), reveal.rules_digest.as_ref());
     assert_eq!(fields.table_id, "default");

@@ -14,7 +14,7 @@ const TWO_TABLES: &str = r#"{"tables":{
     "jpy-high":{"decks":6,"min_bet":1000,"max_bet":1000000,"currency":"JPY","minor_unit_exponent":0}}}"#;
 
 fn jpy() -> Option<proto::Currency> {
-    Some(proto::Currency { code: "JPY".into(), minor_unit_exponent: 0 })
+    Some(proto::Currency { code: "JPY".into(), minor_unit_exponent: Some(0) })
 }
 
 async fn server(config: &str) -> TestServer {
@@ -31,7 +31,7 @@ async fn list_tables_and_get_rules_per_table_name_limits_and_currency() {
     assert_eq!(ids, ["default", "jpy-high"]);
     let eur = c.get_rules(proto::GetRulesRequest { table_id: String::new() }).await.unwrap().into_inner();
     assert_eq!(eur.table_id, "default");
-    assert_eq!(eur.currency, Some(proto::Currency { code: "EUR".into(), minor_unit_exponent: 2 }));
+    assert_eq!(eur.currency, Some(proto::Currency { code: "EUR".into(), minor_unit_exponent: Some(2) }));
     let yen = c.get_rules(proto::GetRulesRequest { table_id: "jpy-high".into() }).await.unwrap().into_inner();
     assert_eq!((yen.decks, yen.currency.clone()), (6, jpy()));
     assert_eq!(yen.table_limits, Some(Limits { min_bet: 1000, max_bet: 1_000_000 }));
@@ -55,6 +55,7 @@ async fn a_round_at_a_named_table_is_bound_to_it_and_in_its_currency() {
         .into_inner();
     assert_eq!((commit.table_id.as_str(), commit.decks, commit.currency.clone()), ("jpy-high", 6, jpy()));
     let start = |table_id: &str| proto::StartRoundRequest {
+        sandbox_cards: vec![],
         commitment_token: commit.commitment_token.clone(),
         client_seed: "yen player".into(),
         nonce: 9,

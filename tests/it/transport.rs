@@ -234,7 +234,7 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
             status.code(),
             status.message()
         );
-        assert_eq!(error_reason(&status), "INVALID_ARGUMENT");
+        assert_eq!(error_reason(&status), "MALFORMED_REQUEST");
     }
     // A call with no request message at all (tonic alone: INTERNAL "Missing request message").
     let (tx, empty) = held_call(ch.clone());
