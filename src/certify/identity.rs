@@ -48,22 +48,15 @@ pub fn binary_sha256() -> Result<(String, String), std::io::Error> {
 /// field(u8 exponent)`, each `field` a u32 big-endian byte count then the bytes (FAIRNESS.md
 /// §3.4).
 pub fn rules_digest(table: &Table, currency: &str, exponent: u8) -> String {
-    let mut paytable = Vec::with_capacity(48);
-    for s in crate::game::Spread::all() {
-        paytable.extend_from_slice(&table.paytable().spread_odds(s).to_be_bytes());
+    crate::fairness::TableRules {
+        decks: table.decks(),
+        paytable: table.paytable(),
+        limits: table.limits(),
+        currency,
+        exponent,
     }
-    paytable.extend_from_slice(&table.paytable().three_of_a_kind_odds().to_be_bytes());
-    let mut limits = Vec::with_capacity(16);
-    limits.extend_from_slice(&table.limits().min().minor().to_be_bytes());
-    limits.extend_from_slice(&table.limits().max().minor().to_be_bytes());
-    let mut h = Sha256::new();
-    for field in
-        [b"reddog/rules/v1".as_slice(), &[table.decks().get()], &paytable, &limits, currency.as_bytes(), &[exponent]]
-    {
-        h.update((field.len() as u32).to_be_bytes());
-        h.update(field);
-    }
-    hex::encode(h.finalize())
+    .digest()
+    .to_hex()
 }
 
 /// One package of `Cargo.lock`.
