@@ -165,25 +165,24 @@ fn json_replica(log: &Path) -> ServerProcess {
     )
 }
 
-#[tokio::test]
-async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
-    let dir = std::env::temp_dir().join(format!("reddog-outside-audit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (log_a, log_b) = (dir.join("a.log"), dir.join("b.log"));
-    let (a, b) = (json_replica(&log_a), json_replica(&log_b));
-    let (mut ca, mut cb) = (connect(a.addr).await, connect(b.addr).await);
-    let mut found = None;
+/// Deals rounds `PREFIX-0`, `PREFIX-1`, … (nonce 1, `seats` seats of 1000) until one awaits
+/// decisions; its round id and first round token.
+async fn awaiting_round(
+    c: &mut reddog::service::proto::red_dog_client::RedDogClient<tonic::transport::Channel>,
+    prefix: &str,
+    seats: usize,
+) -> (String, Vec<u8>) {
     for k in 0..200 {
-        let round_id = format!("late-{k}");
-        let commit = ca.commit_seed(commit_request(round_id.clone(), 1)).await.unwrap().into_inner();
-        let start = ca
+        let round_id = format!("{prefix}-{k}");
+        let commit = c.commit_seed(commit_request(round_id.clone(), 1)).await.unwrap().into_inner();
+        let start = c
             .start_round(proto::StartRoundRequest {
                 sandbox_cards: vec![],
                 commitment_token: commit.commitment_token,
                 client_seed: "player".into(),
                 nonce: 1,
-                round_id,
-                seats: vec![SeatBet { bet: 1000 }; 2],
+                round_id: round_id.clone(),
+                seats: vec![SeatBet { bet: 1000 }; seats],
                 player_limits: limits(500, 30_000),
                 table_id: String::new(),
             })
@@ -191,11 +190,20 @@ async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
             .unwrap()
             .into_inner();
         if start.round.unwrap().awaiting_decisions {
-            found = Some(start.round_token);
-            break;
+            return (round_id, start.round_token);
         }
     }
-    let t0 = found.expect("a non-consecutive hand within 200 deals");
+    panic!("no non-consecutive hand within 200 deals");
+}
+
+#[tokio::test]
+async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
+    let dir = std::env::temp_dir().join(format!("reddog-outside-audit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (log_a, log_b) = (dir.join("a.log"), dir.join("b.log"));
+    let (a, b) = (json_replica(&log_a), json_replica(&log_b));
+    let (mut ca, mut cb) = (connect(a.addr).await, connect(b.addr).await);
+    let (_, t0) = awaiting_round(&mut ca, "late", 2).await;
     let decide = proto::DecideRequest {
         round_token: t0,
         decisions: vec![decision(0, Action::Raise), decision(1, Action::Stand)],
@@ -224,30 +232,7 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
     let (log_a, log_b) = (dir.path().join("a.log"), dir.path().join("b.log"));
     let (a, b) = (json_replica(&log_a), json_replica(&log_b));
     let (mut ca, mut cb) = (connect(a.addr).await, connect(b.addr).await);
-    let mut found = None;
-    for k in 0..200 {
-        let round_id = format!("older-{k}");
-        let commit = ca.commit_seed(commit_request(round_id.clone(), 1)).await.unwrap().into_inner();
-        let start = ca
-            .start_round(proto::StartRoundRequest {
-                sandbox_cards: vec![],
-                commitment_token: commit.commitment_token,
-                client_seed: "player".into(),
-                nonce: 1,
-                round_id: round_id.clone(),
-                seats: vec![SeatBet { bet: 1000 }],
-                player_limits: limits(500, 30_000),
-                table_id: String::new(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        if start.round.unwrap().awaiting_decisions {
-            found = Some((round_id, start.round_token));
-            break;
-        }
-    }
-    let (round_id, t0) = found.expect("a non-consecutive hand within 200 deals");
+    let (round_id, t0) = awaiting_round(&mut ca, "older", 1).await;
     ca.decide(proto::DecideRequest {
         round_token: t0.clone(),
         decisions: vec![decision(0, Action::Raise)],
