@@ -404,14 +404,15 @@ impl KeyRing {
         self.signing.as_ref()
     }
 
-    /// The document's shape, each problem named by its field: an object with exactly
-    /// `primary` (a string) and `keys` (an object whose values are strings). Names taken from
+    /// The document's shape, each problem named by its field: an object with `primary` (a
+    /// string), `keys` (an object whose values are strings) and optionally `signing` (checked
+    /// where it is parsed, [`super::signing`]). Names taken from
     /// the document appear only when they are valid key ids (never key text).
     fn check_shape(doc: &serde_json::Value) -> Result<(), EngineError> {
         use serde_json::Value;
-        const SHAPE: &str = r#"a key ring is {"primary": "<key id>", "keys": {"<key id>": "<64 hex>", ...}}"#;
+        const SHAPE: &str = r#"a key ring is {"primary": "<key id>", "keys": {"<key id>": "<64 hex>", ...}} and optionally "signing": {"id": "<key id>", "secret": "<64 hex>"}"#;
         let Value::Object(obj) = doc else { return Err(EngineError::invalid("key_ring", SHAPE)) };
-        if let Some(unknown) = obj.keys().find(|k| *k != "primary" && *k != "keys") {
+        if let Some(unknown) = obj.keys().find(|k| !["primary", "keys", "signing"].contains(&k.as_str())) {
             let field = if valid_key_id(unknown) { format!("key_ring.{unknown}") } else { "key_ring".to_string() };
             return Err(EngineError::invalid(field, format!("unknown field; {SHAPE}")));
         }
