@@ -5,7 +5,7 @@
 //! |---|---|---|---|
 //! | `reddog_rpc_requests_total` | counter | `method`, `code` | RPCs answered, by gRPC status code name |
 //! | `reddog_rpc_duration_seconds` | histogram | `method` | handler latency |
-//! | `reddog_rounds_started_total` | counter | `table`, `hand_class`, `spread` | rounds dealt, by deal class |
+//! | `reddog_rounds_started_total` | counter | `table`, `hand_class`, `spread` | StartRound answers by deal class (a retried StartRound counts again) |
 //! | `reddog_rounds_settled_total` | counter | `table`, `hand_class`, `spread`, `rule` | Settle answers by deal class and deciding rule |
 //! | `reddog_seats_settled_total` | counter | `table`, `hand_class`, `outcome`, `rule` | seat results returned by `Settle` |
 //! | `reddog_staked_minor_units_total` | counter | `table` | sum of stakes settled |
