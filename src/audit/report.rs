@@ -771,3 +771,277 @@ pub fn report(
 pub fn opt_decimal(r: Option<Exact>, places: u32) -> Option<String> {
     r.map(|r| decimal(&r, places))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::generate;
+
+    const DIGEST: &str = "aa11";
+
+    fn tables() -> Configured {
+        Configured::from([(
+            "t1".to_string(),
+            TableRules { decks: Decks::ONE, paytable: Paytable::STANDARD, rules_digest: DIGEST.into() },
+        )])
+    }
+
+    /// One seat's (bet, raised, returned).
+    type Seat = (u64, bool, u64);
+
+    /// A `round_settled` line of table `t1` (one deck, standard paytable).
+    fn settled(at: &str, round_id: &str, transcript: &str, cards: &[&str], seats: &[Seat], sandbox: bool) -> String {
+        let seats: Vec<serde_json::Value> = seats
+            .iter()
+            .map(|&(bet, raised, returned)| {
+                serde_json::json!({"bet": bet, "raised": raised, "stake": if raised { 2 * bet } else { bet }, "returned": returned})
+            })
+            .collect();
+        let staked: u64 = seats.iter().map(|s| s["stake"].as_u64().unwrap()).sum();
+        let returned: u64 = seats.iter().map(|s| s["returned"].as_u64().unwrap()).sum();
+        serde_json::json!({
+            "schema": SCHEMA, "replica": "r1", "run": "00", "seq": 1, "prev": "00", "at": at,
+            "event": "round_settled", "round_id": round_id, "table_id": "t1", "currency": "EUR", "exponent": 2,
+            "commitment": format!("c-{round_id}"), "rules_digest": DIGEST, "decks": 1,
+            "paytable": {"spread": [5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1], "three_of_a_kind": 11},
+            "step": 1, "transcript": transcript, "cards": cards, "hand_class": "spread", "spread": 0,
+            "decisions": [], "seats": seats, "total_staked": staked, "total_returned": returned, "sandbox": sandbox,
+        })
+        .to_string()
+    }
+
+    fn started(at: &str, round_id: &str, sandbox: bool) -> String {
+        serde_json::json!({
+            "schema": SCHEMA, "replica": "r1", "run": "00", "seq": 1, "prev": "00", "at": at,
+            "event": "round_started", "round_id": round_id, "table_id": "t1", "currency": "EUR", "exponent": 2,
+            "commitment": format!("c-{round_id}"), "rules_digest": DIGEST, "nonce": 1, "decks": 1, "step": 0,
+            "transcript": "t0", "bets": [100], "cards": ["5h", "9s"], "hand_class": "spread", "spread": 3,
+            "sandbox": sandbox,
+        })
+        .to_string()
+    }
+
+    fn input(name: &str, lines: &[String]) -> Input {
+        let text = lines.join("\n") + "\n";
+        Input { name: name.into(), len: Some(text.len() as u64), reader: Box::new(io::Cursor::new(text.into_bytes())) }
+    }
+
+    fn run(lines: &[String], ledger: Option<&str>, mode: Mode) -> Result<Report, ReportError> {
+        let ledger = ledger.map(|l| Input {
+            name: "ledger.csv".into(),
+            len: Some(l.len() as u64),
+            reader: Box::new(io::Cursor::new(l.as_bytes().to_vec())),
+        });
+        report(vec![input("a.jsonl", lines)], ledger, &tables(), &Options { mode, temp_dir: None })
+    }
+
+    const SPREAD3_WIN: &[&str] = &["5h", "9s", "7d"];
+    const SPREAD3_LOSS: &[&str] = &["5h", "9s", "Kd"];
+
+    #[test]
+    fn a_retried_settle_is_counted_once() {
+        let line = |at| settled(at, "r-1", "tx", SPREAD3_WIN, &[(100, false, 300), (200, true, 1200)], false);
+        // The same settlement answered three times, by two replicas, out of order.
+        let lines = [line("2026-12-01T10:00:02Z"), line("2026-12-01T10:00:00Z"), line("2026-12-01T10:00:01Z")];
+        let rep = run(&lines, None, Mode::InMemory).unwrap();
+        assert_eq!((rep.settled_records, rep.repeated_settlements), (3, 2));
+        assert_eq!(rep.rows.len(), 1);
+        let s = &rep.rows[0].sums;
+        assert_eq!((s.rounds, s.seats, s.staked, s.returned, s.ggr()), (1, 2, 500, 1500, Some(-1000)));
+    }
+
+    #[test]
+    fn two_transcripts_settled_for_one_round_are_two_settlements() {
+        let lines = [
+            settled("2026-12-01T10:00:00Z", "r-1", "tx-a", SPREAD3_WIN, &[(100, false, 300)], false),
+            settled("2026-12-01T10:00:00Z", "r-1", "tx-b", SPREAD3_LOSS, &[(100, false, 0)], false),
+        ];
+        let rep = run(&lines, None, Mode::InMemory).unwrap();
+        assert_eq!((rep.rows[0].sums.rounds, rep.repeated_settlements), (2, 0));
+    }
+
+    #[test]
+    fn sandbox_rounds_are_kept_apart_from_real_ones() {
+        let lines = [
+            settled("2026-12-01T10:00:00Z", "real-1", "t1", SPREAD3_LOSS, &[(100, false, 0)], false),
+            settled("2026-12-01T10:00:00Z", "lab-1", "t2", SPREAD3_WIN, &[(100, false, 300)], true),
+            settled("2026-12-01T11:00:00Z", "lab-2", "t3", SPREAD3_WIN, &[(100, false, 300)], true),
+        ];
+        let rep = run(&lines, None, Mode::InMemory).unwrap();
+        let by: Vec<(bool, u64, u128, u128)> =
+            rep.rows.iter().map(|r| (r.key.sandbox, r.sums.rounds, r.sums.staked, r.sums.returned)).collect();
+        assert_eq!(by, [(false, 1, 100, 0), (true, 2, 200, 600)]);
+    }
+
+    #[test]
+    fn days_are_utc_days_and_a_retry_across_midnight_counts_on_the_first_day() {
+        let lines = [
+            settled("2026-12-01T23:59:59.999999999Z", "r-1", "t1", SPREAD3_LOSS, &[(100, false, 0)], false),
+            // 00:30 at UTC+01:00 is still the 1st in UTC.
+            settled("2026-12-02T00:30:00+01:00", "r-2", "t2", SPREAD3_LOSS, &[(200, false, 0)], false),
+            settled("2026-12-02T00:00:00Z", "r-3", "t3", SPREAD3_LOSS, &[(400, false, 0)], false),
+            // r-4 settled just before midnight, its retry just after.
+            settled("2026-12-02T00:00:00.5Z", "r-4", "t4", SPREAD3_LOSS, &[(800, false, 0)], false),
+            settled("2026-12-01T23:59:59.5Z", "r-4", "t4", SPREAD3_LOSS, &[(800, false, 0)], false),
+        ];
+        let rep = run(&lines, None, Mode::InMemory).unwrap();
+        let by: Vec<(&str, u64, u128)> =
+            rep.rows.iter().map(|r| (r.key.day.as_str(), r.sums.rounds, r.sums.staked)).collect();
+        assert_eq!(by, [("2026-12-01", 3, 1100), ("2026-12-02", 1, 400)]);
+    }
+
+    #[test]
+    fn the_expected_return_is_exact_for_the_deal_and_the_decisions() {
+        // Spread 3 at one deck wins 12/50 and pays 2:1: a stake of 100 expects 72, a raised
+        // bet of 100 (stake 200) expects 144; variance 300² · 0.24 · 0.76 per 100 staked.
+        let lines =
+            [settled("2026-12-01T10:00:00Z", "r-1", "t", SPREAD3_LOSS, &[(100, false, 0), (100, true, 0)], false)];
+        let rep = run(&lines, None, Mode::InMemory).unwrap();
+        let s = &rep.rows[0].sums;
+        assert_eq!(s.expected_returned(), Some(Exact::from(216)));
+        assert_eq!(s.expected_return(), Some(Exact::new(216, 300)));
+        assert_eq!(s.observed_return(), Some(Exact::from(0)));
+        let sd = (900.0f64 * 900.0 * 0.24 * 0.76).sqrt();
+        assert!((s.deviation_se().unwrap() - (-216.0 / sd)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_record_whose_rules_digest_is_not_the_configured_tables_is_refused_naming_the_table() {
+        let line = settled("2026-12-01T10:00:00Z", "r-1", "t", SPREAD3_WIN, &[(100, false, 300)], false)
+            .replace(DIGEST, "bb22");
+        let err = run(&[line], None, Mode::InMemory).unwrap_err();
+        assert!(matches!(&err, ReportError::DigestMismatch { table_id, .. } if table_id == "t1"), "{err}");
+        assert!(err.to_string().contains("a.jsonl:1: table \"t1\""), "{err}");
+        let other = settled("2026-12-01T10:00:00Z", "r-1", "t", SPREAD3_WIN, &[(100, false, 300)], false)
+            .replace("\"t1\"", "\"t9\"");
+        let err = run(&[other], None, Mode::InMemory).unwrap_err();
+        assert!(matches!(&err, ReportError::UnknownTable { table_id, .. } if table_id == "t9"), "{err}");
+    }
+
+    #[test]
+    fn rounds_started_and_never_settled_are_counted_open_on_their_table() {
+        let lines = [
+            started("2026-12-01T10:00:00Z", "r-1", false),
+            started("2026-12-01T10:00:01Z", "r-1", false), // a retried StartRound
+            settled("2026-12-01T10:00:05Z", "r-1", "t", SPREAD3_LOSS, &[(100, false, 0)], false),
+            started("2026-12-01T10:01:00Z", "r-2", false),
+            started("2026-12-01T10:01:00Z", "r-2", false),
+            started("2026-12-01T10:02:00Z", "lab-1", true),
+        ];
+        let rep = run(&lines, None, Mode::InMemory).unwrap();
+        let by: Vec<(bool, u64, u64)> =
+            rep.rows.iter().map(|r| (r.key.sandbox, r.sums.rounds, r.sums.open_rounds)).collect();
+        assert_eq!(by, [(false, 1, 1), (true, 0, 1)]);
+    }
+
+    #[test]
+    fn partitioned_and_in_memory_reports_agree_on_a_generated_trail() {
+        let opts = generate::Options { rounds: 300, replicas: 3, misuse: 2, ..generate::Options::default() };
+        let mut outs = vec![Vec::new(), Vec::new(), Vec::new()];
+        generate::generate(&opts, &mut outs).unwrap();
+        // The generator's tables: their digests from its audit_started record.
+        let first: serde_json::Value = serde_json::from_slice(outs[0].split(|&b| b == b'\n').next().unwrap()).unwrap();
+        let tables: Configured = first["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let id = t["table_id"].as_str().unwrap().to_string();
+                let decks = Decks::new(if id == "default" { 1 } else { 6 }).unwrap();
+                let digest = t["rules_digest"].as_str().unwrap().to_string();
+                (id, TableRules { decks, paytable: Paytable::STANDARD, rules_digest: digest })
+            })
+            .collect();
+        let inputs = || {
+            outs.iter()
+                .enumerate()
+                .map(|(i, o)| Input {
+                    name: format!("replica-{i}"),
+                    len: Some(o.len() as u64),
+                    reader: Box::new(io::Cursor::new(o.clone())),
+                })
+                .collect::<Vec<_>>()
+        };
+        let one = report(inputs(), None, &tables, &Options { mode: Mode::InMemory, temp_dir: None }).unwrap();
+        let many = report(inputs(), None, &tables, &Options { mode: Mode::Partitions(7), temp_dir: None }).unwrap();
+        assert_eq!(many.partitions, 7);
+        assert!(one.rows.iter().map(|r| r.sums.rounds).sum::<u64>() >= 300);
+        assert!(one.repeated_settlements > 0, "the generator retries calls");
+        let key = |r: &Report| -> Vec<(RowKey, u64, u64, u128, u128, u128, u64)> {
+            r.rows
+                .iter()
+                .map(|r| {
+                    let s = &r.sums;
+                    (r.key.clone(), s.rounds, s.seats, s.staked, s.returned, s.expected_numer, s.open_rounds)
+                })
+                .collect()
+        };
+        assert_eq!(key(&one), key(&many));
+        assert_eq!(one.repeated_settlements, many.repeated_settlements);
+    }
+
+    fn two_rounds() -> [String; 3] {
+        [
+            settled("2026-12-01T10:00:00Z", "r-1", "t1", SPREAD3_WIN, &[(100, false, 300), (50, true, 300)], false),
+            settled("2026-12-01T10:00:01Z", "r-1", "t1", SPREAD3_WIN, &[(100, false, 300), (50, true, 300)], false),
+            settled("2026-12-01T10:00:00Z", "r,2", "t2", SPREAD3_LOSS, &[(100, false, 0)], false),
+        ]
+    }
+
+    const CLEAN_LEDGER: &str = "round_id,seat,staked,credited\nr-1,0,100,300\nr-1,1,100,300\n\"r,2\",0,100,0\n";
+
+    #[test]
+    fn a_ledger_that_matches_the_trail_has_no_difference() {
+        for mode in [Mode::InMemory, Mode::Partitions(3)] {
+            let rep = run(&two_rounds(), Some(CLEAN_LEDGER), mode).unwrap();
+            assert_eq!(rep.differences, Some(vec![]));
+            assert_eq!((rep.ledger_rows, rep.rounds_compared), (3, 2));
+        }
+    }
+
+    #[test]
+    fn a_planted_difference_in_the_ledger_is_found_and_named() {
+        let amounts = |staked, credited| Some(LedgerAmounts { staked, credited });
+        // Seat 1 of r-1 credited 30 instead of 300; r,2 missing; r-9 unknown to the engine.
+        let ledger = "round_id,seat,staked,credited\nr-1,0,100,300\nr-1,1,100,30\nr-9,0,500,0\n";
+        let rep = run(&two_rounds(), Some(ledger), Mode::InMemory).unwrap();
+        let diffs = rep.differences.unwrap();
+        let d = |kind, round_id: &str, seat, audit, ledger| Difference {
+            kind,
+            round_id: round_id.into(),
+            seat,
+            audit,
+            ledger,
+        };
+        assert_eq!(
+            diffs,
+            [
+                d("credited_differs", "r-1", Some(1), amounts(100, 300), amounts(100, 30)),
+                d("round_missing_in_audit", "r-9", Some(0), None, amounts(500, 0)),
+                d("round_missing_in_ledger", "r,2", None, None, None),
+            ]
+        );
+        // A seat the ledger lacks, one it adds, a stake that differs.
+        let ledger = "round_id,seat,staked,credited\nr-1,0,150,300\nr-1,2,10,0\n\"r,2\",0,100,0\n";
+        let kinds: Vec<(&str, Option<u32>)> = run(&two_rounds(), Some(ledger), Mode::Partitions(2))
+            .unwrap()
+            .differences
+            .unwrap()
+            .iter()
+            .map(|d| (d.kind, d.seat))
+            .collect();
+        assert_eq!(
+            kinds,
+            [("seat_missing_in_audit", Some(2)), ("seat_missing_in_ledger", Some(1)), ("staked_differs", Some(0))]
+        );
+    }
+
+    #[test]
+    fn a_ledger_line_that_is_not_four_fields_is_refused_naming_its_line() {
+        let err = run(&two_rounds(), Some("round_id,seat,staked,credited\nr-1,0,100\n"), Mode::InMemory).unwrap_err();
+        assert!(err.to_string().starts_with("ledger.csv:2: 3 fields"), "{err}");
+        let err = run(&two_rounds(), Some("r-1,0,-5,0\n"), Mode::InMemory).unwrap_err();
+        assert!(err.to_string().contains("staked \"-5\""), "{err}");
+        assert_eq!(split_csv("\"a\"\"b,c\",1").unwrap(), ["a\"b,c", "1"]);
+    }
+}
