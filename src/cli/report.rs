@@ -120,7 +120,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             u8::from(!diffs.is_empty())
         }
         None if args.json => {
-            serde_json::to_writer(&mut out, &report_json(&rep))?;
+            serde_json::to_writer(&mut out, &report_json(&rep)?)?;
             writeln!(out)?;
             0
         }
@@ -185,22 +185,23 @@ fn row_json(r: &Row) -> serde_json::Value {
 
 /// Totals per currency and sandbox flag: sandbox rounds are never added to real ones, and
 /// amounts of different currencies never to each other.
-fn totals(rows: &[Row]) -> BTreeMap<(bool, String), Sums> {
+fn totals(rows: &[Row]) -> io::Result<BTreeMap<(bool, String), Sums>> {
     let mut t: BTreeMap<(bool, String), Sums> = BTreeMap::new();
+    let over = || io::Error::other("overflow: a total");
     for r in rows {
         let e = t.entry((r.key.sandbox, r.key.currency.clone())).or_default();
         // Only the money and counts: the expectation's denominator differs between tables.
-        e.rounds += r.sums.rounds;
-        e.seats += r.sums.seats;
-        e.staked = e.staked.saturating_add(r.sums.staked);
-        e.returned = e.returned.saturating_add(r.sums.returned);
-        e.open_rounds += r.sums.open_rounds;
+        e.rounds = e.rounds.checked_add(r.sums.rounds).ok_or_else(over)?;
+        e.seats = e.seats.checked_add(r.sums.seats).ok_or_else(over)?;
+        e.staked = e.staked.checked_add(r.sums.staked).ok_or_else(over)?;
+        e.returned = e.returned.checked_add(r.sums.returned).ok_or_else(over)?;
+        e.open_rounds = e.open_rounds.checked_add(r.sums.open_rounds).ok_or_else(over)?;
     }
-    t
+    Ok(t)
 }
 
-fn report_json(rep: &Report) -> serde_json::Value {
-    let totals: Vec<serde_json::Value> = totals(&rep.rows)
+fn report_json(rep: &Report) -> io::Result<serde_json::Value> {
+    let totals: Vec<serde_json::Value> = totals(&rep.rows)?
         .iter()
         .map(|((sandbox, currency), s)| {
             serde_json::json!({
@@ -215,7 +216,7 @@ fn report_json(rep: &Report) -> serde_json::Value {
             })
         })
         .collect();
-    serde_json::json!({
+    Ok(serde_json::json!({
         "files": rep.files,
         "lines": rep.lines,
         "records": rep.records,
@@ -225,7 +226,7 @@ fn report_json(rep: &Report) -> serde_json::Value {
         "partitions": rep.partitions,
         "rows": rep.rows.iter().map(row_json).collect::<Vec<_>>(),
         "totals": totals,
-    })
+    }))
 }
 
 /// One row's cells, in [`COLUMNS`] order, as text.
@@ -310,7 +311,7 @@ fn text(out: &mut impl Write, rep: &Report) -> io::Result<()> {
             c[15]
         )?;
     }
-    for ((sandbox, currency), s) in totals(&rep.rows) {
+    for ((sandbox, currency), s) in totals(&rep.rows)? {
         writeln!(
             out,
             "total {} {currency}: {} round(s), {} seat(s), staked {}, returned {}, GGR {}, {} open round(s)",
