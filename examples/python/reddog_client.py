@@ -5,6 +5,11 @@
     pip install grpcio grpcio-tools grpcio-status
     python3 examples/python/reddog_client.py --target 127.0.0.1:50051 --rounds 20
     python3 examples/python/reddog_client.py --sandbox --rounds 14   # every hand class, at a sandbox table
+    python3 examples/python/reddog_client.py --ledger ledger.csv     # also append each settled seat
+
+`--ledger FILE` appends one line per settled seat, `round_id,seat,staked,credited` (a header
+first when the file is new): the platform's side of `reddog report --reconcile FILE`
+(docs/AUDIT.md, "Reports").
 
 What it does the way a platform must (docs/INTEGRATION.md):
 - round ids never repeat: a fresh UUID per round, never a counter or a seed that restarts;
@@ -26,6 +31,7 @@ Python verifier). Exit status 0 when every round settled and every check held, 1
 """
 
 import argparse
+import csv
 import json
 import os
 import random
@@ -159,8 +165,9 @@ def verifier_accepts(verifier, reveal_json, shown):
     return subprocess.run(args, input=reveal_json.encode(), capture_output=True).returncode == 0
 
 
-def play_round(stub, pb, rules, wallet, rng, i, sandbox_cards, verifier):
-    """One round, as a platform drives it. Returns (ok, hand class name, line)."""
+def play_round(stub, pb, rules, wallet, rng, i, sandbox_cards, verifier, ledger=None):
+    """One round, as a platform drives it. Returns (ok, hand class name, line). `ledger`, a
+    csv.writer, gets one row per settled seat: round_id, seat, staked, credited."""
     table_id = rules.table_id
     lo, hi = rules.table_limits.min_bet, rules.table_limits.max_bet
     round_id = "py-" + str(uuid.uuid4())
@@ -212,6 +219,8 @@ def play_round(stub, pb, rules, wallet, rng, i, sandbox_cards, verifier):
     again = call(stub.Settle, pb.SettleRequest(round_token=token))
     for r in list(settled.results) + list(again.results):
         wallet.credit("%s:%d:credit" % (round_id, r.seat), r.returned)
+    if ledger is not None:
+        ledger.writerows([round_id, r.seat, r.stake, r.returned] for r in settled.results)
     ok = ok and settled == again and settled.total_returned == sum(r.returned for r in settled.results)
     ok = ok and all(r.returned == expected_return(pb, rules, settled.round, r) for r in settled.results)
     reveal = json.loads(settled.reveal_json)
@@ -244,12 +253,24 @@ def play(stub, pb, args):
     if rpc_status is None:
         print("NOTE: grpcio-status is not installed: retries back off without reading RetryInfo")
     classes, failures = {}, 0
-    for i in range(args.rounds):
-        deal = SANDBOX_DEALS[i % len(SANDBOX_DEALS)] if args.sandbox else None
-        ok, cls, line = play_round(stub, pb, rules, wallet, rng, i, deal, args.verifier)
-        classes[cls] = classes.get(cls, 0) + 1
-        print(line)
-        failures += 0 if ok else 1
+    ledger_file = None
+    if args.ledger:
+        new = not os.path.exists(args.ledger) or os.path.getsize(args.ledger) == 0
+        ledger_file = open(args.ledger, "a", newline="")
+        ledger = csv.writer(ledger_file, lineterminator="\n")
+        if new:
+            ledger.writerow(["round_id", "seat", "staked", "credited"])
+    try:
+        for i in range(args.rounds):
+            deal = SANDBOX_DEALS[i % len(SANDBOX_DEALS)] if args.sandbox else None
+            ok, cls, line = play_round(stub, pb, rules, wallet, rng, i, deal, args.verifier,
+                                       ledger if ledger_file else None)
+            classes[cls] = classes.get(cls, 0) + 1
+            print(line)
+            failures += 0 if ok else 1
+    finally:
+        if ledger_file:
+            ledger_file.close()
     # The wallet moved exactly what the answers said, once each.
     staked = -sum(v for k, v in wallet.transactions.items() if k.endswith((":bet", ":raise")))
     returned = sum(v for k, v in wallet.transactions.items() if k.endswith((":credit", ":rollback")))
@@ -296,6 +317,7 @@ def main():
     p.add_argument("--table", default="", help="the table id (default: the default table, or the sandbox table)")
     p.add_argument("--sandbox", action="store_true",
                    help="play at a sandbox table, cycling through a requested deal of every hand class")
+    p.add_argument("--ledger", default="", help="append each settled seat to this CSV (round_id,seat,staked,credited)")
     p.add_argument("--proto", default=os.path.join(REPO, "proto"))
     p.add_argument("--verifier", default=os.path.join(REPO, "verify", "verify.py"))
     a = p.parse_args()

@@ -12,6 +12,10 @@ Input series are built from the exact one-deck odds (scripts/deploy/alert_consta
   dealt by a seeded shuffle; each round's exact expected return and variance (as the engine
   exports them) next to what it returned — paid by the paytable (must not fire), and the same
   deals with spread 3 paid 1:1 instead of 2:1 (fires);
+- sandbox: a sandbox table (reddog_table_sandbox 1) playing requested deals through every
+  hand class, the third card always as requested (every spread wins, one pair of two makes
+  three of a kind) fires none of the four fairness and payout alerts; the same series at a
+  table whose reddog_table_sandbox is 0 fires all four;
 - service alerts: 2 % INTERNAL fires, 0.5 % does not; no target up fires RedDogDown;
 - seal budget: a key sealing 160 000 tokens/s over two pods fires (2^40 within 90 days needs
   141 399/s), one at 120 000/s does not.
@@ -43,8 +47,8 @@ def const(name: str, labels: str, value: float) -> dict:
     return {"series": f"{name}{{{labels}}}", "values": f"{value!r}x{SAMPLES}"}
 
 
-def gauges() -> list:
-    out = []
+def gauges(sandbox: int = 0) -> list:
+    out = [const("reddog_table_sandbox", TABLE, sandbox)]
     for cls, s, p, w in deal_classes(1):
         lab = f'{TABLE},hand_class="{cls}",spread="{s}"'
         out.append(const("reddog_deal_probability", lab, float(p)))
@@ -148,24 +152,74 @@ def payout(rounds_per_minute: int, pays: list, seed: int) -> list:
     ]
 
 
-def alert(name: str, fires: bool) -> dict:
+# The requested deals of examples/python/reddog_client.py --sandbox, as (class, spread, third
+# card wins): spreads 1-11 with the third card between, a consecutive hand, a pair without a
+# match, three of a kind.
+SANDBOX_DEALS = [("spread", s, True) for s in range(1, 12)] + [
+    ("consecutive", 0, False), ("pair", 0, False), ("pair", 0, True)]
+
+
+def sandbox_play(cycles_per_minute: int) -> list:
+    """Every series of a sandbox table whose rounds cycle through SANDBOX_DEALS: one seat of
+    100 raising on every spread, paid by the paytable, the exact expected return and variance
+    as the engine exports them for the first two cards dealt."""
+    started, settled_by, money_ = {}, {}, dict.fromkeys(("s", "r", "e", "v", "rr", "rs", "ss"), 0.0)
+    for cls, s, win in SANDBOX_DEALS:
+        started[(cls, s)] = started.get((cls, s), 0) + 1
+        if cls == "spread":
+            stake, base, swing, p = 200, 0, 200 * (PAYS[s - 1] + 1), 4 * s / 50
+            rule = "third_card_between" if win else "third_card_outside"
+        elif cls == "pair":
+            stake, base, swing, p = 100, 100, 100 * THREE_OF_A_KIND, 2 / 50
+            rule = "three_of_a_kind" if win else "pair_no_match"
+        else:
+            stake, base, swing, p, rule = 100, 100, 0, 0.0, "consecutive"
+        settled_by[(cls, s, rule)] = settled_by.get((cls, s, rule), 0) + 1
+        r = base + (swing if win else 0)
+        for k, v in (("s", stake), ("r", r), ("e", base + swing * p), ("v", swing * swing * p * (1 - p)),
+                     ("rr", r * r), ("rs", r * stake), ("ss", stake * stake)):
+            money_[k] += v
+    n = cycles_per_minute
+    out = [series("reddog_rounds_started_total", f'{TABLE},hand_class="{c}",spread="{s}"', n * k)
+           for (c, s), k in started.items()]
+    out += [series("reddog_rounds_settled_total", f'{TABLE},hand_class="{c}",spread="{s}",rule="{r}"', n * k)
+            for (c, s, r), k in settled_by.items()]
+    out += [series("reddog_staked_minor_units_total", TABLE, n * money_["s"]),
+            series("reddog_returned_minor_units_total", TABLE, n * money_["r"]),
+            series("reddog_expected_returned_minor_units_total", TABLE, n * money_["e"]),
+            series("reddog_returned_variance_minor_units_squared_total", TABLE, n * money_["v"])]
+    out += [series("reddog_settled_round_moments_total", TABLE + f',moment="{m}"', n * money_[m])
+            for m in ("rr", "rs", "ss")]
+    return out
+
+
+def at_table(items: list, table: str) -> list:
+    """The same input series under another table label."""
+    return [{**i, "series": i["series"].replace(TABLE, f'table="{table}"')} for i in items]
+
+
+FAIRNESS_ALERTS = ("RedDogPayoutOffExpected", "RedDogDealFrequencyDrift", "RedDogThirdCardDrift",
+                   "RedDogRtpOutsideStrategyRange")
+
+
+def alert(name: str, fires: bool, table: str = "default") -> dict:
     exp = []
     if fires:
-        exp = [{"exp_labels": {"severity": "critical", "table": "default"},
-                "exp_annotations": annotations(name)}]
+        exp = [{"exp_labels": {"severity": "critical", "table": table},
+                "exp_annotations": annotations(name, table)}]
     return {"eval_time": EVAL, "alertname": name, "exp_alerts": exp}
 
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "monitoring" / "prometheus-rule.yaml"
 
 
-def annotations(alertname: str) -> dict:
-    """The alert's annotations from the rules file, templated for table "default"."""
+def annotations(alertname: str, table: str = "default") -> dict:
+    """The alert's annotations from the rules file, templated for `table`."""
     import yaml
     for g in yaml.safe_load(RULES.read_text())["spec"]["groups"]:
         for r in g["rules"]:
             if r.get("alert") == alertname:
-                return {k: " ".join(v.replace("{{ $labels.table }}", "default").split())
+                return {k: " ".join(v.replace("{{ $labels.table }}", table).split())
                         for k, v in r.get("annotations", {}).items()}
     raise KeyError(alertname)
 
@@ -228,6 +282,13 @@ def main() -> int:
         case("payout: the same deals with spread 3 paid 1:1 instead of 2:1: fires",
              payout(200, PAYS[:2] + [1] + PAYS[3:], seed=5),
              [alert("RedDogPayoutOffExpected", True)]),
+        case("sandbox table lab: requested deals of every class, the third card as requested, "
+             "201 600 rounds a day: none of the four alerts fires",
+             at_table(gauges(sandbox=1) + sandbox_play(10), "lab"),
+             [alert(a, False, "lab") for a in FAIRNESS_ALERTS]),
+        case("the same series at table lab with reddog_table_sandbox 0: all four fire",
+             at_table(gauges(sandbox=0) + sandbox_play(10), "lab"),
+             [alert(a, True, "lab") for a in FAIRNESS_ALERTS]),
     ]
     service = {
         "name": "service alerts", "interval": "1m",

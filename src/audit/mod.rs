@@ -14,11 +14,15 @@
 //! [`PARTITION_BYTES`] of input. Small inputs are checked in memory, with the same code and
 //! the same findings.
 //!
+//! [`report`] sums the settled rounds' money per table, currency and day, and reconciles
+//! them against a platform's ledger.
+//!
 //! [`generate`] writes valid records for any number of rounds without running the engine.
 
 pub mod check;
 pub mod generate;
 pub mod record;
+pub mod report;
 mod time;
 
 use std::borrow::Cow;

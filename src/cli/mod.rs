@@ -10,6 +10,7 @@ mod certify;
 mod fairness;
 mod keygen;
 mod odds;
+mod report;
 mod serve;
 mod simulate;
 
@@ -45,6 +46,11 @@ enum Command {
     /// reordering, commitment reuse, forks, peek then play, rounds re-dealt, open rounds;
     /// exit 1 when anything is found, 2 when the input holds no audit record.
     AuditLog(audit_log::AuditLogArgs),
+    /// Sum the settled rounds' money in the audit trails per table, currency and UTC day
+    /// (rounds, seats, staked, returned, GGR, observed and exact expected return, open rounds),
+    /// as text, JSON or CSV; with --reconcile LEDGER.csv, list every difference from a
+    /// platform's ledger (exit 1 when any).
+    Report(report::ReportArgs),
     /// Write generated audit trails (honest rounds and planted misuse), for tests and benchmarks.
     #[command(hide = true)]
     AuditGen(audit_log::AuditGenArgs),
@@ -62,6 +68,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Simulate(args) => simulate::run(args),
         Command::Verify(args) => return fairness::verify(args),
         Command::AuditLog(args) => return audit_log::run(args),
+        Command::Report(args) => return report::run(args),
         Command::AuditGen(args) => audit_log::gen_run(args),
         Command::Certify(args) => return certify::run(args),
         Command::Commit(args) => fairness::commit(args),

@@ -1,0 +1,378 @@
+//! `reddog report [--json | --csv] [--tables FILE] FILE…`: the money of the settled rounds in
+//! the audit trails ([`reddog::audit::report`]) per table, currency, UTC day and sandbox flag;
+//! `--reconcile LEDGER.csv` compares them with a platform's ledger instead, seat by seat.
+//! Exit status: 0 a report (or a ledger without difference); 1 a ledger with differences;
+//! 2 an input could not be read, a record's table is not configured as it was played, or the
+//! input holds no audit record at all.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use reddog::audit::report::{self, Configured, Difference, Report, Row, Sums, TableRules, opt_decimal};
+use reddog::audit::{self, Mode};
+use reddog::game::Table;
+use reddog::service::audit_record::rules_digest;
+use reddog::service::tables::Tables;
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Audit record files of the engine's replicas (`-` reads stdin), in any order; other
+    /// lines are skipped.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Print one JSON object (rows, totals; with --reconcile, the differences).
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print the rows as CSV with a header line.
+    #[arg(long, conflicts_with = "reconcile")]
+    pub csv: bool,
+    /// The table configuration the rounds were played under (as `reddog serve
+    /// --table-config`); default: the engine's embedded default table.
+    #[arg(long, value_name = "FILE")]
+    pub tables: Option<PathBuf>,
+    /// Compare the settled rounds with this ledger CSV (`round_id,seat,staked,credited`);
+    /// exit 1 when anything differs.
+    #[arg(long, value_name = "LEDGER.csv")]
+    pub reconcile: Option<PathBuf>,
+    /// Everything in memory (no partition files), whatever the input size.
+    #[arg(long, conflicts_with = "partitions")]
+    pub in_memory: bool,
+    /// Partition files to use (default: one per 32 MiB of input; in memory when it fits one).
+    #[arg(long, value_name = "N")]
+    pub partitions: Option<usize>,
+    /// Directory for the partition files (default: the system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub temp_dir: Option<PathBuf>,
+}
+
+/// The configured tables' rules and digests.
+fn configured(path: Option<&PathBuf>) -> Result<Configured, String> {
+    let tables = match path {
+        None => Tables::single(Table::default()),
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            Tables::from_json(&text).map_err(|e| format!("{}: {e}", p.display()))?
+        }
+    };
+    Ok(tables
+        .iter()
+        .map(|t| {
+            let rules = TableRules {
+                decks: t.table.decks(),
+                paytable: t.table.paytable().clone(),
+                rules_digest: hex::encode(rules_digest(&t.table, &t.currency)),
+            };
+            (t.id.clone(), rules)
+        })
+        .collect())
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let fail = |msg: String| {
+        eprintln!("report: {msg}");
+        Ok(ExitCode::from(2))
+    };
+    let tables = match configured(args.tables.as_ref()) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("cannot read the table configuration {e}")),
+    };
+    let inputs = match audit::open_files(&args.files) {
+        Ok(i) => i,
+        Err(e) => return fail(format!("cannot read {e}")),
+    };
+    let ledger = match &args.reconcile {
+        None => None,
+        Some(p) => match audit::open_files(std::slice::from_ref(p)) {
+            Ok(mut l) => l.pop(),
+            Err(e) => return fail(format!("cannot read the ledger {e}")),
+        },
+    };
+    let opts = report::Options {
+        mode: match (args.in_memory, args.partitions) {
+            (true, _) => Mode::InMemory,
+            (false, Some(n)) => Mode::Partitions(n),
+            (false, None) => Mode::Auto,
+        },
+        temp_dir: args.temp_dir.clone(),
+    };
+    let rep = match report::report(inputs, ledger, &tables, &opts) {
+        Ok(r) => r,
+        Err(e) => return fail(e.to_string()),
+    };
+    if rep.records == 0 {
+        return fail(format!(
+            "no reddog-audit-v1 record in the input ({} line(s) read, {} malformed): nothing to report",
+            rep.lines, rep.malformed_records
+        ));
+    }
+    if rep.malformed_records > 0 {
+        eprintln!(
+            "report: {} malformed audit record(s) left out (`reddog audit-log` on the same files names them)",
+            rep.malformed_records
+        );
+    }
+    let mut out = io::stdout().lock();
+    let code = match &rep.differences {
+        Some(diffs) => {
+            reconciliation(&mut out, &rep, diffs, args.json)?;
+            u8::from(!diffs.is_empty())
+        }
+        None if args.json => {
+            serde_json::to_writer(&mut out, &report_json(&rep)?)?;
+            writeln!(out)?;
+            0
+        }
+        None if args.csv => {
+            csv(&mut out, &rep.rows)?;
+            0
+        }
+        None => {
+            text(&mut out, &rep)?;
+            0
+        }
+    };
+    out.flush()?;
+    Ok(ExitCode::from(code))
+}
+
+/// The columns of a row, in the order of the CSV header.
+const COLUMNS: [&str; 16] = [
+    "table_id",
+    "currency",
+    "day",
+    "sandbox",
+    "rounds",
+    "seats",
+    "staked",
+    "returned",
+    "ggr",
+    "observed_return",
+    "observed_return_ci95_low",
+    "observed_return_ci95_high",
+    "expected_return",
+    "expected_returned",
+    "deviation_se",
+    "open_rounds",
+];
+
+/// Decimals of the return ratios and of the expected amount (in minor units).
+const RATIO_PLACES: u32 = 6;
+const AMOUNT_PLACES: u32 = 2;
+
+fn row_json(r: &Row) -> serde_json::Value {
+    let s = &r.sums;
+    let ci = s.observed_return_ci95();
+    serde_json::json!({
+        "table_id": r.key.table_id,
+        "currency": r.key.currency,
+        "day": r.key.day,
+        "sandbox": r.key.sandbox,
+        "rounds": s.rounds,
+        "seats": s.seats,
+        "staked": s.staked,
+        "returned": s.returned,
+        "ggr": s.ggr(),
+        "observed_return": opt_decimal(s.observed_return(), RATIO_PLACES),
+        "observed_return_ci95": ci.map(|(lo, hi)| [lo, hi]),
+        "expected_return": opt_decimal(s.expected_return(), RATIO_PLACES),
+        "expected_returned": opt_decimal(s.expected_returned(), AMOUNT_PLACES),
+        "deviation_se": s.deviation_se(),
+        "open_rounds": s.open_rounds,
+    })
+}
+
+/// Totals per currency and sandbox flag: sandbox rounds are never added to real ones, and
+/// amounts of different currencies never to each other.
+fn totals(rows: &[Row]) -> io::Result<BTreeMap<(bool, String), Sums>> {
+    let mut t: BTreeMap<(bool, String), Sums> = BTreeMap::new();
+    let over = || io::Error::other("overflow: a total");
+    for r in rows {
+        let e = t.entry((r.key.sandbox, r.key.currency.clone())).or_default();
+        // Only the money and counts: the expectation's denominator differs between tables.
+        e.rounds = e.rounds.checked_add(r.sums.rounds).ok_or_else(over)?;
+        e.seats = e.seats.checked_add(r.sums.seats).ok_or_else(over)?;
+        e.staked = e.staked.checked_add(r.sums.staked).ok_or_else(over)?;
+        e.returned = e.returned.checked_add(r.sums.returned).ok_or_else(over)?;
+        e.open_rounds = e.open_rounds.checked_add(r.sums.open_rounds).ok_or_else(over)?;
+    }
+    Ok(t)
+}
+
+fn report_json(rep: &Report) -> io::Result<serde_json::Value> {
+    let totals: Vec<serde_json::Value> = totals(&rep.rows)?
+        .iter()
+        .map(|((sandbox, currency), s)| {
+            serde_json::json!({
+                "currency": currency,
+                "sandbox": sandbox,
+                "rounds": s.rounds,
+                "seats": s.seats,
+                "staked": s.staked,
+                "returned": s.returned,
+                "ggr": s.ggr(),
+                "open_rounds": s.open_rounds,
+            })
+        })
+        .collect();
+    Ok(serde_json::json!({
+        "files": rep.files,
+        "lines": rep.lines,
+        "records": rep.records,
+        "malformed_records": rep.malformed_records,
+        "settled_records": rep.settled_records,
+        "repeated_settlements": rep.repeated_settlements,
+        "partitions": rep.partitions,
+        "rows": rep.rows.iter().map(row_json).collect::<Vec<_>>(),
+        "totals": totals,
+    }))
+}
+
+/// One row's cells, in [`COLUMNS`] order, as text.
+fn cells(r: &Row) -> Vec<String> {
+    let s = &r.sums;
+    let ci = s.observed_return_ci95();
+    let float = |v: Option<f64>| v.filter(|v| v.is_finite()).map(|v| format!("{v:.6}")).unwrap_or_default();
+    vec![
+        r.key.table_id.clone(),
+        r.key.currency.clone(),
+        r.key.day.clone(),
+        r.key.sandbox.to_string(),
+        s.rounds.to_string(),
+        s.seats.to_string(),
+        s.staked.to_string(),
+        s.returned.to_string(),
+        s.ggr().map(|g| g.to_string()).unwrap_or_default(),
+        opt_decimal(s.observed_return(), RATIO_PLACES).unwrap_or_default(),
+        float(ci.map(|c| c.0)),
+        float(ci.map(|c| c.1)),
+        opt_decimal(s.expected_return(), RATIO_PLACES).unwrap_or_default(),
+        opt_decimal(s.expected_returned(), AMOUNT_PLACES).unwrap_or_default(),
+        float(s.deviation_se()),
+        s.open_rounds.to_string(),
+    ]
+}
+
+/// CSV: a header, then one line per row. No cell needs quoting: table ids are
+/// `[A-Za-z0-9._-]`, currencies three letters, the rest numbers and `true`/`false`.
+fn csv(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
+    writeln!(out, "{}", COLUMNS.join(","))?;
+    for r in rows {
+        writeln!(out, "{}", cells(r).join(","))?;
+    }
+    Ok(())
+}
+
+fn text(out: &mut impl Write, rep: &Report) -> io::Result<()> {
+    writeln!(
+        out,
+        "report: {} audit record(s) from {} file(s); {} round_settled record(s), {} of them repeats of a settlement already counted (retried Settle)",
+        rep.records, rep.files, rep.settled_records, rep.repeated_settlements
+    )?;
+    writeln!(
+        out,
+        "{:<16} {:<4} {:<10} {:<7} {:>8} {:>8} {:>14} {:>14} {:>14} {:>9} {:>19} {:>9} {:>7} {:>5}",
+        "table",
+        "cur",
+        "day",
+        "kind",
+        "rounds",
+        "seats",
+        "staked",
+        "returned",
+        "ggr",
+        "return",
+        "95% interval",
+        "expected",
+        "dev/se",
+        "open"
+    )?;
+    for r in &rep.rows {
+        let c = cells(r);
+        let interval = if c[10].is_empty() { String::new() } else { format!("{}..{}", &c[10], &c[11]) };
+        let dev = r.sums.deviation_se().map(|d| format!("{d:.2}")).unwrap_or_default();
+        writeln!(
+            out,
+            "{:<16} {:<4} {:<10} {:<7} {:>8} {:>8} {:>14} {:>14} {:>14} {:>9} {:>19} {:>9} {:>7} {:>5}",
+            c[0],
+            c[1],
+            c[2],
+            if r.key.sandbox { "sandbox" } else { "real" },
+            c[4],
+            c[5],
+            c[6],
+            c[7],
+            c[8],
+            c[9],
+            interval,
+            c[12],
+            dev,
+            c[15]
+        )?;
+    }
+    for ((sandbox, currency), s) in totals(&rep.rows)? {
+        writeln!(
+            out,
+            "total {} {currency}: {} round(s), {} seat(s), staked {}, returned {}, GGR {}, {} open round(s)",
+            if sandbox { "sandbox" } else { "real" },
+            s.rounds,
+            s.seats,
+            s.staked,
+            s.returned,
+            s.ggr().map(|g| g.to_string()).unwrap_or_default(),
+            s.open_rounds
+        )?;
+    }
+    writeln!(
+        out,
+        "amounts in minor units; return = returned / staked (exact), its 95% interval: ratio estimator, normal approximation; \
+         expected: the exact expected return of these deals and decisions; dev/se: (returned - expected) in standard errors"
+    )?;
+    Ok(())
+}
+
+fn reconciliation(out: &mut impl Write, rep: &Report, diffs: &[Difference], json: bool) -> io::Result<()> {
+    let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in diffs {
+        *by_kind.entry(d.kind).or_insert(0) += 1;
+    }
+    if json {
+        let v = serde_json::json!({
+            "ledger_rows": rep.ledger_rows,
+            "rounds_compared": rep.rounds_compared,
+            "differences": diffs,
+            "summary": { "differences": diffs.len(), "by_kind": by_kind },
+        });
+        serde_json::to_writer(&mut *out, &v)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "reconcile: {} ledger row(s), {} round(s) compared ({} round_settled record(s), {} repeated)",
+        rep.ledger_rows, rep.rounds_compared, rep.settled_records, rep.repeated_settlements
+    )?;
+    let amounts = |a: Option<report::LedgerAmounts>| match a {
+        Some(a) => format!("staked {} credited {}", a.staked, a.credited),
+        None => "-".to_string(),
+    };
+    for d in diffs {
+        let seat = d.seat.map(|s| format!(" seat {s}")).unwrap_or_default();
+        writeln!(
+            out,
+            "{:<29} round {:?}{seat}: audit {}; ledger {}",
+            d.kind,
+            d.round_id,
+            amounts(d.audit),
+            amounts(d.ledger)
+        )?;
+    }
+    let kinds: Vec<String> = by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    if kinds.is_empty() {
+        writeln!(out, "differences: 0")?;
+    } else {
+        writeln!(out, "differences: {} ({})", diffs.len(), kinds.join(", "))?;
+    }
+    Ok(())
+}
