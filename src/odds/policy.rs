@@ -170,7 +170,7 @@ mod tests {
         for bad in ["", "sometimes", "raise-at-least:", "raise-at-least:0", "raise-at-least:13", "raise-at-least:x"] {
             assert!(bad.parse::<Policy>().is_err(), "{bad}");
         }
-        // K = 12 used to be accepted and silently meant "never": now it says so.
+        // K = 12 would silently mean "never": it is refused, saying so.
         let err = "raise-at-least:12".parse::<Policy>().unwrap_err().to_string();
         assert!(err.contains("would never raise") && err.contains("never"), "{err}");
     }

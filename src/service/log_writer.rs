@@ -1,9 +1,9 @@
 //! The log writer: log lines are appended to a shared in-memory batch by the thread that
 //! logs them, and one background thread writes each batch with a single `write(2)`.
 //!
-//! Why not a channel of lines (the previous writer here, or `tracing-appender`'s
-//! non-blocking writer): both copy each line into a fresh `Vec` and, whenever the writer
-//! thread has caught up and sleeps, wake it once per line — a futex wake, a context switch
+//! Why not a channel of lines (such as `tracing-appender`'s
+//! non-blocking writer): it copies each line into a fresh `Vec` and, whenever the writer
+//! thread has caught up and sleeps, wakes it once per line — a futex wake, a context switch
 //! and a `write(2)` per audit event. On a loaded core that cost as much as the RPC itself
 //! (docs/BENCHMARKS.md). Here a line costs an uncontended mutex and a `memcpy` into a buffer
 //! whose capacity is kept across batches; the writer thread is woken once per batch and
