@@ -150,10 +150,10 @@ pub struct Seat {
 /// The seats of a stored round (a round from before schema version 4 has its one seat in
 /// the columns).
 fn seats_of(r: &Row) -> Vec<Seat> {
-    if let Ok(seats) = serde_json::from_str::<Vec<Seat>>(&r.seats) {
-        if !seats.is_empty() {
-            return seats;
-        }
+    if let Ok(seats) = serde_json::from_str::<Vec<Seat>>(&r.seats)
+        && !seats.is_empty()
+    {
+        return seats;
     }
     let Some(bet) = r.bet else { return vec![] };
     vec![Seat {

@@ -5,7 +5,8 @@
 #
 # Advisories are checked offline against a snapshot of the RustSec advisory database that
 # sits beside the clone in `../shared/rustsec/` (advisory-db.tar.gz, SNAPSHOT with its
-# upstream commit and date, install-db.sh): the database's own home is a code host this
+# upstream commit and date, install-db.sh), or beside the repository the clone was made
+# from; `supply-chain/rustsec/` holds a dated copy for clones that have neither: the database's own home is a code host this
 # project's machines cannot reach. The snapshot is installed into `.tools/advisory-dbs`
 # (deny.toml's db-path), never into shared/; the step prints the snapshot's commit and date
 # so a reader sees how current the check is. Without the snapshot the step FAILS.
@@ -95,7 +96,15 @@ if [ "${REDDOG_DENY_ADVISORIES:-0}" = 1 ]; then
   export REDDOG_ADVISORY_DB_PATH=$ROOT/.tools/advisory-dbs-live
   check "advisories (live database)" "$DENY" --log-level error --workspace --locked check advisories
 else
-  SNAP=${REDDOG_RUSTSEC_DIR:-$ROOT/../shared/rustsec}
+  # The first snapshot found: REDDOG_RUSTSEC_DIR; beside this clone; beside the repository
+  # it was cloned from (a fresh clone made elsewhere); the dated copy in supply-chain/rustsec.
+  origin=$(git -C "$ROOT" remote get-url origin 2>/dev/null || true)
+  SNAP=
+  for dir in ${REDDOG_RUSTSEC_DIR:+"$REDDOG_RUSTSEC_DIR"} "$ROOT/../shared/rustsec" \
+      ${origin:+"$origin/../shared/rustsec"} "$ROOT/supply-chain/rustsec"; do
+    if [ -f "$dir/SNAPSHOT" ]; then SNAP=$dir; break; fi
+  done
+  SNAP=${SNAP:-${REDDOG_RUSTSEC_DIR:-$ROOT/../shared/rustsec}}
   if ! [ -f "$SNAP/SNAPSHOT" ] || ! [ -f "$SNAP/advisory-db.tar.gz" ] || ! [ -f "$SNAP/install-db.sh" ]; then
     echo "  FAIL  no RustSec advisory database snapshot at $SNAP (SNAPSHOT, advisory-db.tar.gz," >&2
     echo "        install-db.sh): advisories cannot be checked. Put the snapshot there, or run with" >&2
@@ -103,7 +112,7 @@ else
     FAIL=$((FAIL + 1))
   else
     read -r snap_commit snap_date <"$SNAP/SNAPSHOT"
-    echo "-- cargo deny --offline check advisories: RustSec snapshot $snap_commit of $snap_date"
+    echo "-- cargo deny --offline check advisories: RustSec snapshot $snap_commit of $snap_date ($SNAP)"
     export REDDOG_ADVISORY_DB_PATH=$ROOT/.tools/advisory-dbs
     bash "$SNAP/install-db.sh" "$REDDOG_ADVISORY_DB_PATH"
     check "advisories (RustSec snapshot of $snap_date)" \
