@@ -10,8 +10,14 @@ use reddog::game::Table;
 use reddog::service::audit_sink::{AuditOptions, AuditSink};
 use reddog::service::proto::red_dog_server::RedDog;
 use reddog::service::proto::{self, Action};
+use reddog::service::state::{RoundPayload, RoundState};
+use reddog::service::token::TokenKind;
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
 use tonic::Request;
+
+fn key_ring() -> KeyRing {
+    KeyRing::from_json(&format!(r#"{{"primary":"k1","keys":{{"k1":"{}"}}}}"#, "42".repeat(32))).expect("ring")
+}
 
 fn service() -> RedDogService {
     let _ = reddog::service::metrics::install();
@@ -21,8 +27,7 @@ fn service() -> RedDogService {
     RedDogService::new(EngineConfig {
         tables,
         audit,
-        key_ring: KeyRing::from_json(&format!(r#"{{"primary":"k1","keys":{{"k1":"{}"}}}}"#, "42".repeat(32)))
-            .expect("ring"),
+        key_ring: key_ring(),
         commitment_ttl: Duration::from_secs(24 * 3600),
     })
 }
@@ -81,6 +86,15 @@ fn handlers(c: &mut Criterion) {
     });
     g.bench_function("Decide", |b| b.iter(|| rt.block_on(svc.decide(Request::new(decide.clone()))).map(black_box)));
     g.bench_function("Settle", |b| b.iter(|| rt.block_on(svc.settle(Request::new(settle.clone()))).map(black_box)));
+    g.finish();
+
+    // Sealing a round token (the payload's protobuf encoding, then AES-GCM-SIV): the part
+    // of Decide and Settle that writes their answer's token.
+    let ring = key_ring();
+    let payload: RoundPayload = ring.open(TokenKind::Round, &settle.round_token).expect("a genuine round token");
+    let state = RoundState::from_payload(payload).expect("a genuine round");
+    let mut g = c.benchmark_group("token");
+    g.bench_function("seal_round", |b| b.iter(|| ring.seal(TokenKind::Round, &black_box(&state).to_payload())));
     g.finish();
 }
 

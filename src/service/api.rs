@@ -28,7 +28,7 @@ use super::metrics::{self, Method, Metrics, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
 use super::refusal_log::{Peer, REFUSAL_LOG_INTERVAL, RefusalLog};
 use super::sandbox;
-use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, NewCommitment, RoundPayload, RoundState};
+use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{BoundField, EngineError};
@@ -244,16 +244,16 @@ impl RedDogService {
         let seed = ServerSeed::generate()?;
         let rules_digest = self.digest_of(named);
         let expires_at_unix_ms = now_ms().checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
-        let payload = NewCommitment {
-            seed: &seed,
+        let payload = CommitmentPayload {
+            server_seed: seed.expose().to_vec(),
             expires_at_unix_ms,
-            round_id: &req.round_id,
+            round_id: req.round_id.clone(),
             nonce: req.nonce,
-            table_id,
+            table_id: table_id.to_string(),
             decks: u32::from(table.decks().get()),
-            currency: named.currency.code(),
+            currency: named.currency.code().to_string(),
             minor_unit_exponent: u32::from(named.currency.minor_unit_exponent()),
-            rules_digest: &rules_digest,
+            rules_digest: rules_digest.0.to_vec(),
             sandbox: named.sandbox,
         };
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
@@ -388,7 +388,7 @@ impl RedDogService {
             sandbox: named.sandbox,
         };
         state.transcript = state.start_transcript();
-        let token = self.inner.ring.seal(TokenKind::Round, &state)?;
+        let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
         let commitment = state.seed.commitment();
         let class = state.round.class();
         let (hand_class, spread) = record::hand_class(class);
@@ -433,7 +433,7 @@ impl RedDogService {
         let (parent_step, parent) = (state.step(), state.transcript);
         state.transcript = parent.decide(&sorted);
         state.steps.push(sorted);
-        let token = self.inner.ring.seal(TokenKind::Round, &state)?;
+        let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
         self.inner.audit.record(&Event::SeatsDecided(record::SeatsDecided {
             round_id: &state.round_id,
             table_id: &state.table_id,

@@ -58,52 +58,6 @@ pub struct CommitmentPayload {
     pub sandbox: bool,
 }
 
-/// A commitment to seal, borrowing its fields: [`super::token::KeyRing::seal`] writes it byte
-/// for byte as the [`CommitmentPayload`] with the same values would encode, without building
-/// one (CommitSeed would otherwise copy the seed and three strings into it only to encode
-/// them once).
-pub struct NewCommitment<'a> {
-    pub seed: &'a ServerSeed,
-    pub expires_at_unix_ms: i64,
-    pub round_id: &'a str,
-    pub nonce: u64,
-    pub table_id: &'a str,
-    pub decks: u32,
-    pub currency: &'a str,
-    pub minor_unit_exponent: u32,
-    pub rules_digest: &'a RulesDigest,
-    pub sandbox: bool,
-}
-
-impl super::token::Payload for NewCommitment<'_> {
-    fn payload_len(&self) -> usize {
-        // protobuf `int64`: a negative value is the varint of its two's complement.
-        wire::bytes_len(1, self.seed.expose())
-            + wire::varint_len(2, self.expires_at_unix_ms as u64)
-            + wire::bytes_len(3, self.round_id.as_bytes())
-            + wire::varint_len(4, self.nonce)
-            + wire::bytes_len(5, self.table_id.as_bytes())
-            + wire::varint_len(6, u64::from(self.decks))
-            + wire::bytes_len(7, self.currency.as_bytes())
-            + wire::varint_len(8, u64::from(self.minor_unit_exponent))
-            + wire::bytes_len(9, &self.rules_digest.0)
-            + wire::varint_len(20, u64::from(self.sandbox))
-    }
-
-    fn encode_to(&self, buf: &mut Vec<u8>) {
-        wire::bytes(1, self.seed.expose(), buf);
-        wire::varint(2, self.expires_at_unix_ms as u64, buf);
-        wire::bytes(3, self.round_id.as_bytes(), buf);
-        wire::varint(4, self.nonce, buf);
-        wire::bytes(5, self.table_id.as_bytes(), buf);
-        wire::varint(6, u64::from(self.decks), buf);
-        wire::bytes(7, self.currency.as_bytes(), buf);
-        wire::varint(8, u64::from(self.minor_unit_exponent), buf);
-        wire::bytes(9, &self.rules_digest.0, buf);
-        wire::varint(20, u64::from(self.sandbox), buf);
-    }
-}
-
 /// What a commitment is bound to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Binding {
@@ -273,133 +227,6 @@ fn decision_byte(d: Option<Decision>) -> u8 {
     }
 }
 
-/// A round token's payload as [`RoundState::to_payload`] builds it, written straight into the
-/// token (the protobuf encoding prost derives for [`RoundPayload`], byte for byte: fields in
-/// tag order, default values left out, repeated integers packed) without building the
-/// message's nine vectors and strings.
-struct PayloadFields<'a> {
-    state: &'a RoundState,
-    cards: [u8; 3],
-    n_cards: usize,
-    complete: bool,
-    decisions: [u8; MAX_SEATS],
-    decided_in: [u8; MAX_SEATS],
-    paytable: [u32; 12],
-}
-
-mod wire {
-    //! The protobuf wire format of the scalar, bytes and packed fields of [`super::RoundPayload`]
-    //! and [`super::CommitmentPayload`].
-    use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
-
-    pub fn bytes_len(tag: u32, b: &[u8]) -> usize {
-        if b.is_empty() { 0 } else { key_len(tag) + encoded_len_varint(b.len() as u64) + b.len() }
-    }
-    pub fn bytes(tag: u32, b: &[u8], buf: &mut Vec<u8>) {
-        if !b.is_empty() {
-            encode_key(tag, WireType::LengthDelimited, buf);
-            encode_varint(b.len() as u64, buf);
-            buf.extend_from_slice(b);
-        }
-    }
-    pub fn varint_len(tag: u32, v: u64) -> usize {
-        if v == 0 { 0 } else { key_len(tag) + encoded_len_varint(v) }
-    }
-    pub fn varint(tag: u32, v: u64, buf: &mut Vec<u8>) {
-        if v != 0 {
-            encode_key(tag, WireType::Varint, buf);
-            encode_varint(v, buf);
-        }
-    }
-    fn packed_body(values: impl Iterator<Item = u64>) -> usize {
-        values.map(encoded_len_varint).sum()
-    }
-    pub fn packed_len(tag: u32, values: impl Iterator<Item = u64> + Clone) -> usize {
-        let body = packed_body(values);
-        if body == 0 { 0 } else { key_len(tag) + encoded_len_varint(body as u64) + body }
-    }
-    pub fn packed(tag: u32, values: impl Iterator<Item = u64> + Clone, buf: &mut Vec<u8>) {
-        let body = packed_body(values.clone());
-        if body != 0 {
-            encode_key(tag, WireType::LengthDelimited, buf);
-            encode_varint(body as u64, buf);
-            for v in values {
-                encode_varint(v, buf);
-            }
-        }
-    }
-}
-
-impl PayloadFields<'_> {
-    fn bets(&self) -> impl Iterator<Item = u64> + Clone + '_ {
-        self.state.round.seats().iter().map(|s| s.bet.0)
-    }
-    fn paytable(&self) -> impl Iterator<Item = u64> + Clone + '_ {
-        self.paytable.iter().map(|&o| u64::from(o))
-    }
-    fn seats(&self) -> usize {
-        self.state.round.seats().len().min(MAX_SEATS)
-    }
-    fn currency_code(&self) -> &str {
-        self.state.currency.as_ref().map_or("", |c| c.code())
-    }
-    fn minor_unit_exponent(&self) -> u64 {
-        self.state.currency.as_ref().map_or(0, |c| u64::from(c.minor_unit_exponent()))
-    }
-}
-
-impl super::token::Payload for RoundState {
-    fn payload_len(&self) -> usize {
-        let f = self.payload_fields();
-        let s = f.state;
-        let n = f.seats();
-        wire::bytes_len(1, s.seed.expose())
-            + wire::bytes_len(2, s.client_seed.as_bytes())
-            + wire::varint_len(3, s.nonce)
-            + wire::varint_len(4, u64::from(s.decks.get()))
-            + wire::bytes_len(5, s.round_id.as_bytes())
-            + wire::varint_len(6, u64::from(f.complete))
-            + wire::bytes_len(7, &f.cards[..f.n_cards])
-            + wire::packed_len(8, f.bets())
-            + wire::bytes_len(9, &f.decisions[..n])
-            + wire::packed_len(10, f.paytable())
-            + wire::bytes_len(11, s.table_id.as_bytes())
-            + wire::varint_len(12, u64::from(s.step()))
-            + wire::bytes_len(13, &s.transcript.0)
-            + wire::bytes_len(14, &f.decided_in[..n])
-            + wire::bytes_len(15, f.currency_code().as_bytes())
-            + wire::varint_len(16, f.minor_unit_exponent())
-            + wire::varint_len(17, s.limits.map_or(0, |l| l.min().0))
-            + wire::varint_len(18, s.limits.map_or(0, |l| l.max().0))
-            + wire::varint_len(20, u64::from(s.sandbox))
-    }
-
-    fn encode_to(&self, buf: &mut Vec<u8>) {
-        let f = self.payload_fields();
-        let s = f.state;
-        let n = f.seats();
-        wire::bytes(1, s.seed.expose(), buf);
-        wire::bytes(2, s.client_seed.as_bytes(), buf);
-        wire::varint(3, s.nonce, buf);
-        wire::varint(4, u64::from(s.decks.get()), buf);
-        wire::bytes(5, s.round_id.as_bytes(), buf);
-        wire::varint(6, u64::from(f.complete), buf);
-        wire::bytes(7, &f.cards[..f.n_cards], buf);
-        wire::packed(8, f.bets(), buf);
-        wire::bytes(9, &f.decisions[..n], buf);
-        wire::packed(10, f.paytable(), buf);
-        wire::bytes(11, s.table_id.as_bytes(), buf);
-        wire::varint(12, u64::from(s.step()), buf);
-        wire::bytes(13, &s.transcript.0, buf);
-        wire::bytes(14, &f.decided_in[..n], buf);
-        wire::bytes(15, f.currency_code().as_bytes(), buf);
-        wire::varint(16, f.minor_unit_exponent(), buf);
-        wire::varint(17, s.limits.map_or(0, |l| l.min().0), buf);
-        wire::varint(18, s.limits.map_or(0, |l| l.max().0), buf);
-        wire::varint(20, u64::from(s.sandbox), buf);
-    }
-}
-
 impl RoundState {
     /// The table's rules the round was dealt under, when its token carries them (limits and
     /// currency; a round sealed before rounds carried them has none).
@@ -452,7 +279,7 @@ impl RoundState {
         self.steps.len() as u32
     }
 
-    /// The payload to seal.
+    /// The payload to seal: prost encodes it into the token ([`super::token::KeyRing::seal`]).
     pub fn to_payload(&self) -> RoundPayload {
         let snap = self.round.snapshot();
         let mut cards = Vec::with_capacity(3);
@@ -491,43 +318,6 @@ impl RoundState {
             max_bet: self.limits.map_or(0, |l| l.max().0),
             sandbox: self.sandbox,
         }
-    }
-
-    /// The fields of [`RoundState::to_payload`], borrowed or on the stack (no allocation).
-    fn payload_fields(&self) -> PayloadFields<'_> {
-        let seats = self.round.seats();
-        let mut f = PayloadFields {
-            state: self,
-            cards: [0; 3],
-            n_cards: 2,
-            complete: matches!(self.round, Round::Complete(_)),
-            decisions: [0; MAX_SEATS],
-            decided_in: [0; MAX_SEATS],
-            paytable: [0; 12],
-        };
-        let [a, b] = self.round.cards();
-        f.cards[0] = a.code();
-        f.cards[1] = b.code();
-        if let Some(c) = self.round.dealt_third() {
-            f.cards[2] = c.code();
-            f.n_cards = 3;
-        }
-        for (slot, seat) in f.decisions.iter_mut().zip(seats) {
-            *slot = decision_byte(seat.decision);
-        }
-        for (k, step) in self.steps.iter().enumerate() {
-            for &(seat, _) in step {
-                if let Some(slot) = f.decided_in.get_mut(seat) {
-                    // k < MAX_SEATS: fits in a byte.
-                    *slot = (k + 1) as u8;
-                }
-            }
-        }
-        for (slot, s) in f.paytable.iter_mut().zip(Spread::all()) {
-            *slot = self.paytable.spread_odds(s);
-        }
-        f.paytable[11] = self.paytable.three_of_a_kind_odds();
-        f
     }
 
     /// Rebuilds the round from an opened payload. A payload no genuine token could hold is
@@ -698,87 +488,41 @@ mod tests {
         assert_eq!(back.transcript, back.steps.iter().fold(back.start_transcript(), |t, st| t.decide(st)));
     }
 
-    /// The payload written straight into the token is prost's encoding of `to_payload`.
-    fn assert_encodes_as_the_payload(s: &RoundState) {
-        use crate::service::token::Payload;
-        let mut direct = Vec::new();
-        s.encode_to(&mut direct);
-        let derived = prost::Message::encode_to_vec(&s.to_payload());
-        assert_eq!(direct, derived, "{s:?}");
-        assert_eq!(s.payload_len(), derived.len());
+    /// The state survives its token's payload: encoded by prost, decoded, rebuilt.
+    fn assert_survives_encoding(s: &RoundState) {
+        use prost::Message;
+        let bytes = s.to_payload().encode_to_vec();
+        let back = RoundState::from_payload(RoundPayload::decode(bytes.as_slice()).unwrap()).unwrap();
+        assert_eq!(back.to_payload(), s.to_payload(), "{s:?}");
+        assert_eq!((back.steps, back.transcript, back.sandbox), (s.steps.clone(), s.transcript, s.sandbox));
     }
 
     #[test]
-    fn a_new_commitment_encodes_byte_for_byte_as_its_payload() {
-        use super::super::token::Payload;
-        let seed = ServerSeed::from_bytes([0xa5; 32]);
-        let digest = RulesDigest([0x3c; 32]);
-        let cases = [
-            (1_764_000_000_000, "round-1", 7, "default", 8, "EUR", 2, false),
-            (0, "", 0, "", 0, "", 0, false),
-            (-1, "é".repeat(64).as_str(), u64::MAX, "vip-eur.2", 2, "JPY", 0, true),
-            (i64::MAX, "x".repeat(128).as_str(), 1 << 35, "t".repeat(64).as_str(), 8, "BHD", 3, true),
-            (i64::MIN, "r", 1, "default", 1, "", 0, false),
-        ]
-        .map(|(e, r, n, t, d, c, m, s)| (e, r.to_string(), n, t.to_string(), d, c.to_string(), m, s));
-        for (expires_at_unix_ms, round_id, nonce, table_id, decks, currency, minor_unit_exponent, sandbox) in cases {
-            let fields = NewCommitment {
-                seed: &seed,
-                expires_at_unix_ms,
-                round_id: &round_id,
-                nonce,
-                table_id: &table_id,
-                decks,
-                currency: &currency,
-                minor_unit_exponent,
-                rules_digest: &digest,
-                sandbox,
-            };
-            let payload = CommitmentPayload {
-                server_seed: seed.expose().to_vec(),
-                expires_at_unix_ms,
-                round_id: round_id.clone(),
-                nonce,
-                table_id: table_id.clone(),
-                decks,
-                currency: currency.clone(),
-                minor_unit_exponent,
-                rules_digest: digest.0.to_vec(),
-                sandbox,
-            };
-            let mut written = Vec::new();
-            fields.encode_to(&mut written);
-            assert_eq!(written, prost::Message::encode_to_vec(&payload), "{payload:?}");
-            assert_eq!(fields.payload_len(), written.len());
-        }
-    }
-
-    #[test]
-    fn the_round_state_encodes_byte_for_byte_as_its_payload() {
+    fn the_round_state_survives_encoding_in_every_phase() {
         // Awaiting decisions, after each step, complete; odd values (nonce 0, empty ids,
         // large bets, one to seven seats, consecutive and pair deals).
         let mut s = state();
-        assert_encodes_as_the_payload(&s);
+        assert_survives_encoding(&s);
         decide(&mut s, &[(2, Decision::Stand), (0, Decision::Raise)]);
-        assert_encodes_as_the_payload(&s);
+        assert_survives_encoding(&s);
         decide(&mut s, &[(1, Decision::Raise)]);
-        assert_encodes_as_the_payload(&s);
+        assert_survives_encoding(&s);
         s.round.close();
-        assert_encodes_as_the_payload(&s);
+        assert_survives_encoding(&s);
         s.nonce = 0;
         s.round_id.clear();
         s.client_seed = "é".repeat(300);
-        assert_encodes_as_the_payload(&s);
+        assert_survives_encoding(&s);
         s.currency = None;
-        assert_encodes_as_the_payload(&s);
+        assert_survives_encoding(&s);
         s.limits = None;
-        assert_encodes_as_the_payload(&s);
+        assert_survives_encoding(&s);
         s.limits = Some(BetLimits::new(Money(1), Money(crate::game::table::MAX_BET)).unwrap());
-        assert_encodes_as_the_payload(&s);
+        assert_survives_encoding(&s);
         s.currency = Some(Currency::new("JPY", 0, "currency").unwrap());
-        assert_encodes_as_the_payload(&s);
+        assert_survives_encoding(&s);
         s.sandbox = true;
-        assert_encodes_as_the_payload(&s);
+        assert_survives_encoding(&s);
         assert!(RoundState::from_payload(s.to_payload()).unwrap().sandbox);
         s.sandbox = false;
         let table = Table::default();
@@ -788,11 +532,11 @@ mod tests {
             let round = Round::start(&table, &bets, &mut deck).unwrap();
             let mut s = RoundState { round, nonce: u64::MAX, ..state() };
             s.transcript = s.start_transcript();
-            assert_encodes_as_the_payload(&s);
+            assert_survives_encoding(&s);
             if s.round.seats().len() == 7 && matches!(s.round, Round::AwaitingDecisions(_)) {
                 for seat in 0..7 {
                     decide(&mut s, &[(seat, if seat % 2 == 0 { Decision::Raise } else { Decision::Stand })]);
-                    assert_encodes_as_the_payload(&s);
+                    assert_survives_encoding(&s);
                 }
             }
         }

@@ -466,7 +466,7 @@ impl KeyRing {
     /// Seals `payload` into a version-2 token of `kind` under the primary key. A token over
     /// [`MAX_TOKEN_LEN`] is refused ([`EngineError::TokenTooLarge`], an internal error that
     /// accepted requests cannot reach).
-    pub fn seal(&self, kind: TokenKind, payload: &impl Payload) -> Result<Vec<u8>, EngineError> {
+    pub fn seal(&self, kind: TokenKind, payload: &impl Message) -> Result<Vec<u8>, EngineError> {
         let key = &self.keys[self.primary];
         let mut token = frame(TOKEN_VERSION, kind, &key.id, payload)?;
         let header_len = 3 + key.id.len();
@@ -565,30 +565,11 @@ impl KeyRing {
     }
 }
 
-/// What [`KeyRing::seal`] seals: any protobuf message, or a type that writes a message's
-/// encoding itself without building it (the round state, [`super::state::RoundState`]).
-pub trait Payload {
-    /// The length of the encoding [`Payload::encode_to`] appends.
-    fn payload_len(&self) -> usize;
-    /// Appends the protobuf encoding.
-    fn encode_to(&self, buf: &mut Vec<u8>);
-}
-
-impl<M: Message> Payload for M {
-    fn payload_len(&self) -> usize {
-        Message::encoded_len(self)
-    }
-    fn encode_to(&self, buf: &mut Vec<u8>) {
-        // A Vec grows as needed: encoding into it cannot fail.
-        let _ = self.encode(buf);
-    }
-}
-
 /// Header and a zeroed nonce, then the encoded payload: the token before encryption.
-fn frame(version: u8, kind: TokenKind, id: &str, payload: &impl Payload) -> Result<Vec<u8>, EngineError> {
+fn frame(version: u8, kind: TokenKind, id: &str, payload: &impl Message) -> Result<Vec<u8>, EngineError> {
     let id = id.as_bytes();
     let header_len = 3 + id.len();
-    let len = header_len + NONCE_LEN + payload.payload_len() + TAG_LEN;
+    let len = header_len + NONCE_LEN + payload.encoded_len() + TAG_LEN;
     if len > MAX_TOKEN_LEN {
         return Err(EngineError::TokenTooLarge { len, max: MAX_TOKEN_LEN });
     }
@@ -597,7 +578,8 @@ fn frame(version: u8, kind: TokenKind, id: &str, payload: &impl Payload) -> Resu
     token.extend_from_slice(&[version, kind.byte(), id.len() as u8]);
     token.extend_from_slice(id);
     token.resize(header_len + NONCE_LEN, 0);
-    payload.encode_to(&mut token);
+    // The capacity was reserved above; a Vec grows as needed, so encoding cannot fail.
+    let _ = payload.encode(&mut token);
     if token.len() + TAG_LEN != len {
         return Err(EngineError::Internal("token payload encoding has the wrong length".into()));
     }
