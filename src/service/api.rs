@@ -12,7 +12,8 @@
 //!   same token returns the same new token bytes (decisions are sorted by seat first). The
 //!   platform keeps only the newest token. Each Decide extends the round's transcript, so two
 //!   forks of a round never share a transcript, a reveal or an audit line.
-//! - `Settle` on a token always returns the same settlement and reveal.
+//! - `Settle` on a token always returns the same settlement and reveal, and — with a signing
+//!   key in the ring — the same signature (Ed25519 is deterministic; FAIRNESS.md 4.7).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
