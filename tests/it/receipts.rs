@@ -458,3 +458,90 @@ fn every_receipt_vector_gets_its_verdict_from_reddog_verify() {
         assert_eq!(got, want, "{}", case["name"]);
     }
 }
+
+/// An output the test reads after the sink wrote it.
+#[derive(Clone, Default)]
+struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An audit trail written by an engine whose ring has the signing key: two signed
+/// checkpoints.
+fn signed_trail() -> String {
+    use reddog::service::audit_sink::{AuditOptions, AuditSink, CheckpointSigner};
+    let out = Shared::default();
+    let ring = KeyRing::from_json(&signing_ring()).unwrap();
+    let signer = ring.signer().map(|s| std::sync::Arc::clone(s) as std::sync::Arc<dyn CheckpointSigner>);
+    let tables = Tables::single(Table::default());
+    let options = AuditOptions { replica: "replica-a".into(), checkpoint_interval: Duration::from_secs(3600), signer };
+    let audit = AuditSink::start(out.clone(), options, &tables).unwrap();
+    let svc = RedDogService::new(EngineConfig {
+        tables,
+        audit: audit.clone(),
+        key_ring: ring,
+        commitment_ttl: Duration::from_secs(600),
+    });
+    let rt = runtime();
+    for n in 0..3 {
+        let request = proto::CommitSeedRequest { round_id: format!("r-{n}"), nonce: n, table_id: String::new() };
+        rt.block_on(svc.commit_seed(Request::new(request))).unwrap();
+        if n > 0 {
+            assert!(audit.checkpoint().unwrap(), "a checkpoint is written");
+        }
+    }
+    audit.stop(Duration::from_secs(10));
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(text.matches(r#""event":"checkpoint""#).count(), 2);
+    assert_eq!(text.matches(r#""key_id":"s1""#).count(), 2, "{text}");
+    text
+}
+
+#[test]
+fn audit_log_verifies_signed_checkpoints_with_the_public_key_and_says_when_it_did_not() {
+    let trail = signed_trail();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    std::fs::write(&path, &trail).unwrap();
+    let file = path.to_str().unwrap();
+
+    let out = reddog(&["audit-log", file, "--public-key", PUBLIC], "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("checkpoints: 2 read, 2 signature(s) verified"), "{text}");
+
+    let out = reddog(&["audit-log", file], "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("signatures not checked"), "{text}");
+
+    // Under another key every checkpoint is a finding (the chain itself is intact).
+    let other = hex::encode(reddog::service::signing::ReceiptSigner::new("x", &[9; 32]).unwrap().public_key());
+    let out = reddog(&["audit-log", file, "--public-key", &other, "--json"], "");
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["summary"]["by_kind"], json!({"checkpoint_signature": 2}), "{report}");
+    assert_eq!(report["checkpoints"], json!({"records": 2, "signatures_checked": true, "signatures_verified": 0}));
+
+    // A signature altered in the file: that checkpoint is a finding (and the chain shows
+    // the edit).
+    let at = trail.find(r#""signature":""#).unwrap() + r#""signature":""#.len();
+    let mut altered = trail.clone().into_bytes();
+    altered[at] = if altered[at] == b'0' { b'1' } else { b'0' };
+    std::fs::write(&path, &altered).unwrap();
+    let out = reddog(&["audit-log", file, "--public-key", PUBLIC, "--json"], "");
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["summary"]["by_kind"]["checkpoint_signature"], 1, "{report}");
+    assert_eq!(report["checkpoints"]["signatures_verified"], 1);
+
+    // A malformed key is bad usage.
+    assert_eq!(reddog(&["audit-log", file, "--public-key", "abc"], "").status.code(), Some(2));
+}
