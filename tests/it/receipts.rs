@@ -545,3 +545,50 @@ fn audit_log_verifies_signed_checkpoints_with_the_public_key_and_says_when_it_di
     // A malformed key is bad usage.
     assert_eq!(reddog(&["audit-log", file, "--public-key", "abc"], "").status.code(), Some(2));
 }
+
+/// The real binary with the signing ring, logs at `trace`: a signed round leaves no trace of
+/// the signing secret (nor of the token key) in the diagnostics or the audit trail, and the
+/// trail's checkpoint is signed.
+#[tokio::test]
+async fn the_signing_secret_never_appears_in_trace_logs_or_the_audit_trail() {
+    use crate::common::{ServerProcess, commit_request, connect, start_request};
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("reddog.log");
+    let trail_path = dir.path().join("audit.jsonl");
+    let ring = signing_ring();
+    let server = ServerProcess::spawn(
+        &[
+            ("REDDOG_KEY_RING", ring.as_str()),
+            ("RUST_LOG", "trace"),
+            ("REDDOG_AUDIT_LOG", trail_path.to_str().unwrap()),
+            ("REDDOG_AUDIT_CHECKPOINT_SECS", "1"),
+        ],
+        Stdio::from(std::fs::File::create(&log_path).unwrap()),
+    );
+    let mut c = connect(server.addr).await;
+    let committed = c.commit_seed(commit_request("round-1", 1)).await.unwrap().into_inner();
+    assert_eq!(committed.signing_key_id, "s1");
+    let started = c.start_round(start_request(committed.commitment_token, 1, &[500])).await.unwrap().into_inner();
+    let settled = c
+        .settle(proto::SettleRequest { round_token: started.round_token, round_id: String::new() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(settled.signature.len(), 128);
+    // A checkpoint follows within its interval (bounded wait).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&trail_path).unwrap_or_default().contains(r#""event":"checkpoint""#) {
+        assert!(std::time::Instant::now() < deadline, "a checkpoint within 20 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(c);
+    assert!(server.terminate().await.success());
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let trail = std::fs::read_to_string(&trail_path).unwrap();
+    assert!(log.contains("TRACE") || log.contains("trace"), "trace-level events were written");
+    assert!(trail.contains(r#""key_id":"s1""#), "the checkpoint is signed");
+    for text in [&log, &trail] {
+        assert!(!text.to_lowercase().contains(SECRET), "the signing secret was written");
+        assert!(!text.contains(TOKEN_KEY), "the token key was written");
+    }
+}
