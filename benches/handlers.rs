@@ -15,11 +15,16 @@ use reddog::service::token::TokenKind;
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
 use tonic::Request;
 
-fn key_ring() -> KeyRing {
-    KeyRing::from_json(&format!(r#"{{"primary":"k1","keys":{{"k1":"{}"}}}}"#, "42".repeat(32))).expect("ring")
+/// The token key both services share (so one round token works with either).
+fn ring(signing: bool) -> KeyRing {
+    let signing =
+        if signing { format!(r#","signing":{{"id":"s1","secret":"{}"}}"#, "5a".repeat(32)) } else { String::new() };
+    KeyRing::from_json(&format!(r#"{{"primary":"k1","keys":{{"k1":"{}"}}{signing}}}"#, "42".repeat(32))).expect("ring")
 }
 
-fn service() -> RedDogService {
+/// The service, with an Ed25519 signing key in its ring when `signing` (signed receipts at
+/// CommitSeed and Settle, docs/FAIRNESS.md 4.7).
+fn service(signing: bool) -> RedDogService {
     let _ = reddog::service::metrics::install();
     let tables = reddog::service::tables::Tables::single(Table::default());
     // Every record is written (serialised, hashed, batched), to a sink that drops the bytes.
@@ -27,14 +32,15 @@ fn service() -> RedDogService {
     RedDogService::new(EngineConfig {
         tables,
         audit,
-        key_ring: key_ring(),
+        key_ring: ring(signing),
         commitment_ttl: Duration::from_secs(24 * 3600),
     })
 }
 
 fn handlers(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
-    let svc = service();
+    let svc = service(false);
+    let signed = service(true);
     // A round that awaits decisions, with two seats.
     let (start, round_token) = (0u64..)
         .find_map(|nonce| {
@@ -67,6 +73,9 @@ fn handlers(c: &mut Criterion) {
     };
     let settle = proto::SettleRequest { round_token, round_id: String::new() };
 
+    let receipt = rt.block_on(signed.settle(Request::new(settle.clone()))).expect("settle").into_inner();
+    assert!(!receipt.signature.is_empty(), "the signed service signs Settle");
+
     let mut g = c.benchmark_group("handler");
     g.bench_function("GetRules", |b| {
         b.iter(|| rt.block_on(svc.get_rules(Request::new(proto::GetRulesRequest::default()))).map(black_box))
@@ -86,11 +95,25 @@ fn handlers(c: &mut Criterion) {
     });
     g.bench_function("Decide", |b| b.iter(|| rt.block_on(svc.decide(Request::new(decide.clone()))).map(black_box)));
     g.bench_function("Settle", |b| b.iter(|| rt.block_on(svc.settle(Request::new(settle.clone()))).map(black_box)));
+    // The same two calls with a signing key: the difference is one Ed25519 signature each.
+    g.bench_function("CommitSeed signed", |b| {
+        b.iter(|| {
+            rt.block_on(signed.commit_seed(Request::new(proto::CommitSeedRequest {
+                round_id: "bench-round-0001".into(),
+                nonce: 1,
+                table_id: String::new(),
+            })))
+            .map(black_box)
+        })
+    });
+    g.bench_function("Settle signed", |b| {
+        b.iter(|| rt.block_on(signed.settle(Request::new(settle.clone()))).map(black_box))
+    });
     g.finish();
 
     // Sealing a round token (the payload's protobuf encoding, then AES-GCM-SIV): the part
     // of Decide and Settle that writes their answer's token.
-    let ring = key_ring();
+    let ring = ring(false);
     let payload: RoundPayload = ring.open(TokenKind::Round, &settle.round_token).expect("a genuine round token");
     let state = RoundState::from_payload(payload).expect("a genuine round");
     let mut g = c.benchmark_group("token");

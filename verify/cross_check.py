@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Cross-checks two verifiers on the shared reveal vectors: every case of
-tests/vectors/reveal-negative.json (and of reveal-v2.json and reveal-v3.json when present) is written to a file
-and given to each verifier command; each must exit with the case's status (0 verified,
-1 not verified, 2 malformed). Prints every disagreement; exit status 1 if there is any.
+tests/vectors/reveal-negative.json (and of reveal-v2.json, reveal-v3.json and receipt-v1.json when
+present; a receipt case with its --public-key and --signature) is written to a file and given to
+each verifier command; each must exit with the case's status (0 verified, 1 not verified,
+2 malformed). Prints every disagreement; exit status 1 if there is any.
 
     python3 verify/cross_check.py VECTOR_DIR 'target/debug/reddog verify' 'python3 verify/verify.py'
 """
@@ -18,9 +19,10 @@ STATUS = {"verified": 0, "not_verified": 1, "malformed": 2}
 
 
 def cases(directory):
+    """(name, reveal text, expectations or None, verdict, extra arguments) of every case."""
     with open(os.path.join(directory, "reveal-negative.json"), encoding="utf-8") as f:
         for c in json.load(f)["cases"]:
-            yield "reveal-negative.json/" + c["name"], c["reveal"], c.get("expect"), c["verdict"]
+            yield "reveal-negative.json/" + c["name"], c["reveal"], c.get("expect"), c["verdict"], []
     for name in ("reveal-v2.json", "reveal-v3.json"):
         path = os.path.join(directory, name)
         if not os.path.exists(path):
@@ -29,7 +31,14 @@ def cases(directory):
             for c in json.load(f)["cases"]:
                 r = c["reveal"]
                 text = r if isinstance(r, str) else json.dumps(r, ensure_ascii=False, separators=(",", ":"))
-                yield name + "/" + c["name"], text, c.get("expect"), c.get("verdict", "verified")
+                yield name + "/" + c["name"], text, c.get("expect"), c.get("verdict", "verified"), []
+    # Signed receipts: the reveal with --public-key and --signature (FAIRNESS.md 4.7).
+    path = os.path.join(directory, "receipt-v1.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for c in json.load(f)["cases"]:
+                yield ("receipt-v1.json/" + c["name"], c["reveal"], None, c["verdict"],
+                       ["--public-key", c["public_key"], "--signature", c["signature"]])
 
 
 def main(argv):
@@ -41,14 +50,14 @@ def main(argv):
     with tempfile.TemporaryDirectory() as tmp:
         reveal_path = os.path.join(tmp, "reveal.json")
         expect_path = os.path.join(tmp, "expect.json")
-        for name, text, expect, verdict in cases(directory):
-            with open(reveal_path, "w", encoding="utf-8") as f:
+        for name, text, expect, verdict, extra in cases(directory):
+            with open(reveal_path, "w", encoding="utf-8", newline="") as f:
                 f.write(text)
-            extra = []
+            extra = list(extra)
             if expect is not None:
                 with open(expect_path, "w", encoding="utf-8") as f:
                     json.dump(expect, f, ensure_ascii=False)
-                extra = ["--expect", expect_path]
+                extra += ["--expect", expect_path]
             for cmd in commands:
                 got = subprocess.run(cmd + [reveal_path] + extra, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL).returncode

@@ -234,6 +234,52 @@ class CommandLine(unittest.TestCase):
             self.assertEqual(self.run_cli("--expect", path, "--expect-nonce", str(r["nonce"] + 1), stdin=text)[0], 2)
 
 
+class SignedReceipts(unittest.TestCase):
+    """FAIRNESS.md 4.7, with tests/vectors/receipt-v1.json (signed by the engine)."""
+
+    run_cli = CommandLine.run_cli
+
+    def vectors(self):
+        with open(os.path.join(ROOT, "tests", "vectors", "receipt-v1.json"), encoding="utf-8") as f:
+            return json.load(f)
+
+    def test_a_forged_reveal_is_refused_with_the_public_key_alone(self):
+        doc = self.vectors()
+        genuine, forged = doc["cases"][0], doc["cases"][2]
+        self.assertEqual(genuine["name"], "settle/genuine")
+        self.assertTrue(forged["name"].startswith("settle/forged"))
+        key, sig = genuine["public_key"], genuine["signature"]
+        self.assertEqual(self.run_cli("--public-key", key, "--signature", sig, stdin=genuine["reveal"].encode())[0], 0)
+        self.assertEqual(self.run_cli(stdin=forged["reveal"].encode())[0], 0, "the forgery verifies without the key")
+        code, out = self.run_cli("--public-key", key, "--signature", sig, stdin=forged["reveal"].encode())
+        self.assertEqual(code, 1)
+        self.assertIn("does not cover this reveal", out)
+
+    def test_the_key_and_signature_text_forms(self):
+        g = self.vectors()["cases"][0]
+        text = g["reveal"].encode()
+        self.assertEqual(self.run_cli("--public-key", g["public_key"].upper(), "--signature",
+                                      g["signature"].upper(), stdin=text)[0], 0)
+        self.assertEqual(self.run_cli("--public-key", g["public_key"], stdin=text)[0], 2)
+        self.assertEqual(self.run_cli("--public-key", g["public_key"][:-1], "--signature", g["signature"],
+                                      stdin=text)[0], 2)
+        self.assertEqual(self.run_cli("--public-key", g["public_key"], "--signature", "0x" + g["signature"][2:],
+                                      stdin=text)[0], 2)
+
+    def test_the_commit_receipt_message_is_section_4_7s(self):
+        c = self.vectors()["commit"]
+        m = v.commit_receipt_message(bytes.fromhex(c["commitment"]), c["round_id"], c["nonce"], c["table_id"],
+                                     c["decks"], bytes.fromhex(c["rules_digest"]), c["expires_at_unix_ms"],
+                                     c["algorithm"], c["sandbox"])
+        self.assertEqual(m.hex(), c["message_hex"])
+        self.assertTrue(m.startswith(bytes.fromhex("00000018") + b"reddog/receipt/commit/v1"))
+
+    def test_only_one_trailing_line_feed_is_ignored(self):
+        self.assertEqual(v.receipt_bytes(b"{}\n"), b"{}")
+        self.assertEqual(v.receipt_bytes(b"{}\n\n"), b"{}\n")
+        self.assertEqual(v.receipt_bytes(b"{}"), b"{}")
+
+
 class PlayersRecord(unittest.TestCase):
     """The player's record (FAIRNESS.md 4.5): --expect-transcript and the other options."""
 

@@ -21,9 +21,16 @@ Usage:
         SEAT:ACTION separated by commas, the calls separated by semicolons, ACTION raise or
         stand ("0:raise,1:stand;2:stand"; the empty string: no Decide call); hex is 64 digits
         of either case
+    verify.py [FILE|-] --public-key HEX --signature HEX [--expect-... as above]
+        also check the engine's signed receipt (FAIRNESS.md 4.7): the Ed25519 signature
+        (128 hex, Settle's `signature`) by the engine's public key (64 hex, GetRules'
+        `signing_keys` or `reddog keygen --public`) over the reveal's transcript and the exact
+        bytes of FILE (one trailing line feed ignored). A reveal changed in any byte fails it,
+        without the player's record. Needs the `cryptography` package (only this option
+        imports it)
     verify.py --vectors DIR
-        check every vector file it knows in DIR (deal-v1.json, reveal-v2.json when present,
-        reveal-negative.json)
+        check every vector file it knows in DIR (deal-v1.json, reveal-v2.json and
+        reveal-v3.json when present, reveal-negative.json, receipt-v1.json when present)
 
 Exit status: 0 verified / all vectors pass; 1 not verified / a vector fails; 2 malformed input
 (a reveal or expectation that breaks the grammar, unreadable input, bad usage).
@@ -783,6 +790,59 @@ def report(reveal, ok, lines, out):
     print("%-18s %s" % ("verdict", "VERIFIED" if ok else "NOT VERIFIED"), file=out)
 
 
+# --- Signed receipts (section 4.7) -------------------------------------------------------
+
+RECEIPT_COMMIT_LABEL = b"reddog/receipt/commit/v1"
+RECEIPT_SETTLE_LABEL = b"reddog/receipt/settle/v1"
+
+
+def settle_receipt_message(transcript, reveal_bytes):
+    """The bytes a Settle receipt signs: label, transcript (32 bytes), SHA-256 of the reveal."""
+    return field(RECEIPT_SETTLE_LABEL) + field(transcript) + field(hashlib.sha256(reveal_bytes).digest())
+
+
+def commit_receipt_message(commitment, round_id, nonce, table_id, decks, rules_digest, expires_at_unix_ms,
+                           algorithm, sandbox):
+    """The bytes a CommitSeed receipt signs (hex arguments as bytes, text as str)."""
+    return (field(RECEIPT_COMMIT_LABEL) + field(commitment) + field(round_id.encode("utf-8"))
+            + field(nonce.to_bytes(8, "big")) + field(table_id.encode("utf-8")) + field(bytes([decks]))
+            + field(rules_digest) + field(expires_at_unix_ms.to_bytes(8, "big", signed=True))
+            + field(algorithm.encode("utf-8")) + field(bytes([1 if sandbox else 0])))
+
+
+def receipt_bytes(data):
+    """The reveal bytes a receipt covers: the file without one trailing line feed."""
+    return data[:-1] if data.endswith(b"\n") else data
+
+
+def ed25519_verifies(public_key, signature, message):
+    """Ed25519 (RFC 8032) with the `cryptography` package, imported only here. A public key
+    that is not a curve point verifies nothing."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
+        return True
+    except (InvalidSignature, ValueError):
+        return False
+
+
+def want_hex(value, name, size):
+    """A text-form hex option: exactly 2*size hex digits of either case."""
+    if not isinstance(value, str) or len(value) != 2 * size or any(c not in "0123456789abcdefABCDEF" for c in value):
+        raise Malformed("%s: must be %d hexadecimal digits" % (name, 2 * size))
+    return bytes.fromhex(value)
+
+
+def check_receipt(reveal, data, public_key, signature):
+    """(label, ok, text) of the Settle receipt check over the reveal's exact bytes."""
+    if reveal.version < 2:
+        return ("signature", False, "a version-1 reveal has no transcript: no receipt covers it")
+    ok = ed25519_verifies(public_key, signature, settle_receipt_message(reveal.transcript, receipt_bytes(data)))
+    return ("signature", ok, "ed25519 by %s: %s" % (public_key.hex(), "covers this reveal" if ok else
+                                                    "does not cover this reveal (another reveal, or another key)"))
+
+
 # --- Test vectors -------------------------------------------------------------------------
 
 def check_case(case):
@@ -875,11 +935,54 @@ def _positive_cases(doc):
         yield case.get("name"), errors
 
 
+def _receipt_cases(doc):
+    """receipt-v1.json: the public key of the secret, the CommitSeed receipt's message and
+    signature, and each Settle case's verdict given the public key and signature."""
+    if doc.get("format") != "reddog-receipt-vectors-v1":
+        raise Malformed("format %s is not reddog-receipt-vectors-v1" % _show(doc.get("format")))
+    try:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    except ImportError:
+        raise Malformed("the cryptography package is needed to check signatures (pip install cryptography)")
+    secret = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(doc["secret"]))
+    public = secret.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    yield "public-key-of-the-secret", ([] if public.hex() == doc["public_key"] else ["public key %s" % public.hex()])
+    c = doc["commit"]
+    message = commit_receipt_message(bytes.fromhex(c["commitment"]), c["round_id"], c["nonce"], c["table_id"],
+                                     c["decks"], bytes.fromhex(c["rules_digest"]), c["expires_at_unix_ms"],
+                                     c["algorithm"], c["sandbox"])
+    errors = []
+    if message.hex() != c["message_hex"]:
+        errors.append("message_hex differs from section 4.7's")
+    if secret.sign(message).hex() != c["signature"]:
+        errors.append("signature is not the secret's Ed25519 signature of the message")
+    if not ed25519_verifies(public, bytes.fromhex(c["signature"]), message):
+        errors.append("signature does not verify")
+    yield "commit", errors
+    for case in doc["cases"]:
+        data = case["reveal"].encode("utf-8")
+        try:
+            reveal = parse_reveal(loads_strict(data))
+            ok, _ = verify(reveal)
+            sig_label, sig_ok, _ = check_receipt(reveal, data, bytes.fromhex(case["public_key"]),
+                                                 bytes.fromhex(case["signature"]))
+            got = "verified" if ok and sig_ok else "not_verified"
+        except Malformed:
+            got = "malformed"
+        if case["name"] == "settle/genuine" and "settle_message_hex" in doc:
+            if settle_receipt_message(reveal.transcript, data).hex() != doc["settle_message_hex"]:
+                got += " (settle_message_hex differs from section 4.7's)"
+        yield case.get("name"), ([] if got == case["verdict"] else
+                                 ["expected %s, the verifier says %s" % (case["verdict"], got)])
+
+
 KNOWN_VECTOR_FILES = (
     ("deal-v1.json", True, _deal_cases),
     ("reveal-v2.json", False, _positive_cases),
     ("reveal-v3.json", False, _positive_cases),
     ("reveal-negative.json", True, _negative_cases),
+    ("receipt-v1.json", False, _receipt_cases),
 )
 
 
@@ -951,7 +1054,11 @@ def main(argv):
     p.add_argument("--expect-decisions", metavar="SEAT:ACTION,...;...",
                    help="each Decide call's decisions, e.g. 0:raise,1:stand;2:stand")
     p.add_argument("--expect", metavar="FILE", help="a JSON object of expectations (keys: %s)" % ", ".join(EXPECT_KEYS))
+    p.add_argument("--public-key", metavar="HEX", help="the engine's Ed25519 public key (64 hex); with --signature")
+    p.add_argument("--signature", metavar="HEX", help="Settle's signature over the reveal (128 hex); with --public-key")
     args = p.parse_args(argv)
+    if (args.public_key is None) != (args.signature is None):
+        p.error("--public-key and --signature go together")
 
     if args.vectors is not None:
         if args.file != "-":
@@ -968,6 +1075,14 @@ def main(argv):
         for key, value in expectations:
             if any(k == key and x != value for k, x in expectations):
                 raise Malformed("--expect-%s disagrees with the --expect file" % key.replace("_", "-"))
+        receipt = None
+        if args.public_key is not None:
+            receipt = (want_hex(args.public_key, "--public-key", 32), want_hex(args.signature, "--signature", 64))
+            try:
+                import cryptography  # noqa: F401  (only the signature check needs it)
+            except ImportError:
+                raise Malformed("--public-key: checking a signature needs the cryptography package "
+                                "(pip install cryptography)")
         if args.file == "-":
             data = sys.stdin.buffer.read()
         else:
@@ -982,6 +1097,10 @@ def main(argv):
         print("error: malformed reveal: %s" % e, file=sys.stderr)
         return 2
     ok, lines = verify(reveal, expectations)
+    if receipt is not None:
+        line = check_receipt(reveal, data, *receipt)
+        lines.append(line)
+        ok = ok and line[1]
     report(reveal, ok, lines, sys.stdout)
     return 0 if ok else 1
 

@@ -215,3 +215,22 @@ test("the player's record: text forms as in the CLI, malformed otherwise", async
     assert.equal((await V.verifyReveal(c.reveal, bad)).verdict, "malformed", JSON.stringify(bad));
   }
 });
+
+// Signed receipts (docs/FAIRNESS.md 4.7): every case of tests/vectors/receipt-v1.json gets
+// its verdict, with the public key and signature alone; the forged reveal verifies without them.
+const receiptPath = path.join(vectors, "receipt-v1.json");
+if (existsSync(receiptPath)) {
+  test("receipt-v1.json: every signed-receipt case gets its verdict", async () => {
+    const doc = JSON.parse(readFileSync(receiptPath, "utf8"));
+    assert.ok(doc.cases.length >= 5);
+    for (const c of doc.cases) {
+      const got = await V.verifyReceipt(c.reveal, c.public_key, c.signature);
+      assert.equal(got.verdict, c.verdict, `${c.name}: ${got.errors.join("; ")}`);
+    }
+    const forged = doc.cases.find((c) => c.name.startsWith("settle/forged-raise"));
+    assert.equal((await V.verifyReveal(forged.reveal)).verdict, "verified", "the forgery verifies without the key");
+    const g = doc.cases[0];
+    assert.equal((await V.verifyReceipt(g.reveal, g.public_key.slice(2), g.signature)).verdict, "malformed");
+    assert.equal((await V.verifyReceipt(g.reveal, g.public_key.toUpperCase(), g.signature.toUpperCase())).verdict, "verified");
+  });
+}

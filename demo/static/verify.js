@@ -620,3 +620,44 @@ export async function verifyReveal(text, record = {}) {
   out.verdict = out.errors.length ? "not_verified" : "verified";
   return out;
 }
+
+// ---------------------------------------------------------------- signed receipts
+
+// Signed receipts (docs/FAIRNESS.md 4.7): verifyReceipt(text, publicKeyHex, signatureHex,
+// record) resolves to verifyReveal's answer with one more check, "signature": the engine's
+// Ed25519 signature (Settle's `signature`, 128 hex) by its public key (GetRules'
+// `signing_keys`, 64 hex) over "reddog/receipt/settle/v1", the reveal's transcript and
+// SHA-256 of the reveal's exact UTF-8 bytes (one trailing line feed ignored). Needs WebCrypto
+// Ed25519 (node 20, Chromium 137 and later); where it is missing the check fails, naming why.
+export async function verifyReceipt(text, publicKeyHex, signatureHex, record = {}) {
+  if (typeof publicKeyHex !== "string" || !/^[0-9a-fA-F]{64}$/.test(publicKeyHex)) {
+    return { verdict: "malformed", errors: ["public key: must be 64 hexadecimal digits"], checks: [] };
+  }
+  if (typeof signatureHex !== "string" || !/^[0-9a-fA-F]{128}$/.test(signatureHex)) {
+    return { verdict: "malformed", errors: ["signature: must be 128 hexadecimal digits"], checks: [] };
+  }
+  const out = await verifyReveal(text, record);
+  if (out.verdict === "malformed") return out;
+  let ok = false;
+  let detail;
+  if (out.format === "reddog-reveal-v1") {
+    detail = "a version-1 reveal has no transcript: no receipt covers it";
+  } else {
+    let bytes = te.encode(text);
+    if (bytes.length && bytes[bytes.length - 1] === 0x0a) bytes = bytes.subarray(0, bytes.length - 1);
+    const message = concat([field("reddog/receipt/settle/v1"), field(hexToBytes(out.reveal.transcript)),
+      field(await sha256(bytes))]);
+    try {
+      const key = await needSubtle().importKey("raw", hexToBytes(publicKeyHex.toLowerCase()), { name: "Ed25519" },
+        false, ["verify"]);
+      ok = await needSubtle().verify({ name: "Ed25519" }, key, hexToBytes(signatureHex.toLowerCase()), message);
+      detail = ok ? "the engine's signature covers this reveal" : "does not cover this reveal (another reveal, or another key)";
+    } catch (e) {
+      detail = `not checked: ${e.message}`;
+    }
+  }
+  out.checks.push({ name: "signature", ok, detail });
+  if (!ok) out.errors.push(`signature: ${detail}`);
+  out.verdict = out.errors.length ? "not_verified" : "verified";
+  return out;
+}

@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
-# Fairness: the independent Python verifier (standard library only, nothing to install)
-# checks every test vector file, runs its own unit tests, checks that the negative vectors are
-# what their generator writes, and cross-checks the binary's `reddog verify` against it on the
-# shared reveal vectors and on a fresh reveal. Exits non-zero on any failure.
+# Fairness: the independent Python verifier (standard library only, plus the `cryptography`
+# package for signed receipts, installed into .tools/venv if absent) checks every test vector
+# file, runs its own unit tests, checks that the negative vectors are what their generator
+# writes, and cross-checks the binary's `reddog verify` against it on the shared reveal
+# vectors, the signed-receipt vectors and a fresh reveal. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 command -v python3 >/dev/null || { echo "python3 is required" >&2; exit 1; }
+TOOLS="$PWD/.tools"
+mkdir -p "$TOOLS"
+if [ ! -x "$TOOLS/venv/bin/python" ]; then
+  python3 -c 'import ensurepip, venv' 2>/dev/null || {
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; }
+  python3 -m venv "$TOOLS/venv"
+fi
+PY="$TOOLS/venv/bin/python"
+"$PY" -c 'import cryptography' 2>/dev/null || {
+  echo "== pip install cryptography (.tools/venv)"
+  "$PY" -m pip install --quiet --disable-pip-version-check cryptography; }
 
 passed=0
 failed=0
@@ -15,8 +27,8 @@ step() { # name, command...
   if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
 }
 
-step "python verifier: every vector file in tests/vectors/" python3 verify/verify.py --vectors tests/vectors/
-step "python verifier: unit tests" python3 -m unittest discover -s verify -q
+step "python verifier: every vector file in tests/vectors/" "$PY" verify/verify.py --vectors tests/vectors/
+step "python verifier: unit tests" "$PY" -m unittest discover -s verify -q
 step "negative vectors are what verify/make_negative_vectors.py writes" python3 verify/make_negative_vectors.py --check
 
 cargo build --locked --quiet --bin reddog
@@ -26,7 +38,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # Both verifiers on every shared reveal vector: each must give the vector's verdict (exit status).
 step "reddog verify and verify.py agree with every reveal vector" \
-  python3 verify/cross_check.py tests/vectors/ "$bin verify" "python3 verify/verify.py"
+  "$PY" verify/cross_check.py tests/vectors/ "$bin verify" "$PY verify/verify.py"
 step "reddog verify and verify.py agree on 2000 random variations of genuine reveals" \
   python3 verify/differential.py "$bin verify" 2000 1
 

@@ -41,11 +41,14 @@ pub enum Kind {
     RoundRedealt,
     /// A round started and never settled (only when asked for).
     OpenRound,
+    /// A checkpoint whose signature does not verify with the public key given, or that
+    /// carries none (only with a public key).
+    CheckpointSignature,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::ChainGap,
         Kind::ChainEdit,
         Kind::ChainOrder,
@@ -54,6 +57,7 @@ impl Kind {
         Kind::PeekThenPlay,
         Kind::RoundRedealt,
         Kind::OpenRound,
+        Kind::CheckpointSignature,
     ];
 
     /// The name in reports, JSON and SQL: `chain_gap`, `peek_then_play`, ….
@@ -67,6 +71,7 @@ impl Kind {
             Kind::PeekThenPlay => "peek_then_play",
             Kind::RoundRedealt => "round_redealt",
             Kind::OpenRound => "open_round",
+            Kind::CheckpointSignature => "checkpoint_signature",
         }
     }
 }

@@ -68,6 +68,9 @@ pub struct Options {
     pub temp_dir: Option<PathBuf>,
     /// Keep the round records of this commitment (for `--reveal`).
     pub keep_commitment: Option<String>,
+    /// Check every checkpoint's Ed25519 signature with this public key (the engine's signing
+    /// key): a checkpoint without a valid signature is a `checkpoint_signature` finding.
+    pub checkpoint_key: Option<[u8; 32]>,
 }
 
 /// One input: a name for messages and its lines.
@@ -97,6 +100,10 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// The round records of [`Options::keep_commitment`].
     pub kept: Vec<RoundFact>,
+    /// Checkpoint records read.
+    pub checkpoints: u64,
+    /// Checkpoints whose signature verified with [`Options::checkpoint_key`] (0 without one).
+    pub checkpoints_verified: u64,
 }
 
 /// Where the facts go between reading and checking.
@@ -166,6 +173,27 @@ impl Sink {
         findings.extend(check::join_blocks(blocks));
         Ok((findings, count))
     }
+}
+
+/// Whether a checkpoint record carries a valid Ed25519 signature by `key` over its chain head
+/// (`docs/AUDIT.md`: the message of [`crate::service::audit_record::checkpoint_message`]).
+fn checkpoint_signed(key: &[u8; 32], replica: &str, run: &str, seq: u64, scan: &Scan<'_>) -> Result<(), String> {
+    use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+    let mut head = [0u8; 32];
+    if scan.head.as_deref().is_none_or(|h| hex::decode_to_slice(h, &mut head).is_err()) {
+        return Err("a checkpoint without a 64-hex head".into());
+    }
+    let Some(text) = scan.signature.as_deref() else {
+        return Err("an unsigned checkpoint (the public key given expects signed ones)".into());
+    };
+    let mut signature = [0u8; 64];
+    if hex::decode_to_slice(text, &mut signature).is_err() {
+        return Err("a checkpoint signature that is not 128 hex digits".into());
+    }
+    let message = crate::service::audit_record::checkpoint_message(replica, run, seq, &head);
+    let verifies =
+        VerifyingKey::from_bytes(key).is_ok_and(|k| k.verify(&message, &Signature::from_bytes(&signature)).is_ok());
+    if verifies { Ok(()) } else { Err("a checkpoint signature that does not verify with the public key given".into()) }
 }
 
 /// The partition count for `mode` and an input of `bytes` (when known).
@@ -242,6 +270,21 @@ pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
                 ));
             }
             last_seq.insert(key, seq);
+            if event == "checkpoint" {
+                report.checkpoints += 1;
+                if let Some(key) = &opts.checkpoint_key {
+                    match checkpoint_signed(key, replica, run, seq, &scan) {
+                        Ok(()) => report.checkpoints_verified += 1,
+                        Err(why) => report.findings.push(Finding::chain(
+                            Kind::CheckpointSignature,
+                            replica,
+                            run,
+                            seq,
+                            format!("{}:{line_no}: {why}", input.name),
+                        )),
+                    }
+                }
+            }
             sink.push(Fact::Chain(ChainFact {
                 replica: replica.to_string(),
                 run: run.to_string(),

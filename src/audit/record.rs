@@ -222,4 +222,7 @@ pub struct Scan<'a> {
     pub parent_transcript: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub head: Option<Cow<'a, str>>,
+    /// A checkpoint's signature (128 hex), when the engine signs them.
+    #[serde(borrow)]
+    pub signature: Option<Cow<'a, str>>,
 }

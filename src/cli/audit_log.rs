@@ -1,7 +1,8 @@
 //! `reddog audit-log FILE…`: checks the audit trails (`reddog-audit-v1` records) of any
 //! number of replicas, in any order ([`reddog::audit`]): chain gaps, edits and reordering;
 //! commitment reuse, forks, peek then play, rounds re-dealt; with `--open-rounds`, rounds
-//! never settled; with `--reveal FILE`, one disputed reveal against the logged transcripts.
+//! never settled; with `--reveal FILE`, one disputed reveal against the logged transcripts;
+//! with `--public-key HEX`, every checkpoint's signature (else the report says it did not).
 //! Exit status 0: nothing found; 1: something found; 2: a file could not be read, or the
 //! input holds no audit record at all.
 //!
@@ -47,9 +48,23 @@ pub struct AuditLogArgs {
     /// Directory for the partition files (default: the system's temporary directory).
     #[arg(long, value_name = "DIR")]
     pub temp_dir: Option<PathBuf>,
+    /// The engine's public signing key (64 hex, `reddog keygen --public`): verify every
+    /// checkpoint's Ed25519 signature; an unsigned checkpoint or a signature that does not
+    /// verify is a `checkpoint_signature` finding. Without it signatures are not checked.
+    #[arg(long, value_name = "HEX")]
+    pub public_key: Option<String>,
 }
 
 pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
+    let mut checkpoint_key = None;
+    if let Some(text) = &args.public_key {
+        let mut key = [0u8; 32];
+        if hex::decode_to_slice(text, &mut key).is_err() {
+            eprintln!("audit-log: --public-key: an Ed25519 public key is 64 hexadecimal digits");
+            return Ok(ExitCode::from(2));
+        }
+        checkpoint_key = Some(key);
+    }
     let reveal = match &args.reveal {
         None => None,
         Some(path) => match std::fs::read_to_string(path)
@@ -77,6 +92,7 @@ pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
         older_than: args.older_than,
         temp_dir: args.temp_dir.clone(),
         keep_commitment,
+        checkpoint_key,
     };
     let inputs = match audit::open_files(&args.files) {
         Ok(i) => i,
@@ -102,7 +118,7 @@ pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
     let mut out = io::stdout().lock();
     let code = match &reveal {
         Some(r) => reveal_report(&mut out, &report, r, args.json)?,
-        None => full_report(&mut out, &report, args.json)?,
+        None => full_report(&mut out, &report, args.json, checkpoint_key.is_some())?,
     };
     out.flush()?;
     Ok(ExitCode::from(code))
@@ -116,7 +132,7 @@ fn by_kind(findings: &[Finding]) -> BTreeMap<&'static str, usize> {
     m
 }
 
-fn full_report(out: &mut impl Write, report: &Report, json: bool) -> io::Result<u8> {
+fn full_report(out: &mut impl Write, report: &Report, json: bool, keyed: bool) -> io::Result<u8> {
     if json {
         let value = serde_json::json!({
             "files": report.files,
@@ -125,6 +141,11 @@ fn full_report(out: &mut impl Write, report: &Report, json: bool) -> io::Result<
             "skipped_lines": report.skipped_lines,
             "malformed_records": report.malformed_records,
             "partitions": report.partitions,
+            "checkpoints": {
+                "records": report.checkpoints,
+                "signatures_checked": keyed,
+                "signatures_verified": report.checkpoints_verified,
+            },
             "findings": report.findings,
             "summary": { "findings": report.findings.len(), "by_kind": by_kind(&report.findings) },
         });
@@ -136,6 +157,19 @@ fn full_report(out: &mut impl Write, report: &Report, json: bool) -> io::Result<
             "audit-log: {} audit record(s) from {} file(s), {} partition(s); {} other line(s) skipped, {} malformed audit record(s)",
             report.records, report.files, report.partitions, report.skipped_lines, report.malformed_records
         )?;
+        if keyed {
+            writeln!(
+                out,
+                "checkpoints: {} read, {} signature(s) verified with the public key given",
+                report.checkpoints, report.checkpoints_verified
+            )?;
+        } else {
+            writeln!(
+                out,
+                "checkpoints: {} read, signatures not checked (give the engine's key with --public-key)",
+                report.checkpoints
+            )?;
+        }
         for f in &report.findings {
             writeln!(out, "{}", line(f))?;
         }

@@ -4,7 +4,9 @@
 //! - `verify` checks a settled round's reveal (JSON, from a file or stdin) by the strict
 //!   grammar, re-derives its cards, recomputes every seat's money and the transcript (version
 //!   2), compares it with what the player was shown (`--expect-…`), prints the verdict and
-//!   exits 0 (verified), 1 (not verified) or 2 (malformed or unreadable);
+//!   exits 0 (verified), 1 (not verified) or 2 (malformed or unreadable); with
+//!   `--public-key` and `--signature` it also checks the engine's signed receipt over the
+//!   reveal's exact bytes;
 //! - `commit` prints a fresh server seed and its commitment — for manual experiments only:
 //!   it prints the secret seed;
 //! - `rng-dump` writes the raw generator stream of a deal to stdout, for dieharder.
@@ -14,6 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use reddog::fairness::receipt;
 use reddog::fairness::{
     ALGORITHM, AnyReveal, DealInputs, DealStream, Expectations, FairShoe, RevealV1, ServerSeed, parse_reveal,
     text_amounts, text_decisions, text_int,
@@ -66,6 +69,33 @@ pub struct VerifyArgs {
     /// must agree with it.
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
+    /// The engine's public signing key (64 hex, from GetRules `signing_keys` or `reddog
+    /// keygen --public`); with `--signature`, checks Settle's signed receipt over the reveal
+    /// (FAIRNESS.md 4.7): a reveal changed in any byte fails it, with no player's record.
+    #[arg(long, value_name = "HEX", requires = "signature")]
+    pub public_key: Option<String>,
+    /// Settle's `signature` (128 hex) over the reveal, checked with `--public-key`. The file
+    /// must hold the exact `reveal_json` bytes (one trailing line feed is ignored).
+    #[arg(long, value_name = "HEX", requires = "public_key")]
+    pub signature: Option<String>,
+}
+
+/// A signed receipt to check: the public key and the signature.
+struct Receipt {
+    public_key: [u8; 32],
+    signature: [u8; 64],
+}
+
+/// `--public-key` and `--signature`, each in its text form (hex digits of either case, 64 and
+/// 128 of them), or none.
+fn receipt_args(args: &VerifyArgs) -> anyhow::Result<Option<Receipt>> {
+    let (Some(key), Some(sig)) = (&args.public_key, &args.signature) else { return Ok(None) };
+    let mut r = Receipt { public_key: [0; 32], signature: [0; 64] };
+    hex::decode_to_slice(key, &mut r.public_key)
+        .map_err(|_| anyhow::anyhow!("--public-key: an Ed25519 public key is 64 hexadecimal digits"))?;
+    hex::decode_to_slice(sig, &mut r.signature)
+        .map_err(|_| anyhow::anyhow!("--signature: an Ed25519 signature is 128 hexadecimal digits"))?;
+    Ok(Some(r))
 }
 
 /// Exit status of `reddog verify`: the reveal verified.
@@ -187,8 +217,9 @@ fn expectations(args: &VerifyArgs) -> anyhow::Result<Expectations> {
 }
 
 pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let prepared = read_input(args.file.as_deref()).and_then(|text| Ok((text, expectations(&args)?)));
-    let (text, expect) = match prepared {
+    let prepared =
+        read_input(args.file.as_deref()).and_then(|text| Ok((text, expectations(&args)?, receipt_args(&args)?)));
+    let (text, expect, signed) = match prepared {
         Ok(x) => x,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -205,6 +236,21 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mismatches = expect.check(&reveal);
+    // The signed receipt covers the settled transcript and the exact reveal bytes; a
+    // version-1 reveal has no transcript, so no receipt covers it.
+    let signature_ok = signed.as_ref().map(|r| match &reveal {
+        AnyReveal::V1(_) => false,
+        AnyReveal::V2(v) => {
+            let mut transcript = [0u8; 32];
+            hex::decode_to_slice(&v.transcript, &mut transcript).is_ok()
+                && receipt::verify_settle(
+                    &r.public_key,
+                    &r.signature,
+                    &transcript,
+                    receipt::reveal_bytes(text.as_bytes()),
+                )
+        }
+    });
 
     let mark = |ok: bool| if ok { "OK" } else { "MISMATCH" };
     let list = |cards: &[Card]| cards.iter().map(Card::to_string).collect::<Vec<_>>().join(" ");
@@ -270,11 +316,14 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         writeln!(out, "transcript  {}  {}", r.transcript, mark(verdict.transcript_ok == Some(true)))?;
     }
+    if let (Some(r), Some(ok)) = (&signed, signature_ok) {
+        writeln!(out, "signature   ed25519 by {}  {}", hex::encode(r.public_key), mark(ok))?;
+    }
     for m in &mismatches {
         let revealed = m.revealed.as_deref().unwrap_or("(not in the reveal)");
         writeln!(out, "expected    {} {:?}, the reveal has {:?}  MISMATCH", m.field, m.expected, revealed)?;
     }
-    if verdict.ok() && mismatches.is_empty() {
+    if verdict.ok() && mismatches.is_empty() && signature_ok != Some(false) {
         writeln!(out, "verdict     VERIFIED")?;
         return Ok(ExitCode::from(VERIFIED));
     }
@@ -298,6 +347,9 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     }
     if !mismatches.is_empty() {
         why.push("the reveal differs from the player's record of the round");
+    }
+    if signature_ok == Some(false) {
+        why.push("the engine's signature does not cover this reveal (another reveal, or another key)");
     }
     eprintln!("not verified: {}", why.join("; "));
     Ok(ExitCode::from(NOT_VERIFIED))

@@ -9,6 +9,7 @@
 //! `Debug` is redacted and they are zeroized on drop.
 
 pub mod grammar;
+pub mod receipt;
 mod reveal;
 pub mod rules;
 mod seed;

@@ -12,7 +12,8 @@
 //!   same token returns the same new token bytes (decisions are sorted by seat first). The
 //!   platform keeps only the newest token. Each Decide extends the round's transcript, so two
 //!   forks of a round never share a transcript, a reveal or an audit line.
-//! - `Settle` on a token always returns the same settlement and reveal.
+//! - `Settle` on a token always returns the same settlement and reveal, and — with a signing
+//!   key in the ring — the same signature (Ed25519 is deterministic; FAIRNESS.md 4.7).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -32,6 +33,7 @@ use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, R
 use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{BoundField, EngineError};
+use crate::fairness::receipt::CommitReceipt;
 use crate::fairness::{
     ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, TableRules,
 };
@@ -143,6 +145,13 @@ impl RedDogService {
         let ttl_ms = i64::try_from(config.commitment_ttl.as_millis()).unwrap_or(i64::MAX);
         let digests: BTreeMap<String, RulesDigest> =
             config.tables.iter().map(|t| (t.id.clone(), table_rules(t).digest())).collect();
+        let signing_keys: Vec<proto::PublicKey> = config
+            .key_ring
+            .signer()
+            .map(|s| s.published())
+            .map(|k| proto::PublicKey { key_id: k.key_id, algorithm: k.algorithm, public_key_hex: k.public_key_hex })
+            .into_iter()
+            .collect();
         let rules = config
             .tables
             .iter()
@@ -151,6 +160,7 @@ impl RedDogService {
                 let mut rules =
                     super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency), digest);
                 rules.sandbox = t.sandbox;
+                rules.signing_keys = signing_keys.clone();
                 (t.id.clone(), rules)
             })
             .collect();
@@ -268,6 +278,23 @@ impl RedDogService {
             expires_at_unix_ms,
             sandbox: named.sandbox,
         }))?;
+        let (signing_key_id, signature) = match self.inner.ring.signer() {
+            Some(signer) => (
+                signer.id().to_string(),
+                signer.sign_commit(&CommitReceipt {
+                    commitment: &committed.0,
+                    round_id: &req.round_id,
+                    nonce: req.nonce,
+                    table_id,
+                    decks: table.decks().get(),
+                    rules_digest: &rules_digest.0,
+                    expires_at_unix_ms,
+                    algorithm: ALGORITHM,
+                    sandbox: named.sandbox,
+                }),
+            ),
+            None => (String::new(), String::new()),
+        };
         let commitment = committed.to_hex();
         Ok(proto::CommitSeedResponse {
             round_id: req.round_id.clone(),
@@ -281,6 +308,8 @@ impl RedDogService {
             currency: Some(currency(&named.currency)),
             rules_digest: rules_digest.to_hex(),
             sandbox: named.sandbox,
+            signing_key_id,
+            signature,
         })
     }
 
@@ -483,7 +512,7 @@ impl RedDogService {
         // A round started by an engine before round integrity may have no round id (it was
         // optional then); a v2 reveal needs one, so such a round reveals in the v1 format
         // (cards only), which is what that engine would have returned.
-        let (reveal_json, reveal_fields) = if state.round_id.is_empty() {
+        let (reveal_json, reveal_fields, signed) = if state.round_id.is_empty() {
             let inputs = DealInputs {
                 server_seed: &state.seed,
                 client_seed: state.client_seed.as_bytes(),
@@ -492,7 +521,8 @@ impl RedDogService {
             };
             let v1 = RevealV1::new(&inputs, &state.client_seed, &cards, None);
             let json = serde_json::to_string(&v1).map_err(|e| EngineError::Internal(e.to_string()))?;
-            (json, reveal_message_v1(&v1))
+            // A version-1 reveal has no transcript: no receipt covers it.
+            (json, reveal_message_v1(&v1), false)
         } else {
             let mut reveal = RevealV2::new(&SettledRound {
                 seed: &state.seed,
@@ -512,7 +542,11 @@ impl RedDogService {
                 reveal.format = sandbox::SANDBOX_REVEAL_FORMAT.to_string();
             }
             // The JSON first, then the reveal's strings move into the message (no copies).
-            (reveal.to_json(), reveal_message(reveal))
+            (reveal.to_json(), reveal_message(reveal), true)
+        };
+        let (signing_key_id, signature) = match self.inner.ring.signer().filter(|_| signed) {
+            Some(signer) => (signer.id().to_string(), signer.sign_settle(&state.transcript.0, reveal_json.as_bytes())),
+            None => (String::new(), String::new()),
         };
         let currency = self.currency_of(&state);
         let (hand_class, spread) = record::hand_class(settlement.class);
@@ -553,6 +587,8 @@ impl RedDogService {
             reveal_json,
             currency,
             table_id: state.table_id,
+            signing_key_id,
+            signature,
         })
     }
 }

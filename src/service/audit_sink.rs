@@ -36,9 +36,9 @@ use super::error::ERROR_DOMAIN;
 use super::log_writer::BatchWriter;
 use super::tables::Tables;
 
-/// Signs checkpoints. None is configured today: a signing key in the key ring would provide
-/// one (Ed25519 over [`record::checkpoint_message`]); without it checkpoints carry no
-/// `key_id` and no `signature`.
+/// Signs checkpoints: the key ring's signing key, when it has one (Ed25519 over
+/// [`record::checkpoint_message`]; `reddog audit-log --public-key` verifies it); without it
+/// checkpoints carry no `key_id` and no `signature`.
 pub trait CheckpointSigner: Send + Sync {
     /// The key's id, as listed with its public key.
     fn key_id(&self) -> &str;

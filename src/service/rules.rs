@@ -43,6 +43,8 @@ pub fn rules(
         rules_digest: rules_digest.to_hex(),
         // Set by the service, which knows whether the table is a sandbox table.
         sandbox: false,
+        // Set by the service, which holds the key ring.
+        signing_keys: Vec::new(),
         engine: Some(proto::BuildInfo {
             version: build_info::VERSION.to_string(),
             git_commit: build_info::GIT_COMMIT.to_string(),

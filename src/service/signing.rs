@@ -13,6 +13,7 @@ use zeroize::Zeroize;
 use super::audit_sink::CheckpointSigner;
 use super::token::valid_key_id;
 use crate::error::EngineError;
+use crate::fairness::receipt::{CommitReceipt, SIGNATURE_ALGORITHM, settle_message};
 
 /// An Ed25519 signing key with its id. The secret is zeroized on drop by the crate.
 pub struct ReceiptSigner {
@@ -78,6 +79,38 @@ impl ReceiptSigner {
     pub fn sign_bytes(&self, message: &[u8]) -> [u8; 64] {
         self.key.sign(message).to_bytes()
     }
+
+    /// The `CommitSeed` receipt's signature, 128 lower-case hex (FAIRNESS.md 4.7).
+    pub fn sign_commit(&self, receipt: &CommitReceipt<'_>) -> String {
+        hex::encode(self.sign_bytes(&receipt.message()))
+    }
+
+    /// The `Settle` receipt's signature over the settled transcript and the exact
+    /// `reveal_json` bytes, 128 lower-case hex (FAIRNESS.md 4.7). Deterministic: the same
+    /// reveal always gets the same signature.
+    pub fn sign_settle(&self, transcript: &[u8; 32], reveal_json: &[u8]) -> String {
+        hex::encode(self.sign_bytes(&settle_message(transcript, reveal_json)))
+    }
+
+    /// The public key as the API publishes it.
+    pub fn published(&self) -> PublishedKey {
+        PublishedKey {
+            key_id: self.id.clone(),
+            algorithm: SIGNATURE_ALGORITHM.to_string(),
+            public_key_hex: self.public_key_hex(),
+        }
+    }
+}
+
+/// A public key by id, as `GetRules`, `ListTables` and `reddog keygen --public` show it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PublishedKey {
+    /// The key's id (`signing_key_id` in the receipts it signs).
+    pub key_id: String,
+    /// `ed25519`.
+    pub algorithm: String,
+    /// The 32-byte public key, 64 lower-case hex.
+    pub public_key_hex: String,
 }
 
 impl CheckpointSigner for ReceiptSigner {
@@ -107,6 +140,85 @@ mod tests {
         let public = VerifyingKey::from_bytes(&signer.public_key()).unwrap();
         assert!(public.verify(b"receipt", &sig).is_ok());
         assert!(public.verify(b"receipt, altered", &sig).is_err());
+    }
+
+    /// The vector of docs/FAIRNESS.md 4.7: RFC 8032 test 1's secret signs the `CommitSeed`
+    /// receipt of the round of section 4 (default table) and a `Settle` receipt.
+    #[test]
+    fn the_receipt_vectors_of_fairness_4_7_are_pinned() {
+        let signer = ReceiptSigner::from_hex("s1", &mut SECRET.to_string()).unwrap();
+        let unhex = |h: &str| -> [u8; 32] {
+            let mut b = [0u8; 32];
+            hex::decode_to_slice(h, &mut b).unwrap();
+            b
+        };
+        let commitment = unhex("674c8b102200e7f72744971e12454d03bd0eb01c2bdb2c194e64c3527bce58ae");
+        let digest = unhex("ba6aea6bf53856b62d2cdacdc49e46ae65b537c2f21a31d8a5207706a8eba781");
+        let receipt = CommitReceipt {
+            commitment: &commitment,
+            round_id: "round-7",
+            nonce: 0,
+            table_id: "default",
+            decks: 1,
+            rules_digest: &digest,
+            expires_at_unix_ms: 1_796_169_600_000,
+            algorithm: "reddog-deal-v1",
+            sandbox: false,
+        };
+        assert_eq!(
+            hex::encode(receipt.message()),
+            "00000018726564646f672f726563656970742f636f6d6d69742f763100000020674c8b102200e7f72744971e12454d03bd0eb01c\
+             2bdb2c194e64c3527bce58ae00000007726f756e642d370000000800000000000000000000000764656661756c74000000010100\
+             000020ba6aea6bf53856b62d2cdacdc49e46ae65b537c2f21a31d8a5207706a8eba78100000008000001a2340d0c000000000e72\
+             6564646f672d6465616c2d76310000000100"
+        );
+        assert_eq!(
+            signer.sign_commit(&receipt),
+            "f8a858f91d2dd1524756ef02dc799877855d7697ddf741167937d7e98b0df0c73d9609a3d1605382972046281a81260434bc21bf\
+             f2e585a34ffe0d48243ad10d"
+        );
+        let transcript = unhex("216c156056d6b8bf8449ee86327ea6746a19d5b6e0f0a963f50ba5da7c1e5281");
+        assert_eq!(
+            hex::encode(settle_message(&transcript, b"{}")),
+            "00000018726564646f672f726563656970742f736574746c652f763100000020216c156056d6b8bf8449ee86327ea6746a19d5b6\
+             e0f0a963f50ba5da7c1e52810000002044136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
+        let signature = signer.sign_settle(&transcript, b"{}");
+        assert_eq!(
+            signature,
+            "887ee63b1ba642bac237d3ff197c8cf59b9c12fde75d857aaf9760842987577797c5700a7c7086cc1b9769bdf52d20b7ae6500cd\
+             4390edf9b3dc4e4de9f7960f"
+        );
+        let mut sig = [0u8; 64];
+        hex::decode_to_slice(&signature, &mut sig).unwrap();
+        assert!(crate::fairness::receipt::verify_settle(&signer.public_key(), &sig, &transcript, b"{}"));
+        assert!(!crate::fairness::receipt::verify_settle(&signer.public_key(), &sig, &transcript, b"{ }"));
+        assert!(crate::fairness::receipt::verify_commit(
+            &signer.public_key(),
+            &{
+                let mut s = [0u8; 64];
+                hex::decode_to_slice(signer.sign_commit(&receipt), &mut s).unwrap();
+                s
+            },
+            &receipt
+        ));
+    }
+
+    #[test]
+    fn signing_the_same_reveal_twice_gives_the_same_signature() {
+        let signer = ReceiptSigner::from_hex("s1", &mut SECRET.to_string()).unwrap();
+        assert_eq!(signer.sign_settle(&[3; 32], b"{\"x\":1}"), signer.sign_settle(&[3; 32], b"{\"x\":1}"));
+        assert_ne!(signer.sign_settle(&[3; 32], b"{\"x\":1}"), signer.sign_settle(&[3; 32], b"{\"x\":2}"));
+    }
+
+    #[test]
+    fn the_published_key_has_the_id_and_public_key_and_no_secret() {
+        let signer = ReceiptSigner::from_hex("s1", &mut SECRET.to_string()).unwrap();
+        let published = signer.published();
+        assert_eq!(published.key_id, "s1");
+        assert_eq!(published.algorithm, "ed25519");
+        assert_eq!(published.public_key_hex, signer.public_key_hex());
+        assert!(!format!("{published:?}").contains(SECRET));
     }
 
     #[test]

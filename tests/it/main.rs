@@ -23,6 +23,7 @@ mod odds_match_every_deal;
 mod operator_errors;
 mod otlp_traces;
 mod outside_audit;
+mod receipts;
 mod report;
 mod reveal_vectors;
 mod round_integrity;
