@@ -7,7 +7,11 @@
 #     reconciled, every reveal verified, RSS flat;
 #   - faults, 3 000 rounds each, 16 players, two replicas sharing the key ring: SIGKILL of one
 #     under load, SIGTERM (drain) of one under load, the three-step key rotation rolled to both
-#     under load — every round settled exactly once.
+#     under load — every round settled exactly once;
+#   - the evidence checks, with every `reddog` process the release binary: a forged reveal
+#     refused given the player's record, signed receipts, audit-log's findings (the
+#     settle-older fork, a 50 ms clock skew, tampered and truncated trails, open rounds, a
+#     disputed reveal), RUST_LOG=warn keeping the whole trail, reports and reconciliation.
 # Prints each run's figures; exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,5 +27,12 @@ status=0
 cargo test --locked --test it -- --test-threads 1 --nocapture soak::soak_short faults:: >"$log" 2>&1 || status=$?
 grep -E '^(soak|sigkill|sigterm|rotation):|^test |test result' "$log" || true
 [ "$status" -eq 0 ] || grep -E -A4 'panicked' "$log" | head -40
+echo "-- evidence checks against $REDDOG_TEST_BIN"
+evidence=0
+cargo test --locked --test it -- audit_log:: fairness_cli:: receipts:: report:: \
+  audit_trail::rust_log_warn_keeps_the_whole_trail_and_sigterm_ends_it_with_audit_stopped \
+  >"$log" 2>&1 || evidence=$?
+grep -E 'test result' "$log" || true
+[ "$evidence" -eq 0 ] || { grep -E -A6 'panicked|FAILED' "$log" | head -60; status=$evidence; }
 echo "soak and faults took $(( $(date +%s) - START )) s"
 exit "$status"

@@ -28,7 +28,7 @@ struct Run {
 }
 
 fn audit_log(args: &[&str], files: &[PathBuf]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_reddog")).arg("audit-log").args(args).args(files).output().unwrap();
+    let out = Command::new(crate::common::reddog_binary()).arg("audit-log").args(args).args(files).output().unwrap();
     Run {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

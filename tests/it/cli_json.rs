@@ -4,7 +4,7 @@
 use std::process::Command;
 
 fn run(args: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_reddog")).args(args).output().unwrap();
+    let out = Command::new(crate::common::reddog_binary()).args(args).output().unwrap();
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("stdout is exactly one JSON object")
 }
@@ -51,7 +51,7 @@ fn bad_arguments_fail_cleanly() {
         &["simulate", "--rounds", "10", "--policy", "raise-at-least:99"],
         &["odds", "--paytable", "/nonexistent/paytable.json"],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_reddog")).args(args).output().unwrap();
+        let out = Command::new(crate::common::reddog_binary()).args(args).output().unwrap();
         assert!(!out.status.success(), "{args:?}");
         assert!(out.stdout.is_empty(), "{args:?}");
         assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{args:?}");

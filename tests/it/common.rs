@@ -19,6 +19,14 @@ use tonic::transport::Channel;
 pub const KEY_A: &str = "1111111111111111111111111111111111111111111111111111111111111111";
 pub const KEY_B: &str = "2222222222222222222222222222222222222222222222222222222222222222";
 
+/// The engine binary the tests run as a process: `REDDOG_TEST_BIN` when set (e.g.
+/// `target/release/reddog`: `scripts/ci.d/70-soak-faults.sh` runs the soak, fault and
+/// evidence tests against the release binary), else the one Cargo built with this test.
+pub fn reddog_binary() -> std::path::PathBuf {
+    std::env::var_os("REDDOG_TEST_BIN")
+        .map_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_reddog")), std::path::PathBuf::from)
+}
+
 pub fn ring_json(primary: &str, keys: &[(&str, &str)]) -> String {
     let keys: Vec<String> = keys.iter().map(|(id, k)| format!("\"{id}\":\"{k}\"")).collect();
     format!("{{\"primary\":\"{primary}\",\"keys\":{{{}}}}}", keys.join(","))
@@ -245,7 +253,7 @@ impl ServerProcess {
     /// Starts the real binary with `env` added, waits (bounded) for its `listening on` line.
     pub fn spawn(env: &[(&str, &str)], stderr: std::process::Stdio) -> ServerProcess {
         use std::io::BufRead;
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reddog"));
+        let mut cmd = std::process::Command::new(reddog_binary());
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .env_remove("REDDOG_KEY_RING_FILE")

@@ -43,7 +43,7 @@ impl Drop for Server {
 }
 
 fn start(drain_timeout_secs: u64) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_reddog"))
+    let mut child = Command::new(crate::common::reddog_binary())
         .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
         .args(["--drain-timeout-secs", &drain_timeout_secs.to_string()])
         .env_clear()

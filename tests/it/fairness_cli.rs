@@ -6,7 +6,7 @@ use std::process::{Command, Output, Stdio};
 const SEED: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
 fn reddog(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_reddog"))
+    let mut child = Command::new(crate::common::reddog_binary())
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -38,10 +38,9 @@ use tonic::{Code, Status};
 
 // ---- replicas ----------------------------------------------------------------------------
 
-/// The binary under test: `REDDOG_TEST_BIN` if set (e.g. `target/release/reddog`), else the
-/// one Cargo built with this test (the release binary under `cargo test --release`).
+/// The binary under test ([`crate::common::reddog_binary`]).
 pub fn binary() -> PathBuf {
-    std::env::var_os("REDDOG_TEST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_reddog")), PathBuf::from)
+    crate::common::reddog_binary()
 }
 
 /// A key ring JSON written to a file the replicas read (`--key-ring-file`).

@@ -43,12 +43,12 @@ fn spawn_binary(prefix: &[&str], args: &[&str]) -> Binary {
     use std::io::BufRead;
     let (program, pre) = match prefix.split_first() {
         Some((p, rest)) => (p.to_string(), rest.iter().map(|s| s.to_string()).collect()),
-        None => (env!("CARGO_BIN_EXE_reddog").to_string(), Vec::new()),
+        None => (reddog_binary().display().to_string(), Vec::new()),
     };
     let mut cmd = Command::new(program);
     cmd.args(pre);
     if !prefix.is_empty() {
-        cmd.arg(env!("CARGO_BIN_EXE_reddog"));
+        cmd.arg(reddog_binary());
     }
     let mut child = cmd
         .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])

@@ -4,7 +4,7 @@
 use std::process::{Command, Stdio};
 
 fn reddog(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reddog"));
+    let mut cmd = Command::new(crate::common::reddog_binary());
     cmd.args(args)
         .env_remove("REDDOG_KEY_RING")
         .env_remove("REDDOG_KEY_RING_FILE")
@@ -64,7 +64,7 @@ fn a_listen_address_without_a_port_says_what_form_is_wanted() {
 #[test]
 fn a_host_name_listen_address_is_accepted() {
     use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_reddog"))
+    let mut child = Command::new(crate::common::reddog_binary())
         .args(["serve", "--listen", "localhost:0", "--metrics-listen", "localhost:0"])
         .env_remove("REDDOG_KEY_RING")
         .stdout(Stdio::piped())
@@ -134,7 +134,7 @@ fn an_all_0xff_key_is_refused_like_an_all_zero_key() {
 /// line, stops it, and returns the log.
 fn start_up_log(path: &str) -> String {
     use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_reddog"))
+    let mut child = Command::new(crate::common::reddog_binary())
         .args(["serve", "--key-ring-file", path])
         .args(FREE)
         .env_remove("REDDOG_KEY_RING")
@@ -191,7 +191,7 @@ fn a_paytable_paying_more_than_the_stakes_is_refused_unless_allowed() {
 
     let allowed = dir.path().join("allowed.json");
     std::fs::write(&allowed, format!(r#"{{{generous},"allow_rtp_over_1":true}}"#)).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_reddog"))
+    let mut child = Command::new(crate::common::reddog_binary())
         .args(["serve", "--table-config", allowed.to_str().unwrap()])
         .args(FREE)
         .env_remove("REDDOG_KEY_RING")

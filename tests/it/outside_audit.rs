@@ -217,7 +217,7 @@ async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
     assert_eq!(late, t1, "the same request returns the same token: a retry");
     drop((ca, cb));
     let (_, _) = (a.terminate().await, b.terminate().await);
-    let out = Command::new(env!("CARGO_BIN_EXE_reddog")).arg("audit-log").args([&log_a, &log_b]).output().unwrap();
+    let out = Command::new(crate::common::reddog_binary()).arg("audit-log").args([&log_a, &log_b]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "a clean round with a retry was reported:\n{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -243,7 +243,7 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
     cb.settle(proto::SettleRequest { round_token: t0, round_id: String::new() }).await.unwrap();
     drop((ca, cb));
     let (_, _) = (a.terminate().await, b.terminate().await);
-    let out = Command::new(env!("CARGO_BIN_EXE_reddog"))
+    let out = Command::new(crate::common::reddog_binary())
         .args(["audit-log", "--json"])
         .args([&log_a, &log_b])
         .output()

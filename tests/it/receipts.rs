@@ -157,7 +157,7 @@ fn forge(genuine: &str) -> String {
 }
 
 fn reddog(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_reddog"))
+    let mut child = Command::new(crate::common::reddog_binary())
         .args(args)
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LIB_BACKTRACE")

@@ -26,7 +26,7 @@ fn trail(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn report(args: &[&str], files: &[PathBuf]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_reddog")).arg("report").args(args).args(files).output().unwrap();
+    let out = Command::new(crate::common::reddog_binary()).arg("report").args(args).args(files).output().unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

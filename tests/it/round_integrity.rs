@@ -228,7 +228,7 @@ fn finding_5_reddog_verify_refuses_malformed_reveals() {
         .unwrap();
     let id = r#","round_id":"r-1""#;
     let verify = |json: &str| {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_reddog"))
+        let mut child = std::process::Command::new(crate::common::reddog_binary())
             .args(["verify", "-"])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())

@@ -168,7 +168,7 @@ fn the_binary_refuses_a_sandbox_table_without_the_flag_and_a_sandbox_reveal_in_v
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("tables.json");
     std::fs::write(&config, TABLES).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reddog"))
+    let out = std::process::Command::new(crate::common::reddog_binary())
         .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--table-config"])
         .arg(&config)
         .env_remove("REDDOG_KEY_RING_FILE")
@@ -181,7 +181,7 @@ fn the_binary_refuses_a_sandbox_table_without_the_flag_and_a_sandbox_reveal_in_v
     let reveal = dir.join("reveal.json");
     let sample = r#"{"format":"reddog-sandbox-reveal-v1","algorithm":"reddog-deal-v1"}"#;
     std::fs::write(&reveal, sample).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reddog")).arg("verify").arg(&reveal).output().unwrap();
+    let out = std::process::Command::new(crate::common::reddog_binary()).arg("verify").arg(&reveal).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("sandbox round"), "{text}");

@@ -459,7 +459,7 @@ async fn nonsense_settings_are_refused_with_a_message_naming_them() {
 #[test]
 fn the_binary_refuses_bad_settings_and_an_inline_key_ring_flag() {
     let run = |args: &[&str], env: &[(&str, &str)]| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reddog"));
+        let mut cmd = std::process::Command::new(crate::common::reddog_binary());
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
             .args(args)
             .env_remove("REDDOG_KEY_RING")
