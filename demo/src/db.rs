@@ -11,6 +11,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0002_pin_lockout", include_str!("../migrations/0002_pin_lockout.sql")),
     ("0003_transcripts", include_str!("../migrations/0003_transcripts.sql")),
     ("0004_seats", include_str!("../migrations/0004_seats.sql")),
+    ("0005_rules_digest", include_str!("../migrations/0005_rules_digest.sql")),
 ];
 
 /// Opens (creating if needed) the database file and brings its schema up to date.

@@ -55,6 +55,9 @@ pub struct Commitment {
     pub table_id: String,
     /// The deck count the round will be dealt from.
     pub decks: u32,
+    /// The table's rules digest (64 hex) the engine bound into the commitment: shown to the
+    /// player with the commitment, and checked against the reveal's.
+    pub rules_digest: String,
 }
 
 /// How an engine call failed.
@@ -139,6 +142,7 @@ impl Engine {
             expires_ms: r.expires_at_unix_ms,
             table_id: r.table_id,
             decks: r.decks,
+            rules_digest: r.rules_digest,
         })
     }
 

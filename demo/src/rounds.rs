@@ -96,6 +96,7 @@ struct Row {
     decks: i64,
     commitment: String,
     commitment_token: Vec<u8>,
+    rules_digest: Option<String>,
     commit_expires_ms: i64,
     client_seed: Option<String>,
     bet: Option<i64>,
@@ -179,7 +180,7 @@ fn total_stake(seats: &[Seat]) -> Result<i64, RoundError> {
 const COLUMNS: &str = "round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token, \
     commit_expires_ms, client_seed, bet, limit_min, limit_max, round_token, step, transcript, cards, hand_class, \
     spread, spread_odds, decision, stake, outcome, rule, odds, returned, reveal_json, balance_after, recovered, note, \
-    created_ms, updated_ms, transcripts, seats";
+    created_ms, updated_ms, transcripts, seats, rules_digest";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok(Row {
@@ -191,6 +192,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         decks: r.get("decks")?,
         commitment: r.get("commitment")?,
         commitment_token: r.get("commitment_token")?,
+        rules_digest: r.get("rules_digest")?,
         commit_expires_ms: r.get("commit_expires_ms")?,
         client_seed: r.get("client_seed")?,
         bet: r.get("bet")?,
@@ -239,6 +241,9 @@ pub struct RoundView {
     pub decks: i64,
     /// The commitment (64 hex).
     pub commitment: String,
+    /// The table's rules digest shown with the commitment (64 hex; none for a round
+    /// committed before the platform stored it).
+    pub rules_digest: Option<String>,
     /// When the commitment expires (Unix ms).
     pub commit_expires_ms: i64,
     /// For an unused commitment: in how many milliseconds (from this answer) the platform
@@ -313,6 +318,7 @@ impl From<Row> for RoundView {
             table_id: r.table_id,
             decks: r.decks,
             commitment: r.commitment,
+            rules_digest: r.rules_digest.filter(|d| !d.is_empty()),
             commit_expires_ms: r.commit_expires_ms,
             renew_in_ms,
             client_seed: r.client_seed,
@@ -497,9 +503,20 @@ impl Platform {
             let tx = conn.transaction()?;
             tx.execute(
                 "INSERT INTO rounds (round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token,
-                                     commit_expires_ms, created_ms, updated_ms)
-                 VALUES (?1, ?2, 'committed', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
-                params![round_id, player, nonce, c.table_id, c.decks, c.commitment, c.token, c.expires_ms, now],
+                                     commit_expires_ms, created_ms, updated_ms, rules_digest)
+                 VALUES (?1, ?2, 'committed', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
+                params![
+                    round_id,
+                    player,
+                    nonce,
+                    c.table_id,
+                    c.decks,
+                    c.commitment,
+                    c.token,
+                    c.expires_ms,
+                    now,
+                    c.rules_digest
+                ],
             )?;
             tx.execute("UPDATE players SET next_nonce = ?2 WHERE id = ?1", params![player, nonce + 1])?;
             tx.commit()
