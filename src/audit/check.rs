@@ -14,6 +14,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use serde::{Deserialize, Serialize};
 
 use super::record::ZERO_HASH;
+use super::spill::Partitioned;
 use super::time::parse_timestamp;
 
 /// Sequence numbers per chain block: the unit the chain checks are partitioned by.
@@ -177,10 +178,10 @@ pub enum Fact {
     Chain(ChainFact),
 }
 
-impl Fact {
+impl Partitioned for Fact {
     /// The partition (of `n`) this fact is checked in: by commitment, by (table, round id),
     /// by (chain, block of `seq`).
-    pub fn partition(&self, n: usize) -> usize {
+    fn partition(&self, n: usize) -> usize {
         let mut h = DefaultHasher::new();
         match self {
             Fact::Round(r) => (0u8, &r.commitment).hash(&mut h),

@@ -23,12 +23,13 @@ pub mod check;
 pub mod generate;
 pub mod record;
 pub mod report;
+mod spill;
 mod time;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufRead, BufReader};
 use std::path::PathBuf;
 
 pub use check::{Finding, Kind, RoundFact, Step};
@@ -36,6 +37,7 @@ pub use time::{format_timestamp, parse_duration, parse_timestamp};
 
 use check::{ChainFact, DealFact, Fact, RoundOptions};
 use record::{SCHEMA, Scan, line_hash};
+use spill::Spill;
 
 /// Input bytes per partition: the unit of memory of the partitioned checks.
 pub const PARTITION_BYTES: u64 = 32 << 20;
@@ -106,77 +108,8 @@ pub struct Report {
     pub checkpoints_verified: u64,
 }
 
-/// Where the facts go between reading and checking.
-enum Sink {
-    Memory(Vec<Fact>),
-    Disk { _dir: tempfile::TempDir, paths: Vec<PathBuf>, writers: Vec<BufWriter<File>> },
-}
-
-impl Sink {
-    fn new(partitions: usize, temp_dir: Option<&PathBuf>) -> io::Result<Sink> {
-        if partitions <= 1 {
-            return Ok(Sink::Memory(Vec::new()));
-        }
-        let dir = match temp_dir {
-            Some(d) => tempfile::Builder::new().prefix("reddog-audit-").tempdir_in(d)?,
-            None => tempfile::Builder::new().prefix("reddog-audit-").tempdir()?,
-        };
-        let paths: Vec<PathBuf> = (0..partitions).map(|i| dir.path().join(format!("part-{i:05}.jsonl"))).collect();
-        let writers = paths
-            .iter()
-            .map(|p| Ok(BufWriter::with_capacity(16 << 10, File::create(p)?)))
-            .collect::<io::Result<_>>()?;
-        Ok(Sink::Disk { _dir: dir, paths, writers })
-    }
-
-    fn push(&mut self, fact: Fact) -> io::Result<()> {
-        match self {
-            Sink::Memory(v) => v.push(fact),
-            Sink::Disk { writers, .. } => {
-                let n = writers.len();
-                let w = &mut writers[fact.partition(n)];
-                serde_json::to_writer(&mut *w, &fact)?;
-                w.write_all(b"\n")?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Checks each partition in turn; returns the findings and the partition count.
-    fn check(self, opts: RoundOptions) -> io::Result<(Vec<Finding>, usize)> {
-        let mut findings = Vec::new();
-        let mut blocks = Vec::new();
-        let count = match self {
-            Sink::Memory(facts) => {
-                let (f, b) = check::check_partition(facts, opts);
-                findings.extend(f);
-                blocks.extend(b);
-                1
-            }
-            Sink::Disk { _dir, paths, writers } => {
-                for w in writers {
-                    w.into_inner().map_err(io::IntoInnerError::into_error)?;
-                }
-                for path in &paths {
-                    let mut facts = Vec::new();
-                    for line in BufReader::new(File::open(path)?).lines() {
-                        facts.push(serde_json::from_str::<Fact>(&line?)?);
-                    }
-                    std::fs::remove_file(path)?;
-                    let (f, b) = check::check_partition(facts, opts);
-                    findings.extend(f);
-                    blocks.extend(b);
-                }
-                paths.len()
-            }
-        };
-        findings.extend(check::join_blocks(blocks));
-        Ok((findings, count))
-    }
-}
-
 /// Whether a checkpoint record carries a valid Ed25519 signature by `key` over its chain head
-/// (`docs/AUDIT.md`: the message of [`crate::service::audit_record::checkpoint_message`]).
+/// (`docs/AUDIT.md`: the message of [`crate::fairness::receipt::checkpoint_message`]).
 fn checkpoint_signed(key: &[u8; 32], replica: &str, run: &str, seq: u64, scan: &Scan<'_>) -> Result<(), String> {
     use ed25519_dalek::{Signature, Verifier, VerifyingKey};
     let mut head = [0u8; 32];
@@ -190,7 +123,7 @@ fn checkpoint_signed(key: &[u8; 32], replica: &str, run: &str, seq: u64, scan: &
     if hex::decode_to_slice(text, &mut signature).is_err() {
         return Err("a checkpoint signature that is not 128 hex digits".into());
     }
-    let message = crate::service::audit_record::checkpoint_message(replica, run, seq, &head);
+    let message = crate::fairness::receipt::checkpoint_message(replica, run, seq, &head);
     let verifies =
         VerifyingKey::from_bytes(key).is_ok_and(|k| k.verify(&message, &Signature::from_bytes(&signature)).is_ok());
     if verifies { Ok(()) } else { Err("a checkpoint signature that does not verify with the public key given".into()) }
@@ -212,7 +145,7 @@ pub fn partition_count(mode: Mode, bytes: Option<u64>) -> usize {
 /// Reads every input once and checks it.
 pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
     let total = inputs.iter().try_fold(0u64, |sum, i| i.len.map(|l| sum.saturating_add(l)));
-    let mut sink = Sink::new(partition_count(opts.mode, total), opts.temp_dir.as_ref())?;
+    let mut sink = Spill::new(partition_count(opts.mode, total), opts.temp_dir.as_deref(), "reddog-audit-")?;
     let mut report = Report { files: inputs.len(), ..Report::default() };
     let mut newest: Option<(i64, u32)> = None;
     let mut line = Vec::with_capacity(4096);
@@ -342,7 +275,15 @@ pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
         // 0 ≤ n < 10⁹ here: the cast is exact.
         Some((s, n as u32))
     });
-    let (findings, partitions) = sink.check(RoundOptions { open_rounds: opts.open_rounds, open_before })?;
+    let round_opts = RoundOptions { open_rounds: opts.open_rounds, open_before };
+    let (mut findings, mut blocks) = (Vec::new(), Vec::new());
+    let partitions = sink.for_each_partition(|facts| {
+        let (f, b) = check::check_partition(facts, round_opts);
+        findings.extend(f);
+        blocks.extend(b);
+        Ok::<(), io::Error>(())
+    })?;
+    findings.extend(check::join_blocks(blocks));
     report.findings.extend(findings);
     report.findings.sort();
     report.partitions = partitions;

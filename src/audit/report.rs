@@ -22,14 +22,14 @@
 //! keys, about [`super::PARTITION_BYTES`] of input each.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::File;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufRead};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use super::record::{SCHEMA, SeatMoney};
+use super::spill::{Partitioned, Spill};
 use super::time::parse_timestamp;
 use super::{Input, Mode, partition_count};
 use crate::game::{Card, Decks, HandClass, Money, Paytable};
@@ -299,7 +299,10 @@ impl Fact {
             Fact::Ledger(l) => &l.round_id,
         }
     }
+}
 
+impl Partitioned for Fact {
+    /// By round id: a round's settlements, start and ledger rows meet in one partition.
     fn partition(&self, n: usize) -> usize {
         let mut h = DefaultHasher::new();
         self.round_id().hash(&mut h);
@@ -429,67 +432,6 @@ fn split_csv(line: &str) -> Result<Vec<String>, String> {
                 }
             }
             fields.push(field);
-        }
-    }
-}
-
-/// Where the facts go between reading and aggregating.
-enum Sink {
-    Memory(Vec<Fact>),
-    Disk { _dir: tempfile::TempDir, paths: Vec<PathBuf>, writers: Vec<BufWriter<File>> },
-}
-
-impl Sink {
-    fn new(partitions: usize, temp_dir: Option<&PathBuf>) -> io::Result<Sink> {
-        if partitions <= 1 {
-            return Ok(Sink::Memory(Vec::new()));
-        }
-        let dir = match temp_dir {
-            Some(d) => tempfile::Builder::new().prefix("reddog-report-").tempdir_in(d)?,
-            None => tempfile::Builder::new().prefix("reddog-report-").tempdir()?,
-        };
-        let paths: Vec<PathBuf> = (0..partitions).map(|i| dir.path().join(format!("part-{i:05}.jsonl"))).collect();
-        let writers = paths
-            .iter()
-            .map(|p| Ok(BufWriter::with_capacity(16 << 10, File::create(p)?)))
-            .collect::<io::Result<_>>()?;
-        Ok(Sink::Disk { _dir: dir, paths, writers })
-    }
-
-    fn push(&mut self, fact: Fact) -> io::Result<()> {
-        match self {
-            Sink::Memory(v) => v.push(fact),
-            Sink::Disk { writers, .. } => {
-                let n = writers.len();
-                let w = &mut writers[fact.partition(n)];
-                serde_json::to_writer(&mut *w, &fact)?;
-                w.write_all(b"\n")?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Aggregates each partition in turn into `acc`; returns the partition count.
-    fn finish(self, acc: &mut Accumulated) -> Result<usize, ReportError> {
-        match self {
-            Sink::Memory(facts) => {
-                acc.partition(facts)?;
-                Ok(1)
-            }
-            Sink::Disk { _dir, paths, writers } => {
-                for w in writers {
-                    w.into_inner().map_err(io::IntoInnerError::into_error)?;
-                }
-                for path in &paths {
-                    let mut facts = Vec::new();
-                    for line in BufReader::new(File::open(path)?).lines() {
-                        facts.push(serde_json::from_str::<Fact>(&line?).map_err(io::Error::from)?);
-                    }
-                    std::fs::remove_file(path)?;
-                    acc.partition(facts)?;
-                }
-                Ok(paths.len())
-            }
         }
     }
 }
@@ -671,7 +613,7 @@ pub fn report(
     opts: &Options,
 ) -> Result<Report, ReportError> {
     let total = inputs.iter().chain(ledger.iter()).try_fold(0u64, |sum, i| i.len.map(|l| sum.saturating_add(l)));
-    let mut sink = Sink::new(partition_count(opts.mode, total), opts.temp_dir.as_ref())?;
+    let mut sink = Spill::new(partition_count(opts.mode, total), opts.temp_dir.as_deref(), "reddog-report-")?;
     let mut report = Report { files: inputs.len(), ..Report::default() };
     let mut line = Vec::with_capacity(4096);
     for mut input in inputs {
@@ -755,7 +697,7 @@ pub fn report(
         }
     }
     let mut acc = Accumulated { reconcile, ..Accumulated::default() };
-    report.partitions = sink.finish(&mut acc)?;
+    report.partitions = sink.for_each_partition(|facts| acc.partition(facts))?;
     report.repeated_settlements = acc.repeated;
     report.rows = acc.rows.into_iter().map(|(key, sums)| Row { key, sums }).collect();
     if reconcile {

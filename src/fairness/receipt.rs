@@ -1,6 +1,8 @@
 //! Signed receipts (`docs/FAIRNESS.md` 4.7): the exact bytes an engine's Ed25519 key signs
 //! at `CommitSeed` and at `Settle`, and the check of a `Settle` receipt over a reveal with the
-//! public key alone.
+//! public key alone; also the message an audit checkpoint's signature covers (the engine's
+//! audit sink signs it, `reddog audit-log --public-key` checks it), so every message the key
+//! signs is defined here.
 //!
 //! Each message is a fixed ASCII label followed by length-prefixed fields (`field(x) =
 //! u32be(len(x)) ‖ x`, as in the deal's key derivation), so a receipt of one kind can never be
@@ -13,6 +15,9 @@ use sha2::{Digest, Sha256};
 pub const COMMIT_LABEL: &[u8] = b"reddog/receipt/commit/v1";
 /// The label of a `Settle` receipt (24 ASCII bytes).
 pub const SETTLE_LABEL: &[u8] = b"reddog/receipt/settle/v1";
+/// The domain separator of an audit checkpoint signature's message (docs/AUDIT.md,
+/// "Checkpoints").
+pub const CHECKPOINT_DOMAIN: &str = "reddog/audit/checkpoint/v1";
 /// The signature algorithm, as published with a public key.
 pub const SIGNATURE_ALGORITHM: &str = "ed25519";
 
@@ -21,6 +26,17 @@ pub const SIGNATURE_ALGORITHM: &str = "ed25519";
 fn field(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(&u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_be_bytes());
     out.extend_from_slice(bytes);
+}
+
+/// The message a checkpoint's signature covers: `field("reddog/audit/checkpoint/v1") ‖
+/// field(replica) ‖ field(run) ‖ field(u64be(seq)) ‖ field(head, 32 bytes)`.
+pub fn checkpoint_message(replica: &str, run: &str, seq: u64, head: &[u8; 32]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(4 * 5 + CHECKPOINT_DOMAIN.len() + replica.len() + run.len() + 8 + 32);
+    for part in [CHECKPOINT_DOMAIN.as_bytes(), replica.as_bytes(), run.as_bytes(), &seq.to_be_bytes(), head] {
+        m.extend_from_slice(&u32::try_from(part.len()).unwrap_or(u32::MAX).to_be_bytes());
+        m.extend_from_slice(part);
+    }
+    m
 }
 
 /// What a `CommitSeed` receipt signs: the commitment and everything the commitment token binds.

@@ -16,8 +16,7 @@ use crate::game::{Card, Decision, HandClass, Money, Paytable, SeatSettlement, Sp
 /// The `schema` of every record.
 pub const SCHEMA: &str = "reddog-audit-v1";
 
-/// The domain separator of a checkpoint signature's message (docs/AUDIT.md, "Checkpoints").
-pub const CHECKPOINT_DOMAIN: &str = "reddog/audit/checkpoint/v1";
+pub use crate::fairness::receipt::{CHECKPOINT_DOMAIN, checkpoint_message};
 
 /// One audit event: the key `event` names the variant, its fields follow in order.
 #[derive(Debug, Serialize)]
@@ -307,17 +306,6 @@ pub fn rules_digest(table: &Table, currency: &Currency) -> [u8; 32] {
     }
     .digest()
     .0
-}
-
-/// The message a checkpoint's signature covers: `field("reddog/audit/checkpoint/v1") ‖
-/// field(replica) ‖ field(run) ‖ field(u64be(seq)) ‖ field(head, 32 bytes)`.
-pub fn checkpoint_message(replica: &str, run: &str, seq: u64, head: &[u8; 32]) -> Vec<u8> {
-    let mut m = Vec::with_capacity(4 * 5 + CHECKPOINT_DOMAIN.len() + replica.len() + run.len() + 8 + 32);
-    for part in [CHECKPOINT_DOMAIN.as_bytes(), replica.as_bytes(), run.as_bytes(), &seq.to_be_bytes(), head] {
-        m.extend_from_slice(&u32::try_from(part.len()).unwrap_or(u32::MAX).to_be_bytes());
-        m.extend_from_slice(part);
-    }
-    m
 }
 
 /// The top-level keys of one record line, in the order they appear (the specification fixes
