@@ -39,10 +39,14 @@ use check::{ChainFact, DealFact, Fact, RoundOptions};
 use record::{SCHEMA, Scan, line_hash};
 use spill::Spill;
 
-/// Input bytes per partition: the unit of memory of the partitioned checks.
-pub const PARTITION_BYTES: u64 = 32 << 20;
-/// The most partitions (open temporary files) one run uses.
-pub const MAX_PARTITIONS: usize = 4096;
+/// Input bytes per partition: the unit of memory of the partitioned checks. Small partitions
+/// keep the peak memory nearly independent of the input size (a partition's facts are a few
+/// tens of MB once parsed, freed before the next one is read).
+pub const PARTITION_BYTES: u64 = 8 << 20;
+/// The most partitions (open temporary files) one run uses: well under the common limit of
+/// 1024 open files. A larger input has larger partitions, each split again when read
+/// (over 12 MiB of facts).
+pub const MAX_PARTITIONS: usize = 512;
 /// The partitions used when the input size is unknown (standard input).
 pub const UNKNOWN_SIZE_PARTITIONS: usize = 256;
 
@@ -153,18 +157,7 @@ pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
         // The seq of the last record of each chain in this file (the order check).
         let mut last_seq: HashMap<(String, String), u64> = HashMap::new();
         let mut line_no = 0u64;
-        loop {
-            line.clear();
-            if input.reader.read_until(b'\n', &mut line)? == 0 {
-                break;
-            }
-            line_no += 1;
-            if line.last() == Some(&b'\n') {
-                line.pop();
-            }
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+        while next_line(&mut input.reader, &mut line, &mut line_no)? {
             report.lines += 1;
             let scan = match serde_json::from_slice::<Scan<'_>>(&line) {
                 Ok(s) if s.schema.as_deref() == Some(SCHEMA) => s,
@@ -288,6 +281,24 @@ pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
     report.findings.sort();
     report.partitions = partitions;
     Ok(report)
+}
+
+/// Reads the next line of `reader` that is not blank into `line` (without its line feed),
+/// counting every line read, blank or not, in `line_no`; false at the end of the input.
+pub(crate) fn next_line(reader: &mut dyn BufRead, line: &mut Vec<u8>, line_no: &mut u64) -> io::Result<bool> {
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', line)? == 0 {
+            return Ok(false);
+        }
+        *line_no += 1;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(true);
+        }
+    }
 }
 
 /// Reads `files` (`-` = standard input) as [`Input`]s.

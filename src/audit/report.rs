@@ -22,7 +22,7 @@
 //! keys, about [`super::PARTITION_BYTES`] of input each.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::io::{self, BufRead};
 use std::path::PathBuf;
 
@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use super::record::{SCHEMA, SeatMoney};
 use super::spill::{Partitioned, Spill};
 use super::time::parse_timestamp;
-use super::{Input, Mode, partition_count};
+use super::{Input, Mode, next_line, partition_count};
 use crate::game::{Card, Decks, HandClass, Money, Paytable};
 use crate::odds::{Exact, decimal, round_expectation};
 
@@ -303,10 +303,8 @@ impl Fact {
 
 impl Partitioned for Fact {
     /// By round id: a round's settlements, start and ledger rows meet in one partition.
-    fn partition(&self, n: usize) -> usize {
-        let mut h = DefaultHasher::new();
-        self.round_id().hash(&mut h);
-        (h.finish() % n as u64) as usize
+    fn key<H: Hasher>(&self, h: &mut H) {
+        self.round_id().hash(h);
     }
 }
 
@@ -449,7 +447,7 @@ struct Accumulated {
 
 impl Accumulated {
     /// Deduplicates, aggregates and (with a ledger) compares one partition's facts.
-    fn partition(&mut self, facts: Vec<Fact>) -> Result<(), ReportError> {
+    fn partition(&mut self, facts: impl IntoIterator<Item = Fact>) -> Result<(), ReportError> {
         // Each settlement once: the earliest record of a (round id, transcript).
         let mut settled: HashMap<(String, String), Settled> = HashMap::new();
         let mut started: HashMap<(String, String), Started> = HashMap::new();
@@ -618,18 +616,7 @@ pub fn report(
     let mut line = Vec::with_capacity(4096);
     for mut input in inputs {
         let mut line_no = 0u64;
-        loop {
-            line.clear();
-            if input.reader.read_until(b'\n', &mut line)? == 0 {
-                break;
-            }
-            line_no += 1;
-            if line.last() == Some(&b'\n') {
-                line.pop();
-            }
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+        while next_line(&mut input.reader, &mut line, &mut line_no)? {
             report.lines += 1;
             let scan = match serde_json::from_slice::<Scan>(&line) {
                 Ok(s) if s.schema.as_deref() == Some(SCHEMA) => s,

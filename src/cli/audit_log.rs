@@ -39,20 +39,38 @@ pub struct AuditLogArgs {
     /// Check this disputed reveal against the logged transcripts of its commitment.
     #[arg(long, value_name = "FILE")]
     pub reveal: Option<PathBuf>,
-    /// Check everything in memory (no partition files), whatever the input size.
-    #[arg(long, conflicts_with = "partitions")]
-    pub in_memory: bool,
-    /// Partition files to use (default: one per 32 MiB of input; in memory when it fits one).
-    #[arg(long, value_name = "N")]
-    pub partitions: Option<usize>,
-    /// Directory for the partition files (default: the system's temporary directory).
-    #[arg(long, value_name = "DIR")]
-    pub temp_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub partitioning: PartitionArgs,
     /// The engine's public signing key (64 hex, `reddog keygen --public`): verify every
     /// checkpoint's Ed25519 signature; an unsigned checkpoint or a signature that does not
     /// verify is a `checkpoint_signature` finding. Without it signatures are not checked.
     #[arg(long, value_name = "HEX")]
     pub public_key: Option<String>,
+}
+
+/// Where the facts are held between reading and analysing (`audit-log` and `report`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PartitionArgs {
+    /// Everything in memory (no partition files), whatever the input size.
+    #[arg(long, conflicts_with = "partitions")]
+    pub in_memory: bool,
+    /// Partition files to use (default: one per 8 MiB of input, at most 512; in memory when it
+    /// fits one; a partition file over 12 MiB is split again before it is read).
+    #[arg(long, value_name = "N")]
+    pub partitions: Option<usize>,
+    /// Directory for the partition files (default: the system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub temp_dir: Option<PathBuf>,
+}
+
+impl PartitionArgs {
+    pub fn mode(&self) -> Mode {
+        match (self.in_memory, self.partitions) {
+            (true, _) => Mode::InMemory,
+            (false, Some(n)) => Mode::Partitions(n),
+            (false, None) => Mode::Auto,
+        }
+    }
 }
 
 pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
@@ -83,14 +101,10 @@ pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
         AnyReveal::V2(v) => v.commitment.clone(),
     });
     let opts = Options {
-        mode: match (args.in_memory, args.partitions) {
-            (true, _) => Mode::InMemory,
-            (false, Some(n)) => Mode::Partitions(n),
-            (false, None) => Mode::Auto,
-        },
+        mode: args.partitioning.mode(),
         open_rounds: args.open_rounds,
         older_than: args.older_than,
-        temp_dir: args.temp_dir.clone(),
+        temp_dir: args.partitioning.temp_dir.clone(),
         keep_commitment,
         checkpoint_key,
     };

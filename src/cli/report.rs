@@ -10,8 +10,8 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use reddog::audit;
 use reddog::audit::report::{self, Configured, Difference, Report, Row, Sums, TableRules, opt_decimal};
-use reddog::audit::{self, Mode};
 use reddog::game::Table;
 use reddog::service::audit_record::rules_digest;
 use reddog::service::tables::Tables;
@@ -36,15 +36,8 @@ pub struct ReportArgs {
     /// exit 1 when anything differs.
     #[arg(long, value_name = "LEDGER.csv")]
     pub reconcile: Option<PathBuf>,
-    /// Everything in memory (no partition files), whatever the input size.
-    #[arg(long, conflicts_with = "partitions")]
-    pub in_memory: bool,
-    /// Partition files to use (default: one per 32 MiB of input; in memory when it fits one).
-    #[arg(long, value_name = "N")]
-    pub partitions: Option<usize>,
-    /// Directory for the partition files (default: the system's temporary directory).
-    #[arg(long, value_name = "DIR")]
-    pub temp_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub partitioning: super::audit_log::PartitionArgs,
 }
 
 /// The configured tables' rules and digests.
@@ -89,14 +82,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             Err(e) => return fail(format!("cannot read the ledger {e}")),
         },
     };
-    let opts = report::Options {
-        mode: match (args.in_memory, args.partitions) {
-            (true, _) => Mode::InMemory,
-            (false, Some(n)) => Mode::Partitions(n),
-            (false, None) => Mode::Auto,
-        },
-        temp_dir: args.temp_dir.clone(),
-    };
+    let opts = report::Options { mode: args.partitioning.mode(), temp_dir: args.partitioning.temp_dir.clone() };
     let rep = match report::report(inputs, ledger, &tables, &opts) {
         Ok(r) => r,
         Err(e) => return fail(e.to_string()),
