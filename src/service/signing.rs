@@ -31,7 +31,7 @@ impl ReceiptSigner {
     /// A signer from its id and 32-byte secret seed. Refused: an invalid id, an all-zero seed.
     pub fn new(id: &str, secret: &[u8; 32]) -> Result<ReceiptSigner, EngineError> {
         if !valid_key_id(id) {
-            return Err(EngineError::invalid("key_ring.signing.id", "key ids are 1-32 characters of [A-Za-z0-9._-]"));
+            return Err(EngineError::invalid("key_ring.signing.id", crate::ids::KEY_ID_RULE));
         }
         if secret.iter().all(|&b| b == 0) {
             return Err(EngineError::invalid(

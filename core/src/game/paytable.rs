@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::{GameError, PaytableEntry};
 use super::hand::Spread;
-use crate::error::EngineError;
 
 /// The largest odds a paytable may set. It bounds every payout so that a round whose bets
 /// passed [`crate::game::BetLimits::check`] can always be settled without overflow.
@@ -34,13 +34,11 @@ impl Paytable {
 
     /// A validated paytable: positive whole-number odds (at most [`MAX_ODDS`]) for each of the
     /// eleven spreads and for three of a kind.
-    pub fn new(spread: [u32; Spread::MAX as usize], three_of_a_kind: u32) -> Result<Paytable, EngineError> {
-        // The field name is built only for an error: every token a round step opens checks
-        // its paytable here, and formatting 12 names per call was a measurable share of it.
+    pub fn new(spread: [u32; Spread::MAX as usize], three_of_a_kind: u32) -> Result<Paytable, GameError> {
         for (i, &odds) in spread.iter().enumerate() {
-            check_odds(|| format!("paytable.spread[{}]", i + 1), odds)?;
+            check_odds(PaytableEntry::Spread(i as u8 + 1), odds)?;
         }
-        check_odds(|| "paytable.three_of_a_kind".to_string(), three_of_a_kind)?;
+        check_odds(PaytableEntry::ThreeOfAKind, three_of_a_kind)?;
         Ok(Paytable { spread, three_of_a_kind })
     }
 
@@ -66,24 +64,16 @@ impl Default for Paytable {
     }
 }
 
-fn check_odds(field: impl FnOnce() -> String, odds: u32) -> Result<(), EngineError> {
-    if (1..=MAX_ODDS).contains(&odds) {
-        Ok(())
-    } else {
-        Err(EngineError::out_of_range(field(), odds, 1, u64::from(MAX_ODDS)))
-    }
+fn check_odds(entry: PaytableEntry, odds: u32) -> Result<(), GameError> {
+    if (1..=MAX_ODDS).contains(&odds) { Ok(()) } else { Err(GameError::OddsOutOfRange { entry, odds }) }
 }
 
 impl TryFrom<PaytableSpec> for Paytable {
-    type Error = EngineError;
+    type Error = GameError;
 
     fn try_from(spec: PaytableSpec) -> Result<Self, Self::Error> {
-        let spread: [u32; Spread::MAX as usize] = spec.spread.as_slice().try_into().map_err(|_| {
-            EngineError::invalid(
-                "paytable.spread",
-                format!("needs exactly {} entries (spreads 1 to 11), got {}", Spread::MAX, spec.spread.len()),
-            )
-        })?;
+        let spread: [u32; Spread::MAX as usize] =
+            spec.spread.as_slice().try_into().map_err(|_| GameError::SpreadEntries { got: spec.spread.len() })?;
         Paytable::new(spread, spec.three_of_a_kind)
     }
 }
@@ -111,15 +101,17 @@ mod tests {
         let mut spread = [1; 11];
         spread[2] = 0;
         let err = Paytable::new(spread, 11).unwrap_err();
-        assert_eq!(err.field(), Some("paytable.spread[3]"));
+        assert_eq!(err, GameError::OddsOutOfRange { entry: PaytableEntry::Spread(3), odds: 0 });
+        assert_eq!(err.to_string(), format!("paytable.spread[3]: odds 0 are outside 1..={MAX_ODDS}"));
+        let three = GameError::OddsOutOfRange { entry: PaytableEntry::ThreeOfAKind, odds: MAX_ODDS + 1 };
+        assert_eq!(Paytable::new([1; 11], MAX_ODDS + 1), Err(three));
         assert!(Paytable::new([1; 11], 0).is_err());
-        assert!(Paytable::new([1; 11], MAX_ODDS + 1).is_err());
     }
 
     #[test]
     fn a_spec_with_the_wrong_number_of_spreads_is_refused() {
         let spec = PaytableSpec { spread: vec![5, 4, 2], three_of_a_kind: 11 };
-        assert!(Paytable::try_from(spec).is_err());
+        assert_eq!(Paytable::try_from(spec), Err(GameError::SpreadEntries { got: 3 }));
     }
 
     #[test]

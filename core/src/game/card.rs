@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::error::EngineError;
+use super::error::GameError;
 
 /// Cards in one standard deck.
 pub const DECK_SIZE: usize = 52;
@@ -125,14 +125,13 @@ impl Card {
 }
 
 impl std::str::FromStr for Card {
-    type Err = EngineError;
+    type Err = GameError;
 
     /// Parses the canonical text form only: a rank `2`-`9`, `T`, `J`, `Q`, `K`, `A` then a
     /// suit `c`, `d`, `h`, `s` (e.g. `Ah`, `Tc`). `10h`, `ah` or ` Ah` are refused: one card
     /// has one text, so reveals and verifiers cannot disagree about it.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Card::from_text(s)
-            .ok_or_else(|| EngineError::invalid("card", format!("{s:?} is not a card like \"Ah\" or \"Tc\"")))
+        Card::from_text(s).ok_or_else(|| GameError::NotACard { text: s.to_string() })
     }
 }
 
@@ -145,11 +144,11 @@ impl Decks {
     pub const ONE: Decks = Decks(1);
 
     /// `Ok` for 1..=8 decks.
-    pub fn new(count: u32) -> Result<Decks, EngineError> {
+    pub fn new(count: u32) -> Result<Decks, GameError> {
         if (1..=u32::from(MAX_DECKS)).contains(&count) {
             Ok(Decks(count as u8))
         } else {
-            Err(EngineError::out_of_range("decks", count, 1, u64::from(MAX_DECKS)))
+            Err(GameError::DecksOutOfRange { decks: count })
         }
     }
 
