@@ -5,7 +5,7 @@
 //! [`transcript`] chains a round's steps into one hash; [`RevealV2`] proves a settled round's
 //! cards, money and transcript.
 //!
-//! Nothing here knows about tonic or tokio. Secrets (`ServerSeed`) never print: their
+//! Nothing here knows about the transport or an async runtime. Secrets (`ServerSeed`) never print: their
 //! `Debug` is redacted and they are zeroized on drop.
 
 pub mod commitment;

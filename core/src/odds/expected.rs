@@ -75,7 +75,7 @@ pub fn round_expectation(
     let staked = stakes
         .into_iter()
         .try_fold(0u128, |sum, s| sum.checked_add(u128::from(s.0)))
-        .ok_or_else(|| OddsError::AmountOverflow { what: "the stakes of a round" })?;
+        .ok_or(OddsError::AmountOverflow { what: "the stakes of a round" })?;
     let per_rank = i128::from(4 * u32::from(decks.get()));
     let left = 13 * per_rank - 2;
     // Bounded so that `expected` cannot overflow: base and swing times the shoe's size fit.
@@ -84,7 +84,7 @@ pub fn round_expectation(
         staked
             .checked_mul(u128::from(odds))
             .filter(|&x| x <= bound)
-            .ok_or_else(|| OddsError::AmountOverflow { what: "a round's swing" })
+            .ok_or(OddsError::AmountOverflow { what: "a round's swing" })
     };
     if staked > bound {
         return Err(OddsError::AmountOverflow { what: "the stakes of a round" });
