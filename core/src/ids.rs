@@ -6,6 +6,7 @@
 //! | round id | 1 to [`MAX_ROUND_ID_BYTES`] bytes of UTF-8, no control characters |
 //! | table id | 1 to [`MAX_TABLE_ID_BYTES`] bytes of `[A-Za-z0-9._-]` |
 //! | key id (token keys, signing keys) | 1 to [`MAX_KEY_ID_BYTES`] bytes of `[A-Za-z0-9._-]` |
+//! | replica id (audit records) | 1 to [`MAX_REPLICA_ID_BYTES`] printable ASCII characters, no spaces |
 //! | client seed | 1 to [`MAX_CLIENT_SEED_BYTES`] bytes of UTF-8 |
 //! | currency | three ASCII capital letters (ISO 4217), minor-unit exponent 0 to [`MAX_MINOR_UNIT_EXPONENT`] |
 //!
@@ -18,6 +19,8 @@ pub const MAX_CLIENT_SEED_BYTES: usize = 1024;
 pub const MAX_ROUND_ID_BYTES: usize = 128;
 /// Longest table id, in bytes.
 pub const MAX_TABLE_ID_BYTES: usize = 64;
+/// Longest replica id, in bytes.
+pub const MAX_REPLICA_ID_BYTES: usize = 128;
 /// Longest key id, in bytes.
 pub const MAX_KEY_ID_BYTES: usize = 32;
 /// The key id rule, as errors state it.
@@ -42,6 +45,9 @@ pub enum IdError {
     /// A control character in a round id.
     #[error("must not contain control characters")]
     ControlCharacter,
+    /// A byte that is not printable ASCII (or is a space) in a replica id.
+    #[error("only printable ASCII characters without spaces")]
+    NotPrintableAscii,
     /// Not three ASCII capital letters.
     #[error("not an ISO 4217 alphabetic code (three capital letters, e.g. EUR, USD, JPY)")]
     NotACurrencyCode,
@@ -79,6 +85,12 @@ pub fn check_table_id(s: &str) -> Result<(), IdError> {
 /// A key id: 1 to [`MAX_KEY_ID_BYTES`] bytes of `[A-Za-z0-9._-]`.
 pub fn check_key_id(s: &str) -> Result<(), IdError> {
     id(s, MAX_KEY_ID_BYTES)
+}
+
+/// A replica id: 1 to [`MAX_REPLICA_ID_BYTES`] printable ASCII characters, no spaces.
+pub fn check_replica_id(s: &str) -> Result<(), IdError> {
+    length(s, MAX_REPLICA_ID_BYTES)?;
+    if s.bytes().all(|b| b.is_ascii_graphic()) { Ok(()) } else { Err(IdError::NotPrintableAscii) }
 }
 
 /// A client seed: 1 to [`MAX_CLIENT_SEED_BYTES`] bytes (a `&str` is UTF-8 already).
@@ -123,6 +135,13 @@ mod tests {
         assert_eq!(check_round_id("a\u{7}b"), Err(IdError::ControlCharacter));
         assert_eq!(check_round_id(&"r".repeat(129)), Err(IdError::TooLong { len: 129, max: 128 }));
         assert_eq!(check_round_id(""), Err(IdError::Empty));
+    }
+
+    #[test]
+    fn a_replica_id_is_printable_ascii_without_spaces() {
+        assert_eq!(check_replica_id("eu-west/1"), Ok(()));
+        assert_eq!(check_replica_id("a b"), Err(IdError::NotPrintableAscii));
+        assert_eq!(check_replica_id(&"r".repeat(129)), Err(IdError::TooLong { len: 129, max: 128 }));
     }
 
     #[test]

@@ -92,7 +92,7 @@ impl std::fmt::Debug for AuditOutput {
 #[derive(Debug)]
 pub struct AuditSettings {
     pub output: AuditOutput,
-    /// The replica id every record carries (1..=128 printable ASCII characters).
+    /// The replica id every record carries ([`crate::ids::check_replica_id`]).
     pub replica_id: String,
     /// How often a checkpoint record is written while records are written (1 s .. 1 day
     /// from the command line; at least 10 ms here, for tests).
@@ -269,10 +269,14 @@ impl Settings {
         if a.checkpoint_interval < Duration::from_millis(10) || a.checkpoint_interval > Duration::from_secs(86_400) {
             return invalid("audit-checkpoint-secs", format!("{} s: must be 1..=86400", secs(a.checkpoint_interval)));
         }
-        if a.replica_id.is_empty() || a.replica_id.len() > 128 || !a.replica_id.bytes().all(|b| b.is_ascii_graphic()) {
+        if crate::ids::check_replica_id(&a.replica_id).is_err() {
             return invalid(
                 "replica-id",
-                format!("{:?}: must be 1..=128 printable ASCII characters without spaces", a.replica_id),
+                format!(
+                    "{:?}: must be 1..={} printable ASCII characters without spaces",
+                    a.replica_id,
+                    crate::ids::MAX_REPLICA_ID_BYTES
+                ),
             );
         }
         Ok(())

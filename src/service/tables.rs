@@ -30,8 +30,8 @@ use crate::error::EngineError;
 use crate::game::{Table, TableSpec};
 use crate::ids::MAX_TABLE_ID_BYTES;
 
-/// The id an empty `table_id` selects.
-pub use super::state::DEFAULT_TABLE_ID;
+/// The id of the default table: the one an empty `table_id` selects.
+pub const DEFAULT_TABLE_ID: &str = "default";
 
 pub use crate::ids::{CURRENCY_CODE_LEN, MAX_MINOR_UNIT_EXPONENT};
 
