@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use crate::fairness::{BindingError, FairnessError};
-use crate::game::{GameError, LimitsError};
+use crate::game::{CardError, GameError, LimitsError, PaytableError, TableError};
 use crate::odds::OddsError;
 
 /// What can go wrong in the engine. Caller mistakes and broken invariants are separate
@@ -67,6 +67,18 @@ pub enum EngineError {
     #[error("internal error: {0}")]
     Internal(String),
 }
+
+/// The errors of a table, a paytable and a card reach the service as the rules' errors.
+macro_rules! from_game {
+    ($($e:ty),*) => {$(
+        impl From<$e> for EngineError {
+            fn from(e: $e) -> EngineError {
+                EngineError::Game(GameError::from(e))
+            }
+        }
+    )*};
+}
+from_game!(CardError, PaytableError, TableError);
 
 impl EngineError {
     pub fn invalid(field: impl Into<Cow<'static, str>>, reason: impl Into<String>) -> Self {

@@ -169,7 +169,7 @@ pub fn round_view(round: &Round, paytable: &Paytable) -> Result<proto::RoundView
 mod tests {
     use super::*;
     use crate::game::table::MAX_BET;
-    use crate::game::{GameError, LimitsError};
+    use crate::game::{GameError, LimitsError, TableError};
 
     fn limits(min_bet: u64, max_bet: u64) -> proto::Limits {
         proto::Limits { min_bet, max_bet }
@@ -197,7 +197,10 @@ mod tests {
             assert_eq!(round_table(&table, Some(&l)), Err(EngineError::PlayerLimits(want)));
         }
         let disjoint = round_table(&table, Some(&limits(40_000, u64::MAX))).unwrap_err();
-        assert!(matches!(disjoint, EngineError::Game(GameError::LimitsDoNotOverlap { .. })), "{disjoint:?}");
+        assert!(
+            matches!(disjoint, EngineError::Game(GameError::Table(TableError::LimitsDoNotOverlap { .. }))),
+            "{disjoint:?}"
+        );
     }
 
     #[test]

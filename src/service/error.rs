@@ -13,13 +13,13 @@
 //! | `GameError::SeatTwice` | `INVALID_ARGUMENT` | `decisions` | `BadRequest` + `ErrorInfo` |
 //! | `GameError::{SeatAlreadyDecided, DecisionsClosed, NoDecisionOnThisHand}` | `FAILED_PRECONDITION` | `seats[i].decision` | `PreconditionFailure` + `ErrorInfo` |
 //! | `GameError::RoundNotComplete` | `FAILED_PRECONDITION` | `round` | `PreconditionFailure` + `ErrorInfo` |
-//! | `GameError::LimitsDoNotOverlap` | `FAILED_PRECONDITION` | `player_limits` | `PreconditionFailure` + `ErrorInfo` |
+//! | `TableError::LimitsDoNotOverlap` | `FAILED_PRECONDITION` | `player_limits` | `PreconditionFailure` + `ErrorInfo` |
 //! | `PlayerLimits(LimitsError)` | `OUT_OF_RANGE` | `player_limits.min_bet` / `player_limits.max_bet` | `BadRequest` + `ErrorInfo` (`min`, `max`) |
 //! | `BindingError::Mismatch` | `FAILED_PRECONDITION` | `round_id` / `nonce` / `table_id` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` |
 //! | `BindingError::{TableChanged, CurrencyChanged}` | `FAILED_PRECONDITION` | `commitment_token` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` |
 //! | `BindingError::RulesChanged` | `FAILED_PRECONDITION` | `commitment_token` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` reason `RULES_CHANGED` |
 //! | `UnknownTable` | `NOT_FOUND` | `table_id` | `BadRequest` + `ErrorInfo` |
-//! | `GameError::TableTooLarge` and the other table settings (`Limits`, `DecksOutOfRange`, `OddsOutOfRange`, …) | `INVALID_ARGUMENT` / `OUT_OF_RANGE` | the setting (configuration; never a request) | `BadRequest` + `ErrorInfo` |
+//! | `TableError::TooLarge` and the other table settings (`LimitsError`, `CardError`, `PaytableError`) | `INVALID_ARGUMENT` / `OUT_OF_RANGE` | the setting (configuration; never a request) | `BadRequest` + `ErrorInfo` |
 //! | `InvalidToken`, `BindingError::Expired` | `INVALID_ARGUMENT`, always the same message | the token field | `BadRequest` + `ErrorInfo` reason `INVALID_TOKEN` |
 //! | `TokenTooLarge`, `Internal`, the core's broken invariants (overflow, a missing card, the OS random source) | `INTERNAL`, generic message (the cause chain is logged, never sent) | — | none |
 //!
@@ -42,7 +42,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 use crate::error::EngineError;
 use crate::fairness::{BindingError, BoundField, FairnessError};
 use crate::game::table::MAX_BET;
-use crate::game::{GameError, LimitsError, MAX_DECKS, MAX_SEATS};
+use crate::game::{CardError, GameError, LimitsError, MAX_DECKS, MAX_SEATS, PaytableError, TableError};
 use crate::odds::OddsError;
 
 /// `ErrorInfo.domain` of every error the engine sends.
@@ -130,32 +130,39 @@ fn describe_game(g: &GameError) -> Option<Described> {
             (format!("seats[{seat}].decision").into(), what(), Report::Precondition("ROUND_STATE"))
         }
         G::RoundNotComplete { .. } => ("round".into(), what(), Report::Precondition("ROUND_STATE")),
-        G::LimitsDoNotOverlap { .. } => ("player_limits".into(), what(), Report::Precondition("LIMITS")),
+        G::Table(TableError::LimitsDoNotOverlap { .. }) => {
+            ("player_limits".into(), what(), Report::Precondition("LIMITS"))
+        }
         // Configuration: the table settings' own names.
-        G::TableTooLarge { .. } => ("max_bet".into(), what(), Report::BadRequest(Code::InvalidArgument)),
-        G::Limits(LimitsError::MinBetOutOfRange { min_bet }) => {
+        G::Table(TableError::TooLarge { .. }) => ("max_bet".into(), what(), Report::BadRequest(Code::InvalidArgument)),
+        G::Table(TableError::Limits(LimitsError::MinBetOutOfRange { min_bet })) => {
             ("min_bet".into(), format!("{min_bet} is outside 1..={MAX_BET}"), Report::Range { min: 1, max: MAX_BET })
         }
-        G::Limits(LimitsError::MaxBetOutOfRange { min_bet, max_bet }) => (
+        G::Table(TableError::Limits(LimitsError::MaxBetOutOfRange { min_bet, max_bet })) => (
             "max_bet".into(),
             format!("{max_bet} is outside {min_bet}..={MAX_BET}"),
             Report::Range { min: *min_bet, max: MAX_BET },
         ),
-        G::Limits(LimitsError::MaxBetBelowMinBet { .. }) => {
+        G::Table(TableError::Limits(LimitsError::MaxBetBelowMinBet { .. })) => {
             ("max_bet".into(), what(), Report::BadRequest(Code::InvalidArgument))
         }
-        G::DecksOutOfRange { decks } => (
+        G::Card(CardError::DecksOutOfRange { decks })
+        | G::Table(TableError::Decks(CardError::DecksOutOfRange { decks })) => (
             "decks".into(),
             format!("{decks} is outside 1..={MAX_DECKS}"),
             Report::Range { min: 1, max: u64::from(MAX_DECKS) },
         ),
-        G::OddsOutOfRange { entry, odds } => (
+        G::Paytable(PaytableError::OddsOutOfRange { entry, odds }) => (
             entry.to_string().into(),
             format!("{odds} is outside 1..={}", crate::game::paytable::MAX_ODDS),
             Report::Range { min: 1, max: u64::from(crate::game::paytable::MAX_ODDS) },
         ),
-        G::SpreadEntries { .. } => ("paytable.spread".into(), what(), Report::BadRequest(Code::InvalidArgument)),
-        G::NotACard { .. } => ("card".into(), what(), Report::BadRequest(Code::InvalidArgument)),
+        G::Paytable(PaytableError::SpreadEntries { .. }) => {
+            ("paytable.spread".into(), what(), Report::BadRequest(Code::InvalidArgument))
+        }
+        G::Card(CardError::NotACard { .. }) | G::Table(TableError::Decks(CardError::NotACard { .. })) => {
+            ("card".into(), what(), Report::BadRequest(Code::InvalidArgument))
+        }
         G::InconsistentSnapshot { .. } | G::ThirdCardMissing { .. } | G::AmountOverflow { .. } => return None,
     })
 }
@@ -290,12 +297,15 @@ fn game_reason(g: &GameError) -> &'static str {
         G::DecisionsClosed { .. } => "DECISIONS_CLOSED",
         G::NoDecisionOnThisHand { .. } => "NO_DECISION_ON_THIS_HAND",
         G::RoundNotComplete { .. } => "ROUND_NOT_COMPLETE",
-        G::LimitsDoNotOverlap { .. } => "LIMITS_DO_NOT_OVERLAP",
-        G::TableTooLarge { .. } => "TABLE_TOO_LARGE",
-        G::Limits(LimitsError::MaxBetBelowMinBet { .. }) | G::SpreadEntries { .. } | G::NotACard { .. } => {
-            "INVALID_VALUE"
-        }
-        G::Limits(_) | G::DecksOutOfRange { .. } | G::OddsOutOfRange { .. } => "VALUE_OUT_OF_RANGE",
+        G::Table(TableError::LimitsDoNotOverlap { .. }) => "LIMITS_DO_NOT_OVERLAP",
+        G::Table(TableError::TooLarge { .. }) => "TABLE_TOO_LARGE",
+        G::Table(TableError::Limits(LimitsError::MaxBetBelowMinBet { .. }))
+        | G::Paytable(PaytableError::SpreadEntries { .. })
+        | G::Card(CardError::NotACard { .. })
+        | G::Table(TableError::Decks(CardError::NotACard { .. })) => "INVALID_VALUE",
+        G::Table(TableError::Limits(_) | TableError::Decks(CardError::DecksOutOfRange { .. }))
+        | G::Card(CardError::DecksOutOfRange { .. })
+        | G::Paytable(PaytableError::OddsOutOfRange { .. }) => "VALUE_OUT_OF_RANGE",
         G::InconsistentSnapshot { .. } | G::ThirdCardMissing { .. } | G::AmountOverflow { .. } => "INTERNAL",
     }
 }

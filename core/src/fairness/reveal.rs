@@ -318,7 +318,7 @@ fn verify_deal(
     }
     let seed = ServerSeed::from_bytes(hex32("server_seed", server_seed)?);
     let commitment = hex32("commitment", commitment)?;
-    let decks = Decks::new(u32::from(decks))?;
+    let decks = Decks::new(u32::from(decks)).map_err(GameError::from)?;
     let claimed = parse_cards(cards)?;
     let inputs = DealInputs { server_seed: &seed, client_seed: client_seed.as_bytes(), nonce, decks };
     let recomputed = FairShoe::deal(&inputs, claimed.len());
@@ -384,7 +384,7 @@ pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, FairnessError> {
         reveal.decks,
         &reveal.cards,
     )?;
-    let decks = Decks::new(u32::from(reveal.decks))?;
+    let decks = Decks::new(u32::from(reveal.decks)).map_err(GameError::from)?;
     if reveal.seats.is_empty() || reveal.seats.len() > crate::game::MAX_SEATS {
         return Err(FairnessError::malformed("seats", "a round has 1 to 7 seats"));
     }
@@ -557,7 +557,10 @@ mod tests {
         let mut r = sample_v1();
         r.decks = 9;
         let err = verify_v1(&r).unwrap_err();
-        assert!(matches!(err, FairnessError::Game(GameError::DecksOutOfRange { decks: 9 })), "{err:?}");
+        assert!(
+            matches!(err, FairnessError::Game(GameError::Card(crate::game::CardError::DecksOutOfRange { decks: 9 }))),
+            "{err:?}"
+        );
         for cards in [vec![], r.cards[..2].to_vec(), [&r.cards[..], &["2c".to_string()]].concat()] {
             let mut r = sample_v1();
             r.cards = cards;

@@ -1,13 +1,16 @@
-//! What can go wrong in the rules: each variant says what happened, with the values that
+//! What can go wrong in a round, and the errors of the cards, paytable and table it wraps
+//! ([`CardError`], [`PaytableError`], [`TableError`]): each variant says what happened, with the values that
 //! show it (the seat, the bet, the limits, the hand). No request field paths and no
 //! protocol status codes: the service decides which field of which request an error is
 //! about. None carries a secret (a seed or a face-down card) in its text.
 
 use std::borrow::Cow;
 
+use super::card::CardError;
 use super::hand::HandClass;
 use super::money::Money;
-use super::table::{BetLimits, LimitsError, MAX_SEATS};
+use super::paytable::PaytableError;
+use super::table::{BetLimits, LimitsError, MAX_SEATS, TableError};
 
 /// An error of the game's rules.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,41 +47,17 @@ pub enum GameError {
     #[error("{undecided} seat(s) still to decide; the third card is not dealt yet")]
     RoundNotComplete { undecided: usize },
 
-    /// Bet limits that are not limits (see [`BetLimits::new`]).
+    /// A card or shoe that is not one.
     #[error(transparent)]
-    Limits(#[from] LimitsError),
+    Card(#[from] CardError),
 
-    /// The player's limits and the table's have no bet in common.
-    #[error(
-        "the player's limits {}..={} do not overlap the table's {}..={}",
-        player.min().0, player.max().0, table.min().0, table.max().0
-    )]
-    LimitsDoNotOverlap { player: BetLimits, table: BetLimits },
+    /// A paytable that is not one.
+    #[error(transparent)]
+    Paytable(#[from] PaytableError),
 
-    /// A table whose largest possible round (every seat at `max_bet`, raised, paid the best
-    /// odds of its paytable) would not fit in `u64` minor units.
-    #[error(
-        "max_bet {max_bet} is too large for this paytable: the largest round ({MAX_SEATS} seats at max_bet, all \
-         raised, paid {max_odds} to 1) must fit in 64-bit minor units, so the largest allowed max_bet is {largest}",
-        max_bet = max_bet.0, largest = largest.0
-    )]
-    TableTooLarge { max_bet: Money, largest: Money, max_odds: u32 },
-
-    /// A shoe of no decks or of more than [`super::MAX_DECKS`].
-    #[error("decks: {decks} is outside 1..={max}", max = super::MAX_DECKS)]
-    DecksOutOfRange { decks: u32 },
-
-    /// Text that is not a card's canonical text.
-    #[error("{text:?} is not a card like \"Ah\" or \"Tc\"")]
-    NotACard { text: String },
-
-    /// Odds in a paytable outside 1 to [`super::paytable::MAX_ODDS`].
-    #[error("{entry}: odds {odds} are outside 1..={max}", max = super::paytable::MAX_ODDS)]
-    OddsOutOfRange { entry: PaytableEntry, odds: u32 },
-
-    /// A paytable whose spread list has not one entry per spread.
-    #[error("paytable.spread needs exactly {} entries (spreads 1 to 11), got {got}", super::Spread::MAX)]
-    SpreadEntries { got: usize },
+    /// A table (or a player's limits at it) the rules refuse.
+    #[error(transparent)]
+    Table(#[from] TableError),
 
     /// A round snapshot that no sequence of legal steps produces (a broken token payload or
     /// a bug; never a caller's mistake).
@@ -95,21 +74,9 @@ pub enum GameError {
     AmountOverflow { what: Cow<'static, str> },
 }
 
-/// One entry of a paytable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PaytableEntry {
-    /// The odds for a spread (1 to 11).
-    Spread(u8),
-    /// The odds for three of a kind.
-    ThreeOfAKind,
-}
-
-impl std::fmt::Display for PaytableEntry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PaytableEntry::Spread(s) => write!(f, "paytable.spread[{s}]"),
-            PaytableEntry::ThreeOfAKind => f.write_str("paytable.three_of_a_kind"),
-        }
+impl From<LimitsError> for GameError {
+    fn from(e: LimitsError) -> GameError {
+        GameError::Table(TableError::Limits(e))
     }
 }
 

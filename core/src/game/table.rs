@@ -2,8 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::card::Decks;
-use super::error::GameError;
+use super::card::{CardError, Decks};
 use super::money::Money;
 use super::paytable::{MAX_ODDS, Paytable};
 
@@ -26,6 +25,34 @@ pub enum LimitsError {
     /// A maximum bet above [`MAX_BET`].
     #[error("max_bet {max_bet} is outside {min_bet}..={MAX_BET}")]
     MaxBetOutOfRange { min_bet: u64, max_bet: u64 },
+}
+
+/// A table, or a player's limits at it, the rules refuse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    /// A table whose largest possible round (every seat at `max_bet`, raised, paid the best
+    /// odds of its paytable) would not fit in `u64` minor units.
+    #[error(
+        "max_bet {max_bet} is too large for this paytable: the largest round ({MAX_SEATS} seats at max_bet, all \
+         raised, paid {max_odds} to 1) must fit in 64-bit minor units, so the largest allowed max_bet is {largest}",
+        max_bet = max_bet.0, largest = largest.0
+    )]
+    TooLarge { max_bet: Money, largest: Money, max_odds: u32 },
+
+    /// Bet limits that are not limits.
+    #[error(transparent)]
+    Limits(#[from] LimitsError),
+
+    /// A deck count the rules refuse.
+    #[error(transparent)]
+    Decks(#[from] CardError),
+
+    /// The player's limits and the table's have no bet in common.
+    #[error(
+        "the player's limits {}..={} do not overlap the table's {}..={}",
+        player.min().0, player.max().0, table.min().0, table.max().0
+    )]
+    LimitsDoNotOverlap { player: BetLimits, table: BetLimits },
 }
 
 /// Inclusive bounds on a seat's original bet, in minor units.
@@ -116,10 +143,10 @@ pub struct Table {
 impl Table {
     /// A table, refused when its largest round would not fit in `u64` minor units (the error
     /// names `max_bet` and the largest allowed value).
-    pub fn new(decks: Decks, paytable: Paytable, limits: BetLimits) -> Result<Table, GameError> {
+    pub fn new(decks: Decks, paytable: Paytable, limits: BetLimits) -> Result<Table, TableError> {
         let largest = largest_max_bet(&paytable);
         if limits.max() > largest {
-            return Err(GameError::TableTooLarge { max_bet: limits.max(), largest, max_odds: paytable.max_odds() });
+            return Err(TableError::TooLarge { max_bet: limits.max(), largest, max_odds: paytable.max_odds() });
         }
         Ok(Table { decks, paytable, limits })
     }
@@ -138,20 +165,21 @@ impl Table {
 
     /// The same table with other limits (e.g. narrowed to a player's), checked like
     /// [`Table::new`].
-    pub fn with_limits(&self, limits: BetLimits) -> Result<Table, GameError> {
+    pub fn with_limits(&self, limits: BetLimits) -> Result<Table, TableError> {
         Table::new(self.decks, self.paytable.clone(), limits)
     }
 
     /// The table a player's round is dealt at: this table's limits narrowed to the
     /// player's ([`BetLimits::for_player`]); refused when they have no bet in common.
-    pub fn narrowed_to(&self, player: BetLimits) -> Result<Table, GameError> {
-        let both = self.limits.intersect(player).ok_or(GameError::LimitsDoNotOverlap { player, table: self.limits })?;
+    pub fn narrowed_to(&self, player: BetLimits) -> Result<Table, TableError> {
+        let both =
+            self.limits.intersect(player).ok_or(TableError::LimitsDoNotOverlap { player, table: self.limits })?;
         // Narrower limits than a valid table's: always a valid table.
         self.with_limits(both)
     }
 
     /// The same table with another paytable, checked like [`Table::new`].
-    pub fn with_paytable(&self, paytable: Paytable) -> Result<Table, GameError> {
+    pub fn with_paytable(&self, paytable: Paytable) -> Result<Table, TableError> {
         Table::new(self.decks, paytable, self.limits)
     }
 
@@ -179,7 +207,7 @@ pub struct TableSpec {
 }
 
 impl TryFrom<TableSpec> for Table {
-    type Error = GameError;
+    type Error = TableError;
 
     fn try_from(spec: TableSpec) -> Result<Self, Self::Error> {
         let decks = spec.decks.map(Decks::new).transpose()?.unwrap_or_default();
@@ -244,7 +272,7 @@ mod tests {
         let player = BetLimits::for_player(Money(40_000), Money(u64::MAX)).unwrap();
         assert_eq!(
             Table::default().narrowed_to(player),
-            Err(GameError::LimitsDoNotOverlap { player, table: BetLimits::STANDARD })
+            Err(TableError::LimitsDoNotOverlap { player, table: BetLimits::STANDARD })
         );
         let narrower = Table::default().narrowed_to(BetLimits::new(Money(1_000), Money(2_000)).unwrap()).unwrap();
         assert_eq!((narrower.limits().min(), narrower.limits().max()), (Money(1_000), Money(2_000)));
@@ -279,10 +307,10 @@ mod tests {
         let limits = |max: u64| BetLimits::new(Money(1), Money(max)).unwrap();
         assert!(Table::new(Decks::ONE, paytable.clone(), limits(largest.0)).is_ok());
         let err = Table::new(Decks::ONE, paytable.clone(), limits(largest.0 + 1)).unwrap_err();
-        assert_eq!(err, GameError::TableTooLarge { max_bet: Money(largest.0 + 1), largest, max_odds: 10_000 });
+        assert_eq!(err, TableError::TooLarge { max_bet: Money(largest.0 + 1), largest, max_odds: 10_000 });
         assert!(err.to_string().contains(&largest.0.to_string()), "{err}");
         let spec = TableSpec { paytable: Some(paytable), max_bet: Some(MAX_BET), ..Default::default() };
-        assert!(matches!(Table::try_from(spec), Err(GameError::TableTooLarge { .. })));
+        assert!(matches!(Table::try_from(spec), Err(TableError::TooLarge { .. })));
         // The standard paytable allows far more than the standard limits.
         assert_eq!(largest_max_bet(&Paytable::STANDARD).0, u64::MAX / (7 * 2 * 12));
     }

@@ -276,7 +276,10 @@ pub fn simulate_chunks(config: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> R
     if config.rounds == 0 {
         return Err(SimError::NoRounds);
     }
-    let table = Table::default().with_decks(config.decks).with_paytable(config.paytable.clone())?;
+    let table = Table::default()
+        .with_decks(config.decks)
+        .with_paytable(config.paytable.clone())
+        .map_err(crate::game::GameError::from)?;
     let raise = config.policy.raise_set(config.decks, &config.paytable);
     let chunks = config.rounds.div_ceil(CHUNK_ROUNDS);
     let done = AtomicU64::new(0);
@@ -494,6 +497,12 @@ pub enum SimError {
     /// The rules refused a step (a table or paytable that is not valid).
     #[error(transparent)]
     Game(#[from] crate::game::GameError),
+}
+
+impl From<crate::game::TableError> for SimError {
+    fn from(e: crate::game::TableError) -> SimError {
+        SimError::Game(e.into())
+    }
 }
 
 #[cfg(test)]
