@@ -1,14 +1,14 @@
-//! Red Dog engine: the rules ([`game`]), exact odds ([`odds`]), a simulator ([`sim`]), the
-//! provably fair shuffle ([`fairness`]) and, around them, the stateless gRPC service.
+//! Red Dog engine: the stateless gRPC service ([`service`]), the audit trail's readers
+//! ([`audit`]) and the certification evidence ([`certify`]) around the core crate
+//! `reddog-core`: the rules ([`game`]), exact odds ([`odds`]), a simulator ([`sim`]), the
+//! provably fair deal ([`fairness`]) and the ids and size limits every layer shares
+//! ([`ids`]), re-exported here so `reddog::game::…` paths hold.
 #![forbid(unsafe_code)]
 
 pub mod audit;
 pub mod certify;
 pub mod error;
-pub mod fairness;
-pub mod game;
-pub mod odds;
 pub mod service;
-pub mod sim;
 
 pub use error::EngineError;
+pub use reddog_core::{fairness, game, ids, odds, sim};

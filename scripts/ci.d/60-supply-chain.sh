@@ -86,7 +86,7 @@ print("        highest rust-version among dependencies: %s (%s %s); ours: %s"
       % (".".join(map(str, need)), name, version, ours))
 sys.exit(0 if len(set(ours.values())) == 1 and all(v(r) >= need for r in ours.values()) else 1)'
 }
-check "rust-version of reddog and reddog-demo is the same and no dependency needs a newer Rust" msrv_holds
+check "rust-version of every workspace crate is the same and no dependency needs a newer Rust" msrv_holds
 
 echo "-- cargo deny --workspace check licenses bans sources (deny.toml)"
 check "licences, bans, sources" "$DENY" --log-level error --workspace --locked check licenses bans sources

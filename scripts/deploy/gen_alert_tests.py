@@ -116,7 +116,7 @@ def payout(rounds_per_minute: int, pays: list, seed: int) -> list:
     """Cumulative series of one table's returned, exact expected return and variance, and
     rounds settled: one seat betting 100, raising on spreads 7-11 (the optimal strategy at
     one deck), one 52-card deck shuffled per round by random.Random(seed). The expectation
-    and variance are the engine's (src/odds/expected.rs) for the standard paytable; the
+    and variance are the engine's (core/src/odds/expected.rs) for the standard paytable; the
     round is paid with `pays` (spread 1..11)."""
     rng = random.Random(seed)
     returned = expected = variance = rounds = 0.0

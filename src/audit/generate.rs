@@ -455,7 +455,7 @@ impl<'t> Play<'t> {
 
 /// The bets are within limits and 1–3 seats, so the rules never refuse the generator's
 /// rounds; if they did, its own arithmetic would be wrong, reported as an error.
-fn invalid(e: crate::error::EngineError) -> io::Error {
+fn invalid(e: crate::game::GameError) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("the generator built a round the rules refuse: {e}"))
 }
 

@@ -7,9 +7,9 @@
 
 use serde::Serialize;
 
-use crate::error::EngineError;
 use crate::game::{Paytable, Spread, Table};
 use crate::odds::{Analysis, Exact, Policy, to_f64};
+use crate::sim::SimError;
 use crate::sim::{CHUNK_ROUNDS, SimConfig, Sums, Z_999, estimates, run_chunk, simulate_chunks};
 
 /// One exact figure against its simulated estimate.
@@ -77,7 +77,7 @@ fn proportion(figure: &str, exact: &Exact, count: u64, n: u64) -> Comparison {
 }
 
 /// Simulates `rounds` rounds of `table` with `seed`.
-pub fn run(table: &Table, rounds: u64, seed: u64, progress: &(dyn Fn(u64) + Sync)) -> Result<Agreement, EngineError> {
+pub fn run(table: &Table, rounds: u64, seed: u64, progress: &(dyn Fn(u64) + Sync)) -> Result<Agreement, SimError> {
     let config = SimConfig {
         rounds,
         decks: table.decks(),

@@ -27,7 +27,6 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::error::EngineError;
 use crate::game::{Paytable, Table};
 use crate::odds::Exact;
 use crate::service::build_info;
@@ -211,8 +210,22 @@ fn now_rfc3339() -> String {
         .map_or_else(|_| "unknown".to_string(), |t| t.to_string())
 }
 
+/// What can stop a certification run.
+#[derive(Debug, thiserror::Error)]
+pub enum CertifyError {
+    /// The running binary, whose hash the report states, cannot be read.
+    #[error("cannot read the running binary")]
+    Binary(#[source] std::io::Error),
+    /// The embedded `Cargo.lock` does not list the dependencies.
+    #[error("the embedded Cargo.lock: {0}")]
+    Dependencies(String),
+    /// The simulator refused the table or failed.
+    #[error(transparent)]
+    Sim(#[from] crate::sim::SimError),
+}
+
 /// Certifies the production deal: [`run_with`] and [`FairDeals`].
-pub fn run(options: &Options, progress: &(dyn Fn(u64) + Sync)) -> Result<Report, EngineError> {
+pub fn run(options: &Options, progress: &(dyn Fn(u64) + Sync)) -> Result<Report, CertifyError> {
     let source = FairDeals { seed: options.seed };
     run_with(options, &source, Some(&source), progress)
 }
@@ -225,12 +238,11 @@ pub fn run_with<S: DealSource>(
     source: &S,
     fair: Option<&FairDeals>,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<Report, EngineError> {
+) -> Result<Report, CertifyError> {
     let started = std::time::Instant::now();
     let plan = &options.plan;
-    let (binary_sha256, binary_path) =
-        identity::binary_sha256().map_err(|e| EngineError::Internal(format!("cannot read the running binary: {e}")))?;
-    let dependencies = identity::dependencies(identity::CARGO_LOCK, "reddog").map_err(EngineError::Internal)?;
+    let (binary_sha256, binary_path) = identity::binary_sha256().map_err(CertifyError::Binary)?;
+    let dependencies = identity::dependencies(identity::CARGO_LOCK, "reddog").map_err(CertifyError::Dependencies)?;
     let mut rules_digests = std::collections::BTreeMap::new();
     let mut tables = Vec::new();
     let mut timings = std::collections::BTreeMap::new();

@@ -195,9 +195,10 @@ fn expectations(args: &VerifyArgs) -> anyhow::Result<Expectations> {
     }
     merge(&mut e.commitment, &args.expect_commitment, "commitment")?;
     merge(&mut e.client_seed, &args.expect_client_seed, "client-seed")?;
-    let parsed = |v: &Option<String>, name: &str, parse: &dyn Fn(&str, &str) -> Result<_, reddog::EngineError>| {
-        v.as_deref().map(|t| parse(t, &format!("--expect-{name}"))).transpose()
-    };
+    let parsed =
+        |v: &Option<String>, name: &str, parse: &dyn Fn(&str, &str) -> Result<_, reddog::fairness::FairnessError>| {
+            v.as_deref().map(|t| parse(t, &format!("--expect-{name}"))).transpose()
+        };
     let nonce = parsed(&args.expect_nonce, "nonce", &|t, f| text_int(t, f, 0, u64::MAX))?;
     let decks = parsed(&args.expect_decks, "decks", &|t, f| text_int(t, f, 1, u64::from(MAX_DECKS)))?.map(|d| d as u8);
     let bets = args.expect_bets.as_deref().map(|t| text_amounts(t, "--expect-bets")).transpose()?;

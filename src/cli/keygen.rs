@@ -11,15 +11,13 @@
 //! - `reddog keygen --public [FILE]`: reads a ring (FILE, or stdin for `-` or nothing) and
 //!   prints its public signing key as `ID ed25519 HEX` — never a secret.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use rand::TryRng;
 use reddog::service::signing::ReceiptSigner;
-use reddog::service::token::valid_key_id;
-use serde::{Deserialize, Serialize};
+use reddog::service::token::{KeyList, KeyRingFile, SigningEntry, valid_key_id};
 use zeroize::Zeroize;
 
 #[derive(Debug, clap::Args)]
@@ -45,15 +43,6 @@ pub struct KeygenArgs {
     pub public: Option<PathBuf>,
 }
 
-#[derive(Serialize, Deserialize)]
-struct RingFile {
-    primary: String,
-    keys: BTreeMap<String, String>,
-    /// The optional Ed25519 signing key, kept as it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    signing: Option<serde_json::Value>,
-}
-
 /// 32 fresh bytes from the OS, as hex.
 fn fresh_secret() -> anyhow::Result<String> {
     let mut key = [0u8; 32];
@@ -64,10 +53,10 @@ fn fresh_secret() -> anyhow::Result<String> {
 }
 
 /// A fresh signing key entry `{"id": ID, "secret": "<64 hex>"}`, checked as the engine parses it.
-fn signing_entry(id: &str) -> anyhow::Result<serde_json::Value> {
+fn signing_entry(id: &str) -> anyhow::Result<SigningEntry> {
     let secret = fresh_secret()?;
     ReceiptSigner::from_hex(id, &mut secret.clone()).map_err(|e| anyhow::anyhow!("--signing: {e}"))?;
-    Ok(serde_json::json!({ "id": id, "secret": secret }))
+    Ok(SigningEntry { id: id.to_string(), secret })
 }
 
 pub fn run(args: KeygenArgs) -> anyhow::Result<()> {
@@ -79,12 +68,12 @@ pub fn run(args: KeygenArgs) -> anyhow::Result<()> {
         None => format!("k{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs()),
     };
     if !valid_key_id(&id) {
-        bail!("--id: key ids are 1-32 characters of [A-Za-z0-9._-]");
+        bail!("--id: {}", reddog::ids::KEY_ID_RULE);
     }
     let ring = match args.add_to {
-        None => RingFile {
+        None => KeyRingFile {
             primary: id.clone(),
-            keys: BTreeMap::from([(id, fresh_secret()?)]),
+            keys: KeyList(vec![(id, fresh_secret()?)]),
             signing: args.signing.as_deref().map(signing_entry).transpose()?,
         },
         Some(path) => {
@@ -92,7 +81,7 @@ pub fn run(args: KeygenArgs) -> anyhow::Result<()> {
             // Validate the existing ring with the engine's own parser first.
             reddog::service::KeyRing::from_json(&text)
                 .with_context(|| format!("{} is not a valid key ring", path.display()))?;
-            let mut ring: RingFile = serde_json::from_str(&text)?;
+            let mut ring: KeyRingFile = serde_json::from_str(&text)?;
             match &args.signing {
                 Some(signing) => {
                     if ring.signing.is_some() {
@@ -101,10 +90,10 @@ pub fn run(args: KeygenArgs) -> anyhow::Result<()> {
                     ring.signing = Some(signing_entry(signing)?);
                 }
                 None => {
-                    if ring.keys.contains_key(&id) {
+                    if ring.keys.0.iter().any(|(k, _)| *k == id) {
                         bail!("--id: key id {id:?} is already in {}", path.display());
                     }
-                    ring.keys.insert(id.clone(), fresh_secret()?);
+                    ring.keys.0.push((id.clone(), fresh_secret()?));
                     if args.primary {
                         ring.primary = id;
                     }

@@ -43,7 +43,7 @@ pub struct SimulateArgs {
 }
 
 fn parse_policy(s: &str) -> Result<Policy, String> {
-    s.parse().map_err(|e: reddog::EngineError| e.to_string())
+    s.parse().map_err(|e: reddog::odds::OddsError| e.to_string())
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<()> {

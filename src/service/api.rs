@@ -32,7 +32,8 @@ use super::sandbox;
 use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
-use crate::error::{BoundField, EngineError};
+use crate::error::EngineError;
+use crate::fairness::commitment::{self, CurrencyRef, RoundRef, TableRef};
 use crate::fairness::receipt::CommitReceipt;
 use crate::fairness::{
     ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, TableRules,
@@ -93,8 +94,8 @@ fn table_rules(t: &NamedTable) -> TableRules<'_> {
 }
 
 /// A currency in an error message: `EUR (exponent 2)`.
-fn currency_text(c: &Currency) -> String {
-    format!("{} (exponent {})", c.code(), c.minor_unit_exponent())
+fn currency_ref(c: &Currency) -> CurrencyRef<'_> {
+    CurrencyRef { code: c.code(), exponent: c.minor_unit_exponent() }
 }
 
 fn now_ms() -> i64 {
@@ -251,7 +252,7 @@ impl RedDogService {
         convert::table_id(&req.table_id)?;
         let named = self.table(&req.table_id)?;
         let (table, table_id) = (&named.table, named.id.as_str());
-        let seed = ServerSeed::generate()?;
+        let seed = ServerSeed::generate().map_err(EngineError::from)?;
         let rules_digest = self.digest_of(named);
         let expires_at_unix_ms = now_ms().checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
         let payload = CommitmentPayload {
@@ -322,7 +323,9 @@ impl RedDogService {
             .inner
             .ring
             .open_checked::<CommitmentPayload>(TokenKind::Commitment, &req.commitment_token)
-            .and_then(|p| if now_ms() > p.expires_at_unix_ms { Err(TokenRefusal::Expired) } else { Ok(p) })
+            .and_then(|p| {
+                commitment::check_expiry(p.expires_at_unix_ms, now_ms()).map(|()| p).map_err(|_| TokenRefusal::Expired)
+            })
             .and_then(|p| {
                 let seed = p.seed().map_err(|_| TokenRefusal::Malformed)?;
                 Ok((seed, p.binding().map_err(|_| TokenRefusal::Malformed)?, p.sandbox))
@@ -332,57 +335,29 @@ impl RedDogService {
                 invalid_token("commitment_token")
             })?;
         let (committed, binding, committed_sandbox) = payload;
-        let mismatch = |field, committed: String, requested: String| {
-            Status::from(EngineError::CommitmentMismatch { field, committed, requested })
-        };
         let named = match &binding {
             // Sealed before binding, by an engine whose only table was the default one: it
             // deals there (its round id and nonce are free until it expires, FAIRNESS §7).
             Binding::Unbound => {
-                if !req.table_id.is_empty() && req.table_id != DEFAULT_TABLE_ID {
-                    return Err(mismatch(
-                        BoundField::TableId,
-                        format!("{DEFAULT_TABLE_ID:?}"),
-                        format!("{:?}", req.table_id),
-                    ));
-                }
+                commitment::check_table(DEFAULT_TABLE_ID, &req.table_id).map_err(EngineError::from)?;
                 self.table(DEFAULT_TABLE_ID)?
             }
             Binding::Bound { round_id, nonce, table_id, decks, currency: committed_currency, rules_digest } => {
-                if *round_id != req.round_id {
-                    return Err(mismatch(BoundField::RoundId, format!("{round_id:?}"), format!("{:?}", req.round_id)));
-                }
-                if *nonce != req.nonce {
-                    return Err(mismatch(BoundField::Nonce, nonce.to_string(), req.nonce.to_string()));
-                }
-                if !req.table_id.is_empty() && *table_id != req.table_id {
-                    return Err(mismatch(BoundField::TableId, format!("{table_id:?}"), format!("{:?}", req.table_id)));
-                }
+                let requested = RoundRef { round_id: &req.round_id, nonce: req.nonce, table_id: &req.table_id };
+                commitment::check_binding(&RoundRef { round_id, nonce: *nonce, table_id }, &requested)
+                    .map_err(EngineError::from)?;
                 let named = self.table(table_id)?;
-                if named.table.decks() != *decks {
-                    return Err(EngineError::TableChanged {
-                        committed_decks: decks.get(),
-                        table_decks: named.table.decks().get(),
-                    }
-                    .into());
-                }
-                if let Some(c) = committed_currency.as_ref().filter(|&c| *c != named.currency) {
-                    return Err(EngineError::CurrencyChanged {
-                        committed: currency_text(c),
-                        table: currency_text(&named.currency),
-                    }
-                    .into());
-                }
-                // A commitment sealed before rules were bound has no digest: it deals under the
-                // table's current rules until it expires (FAIRNESS §7, the migration window).
-                let table_digest = self.digest_of(named);
-                if let Some(committed) = rules_digest.filter(|d| *d != table_digest) {
-                    return Err(EngineError::RulesChanged {
-                        committed: committed.to_hex(),
-                        table: table_digest.to_hex(),
-                    }
-                    .into());
-                }
+                let committed_table = TableRef {
+                    decks: *decks,
+                    currency: committed_currency.as_ref().map(currency_ref),
+                    rules_digest: *rules_digest,
+                };
+                let table_now = TableRef {
+                    decks: named.table.decks(),
+                    currency: Some(currency_ref(&named.currency)),
+                    rules_digest: Some(self.digest_of(named)),
+                };
+                commitment::check_table_unchanged(&committed_table, &table_now).map_err(EngineError::from)?;
                 named
             }
         };
@@ -398,8 +373,8 @@ impl RedDogService {
             decks: table.decks(),
         };
         let round = match requested {
-            Some(mut deck) => Round::start(&table, &bets, &mut deck)?,
-            None => Round::start(&table, &bets, &mut FairShoe::new(&inputs))?,
+            Some(mut deck) => Round::start(&table, &bets, &mut deck).map_err(EngineError::from)?,
+            None => Round::start(&table, &bets, &mut FairShoe::new(&inputs)).map_err(EngineError::from)?,
         };
         let mut state = RoundState {
             round,
@@ -458,7 +433,7 @@ impl RedDogService {
     fn decide(&self, peer: Peer, req: &proto::DecideRequest) -> Result<proto::DecideResponse, Status> {
         let mut state = self.open_round(Method::Decide, peer, &req.round_token, &req.round_id)?;
         let decisions = convert::decisions(&req.decisions, state.round.seats().len())?;
-        let (sorted, raised) = state.round.decide_all(&decisions)?;
+        let (sorted, raised) = state.round.decide_all(&decisions).map_err(EngineError::from)?;
         let (parent_step, parent) = (state.step(), state.transcript);
         state.transcript = parent.decide(&sorted);
         state.steps.push(sorted);
@@ -492,7 +467,7 @@ impl RedDogService {
     fn settle(&self, peer: Peer, req: &proto::SettleRequest) -> Result<proto::SettleResponse, Status> {
         let mut state = self.open_round(Method::Settle, peer, &req.round_token, &req.round_id)?;
         state.round.close();
-        let settlement = state.round.settle(&state.paytable)?;
+        let settlement = state.round.settle(&state.paytable).map_err(EngineError::from)?;
         let results = settlement
             .seats
             .iter()

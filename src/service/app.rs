@@ -14,6 +14,7 @@ use zeroize::Zeroizing;
 
 use super::api::EngineConfig;
 use super::audit_sink::{AuditOptions, AuditSink, CheckpointSigner};
+pub use super::limits::TransportLimits;
 use super::server::{self, ServeError};
 use super::tables::Tables;
 use super::tls::{TlsFiles, TlsReloader};
@@ -67,57 +68,6 @@ impl KeyRingSource {
     }
 }
 
-/// HTTP/2 and admission limits. Every value must be positive; see `docs/OPERATIONS.md`
-/// ("Transport limits") for what each bounds and how the defaults were measured.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TransportLimits {
-    /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS announced to each connection.
-    pub max_concurrent_streams_per_connection: u32,
-    /// Streams a connection may make the server reset (protocol errors, refused streams)
-    /// before it is closed with GOAWAY ENHANCE_YOUR_CALM (h2's local-reset guard).
-    pub max_local_error_resets: usize,
-    /// Longest time one RedDog call may take, request body included (DEADLINE_EXCEEDED).
-    pub request_timeout: Duration,
-    /// RedDog calls holding a slot across all connections (from the arrival of the request
-    /// message until the answer has been sent); calls beyond it are answered
-    /// RESOURCE_EXHAUSTED at once (health and reflection are not counted).
-    pub max_in_flight: usize,
-    /// Slots of `max_in_flight` one connection may hold at once; its calls beyond it are
-    /// answered RESOURCE_EXHAUSTED at once, so one peer cannot take every slot.
-    pub max_in_flight_per_connection: usize,
-    /// Time from TCP accept until the client has sent the HTTP/2 preface (after the TLS
-    /// handshake, with TLS); slower connections are closed.
-    pub handshake_timeout: Duration,
-    /// Connections not yet past the handshake, at most; more are closed at once.
-    pub max_pending_handshakes: usize,
-    /// Connections past the handshake, at most. A new connection at the cap gets in by
-    /// closing the longest-idle one; when every connection has a call in progress it is
-    /// closed. With `max_concurrent_streams_per_connection` it bounds the streams (and their
-    /// memory) the server holds at once.
-    pub max_connections: usize,
-    /// A connection with no call in progress for this long is closed.
-    pub idle_timeout: Duration,
-    /// Interval of HTTP/2 PINGs to detect dead peers.
-    pub keepalive_interval: Duration,
-}
-
-impl Default for TransportLimits {
-    fn default() -> Self {
-        TransportLimits {
-            max_concurrent_streams_per_connection: 100,
-            max_local_error_resets: 256,
-            request_timeout: Duration::from_secs(10),
-            max_in_flight: 256,
-            max_in_flight_per_connection: 64,
-            handshake_timeout: Duration::from_secs(5),
-            max_pending_handshakes: 1024,
-            max_connections: 256,
-            idle_timeout: Duration::from_secs(300),
-            keepalive_interval: Duration::from_secs(30),
-        }
-    }
-}
-
 /// Where the audit trail goes (`reddog serve --audit-log`).
 pub enum AuditOutput {
     /// Standard output (`-`, the default).
@@ -142,7 +92,7 @@ impl std::fmt::Debug for AuditOutput {
 #[derive(Debug)]
 pub struct AuditSettings {
     pub output: AuditOutput,
-    /// The replica id every record carries (1..=128 printable ASCII characters).
+    /// The replica id every record carries ([`crate::ids::check_replica_id`]).
     pub replica_id: String,
     /// How often a checkpoint record is written while records are written (1 s .. 1 day
     /// from the command line; at least 10 ms here, for tests).
@@ -319,10 +269,14 @@ impl Settings {
         if a.checkpoint_interval < Duration::from_millis(10) || a.checkpoint_interval > Duration::from_secs(86_400) {
             return invalid("audit-checkpoint-secs", format!("{} s: must be 1..=86400", secs(a.checkpoint_interval)));
         }
-        if a.replica_id.is_empty() || a.replica_id.len() > 128 || !a.replica_id.bytes().all(|b| b.is_ascii_graphic()) {
+        if crate::ids::check_replica_id(&a.replica_id).is_err() {
             return invalid(
                 "replica-id",
-                format!("{:?}: must be 1..=128 printable ASCII characters without spaces", a.replica_id),
+                format!(
+                    "{:?}: must be 1..={} printable ASCII characters without spaces",
+                    a.replica_id,
+                    crate::ids::MAX_REPLICA_ID_BYTES
+                ),
             );
         }
         Ok(())

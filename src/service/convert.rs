@@ -2,17 +2,12 @@
 //! Every error names the request field at fault.
 
 use crate::error::EngineError;
-use crate::game::table::MAX_BET;
 use crate::game::{BetLimits, Card, Decision, HandClass, Money, Outcome, Paytable, Round, Rule, Suit, Table};
 
 use super::proto;
 
-/// Longest client seed, in bytes of UTF-8.
-pub const MAX_CLIENT_SEED_BYTES: usize = 1024;
-/// Longest platform round id, in bytes of UTF-8.
-pub const MAX_ROUND_ID_BYTES: usize = 128;
-/// Longest table id, in bytes (`[A-Za-z0-9._-]`).
-pub const MAX_TABLE_ID_BYTES: usize = 64;
+use crate::ids::{IdError, check_client_seed, check_round_id, check_table_id};
+pub use crate::ids::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
 
 /// Checks a required platform round id: 1 to [`MAX_ROUND_ID_BYTES`] bytes, no control
 /// characters.
@@ -26,24 +21,18 @@ pub fn required_round_id(field: &'static str, id: &str) -> Result<(), EngineErro
 /// Checks a table id: empty (the default table) or 1 to [`MAX_TABLE_ID_BYTES`] bytes of
 /// `[A-Za-z0-9._-]`.
 pub fn table_id(id: &str) -> Result<(), EngineError> {
-    if id.len() > MAX_TABLE_ID_BYTES {
-        return Err(EngineError::invalid("table_id", format!("at most {MAX_TABLE_ID_BYTES} bytes")));
+    match check_table_id(id) {
+        Ok(()) | Err(IdError::Empty) => Ok(()),
+        Err(e) => Err(EngineError::invalid("table_id", e.to_string())),
     }
-    if !id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
-        return Err(EngineError::invalid("table_id", "only the characters A-Z a-z 0-9 . _ -"));
-    }
-    Ok(())
 }
 
 /// Checks an optional platform round id (empty, or as [`required_round_id`]).
 pub fn round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
-    if id.len() > MAX_ROUND_ID_BYTES {
-        return Err(EngineError::invalid(field, format!("at most {MAX_ROUND_ID_BYTES} bytes")));
+    match check_round_id(id) {
+        Ok(()) | Err(IdError::Empty) => Ok(()),
+        Err(e) => Err(EngineError::invalid(field, e.to_string())),
     }
-    if id.chars().any(char::is_control) {
-        return Err(EngineError::invalid(field, "must not contain control characters"));
-    }
-    Ok(())
 }
 
 /// Checks that a required token field is present.
@@ -53,33 +42,20 @@ pub fn required_token(field: &'static str, token: &[u8]) -> Result<(), EngineErr
 
 /// Checks a client seed: 1 to [`MAX_CLIENT_SEED_BYTES`] bytes (UTF-8 is guaranteed by protobuf).
 pub fn client_seed(seed: &str) -> Result<(), EngineError> {
-    if seed.is_empty() {
-        return Err(EngineError::invalid("client_seed", "required: the player's client seed"));
+    match check_client_seed(seed) {
+        Ok(()) => Ok(()),
+        Err(IdError::Empty) => Err(EngineError::invalid("client_seed", "required: the player's client seed")),
+        Err(e) => Err(EngineError::invalid("client_seed", format!("{e} of UTF-8"))),
     }
-    if seed.len() > MAX_CLIENT_SEED_BYTES {
-        return Err(EngineError::invalid("client_seed", format!("at most {MAX_CLIENT_SEED_BYTES} bytes of UTF-8")));
-    }
-    Ok(())
 }
 
-/// The table a round is dealt at: the engine's table narrowed to the player's limits.
-///
-/// `player_limits.min_bet` is 1 to [`MAX_BET`]; `max_bet` is at least `min_bet` and may be
-/// anything above, `u64::MAX` included ("no limit of the platform's own"): a player maximum
-/// above [`MAX_BET`] (which no table exceeds) means the table's maximum applies.
+/// The table a round is dealt at: the engine's table narrowed to the player's limits
+/// ([`BetLimits::for_player`], [`Table::narrowed_to`]).
 pub fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Table, EngineError> {
     let limits = limits.ok_or_else(|| EngineError::invalid("player_limits", "required: the player's bet limits"))?;
-    if limits.min_bet == 0 || limits.min_bet > MAX_BET {
-        return Err(EngineError::out_of_range("player_limits.min_bet", limits.min_bet, 1, MAX_BET));
-    }
-    if limits.max_bet < limits.min_bet {
-        return Err(EngineError::out_of_range("player_limits.max_bet", limits.max_bet, limits.min_bet, u64::MAX));
-    }
-    let player = BetLimits::new(Money(limits.min_bet), Money(limits.max_bet.min(MAX_BET)))?;
-    let both =
-        table.limits().intersect(player).ok_or(EngineError::LimitsDoNotOverlap { player, table: table.limits() })?;
-    // Narrower limits than a valid table's: always a valid table.
-    table.with_limits(both)
+    let player =
+        BetLimits::for_player(Money(limits.min_bet), Money(limits.max_bet)).map_err(EngineError::PlayerLimits)?;
+    Ok(table.narrowed_to(player)?)
 }
 
 /// Validated decisions: at least one, known actions, each seat once and within the round.
@@ -174,7 +150,7 @@ pub fn round_view(round: &Round, paytable: &Paytable) -> Result<proto::RoundView
                 allowed_actions: round.allowed(i).iter().map(|&d| action(d) as i32).collect(),
             })
         })
-        .collect::<Result<_, EngineError>>()?;
+        .collect::<Result<_, crate::game::GameError>>()?;
     Ok(proto::RoundView {
         first_card: Some(card(first)),
         second_card: Some(card(second)),
@@ -192,6 +168,8 @@ pub fn round_view(round: &Round, paytable: &Paytable) -> Result<proto::RoundView
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::game::table::MAX_BET;
+    use crate::game::{GameError, LimitsError, TableError};
 
     fn limits(min_bet: u64, max_bet: u64) -> proto::Limits {
         proto::Limits { min_bet, max_bet }
@@ -209,18 +187,34 @@ mod tests {
     }
 
     #[test]
-    fn player_limits_out_of_order_or_out_of_range_name_the_field() {
+    fn player_limits_out_of_order_or_out_of_range_are_player_limit_errors() {
         let table = Table::default();
-        for (l, field) in [
-            (limits(0, 1_000), "player_limits.min_bet"),
-            (limits(MAX_BET + 1, u64::MAX), "player_limits.min_bet"),
-            (limits(2_000, 1_000), "player_limits.max_bet"),
+        for (l, want) in [
+            (limits(0, 1_000), LimitsError::MinBetOutOfRange { min_bet: 0 }),
+            (limits(MAX_BET + 1, u64::MAX), LimitsError::MinBetOutOfRange { min_bet: MAX_BET + 1 }),
+            (limits(2_000, 1_000), LimitsError::MaxBetBelowMinBet { min_bet: 2_000, max_bet: 1_000 }),
         ] {
-            let err = round_table(&table, Some(&l)).unwrap_err();
-            assert!(matches!(err, EngineError::OutOfRange { .. }), "{err:?}");
-            assert_eq!(err.field(), Some(field), "{err}");
+            assert_eq!(round_table(&table, Some(&l)), Err(EngineError::PlayerLimits(want)));
         }
         let disjoint = round_table(&table, Some(&limits(40_000, u64::MAX))).unwrap_err();
-        assert!(matches!(disjoint, EngineError::LimitsDoNotOverlap { .. }), "{disjoint:?}");
+        assert!(
+            matches!(disjoint, EngineError::Game(GameError::Table(TableError::LimitsDoNotOverlap { .. }))),
+            "{disjoint:?}"
+        );
+    }
+
+    #[test]
+    fn ids_keep_their_request_field_and_reason() {
+        assert_eq!(table_id(""), Ok(()));
+        assert_eq!(table_id("a b"), Err(EngineError::invalid("table_id", "only the characters A-Z a-z 0-9 . _ -")));
+        assert_eq!(table_id(&"t".repeat(65)), Err(EngineError::invalid("table_id", "at most 64 bytes")));
+        assert_eq!(
+            round_id("round_id", "a\u{1}"),
+            Err(EngineError::invalid("round_id", "must not contain control characters"))
+        );
+        assert_eq!(
+            client_seed(&"s".repeat(1025)),
+            Err(EngineError::invalid("client_seed", "at most 1024 bytes of UTF-8"))
+        );
     }
 }

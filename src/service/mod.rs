@@ -17,6 +17,7 @@
 //!   client-triggered lines bounded) and OTLP traces;
 //! - [`app`]: [`Settings`] and [`Application`] — how the binary and the tests build and run
 //!   the server;
+//! - [`limits`]: [`TransportLimits`], the transport's configuration;
 //! - [`server`]: health, reflection, limits and graceful shutdown;
 //! - [`transport`], [`guard`], [`tls`]: connection admission (handshake and idle deadlines,
 //!   accept back-off), the global concurrency cap with load shedding, the per-call timeout,
@@ -30,6 +31,7 @@ pub mod build_info;
 pub mod convert;
 pub mod error;
 pub mod guard;
+pub mod limits;
 pub mod log_writer;
 pub mod metrics;
 pub mod proto;

@@ -3,11 +3,11 @@
 use std::time::Duration;
 
 use super::build_info;
-use super::convert::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES};
 use super::proto;
 use super::token::MAX_TOKEN_LEN;
 use crate::fairness::{ALGORITHM, ALGORITHM_VERSION, RulesDigest};
 use crate::game::{MAX_SEATS, Spread, Table};
+use crate::ids::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES};
 use crate::odds::{Analysis, RtpDefinition, decimal, fraction};
 
 /// The rules of `table` (id `table_id`, amounts in `currency`, rules digest `rules_digest`)

@@ -10,7 +10,7 @@
 //! served alone on its own port, with its own small connection table: the probes reach it
 //! whatever RedDog clients do to the main port. It answers until the drain has ended.
 //!
-//! Limits (see [`super::app::TransportLimits`]): HTTP/2 max concurrent streams per
+//! Limits (see [`super::limits::TransportLimits`]): HTTP/2 max concurrent streams per
 //! connection and h2's local-reset guard; the handshake and idle deadlines, connection cap and
 //! accept back-off of [`super::transport`]; the global and per-connection slots, load
 //! shedding and per-call timeout of [`super::guard`]; requests and responses of at most
@@ -30,8 +30,8 @@ use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
 use super::api::{EngineConfig, RedDogService};
-use super::app::TransportLimits;
 use super::guard::{ActivityLayer, CallLimits, CallsInProgress, DrainStreams, Guarded};
+use super::limits::TransportLimits;
 use super::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
 use super::tls::TlsReloader;
 use super::transport::{self, Connections};

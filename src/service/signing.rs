@@ -11,7 +11,6 @@ use ed25519_dalek::{Signer, SigningKey};
 use zeroize::Zeroize;
 
 use super::audit_sink::CheckpointSigner;
-use super::token::valid_key_id;
 use crate::error::EngineError;
 use crate::fairness::receipt::{CommitReceipt, SIGNATURE_ALGORITHM, settle_message};
 
@@ -30,8 +29,8 @@ impl fmt::Debug for ReceiptSigner {
 impl ReceiptSigner {
     /// A signer from its id and 32-byte secret seed. Refused: an invalid id, an all-zero seed.
     pub fn new(id: &str, secret: &[u8; 32]) -> Result<ReceiptSigner, EngineError> {
-        if !valid_key_id(id) {
-            return Err(EngineError::invalid("key_ring.signing.id", "key ids are 1-32 characters of [A-Za-z0-9._-]"));
+        if crate::ids::check_key_id(id).is_err() {
+            return Err(EngineError::invalid("key_ring.signing.id", crate::ids::KEY_ID_RULE));
         }
         if secret.iter().all(|&b| b == 0) {
             return Err(EngineError::invalid(

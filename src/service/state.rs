@@ -18,7 +18,7 @@ use crate::game::{
 };
 
 /// The id of the default table.
-pub const DEFAULT_TABLE_ID: &str = "default";
+pub use super::tables::DEFAULT_TABLE_ID;
 
 /// The sealed content of a commitment token.
 #[derive(Clone, PartialEq, prost::Message)]

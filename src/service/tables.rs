@@ -26,17 +26,14 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::convert::MAX_TABLE_ID_BYTES;
 use crate::error::EngineError;
 use crate::game::{Table, TableSpec};
+use crate::ids::MAX_TABLE_ID_BYTES;
 
-/// The id an empty `table_id` selects.
-pub use super::state::DEFAULT_TABLE_ID;
+/// The id of the default table: the one an empty `table_id` selects.
+pub const DEFAULT_TABLE_ID: &str = "default";
 
-/// Largest minor-unit exponent accepted (ISO 4217 uses 0 to 4).
-pub const MAX_MINOR_UNIT_EXPONENT: u8 = 4;
-/// Bytes of an ISO 4217 alphabetic code.
-pub const CURRENCY_CODE_LEN: usize = 3;
+pub use crate::ids::{CURRENCY_CODE_LEN, MAX_MINOR_UNIT_EXPONENT};
 
 /// A table's currency.
 ///
@@ -56,7 +53,7 @@ impl Currency {
     /// A currency from its ISO 4217 alphabetic code and minor-unit exponent; `field` names the
     /// configuration entry in errors.
     pub fn new(code: &str, minor_unit_exponent: u8, field: &str) -> Result<Currency, EngineError> {
-        if code.len() != CURRENCY_CODE_LEN || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+        if crate::ids::check_currency_code(code).is_err() {
             return Err(EngineError::invalid(
                 format!("{field}.currency"),
                 format!("{code:?} is not an ISO 4217 alphabetic code (three capital letters, e.g. EUR, USD, JPY)"),
@@ -266,10 +263,7 @@ fn no_repeated_keys(text: &str) -> Result<(), EngineError> {
 }
 
 fn valid_id(id: &str) -> Result<(), EngineError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_TABLE_ID_BYTES
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok {
+    if crate::ids::check_table_id(id).is_ok() {
         Ok(())
     } else {
         Err(EngineError::invalid(

@@ -67,18 +67,19 @@ use hkdf::Hkdf;
 use hmac::{Hmac, Mac};
 use prost::Message;
 use rand::TryRng;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
-use super::convert::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
 use super::signing::ReceiptSigner;
-use super::tables::{CURRENCY_CODE_LEN, MAX_MINOR_UNIT_EXPONENT};
 use crate::error::EngineError;
 use crate::game::paytable::MAX_ODDS;
 use crate::game::table::MAX_BET;
 use crate::game::{MAX_DECKS, MAX_SEATS};
+use crate::ids::{
+    CURRENCY_CODE_LEN, MAX_CLIENT_SEED_BYTES, MAX_MINOR_UNIT_EXPONENT, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES,
+};
 
 /// The token format version this engine seals.
 pub const TOKEN_VERSION: u8 = 2;
@@ -94,8 +95,8 @@ const NONCE_INFO: &[u8] = b"reddog/token/v2/nonce";
 pub const SEALS_PER_KEY_BUDGET: u64 = 1 << 40;
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
-/// Longest key id.
-pub const MAX_KEY_ID_LEN: usize = 32;
+/// Longest key id ([`crate::ids::MAX_KEY_ID_BYTES`]).
+pub const MAX_KEY_ID_LEN: usize = crate::ids::MAX_KEY_ID_BYTES;
 
 /// Bytes of a protobuf varint holding `v`.
 pub const fn varint_len(v: u64) -> usize {
@@ -245,27 +246,39 @@ impl fmt::Debug for KeyRing {
 }
 
 /// The key ring file: `{"primary":"k1","keys":{"k1":"<64 hex>","k0":"<64 hex>"}}`, with
-/// an optional `"signing": {"id": "s1", "secret": "<64 hex>"}`.
-#[derive(Deserialize)]
+/// an optional `"signing": {"id": "s1", "secret": "<64 hex>"}`. The one definition of the
+/// shape: the engine reads it ([`KeyRing::from_json`]), `reddog keygen` writes it.
+#[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct KeyRingFile {
-    primary: String,
-    keys: KeyList,
-    #[serde(default)]
-    signing: Option<SigningEntry>,
+pub struct KeyRingFile {
+    pub primary: String,
+    pub keys: KeyList,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing: Option<SigningEntry>,
 }
 
 /// The ring's optional Ed25519 signing key.
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SigningEntry {
-    id: String,
-    secret: String,
+pub struct SigningEntry {
+    pub id: String,
+    pub secret: String,
 }
 
 /// The `keys` object in document order, duplicates kept (a map would keep only the last of
 /// two equal ids; [`KeyRing::new`] refuses them instead).
-struct KeyList(Vec<(String, String)>);
+pub struct KeyList(pub Vec<(String, String)>);
+
+impl Serialize for KeyList {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (id, key) in &self.0 {
+            map.serialize_entry(id, key)?;
+        }
+        map.end()
+    }
+}
 
 impl<'de> Deserialize<'de> for KeyList {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<KeyList, D::Error> {
@@ -289,8 +302,7 @@ impl<'de> Deserialize<'de> for KeyList {
 
 /// `true` for a valid key id: 1 to 32 characters of `[A-Za-z0-9._-]`.
 pub fn valid_key_id(id: &str) -> bool {
-    (1..=MAX_KEY_ID_LEN).contains(&id.len())
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    crate::ids::check_key_id(id).is_ok()
 }
 
 impl KeyRing {
@@ -323,7 +335,7 @@ impl KeyRing {
         }
         for (i, (id, key)) in keys.iter().enumerate() {
             if !valid_key_id(id) {
-                return Err(EngineError::invalid("key_ring.keys", "key ids are 1-32 characters of [A-Za-z0-9._-]"));
+                return Err(EngineError::invalid("key_ring.keys", crate::ids::KEY_ID_RULE));
             }
             if keys[..i].iter().any(|(other, _)| other == id) {
                 return Err(EngineError::invalid(

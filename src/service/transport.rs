@@ -45,7 +45,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 use tracing::{debug, warn};
 
-use super::app::TransportLimits;
+use super::limits::TransportLimits;
 use super::metrics;
 use super::tls::TlsReloader;
 

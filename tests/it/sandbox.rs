@@ -119,7 +119,7 @@ async fn a_sandbox_round_of_every_hand_class_plays_pays_and_reveals_as_sandbox()
         assert_eq!(reveal.cards, cards, "{name}");
         assert!(settled.reveal_json.starts_with(r#"{"format":"reddog-sandbox-reveal-v1""#), "{name}");
         let refused = reddog::fairness::parse_reveal(&settled.reveal_json).unwrap_err();
-        assert_eq!(refused.field(), Some("format"), "{name}");
+        assert_eq!(refused.path(), Some("format"), "{name}");
         assert!(refused.to_string().contains("never verifies as a fair round"), "{name}: {refused}");
     }
     // A round at the sandbox table without a requested deal is dealt from the seed, and is

@@ -19,13 +19,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::FairnessError;
 use super::rules::{RulesDigest, TableRules};
 use super::seed::ServerSeed;
 use super::shuffle::{ALGORITHM, DealInputs, FairShoe};
 use super::transcript::{StartInputs, Transcript};
-use crate::error::EngineError;
 use crate::game::{
-    BetLimits, Card, Decision, Decks, HandClass, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Settlement,
+    BetLimits, Card, Decision, Decks, GameError, HandClass, Money, Paytable, Phase, Round, RoundSnapshot, Seat,
+    Settlement,
 };
 
 /// The `format` of a version-2 reveal.
@@ -232,7 +233,7 @@ pub enum AnyReveal {
 
 impl AnyReveal {
     /// Checks the reveal (see [`verify_v1`], [`verify_v2`]).
-    pub fn verify(&self) -> Result<Verdict, EngineError> {
+    pub fn verify(&self) -> Result<Verdict, FairnessError> {
         match self {
             AnyReveal::V1(r) => verify_v1(r),
             AnyReveal::V2(r) => verify_v2(r),
@@ -272,24 +273,25 @@ impl Verdict {
     }
 }
 
-fn hex32(field: &'static str, s: &str) -> Result<[u8; 32], EngineError> {
+fn hex32(field: &'static str, s: &str) -> Result<[u8; 32], FairnessError> {
     let mut out = [0u8; 32];
-    hex::decode_to_slice(s, &mut out).map_err(|_| EngineError::invalid(field, "must be 64 hexadecimal characters"))?;
+    hex::decode_to_slice(s, &mut out)
+        .map_err(|_| FairnessError::malformed(field, "must be 64 hexadecimal characters"))?;
     Ok(out)
 }
 
-fn parse_cards(cards: &[String]) -> Result<Vec<Card>, EngineError> {
+fn parse_cards(cards: &[String]) -> Result<Vec<Card>, FairnessError> {
     let parsed = cards
         .iter()
         .map(|c| Card::from_text(c))
         .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| EngineError::invalid("cards", "every card is canonical text like \"Ah\" or \"Tc\""))?;
+        .ok_or_else(|| FairnessError::malformed("cards", "every card is canonical text like \"Ah\" or \"Tc\""))?;
     match parsed[..] {
         [a, b] if HandClass::of(a, b) == HandClass::Consecutive => Ok(parsed),
         [a, b, _] if HandClass::of(a, b) != HandClass::Consecutive => Ok(parsed),
-        [_, _] => Err(EngineError::invalid("cards", "a hand that is not consecutive lists exactly 3 cards")),
-        [_, _, _] => Err(EngineError::invalid("cards", "a consecutive hand lists exactly 2 cards")),
-        _ => Err(EngineError::invalid("cards", "a round deals 2 or 3 cards")),
+        [_, _] => Err(FairnessError::malformed("cards", "a hand that is not consecutive lists exactly 3 cards")),
+        [_, _, _] => Err(FairnessError::malformed("cards", "a consecutive hand lists exactly 2 cards")),
+        _ => Err(FairnessError::malformed("cards", "a round deals 2 or 3 cards")),
     }
 }
 
@@ -310,13 +312,13 @@ fn verify_deal(
     nonce: u64,
     decks: u8,
     cards: &[String],
-) -> Result<DealCheck, EngineError> {
+) -> Result<DealCheck, FairnessError> {
     if algorithm != ALGORITHM {
-        return Err(EngineError::invalid("algorithm", format!("unknown algorithm, expected {ALGORITHM}")));
+        return Err(FairnessError::malformed("algorithm", format!("unknown algorithm, expected {ALGORITHM}")));
     }
     let seed = ServerSeed::from_bytes(hex32("server_seed", server_seed)?);
     let commitment = hex32("commitment", commitment)?;
-    let decks = Decks::new(u32::from(decks))?;
+    let decks = Decks::new(u32::from(decks)).map_err(GameError::from)?;
     let claimed = parse_cards(cards)?;
     let inputs = DealInputs { server_seed: &seed, client_seed: client_seed.as_bytes(), nonce, decks };
     let recomputed = FairShoe::deal(&inputs, claimed.len());
@@ -332,7 +334,7 @@ fn verify_deal(
 /// Checks a version-1 reveal: commitment and cards. A malformed reveal (bad hex, unknown
 /// algorithm, bad deck count, a card that is not canonical, a card count that does not match
 /// the hand class) is an error; a well-formed one that does not verify is a verdict.
-pub fn verify_v1(reveal: &RevealV1) -> Result<Verdict, EngineError> {
+pub fn verify_v1(reveal: &RevealV1) -> Result<Verdict, FairnessError> {
     let DealCheck { commitment_ok, recomputed, cards_ok, .. } = verify_deal(
         &reveal.algorithm,
         &reveal.server_seed,
@@ -354,11 +356,11 @@ pub fn verify_v1(reveal: &RevealV1) -> Result<Verdict, EngineError> {
 }
 
 /// The limits and currency of a version-3 reveal, as the rules digest takes them.
-fn v3_rules<'a>(reveal: &'a RevealV2, decks: Decks) -> Result<(TableRules<'a>, [u8; 32]), EngineError> {
+fn v3_rules<'a>(reveal: &'a RevealV2, decks: Decks) -> Result<(TableRules<'a>, [u8; 32]), FairnessError> {
     let (Some(limits), Some(currency), Some(digest)) = (&reveal.limits, &reveal.currency, &reveal.rules_digest) else {
-        return Err(EngineError::invalid("format", "a reddog-reveal-v3 has limits, currency and rules_digest"));
+        return Err(FairnessError::malformed("format", "a reddog-reveal-v3 has limits, currency and rules_digest"));
     };
-    let limits = BetLimits::new(Money(limits.min_bet), Money(limits.max_bet))?;
+    let limits = BetLimits::new(Money(limits.min_bet), Money(limits.max_bet)).map_err(GameError::from)?;
     let rules =
         TableRules { decks, paytable: &reveal.paytable, limits, currency: &currency.code, exponent: currency.exponent };
     Ok((rules, hex32("rules_digest", digest)?))
@@ -367,11 +369,11 @@ fn v3_rules<'a>(reveal: &'a RevealV2, decks: Decks) -> Result<(TableRules<'a>, [
 /// Checks a version-2 or version-3 reveal: commitment, cards, every seat's money (recomputed
 /// by the game core from the revealed cards, decisions and paytable), the transcript and
 /// (version 3) the rules digest and the bets against the limits.
-pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, EngineError> {
+pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, FairnessError> {
     let v3 = match reveal.format.as_str() {
         REVEAL_V2 if reveal.limits.is_none() && reveal.currency.is_none() && reveal.rules_digest.is_none() => false,
         REVEAL_V3 => true,
-        _ => return Err(EngineError::invalid("format", format!("expected {REVEAL_V2} or {REVEAL_V3}"))),
+        _ => return Err(FairnessError::malformed("format", format!("expected {REVEAL_V2} or {REVEAL_V3}"))),
     };
     let DealCheck { commitment_ok, recomputed, cards_ok, claimed, commitment } = verify_deal(
         &reveal.algorithm,
@@ -382,9 +384,9 @@ pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, EngineError> {
         reveal.decks,
         &reveal.cards,
     )?;
-    let decks = Decks::new(u32::from(reveal.decks))?;
+    let decks = Decks::new(u32::from(reveal.decks)).map_err(GameError::from)?;
     if reveal.seats.is_empty() || reveal.seats.len() > crate::game::MAX_SEATS {
-        return Err(EngineError::invalid("seats", "a round has 1 to 7 seats"));
+        return Err(FairnessError::malformed("seats", "a round has 1 to 7 seats"));
     }
     // The decisions: each seat at most once in the round, ascending within a call, only on
     // a non-consecutive hand.
@@ -393,22 +395,22 @@ pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, EngineError> {
     let mut steps = Vec::with_capacity(reveal.decisions.len());
     for (k, step) in reveal.decisions.iter().enumerate() {
         if !matches!(class, HandClass::NonConsecutive(_)) {
-            return Err(EngineError::invalid("decisions", "only a non-consecutive hand has decisions"));
+            return Err(FairnessError::malformed("decisions", "only a non-consecutive hand has decisions"));
         }
         if step.is_empty() {
-            return Err(EngineError::invalid(format!("decisions[{k}]"), "a Decide call decides at least one seat"));
+            return Err(FairnessError::malformed(format!("decisions[{k}]"), "a Decide call decides at least one seat"));
         }
         let mut parsed = Vec::with_capacity(step.len());
         for (j, d) in step.iter().enumerate() {
             let at = || format!("decisions[{k}][{j}]");
-            let action =
-                action_of(&d.action).ok_or_else(|| EngineError::invalid(at(), "action is \"raise\" or \"stand\""))?;
-            let slot = decided.get_mut(d.seat).ok_or_else(|| EngineError::invalid(at(), "no such seat"))?;
+            let action = action_of(&d.action)
+                .ok_or_else(|| FairnessError::malformed(at(), "action is \"raise\" or \"stand\""))?;
+            let slot = decided.get_mut(d.seat).ok_or_else(|| FairnessError::malformed(at(), "no such seat"))?;
             if slot.is_some() {
-                return Err(EngineError::invalid(at(), "a seat decides at most once in a round"));
+                return Err(FairnessError::malformed(at(), "a seat decides at most once in a round"));
             }
             if j > 0 && step[j - 1].seat >= d.seat {
-                return Err(EngineError::invalid(at(), "seats are in ascending order"));
+                return Err(FairnessError::malformed(at(), "seats are in ascending order"));
             }
             *slot = Some(action);
             parsed.push((d.seat, action));
@@ -551,18 +553,22 @@ mod tests {
     fn malformed_v1_reveals_are_errors_naming_the_field() {
         let mut r = sample_v1();
         r.server_seed = "xyz".into();
-        assert_eq!(verify_v1(&r).unwrap_err().field(), Some("server_seed"));
+        assert_eq!(verify_v1(&r).unwrap_err().path(), Some("server_seed"));
         let mut r = sample_v1();
         r.decks = 9;
-        assert_eq!(verify_v1(&r).unwrap_err().field(), Some("decks"));
+        let err = verify_v1(&r).unwrap_err();
+        assert!(
+            matches!(err, FairnessError::Game(GameError::Card(crate::game::CardError::DecksOutOfRange { decks: 9 }))),
+            "{err:?}"
+        );
         for cards in [vec![], r.cards[..2].to_vec(), [&r.cards[..], &["2c".to_string()]].concat()] {
             let mut r = sample_v1();
             r.cards = cards;
-            assert_eq!(verify_v1(&r).unwrap_err().field(), Some("cards"));
+            assert_eq!(verify_v1(&r).unwrap_err().path(), Some("cards"));
         }
         let mut r = sample_v1();
         r.cards[0] = r.cards[0].to_uppercase(); // e.g. "3C": not canonical
-        assert_eq!(verify_v1(&r).unwrap_err().field(), Some("cards"));
+        assert_eq!(verify_v1(&r).unwrap_err().path(), Some("cards"));
     }
 
     #[test]

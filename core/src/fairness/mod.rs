@@ -5,9 +5,11 @@
 //! [`transcript`] chains a round's steps into one hash; [`RevealV2`] proves a settled round's
 //! cards, money and transcript.
 //!
-//! Nothing here knows about tonic or tokio. Secrets (`ServerSeed`) never print: their
+//! Nothing here knows about the transport or an async runtime. Secrets (`ServerSeed`) never print: their
 //! `Debug` is redacted and they are zeroized on drop.
 
+pub mod commitment;
+mod error;
 pub mod grammar;
 pub mod receipt;
 mod reveal;
@@ -16,6 +18,8 @@ mod seed;
 mod shuffle;
 pub mod transcript;
 
+pub use commitment::{BindingError, BoundField};
+pub use error::FairnessError;
 pub use grammar::{
     Expectations, Mismatch, SANDBOX_REVEAL_FORMAT, parse as parse_reveal, text_amounts, text_decisions, text_int,
 };

@@ -44,6 +44,7 @@
 //! `P(win | s) · (odds + 1) − 1`, is strictly positive. The optimal policy raises on those
 //! spreads and stands on a tie.
 
+mod error;
 mod expected;
 mod policy;
 
@@ -51,10 +52,10 @@ use num_integer::Integer;
 use num_rational::Ratio;
 use serde::Serialize;
 
+pub use error::OddsError;
 pub use expected::{RoundExpectation, round_expectation};
 pub use policy::{Policy, RaiseSet};
 
-use crate::error::EngineError;
 use crate::game::{Decks, HandClass, MAX_DECKS, Paytable, Rank, Spread};
 
 /// An exact fraction. Denominators stay far from `i128`'s range for any shoe of up to
@@ -113,15 +114,15 @@ impl Analysis {
     /// The analysis of any shoe, given how many cards of each rank it holds (`counts[0]` for
     /// twos, …, `counts[12]` for aces). Each count must be at most [`MAX_RANK_COUNT`] and the
     /// shoe must hold at least three cards.
-    pub fn from_counts(counts: [u32; RANKS], paytable: &Paytable) -> Result<Analysis, EngineError> {
+    pub fn from_counts(counts: [u32; RANKS], paytable: &Paytable) -> Result<Analysis, OddsError> {
         for (i, &c) in counts.iter().enumerate() {
             if c > MAX_RANK_COUNT {
-                return Err(EngineError::out_of_range(format!("counts[{i}]"), c, 0, u64::from(MAX_RANK_COUNT)));
+                return Err(OddsError::RankCountOutOfRange { rank: i, count: c });
             }
         }
         let n: u32 = counts.iter().sum();
         if n < 3 {
-            return Err(EngineError::out_of_range("counts", n, 3, u64::from(MAX_RANK_COUNT) * RANKS as u64));
+            return Err(OddsError::ShoeTooSmall { cards: n });
         }
         Ok(Analysis::enumerate(counts, paytable))
     }
@@ -733,8 +734,14 @@ mod tests {
         let a = Analysis::from_counts(counts, &Paytable::STANDARD).unwrap();
         assert_eq!(a.p_win_given_spread(Spread::new(1).unwrap()), None);
         assert_eq!(a.p_win_given_spread(Spread::new(11).unwrap()), Some(Exact::from(0)));
-        assert!(Analysis::from_counts([0; RANKS], &Paytable::STANDARD).is_err());
-        assert!(Analysis::from_counts([33; RANKS], &Paytable::STANDARD).is_err());
+        assert_eq!(
+            Analysis::from_counts([0; RANKS], &Paytable::STANDARD).err(),
+            Some(OddsError::ShoeTooSmall { cards: 0 })
+        );
+        assert_eq!(
+            Analysis::from_counts([33; RANKS], &Paytable::STANDARD).err(),
+            Some(OddsError::RankCountOutOfRange { rank: 0, count: 33 })
+        );
     }
 
     #[test]

@@ -39,7 +39,6 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::error::EngineError;
 use crate::game::{Card, CardSource, Decks, HandClass, MAX_SEATS, Money, Paytable, Round, Shoe, Table};
 use crate::odds::{Policy, RaiseSet};
 
@@ -259,7 +258,7 @@ pub const SIM_BET: Money = Money(500);
 
 /// Plays `config.rounds` rounds and estimates the RTP. `progress(done)` is called from the
 /// worker threads after each chunk with the number of rounds finished so far (in any order).
-pub fn simulate(config: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<SimReport, EngineError> {
+pub fn simulate(config: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<SimReport, SimError> {
     let start = Instant::now();
     let (raise, per_chunk) = simulate_chunks(config, progress)?;
     let elapsed = start.elapsed();
@@ -270,21 +269,21 @@ pub fn simulate(config: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<S
 
 /// Plays `config.rounds` rounds and returns the raise set played and each chunk's sums, in
 /// chunk order ([`simulate`] adds them up; their running totals trace the convergence).
-pub fn simulate_chunks(
-    config: &SimConfig,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<(RaiseSet, Vec<Sums>), EngineError> {
+pub fn simulate_chunks(config: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<(RaiseSet, Vec<Sums>), SimError> {
     if config.seats == 0 || config.seats > MAX_SEATS {
-        return Err(EngineError::out_of_range("seats", config.seats, 1, MAX_SEATS as u64));
+        return Err(SimError::SeatCount { seats: config.seats });
     }
     if config.rounds == 0 {
-        return Err(EngineError::out_of_range("rounds", 0u64, 1, u64::MAX));
+        return Err(SimError::NoRounds);
     }
-    let table = Table::default().with_decks(config.decks).with_paytable(config.paytable.clone())?;
+    let table = Table::default()
+        .with_decks(config.decks)
+        .with_paytable(config.paytable.clone())
+        .map_err(crate::game::GameError::from)?;
     let raise = config.policy.raise_set(config.decks, &config.paytable);
     let chunks = config.rounds.div_ceil(CHUNK_ROUNDS);
     let done = AtomicU64::new(0);
-    let work = || -> Result<Vec<Sums>, EngineError> {
+    let work = || -> Result<Vec<Sums>, SimError> {
         (0..chunks)
             .into_par_iter()
             .map(|i| {
@@ -299,7 +298,7 @@ pub fn simulate_chunks(
         Some(t) => rayon::ThreadPoolBuilder::new()
             .num_threads(t.max(1))
             .build()
-            .map_err(|e| EngineError::Internal(format!("thread pool: {e}")))?
+            .map_err(SimError::ThreadPool)?
             .install(work)?,
         None => work()?,
     };
@@ -345,7 +344,7 @@ pub fn run_chunk(
     seed: u64,
     chunk: u64,
     rounds: u64,
-) -> Result<Sums, EngineError> {
+) -> Result<Sums, SimError> {
     let mut shoe = FastShoe::new(table.decks(), chunk_rng(seed, chunk));
     let bets = vec![SIM_BET; seats];
     let mut sums = Sums::default();
@@ -380,7 +379,7 @@ pub fn play_round(
     bets: &[Money],
     raise: RaiseSet,
     source: &mut impl CardSource,
-) -> Result<crate::game::Settlement, EngineError> {
+) -> Result<crate::game::Settlement, crate::game::GameError> {
     let mut round = Round::start(table, bets, source)?;
     if let HandClass::NonConsecutive(spread) = round.class() {
         let decision = raise.decision(spread);
@@ -483,6 +482,29 @@ impl SimSummary {
     }
 }
 
+/// What can stop a simulation.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A simulated round needs 1 to [`MAX_SEATS`] seats.
+    #[error("seats: a simulated round has 1 to {MAX_SEATS} seats, not {seats}")]
+    SeatCount { seats: usize },
+    /// A simulation of no rounds.
+    #[error("rounds: at least one round to simulate")]
+    NoRounds,
+    /// The worker thread pool could not be built.
+    #[error("cannot build the simulator's thread pool")]
+    ThreadPool(#[source] rayon::ThreadPoolBuildError),
+    /// The rules refused a step (a table or paytable that is not valid).
+    #[error(transparent)]
+    Game(#[from] crate::game::GameError),
+}
+
+impl From<crate::game::TableError> for SimError {
+    fn from(e: crate::game::TableError) -> SimError {
+        SimError::Game(e.into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,11 +573,11 @@ mod tests {
     fn bad_seat_and_round_counts_are_refused() {
         let mut config = SimConfig::new(10);
         config.seats = 8;
-        assert!(simulate(&config, &|_| {}).is_err());
+        assert!(matches!(simulate(&config, &|_| {}), Err(SimError::SeatCount { seats: 8 })));
         config.seats = 0;
-        assert!(simulate(&config, &|_| {}).is_err());
+        assert!(matches!(simulate(&config, &|_| {}), Err(SimError::SeatCount { seats: 0 })));
         let config = SimConfig::new(0);
-        assert!(simulate(&config, &|_| {}).is_err());
+        assert!(matches!(simulate(&config, &|_| {}), Err(SimError::NoRounds)));
     }
 
     #[test]

@@ -23,8 +23,8 @@
 //! so [`RoundExpectation::variance`] is checked and [`RoundExpectation::variance_f64`] gives
 //! the statistic as a float (statistics, never money).
 
+use super::OddsError;
 use super::{Exact, to_f64};
-use crate::error::EngineError;
 use crate::game::{Decks, HandClass, Money, Paytable};
 
 /// The law of one round's total return: `base + swing · X`, `X` ~ Bernoulli(`p_win`).
@@ -71,11 +71,11 @@ pub fn round_expectation(
     class: HandClass,
     paytable: &Paytable,
     stakes: impl IntoIterator<Item = Money>,
-) -> Result<RoundExpectation, EngineError> {
+) -> Result<RoundExpectation, OddsError> {
     let staked = stakes
         .into_iter()
         .try_fold(0u128, |sum, s| sum.checked_add(u128::from(s.0)))
-        .ok_or_else(|| EngineError::overflow("the stakes of a round"))?;
+        .ok_or(OddsError::AmountOverflow { what: "the stakes of a round" })?;
     let per_rank = i128::from(4 * u32::from(decks.get()));
     let left = 13 * per_rank - 2;
     // Bounded so that `expected` cannot overflow: base and swing times the shoe's size fit.
@@ -84,10 +84,10 @@ pub fn round_expectation(
         staked
             .checked_mul(u128::from(odds))
             .filter(|&x| x <= bound)
-            .ok_or_else(|| EngineError::overflow("a round's swing"))
+            .ok_or(OddsError::AmountOverflow { what: "a round's swing" })
     };
     if staked > bound {
-        return Err(EngineError::overflow("the stakes of a round"));
+        return Err(OddsError::AmountOverflow { what: "the stakes of a round" });
     }
     Ok(match class {
         HandClass::Pair => RoundExpectation {

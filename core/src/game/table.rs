@@ -2,10 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::card::Decks;
+use super::card::{CardError, Decks};
 use super::money::Money;
 use super::paytable::{MAX_ODDS, Paytable};
-use crate::error::EngineError;
 
 /// Most seats a table has.
 pub const MAX_SEATS: usize = 7;
@@ -13,6 +12,48 @@ pub const MAX_SEATS: usize = 7;
 /// The largest bet any table may allow: with it, a raised stake paid at [`MAX_ODDS`] still
 /// fits in a `u64`, so settlement can never overflow.
 pub const MAX_BET: u64 = u64::MAX / (2 * (MAX_ODDS as u64 + 1));
+
+/// Bet limits that are not limits: what [`BetLimits::new`] refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LimitsError {
+    /// A minimum bet of 0 or above [`MAX_BET`].
+    #[error("min_bet {min_bet} is outside 1..={MAX_BET}")]
+    MinBetOutOfRange { min_bet: u64 },
+    /// A maximum bet below the minimum.
+    #[error("max_bet {max_bet} is less than min_bet {min_bet}: max_bet must be at least min_bet")]
+    MaxBetBelowMinBet { min_bet: u64, max_bet: u64 },
+    /// A maximum bet above [`MAX_BET`].
+    #[error("max_bet {max_bet} is outside {min_bet}..={MAX_BET}")]
+    MaxBetOutOfRange { min_bet: u64, max_bet: u64 },
+}
+
+/// A table, or a player's limits at it, the rules refuse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    /// A table whose largest possible round (every seat at `max_bet`, raised, paid the best
+    /// odds of its paytable) would not fit in `u64` minor units.
+    #[error(
+        "max_bet {max_bet} is too large for this paytable: the largest round ({MAX_SEATS} seats at max_bet, all \
+         raised, paid {max_odds} to 1) must fit in 64-bit minor units, so the largest allowed max_bet is {largest}",
+        max_bet = max_bet.0, largest = largest.0
+    )]
+    TooLarge { max_bet: Money, largest: Money, max_odds: u32 },
+
+    /// Bet limits that are not limits.
+    #[error(transparent)]
+    Limits(#[from] LimitsError),
+
+    /// A deck count the rules refuse.
+    #[error(transparent)]
+    Decks(#[from] CardError),
+
+    /// The player's limits and the table's have no bet in common.
+    #[error(
+        "the player's limits {}..={} do not overlap the table's {}..={}",
+        player.min().0, player.max().0, table.min().0, table.max().0
+    )]
+    LimitsDoNotOverlap { player: BetLimits, table: BetLimits },
+}
 
 /// Inclusive bounds on a seat's original bet, in minor units.
 ///
@@ -27,21 +68,29 @@ impl BetLimits {
     /// The rules' limits: 5.00 to 300.00.
     pub const STANDARD: BetLimits = BetLimits { min: Money(500), max: Money(30_000) };
 
-    pub fn new(min: Money, max: Money) -> Result<BetLimits, EngineError> {
+    /// Limits from `min` to `max`: `min` is 1 to [`MAX_BET`], `max` is `min` to [`MAX_BET`].
+    pub fn new(min: Money, max: Money) -> Result<BetLimits, LimitsError> {
         if min.0 == 0 || min.0 > MAX_BET {
-            return Err(EngineError::out_of_range("limits.min_bet", min.0, 1, MAX_BET));
+            return Err(LimitsError::MinBetOutOfRange { min_bet: min.0 });
         }
         if max < min {
-            // Say what is wrong, not a range whose lower end is the other setting.
-            return Err(EngineError::invalid(
-                "limits.max_bet",
-                format!("max_bet {} is less than min_bet {}: max_bet must be at least min_bet", max.0, min.0),
-            ));
+            return Err(LimitsError::MaxBetBelowMinBet { min_bet: min.0, max_bet: max.0 });
         }
         if max.0 > MAX_BET {
-            return Err(EngineError::out_of_range("limits.max_bet", max.0, min.0, MAX_BET));
+            return Err(LimitsError::MaxBetOutOfRange { min_bet: min.0, max_bet: max.0 });
         }
         Ok(BetLimits { min, max })
+    }
+
+    /// A player's limits as a platform states them: `min` is 1 to [`MAX_BET`], `max` at
+    /// least `min` and may be anything above, `u64::MAX` included ("no limit of the
+    /// platform's own"): a maximum above [`MAX_BET`] (which no table exceeds) means the
+    /// table's maximum applies.
+    pub fn for_player(min: Money, max: Money) -> Result<BetLimits, LimitsError> {
+        if min.0 == 0 || min.0 > MAX_BET {
+            return Err(LimitsError::MinBetOutOfRange { min_bet: min.0 });
+        }
+        BetLimits::new(min, max.min(Money(MAX_BET)))
     }
 
     pub fn min(self) -> Money {
@@ -94,10 +143,10 @@ pub struct Table {
 impl Table {
     /// A table, refused when its largest round would not fit in `u64` minor units (the error
     /// names `max_bet` and the largest allowed value).
-    pub fn new(decks: Decks, paytable: Paytable, limits: BetLimits) -> Result<Table, EngineError> {
+    pub fn new(decks: Decks, paytable: Paytable, limits: BetLimits) -> Result<Table, TableError> {
         let largest = largest_max_bet(&paytable);
         if limits.max() > largest {
-            return Err(EngineError::TableTooLarge { max_bet: limits.max(), largest, max_odds: paytable.max_odds() });
+            return Err(TableError::TooLarge { max_bet: limits.max(), largest, max_odds: paytable.max_odds() });
         }
         Ok(Table { decks, paytable, limits })
     }
@@ -116,12 +165,21 @@ impl Table {
 
     /// The same table with other limits (e.g. narrowed to a player's), checked like
     /// [`Table::new`].
-    pub fn with_limits(&self, limits: BetLimits) -> Result<Table, EngineError> {
+    pub fn with_limits(&self, limits: BetLimits) -> Result<Table, TableError> {
         Table::new(self.decks, self.paytable.clone(), limits)
     }
 
+    /// The table a player's round is dealt at: this table's limits narrowed to the
+    /// player's ([`BetLimits::for_player`]); refused when they have no bet in common.
+    pub fn narrowed_to(&self, player: BetLimits) -> Result<Table, TableError> {
+        let both =
+            self.limits.intersect(player).ok_or(TableError::LimitsDoNotOverlap { player, table: self.limits })?;
+        // Narrower limits than a valid table's: always a valid table.
+        self.with_limits(both)
+    }
+
     /// The same table with another paytable, checked like [`Table::new`].
-    pub fn with_paytable(&self, paytable: Paytable) -> Result<Table, EngineError> {
+    pub fn with_paytable(&self, paytable: Paytable) -> Result<Table, TableError> {
         Table::new(self.decks, paytable, self.limits)
     }
 
@@ -149,7 +207,7 @@ pub struct TableSpec {
 }
 
 impl TryFrom<TableSpec> for Table {
-    type Error = EngineError;
+    type Error = TableError;
 
     fn try_from(spec: TableSpec) -> Result<Self, Self::Error> {
         let decks = spec.decks.map(Decks::new).transpose()?.unwrap_or_default();
@@ -176,11 +234,48 @@ mod tests {
 
     #[test]
     fn limits_must_be_ordered_and_positive() {
-        assert!(BetLimits::new(Money(0), Money(10)).is_err());
-        let err = BetLimits::new(Money(50_000), Money(100)).unwrap_err().to_string();
-        assert_eq!(err, "limits.max_bet: max_bet 100 is less than min_bet 50000: max_bet must be at least min_bet");
-        assert!(BetLimits::new(Money(1), Money(MAX_BET + 1)).is_err());
+        assert_eq!(BetLimits::new(Money(0), Money(10)), Err(LimitsError::MinBetOutOfRange { min_bet: 0 }));
+        let err = BetLimits::new(Money(50_000), Money(100)).unwrap_err();
+        assert_eq!(err, LimitsError::MaxBetBelowMinBet { min_bet: 50_000, max_bet: 100 });
+        assert_eq!(err.to_string(), "max_bet 100 is less than min_bet 50000: max_bet must be at least min_bet");
+        assert_eq!(
+            BetLimits::new(Money(1), Money(MAX_BET + 1)),
+            Err(LimitsError::MaxBetOutOfRange { min_bet: 1, max_bet: MAX_BET + 1 })
+        );
         assert!(BetLimits::new(Money(1), Money(MAX_BET)).is_ok());
+    }
+
+    #[test]
+    fn a_player_max_bet_above_the_largest_bet_means_no_limit_of_the_players_own() {
+        for max in [u64::MAX, MAX_BET + 1, MAX_BET] {
+            assert_eq!(BetLimits::for_player(Money(500), Money(max)).unwrap().max(), Money(MAX_BET), "{max}");
+        }
+        let table = Table::default().narrowed_to(BetLimits::for_player(Money(500), Money(u64::MAX)).unwrap());
+        assert_eq!(table.unwrap().limits(), BetLimits::STANDARD);
+    }
+
+    #[test]
+    fn player_limits_out_of_order_or_out_of_range_say_which_bound() {
+        assert_eq!(BetLimits::for_player(Money(0), Money(1_000)), Err(LimitsError::MinBetOutOfRange { min_bet: 0 }));
+        assert_eq!(
+            BetLimits::for_player(Money(MAX_BET + 1), Money(u64::MAX)),
+            Err(LimitsError::MinBetOutOfRange { min_bet: MAX_BET + 1 })
+        );
+        assert_eq!(
+            BetLimits::for_player(Money(2_000), Money(1_000)),
+            Err(LimitsError::MaxBetBelowMinBet { min_bet: 2_000, max_bet: 1_000 })
+        );
+    }
+
+    #[test]
+    fn a_player_whose_limits_miss_the_tables_is_refused_with_both_limits() {
+        let player = BetLimits::for_player(Money(40_000), Money(u64::MAX)).unwrap();
+        assert_eq!(
+            Table::default().narrowed_to(player),
+            Err(TableError::LimitsDoNotOverlap { player, table: BetLimits::STANDARD })
+        );
+        let narrower = Table::default().narrowed_to(BetLimits::new(Money(1_000), Money(2_000)).unwrap()).unwrap();
+        assert_eq!((narrower.limits().min(), narrower.limits().max()), (Money(1_000), Money(2_000)));
     }
 
     #[test]
@@ -212,10 +307,10 @@ mod tests {
         let limits = |max: u64| BetLimits::new(Money(1), Money(max)).unwrap();
         assert!(Table::new(Decks::ONE, paytable.clone(), limits(largest.0)).is_ok());
         let err = Table::new(Decks::ONE, paytable.clone(), limits(largest.0 + 1)).unwrap_err();
-        assert_eq!(err.field(), Some("max_bet"));
+        assert_eq!(err, TableError::TooLarge { max_bet: Money(largest.0 + 1), largest, max_odds: 10_000 });
         assert!(err.to_string().contains(&largest.0.to_string()), "{err}");
         let spec = TableSpec { paytable: Some(paytable), max_bet: Some(MAX_BET), ..Default::default() };
-        assert!(matches!(Table::try_from(spec), Err(EngineError::TableTooLarge { .. })));
+        assert!(matches!(Table::try_from(spec), Err(TableError::TooLarge { .. })));
         // The standard paytable allows far more than the standard limits.
         assert_eq!(largest_max_bet(&Paytable::STANDARD).0, u64::MAX / (7 * 2 * 12));
     }

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::EngineError;
+use super::OddsError;
 use crate::game::{Decision, Decks, Paytable, Spread};
 
 /// A rule for raising on non-consecutive hands.
@@ -70,7 +70,7 @@ impl fmt::Display for Policy {
 }
 
 impl FromStr for Policy {
-    type Err = EngineError;
+    type Err = OddsError;
 
     /// Parses `optimal`, `worst`, `never`, `always` or `raise-at-least:K` (K in 1..=11: the
     /// largest spread is 11, so a larger K would silently never raise; `never` says that).
@@ -84,27 +84,13 @@ impl FromStr for Policy {
             other => {
                 let k = other
                     .strip_prefix("raise-at-least:")
-                    .ok_or_else(|| {
-                        EngineError::invalid(
-                            "policy",
-                            format!("{s:?} is not one of optimal, worst, never, always, raise-at-least:K (K 1..=11)"),
-                        )
-                    })?
+                    .ok_or_else(|| OddsError::UnknownPolicy { text: s.to_string() })?
                     .parse::<u8>()
-                    .map_err(|_| EngineError::invalid("policy", format!("{s:?}: K must be a whole number 1..=11")))?;
-                if (1..=Spread::MAX).contains(&k) {
-                    Ok(Policy::RaiseAtLeast(k))
-                } else if k > Spread::MAX {
-                    Err(EngineError::invalid(
-                        "policy",
-                        format!(
-                            "{s:?} would never raise: the largest spread is {max}, so K must be 1..={max} \
-                             (say `never` to never raise)",
-                            max = Spread::MAX
-                        ),
-                    ))
-                } else {
-                    Err(EngineError::out_of_range("policy.raise_at_least", k, 1, u64::from(Spread::MAX)))
+                    .map_err(|_| OddsError::RaiseThresholdNotANumber { text: s.to_string() })?;
+                match k {
+                    0 => Err(OddsError::RaiseThresholdZero { text: s.to_string() }),
+                    k if k > Spread::MAX => Err(OddsError::RaiseThresholdNeverRaises { text: s.to_string() }),
+                    k => Ok(Policy::RaiseAtLeast(k)),
                 }
             }
         }

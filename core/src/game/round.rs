@@ -7,11 +7,11 @@
 //! accessor for it.
 
 use super::card::{Card, CardSource};
+use super::error::GameError;
 use super::hand::{HandClass, Spread, strictly_between};
 use super::money::Money;
 use super::paytable::Paytable;
 use super::table::{MAX_BET, MAX_SEATS, Table};
-use crate::error::EngineError;
 
 /// A seat's choice on a non-consecutive hand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -32,9 +32,9 @@ pub struct Seat {
 impl Seat {
     /// The seat's stake so far: the bet, or twice the bet once it raised. Bets never exceed
     /// [`MAX_BET`], so this fits; the arithmetic is checked all the same.
-    pub fn stake(&self) -> Result<Money, EngineError> {
+    pub fn stake(&self) -> Result<Money, GameError> {
         match self.decision {
-            Some(Decision::Raise) => self.bet.checked_mul(2).ok_or_else(|| EngineError::overflow("a raised stake")),
+            Some(Decision::Raise) => self.bet.checked_mul(2).ok_or_else(|| GameError::overflow("a raised stake")),
             _ => Ok(self.bet),
         }
     }
@@ -155,8 +155,8 @@ pub struct Settlement {
 }
 
 /// The checked sum of some amounts.
-fn checked_sum(amounts: impl IntoIterator<Item = Money>, what: &'static str) -> Result<Money, EngineError> {
-    amounts.into_iter().try_fold(Money::ZERO, |sum, m| sum.checked_add(m).ok_or_else(|| EngineError::overflow(what)))
+fn checked_sum(amounts: impl IntoIterator<Item = Money>, what: &'static str) -> Result<Money, GameError> {
+    amounts.into_iter().try_fold(Money::ZERO, |sum, m| sum.checked_add(m).ok_or_else(|| GameError::overflow(what)))
 }
 
 /// Which phase a [`RoundSnapshot`] is in.
@@ -180,13 +180,13 @@ pub struct RoundSnapshot {
 impl Round {
     /// Deals a round for one seat per entry of `bets`, drawing from `source` every card the
     /// round needs. Each bet must lie within the table's limits; 1 to 7 seats.
-    pub fn start(table: &Table, bets: &[Money], source: &mut impl CardSource) -> Result<Round, EngineError> {
+    pub fn start(table: &Table, bets: &[Money], source: &mut impl CardSource) -> Result<Round, GameError> {
         if bets.is_empty() || bets.len() > MAX_SEATS {
-            return Err(EngineError::SeatCount { seats: bets.len() });
+            return Err(GameError::SeatCount { seats: bets.len() });
         }
         let limits = table.limits();
         if let Some(seat) = bets.iter().position(|&bet| !limits.contains(bet)) {
-            return Err(EngineError::BetOutsideLimits { seat, bet: bets[seat], limits });
+            return Err(GameError::BetOutsideLimits { seat, bet: bets[seat], limits });
         }
         let seats: Vec<Seat> = bets.iter().map(|&bet| Seat { bet, decision: None }).collect();
         let cards = [source.draw(), source.draw()];
@@ -247,7 +247,7 @@ impl Round {
 
     /// Records a seat's decision. Once every seat has decided the third card turns face up
     /// and the round is complete. On error the round is unchanged.
-    pub fn decide(&mut self, seat: usize, decision: Decision) -> Result<(), EngineError> {
+    pub fn decide(&mut self, seat: usize, decision: Decision) -> Result<(), GameError> {
         self.decide_all(&[(seat, decision)]).map(|_| ())
     }
 
@@ -258,14 +258,14 @@ impl Round {
     pub fn decide_all(
         &mut self,
         decisions: &[(usize, Decision)],
-    ) -> Result<(Vec<(usize, Decision)>, Money), EngineError> {
+    ) -> Result<(Vec<(usize, Decision)>, Money), GameError> {
         let pending = match self {
             Round::AwaitingDecisions(p) => p,
             Round::Complete(c) => {
                 let seat = decisions.first().map_or(0, |d| d.0);
                 return Err(match c.class {
-                    HandClass::NonConsecutive(_) => EngineError::DecisionsClosed { seat },
-                    class => EngineError::NoDecisionOnThisHand { seat, class },
+                    HandClass::NonConsecutive(_) => GameError::DecisionsClosed { seat },
+                    class => GameError::NoDecisionOnThisHand { seat, class },
                 });
             }
         };
@@ -274,15 +274,15 @@ impl Round {
         let seats = pending.seats.len();
         let mut raised = Money::ZERO;
         for (i, &(seat, decision)) in sorted.iter().enumerate() {
-            let slot = pending.seats.get(seat).ok_or(EngineError::UnknownSeat { seat, seats })?;
+            let slot = pending.seats.get(seat).ok_or(GameError::UnknownSeat { seat, seats })?;
             if i > 0 && sorted[i - 1].0 == seat {
-                return Err(EngineError::SeatTwice { seat });
+                return Err(GameError::SeatTwice { seat });
             }
             if slot.decision.is_some() {
-                return Err(EngineError::SeatAlreadyDecided { seat });
+                return Err(GameError::SeatAlreadyDecided { seat });
             }
             if decision == Decision::Raise {
-                raised = raised.checked_add(slot.bet).ok_or_else(|| EngineError::overflow("the raises of one call"))?;
+                raised = raised.checked_add(slot.bet).ok_or_else(|| GameError::overflow("the raises of one call"))?;
             }
         }
         for &(seat, decision) in &sorted {
@@ -310,12 +310,12 @@ impl Round {
     /// Settles a complete round by `paytable` (the one the round was dealt under). A round
     /// still awaiting decisions is an error: call [`Round::close`] first to settle the
     /// undecided seats as stands.
-    pub fn settle(&self, paytable: &Paytable) -> Result<Settlement, EngineError> {
+    pub fn settle(&self, paytable: &Paytable) -> Result<Settlement, GameError> {
         match self {
             Round::Complete(c) => c.settle(paytable),
-            Round::AwaitingDecisions(p) => Err(EngineError::RoundNotComplete {
-                undecided: p.seats.iter().filter(|s| s.decision.is_none()).count(),
-            }),
+            Round::AwaitingDecisions(p) => {
+                Err(GameError::RoundNotComplete { undecided: p.seats.iter().filter(|s| s.decision.is_none()).count() })
+            }
         }
     }
 
@@ -346,9 +346,9 @@ impl Round {
     /// Rebuilds a round from a snapshot, refusing any snapshot no sequence of legal steps
     /// could have produced. Bets are checked against [`super::table::MAX_BET`], not today's
     /// limits, so a round in flight survives a change of table limits.
-    pub fn restore(snapshot: RoundSnapshot) -> Result<Round, EngineError> {
+    pub fn restore(snapshot: RoundSnapshot) -> Result<Round, GameError> {
         let RoundSnapshot { phase, cards, third, seats } = snapshot;
-        let bad = |why: &str| EngineError::invalid("round", why.to_string());
+        let bad = |reason: &'static str| GameError::InconsistentSnapshot { reason };
         if seats.is_empty() || seats.len() > MAX_SEATS {
             return Err(bad("seat count out of range"));
         }
@@ -378,7 +378,7 @@ impl Round {
 
 impl Complete {
     /// Pays every seat by the rules and `paytable`, and totals the round (checked sums).
-    pub fn settle(&self, paytable: &Paytable) -> Result<Settlement, EngineError> {
+    pub fn settle(&self, paytable: &Paytable) -> Result<Settlement, GameError> {
         let seats = self
             .seats
             .iter()
@@ -398,9 +398,9 @@ fn settle_seat(
     class: HandClass,
     third: Option<Card>,
     paytable: &Paytable,
-) -> Result<SeatSettlement, EngineError> {
-    let overflow = || EngineError::overflow(format!("seat {index}: the amount returned"));
-    let missing = || EngineError::Internal(format!("seat {index}: third card missing"));
+) -> Result<SeatSettlement, GameError> {
+    let overflow = || GameError::overflow(format!("seat {index}: the amount returned"));
+    let missing = || GameError::ThirdCardMissing { seat: index };
     let raised = seat.decision == Some(Decision::Raise);
     let stood_by_default = matches!(class, HandClass::NonConsecutive(_)) && seat.decision.is_none();
     let stake = seat.stake()?;
@@ -559,7 +559,7 @@ mod tests {
         let mut round = Round::start(&table, &[Money(500)], &mut deck("Kc Kd 7h")).unwrap();
         let before = round.clone();
         let err = round.decide(0, Decision::Raise).unwrap_err();
-        assert_eq!(err, EngineError::NoDecisionOnThisHand { seat: 0, class: HandClass::Pair });
+        assert_eq!(err, GameError::NoDecisionOnThisHand { seat: 0, class: HandClass::Pair });
         assert_eq!(round, before);
     }
 
@@ -569,7 +569,7 @@ mod tests {
         let mut round = Round::start(&table, &[Money(500), Money(500)], &mut deck("3c 9d 5h")).unwrap();
         round.decide(0, Decision::Raise).unwrap();
         let err = round.decide(0, Decision::Stand).unwrap_err();
-        assert_eq!(err, EngineError::SeatAlreadyDecided { seat: 0 });
+        assert_eq!(err, GameError::SeatAlreadyDecided { seat: 0 });
     }
 
     #[test]
@@ -577,26 +577,26 @@ mod tests {
         let table = Table::default();
         let mut round = Round::start(&table, &[Money(500)], &mut deck("3c 9d 5h")).unwrap();
         let err = round.decide(3, Decision::Raise).unwrap_err();
-        assert_eq!(err, EngineError::UnknownSeat { seat: 3, seats: 1 });
+        assert_eq!(err, GameError::UnknownSeat { seat: 3, seats: 1 });
     }
 
     #[test]
     fn settling_before_the_cards_are_complete_is_refused() {
         let table = Table::default();
         let round = Round::start(&table, &[Money(500)], &mut deck("3c 9d 5h")).unwrap();
-        assert_eq!(round.settle(table.paytable()), Err(EngineError::RoundNotComplete { undecided: 1 }));
+        assert_eq!(round.settle(table.paytable()), Err(GameError::RoundNotComplete { undecided: 1 }));
     }
 
     #[test]
     fn bets_outside_the_limits_and_bad_seat_counts_are_refused() {
         let table = Table::default();
         let err = Round::start(&table, &[Money(500), Money(499)], &mut deck("3c 9d 5h")).unwrap_err();
-        assert_eq!(err, EngineError::BetOutsideLimits { seat: 1, bet: Money(499), limits: table.limits() });
+        assert_eq!(err, GameError::BetOutsideLimits { seat: 1, bet: Money(499), limits: table.limits() });
         assert!(Round::start(&table, &[Money(30_001)], &mut deck("3c 9d 5h")).is_err());
         assert!(Round::start(&table, &[], &mut deck("3c 9d 5h")).is_err());
         assert_eq!(
             Round::start(&table, &[Money(500); 8], &mut deck("3c 9d 5h")),
-            Err(EngineError::SeatCount { seats: 8 })
+            Err(GameError::SeatCount { seats: 8 })
         );
     }
 
@@ -630,11 +630,11 @@ mod tests {
         let before = round.clone();
         assert_eq!(
             round.decide_all(&[(2, Decision::Raise), (2, Decision::Stand)]),
-            Err(EngineError::SeatTwice { seat: 2 })
+            Err(GameError::SeatTwice { seat: 2 })
         );
         assert_eq!(
             round.decide_all(&[(1, Decision::Raise), (5, Decision::Stand)]).unwrap_err(),
-            EngineError::UnknownSeat { seat: 5, seats: 3 }
+            GameError::UnknownSeat { seat: 5, seats: 3 }
         );
         assert_eq!(round, before);
         let (sorted, raised) = round.decide_all(&[(2, Decision::Raise), (0, Decision::Raise)]).unwrap();
@@ -643,7 +643,7 @@ mod tests {
         let again = round.clone();
         assert_eq!(
             round.decide_all(&[(1, Decision::Stand), (0, Decision::Stand)]).unwrap_err(),
-            EngineError::SeatAlreadyDecided { seat: 0 }
+            GameError::SeatAlreadyDecided { seat: 0 }
         );
         assert_eq!(round, again);
         let (_, raised) = round.decide_all(&[(1, Decision::Stand)]).unwrap();

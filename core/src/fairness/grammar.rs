@@ -22,29 +22,26 @@
 //!   exactly `{"code","exponent"}`, the code three ASCII capital letters, the exponent 0 … 4;
 //!   `rules_digest` 64 lower-case hex.
 //!
-//! Errors are [`EngineError::InvalidArgument`] naming the JSON path at fault.
+//! Errors are [`FairnessError::InvalidArgument`] naming the JSON path at fault.
 
 use std::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use super::FairnessError;
 use super::reveal::{
     AnyReveal, REVEAL_V2, REVEAL_V3, RevealCurrency, RevealDecision, RevealLimits, RevealSeat, RevealV1, RevealV2,
 };
 use super::shuffle::ALGORITHM;
-use crate::error::EngineError;
 use crate::game::paytable::MAX_ODDS;
 use crate::game::table::MAX_BET;
 use crate::game::{Card, HandClass, MAX_DECKS, MAX_SEATS, Paytable};
 
-/// Longest client seed in a version-2 reveal, bytes.
-pub const MAX_CLIENT_SEED_BYTES: usize = 1024;
-/// Longest round id, bytes.
-pub const MAX_ROUND_ID_BYTES: usize = 128;
-/// Longest table id, bytes.
-pub const MAX_TABLE_ID_BYTES: usize = 64;
-/// Largest minor-unit exponent of a currency in a version-3 reveal.
-pub const MAX_CURRENCY_EXPONENT: u8 = 4;
+use crate::ids::{
+    IdError, MAX_MINOR_UNIT_EXPONENT as MAX_CURRENCY_EXPONENT, check_client_seed, check_currency_code, check_round_id,
+    check_table_id,
+};
+pub use crate::ids::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
 
 /// A JSON value as the grammar sees it: integers are `u64` only, objects keep their keys in
 /// order and never hold one twice.
@@ -129,8 +126,8 @@ impl<'de> de::DeserializeSeed<'de> for JsonSeed {
     }
 }
 
-fn bad(path: impl Into<String>, reason: impl Into<String>) -> EngineError {
-    EngineError::invalid(path.into(), reason.into())
+fn bad(path: impl Into<String>, reason: impl Into<String>) -> FairnessError {
+    FairnessError::malformed(path, reason)
 }
 
 /// An object's fields, taken one by one; whatever is left over is an unknown key.
@@ -140,7 +137,7 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    fn of(path: &str, v: &'a Json) -> Result<Fields<'a>, EngineError> {
+    fn of(path: &str, v: &'a Json) -> Result<Fields<'a>, FairnessError> {
         match v {
             Json::Obj(fields) => {
                 Ok(Fields { path: path.to_string(), fields: fields.iter().map(|(k, v)| (k.as_str(), v)).collect() })
@@ -158,19 +155,19 @@ impl<'a> Fields<'a> {
         Some(self.fields.remove(i).1)
     }
 
-    fn take(&mut self, key: &str) -> Result<(&'a Json, String), EngineError> {
+    fn take(&mut self, key: &str) -> Result<(&'a Json, String), FairnessError> {
         let path = self.at(key);
         self.take_opt(key).map(|v| (v, path.clone())).ok_or_else(|| bad(path, "missing"))
     }
 
-    fn finish(self) -> Result<(), EngineError> {
+    fn finish(self) -> Result<(), FairnessError> {
         match self.fields.first() {
             Some((k, _)) => Err(bad(self.at(k), "unknown key")),
             None => Ok(()),
         }
     }
 
-    fn string(&mut self, key: &str) -> Result<(&'a str, String), EngineError> {
+    fn string(&mut self, key: &str) -> Result<(&'a str, String), FairnessError> {
         let (v, path) = self.take(key)?;
         match v {
             Json::Str(s) => Ok((s, path)),
@@ -178,12 +175,12 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn int(&mut self, key: &str, min: u64, max: u64) -> Result<u64, EngineError> {
+    fn int(&mut self, key: &str, min: u64, max: u64) -> Result<u64, FairnessError> {
         let (v, path) = self.take(key)?;
         int(v, &path, min, max)
     }
 
-    fn boolean(&mut self, key: &str) -> Result<bool, EngineError> {
+    fn boolean(&mut self, key: &str) -> Result<bool, FairnessError> {
         let (v, path) = self.take(key)?;
         match v {
             Json::Bool(b) => Ok(*b),
@@ -191,7 +188,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn array(&mut self, key: &str) -> Result<(&'a [Json], String), EngineError> {
+    fn array(&mut self, key: &str) -> Result<(&'a [Json], String), FairnessError> {
         let (v, path) = self.take(key)?;
         match v {
             Json::Arr(a) => Ok((a, path)),
@@ -204,7 +201,7 @@ fn path_or_root(path: &str) -> String {
     if path.is_empty() { "reveal".to_string() } else { path.to_string() }
 }
 
-fn int(v: &Json, path: &str, min: u64, max: u64) -> Result<u64, EngineError> {
+fn int(v: &Json, path: &str, min: u64, max: u64) -> Result<u64, FairnessError> {
     match v {
         Json::Int(n) if (min..=max).contains(n) => Ok(*n),
         Json::Int(n) => Err(bad(path, format!("{n} is outside {min}..={max}"))),
@@ -212,7 +209,7 @@ fn int(v: &Json, path: &str, min: u64, max: u64) -> Result<u64, EngineError> {
     }
 }
 
-fn hex64(s: &str, path: &str, lower_only: bool) -> Result<String, EngineError> {
+fn hex64(s: &str, path: &str, lower_only: bool) -> Result<String, FairnessError> {
     let ok = s.len() == 64
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b) || (!lower_only && (b'A'..=b'F').contains(&b)));
@@ -225,17 +222,15 @@ fn hex64(s: &str, path: &str, lower_only: bool) -> Result<String, EngineError> {
     }
 }
 
-fn round_id(s: &str, path: &str) -> Result<String, EngineError> {
-    if s.is_empty() || s.len() > MAX_ROUND_ID_BYTES {
-        return Err(bad(path, format!("must be 1 to {MAX_ROUND_ID_BYTES} bytes")));
+fn round_id(s: &str, path: &str) -> Result<String, FairnessError> {
+    match check_round_id(s) {
+        Ok(()) => Ok(s.to_string()),
+        Err(IdError::ControlCharacter) => Err(bad(path, "must not contain control characters")),
+        Err(_) => Err(bad(path, format!("must be 1 to {MAX_ROUND_ID_BYTES} bytes"))),
     }
-    if s.chars().any(char::is_control) {
-        return Err(bad(path, "must not contain control characters"));
-    }
-    Ok(s.to_string())
 }
 
-fn cards(list: &[Json], path: &str) -> Result<(Vec<String>, HandClass), EngineError> {
+fn cards(list: &[Json], path: &str) -> Result<(Vec<String>, HandClass), FairnessError> {
     let mut parsed = Vec::with_capacity(list.len());
     for (i, c) in list.iter().enumerate() {
         let card = match c {
@@ -264,7 +259,7 @@ pub const SANDBOX_REVEAL_FORMAT: &str = "reddog-sandbox-reveal-v1";
 
 /// Parses a reveal of either version by the strict grammar. A sandbox reveal
 /// ([`SANDBOX_REVEAL_FORMAT`]) is refused with a message saying so.
-pub fn parse(text: &str) -> Result<AnyReveal, EngineError> {
+pub fn parse(text: &str) -> Result<AnyReveal, FairnessError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let tree = de::DeserializeSeed::deserialize(JsonSeed, &mut de)
         .and_then(|t| de.end().map(|()| t))
@@ -288,7 +283,7 @@ pub fn parse(text: &str) -> Result<AnyReveal, EngineError> {
     }
 }
 
-fn algorithm(f: &mut Fields<'_>) -> Result<String, EngineError> {
+fn algorithm(f: &mut Fields<'_>) -> Result<String, FairnessError> {
     let (a, path) = f.string("algorithm")?;
     if a != ALGORITHM {
         return Err(bad(path, format!("unknown algorithm {a:?} (this verifier implements {ALGORITHM})")));
@@ -296,7 +291,7 @@ fn algorithm(f: &mut Fields<'_>) -> Result<String, EngineError> {
     Ok(a.to_string())
 }
 
-fn parse_v1(mut f: Fields<'_>) -> Result<RevealV1, EngineError> {
+fn parse_v1(mut f: Fields<'_>) -> Result<RevealV1, FairnessError> {
     let algorithm = algorithm(&mut f)?;
     let (s, p) = f.string("server_seed")?;
     let server_seed = hex64(s, &p, false)?;
@@ -317,7 +312,7 @@ fn parse_v1(mut f: Fields<'_>) -> Result<RevealV1, EngineError> {
 }
 
 /// Version 3's `limits`, `currency` and `rules_digest`.
-fn parse_v3_rules(f: &mut Fields<'_>) -> Result<(RevealLimits, RevealCurrency, String), EngineError> {
+fn parse_v3_rules(f: &mut Fields<'_>) -> Result<(RevealLimits, RevealCurrency, String), FairnessError> {
     let limits = {
         let (v, p) = f.take("limits")?;
         let mut lf = Fields::of(&p, v)?;
@@ -330,7 +325,7 @@ fn parse_v3_rules(f: &mut Fields<'_>) -> Result<(RevealLimits, RevealCurrency, S
         let (v, p) = f.take("currency")?;
         let mut cf = Fields::of(&p, v)?;
         let (code, cp) = cf.string("code")?;
-        if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+        if check_currency_code(code).is_err() {
             return Err(bad(cp, "must be an ISO 4217 alphabetic code: three capital letters A-Z"));
         }
         let exponent = cf.int("exponent", 0, u64::from(MAX_CURRENCY_EXPONENT))? as u8;
@@ -342,24 +337,21 @@ fn parse_v3_rules(f: &mut Fields<'_>) -> Result<(RevealLimits, RevealCurrency, S
     Ok((limits, currency, digest))
 }
 
-fn parse_v2(mut f: Fields<'_>, v3: bool) -> Result<RevealV2, EngineError> {
+fn parse_v2(mut f: Fields<'_>, v3: bool) -> Result<RevealV2, FairnessError> {
     let algorithm = algorithm(&mut f)?;
     let (s, p) = f.string("server_seed")?;
     let server_seed = hex64(s, &p, true)?;
     let (s, p) = f.string("commitment")?;
     let commitment = hex64(s, &p, true)?;
     let (t, p) = f.string("table_id")?;
-    if t.is_empty()
-        || t.len() > MAX_TABLE_ID_BYTES
-        || !t.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-    {
+    if check_table_id(t).is_err() {
         return Err(bad(p, format!("must be 1 to {MAX_TABLE_ID_BYTES} characters of [A-Za-z0-9._-]")));
     }
     let table_id = t.to_string();
     let (r, p) = f.string("round_id")?;
     let round_id = round_id(r, &p)?;
     let (c, p) = f.string("client_seed")?;
-    if c.is_empty() || c.len() > MAX_CLIENT_SEED_BYTES {
+    if check_client_seed(c).is_err() {
         return Err(bad(p, format!("must be 1 to {MAX_CLIENT_SEED_BYTES} bytes of UTF-8")));
     }
     let client_seed = c.to_string();
@@ -488,7 +480,7 @@ pub struct Expectations {
 
 /// One integer in the text form of `--expect-…` options: `0` or `[1-9][0-9]*` (ASCII digits,
 /// no sign, no leading zero), within `min..=max`.
-pub fn text_int(text: &str, field: &str, min: u64, max: u64) -> Result<u64, EngineError> {
+pub fn text_int(text: &str, field: &str, min: u64, max: u64) -> Result<u64, FairnessError> {
     let canonical =
         !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) && (text == "0" || !text.starts_with('0'));
     if !canonical {
@@ -503,7 +495,7 @@ pub fn text_int(text: &str, field: &str, min: u64, max: u64) -> Result<u64, Engi
 
 /// `--expect-bets` / `--expect-returned`: one integer per seat, seat 0 first, separated by
 /// commas (`500,1000`).
-pub fn text_amounts(text: &str, field: &str) -> Result<Vec<u64>, EngineError> {
+pub fn text_amounts(text: &str, field: &str) -> Result<Vec<u64>, FairnessError> {
     let parts: Vec<&str> = text.split(',').collect();
     if parts.len() > MAX_SEATS {
         return Err(bad(field, format!("must list 1 to {MAX_SEATS} integers separated by commas")));
@@ -513,7 +505,7 @@ pub fn text_amounts(text: &str, field: &str) -> Result<Vec<u64>, EngineError> {
 
 /// `--expect-decisions`: each Decide call's decisions as `SEAT:ACTION` separated by commas,
 /// the calls separated by semicolons (`0:raise,1:stand;2:stand`); the empty text is no Decide.
-pub fn text_decisions(text: &str, field: &str) -> Result<Vec<Vec<RevealDecision>>, EngineError> {
+pub fn text_decisions(text: &str, field: &str) -> Result<Vec<Vec<RevealDecision>>, FairnessError> {
     if text.is_empty() {
         return Ok(vec![]);
     }
@@ -533,7 +525,7 @@ pub fn text_decisions(text: &str, field: &str) -> Result<Vec<Vec<RevealDecision>
         .collect()
 }
 
-fn json_amounts(f: &mut Fields<'_>, key: &str) -> Result<Option<Vec<u64>>, EngineError> {
+fn json_amounts(f: &mut Fields<'_>, key: &str) -> Result<Option<Vec<u64>>, FairnessError> {
     if !f.fields.iter().any(|(k, _)| *k == key) {
         return Ok(None);
     }
@@ -544,7 +536,7 @@ fn json_amounts(f: &mut Fields<'_>, key: &str) -> Result<Option<Vec<u64>>, Engin
     list.iter().enumerate().map(|(i, v)| int(v, &format!("{p}[{i}]"), 0, u64::MAX)).collect::<Result<_, _>>().map(Some)
 }
 
-fn json_decisions(f: &mut Fields<'_>) -> Result<Option<Vec<Vec<RevealDecision>>>, EngineError> {
+fn json_decisions(f: &mut Fields<'_>) -> Result<Option<Vec<Vec<RevealDecision>>>, FairnessError> {
     if !f.fields.iter().any(|(k, _)| *k == "decisions") {
         return Ok(None);
     }
@@ -586,13 +578,13 @@ impl Expectations {
     /// `client_seed`, `nonce`, `round_id`, `table_id`, `decks`, `transcript`, `rules_digest`
     /// (strings and integers), `bets`, `returned` (arrays of integers) and `decisions` (as in a
     /// reveal) and no others (duplicate keys refused, as in reveals).
-    pub fn parse(text: &str) -> Result<Expectations, EngineError> {
+    pub fn parse(text: &str) -> Result<Expectations, FairnessError> {
         let mut de = serde_json::Deserializer::from_str(text);
         let tree = de::DeserializeSeed::deserialize(JsonSeed, &mut de)
             .and_then(|t| de.end().map(|()| t))
             .map_err(|e| bad("expect", format!("not valid JSON: {e}")))?;
         let mut f = Fields::of("", &tree)?;
-        let string = |f: &mut Fields<'_>, key: &str| -> Result<Option<String>, EngineError> {
+        let string = |f: &mut Fields<'_>, key: &str| -> Result<Option<String>, FairnessError> {
             if f.fields.iter().any(|(k, _)| *k == key) { Ok(Some(f.string(key)?.0.to_string())) } else { Ok(None) }
         };
         let commitment = string(&mut f, "commitment")?;
@@ -630,7 +622,7 @@ impl Expectations {
 
     /// Refuses expectations that could never match a reveal: a commitment that is not 64 hex
     /// digits (either case), a deck count outside 1 … 8 (docs/FAIRNESS.md §4.5: malformed input).
-    pub fn validate(&self) -> Result<(), EngineError> {
+    pub fn validate(&self) -> Result<(), FairnessError> {
         for (key, value) in [
             ("expect.commitment", &self.commitment),
             ("expect.transcript", &self.transcript),

@@ -4,18 +4,21 @@
 //! - [`hand`]: pair / consecutive / non-consecutive and the spread;
 //! - [`paytable`] and [`table`]: what a table pays and allows;
 //! - [`round`]: a multi-seat round, its phases and its settlement;
-//! - [`money`]: integer minor units.
+//! - [`money`]: integer minor units;
+//! - [`error`]: what can go wrong, in the game's terms.
 
 pub mod card;
+pub mod error;
 pub mod hand;
 pub mod money;
 pub mod paytable;
 pub mod round;
 pub mod table;
 
-pub use card::{Card, CardSource, DECK_SIZE, Decks, MAX_DECKS, Rank, Shoe, StackedDeck, Suit};
+pub use card::{Card, CardError, CardSource, DECK_SIZE, Decks, MAX_DECKS, Rank, Shoe, StackedDeck, Suit};
+pub use error::GameError;
 pub use hand::{HandClass, Spread};
 pub use money::Money;
-pub use paytable::Paytable;
+pub use paytable::{Paytable, PaytableEntry, PaytableError};
 pub use round::{Decision, Outcome, Phase, Round, RoundSnapshot, Rule, Seat, SeatSettlement, Settlement};
-pub use table::{BetLimits, MAX_SEATS, Table, TableSpec, largest_max_bet};
+pub use table::{BetLimits, LimitsError, MAX_SEATS, Table, TableError, TableSpec, largest_max_bet};

@@ -8,8 +8,6 @@
 
 use std::fmt;
 
-use crate::error::EngineError;
-
 /// Cards in one standard deck.
 pub const DECK_SIZE: usize = 52;
 /// Largest shoe a table may use, in decks.
@@ -125,15 +123,25 @@ impl Card {
 }
 
 impl std::str::FromStr for Card {
-    type Err = EngineError;
+    type Err = CardError;
 
     /// Parses the canonical text form only: a rank `2`-`9`, `T`, `J`, `Q`, `K`, `A` then a
     /// suit `c`, `d`, `h`, `s` (e.g. `Ah`, `Tc`). `10h`, `ah` or ` Ah` are refused: one card
     /// has one text, so reveals and verifiers cannot disagree about it.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Card::from_text(s)
-            .ok_or_else(|| EngineError::invalid("card", format!("{s:?} is not a card like \"Ah\" or \"Tc\"")))
+        Card::from_text(s).ok_or_else(|| CardError::NotACard { text: s.to_string() })
     }
+}
+
+/// A card's text or a shoe's size the rules refuse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CardError {
+    /// Text that is not a card's canonical text.
+    #[error("{text:?} is not a card like \"Ah\" or \"Tc\"")]
+    NotACard { text: String },
+    /// A shoe of no decks or of more than [`MAX_DECKS`].
+    #[error("decks: {decks} is outside 1..={MAX_DECKS}")]
+    DecksOutOfRange { decks: u32 },
 }
 
 /// The number of standard decks in a shoe, 1..=8.
@@ -145,11 +153,11 @@ impl Decks {
     pub const ONE: Decks = Decks(1);
 
     /// `Ok` for 1..=8 decks.
-    pub fn new(count: u32) -> Result<Decks, EngineError> {
+    pub fn new(count: u32) -> Result<Decks, CardError> {
         if (1..=u32::from(MAX_DECKS)).contains(&count) {
             Ok(Decks(count as u8))
         } else {
-            Err(EngineError::out_of_range("decks", count, 1, u64::from(MAX_DECKS)))
+            Err(CardError::DecksOutOfRange { decks: count })
         }
     }
 

@@ -6,7 +6,7 @@ use rand::TryRng;
 use sha2::{Digest, Sha256};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::error::EngineError;
+use super::FairnessError;
 
 /// A 32-byte server seed. Secret until the round it served is settled.
 ///
@@ -16,11 +16,9 @@ pub struct ServerSeed([u8; 32]);
 
 impl ServerSeed {
     /// A fresh seed from the operating system's CSPRNG.
-    pub fn generate() -> Result<ServerSeed, EngineError> {
+    pub fn generate() -> Result<ServerSeed, FairnessError> {
         let mut bytes = [0u8; 32];
-        rand::rngs::SysRng
-            .try_fill_bytes(&mut bytes)
-            .map_err(|e| EngineError::Internal(format!("operating system random source failed: {e}")))?;
+        rand::rngs::SysRng.try_fill_bytes(&mut bytes).map_err(FairnessError::RandomSource)?;
         Ok(ServerSeed(bytes))
     }
 

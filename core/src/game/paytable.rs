@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::hand::Spread;
-use crate::error::EngineError;
 
 /// The largest odds a paytable may set. It bounds every payout so that a round whose bets
 /// passed [`crate::game::BetLimits::check`] can always be settled without overflow.
@@ -28,19 +27,46 @@ pub struct PaytableSpec {
     pub three_of_a_kind: u32,
 }
 
+/// A paytable the rules refuse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PaytableError {
+    /// Odds outside 1 to [`MAX_ODDS`].
+    #[error("{entry}: odds {odds} are outside 1..={MAX_ODDS}")]
+    OddsOutOfRange { entry: PaytableEntry, odds: u32 },
+    /// A spread list without one entry per spread.
+    #[error("paytable.spread needs exactly {} entries (spreads 1 to 11), got {got}", Spread::MAX)]
+    SpreadEntries { got: usize },
+}
+
+/// One entry of a paytable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaytableEntry {
+    /// The odds for a spread (1 to 11).
+    Spread(u8),
+    /// The odds for three of a kind.
+    ThreeOfAKind,
+}
+
+impl std::fmt::Display for PaytableEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PaytableEntry::Spread(s) => write!(f, "paytable.spread[{s}]"),
+            PaytableEntry::ThreeOfAKind => f.write_str("paytable.three_of_a_kind"),
+        }
+    }
+}
+
 impl Paytable {
     /// The rules' table: spread 1 → 5:1, 2 → 4:1, 3 → 2:1, 4–11 → 1:1, three of a kind 11:1.
     pub const STANDARD: Paytable = Paytable { spread: [5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1], three_of_a_kind: 11 };
 
     /// A validated paytable: positive whole-number odds (at most [`MAX_ODDS`]) for each of the
     /// eleven spreads and for three of a kind.
-    pub fn new(spread: [u32; Spread::MAX as usize], three_of_a_kind: u32) -> Result<Paytable, EngineError> {
-        // The field name is built only for an error: every token a round step opens checks
-        // its paytable here, and formatting 12 names per call was a measurable share of it.
+    pub fn new(spread: [u32; Spread::MAX as usize], three_of_a_kind: u32) -> Result<Paytable, PaytableError> {
         for (i, &odds) in spread.iter().enumerate() {
-            check_odds(|| format!("paytable.spread[{}]", i + 1), odds)?;
+            check_odds(PaytableEntry::Spread(i as u8 + 1), odds)?;
         }
-        check_odds(|| "paytable.three_of_a_kind".to_string(), three_of_a_kind)?;
+        check_odds(PaytableEntry::ThreeOfAKind, three_of_a_kind)?;
         Ok(Paytable { spread, three_of_a_kind })
     }
 
@@ -66,24 +92,16 @@ impl Default for Paytable {
     }
 }
 
-fn check_odds(field: impl FnOnce() -> String, odds: u32) -> Result<(), EngineError> {
-    if (1..=MAX_ODDS).contains(&odds) {
-        Ok(())
-    } else {
-        Err(EngineError::out_of_range(field(), odds, 1, u64::from(MAX_ODDS)))
-    }
+fn check_odds(entry: PaytableEntry, odds: u32) -> Result<(), PaytableError> {
+    if (1..=MAX_ODDS).contains(&odds) { Ok(()) } else { Err(PaytableError::OddsOutOfRange { entry, odds }) }
 }
 
 impl TryFrom<PaytableSpec> for Paytable {
-    type Error = EngineError;
+    type Error = PaytableError;
 
     fn try_from(spec: PaytableSpec) -> Result<Self, Self::Error> {
-        let spread: [u32; Spread::MAX as usize] = spec.spread.as_slice().try_into().map_err(|_| {
-            EngineError::invalid(
-                "paytable.spread",
-                format!("needs exactly {} entries (spreads 1 to 11), got {}", Spread::MAX, spec.spread.len()),
-            )
-        })?;
+        let spread: [u32; Spread::MAX as usize] =
+            spec.spread.as_slice().try_into().map_err(|_| PaytableError::SpreadEntries { got: spec.spread.len() })?;
         Paytable::new(spread, spec.three_of_a_kind)
     }
 }
@@ -111,15 +129,17 @@ mod tests {
         let mut spread = [1; 11];
         spread[2] = 0;
         let err = Paytable::new(spread, 11).unwrap_err();
-        assert_eq!(err.field(), Some("paytable.spread[3]"));
+        assert_eq!(err, PaytableError::OddsOutOfRange { entry: PaytableEntry::Spread(3), odds: 0 });
+        assert_eq!(err.to_string(), format!("paytable.spread[3]: odds 0 are outside 1..={MAX_ODDS}"));
+        let three = PaytableError::OddsOutOfRange { entry: PaytableEntry::ThreeOfAKind, odds: MAX_ODDS + 1 };
+        assert_eq!(Paytable::new([1; 11], MAX_ODDS + 1), Err(three));
         assert!(Paytable::new([1; 11], 0).is_err());
-        assert!(Paytable::new([1; 11], MAX_ODDS + 1).is_err());
     }
 
     #[test]
     fn a_spec_with_the_wrong_number_of_spreads_is_refused() {
         let spec = PaytableSpec { spread: vec![5, 4, 2], three_of_a_kind: 11 };
-        assert!(Paytable::try_from(spec).is_err());
+        assert_eq!(Paytable::try_from(spec), Err(PaytableError::SpreadEntries { got: 3 }));
     }
 
     #[test]

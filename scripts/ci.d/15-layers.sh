@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Layers: no import loop between the top-level modules of the engine's crates
+# (scripts/check-layers.py), and the check itself fails on a loop planted in a copy.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+python3 scripts/check-layers.py
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/core"
+cp -r src "$tmp/src"
+cp -r core/src "$tmp/core/src"
+# `service` imports `error`; make `error` import `service` back.
+echo 'use crate::service::error::ERROR_DOMAIN;' >>"$tmp/src/error.rs"
+if python3 scripts/check-layers.py --root "$tmp" >"$tmp/out" 2>&1; then
+  cat "$tmp/out"
+  echo "FAIL: a planted loop error <-> service was not found" >&2
+  exit 1
+fi
+grep -q "import loop in src (crate root): error <-> service" "$tmp/out"
+echo "ok   the layer check fails on a planted loop"
