@@ -274,7 +274,7 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
     });
     // Out of file descriptors, accept fails at once until one is freed: back off like the
     // gRPC listener instead of spinning a core.
-    let mut backoff = super::transport::AcceptBackoff::new("metrics");
+    let mut backoff = super::accept::AcceptBackoff::new("metrics", accept_backoff_counter());
     loop {
         let (stream, _) = backoff.accept(&listener).await;
         let handle = handle.clone();
@@ -704,9 +704,9 @@ pub fn connection_closed(reason: &'static str) {
     counter!("reddog_connections_closed_total", "reason" => reason).increment(1);
 }
 
-/// Records one back-off of the accept loop.
-pub fn accept_backoff() {
-    counter!("reddog_accept_backoffs_total").increment(1);
+/// The counter of accept-loop back-offs, for [`super::accept::AcceptBackoff::new`].
+pub fn accept_backoff_counter() -> Counter {
+    counter!("reddog_accept_backoffs_total")
 }
 
 fn code_name(code: tonic::Code) -> &'static str {

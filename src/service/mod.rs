@@ -23,6 +23,7 @@
 //!   accept back-off), the global concurrency cap with load shedding, the per-call timeout,
 //!   and TLS with reload.
 
+pub mod accept;
 pub mod api;
 pub mod app;
 pub mod audit_record;
