@@ -12,6 +12,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0003_transcripts", include_str!("../migrations/0003_transcripts.sql")),
     ("0004_seats", include_str!("../migrations/0004_seats.sql")),
     ("0005_rules_digest", include_str!("../migrations/0005_rules_digest.sql")),
+    ("0006_sessions", include_str!("../migrations/0006_sessions.sql")),
 ];
 
 /// Opens (creating if needed) the database file and brings its schema up to date.

@@ -13,6 +13,7 @@
 //! and continues. Wallet writes are idempotent on the round id, so a repeat never pays
 //! twice. Tokens stay in the database: no view sent to the browser contains one.
 
+use crate::accounts::{AccountPolicy, SignInThrottle};
 use crate::engine::{self, Engine, EngineError, Rules};
 use crate::ledger::{self, LedgerError};
 use crate::limits::{self, TableLimits};
@@ -369,6 +370,10 @@ pub struct Platform {
     pub table: TableLimits,
     /// Balance given to a new player (minor units).
     pub new_player_balance: i64,
+    /// Session lifetimes, sign-up timing and the sign-in back-off.
+    pub accounts: AccountPolicy,
+    /// Wrong sign-ins per client address.
+    pub sign_in: SignInThrottle,
     locks: tokio::sync::Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
     crash_at: Option<String>,
 }
@@ -405,9 +410,19 @@ impl Platform {
             rules,
             table,
             new_player_balance,
+            accounts: AccountPolicy::default(),
+            sign_in: SignInThrottle::new(AccountPolicy::default().throttle),
             locks: tokio::sync::Mutex::new(HashMap::new()),
             crash_at,
         }
+    }
+
+    /// The same platform with another accounts policy (session lifetimes, sign-up floor,
+    /// sign-in back-off).
+    pub fn with_accounts(mut self, policy: AccountPolicy) -> Self {
+        self.accounts = policy;
+        self.sign_in = SignInThrottle::new(policy.throttle);
+        self
     }
 
     /// Runs `f` with the database (briefly; never across an engine call).

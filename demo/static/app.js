@@ -336,6 +336,7 @@ async function refresh() {
     $("login").hidden = true;
     $("game").hidden = false;
     $("logout").hidden = false;
+    $("logout-all").hidden = false;
   }
 }
 
@@ -440,6 +441,11 @@ async function run(fn) {
   catch (e) {
     if (unreachable(e)) {
       lost = e;
+    } else if (e.code === "signed_out") {
+      // The session ended (idle, too old, or signed out everywhere): sign in again.
+      S.state = null; S.round = null; S.shown = null;
+      showLogin();
+      $("login-message").textContent = t("session_ended");
     } else {
       message(e.code === "commitment_expired"
         ? "The commitment had expired, so nothing was dealt or debited; a new one is shown: press Deal again." : e.message);
@@ -608,13 +614,20 @@ function showLogin() {
   $("login").hidden = false;
   $("game").hidden = true;
   $("logout").hidden = true;
+  $("logout-all").hidden = true;
   $("login-name").focus();
 }
 
+// Sign-up answers a taken name and a free one alike (so it does not tell which names exist)
+// and starts no session: the page signs in next. A taken name fails there like a wrong PIN.
 async function credentials(path) {
   const name = $("login-name").value.trim(), pin = $("login-pin").value;
   try {
-    await api(path, { name, pin });
+    if (path === "/api/register") {
+      $("login-message").textContent = t("signing_up");
+      await api(path, { name, pin });
+    }
+    await api("/api/login", { name, pin });
     $("login-message").textContent = "";
     await refresh();
     document.activeElement?.blur?.();
@@ -659,6 +672,10 @@ $("remove-seat").addEventListener("click", removeSeat);
 $("new-seed").addEventListener("click", () => { $("client-seed").value = randomSeed(); S.seedCustom = false; render(); });
 $("client-seed").addEventListener("input", () => { S.seedCustom = true; render(); });
 $("login-form").addEventListener("submit", (e) => { e.preventDefault(); credentials("/api/login"); });
+$("logout-all").addEventListener("click", async () => {
+  try { await api("/api/logout-all", {}); } catch (e) { if (e.code !== "signed_out") throw e; }
+  S.state = null; S.round = null; S.shown = null; showLogin();
+});
 $("register-button").addEventListener("click", () => {
   if ($("login-form").reportValidity()) credentials("/api/register");
 });

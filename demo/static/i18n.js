@@ -8,6 +8,7 @@ export const LANGS = { en: "English", ja: "日本語", it: "Italiano", fr: "Fran
 const C = {
   en: {
     skip: "Skip to the game buttons", nav_table: "Table", nav_history: "History", nav_rules: "Rules", signout: "Sign out",
+    signout_all: "Sign out everywhere", session_ended: "Your session has ended (unused too long, or signed out everywhere). Sign in again; your open round is kept.", signing_up: "Your name is registered if it was free: signing in…",
     language: "Language", signed_in: "Signed in as {name}",
     login_title: "Sign in to play", login_intro: "A new player starts with a demo balance. The PIN confirms changes to your limits.",
     name: "Name", pin: "PIN", signin: "Sign in", new_player: "New player",
@@ -39,6 +40,7 @@ const C = {
   },
   ja: {
     skip: "ゲームボタンへ移動", nav_table: "テーブル", nav_history: "履歴", nav_rules: "ルール", signout: "サインアウト",
+    signout_all: "すべての端末でサインアウト", session_ended: "セッションが終了しました（一定時間操作がなかったか、すべての端末でサインアウトしました）。もう一度サインインしてください。進行中のラウンドは保持されています。", signing_up: "名前が未使用なら登録されました。サインインしています…",
     language: "言語", signed_in: "{name} でサインイン中",
     login_title: "サインインしてプレー", login_intro: "新しいプレーヤーにはデモ用の残高が用意されます。PIN は賭け金限度額の変更の確認に使います。",
     name: "名前", pin: "PIN", signin: "サインイン", new_player: "新規プレーヤー",
@@ -70,6 +72,7 @@ const C = {
   },
   it: {
     skip: "Vai ai pulsanti di gioco", nav_table: "Tavolo", nav_history: "Storico", nav_rules: "Regole", signout: "Esci",
+    signout_all: "Esci ovunque", session_ended: "La sessione è terminata (inutilizzata troppo a lungo, o uscita ovunque). Accedi di nuovo; la mano aperta è conservata.", signing_up: "Il nome è registrato se era libero: accesso in corso…",
     language: "Lingua", signed_in: "Connesso come {name}",
     login_title: "Accedi per giocare", login_intro: "Un nuovo giocatore parte con un saldo dimostrativo. Il PIN conferma le modifiche ai tuoi limiti.",
     name: "Nome", pin: "PIN", signin: "Accedi", new_player: "Nuovo giocatore",
@@ -101,6 +104,7 @@ const C = {
   },
   fr: {
     skip: "Aller aux boutons du jeu", nav_table: "Table", nav_history: "Historique", nav_rules: "Règles", signout: "Se déconnecter",
+    signout_all: "Se déconnecter partout", session_ended: "Votre session a pris fin (inutilisée trop longtemps, ou déconnexion partout). Reconnectez-vous ; votre manche en cours est conservée.", signing_up: "Votre nom est enregistré s’il était libre : connexion…",
     language: "Langue", signed_in: "Connecté : {name}",
     login_title: "Connectez-vous pour jouer", login_intro: "Un nouveau joueur commence avec un solde de démonstration. Le code PIN confirme les changements de vos limites.",
     name: "Nom", pin: "Code PIN", signin: "Se connecter", new_player: "Nouveau joueur",
@@ -132,6 +136,7 @@ const C = {
   },
   ru: {
     skip: "К кнопкам игры", nav_table: "Стол", nav_history: "История", nav_rules: "Правила", signout: "Выйти",
+    signout_all: "Выйти на всех устройствах", session_ended: "Сеанс завершён (слишком долго не использовался или выполнен выход на всех устройствах). Войдите снова; открытый раунд сохранён.", signing_up: "Имя зарегистрировано, если оно было свободно: выполняется вход…",
     language: "Язык", signed_in: "Вы вошли как {name}",
     login_title: "Войдите, чтобы играть", login_intro: "Новый игрок начинает с демонстрационным балансом. PIN подтверждает изменение ваших лимитов.",
     name: "Имя", pin: "PIN", signin: "Войти", new_player: "Новый игрок",
@@ -163,6 +168,7 @@ const C = {
   },
   de: {
     skip: "Zu den Spielknöpfen", nav_table: "Tisch", nav_history: "Verlauf", nav_rules: "Regeln", signout: "Abmelden",
+    signout_all: "Überall abmelden", session_ended: "Ihre Sitzung ist beendet (zu lange unbenutzt oder überall abgemeldet). Bitte erneut anmelden; Ihre offene Runde bleibt erhalten.", signing_up: "Ihr Name ist registriert, falls er frei war: Anmeldung läuft…",
     language: "Sprache", signed_in: "Angemeldet als {name}",
     login_title: "Zum Spielen anmelden", login_intro: "Ein neuer Spieler beginnt mit einem Demo-Guthaben. Die PIN bestätigt Änderungen Ihrer Limits.",
     name: "Name", pin: "PIN", signin: "Anmelden", new_player: "Neuer Spieler",
