@@ -136,7 +136,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ..AccountPolicy::default()
     };
     let platform =
-        Arc::new(Platform::new(conn, engine, rules, args.new_player_balance, crash_at).with_accounts(accounts));
+        Arc::new(Platform::new(conn, engine, rules, args.new_player_balance, crash_at)?.with_accounts(accounts));
 
     let report = platform.recover(true).await?;
     tracing::info!(
@@ -158,7 +158,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 tracing::warn!(error = %e, "background recovery");
             }
             let policy = background.accounts;
-            match background.db(|c| players::sweep_sessions(c, reddog_demo::rounds::now_ms(), &policy)) {
+            match background.db(move |c| players::sweep_sessions(c, reddog_demo::rounds::now_ms(), &policy)).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(sessions = n, "expired sessions removed"),
                 Err(e) => tracing::warn!(error = %e, "session sweep"),

@@ -109,7 +109,7 @@ pub fn create(
     now_ms: i64,
 ) -> Result<i64, PlayerError> {
     validate_name(name)?;
-    let tx = conn.transaction()?;
+    let tx = conn.savepoint()?;
     let taken: Option<i64> = tx.query_row("SELECT id FROM players WHERE name = ?1", [name], |r| r.get(0)).optional()?;
     if taken.is_some() {
         return Err(PlayerError::NameTaken);

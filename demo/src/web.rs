@@ -14,7 +14,7 @@
 use crate::accounts::ClientKey;
 use crate::limits::{self, LimitError};
 use crate::players::{self, PlayerError};
-use crate::rounds::{Platform, RoundError, RoundView, now_ms};
+use crate::rounds::{HistoryAt, Platform, RoundError, RoundView, now_ms};
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -181,16 +181,16 @@ fn session_token(headers: &HeaderMap) -> Option<String> {
     })
 }
 
-fn player_of(app: &Platform, headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+async fn player_of(app: &Platform, headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
     let Some(token) = session_token(headers) else {
         return Ok(None);
     };
     let policy = app.accounts;
-    Ok(app.db(|c| players::session_player(c, &token, now_ms(), &policy))?)
+    Ok(app.db(move |c| players::session_player(c, &token, now_ms(), &policy)).await?)
 }
 
-fn require_player(app: &Platform, headers: &HeaderMap) -> Result<i64, ApiError> {
-    player_of(app, headers)?.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in first"))
+async fn require_player(app: &Platform, headers: &HeaderMap) -> Result<i64, ApiError> {
+    player_of(app, headers).await?.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in first"))
 }
 
 fn with_cookie(token: &str, max_age_secs: i64, body: serde_json::Value) -> Response {
@@ -210,8 +210,8 @@ struct LimitsView {
     week_zone: &'static str,
 }
 
-fn limits_view(app: &Platform, player: i64) -> Result<LimitsView, ApiError> {
-    let limit = app.db(|c| players::limit(c, player))?;
+async fn limits_view(app: &Platform, player: i64) -> Result<LimitsView, ApiError> {
+    let limit = app.db(move |c| players::limit(c, player)).await?;
     let (min_bet, max_bet) = limit.effective(app.table);
     let next = limits::next_change_allowed(&limit, jiff::Timestamp::now()).map_err(|e| ApiError::internal(&e))?;
     Ok(LimitsView {
@@ -236,9 +236,9 @@ async fn state(State(app): State<App>, headers: HeaderMap) -> Result<Response, A
         "three_of_a_kind_odds": r.three_of_a_kind_odds, "algorithm": r.algorithm, "raise_rule": r.raise_rule,
         "max_client_seed_bytes": r.max_client_seed_bytes, "max_seats": r.max_seats,
         "currency": r.currency, "minor_unit_exponent": r.minor_unit_exponent,
-        "chips": chips,
+        "chips": chips, "signing_keys": r.signing_keys,
     });
-    let Some(player) = player_of(&app, &headers)? else {
+    let Some(player) = player_of(&app, &headers).await? else {
         return Ok(Json(json!({"player": null, "table": table})).into_response());
     };
     // Finishing a step the platform owes (e.g. after an engine outage) happens here too.
@@ -251,13 +251,13 @@ async fn state(State(app): State<App>, headers: HeaderMap) -> Result<Response, A
         }
         Err(e) => return Err(e.into()),
     };
-    let name = app.db(|c| players::name(c, player))?;
+    let name = app.db(move |c| players::name(c, player)).await?;
     Ok(Json(json!({
-        "player": {"name": name, "balance": app.balance(player)?},
+        "player": {"name": name, "balance": app.balance(player).await?},
         "table": table,
-        "limits": limits_view(&app, player)?,
+        "limits": limits_view(&app, player).await?,
         "round": round,
-        "last_bet": app.last_bet(player)?,
+        "last_bet": app.last_bet(player).await?,
         "engine_error": engine_error,
     }))
     .into_response())
@@ -281,7 +281,8 @@ async fn register(State(app): State<App>, Json(req): Json<Credentials>) -> Resul
         tokio::task::spawn_blocking(move || players::hash_pin(&pin)).await.map_err(|e| ApiError::internal(&e))??;
     let now = now_ms();
     let balance = app.new_player_balance;
-    let outcome = app.db(|c| players::sign_up(c, &req.name, &hash, balance, now))?;
+    let name = req.name.clone();
+    let outcome = app.db(move |c| players::sign_up(c, &name, &hash, balance, now)).await?;
     if let players::SignUp::Created(id) = outcome {
         tracing::info!(player = id, "player registered");
     }
@@ -308,7 +309,8 @@ async fn login(
     if let Some(wait) = app.sign_in.wait_ms(client, now_ms()) {
         return Err(too_many_attempts(wait));
     }
-    let found = app.db(|c| players::find(c, &req.name))?;
+    let name = req.name.clone();
+    let found = app.db(move |c| players::find(c, &name)).await?;
     // Hash something even for an unknown name, so timing does not tell names apart.
     let (id, hash) =
         found.unwrap_or((-1, "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG".into()));
@@ -321,7 +323,7 @@ async fn login(
         }
         return Err(PlayerError::BadLogin.into());
     }
-    let token = app.db(|c| players::new_session(c, id, now_ms()))?;
+    let token = app.db(move |c| players::new_session(c, id, now_ms())).await?;
     Ok(with_cookie(&token, app.accounts.session_max_ms / 1000, json!({"name": req.name})))
 }
 
@@ -336,8 +338,8 @@ fn too_many_attempts(wait_ms: i64) -> ApiError {
 
 /// Refuses (429) while the player's limit-form PIN checks are locked after repeated wrong
 /// PINs (only the signed-in player can make them).
-fn pin_not_locked(app: &Platform, player: i64) -> Result<(), ApiError> {
-    match app.db(|c| players::pin_locked_until(c, player, now_ms()))? {
+async fn pin_not_locked(app: &Platform, player: i64) -> Result<(), ApiError> {
+    match app.db(move |c| players::pin_locked_until(c, player, now_ms())).await? {
         Some(until) => {
             let at = jiff::Timestamp::from_millisecond(until).map(|t| t.to_string()).unwrap_or_default();
             Err(ApiError::new(
@@ -352,7 +354,7 @@ fn pin_not_locked(app: &Platform, player: i64) -> Result<(), ApiError> {
 
 async fn logout(State(app): State<App>, headers: HeaderMap) -> Result<Response, ApiError> {
     if let Some(token) = session_token(&headers) {
-        app.db(|c| players::end_session(c, &token))?;
+        app.db(move |c| players::end_session(c, &token)).await?;
     }
     let cookie = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
     Ok(([(header::SET_COOKIE, cookie)], Json(json!({}))).into_response())
@@ -361,15 +363,15 @@ async fn logout(State(app): State<App>, headers: HeaderMap) -> Result<Response, 
 /// "Sign out everywhere": ends every session of the signed-in player (other browsers and
 /// devices are signed out at their next request).
 async fn logout_all(State(app): State<App>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let player = require_player(&app, &headers)?;
-    let ended = app.db(|c| players::end_all_sessions(c, player))?;
+    let player = require_player(&app, &headers).await?;
+    let ended = app.db(move |c| players::end_all_sessions(c, player)).await?;
     tracing::info!(player, sessions = ended, "signed out everywhere");
     let cookie = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
     Ok(([(header::SET_COOKIE, cookie)], Json(json!({"sessions_ended": ended}))).into_response())
 }
 
 async fn new_round(State(app): State<App>, headers: HeaderMap) -> Result<Json<RoundView>, ApiError> {
-    let player = require_player(&app, &headers)?;
+    let player = require_player(&app, &headers).await?;
     Ok(Json(app.current_or_new(player).await?))
 }
 
@@ -383,7 +385,7 @@ struct DealRequest {
 }
 
 async fn deal(State(app): State<App>, headers: HeaderMap, Json(req): Json<DealRequest>) -> Result<Response, ApiError> {
-    let player = require_player(&app, &headers)?;
+    let player = require_player(&app, &headers).await?;
     let bets = match (req.bets, req.bet) {
         (Some(bets), None) => bets,
         (None, Some(bet)) => vec![bet],
@@ -396,7 +398,7 @@ async fn deal(State(app): State<App>, headers: HeaderMap, Json(req): Json<DealRe
         }
     };
     let round = app.deal(player, &req.round_id, &req.client_seed, &bets).await?;
-    Ok(Json(json!({"round": round, "balance": app.balance(player)?})).into_response())
+    Ok(Json(json!({"round": round, "balance": app.balance(player).await?})).into_response())
 }
 
 /// Raise or stand for one seat (`seat` 0-based, 0 when absent).
@@ -413,7 +415,7 @@ async fn decide(
     headers: HeaderMap,
     Json(req): Json<DecideRequest>,
 ) -> Result<Response, ApiError> {
-    let player = require_player(&app, &headers)?;
+    let player = require_player(&app, &headers).await?;
     let raise = match req.action.as_str() {
         "raise" => true,
         "stand" => false,
@@ -422,7 +424,7 @@ async fn decide(
         }
     };
     let round = app.decide(player, &req.round_id, req.seat, raise).await?;
-    Ok(Json(json!({"round": round, "balance": app.balance(player)?})).into_response())
+    Ok(Json(json!({"round": round, "balance": app.balance(player).await?})).into_response())
 }
 
 async fn round_status(
@@ -430,7 +432,7 @@ async fn round_status(
     headers: HeaderMap,
     Path(round_id): Path<String>,
 ) -> Result<Json<RoundView>, ApiError> {
-    let player = require_player(&app, &headers)?;
+    let player = require_player(&app, &headers).await?;
     Ok(Json(app.round_status(player, &round_id).await?))
 }
 
@@ -445,20 +447,23 @@ async fn set_limits(
     headers: HeaderMap,
     Json(req): Json<LimitRequest>,
 ) -> Result<Response, ApiError> {
-    let player = require_player(&app, &headers)?;
-    pin_not_locked(&app, player)?;
-    let hash = app.db(|c| players::pin_hash(c, player))?;
+    let player = require_player(&app, &headers).await?;
+    pin_not_locked(&app, player).await?;
+    let hash = app.db(move |c| players::pin_hash(c, player)).await?;
     let pin = req.pin.clone();
     let pin_ok = tokio::task::spawn_blocking(move || players::verify_pin(&hash, &pin)).await.unwrap_or(false);
-    app.db(|c| players::record_pin_check(c, player, pin_ok, now_ms()))?;
+    app.db(move |c| players::record_pin_check(c, player, pin_ok, now_ms())).await?;
     let table = app.table;
-    let result = app.db(|c| {
-        Ok::<_, rusqlite::Error>(players::set_max_bet(c, player, pin_ok, req.max_bet, table, jiff::Timestamp::now()))
-    })?;
+    let max_bet = req.max_bet;
+    let result = app
+        .db(move |c| {
+            Ok::<_, rusqlite::Error>(players::set_max_bet(c, player, pin_ok, max_bet, table, jiff::Timestamp::now()))
+        })
+        .await?;
     match result {
         Ok(_) => {
             tracing::info!(player, max_bet = req.max_bet, "player lowered their limit");
-            Ok(Json(json!({"limits": limits_view(&app, player)?})).into_response())
+            Ok(Json(json!({"limits": limits_view(&app, player).await?})).into_response())
         }
         Err(e) => {
             let (status, code) = match &e {
@@ -472,9 +477,20 @@ async fn set_limits(
     }
 }
 
+/// `limit` (1–500, default 50) rounds, newest first: the newest, or those just older than
+/// the nonce `before`, or just newer than the nonce `after` (decimal strings, as the page
+/// gets them in `older` and `newer`).
 #[derive(Deserialize)]
 struct HistoryQuery {
     limit: Option<i64>,
+    before: Option<String>,
+    after: Option<String>,
+}
+
+fn nonce_param(field: &str, value: &str) -> Result<i64, ApiError> {
+    value.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", format!("{field}: a nonce, in decimal digits"))
+    })
 }
 
 async fn history(
@@ -482,9 +498,29 @@ async fn history(
     headers: HeaderMap,
     Query(q): Query<HistoryQuery>,
 ) -> Result<Response, ApiError> {
-    let player = require_player(&app, &headers)?;
+    let player = require_player(&app, &headers).await?;
     let limit = q.limit.unwrap_or(50).clamp(1, 500);
-    Ok(Json(json!({"rounds": app.history(player, limit)?, "balance": app.balance(player)?})).into_response())
+    let at = match (q.before.as_deref(), q.after.as_deref()) {
+        (None, None) => HistoryAt::Newest,
+        (Some(b), None) => HistoryAt::Before(nonce_param("before", b)?),
+        (None, Some(a)) => HistoryAt::After(nonce_param("after", a)?),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid",
+                "before, after: give one, not both",
+            ));
+        }
+    };
+    let page = app.history(player, limit, at).await?;
+    Ok(Json(json!({
+        "rounds": page.rounds,
+        "older": page.older,
+        "newer": page.newer,
+        "balance_before": page.balance_before,
+        "balance": app.balance(player).await?,
+    }))
+    .into_response())
 }
 
 #[cfg(test)]
@@ -511,11 +547,12 @@ mod tests {
             max_seats: 7,
             currency: "XXX".into(),
             minor_unit_exponent: 2,
+            signing_keys: vec![],
         };
         // No request here reaches the engine (the channel connects lazily).
         let engine = Engine::new("http://127.0.0.1:9").unwrap();
         let conn = crate::db::open_in_memory().unwrap();
-        Arc::new(Platform::new(conn, engine, rules, 100_000, None).with_accounts(policy))
+        Arc::new(Platform::new(conn, engine, rules, 100_000, None).unwrap().with_accounts(policy))
     }
 
     struct Answer {
@@ -633,7 +670,9 @@ mod tests {
         let app = platform(AccountPolicy { sign_up_floor_ms: 0, ..AccountPolicy::default() });
         call(&app, HOME, "POST", "/api/register", None, &creds("eli", "2468")).await;
         let s = session(&call(&app, HOME, "POST", "/api/login", None, &creds("eli", "2468")).await);
-        app.db(|c| c.execute_batch("DROP INDEX rounds_by_player; ALTER TABLE rounds RENAME TO rounds_gone")).unwrap();
+        app.db(|c| c.execute_batch("DROP INDEX rounds_by_player; ALTER TABLE rounds RENAME TO rounds_gone"))
+            .await
+            .unwrap();
         let a = call(&app, HOME, "GET", "/api/history", Some(&s), "").await;
         assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
         let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
