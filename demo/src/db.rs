@@ -185,6 +185,69 @@ fn serve(mut conn: Connection, rx: std::sync::mpsc::Receiver<Job>) {
     }
 }
 
+/// Read-only connections to the database file, for reads that need not wait for the
+/// database thread's next commit (a session check, a balance, the history): each call runs
+/// on tokio's blocking pool (`spawn_blocking`) with a connection of its own. In WAL mode a
+/// reader sees every transaction committed before its statement began — every write the
+/// platform has answered for.
+pub struct Readers {
+    conns: std::sync::Arc<std::sync::Mutex<Vec<Connection>>>,
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl Readers {
+    /// `n` read-only connections to `path` (already migrated by the writer's [`open`]).
+    pub fn open(path: &Path, n: usize) -> rusqlite::Result<Readers> {
+        let mut conns = Vec::with_capacity(n);
+        for _ in 0..n.max(1) {
+            let conn = Connection::open_with_flags(
+                path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            conns.push(conn);
+        }
+        let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(conns.len()));
+        Ok(Readers { conns: std::sync::Arc::new(std::sync::Mutex::new(conns)), permits })
+    }
+
+    /// Runs `f` with a read-only connection, on the blocking pool.
+    pub async fn run<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<rusqlite::Error> + Send + 'static,
+    {
+        let permit = self.permits.clone().acquire_owned().await.map_err(|_| E::from(no_answer("readers closed")))?;
+        let conns = self.conns.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let conn = match conns.lock() {
+                Ok(mut g) => g.pop(),
+                Err(poisoned) => poisoned.into_inner().pop(),
+            };
+            let Some(conn) = conn else { return Err(E::from(no_answer("no read connection free"))) };
+            // Put the connection back even if `f` panics.
+            struct Back(Option<Connection>, std::sync::Arc<std::sync::Mutex<Vec<Connection>>>);
+            impl Drop for Back {
+                fn drop(&mut self) {
+                    if let Some(c) = self.0.take() {
+                        match self.1.lock() {
+                            Ok(mut g) => g.push(c),
+                            Err(poisoned) => poisoned.into_inner().push(c),
+                        }
+                    }
+                }
+            }
+            let back = Back(Some(conn), conns);
+            let conn = back.0.as_ref().ok_or_else(|| E::from(no_answer("no read connection")))?;
+            f(conn)
+        })
+        .await;
+        joined.map_err(|_| E::from(no_answer("a read failed to run; see the log")))?
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,5 +351,22 @@ mod tests {
         assert!(message.contains("no answer from the database thread"), "{message}");
         let n: i64 = w.run(|c| c.query_row("SELECT count(*) FROM players", [], |r| r.get(0))).await.unwrap();
         assert_eq!(n, 0, "the panicking job's insert was rolled back");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reader_sees_every_write_the_writer_has_answered() {
+        let (w, _dir, path) = writer();
+        let readers = Readers::open(&path, 2).unwrap();
+        for k in 0..20i64 {
+            w.run(move |c| {
+                c.execute("INSERT INTO players (name, pin_hash, created_ms) VALUES (?1, 'h', 0)", [format!("r{k}")])
+            })
+            .await
+            .unwrap();
+            let n: i64 = readers.run(|c| c.query_row("SELECT count(*) FROM players", [], |r| r.get(0))).await.unwrap();
+            assert_eq!(n, k + 1);
+        }
+        let write = readers.run(|c| c.execute("DELETE FROM players", [])).await;
+        assert!(write.is_err(), "a reader cannot write");
     }
 }

@@ -135,8 +135,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         session_max_ms: args.session_max_hours.max(1).saturating_mul(3_600_000),
         ..AccountPolicy::default()
     };
-    let platform =
-        Arc::new(Platform::new(conn, engine, rules, args.new_player_balance, crash_at)?.with_accounts(accounts));
+    // Reads that need not wait for the database thread's next commit (sessions, balances,
+    // history) use read-only connections of their own.
+    let readers = db::Readers::open(&args.db, 4).with_context(|| format!("opening {} to read", args.db.display()))?;
+    let platform = Arc::new(
+        Platform::new(conn, engine, rules, args.new_player_balance, crash_at)?
+            .with_accounts(accounts)
+            .with_readers(readers),
+    );
 
     let report = platform.recover(true).await?;
     tracing::info!(

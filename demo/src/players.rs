@@ -182,22 +182,68 @@ pub fn session_player(
     now_ms: i64,
     policy: &AccountPolicy,
 ) -> rusqlite::Result<Option<i64>> {
+    let check = check_session(conn, token, now_ms, policy)?;
+    apply_session_check(conn, token, now_ms, check)
+}
+
+/// What a session token is worth at a moment, read without writing (so that it can run on
+/// a read-only connection); [`apply_session_check`] does the write it may need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionCheck {
+    /// No such session.
+    Unknown,
+    /// Alive; its last use is recent enough.
+    Alive(i64),
+    /// Alive; its last use should be refreshed.
+    AliveStale(i64),
+    /// Idle too long or too old: to be deleted.
+    Expired,
+}
+
+/// Reads the session and judges it at `now_ms` (no write).
+pub fn check_session(
+    conn: &Connection,
+    token: &str,
+    now_ms: i64,
+    policy: &AccountPolicy,
+) -> rusqlite::Result<SessionCheck> {
     let found: Option<(i64, i64, i64)> = conn
         .query_row("SELECT player_id, created_ms, last_seen_ms FROM sessions WHERE token = ?1", [token], |r| {
             Ok((r.get("player_id")?, r.get("created_ms")?, r.get("last_seen_ms")?))
         })
         .optional()?;
-    let Some((player, created, last_seen)) = found else { return Ok(None) };
+    let Some((player, created, last_seen)) = found else { return Ok(SessionCheck::Unknown) };
     let idle = now_ms.saturating_sub(last_seen) >= policy.session_idle_ms;
     let too_old = now_ms.saturating_sub(created) >= policy.session_max_ms;
-    if idle || too_old {
-        end_session(conn, token)?;
-        return Ok(None);
+    Ok(if idle || too_old {
+        SessionCheck::Expired
+    } else if now_ms.saturating_sub(last_seen) >= SESSION_TOUCH_MS {
+        SessionCheck::AliveStale(player)
+    } else {
+        SessionCheck::Alive(player)
+    })
+}
+
+/// The write a [`SessionCheck`] calls for (delete an expired session, refresh a stale one),
+/// and the player when the session is alive.
+pub fn apply_session_check(
+    conn: &Connection,
+    token: &str,
+    now_ms: i64,
+    check: SessionCheck,
+) -> rusqlite::Result<Option<i64>> {
+    match check {
+        SessionCheck::Unknown => Ok(None),
+        SessionCheck::Alive(player) => Ok(Some(player)),
+        SessionCheck::AliveStale(player) => {
+            conn.execute("UPDATE sessions SET last_seen_ms = ?2 WHERE token = ?1", params![token, now_ms])?;
+            Ok(Some(player))
+        }
+        SessionCheck::Expired => {
+            end_session(conn, token)?;
+            Ok(None)
+        }
     }
-    if now_ms.saturating_sub(last_seen) >= SESSION_TOUCH_MS {
-        conn.execute("UPDATE sessions SET last_seen_ms = ?2 WHERE token = ?1", params![token, now_ms])?;
-    }
-    Ok(Some(player))
 }
 
 /// Ends a session.

@@ -401,6 +401,7 @@ pub struct RecoveryReport {
 /// The reference platform: database, engine client, the table's rules.
 pub struct Platform {
     db: crate::db::Writer,
+    readers: Option<crate::db::Readers>,
     engine: Engine,
     /// The engine's rules, read once at start.
     pub rules: Rules,
@@ -444,6 +445,7 @@ impl Platform {
         let table = TableLimits { min_bet: rules.min_bet, max_bet: rules.max_bet };
         Ok(Platform {
             db: crate::db::Writer::start(conn)?,
+            readers: None,
             engine,
             rules,
             table,
@@ -453,6 +455,27 @@ impl Platform {
             locks: tokio::sync::Mutex::new(HashMap::new()),
             crash_at,
         })
+    }
+
+    /// The same platform reading through these read-only connections ([`Platform::read`]).
+    pub fn with_readers(mut self, readers: crate::db::Readers) -> Self {
+        self.readers = Some(readers);
+        self
+    }
+
+    /// Runs a read on a read-only connection (off the async workers, without waiting for
+    /// the database thread's next commit); without read connections (an in-memory database
+    /// in tests) on the database thread.
+    pub async fn read<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<rusqlite::Error> + Send + 'static,
+    {
+        match &self.readers {
+            Some(readers) => readers.run(f).await,
+            None => self.db(move |c| f(c)).await,
+        }
     }
 
     /// The same platform with another accounts policy (session lifetimes, sign-up floor,
@@ -1112,7 +1135,7 @@ impl Platform {
     /// be checked too).
     pub async fn history(&self, player: i64, limit: i64, at: HistoryAt) -> Result<HistoryPage, RoundError> {
         let limit = limit.max(1);
-        self.db(move |c| {
+        self.read(move |c| {
             const DEALT: &str = "player_id = ?1 AND state NOT IN ('committed', 'expired')";
             let (bound, order, nonce) = match at {
                 HistoryAt::Newest => ("", "DESC", 0),
@@ -1162,7 +1185,7 @@ impl Platform {
 
     /// The player's last original bet, for the `0` key.
     pub async fn last_bet(&self, player: i64) -> Result<Option<i64>, RoundError> {
-        self.db(move |c| {
+        self.read(move |c| {
             c.query_row(
                 "SELECT bet FROM rounds WHERE player_id = ?1 AND bet IS NOT NULL ORDER BY created_ms DESC, nonce DESC LIMIT 1",
                 [player],
@@ -1176,7 +1199,7 @@ impl Platform {
 
     /// The player's balance.
     pub async fn balance(&self, player: i64) -> Result<i64, RoundError> {
-        self.db(move |c| {
+        self.read(move |c| {
             let wallet = ledger::player_account(c, player)?;
             Ok(ledger::balance(c, wallet)?)
         })

@@ -186,7 +186,15 @@ async fn player_of(app: &Platform, headers: &HeaderMap) -> Result<Option<i64>, A
         return Ok(None);
     };
     let policy = app.accounts;
-    Ok(app.db(move |c| players::session_player(c, &token, now_ms(), &policy)).await?)
+    // Read on a read-only connection; only an expired or a stale session needs a write.
+    let now = now_ms();
+    let t = token.clone();
+    let check = app.read(move |c| players::check_session(c, &t, now, &policy)).await?;
+    Ok(match check {
+        players::SessionCheck::Unknown => None,
+        players::SessionCheck::Alive(player) => Some(player),
+        _ => app.db(move |c| players::apply_session_check(c, &token, now, check)).await?,
+    })
 }
 
 async fn require_player(app: &Platform, headers: &HeaderMap) -> Result<i64, ApiError> {
@@ -211,7 +219,7 @@ struct LimitsView {
 }
 
 async fn limits_view(app: &Platform, player: i64) -> Result<LimitsView, ApiError> {
-    let limit = app.db(move |c| players::limit(c, player)).await?;
+    let limit = app.read(move |c| players::limit(c, player)).await?;
     let (min_bet, max_bet) = limit.effective(app.table);
     let next = limits::next_change_allowed(&limit, jiff::Timestamp::now()).map_err(|e| ApiError::internal(&e))?;
     Ok(LimitsView {
@@ -251,7 +259,7 @@ async fn state(State(app): State<App>, headers: HeaderMap) -> Result<Response, A
         }
         Err(e) => return Err(e.into()),
     };
-    let name = app.db(move |c| players::name(c, player)).await?;
+    let name = app.read(move |c| players::name(c, player)).await?;
     Ok(Json(json!({
         "player": {"name": name, "balance": app.balance(player).await?},
         "table": table,
@@ -310,7 +318,7 @@ async fn login(
         return Err(too_many_attempts(wait));
     }
     let name = req.name.clone();
-    let found = app.db(move |c| players::find(c, &name)).await?;
+    let found = app.read(move |c| players::find(c, &name)).await?;
     // Hash something even for an unknown name, so timing does not tell names apart.
     let (id, hash) =
         found.unwrap_or((-1, "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG".into()));
@@ -339,7 +347,7 @@ fn too_many_attempts(wait_ms: i64) -> ApiError {
 /// Refuses (429) while the player's limit-form PIN checks are locked after repeated wrong
 /// PINs (only the signed-in player can make them).
 async fn pin_not_locked(app: &Platform, player: i64) -> Result<(), ApiError> {
-    match app.db(move |c| players::pin_locked_until(c, player, now_ms())).await? {
+    match app.read(move |c| players::pin_locked_until(c, player, now_ms())).await? {
         Some(until) => {
             let at = jiff::Timestamp::from_millisecond(until).map(|t| t.to_string()).unwrap_or_default();
             Err(ApiError::new(
@@ -449,7 +457,7 @@ async fn set_limits(
 ) -> Result<Response, ApiError> {
     let player = require_player(&app, &headers).await?;
     pin_not_locked(&app, player).await?;
-    let hash = app.db(move |c| players::pin_hash(c, player)).await?;
+    let hash = app.read(move |c| players::pin_hash(c, player)).await?;
     let pin = req.pin.clone();
     let pin_ok = tokio::task::spawn_blocking(move || players::verify_pin(&hash, &pin)).await.unwrap_or(false);
     app.db(move |c| players::record_pin_check(c, player, pin_ok, now_ms())).await?;
