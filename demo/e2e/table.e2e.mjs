@@ -752,6 +752,37 @@ async function main() {
   }
   eq(await fetch(`${URL}/favicon.ico`).then((r) => r.status), 200, "favicon");
 
+  await step("sign out everywhere: the other browser's session ends, and its page asks to sign in again", async () => {
+    const [ctxA, ctxB] = [await browser.newContext(), await browser.newContext()];
+    try {
+      const [a, b] = [await ctxA.newPage(), await ctxB.newPage()];
+      for (const p of [a, b]) p.on("pageerror", (e) => pageErrors.push(String(e)));
+      await a.goto(URL);
+      await a.fill("#login-name", "dave");
+      await a.fill("#login-pin", "9753");
+      await a.click("#register-button");
+      await a.waitForSelector("#game:not([hidden])");
+      await b.goto(URL);
+      await b.fill("#login-name", "dave");
+      await b.fill("#login-pin", "9753");
+      await b.click("#login-button");
+      await b.waitForSelector("#game:not([hidden])");
+      await shownCommitment(b);
+      await a.click("#logout-all");
+      await a.waitForSelector("#login:not([hidden])");
+      await b.click('button.chip[data-value="500"]');
+      await b.click("#deal");
+      await b.waitForSelector("#login:not([hidden])");
+      const said = await b.textContent("#login-message");
+      assert(said.includes("session has ended"), `the other browser is told: ${said}`);
+      const status = await b.evaluate(async () => (await fetch("/api/history")).status);
+      eq(status, 401, "the other browser's session is gone");
+    } finally {
+      await ctxA.close();
+      await ctxB.close();
+    }
+  });
+
   // Recovery, on a second engine and platform: the engine with a 30 s commitment TTL (so
   // the platform renews 15 s after each commitment) and a key ring it keeps across restarts,
   // with a receipt-signing key (`reddog keygen --signing`): every settlement there is signed,
