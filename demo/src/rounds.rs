@@ -527,8 +527,9 @@ impl Platform {
     /// after an engine outage). `None` when the player has no open round.
     pub async fn open_round(&self, player: i64) -> Result<Option<RoundView>, RoundError> {
         let _guard = self.player_lock(player).await;
+        // Reads on a read-only connection: this player's writes were all answered (the lock).
         let open: Option<String> = self
-            .db(move |c| {
+            .read(move |c| {
                 c.query_row(
                     "SELECT round_id FROM rounds WHERE player_id = ?1 AND state NOT IN ('settled', 'expired', 'voided')",
                     [player],
@@ -564,7 +565,7 @@ impl Platform {
         let _guard = self.player_lock(player).await;
         // Another request may have created one while we waited.
         let (existing, nonce) = self
-            .db(move |c| -> rusqlite::Result<(Option<Row>, i64)> {
+            .read(move |c| -> rusqlite::Result<(Option<Row>, i64)> {
                 let existing = c
                     .query_row(
                         &format!(
@@ -772,10 +773,11 @@ impl Platform {
         Ok(r)
     }
 
-    /// The stored round.
+    /// The stored round (read on a read-only connection: every write to it was answered
+    /// before, as its player's requests hold the player's lock).
     async fn load(&self, round_id: &str) -> Result<Row, RoundError> {
         let id = round_id.to_string();
-        self.db(move |c| load(c, &id)).await?.ok_or(RoundError::NotFound)
+        self.read(move |c| load(c, &id)).await?.ok_or(RoundError::NotFound)
     }
 
     async fn step_start(&self, r: &Row) -> Result<Row, RoundError> {
