@@ -39,6 +39,8 @@ const ENGINE_LOG = path.join(WORK, "engine.log");
 // The engine's audit trail (its own sink, apart from the diagnostics in ENGINE_LOG).
 const AUDIT_LOG = path.join(WORK, "audit.jsonl");
 const T0 = Date.now();
+// "Deal" in each of the table's languages.
+const DEAL_WORD = { en: "Deal", ja: "ディール", it: "Distribuisci", fr: "Distribuer", ru: "Раздать", de: "Geben" };
 
 let passed = 0, failed = 0;
 const procs = [];
@@ -504,18 +506,27 @@ async function main() {
   // layout is measured against the device width (with isMobile, innerWidth grows to the
   // content's width, so it cannot be the yardstick).
   const SIZES = [[360, 740], [375, 667], [414, 896], [768, 1024]];
+  const LAYOUTS = [];
   for (const [w0, h0] of SIZES) for (const landscape of [false, true]) {
-    const [W, H] = landscape ? [h0, w0] : [w0, h0];
-    const label = `${W}x${H}`;
-    await step(`layout at ${label} (${landscape ? "landscape" : "portrait"}): no sideways scroll, everything on screen and apart, 44 px targets; a round by touch`, async () => {
+    LAYOUTS.push({ W: landscape ? h0 : w0, H: landscape ? w0 : h0, landscape, lang: null });
+  }
+  // A round in Japanese on a 375 px phone: another script and other word lengths, the same checks.
+  LAYOUTS.push({ W: 375, H: 667, landscape: false, lang: "ja" });
+  for (const { W, H, landscape, lang } of LAYOUTS) {
+    const label = `${W}x${H}${lang ? `-${lang}` : ""}`;
+    await step(`layout at ${label} (${landscape ? "landscape" : "portrait"}${lang ? `, in ${lang}` : ""}): no sideways scroll, everything on screen and apart, 44 px targets; a round by touch`, async () => {
       const ctx = await browser.newContext({ viewport: { width: W, height: H }, isMobile: true, hasTouch: true,
-        deviceScaleFactor: 1, storageState: await context.storageState() });
+        deviceScaleFactor: 1, storageState: await context.storageState(), ...(lang ? { locale: lang } : {}) });
       const p = await ctx.newPage();
       p.on("pageerror", (e) => pageErrors.push(String(e)));
       try {
         await p.goto(URL);
         await p.waitForSelector("#game:not([hidden])");
         await shownCommitment(p);
+        if (lang) {
+          eq(await p.evaluate(() => document.documentElement.lang), lang, "page language");
+          eq((await p.textContent("#deal span")).trim(), DEAL_WORD[lang], "Deal in the language");
+        }
         const measure = async (phase) => {
           // Measure the table at rest, after the deal animations.
           await p.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished)));
@@ -630,6 +641,36 @@ async function main() {
     await shot(page, "demo-history.png");
   });
 
+  await step("game recall pages: older rounds beyond the first page, and back to the newer ones", async () => {
+    const rows = async () => {
+      await page.waitForFunction(() => document.querySelector("#summary").dataset.rounds);
+      return {
+        ids: await page.$$eval("#rounds tbody tr", (rs) => rs.map((r) => r.dataset.roundId)),
+        nonces: await page.$$eval("#rounds tbody tr td:nth-child(2)", (cs) => cs.map((c) => BigInt(c.textContent.split(" · ")[1]))),
+        summary: await page.$eval("#summary", (e) => ({ ...e.dataset })),
+        older: await page.$eval("#older", (a) => !a.hidden),
+        newer: await page.$eval("#newer", (a) => !a.hidden),
+      };
+    };
+    await page.goto(`${URL}/history?limit=3`);
+    const first = await rows();
+    assert(rounds >= 7, `only ${rounds} rounds played`);
+    eq(first.ids.length, 3, "rounds on the first page");
+    eq(first.older && !first.newer, true, "first page: an Older link and no Newer link");
+    await Promise.all([page.waitForURL(/before=/), page.click("#older")]);
+    const second = await rows();
+    eq(second.ids.length, 3, "rounds on the second page");
+    assert(second.nonces.every((n) => n < first.nonces[2]), `second page ${second.nonces} not older than ${first.nonces}`);
+    eq(second.newer, true, "second page: a Newer link");
+    // Every row verified, including the page's oldest (its balance change is checked against
+    // the round just older than the page).
+    eq(Number(second.summary.failed), 0, "no reveal fails on the second page");
+    eq(Number(second.summary.verified), 3, "every reveal verified on the second page");
+    await Promise.all([page.waitForURL(/after=/), page.click("#newer")]);
+    const back = await rows();
+    eq(back.ids.join(), first.ids.join(), "Newer from the second page is the first page again");
+  });
+
   await step("five wrong PINs in a row lock PIN checks (even the right PIN) for 15 minutes", async () => {
     const tries = await page.evaluate(async () => {
       const out = [];
@@ -662,7 +703,6 @@ async function main() {
   // Languages: a browser in each of the six languages gets the table in it (a new player
   // each, so no earlier choice applies), money formatted by Intl with the table's currency,
   // plays a round verified in the browser, and reads the rules in its language.
-  const DEAL_WORD = { en: "Deal", ja: "ディール", it: "Distribuisci", fr: "Distribuer", ru: "Раздать", de: "Geben" };
   for (const [lang, word] of Object.entries(DEAL_WORD)) {
     await step(`a round in ${lang}: chosen from the browser's language, Intl money, verified, rules page in ${lang}`, async () => {
       const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, locale: lang === "en" ? "en-US" : lang });
@@ -712,10 +752,43 @@ async function main() {
   }
   eq(await fetch(`${URL}/favicon.ico`).then((r) => r.status), 200, "favicon");
 
+  await step("sign out everywhere: the other browser's session ends, and its page asks to sign in again", async () => {
+    const [ctxA, ctxB] = [await browser.newContext(), await browser.newContext()];
+    try {
+      const [a, b] = [await ctxA.newPage(), await ctxB.newPage()];
+      for (const p of [a, b]) p.on("pageerror", (e) => pageErrors.push(String(e)));
+      await a.goto(URL);
+      await a.fill("#login-name", "dave");
+      await a.fill("#login-pin", "9753");
+      await a.click("#register-button");
+      await a.waitForSelector("#game:not([hidden])");
+      await b.goto(URL);
+      await b.fill("#login-name", "dave");
+      await b.fill("#login-pin", "9753");
+      await b.click("#login-button");
+      await b.waitForSelector("#game:not([hidden])");
+      await shownCommitment(b);
+      await a.click("#logout-all");
+      await a.waitForSelector("#login:not([hidden])");
+      await b.click('button.chip[data-value="500"]');
+      await b.click("#deal");
+      await b.waitForSelector("#login:not([hidden])");
+      const said = await b.textContent("#login-message");
+      assert(said.includes("session has ended"), `the other browser is told: ${said}`);
+      const status = await b.evaluate(async () => (await fetch("/api/history")).status);
+      eq(status, 401, "the other browser's session is gone");
+    } finally {
+      await ctxA.close();
+      await ctxB.close();
+    }
+  });
+
   // Recovery, on a second engine and platform: the engine with a 30 s commitment TTL (so
-  // the platform renews 15 s after each commitment) and a key ring it keeps across restarts.
+  // the platform renews 15 s after each commitment) and a key ring it keeps across restarts,
+  // with a receipt-signing key (`reddog keygen --signing`): every settlement there is signed,
+  // and the page checks the signature.
   {
-    const RING = JSON.stringify({ primary: "k1", keys: { k1: "cd".repeat(32) } });
+    const RING = execFileSync(ENGINE, ["keygen", "--id", "k1", "--signing", "s1"]).toString();
     const DB2 = path.join(WORK, "recovery.sqlite");
     const engineArgs = (listen) => ["serve", "--listen", listen, "--metrics-listen", "127.0.0.1:0", "--commitment-ttl-secs", "30"];
     let engine2 = await start(ENGINE, engineArgs("127.0.0.1:0"), { env: { REDDOG_KEY_RING: RING }, re: /listening on (\S+)/ });
@@ -757,6 +830,51 @@ async function main() {
       let r = await waitRound(p2);
       if (r.deciding) { await p2.click("#stand"); r = await waitRound(p2); }
       eq(r.verdict, "verified", `round after idling: ${r.text} ${await p2.textContent("#message")}`);
+    });
+
+    await step("signed receipts: the page checks the engine's signature and the badge says so", async () => {
+      const keys = await p2.evaluate(async () => (await (await fetch("/api/state")).json()).table.signing_keys);
+      eq(keys.length, 1, "GetRules lists one signing key");
+      eq(keys[0].key_id, "s1", "its id");
+      if (await p2.isDisabled("#deal")) await p2.click('button.chip[data-value="500"]');
+      await p2.click("#deal");
+      let r = await waitRound(p2);
+      if (r.deciding) { await p2.click("#stand"); r = await waitRound(p2); }
+      const v = await p2.$eval("#verify", (e) => ({ ...e.dataset, text: e.textContent }));
+      eq(v.verdict, "verified", `badge: ${v.text}`);
+      eq(v.signature, "passed", "the signature check passed");
+      assert(v.text.includes("signature on the reveal checks out"), `the badge says so: ${v.text}`);
+      const checks = await p2.$$eval("#verify-checks li", (ls) => ls.map((l) => l.textContent));
+      assert(checks.some((c) => c.startsWith("✔ signature")), `checks: ${checks.join(" | ")}`);
+    });
+
+    await step("signed receipts: a signature dropped or altered by the platform turns the badge red", async () => {
+      for (const [what, tamper] of [["dropped", (round) => { delete round.signature; }],
+        ["altered", (round) => { round.signature = (round.signature[0] === "0" ? "1" : "0") + round.signature.slice(1); }]]) {
+        let altered = 0;
+        const handler = async (route) => {
+          const response = await route.fetch();
+          const json = await response.json();
+          if (json.round && json.round.state === "settled" && json.round.signature) { tamper(json.round); altered++; }
+          await route.fulfill({ response, json });
+        };
+        await p2.route("**/api/round/deal", handler);
+        await p2.route("**/api/round/decide", handler);
+        try {
+          if (await p2.isDisabled("#deal")) await p2.click('button.chip[data-value="500"]');
+          await p2.click("#deal");
+          let r = await waitRound(p2);
+          if (r.deciding) { await p2.click("#stand"); r = await waitRound(p2); }
+          eq(altered, 1, `answers with the signature ${what}`);
+          const v = await p2.$eval("#verify", (e) => ({ ...e.dataset, text: e.textContent }));
+          eq(v.signature, "failed", `signature ${what}: check`);
+          eq(v.verdict, "not_verified", `signature ${what}: badge ${v.text}`);
+          assert(v.text.includes("signature"), `signature ${what}: the badge names it: ${v.text}`);
+        } finally {
+          await p2.unroute("**/api/round/deal", handler);
+          await p2.unroute("**/api/round/decide", handler);
+        }
+      }
     });
 
     await step("an engine outage after the raise: the page reconnects by itself and shows the round settled, verified", async () => {

@@ -12,6 +12,8 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0003_transcripts", include_str!("../migrations/0003_transcripts.sql")),
     ("0004_seats", include_str!("../migrations/0004_seats.sql")),
     ("0005_rules_digest", include_str!("../migrations/0005_rules_digest.sql")),
+    ("0006_sessions", include_str!("../migrations/0006_sessions.sql")),
+    ("0007_receipts", include_str!("../migrations/0007_receipts.sql")),
 ];
 
 /// Opens (creating if needed) the database file and brings its schema up to date.
@@ -63,6 +65,189 @@ pub fn latest_version() -> i64 {
     i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX)
 }
 
+/// What a job hands back after it ran: called once the batch's fate is known, with the
+/// commit's error if the batch did not commit.
+type Deliver = Box<dyn FnOnce(Option<&rusqlite::Error>) + Send>;
+type Job = Box<dyn FnOnce(&mut Connection) -> Deliver + Send>;
+
+/// The most jobs committed together.
+const MAX_BATCH: usize = 256;
+
+/// The platform's one database connection, on a thread of its own: async code sends it jobs
+/// ([`Writer::run`]) and awaits their answers, so no SQLite call (and no `fsync`) ever runs
+/// on an async worker.
+///
+/// **Group commit.** The thread takes every job waiting (up to 256), runs them one after
+/// another inside one transaction — each in a savepoint of its own, rolled back alone if the
+/// job panics — and commits once: one `fsync` for the whole batch instead of one per job.
+/// A job's answer is released only **after** that commit, so no caller ever acts on (or
+/// shows a player) a write that a crash could still undo; if the commit fails, every job of
+/// the batch is answered with that error. Jobs use savepoints (`Connection::savepoint`),
+/// never `BEGIN`, because they always run inside the batch's transaction; a statement a job
+/// ran outside a savepoint of its own is kept even if the job then fails, exactly as in
+/// autocommit mode.
+pub struct Writer {
+    jobs: std::sync::mpsc::Sender<Job>,
+}
+
+fn no_answer(what: &str) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+        Some(format!("no answer from the database thread ({what})")),
+    )
+}
+
+impl Writer {
+    /// Starts the thread that owns `conn`.
+    pub fn start(conn: Connection) -> std::io::Result<Writer> {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new().name("reddog-demo-db".into()).spawn(move || serve(conn, rx))?;
+        Ok(Writer { jobs: tx })
+    }
+
+    /// Runs `f` on the database thread, inside the current batch's transaction, and returns
+    /// its result once the batch has committed (a failed commit is returned as `f`'s error
+    /// type, through `From<rusqlite::Error>`).
+    pub async fn run<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<rusqlite::Error> + Send + 'static,
+    {
+        let (answer, wait) = tokio::sync::oneshot::channel::<Result<T, E>>();
+        let job: Job = Box::new(move |conn: &mut Connection| -> Deliver {
+            let out = f(conn);
+            Box::new(move |commit_error: Option<&rusqlite::Error>| {
+                let out = match commit_error {
+                    None => out,
+                    Some(e) => Err(E::from(rusqlite::Error::SqliteFailure(
+                        rusqlite::ffi::Error::new(sqlite_code(e)),
+                        Some(format!("the batch did not commit: {e}")),
+                    ))),
+                };
+                let _ = answer.send(out);
+            })
+        });
+        self.jobs.send(job).map_err(|_| E::from(no_answer("the thread has stopped")))?;
+        wait.await.map_err(|_| E::from(no_answer("the job failed to run; see the log")))?
+    }
+}
+
+fn sqlite_code(e: &rusqlite::Error) -> std::ffi::c_int {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) => f.extended_code,
+        _ => rusqlite::ffi::SQLITE_ERROR,
+    }
+}
+
+fn serve(mut conn: Connection, rx: std::sync::mpsc::Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+            // Nothing runs: dropping the jobs answers each caller with an error.
+            tracing::error!(error = %e, jobs = batch.len(), "database: cannot begin a batch");
+            continue;
+        }
+        let mut answers: Vec<Deliver> = Vec::with_capacity(batch.len());
+        for job in batch {
+            if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+                tracing::error!(error = %e, "database: cannot open a job's savepoint");
+                continue;
+            }
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut conn))) {
+                Ok(deliver) => {
+                    if let Err(e) = conn.execute_batch("RELEASE job") {
+                        tracing::error!(error = %e, "database: cannot release a job's savepoint");
+                    }
+                    answers.push(deliver);
+                }
+                Err(_) => {
+                    // Undo whatever the job wrote; its caller sees no answer.
+                    tracing::error!("database: a job panicked; its writes are rolled back");
+                    let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
+                }
+            }
+        }
+        let commit = conn.execute_batch("COMMIT");
+        if let Err(e) = &commit {
+            tracing::error!(error = %e, jobs = answers.len(), "database: the batch did not commit");
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        for deliver in answers {
+            deliver(commit.as_ref().err());
+        }
+    }
+}
+
+/// Read-only connections to the database file, for reads that need not wait for the
+/// database thread's next commit (a session check, a balance, the history): each call runs
+/// on tokio's blocking pool (`spawn_blocking`) with a connection of its own. In WAL mode a
+/// reader sees every transaction committed before its statement began — every write the
+/// platform has answered for.
+pub struct Readers {
+    conns: std::sync::Arc<std::sync::Mutex<Vec<Connection>>>,
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl Readers {
+    /// `n` read-only connections to `path` (already migrated by the writer's [`open`]).
+    pub fn open(path: &Path, n: usize) -> rusqlite::Result<Readers> {
+        let mut conns = Vec::with_capacity(n);
+        for _ in 0..n.max(1) {
+            let conn = Connection::open_with_flags(
+                path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            conns.push(conn);
+        }
+        let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(conns.len()));
+        Ok(Readers { conns: std::sync::Arc::new(std::sync::Mutex::new(conns)), permits })
+    }
+
+    /// Runs `f` with a read-only connection, on the blocking pool.
+    pub async fn run<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<rusqlite::Error> + Send + 'static,
+    {
+        let permit = self.permits.clone().acquire_owned().await.map_err(|_| E::from(no_answer("readers closed")))?;
+        let conns = self.conns.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let conn = match conns.lock() {
+                Ok(mut g) => g.pop(),
+                Err(poisoned) => poisoned.into_inner().pop(),
+            };
+            let Some(conn) = conn else { return Err(E::from(no_answer("no read connection free"))) };
+            // Put the connection back even if `f` panics.
+            struct Back(Option<Connection>, std::sync::Arc<std::sync::Mutex<Vec<Connection>>>);
+            impl Drop for Back {
+                fn drop(&mut self) {
+                    if let Some(c) = self.0.take() {
+                        match self.1.lock() {
+                            Ok(mut g) => g.push(c),
+                            Err(poisoned) => poisoned.into_inner().push(c),
+                        }
+                    }
+                }
+            }
+            let back = Back(Some(conn), conns);
+            let conn = back.0.as_ref().ok_or_else(|| E::from(no_answer("no read connection")))?;
+            f(conn)
+        })
+        .await;
+        joined.map_err(|_| E::from(no_answer("a read failed to run; see the log")))?
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +282,91 @@ mod tests {
         let conn = open(&path).unwrap();
         let n: i64 = conn.query_row("SELECT count(*) FROM accounts", [], |r| r.get(0)).unwrap();
         assert_eq!(n, 2, "cashier and house exist exactly once");
+    }
+
+    fn writer() -> (Writer, tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.sqlite");
+        (Writer::start(open(&path).unwrap()).unwrap(), dir, path)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_jobs_are_committed_together_and_answered_after_the_commit() {
+        let (w, _dir, path) = writer();
+        let w = std::sync::Arc::new(w);
+        let mut tasks = vec![];
+        for k in 0..200i64 {
+            let w = w.clone();
+            tasks.push(tokio::spawn(async move {
+                w.run(move |c| {
+                    c.execute("INSERT INTO players (name, pin_hash, created_ms) VALUES (?1, 'h', 0)", [format!("p{k}")])
+                })
+                .await
+            }));
+        }
+        for t in tasks {
+            assert_eq!(t.await.unwrap().unwrap(), 1);
+        }
+        // Every answered write is on disk: another connection sees all of them.
+        let other = Connection::open(&path).unwrap();
+        let n: i64 = other.query_row("SELECT count(*) FROM players", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 200);
+    }
+
+    #[tokio::test]
+    async fn a_failing_job_rolls_back_its_savepoint_and_not_its_neighbours() {
+        let (w, _dir, _path) = writer();
+        let ok = w.run(|c| c.execute("INSERT INTO players (name, pin_hash, created_ms) VALUES ('a', 'h', 0)", []));
+        let failing = w.run(|c| -> rusqlite::Result<()> {
+            let sp = c.savepoint()?;
+            sp.execute("INSERT INTO players (name, pin_hash, created_ms) VALUES ('b', 'h', 0)", [])?;
+            // The same name again: a UNIQUE violation; the savepoint is dropped, rolled back.
+            sp.execute("INSERT INTO players (name, pin_hash, created_ms) VALUES ('b', 'h', 0)", [])?;
+            sp.commit()
+        });
+        let (ok, failing) = tokio::join!(ok, failing);
+        assert_eq!(ok.unwrap(), 1);
+        assert!(failing.is_err());
+        let names: Vec<String> = w
+            .run(|c| {
+                let mut st = c.prepare("SELECT name FROM players ORDER BY name")?;
+                let rows = st.query_map([], |r| r.get("name"))?;
+                rows.collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .await
+            .unwrap();
+        assert_eq!(names, ["a"]);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_is_undone_and_the_writer_goes_on() {
+        let (w, _dir, _path) = writer();
+        let panicked = w
+            .run(|c| -> rusqlite::Result<()> {
+                c.execute("INSERT INTO players (name, pin_hash, created_ms) VALUES ('p', 'h', 0)", [])?;
+                panic!("a bug in a job");
+            })
+            .await;
+        let message = panicked.unwrap_err().to_string();
+        assert!(message.contains("no answer from the database thread"), "{message}");
+        let n: i64 = w.run(|c| c.query_row("SELECT count(*) FROM players", [], |r| r.get(0))).await.unwrap();
+        assert_eq!(n, 0, "the panicking job's insert was rolled back");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reader_sees_every_write_the_writer_has_answered() {
+        let (w, _dir, path) = writer();
+        let readers = Readers::open(&path, 2).unwrap();
+        for k in 0..20i64 {
+            w.run(move |c| {
+                c.execute("INSERT INTO players (name, pin_hash, created_ms) VALUES (?1, 'h', 0)", [format!("r{k}")])
+            })
+            .await
+            .unwrap();
+            let n: i64 = readers.run(|c| c.query_row("SELECT count(*) FROM players", [], |r| r.get(0))).await.unwrap();
+            assert_eq!(n, k + 1);
+        }
+        let write = readers.run(|c| c.execute("DELETE FROM players", [])).await;
+        assert!(write.is_err(), "a reader cannot write");
     }
 }

@@ -40,6 +40,19 @@ pub struct Rules {
     pub currency: String,
     /// Decimals of the minor unit (2 for USD and EUR).
     pub minor_unit_exponent: u32,
+    /// The engine's public keys that sign receipts (empty when it signs none).
+    pub signing_keys: Vec<SigningKey>,
+}
+
+/// A public key the engine signs receipts with (`GetRules` `signing_keys`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SigningKey {
+    /// The id Settle answers name in `signing_key_id`.
+    pub key_id: String,
+    /// `ed25519`.
+    pub algorithm: String,
+    /// The 32-byte public key, 64 hex.
+    pub public_key_hex: String,
 }
 
 /// A fresh commitment for one round.
@@ -123,6 +136,11 @@ impl Engine {
             currency: currency.code,
             // Absent only from an engine before explicit presence, which left out a 0.
             minor_unit_exponent: currency.minor_unit_exponent.unwrap_or(0),
+            signing_keys: r
+                .signing_keys
+                .into_iter()
+                .map(|k| SigningKey { key_id: k.key_id, algorithm: k.algorithm, public_key_hex: k.public_key_hex })
+                .collect(),
         })
     }
 

@@ -5,7 +5,7 @@
 //! the `house` and `cashier` accounts can. Arithmetic is checked `i64`; nothing is summed in
 //! SQL.
 
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 /// Ledger failures.
@@ -58,7 +58,7 @@ pub fn balance(conn: &Connection, account_id: i64) -> rusqlite::Result<i64> {
 /// different legs it is refused ([`LedgerError::KeyReused`]). Runs inside the caller's
 /// transaction, so the wallet write commits atomically with the round's state change.
 pub fn post(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     key: &str,
     kind: &str,
     round_id: Option<&str>,

@@ -5,7 +5,8 @@
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use reddog_demo::{db, engine::Engine, ledger, rounds::Platform, web};
+use reddog_demo::accounts::AccountPolicy;
+use reddog_demo::{db, engine::Engine, ledger, players, rounds::Platform, web};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,6 +57,12 @@ struct ServeArgs {
     /// How long to wait for the engine at start.
     #[arg(long, default_value_t = 30)]
     engine_wait_secs: u64,
+    /// A session unused this many minutes is ended.
+    #[arg(long, env = "REDDOG_DEMO_SESSION_IDLE_MINS", default_value_t = 30)]
+    session_idle_mins: i64,
+    /// A session is ended this many hours after sign-in, however busy.
+    #[arg(long, env = "REDDOG_DEMO_SESSION_MAX_HOURS", default_value_t = 12)]
+    session_max_hours: i64,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -123,7 +130,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let crash_at = std::env::var("REDDOG_DEMO_CRASH_AT").ok().filter(|s| !s.is_empty());
     #[cfg(not(feature = "crash-points"))]
     let crash_at = None;
-    let platform = Arc::new(Platform::new(conn, engine, rules, args.new_player_balance, crash_at));
+    let accounts = AccountPolicy {
+        session_idle_ms: args.session_idle_mins.max(1).saturating_mul(60_000),
+        session_max_ms: args.session_max_hours.max(1).saturating_mul(3_600_000),
+        ..AccountPolicy::default()
+    };
+    // Reads that need not wait for the database thread's next commit (sessions, balances,
+    // history) use read-only connections of their own.
+    let readers = db::Readers::open(&args.db, 4).with_context(|| format!("opening {} to read", args.db.display()))?;
+    let platform = Arc::new(
+        Platform::new(conn, engine, rules, args.new_player_balance, crash_at)?
+            .with_accounts(accounts)
+            .with_readers(readers),
+    );
 
     let report = platform.recover(true).await?;
     tracing::info!(
@@ -144,6 +163,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             if let Err(e) = background.recover(false).await {
                 tracing::warn!(error = %e, "background recovery");
             }
+            let policy = background.accounts;
+            match background.db(move |c| players::sweep_sessions(c, reddog_demo::rounds::now_ms(), &policy)).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(sessions = n, "expired sessions removed"),
+                Err(e) => tracing::warn!(error = %e, "session sweep"),
+            }
         }
     });
 
@@ -151,7 +176,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;
     println!("listening on http://{addr}");
-    axum::serve(listener, web::router(platform)).with_graceful_shutdown(shutdown()).await?;
+    // The peer address is the sign-in throttle's client key.
+    let app = web::router(platform).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app).with_graceful_shutdown(shutdown()).await?;
     Ok(())
 }
 

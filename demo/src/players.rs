@@ -1,6 +1,8 @@
-//! Players: names, PINs (argon2id PHC strings, never stored or logged in clear), sessions,
-//! the starting deposit, and the player's own maximum bet.
+//! Players: names, PINs (argon2id PHC strings, never stored or logged in clear), sessions
+//! (which expire: [`crate::accounts`]), the starting deposit, and the player's own maximum
+//! bet.
 
+use crate::accounts::AccountPolicy;
 use crate::ledger;
 use crate::limits::{self, LimitError, PlayerLimit, TableLimits};
 use argon2::Argon2;
@@ -34,7 +36,9 @@ pub enum PlayerError {
     Db(#[from] rusqlite::Error),
 }
 
-/// Wrong PINs in a row that lock PIN checks.
+/// Wrong PINs in a row, when changing a limit, that lock the limit form's PIN checks (only
+/// the signed-in player can make them; sign-in failures are throttled per client instead,
+/// [`crate::accounts`]).
 pub const MAX_PIN_FAILURES: i64 = 5;
 /// How long PIN checks stay locked after [`MAX_PIN_FAILURES`] wrong PINs.
 pub const PIN_LOCK_MS: i64 = 15 * 60 * 1000;
@@ -105,7 +109,7 @@ pub fn create(
     now_ms: i64,
 ) -> Result<i64, PlayerError> {
     validate_name(name)?;
-    let tx = conn.transaction()?;
+    let tx = conn.savepoint()?;
     let taken: Option<i64> = tx.query_row("SELECT id FROM players WHERE name = ?1", [name], |r| r.get(0)).optional()?;
     if taken.is_some() {
         return Err(PlayerError::NameTaken);
@@ -158,20 +162,132 @@ pub fn new_session(conn: &Connection, player: i64, now_ms: i64) -> rusqlite::Res
     getrandom::fill(&mut bytes).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     let token = hex::encode(bytes);
     conn.execute(
-        "INSERT INTO sessions (token, player_id, created_ms) VALUES (?1, ?2, ?3)",
+        "INSERT INTO sessions (token, player_id, created_ms, last_seen_ms) VALUES (?1, ?2, ?3, ?3)",
         params![token, player, now_ms],
     )?;
     Ok(token)
 }
 
-/// The player a session token belongs to.
-pub fn session_player(conn: &Connection, token: &str) -> rusqlite::Result<Option<i64>> {
-    conn.query_row("SELECT player_id FROM sessions WHERE token = ?1", [token], |r| r.get(0)).optional()
+/// A session's last use is written at most this often (ms), so that a busy player's
+/// requests do not each cost a database write.
+pub const SESSION_TOUCH_MS: i64 = 60_000;
+
+/// The player a session token belongs to, if the session is still alive at `now_ms`: used
+/// within `policy.session_idle_ms` and begun within `policy.session_max_ms`. An expired
+/// session is deleted; a live one has its last use refreshed (at most once a
+/// [`SESSION_TOUCH_MS`]).
+pub fn session_player(
+    conn: &Connection,
+    token: &str,
+    now_ms: i64,
+    policy: &AccountPolicy,
+) -> rusqlite::Result<Option<i64>> {
+    let check = check_session(conn, token, now_ms, policy)?;
+    apply_session_check(conn, token, now_ms, check)
+}
+
+/// What a session token is worth at a moment, read without writing (so that it can run on
+/// a read-only connection); [`apply_session_check`] does the write it may need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionCheck {
+    /// No such session.
+    Unknown,
+    /// Alive; its last use is recent enough.
+    Alive(i64),
+    /// Alive; its last use should be refreshed.
+    AliveStale(i64),
+    /// Idle too long or too old: to be deleted.
+    Expired,
+}
+
+/// Reads the session and judges it at `now_ms` (no write).
+pub fn check_session(
+    conn: &Connection,
+    token: &str,
+    now_ms: i64,
+    policy: &AccountPolicy,
+) -> rusqlite::Result<SessionCheck> {
+    let found: Option<(i64, i64, i64)> = conn
+        .query_row("SELECT player_id, created_ms, last_seen_ms FROM sessions WHERE token = ?1", [token], |r| {
+            Ok((r.get("player_id")?, r.get("created_ms")?, r.get("last_seen_ms")?))
+        })
+        .optional()?;
+    let Some((player, created, last_seen)) = found else { return Ok(SessionCheck::Unknown) };
+    let idle = now_ms.saturating_sub(last_seen) >= policy.session_idle_ms;
+    let too_old = now_ms.saturating_sub(created) >= policy.session_max_ms;
+    Ok(if idle || too_old {
+        SessionCheck::Expired
+    } else if now_ms.saturating_sub(last_seen) >= SESSION_TOUCH_MS {
+        SessionCheck::AliveStale(player)
+    } else {
+        SessionCheck::Alive(player)
+    })
+}
+
+/// The write a [`SessionCheck`] calls for (delete an expired session, refresh a stale one),
+/// and the player when the session is alive.
+pub fn apply_session_check(
+    conn: &Connection,
+    token: &str,
+    now_ms: i64,
+    check: SessionCheck,
+) -> rusqlite::Result<Option<i64>> {
+    match check {
+        SessionCheck::Unknown => Ok(None),
+        SessionCheck::Alive(player) => Ok(Some(player)),
+        SessionCheck::AliveStale(player) => {
+            conn.execute("UPDATE sessions SET last_seen_ms = ?2 WHERE token = ?1", params![token, now_ms])?;
+            Ok(Some(player))
+        }
+        SessionCheck::Expired => {
+            end_session(conn, token)?;
+            Ok(None)
+        }
+    }
 }
 
 /// Ends a session.
 pub fn end_session(conn: &Connection, token: &str) -> rusqlite::Result<()> {
     conn.execute("DELETE FROM sessions WHERE token = ?1", [token]).map(|_| ())
+}
+
+/// Ends every session of the player ("sign out everywhere"); returns how many there were.
+pub fn end_all_sessions(conn: &Connection, player: i64) -> rusqlite::Result<usize> {
+    conn.execute("DELETE FROM sessions WHERE player_id = ?1", [player])
+}
+
+/// Deletes every session expired at `now_ms` (a periodic sweep; [`session_player`] ends an
+/// expired session it meets anyway). Returns how many.
+pub fn sweep_sessions(conn: &Connection, now_ms: i64, policy: &AccountPolicy) -> rusqlite::Result<usize> {
+    conn.execute(
+        "DELETE FROM sessions WHERE last_seen_ms <= ?1 OR created_ms <= ?2",
+        params![now_ms.saturating_sub(policy.session_idle_ms), now_ms.saturating_sub(policy.session_max_ms)],
+    )
+}
+
+/// What a sign-up did. The web layer answers both the same way, so that sign-up does not
+/// tell which names exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignUp {
+    /// A new player with this id.
+    Created(i64),
+    /// The name was taken; nothing was written.
+    NameTaken,
+}
+
+/// Creates the player unless the name is taken (see [`SignUp`]).
+pub fn sign_up(
+    conn: &mut Connection,
+    name: &str,
+    pin_hash: &str,
+    starting_balance: i64,
+    now_ms: i64,
+) -> Result<SignUp, PlayerError> {
+    match create(conn, name, pin_hash, starting_balance, now_ms) {
+        Ok(id) => Ok(SignUp::Created(id)),
+        Err(PlayerError::NameTaken) => Ok(SignUp::NameTaken),
+        Err(e) => Err(e),
+    }
 }
 
 /// The player's own limit.
@@ -287,5 +403,77 @@ mod tests {
         let later: Timestamp = "2026-03-13T03:00:00Z".parse().unwrap();
         assert!(matches!(set_max_bet(&conn, id, true, 1_000, TABLE, later), Err(LimitError::TooSoon { .. })));
         assert_eq!(limit(&conn, id).unwrap().max_bet, Some(2_000));
+    }
+
+    fn policy() -> AccountPolicy {
+        AccountPolicy { session_idle_ms: 120_000, session_max_ms: 1_000_000, ..AccountPolicy::default() }
+    }
+
+    #[test]
+    fn a_session_ends_after_the_idle_time_without_a_request() {
+        let mut conn = db::open_in_memory().unwrap();
+        let id = create(&mut conn, "ida", "h", 0, 1).unwrap();
+        let p = policy();
+        let token = new_session(&conn, id, 0).unwrap();
+        assert_eq!(session_player(&conn, &token, 70_000, &p).unwrap(), Some(id), "used at 70 s");
+        // 55 s later: alive, and not refreshed (the last refresh is under a minute old), so
+        // the idle time still runs from 70 s.
+        assert_eq!(session_player(&conn, &token, 125_000, &p).unwrap(), Some(id));
+        assert_eq!(session_player(&conn, &token, 190_000, &p).unwrap(), None, "idle 120 s since 70 s");
+        assert_eq!(session_player(&conn, &token, 190_001, &p).unwrap(), None, "and it stays ended");
+    }
+
+    #[test]
+    fn a_session_in_use_stays_alive_until_its_absolute_lifetime() {
+        let mut conn = db::open_in_memory().unwrap();
+        let id = create(&mut conn, "abe", "h", 0, 1).unwrap();
+        // Idle limit above the touch interval, so requests every 30 s keep it alive.
+        let p = AccountPolicy { session_idle_ms: 90_000, session_max_ms: 300_000, ..AccountPolicy::default() };
+        let token = new_session(&conn, id, 0).unwrap();
+        let mut now = 0;
+        while now < 299_000 {
+            assert_eq!(session_player(&conn, &token, now, &p).unwrap(), Some(id), "at {now}");
+            now += 30_000;
+        }
+        assert_eq!(session_player(&conn, &token, 300_000, &p).unwrap(), None, "ended at the absolute lifetime");
+        let left: i64 = conn.query_row("SELECT count(*) FROM sessions", [], |r| r.get(0)).unwrap();
+        assert_eq!(left, 0, "the expired session is deleted");
+    }
+
+    #[test]
+    fn signing_out_everywhere_ends_every_session_of_that_player_only() {
+        let mut conn = db::open_in_memory().unwrap();
+        let a = create(&mut conn, "amy", "h", 0, 1).unwrap();
+        let b = create(&mut conn, "ben", "h", 0, 1).unwrap();
+        let p = policy();
+        let phone = new_session(&conn, a, 0).unwrap();
+        let laptop = new_session(&conn, a, 0).unwrap();
+        let other = new_session(&conn, b, 0).unwrap();
+        assert_eq!(end_all_sessions(&conn, a).unwrap(), 2);
+        assert_eq!(session_player(&conn, &phone, 1, &p).unwrap(), None);
+        assert_eq!(session_player(&conn, &laptop, 1, &p).unwrap(), None);
+        assert_eq!(session_player(&conn, &other, 1, &p).unwrap(), Some(b));
+    }
+
+    #[test]
+    fn the_sweep_deletes_expired_sessions_only() {
+        let mut conn = db::open_in_memory().unwrap();
+        let a = create(&mut conn, "sam", "h", 0, 1).unwrap();
+        let p = policy();
+        new_session(&conn, a, 0).unwrap();
+        let fresh = new_session(&conn, a, 95_000).unwrap();
+        assert_eq!(sweep_sessions(&conn, 150_000, &p).unwrap(), 1, "the one idle since 0");
+        assert_eq!(session_player(&conn, &fresh, 150_001, &p).unwrap(), Some(a));
+    }
+
+    #[test]
+    fn sign_up_with_a_taken_name_writes_nothing() {
+        let mut conn = db::open_in_memory().unwrap();
+        assert!(matches!(sign_up(&mut conn, "zoe", "h1", 100_000, 1).unwrap(), SignUp::Created(_)));
+        let before = ledger::check(&conn).unwrap().transactions;
+        assert_eq!(sign_up(&mut conn, "zoe", "h2", 100_000, 2).unwrap(), SignUp::NameTaken);
+        assert_eq!(ledger::check(&conn).unwrap().transactions, before, "no second deposit");
+        let (_, hash) = find(&conn, "zoe").unwrap().unwrap();
+        assert_eq!(hash, "h1", "the existing player's PIN is untouched");
     }
 }

@@ -13,6 +13,7 @@
 //! and continues. Wallet writes are idempotent on the round id, so a repeat never pays
 //! twice. Tokens stay in the database: no view sent to the browser contains one.
 
+use crate::accounts::{AccountPolicy, SignInThrottle};
 use crate::engine::{self, Engine, EngineError, Rules};
 use crate::ledger::{self, LedgerError};
 use crate::limits::{self, TableLimits};
@@ -20,7 +21,7 @@ use crate::players;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The per-player lock map is pruned of unused locks once it holds more than this.
 const LOCKS_PRUNE_AT: usize = 1024;
@@ -123,6 +124,8 @@ struct Row {
     updated_ms: i64,
     transcripts: String,
     seats: String,
+    signature: Option<String>,
+    signing_key_id: Option<String>,
 }
 
 /// One seat of a round: stored as JSON in `rounds.seats` and shown to the browser.
@@ -180,7 +183,7 @@ fn total_stake(seats: &[Seat]) -> Result<i64, RoundError> {
 const COLUMNS: &str = "round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token, \
     commit_expires_ms, client_seed, bet, limit_min, limit_max, round_token, step, transcript, cards, hand_class, \
     spread, spread_odds, decision, stake, outcome, rule, odds, returned, reveal_json, balance_after, recovered, note, \
-    created_ms, updated_ms, transcripts, seats, rules_digest";
+    created_ms, updated_ms, transcripts, seats, rules_digest, signature, signing_key_id";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok(Row {
@@ -219,6 +222,8 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         updated_ms: r.get("updated_ms")?,
         transcripts: r.get("transcripts")?,
         seats: r.get("seats")?,
+        signature: r.get("signature")?,
+        signing_key_id: r.get("signing_key_id")?,
     })
 }
 
@@ -283,6 +288,10 @@ pub struct RoundView {
     pub returned: Option<i64>,
     /// The reveal JSON, exactly as the engine returned it, to verify in the browser.
     pub reveal_json: Option<String>,
+    /// The engine's signature over the reveal (128 hex), when the engine signs receipts.
+    pub signature: Option<String>,
+    /// Which of the engine's keys (`GetRules` `signing_keys`) made `signature`.
+    pub signing_key_id: Option<String>,
     /// The player's balance right after the credit.
     pub balance_after: Option<i64>,
     /// The round was finished by recovery after a platform restart.
@@ -336,6 +345,8 @@ impl From<Row> for RoundView {
             odds: r.odds,
             returned: r.returned,
             reveal_json: r.reveal_json,
+            signature: r.signature.filter(|s| !s.is_empty()),
+            signing_key_id: r.signing_key_id.filter(|s| !s.is_empty()),
             balance_after: r.balance_after,
             recovered: r.recovered,
             step: r.step,
@@ -347,6 +358,34 @@ impl From<Row> for RoundView {
         }
     }
 }
+
+/// Which page of a player's history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryAt {
+    /// The newest rounds.
+    Newest,
+    /// The rounds just older than this nonce.
+    Before(i64),
+    /// The rounds just newer than this nonce.
+    After(i64),
+}
+
+/// One page of a player's history, newest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryPage {
+    /// The rounds.
+    pub rounds: Vec<RoundView>,
+    /// When older rounds exist: the nonce to ask `before` for them (decimal).
+    pub older: Option<String>,
+    /// When newer rounds exist: the nonce to ask `after` for them (decimal).
+    pub newer: Option<String>,
+    /// The balance right after the round just older than this page (none on the oldest
+    /// page, or when that round has no balance recorded).
+    pub balance_before: Option<i64>,
+}
+
+/// An unfinished round as recovery finds it: id, player, state.
+type OpenRound = (String, i64, String);
 
 /// What a recovery pass did.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -361,7 +400,8 @@ pub struct RecoveryReport {
 
 /// The reference platform: database, engine client, the table's rules.
 pub struct Platform {
-    db: Arc<Mutex<Connection>>,
+    db: crate::db::Writer,
+    readers: Option<crate::db::Readers>,
     engine: Engine,
     /// The engine's rules, read once at start.
     pub rules: Rules,
@@ -369,6 +409,10 @@ pub struct Platform {
     pub table: TableLimits,
     /// Balance given to a new player (minor units).
     pub new_player_balance: i64,
+    /// Session lifetimes, sign-up timing and the sign-in back-off.
+    pub accounts: AccountPolicy,
+    /// Wrong sign-ins per client address.
+    pub sign_in: SignInThrottle,
     locks: tokio::sync::Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
     crash_at: Option<String>,
 }
@@ -397,26 +441,61 @@ impl Platform {
         rules: Rules,
         new_player_balance: i64,
         crash_at: Option<String>,
-    ) -> Self {
+    ) -> std::io::Result<Self> {
         let table = TableLimits { min_bet: rules.min_bet, max_bet: rules.max_bet };
-        Platform {
-            db: Arc::new(Mutex::new(conn)),
+        Ok(Platform {
+            db: crate::db::Writer::start(conn)?,
+            readers: None,
             engine,
             rules,
             table,
             new_player_balance,
+            accounts: AccountPolicy::default(),
+            sign_in: SignInThrottle::new(AccountPolicy::default().throttle),
             locks: tokio::sync::Mutex::new(HashMap::new()),
             crash_at,
+        })
+    }
+
+    /// The same platform reading through these read-only connections ([`Platform::read`]).
+    pub fn with_readers(mut self, readers: crate::db::Readers) -> Self {
+        self.readers = Some(readers);
+        self
+    }
+
+    /// Runs a read on a read-only connection (off the async workers, without waiting for
+    /// the database thread's next commit); without read connections (an in-memory database
+    /// in tests) on the database thread.
+    pub async fn read<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<rusqlite::Error> + Send + 'static,
+    {
+        match &self.readers {
+            Some(readers) => readers.run(f).await,
+            None => self.db(move |c| f(c)).await,
         }
     }
 
-    /// Runs `f` with the database (briefly; never across an engine call).
-    pub fn db<T, E: From<rusqlite::Error>>(&self, f: impl FnOnce(&mut Connection) -> Result<T, E>) -> Result<T, E> {
-        let mut guard = match self.db.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        f(&mut guard)
+    /// The same platform with another accounts policy (session lifetimes, sign-up floor,
+    /// sign-in back-off).
+    pub fn with_accounts(mut self, policy: AccountPolicy) -> Self {
+        self.accounts = policy;
+        self.sign_in = SignInThrottle::new(policy.throttle);
+        self
+    }
+
+    /// Runs `f` on the database thread ([`crate::db::Writer`]: never on an async worker,
+    /// committed with the other requests' writes of the moment) and returns its result once
+    /// committed. Never held across an engine call.
+    pub async fn db<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<rusqlite::Error> + Send + 'static,
+    {
+        self.db.run(f).await
     }
 
     async fn player_lock(&self, player: i64) -> tokio::sync::OwnedMutexGuard<()> {
@@ -448,25 +527,29 @@ impl Platform {
     /// after an engine outage). `None` when the player has no open round.
     pub async fn open_round(&self, player: i64) -> Result<Option<RoundView>, RoundError> {
         let _guard = self.player_lock(player).await;
-        let open: Option<String> = self.db(|c| {
-            c.query_row(
-                "SELECT round_id FROM rounds WHERE player_id = ?1 AND state NOT IN ('settled', 'expired', 'voided')",
-                [player],
-                |r| r.get(0),
-            )
-            .optional()
-        })?;
+        // Reads on a read-only connection: this player's writes were all answered (the lock).
+        let open: Option<String> = self
+            .read(move |c| {
+                c.query_row(
+                    "SELECT round_id FROM rounds WHERE player_id = ?1 AND state NOT IN ('settled', 'expired', 'voided')",
+                    [player],
+                    |r| r.get("round_id"),
+                )
+                .optional()
+            })
+            .await?;
         let Some(round_id) = open else {
             return Ok(None);
         };
         let r = self.advance(&round_id).await?;
         if r.state == "committed" && r.commit_expires_ms <= now_ms() + EXPIRY_MARGIN_MS {
-            self.db(|c| {
+            self.db(move |c| {
                 c.execute(
                     "UPDATE rounds SET state = 'expired', updated_ms = ?2 WHERE round_id = ?1",
                     params![round_id, now_ms()],
                 )
-            })?;
+            })
+            .await?;
             return Ok(None);
         }
         Ok(matches!(r.state.as_str(), "committed" | "dealt").then(|| r.into()))
@@ -481,27 +564,34 @@ impl Platform {
         }
         let _guard = self.player_lock(player).await;
         // Another request may have created one while we waited.
-        let existing: Option<Row> = self.db(|c| {
-            c.query_row(
-                &format!("SELECT {COLUMNS} FROM rounds WHERE player_id = ?1 AND state NOT IN ('settled', 'expired', 'voided')"),
-                [player],
-                row,
-            )
-            .optional()
-        })?;
+        let (existing, nonce) = self
+            .read(move |c| -> rusqlite::Result<(Option<Row>, i64)> {
+                let existing = c
+                    .query_row(
+                        &format!(
+                            "SELECT {COLUMNS} FROM rounds WHERE player_id = ?1 AND state NOT IN ('settled', 'expired', 'voided')"
+                        ),
+                        [player],
+                        row,
+                    )
+                    .optional()?;
+                let nonce = c.query_row("SELECT next_nonce FROM players WHERE id = ?1", [player], |r| r.get("next_nonce"))?;
+                Ok((existing, nonce))
+            })
+            .await?;
         if let Some(r) = existing {
             return Ok(r.into());
         }
-        let nonce: i64 =
-            self.db(|c| c.query_row("SELECT next_nonce FROM players WHERE id = ?1", [player], |r| r.get(0)))?;
         let mut suffix = [0u8; 4];
         getrandom::fill(&mut suffix).map_err(|e| RoundError::EngineUnavailable(e.to_string()))?;
         let round_id = format!("p{player}-n{nonce}-{}", hex::encode(suffix));
         let c = self.engine.commit(&round_id, u64_of(nonce)?).await?;
         let now = now_ms();
-        self.db(|conn| {
-            let tx = conn.transaction()?;
-            tx.execute(
+        let id = round_id.clone();
+        let r = self
+            .db(move |conn| -> rusqlite::Result<Option<Row>> {
+                let tx = conn.savepoint()?;
+                tx.execute(
                 "INSERT INTO rounds (round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token,
                                      commit_expires_ms, created_ms, updated_ms, rules_digest)
                  VALUES (?1, ?2, 'committed', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
@@ -518,10 +608,12 @@ impl Platform {
                     c.rules_digest
                 ],
             )?;
-            tx.execute("UPDATE players SET next_nonce = ?2 WHERE id = ?1", params![player, nonce + 1])?;
-            tx.commit()
-        })?;
-        let r = self.db(|c| load(c, &round_id))?.ok_or(RoundError::NotFound)?;
+                tx.execute("UPDATE players SET next_nonce = ?2 WHERE id = ?1", params![player, nonce + 1])?;
+                tx.commit()?;
+                load(conn, &id)
+            })
+            .await?
+            .ok_or(RoundError::NotFound)?;
         Ok(r.into())
     }
 
@@ -541,13 +633,15 @@ impl Platform {
         let table = self.table;
         let max_seed = usize::try_from(self.rules.max_client_seed_bytes).unwrap_or(1024);
         let max_seats = usize::try_from(self.rules.max_seats).unwrap_or(1);
-        let proceed = self.db(|c| -> Result<bool, RoundError> {
-            let tx = c.transaction()?;
+        let (id, seed, wanted_bets) = (round_id.to_string(), client_seed.to_string(), bets.to_vec());
+        let (proceed, row) = self.db(move |c| -> Result<(bool, Row), RoundError> {
+            let (round_id, client_seed, bets) = (id.as_str(), seed.as_str(), wanted_bets.as_slice());
+            let tx = c.savepoint()?;
             let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
             if r.state != "committed" {
                 let same_bets = seats_of(&r).iter().map(|s| s.bet).eq(bets.iter().copied());
                 if r.client_seed.as_deref() == Some(client_seed) && same_bets {
-                    return Ok(false); // a retry: report the round as it is
+                    return Ok((false, r)); // a retry: report the round as it is
                 }
                 if r.state == "expired" {
                     // Expired unused (e.g. by a recovery pass while the page sat idle):
@@ -592,12 +686,13 @@ impl Platform {
                 params![round_id, client_seed, total, i64_of(min)?, i64_of(max)?, now, seats_json(&seats)],
             )?;
             tx.commit()?;
-            Ok(true)
-        })?;
+            Ok((true, load(c, round_id)?.ok_or(RoundError::NotFound)?))
+        })
+        .await?;
         if proceed {
             self.crash_point("after_bet_debit");
         }
-        Ok(self.advance(round_id).await?.into())
+        Ok(self.advance_from(row).await?.into())
     }
 
     /// Raise or stand for one seat: records the decision (debiting the raise,
@@ -607,15 +702,17 @@ impl Platform {
         let _guard = self.player_lock(player).await;
         let now = now_ms();
         let wanted = if raise { "raise" } else { "stand" };
-        let proceed = self.db(|c| -> Result<bool, RoundError> {
-            let tx = c.transaction()?;
+        let id = round_id.to_string();
+        let (proceed, row) = self.db(move |c| -> Result<(bool, Row), RoundError> {
+            let round_id = id.as_str();
+            let tx = c.savepoint()?;
             let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
             let mut seats = seats_of(&r);
             let Some(this) = seats.get(seat) else {
                 return Err(RoundError::BadSeats(format!("seat: this round has seats 0 to {}", seats.len().saturating_sub(1))));
             };
             if this.decision.as_deref() == Some(wanted) {
-                return Ok(false); // a retry
+                return Ok((false, r)); // a retry
             }
             if r.state != "dealt" || this.decision.is_some() {
                 return Err(RoundError::Conflict(format!(
@@ -642,12 +739,13 @@ impl Platform {
                 params![round_id, single, total, now, seats_json(&seats)],
             )?;
             tx.commit()?;
-            Ok(true)
-        })?;
+            Ok((true, load(c, round_id)?.ok_or(RoundError::NotFound)?))
+        })
+        .await?;
         if proceed && raise {
             self.crash_point("after_raise_debit");
         }
-        Ok(self.advance(round_id).await?.into())
+        Ok(self.advance_from(row).await?.into())
     }
 
     /// Drives a round from its stored state through every engine call the platform owes it,
@@ -657,19 +755,32 @@ impl Platform {
     async fn advance(&self, round_id: &str) -> Result<Row, RoundError> {
         // Each pass moves the state forward (betting → dealt|settling → settled,
         // deciding → dealt|settling → settled), so four passes always suffice.
+        let r = self.load(round_id).await?;
+        self.advance_from(r).await
+    }
+
+    /// [`Platform::advance`] from a row just read (each step's write answers with the row
+    /// as written, so no step reads it again).
+    async fn advance_from(&self, mut r: Row) -> Result<Row, RoundError> {
         for _ in 0..4 {
-            let r = self.db(|c| load(c, round_id))?.ok_or(RoundError::NotFound)?;
-            match r.state.as_str() {
+            r = match r.state.as_str() {
                 "betting" => self.step_start(&r).await?,
                 "deciding" => self.step_decide(&r).await?,
                 "settling" => self.step_settle(&r).await?,
                 _ => return Ok(r),
-            }
+            };
         }
-        self.db(|c| load(c, round_id))?.ok_or(RoundError::NotFound)
+        Ok(r)
     }
 
-    async fn step_start(&self, r: &Row) -> Result<(), RoundError> {
+    /// The stored round (read on a read-only connection: every write to it was answered
+    /// before, as its player's requests hold the player's lock).
+    async fn load(&self, round_id: &str) -> Result<Row, RoundError> {
+        let id = round_id.to_string();
+        self.read(move |c| load(c, &id)).await?.ok_or(RoundError::NotFound)
+    }
+
+    async fn step_start(&self, r: &Row) -> Result<Row, RoundError> {
         let (Some(seed), Some(min), Some(max)) = (&r.client_seed, r.limit_min, r.limit_max) else {
             return Err(RoundError::Conflict("round is missing its deal inputs".into()));
         };
@@ -690,16 +801,18 @@ impl Platform {
                     cards.push(c.code.clone());
                 }
                 let state = if view.awaiting_decisions { "dealt" } else { "settling" };
-                self.db(|c| {
+                let round_id = r.round_id.clone();
+                let cards = serde_json::to_string(&cards).unwrap_or_default();
+                self.db(move |c| -> rusqlite::Result<Option<Row>> {
                     c.execute(
                         "UPDATE rounds SET state = ?2, round_token = ?3, cards = ?4, hand_class = ?5, spread = ?6,
                                 spread_odds = ?7, step = ?8, transcript = ?9, updated_ms = ?10,
                                 transcripts = json_insert(transcripts, '$[#]', ?9) WHERE round_id = ?1",
                         params![
-                            r.round_id,
+                            round_id,
                             state,
                             resp.round_token,
-                            serde_json::to_string(&cards).unwrap_or_default(),
+                            cards,
                             engine::hand_class_name(view.hand_class),
                             view.spread,
                             view.spread_odds,
@@ -707,25 +820,29 @@ impl Platform {
                             resp.transcript,
                             now
                         ],
-                    )
-                })?;
-                Ok(())
+                    )?;
+                    load(c, &round_id)
+                })
+                .await?
+                .ok_or(RoundError::NotFound)
             }
             Err(EngineError::Refused(status)) => {
                 // The engine dealt nothing: void the round and refund the bets.
                 tracing::warn!(round_id = %r.round_id, code = ?status.code(), "StartRound refused; refunding the bets");
-                self.void_and_refund(r, &format!("the engine refused to deal ({}); bet refunded", status.message()))?;
+                self.void_and_refund(r, format!("the engine refused to deal ({}); bet refunded", status.message()))
+                    .await?;
                 Err(RoundError::EngineRefused(status.message().to_string()))
             }
             Err(e) => Err(e.into()),
         }
     }
 
-    fn void_and_refund(&self, r: &Row, note: &str) -> Result<(), RoundError> {
+    async fn void_and_refund(&self, r: &Row, note: String) -> Result<(), RoundError> {
         let now = now_ms();
         let seats = seats_of(r);
-        self.db(|c| -> Result<(), RoundError> {
-            let tx = c.transaction()?;
+        let r = r.clone();
+        self.db(move |c| -> Result<(), RoundError> {
+            let tx = c.savepoint()?;
             let wallet = ledger::player_account(&tx, r.player_id)?;
             let house = ledger::system_account(&tx, "house")?;
             let mut refunded: i64 = 0;
@@ -742,9 +859,10 @@ impl Platform {
             tx.commit()?;
             Ok(())
         })
+        .await
     }
 
-    async fn step_decide(&self, r: &Row) -> Result<(), RoundError> {
+    async fn step_decide(&self, r: &Row) -> Result<Row, RoundError> {
         let token = r.round_token.clone().ok_or_else(|| RoundError::Conflict("round has no token".into()))?;
         let mut seats = seats_of(r);
         // The decisions recorded but not yet sent, in ascending seat order.
@@ -765,31 +883,28 @@ impl Platform {
                 let more = resp.round.as_ref().is_some_and(|v| v.awaiting_decisions);
                 let state = if more { "dealt" } else { "settling" };
                 let now = now_ms();
-                self.db(|c| {
+                let round_id = r.round_id.clone();
+                let seats = seats_json(&seats);
+                self.db(move |c| -> rusqlite::Result<Option<Row>> {
                     c.execute(
                         "UPDATE rounds SET state = ?6, round_token = ?2, step = ?3, transcript = ?4, updated_ms = ?5,
                                 transcripts = json_insert(transcripts, '$[#]', ?4), seats = ?7
                          WHERE round_id = ?1",
-                        params![
-                            r.round_id,
-                            resp.round_token,
-                            resp.step,
-                            resp.transcript,
-                            now,
-                            state,
-                            seats_json(&seats)
-                        ],
-                    )
-                })?;
-                Ok(())
+                        params![round_id, resp.round_token, resp.step, resp.transcript, now, state, seats],
+                    )?;
+                    load(c, &round_id)
+                })
+                .await?
+                .ok_or(RoundError::NotFound)
             }
             Err(EngineError::Refused(status)) => {
                 // Cannot happen when the protocol is followed; never lose the round: give the
                 // raises back and settle the previous token (the seats stand).
                 tracing::error!(round_id = %r.round_id, code = ?status.code(), "Decide refused; settling as a stand");
                 let now = now_ms();
-                self.db(|c| -> Result<(), RoundError> {
-                    let tx = c.transaction()?;
+                let r = r.clone();
+                self.db(move |c| -> Result<Row, RoundError> {
+                    let tx = c.savepoint()?;
                     let wallet = ledger::player_account(&tx, r.player_id)?;
                     let house = ledger::system_account(&tx, "house")?;
                     for &(k, raised) in &pending {
@@ -817,21 +932,24 @@ impl Platform {
                         ],
                     )?;
                     tx.commit()?;
-                    Ok(())
+                    load(c, &r.round_id)?.ok_or(RoundError::NotFound)
                 })
+                .await
             }
             Err(e) => Err(e.into()),
         }
     }
 
-    async fn step_settle(&self, r: &Row) -> Result<(), RoundError> {
+    async fn step_settle(&self, r: &Row) -> Result<Row, RoundError> {
         let token = r.round_token.clone().ok_or_else(|| RoundError::Conflict("round has no token".into()))?;
         let resp = match self.engine.settle(token, &r.round_id).await {
             Ok(resp) => resp,
             Err(EngineError::Refused(status)) => {
                 tracing::error!(round_id = %r.round_id, code = ?status.code(), "Settle refused; the round stays open for an operator");
                 let note = format!("the engine refused to settle ({}); kept for an operator", status.message());
-                self.db(|c| c.execute("UPDATE rounds SET note = ?2 WHERE round_id = ?1", params![r.round_id, note]))?;
+                let round_id = r.round_id.clone();
+                self.db(move |c| c.execute("UPDATE rounds SET note = ?2 WHERE round_id = ?1", params![round_id, note]))
+                    .await?;
                 return Err(RoundError::EngineRefused(status.message().to_string()));
             }
             Err(e) => return Err(e.into()),
@@ -873,8 +991,9 @@ impl Platform {
         let first = seats.first().cloned().unwrap_or_default();
         let decision = if seats.len() == 1 { first.decision.clone() } else { None };
         let now = now_ms();
-        self.db(|c| -> Result<(), RoundError> {
-            let tx = c.transaction()?;
+        let r = r.clone();
+        self.db(move |c| -> Result<Row, RoundError> {
+            let tx = c.savepoint()?;
             let wallet = ledger::player_account(&tx, r.player_id)?;
             let house = ledger::system_account(&tx, "house")?;
             for (k, s) in seats.iter().enumerate() {
@@ -888,7 +1007,8 @@ impl Platform {
             tx.execute(
                 "UPDATE rounds SET state = 'settled', cards = ?2, decision = ?3, outcome = ?4, rule = ?5, odds = ?6,
                         returned = ?7, reveal_json = ?8, balance_after = ?9, note = ?10, stake = ?11, updated_ms = ?12,
-                        step = ?13, transcript = ?14, transcripts = json_insert(transcripts, '$[#]', ?14), seats = ?15
+                        step = ?13, transcript = ?14, transcripts = json_insert(transcripts, '$[#]', ?14), seats = ?15,
+                        signature = ?16, signing_key_id = ?17
                  WHERE round_id = ?1",
                 params![
                     r.round_id,
@@ -905,12 +1025,15 @@ impl Platform {
                     now,
                     resp.step,
                     resp.transcript,
-                    seats_json(&seats)
+                    seats_json(&seats),
+                    Some(resp.signature).filter(|s| !s.is_empty()),
+                    Some(resp.signing_key_id).filter(|s| !s.is_empty())
                 ],
             )?;
             tx.commit()?;
-            Ok(())
+            load(c, &r.round_id)?.ok_or(RoundError::NotFound)
         })
+        .await
     }
 
     /// Finds every round a crash (or an engine outage) left unfinished and finishes it.
@@ -922,20 +1045,22 @@ impl Platform {
     pub async fn recover(&self, at_startup: bool) -> Result<RecoveryReport, RoundError> {
         let mut report = RecoveryReport::default();
         let now = now_ms();
-        report.expired = self.db(|c| {
-            c.execute(
-                "UPDATE rounds SET state = 'expired', updated_ms = ?1 WHERE state = 'committed' AND commit_expires_ms <= ?2",
-                params![now, now + EXPIRY_MARGIN_MS],
-            )
-        })?;
-        let open: Vec<(String, i64, String)> = self.db(|c| {
-            let mut stmt = c.prepare(
-                "SELECT round_id, player_id, state FROM rounds WHERE state IN ('betting', 'dealt', 'deciding', 'settling')
-                 ORDER BY created_ms",
-            )?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })?;
+        let (expired, open) = self
+            .db(move |c| -> rusqlite::Result<(usize, Vec<OpenRound>)> {
+                let expired = c.execute(
+                    "UPDATE rounds SET state = 'expired', updated_ms = ?1 WHERE state = 'committed' AND commit_expires_ms <= ?2",
+                    params![now, now + EXPIRY_MARGIN_MS],
+                )?;
+                let mut stmt = c.prepare(
+                    "SELECT round_id, player_id, state FROM rounds WHERE state IN ('betting', 'dealt', 'deciding', 'settling')
+                     ORDER BY created_ms",
+                )?;
+                let rows =
+                    stmt.query_map([], |r| Ok((r.get("round_id")?, r.get("player_id")?, r.get("state")?)))?;
+                Ok((expired, rows.collect::<rusqlite::Result<Vec<_>>>()?))
+            })
+            .await?;
+        report.expired = expired;
         for (round_id, player, state) in open {
             if state == "dealt" && !at_startup {
                 continue;
@@ -943,25 +1068,36 @@ impl Platform {
             let _guard = self.player_lock(player).await;
             // The player's own request may have finished the round while this pass waited
             // for the lock: only a round still where it was is recovered.
-            let still: Option<String> = self.db(|c| {
-                c.query_row("SELECT state FROM rounds WHERE round_id = ?1", [&round_id], |r| r.get(0)).optional()
-            })?;
-            if still.as_deref() != Some(state.as_str()) {
+            let (id, was) = (round_id.clone(), state.clone());
+            let still = self
+                .db(move |c| -> rusqlite::Result<bool> {
+                    let now: Option<String> = c
+                        .query_row("SELECT state FROM rounds WHERE round_id = ?1", [&id], |r| r.get("state"))
+                        .optional()?;
+                    let still = now.as_deref() == Some(was.as_str());
+                    if still {
+                        c.execute("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&id])?;
+                    }
+                    Ok(still)
+                })
+                .await?;
+            if !still {
                 continue;
             }
-            self.db(|c| c.execute("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&round_id]))?;
             let mut result = self.advance(&round_id).await;
             // At start, a round waiting for the player's decision (found so, or dealt just
             // now by recovery) is settled: the engine stands an undecided seat.
             if at_startup && result.as_ref().is_ok_and(|r| r.state == "dealt") {
-                self.db(|c| {
+                let id = round_id.clone();
+                self.db(move |c| {
                     c.execute(
                         "UPDATE rounds SET state = 'settling', updated_ms = ?2,
                                 note = 'the platform restarted during the round: settled with no decision (stand)'
                          WHERE round_id = ?1 AND state = 'dealt'",
-                        params![round_id, now_ms()],
+                        params![id, now_ms()],
                     )
-                })?;
+                })
+                .await?;
                 result = self.advance(&round_id).await;
             }
             match result {
@@ -983,7 +1119,7 @@ impl Platform {
     /// to its open round). An engine still unreachable leaves the round as stored.
     pub async fn round_status(&self, player: i64, round_id: &str) -> Result<RoundView, RoundError> {
         let _guard = self.player_lock(player).await;
-        let r = self.db(|c| load(c, round_id))?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
+        let r = Some(self.load(round_id).await?).filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
         if matches!(r.state.as_str(), "betting" | "deciding" | "settling") {
             match self.advance(round_id).await {
                 Ok(done) => return Ok(done.into()),
@@ -994,37 +1130,82 @@ impl Platform {
         Ok(r.into())
     }
 
-    /// The player's recent rounds that were dealt (newest first), with their reveals.
-    pub fn history(&self, player: i64, limit: i64) -> Result<Vec<RoundView>, RoundError> {
-        self.db(|c| {
+    /// One page of the player's rounds that were dealt, newest first, with their reveals:
+    /// the newest `limit`, or the `limit` just older (`Before`) or just newer (`After`) than
+    /// a nonce. The page says whether older and newer rounds exist, and the balance right
+    /// after the round just older than the page (so its oldest round's balance change can
+    /// be checked too).
+    pub async fn history(&self, player: i64, limit: i64, at: HistoryAt) -> Result<HistoryPage, RoundError> {
+        let limit = limit.max(1);
+        self.read(move |c| {
+            const DEALT: &str = "player_id = ?1 AND state NOT IN ('committed', 'expired')";
+            let (bound, order, nonce) = match at {
+                HistoryAt::Newest => ("", "DESC", 0),
+                HistoryAt::Before(n) => ("AND nonce < ?3", "DESC", n),
+                HistoryAt::After(n) => ("AND nonce > ?3", "ASC", n),
+            };
             let mut stmt = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM rounds WHERE player_id = ?1 AND state NOT IN ('committed', 'expired')
-                 ORDER BY created_ms DESC, nonce DESC LIMIT ?2"
+                "SELECT {COLUMNS} FROM rounds WHERE {DEALT} {bound} ORDER BY nonce {order} LIMIT ?2"
             ))?;
-            let rows = stmt.query_map(params![player, limit], row)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?.into_iter().map(RoundView::from).collect())
+            let rows = if bound.is_empty() {
+                stmt.query_map(params![player, limit], row)?.collect::<rusqlite::Result<Vec<_>>>()?
+            } else {
+                stmt.query_map(params![player, limit, nonce], row)?.collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            let mut rounds: Vec<Row> = rows;
+            if matches!(at, HistoryAt::After(_)) {
+                rounds.reverse();
+            }
+            let (Some(newest), Some(oldest)) = (rounds.first().map(|r| r.nonce), rounds.last().map(|r| r.nonce)) else {
+                return Ok(HistoryPage { rounds: vec![], older: None, newer: None, balance_before: None });
+            };
+            let before: Option<Option<i64>> = c
+                .query_row(
+                    &format!(
+                        "SELECT balance_after FROM rounds WHERE {DEALT} AND nonce < ?2 ORDER BY nonce DESC LIMIT 1"
+                    ),
+                    params![player, oldest],
+                    |r| r.get("balance_after"),
+                )
+                .optional()?;
+            let newer: Option<i64> = c
+                .query_row(
+                    &format!("SELECT nonce FROM rounds WHERE {DEALT} AND nonce > ?2 LIMIT 1"),
+                    params![player, newest],
+                    |r| r.get("nonce"),
+                )
+                .optional()?;
+            Ok(HistoryPage {
+                rounds: rounds.into_iter().map(RoundView::from).collect(),
+                older: before.is_some().then(|| oldest.to_string()),
+                newer: newer.map(|_| newest.to_string()),
+                balance_before: before.flatten(),
+            })
         })
+        .await
     }
 
     /// The player's last original bet, for the `0` key.
-    pub fn last_bet(&self, player: i64) -> Result<Option<i64>, RoundError> {
-        self.db(|c| {
+    pub async fn last_bet(&self, player: i64) -> Result<Option<i64>, RoundError> {
+        self.read(move |c| {
             c.query_row(
                 "SELECT bet FROM rounds WHERE player_id = ?1 AND bet IS NOT NULL ORDER BY created_ms DESC, nonce DESC LIMIT 1",
                 [player],
-                |r| r.get(0),
+                |r| r.get("bet"),
             )
             .optional()
             .map_err(RoundError::from)
         })
+        .await
     }
 
     /// The player's balance.
-    pub fn balance(&self, player: i64) -> Result<i64, RoundError> {
-        self.db(|c| {
+    pub async fn balance(&self, player: i64) -> Result<i64, RoundError> {
+        self.read(move |c| {
             let wallet = ledger::player_account(c, player)?;
             Ok(ledger::balance(c, wallet)?)
         })
+        .await
     }
 }
 
@@ -1046,10 +1227,11 @@ mod tests {
             max_seats: 7,
             currency: "XXX".into(),
             minor_unit_exponent: 2,
+            signing_keys: vec![],
         };
         // The engine is never called here (the channel connects lazily).
         let engine = Engine::new("http://127.0.0.1:9").unwrap();
-        Platform::new(crate::db::open_in_memory().unwrap(), engine, rules, 100_000, None)
+        Platform::new(crate::db::open_in_memory().unwrap(), engine, rules, 100_000, None).unwrap()
     }
 
     #[tokio::test]
@@ -1060,6 +1242,54 @@ mod tests {
         }
         let n = p.lock_count().await;
         assert!(n <= LOCKS_PRUNE_AT + 1, "{n} locks kept for 5000 players, none in use");
+    }
+
+    /// Stores `n` settled rounds for a new player, nonces 0..n, balance_after 1000 + nonce.
+    async fn settled_rounds(p: &Platform, n: i64) -> i64 {
+        p.db(move |c| -> Result<i64, RoundError> {
+            let id = players::create(c, "hal", "h", 0, 1).map_err(|e| RoundError::Conflict(e.to_string()))?;
+            for k in 0..n {
+                c.execute(
+                    "INSERT INTO rounds (round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token,
+                                         commit_expires_ms, bet, balance_after, created_ms, updated_ms)
+                     VALUES (?1, ?2, 'settled', ?3, 't', 1, 'c', x'00', 0, 500, ?4, ?3, ?3)",
+                    params![format!("r{k}"), id, k, 1000 + k],
+                )?;
+            }
+            // An unused commitment is not history.
+            c.execute(
+                "INSERT INTO rounds (round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token,
+                                     commit_expires_ms, created_ms, updated_ms)
+                 VALUES ('open', ?1, 'committed', ?2, 't', 1, 'c', x'00', 0, ?2, ?2)",
+                params![id, n],
+            )?;
+            Ok(id)
+        })
+        .await
+        .unwrap()
+    }
+
+    fn nonces(page: &HistoryPage) -> Vec<String> {
+        page.rounds.iter().map(|r| r.nonce.clone()).collect()
+    }
+
+    #[tokio::test]
+    async fn history_pages_walk_back_past_the_newest_rounds_and_forward_again() {
+        let p = platform();
+        let player = settled_rounds(&p, 250).await;
+        let first = p.history(player, 100, HistoryAt::Newest).await.unwrap();
+        assert_eq!(first.rounds.len(), 100);
+        assert_eq!((nonces(&first)[0].as_str(), nonces(&first)[99].as_str()), ("249", "150"));
+        assert_eq!((first.older.as_deref(), first.newer.as_deref()), (Some("150"), None));
+        assert_eq!(first.balance_before, Some(1149), "the round just older than the page");
+        let second = p.history(player, 100, HistoryAt::Before(150)).await.unwrap();
+        assert_eq!((nonces(&second)[0].as_str(), nonces(&second)[99].as_str()), ("149", "50"));
+        assert_eq!((second.older.as_deref(), second.newer.as_deref()), (Some("50"), Some("149")));
+        let last = p.history(player, 100, HistoryAt::Before(50)).await.unwrap();
+        assert_eq!(last.rounds.len(), 50, "the oldest rounds, beyond the last 100 and 200");
+        assert_eq!((last.older.as_deref(), last.newer.as_deref(), last.balance_before), (None, Some("49"), None));
+        let back = p.history(player, 100, HistoryAt::After(49)).await.unwrap();
+        assert_eq!(nonces(&back), nonces(&second), "newer from the last page is the second page again");
     }
 
     #[tokio::test]

@@ -2,20 +2,27 @@
 //! small JSON API for it. The browser never receives a sealed token: every answer is built
 //! from [`RoundView`], which has none.
 //!
-//! Sessions are a random token in an `HttpOnly`, `SameSite=Strict` cookie; every POST takes
-//! a JSON body (so a cross-site form cannot post), and every page is served with a strict
-//! Content-Security-Policy (scripts from this origin only).
+//! Sessions are a random token in an `HttpOnly`, `SameSite=Strict` cookie, ended after an
+//! idle time and an absolute lifetime ([`crate::accounts`]); every POST takes a JSON body (so
+//! a cross-site form cannot post), and every page is served with a strict
+//! Content-Security-Policy (scripts from this origin only). Sign-in failures are throttled per
+//! client address, never per name; sign-up answers a taken name and a free one alike.
+//!
+//! An internal failure is answered 500 with a request id and no detail; the detail is logged
+//! under that id.
 
+use crate::accounts::ClientKey;
 use crate::limits::{self, LimitError};
 use crate::players::{self, PlayerError};
-use crate::rounds::{Platform, RoundError, RoundView, now_ms};
-use axum::extract::{Path, Query, State};
+use crate::rounds::{HistoryAt, Platform, RoundError, RoundView, now_ms};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 const COOKIE: &str = "rd_session";
@@ -31,6 +38,22 @@ pub struct ApiError {
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         ApiError { status, code, message: message.into() }
+    }
+
+    /// A 500: the error is logged under a fresh request id, and the answer carries only that
+    /// id (never the error's text: it may name tables, files or internal state).
+    pub fn internal(error: &dyn std::fmt::Display) -> Self {
+        let mut bytes = [0u8; 8];
+        let request_id = match getrandom::fill(&mut bytes) {
+            Ok(()) => hex::encode(bytes),
+            Err(_) => format!("t{}", now_ms()),
+        };
+        tracing::error!(request_id = %request_id, error = %error, "internal error");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("internal error; quote request id {request_id} to the operator"),
+        )
     }
 }
 
@@ -53,10 +76,7 @@ impl From<RoundError> for ApiError {
             BadSeats(_) => (StatusCode::UNPROCESSABLE_ENTITY, "bad_seats"),
             EngineRefused(_) => (StatusCode::BAD_GATEWAY, "engine_refused"),
             EngineUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "engine_unavailable"),
-            Ledger(_) | Db(_) => {
-                tracing::error!(error = %e, "internal error");
-                return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error");
-            }
+            Ledger(_) | Db(_) => return ApiError::internal(&e),
         };
         ApiError::new(status, code, e.to_string())
     }
@@ -69,10 +89,7 @@ impl From<PlayerError> for ApiError {
             BadName | BadPin => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
             NameTaken => (StatusCode::CONFLICT, "name_taken"),
             BadLogin => (StatusCode::UNAUTHORIZED, "bad_login"),
-            Hash | Ledger(_) | Db(_) => {
-                tracing::error!(error = %e, "internal error");
-                return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error");
-            }
+            Hash | Ledger(_) | Db(_) => return ApiError::internal(&e),
         };
         ApiError::new(status, code, e.to_string())
     }
@@ -98,6 +115,7 @@ pub fn router(app: App) -> Router {
         .route("/api/register", post(register))
         .route("/api/login", post(login))
         .route("/api/logout", post(logout))
+        .route("/api/logout-all", post(logout_all))
         .route("/api/round", post(new_round))
         .route("/api/round/{round_id}", get(round_status))
         .route("/api/round/deal", post(deal))
@@ -163,19 +181,28 @@ fn session_token(headers: &HeaderMap) -> Option<String> {
     })
 }
 
-fn player_of(app: &Platform, headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+async fn player_of(app: &Platform, headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
     let Some(token) = session_token(headers) else {
         return Ok(None);
     };
-    Ok(app.db(|c| players::session_player(c, &token))?)
+    let policy = app.accounts;
+    // Read on a read-only connection; only an expired or a stale session needs a write.
+    let now = now_ms();
+    let t = token.clone();
+    let check = app.read(move |c| players::check_session(c, &t, now, &policy)).await?;
+    Ok(match check {
+        players::SessionCheck::Unknown => None,
+        players::SessionCheck::Alive(player) => Some(player),
+        _ => app.db(move |c| players::apply_session_check(c, &token, now, check)).await?,
+    })
 }
 
-fn require_player(app: &Platform, headers: &HeaderMap) -> Result<i64, ApiError> {
-    player_of(app, headers)?.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in first"))
+async fn require_player(app: &Platform, headers: &HeaderMap) -> Result<i64, ApiError> {
+    player_of(app, headers).await?.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in first"))
 }
 
-fn with_cookie(token: &str, body: serde_json::Value) -> Response {
-    let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
+fn with_cookie(token: &str, max_age_secs: i64, body: serde_json::Value) -> Response {
+    let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age_secs}");
     ([(header::SET_COOKIE, cookie)], Json(body)).into_response()
 }
 
@@ -191,13 +218,10 @@ struct LimitsView {
     week_zone: &'static str,
 }
 
-fn limits_view(app: &Platform, player: i64) -> Result<LimitsView, ApiError> {
-    let limit = app.db(|c| players::limit(c, player))?;
+async fn limits_view(app: &Platform, player: i64) -> Result<LimitsView, ApiError> {
+    let limit = app.read(move |c| players::limit(c, player)).await?;
     let (min_bet, max_bet) = limit.effective(app.table);
-    let next = limits::next_change_allowed(&limit, jiff::Timestamp::now()).map_err(|e| {
-        tracing::error!(error = %e, "limit window");
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error")
-    })?;
+    let next = limits::next_change_allowed(&limit, jiff::Timestamp::now()).map_err(|e| ApiError::internal(&e))?;
     Ok(LimitsView {
         table_min: app.table.min_bet,
         table_max: app.table.max_bet,
@@ -220,9 +244,9 @@ async fn state(State(app): State<App>, headers: HeaderMap) -> Result<Response, A
         "three_of_a_kind_odds": r.three_of_a_kind_odds, "algorithm": r.algorithm, "raise_rule": r.raise_rule,
         "max_client_seed_bytes": r.max_client_seed_bytes, "max_seats": r.max_seats,
         "currency": r.currency, "minor_unit_exponent": r.minor_unit_exponent,
-        "chips": chips,
+        "chips": chips, "signing_keys": r.signing_keys,
     });
-    let Some(player) = player_of(&app, &headers)? else {
+    let Some(player) = player_of(&app, &headers).await? else {
         return Ok(Json(json!({"player": null, "table": table})).into_response());
     };
     // Finishing a step the platform owes (e.g. after an engine outage) happens here too.
@@ -235,13 +259,13 @@ async fn state(State(app): State<App>, headers: HeaderMap) -> Result<Response, A
         }
         Err(e) => return Err(e.into()),
     };
-    let name = app.db(|c| players::name(c, player))?;
+    let name = app.read(move |c| players::name(c, player)).await?;
     Ok(Json(json!({
-        "player": {"name": name, "balance": app.balance(player)?},
+        "player": {"name": name, "balance": app.balance(player).await?},
         "table": table,
-        "limits": limits_view(&app, player)?,
+        "limits": limits_view(&app, player).await?,
         "round": round,
-        "last_bet": app.last_bet(player)?,
+        "last_bet": app.last_bet(player).await?,
         "engine_error": engine_error,
     }))
     .into_response())
@@ -253,47 +277,77 @@ struct Credentials {
     pin: String,
 }
 
+/// Sign-up. A taken name and a free one get the same answer (202, no cookie), after the same
+/// work and no earlier than the policy's floor, so that sign-up does not tell which names
+/// exist; the page then signs in. Only the form of the name and PIN is reported.
 async fn register(State(app): State<App>, Json(req): Json<Credentials>) -> Result<Response, ApiError> {
+    let started = tokio::time::Instant::now();
     players::validate_name(&req.name)?;
     players::validate_pin(&req.pin)?;
     let pin = req.pin.clone();
-    let hash = tokio::task::spawn_blocking(move || players::hash_pin(&pin))
-        .await
-        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error"))??;
+    let hash =
+        tokio::task::spawn_blocking(move || players::hash_pin(&pin)).await.map_err(|e| ApiError::internal(&e))??;
     let now = now_ms();
     let balance = app.new_player_balance;
-    let (id, token) = app.db(|c| -> Result<(i64, String), PlayerError> {
-        let id = players::create(c, &req.name, &hash, balance, now)?;
-        Ok((id, players::new_session(c, id, now)?))
-    })?;
-    tracing::info!(player = id, "player registered");
-    Ok(with_cookie(&token, json!({"name": req.name})))
+    let name = req.name.clone();
+    let outcome = app.db(move |c| players::sign_up(c, &name, &hash, balance, now)).await?;
+    if let players::SignUp::Created(id) = outcome {
+        tracing::info!(player = id, "player registered");
+    }
+    tokio::time::sleep_until(started + std::time::Duration::from_millis(app.accounts.sign_up_floor_ms)).await;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({
+            "status": "accepted",
+            "message": "if this name was free it is now yours: sign in with this name and PIN",
+        })),
+    )
+        .into_response())
 }
 
-async fn login(State(app): State<App>, Json(req): Json<Credentials>) -> Result<Response, ApiError> {
-    let found = app.db(|c| players::find(c, &req.name))?;
-    if let Some((id, _)) = &found {
-        pin_not_locked(&app, *id)?;
+/// Sign-in. Throttled per client address ([`crate::accounts::SignInThrottle`]): a client
+/// past its free failures is answered 429 with `retry_after_ms` before any PIN is checked.
+/// No account is ever locked by sign-in failures.
+async fn login(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Json(req): Json<Credentials>,
+) -> Result<Response, ApiError> {
+    let client = ClientKey::from(peer.ip());
+    if let Some(wait) = app.sign_in.wait_ms(client, now_ms()) {
+        return Err(too_many_attempts(wait));
     }
+    let name = req.name.clone();
+    let found = app.read(move |c| players::find(c, &name)).await?;
     // Hash something even for an unknown name, so timing does not tell names apart.
     let (id, hash) =
         found.unwrap_or((-1, "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG".into()));
     let pin = req.pin.clone();
     let ok = tokio::task::spawn_blocking(move || players::verify_pin(&hash, &pin)).await.unwrap_or(false);
-    if id < 0 {
+    if id < 0 || !ok {
+        let wait = app.sign_in.failed(client, now_ms());
+        if wait > 0 {
+            return Err(too_many_attempts(wait));
+        }
         return Err(PlayerError::BadLogin.into());
     }
-    app.db(|c| players::record_pin_check(c, id, ok, now_ms()))?;
-    if !ok {
-        return Err(PlayerError::BadLogin.into());
-    }
-    let token = app.db(|c| players::new_session(c, id, now_ms()))?;
-    Ok(with_cookie(&token, json!({"name": req.name})))
+    let token = app.db(move |c| players::new_session(c, id, now_ms())).await?;
+    Ok(with_cookie(&token, app.accounts.session_max_ms / 1000, json!({"name": req.name})))
 }
 
-/// Refuses (429) while the player's PIN checks are locked after repeated wrong PINs.
-fn pin_not_locked(app: &Platform, player: i64) -> Result<(), ApiError> {
-    match app.db(|c| players::pin_locked_until(c, player, now_ms()))? {
+fn too_many_attempts(wait_ms: i64) -> ApiError {
+    let secs = (wait_ms + 999) / 1000;
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too_many_attempts",
+        format!("too many wrong sign-ins from this address; try again in {secs} s"),
+    )
+}
+
+/// Refuses (429) while the player's limit-form PIN checks are locked after repeated wrong
+/// PINs (only the signed-in player can make them).
+async fn pin_not_locked(app: &Platform, player: i64) -> Result<(), ApiError> {
+    match app.read(move |c| players::pin_locked_until(c, player, now_ms())).await? {
         Some(until) => {
             let at = jiff::Timestamp::from_millisecond(until).map(|t| t.to_string()).unwrap_or_default();
             Err(ApiError::new(
@@ -308,14 +362,24 @@ fn pin_not_locked(app: &Platform, player: i64) -> Result<(), ApiError> {
 
 async fn logout(State(app): State<App>, headers: HeaderMap) -> Result<Response, ApiError> {
     if let Some(token) = session_token(&headers) {
-        app.db(|c| players::end_session(c, &token))?;
+        app.db(move |c| players::end_session(c, &token)).await?;
     }
     let cookie = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
     Ok(([(header::SET_COOKIE, cookie)], Json(json!({}))).into_response())
 }
 
+/// "Sign out everywhere": ends every session of the signed-in player (other browsers and
+/// devices are signed out at their next request).
+async fn logout_all(State(app): State<App>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let player = require_player(&app, &headers).await?;
+    let ended = app.db(move |c| players::end_all_sessions(c, player)).await?;
+    tracing::info!(player, sessions = ended, "signed out everywhere");
+    let cookie = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    Ok(([(header::SET_COOKIE, cookie)], Json(json!({"sessions_ended": ended}))).into_response())
+}
+
 async fn new_round(State(app): State<App>, headers: HeaderMap) -> Result<Json<RoundView>, ApiError> {
-    let player = require_player(&app, &headers)?;
+    let player = require_player(&app, &headers).await?;
     Ok(Json(app.current_or_new(player).await?))
 }
 
@@ -329,7 +393,7 @@ struct DealRequest {
 }
 
 async fn deal(State(app): State<App>, headers: HeaderMap, Json(req): Json<DealRequest>) -> Result<Response, ApiError> {
-    let player = require_player(&app, &headers)?;
+    let player = require_player(&app, &headers).await?;
     let bets = match (req.bets, req.bet) {
         (Some(bets), None) => bets,
         (None, Some(bet)) => vec![bet],
@@ -342,7 +406,7 @@ async fn deal(State(app): State<App>, headers: HeaderMap, Json(req): Json<DealRe
         }
     };
     let round = app.deal(player, &req.round_id, &req.client_seed, &bets).await?;
-    Ok(Json(json!({"round": round, "balance": app.balance(player)?})).into_response())
+    Ok(Json(json!({"round": round, "balance": app.balance(player).await?})).into_response())
 }
 
 /// Raise or stand for one seat (`seat` 0-based, 0 when absent).
@@ -359,7 +423,7 @@ async fn decide(
     headers: HeaderMap,
     Json(req): Json<DecideRequest>,
 ) -> Result<Response, ApiError> {
-    let player = require_player(&app, &headers)?;
+    let player = require_player(&app, &headers).await?;
     let raise = match req.action.as_str() {
         "raise" => true,
         "stand" => false,
@@ -368,7 +432,7 @@ async fn decide(
         }
     };
     let round = app.decide(player, &req.round_id, req.seat, raise).await?;
-    Ok(Json(json!({"round": round, "balance": app.balance(player)?})).into_response())
+    Ok(Json(json!({"round": round, "balance": app.balance(player).await?})).into_response())
 }
 
 async fn round_status(
@@ -376,7 +440,7 @@ async fn round_status(
     headers: HeaderMap,
     Path(round_id): Path<String>,
 ) -> Result<Json<RoundView>, ApiError> {
-    let player = require_player(&app, &headers)?;
+    let player = require_player(&app, &headers).await?;
     Ok(Json(app.round_status(player, &round_id).await?))
 }
 
@@ -391,41 +455,50 @@ async fn set_limits(
     headers: HeaderMap,
     Json(req): Json<LimitRequest>,
 ) -> Result<Response, ApiError> {
-    let player = require_player(&app, &headers)?;
-    pin_not_locked(&app, player)?;
-    let hash = app.db(|c| players::pin_hash(c, player))?;
+    let player = require_player(&app, &headers).await?;
+    pin_not_locked(&app, player).await?;
+    let hash = app.read(move |c| players::pin_hash(c, player)).await?;
     let pin = req.pin.clone();
     let pin_ok = tokio::task::spawn_blocking(move || players::verify_pin(&hash, &pin)).await.unwrap_or(false);
-    app.db(|c| players::record_pin_check(c, player, pin_ok, now_ms()))?;
+    app.db(move |c| players::record_pin_check(c, player, pin_ok, now_ms())).await?;
     let table = app.table;
-    let result = app.db(|c| {
-        Ok::<_, rusqlite::Error>(players::set_max_bet(c, player, pin_ok, req.max_bet, table, jiff::Timestamp::now()))
-    })?;
+    let max_bet = req.max_bet;
+    let result = app
+        .db(move |c| {
+            Ok::<_, rusqlite::Error>(players::set_max_bet(c, player, pin_ok, max_bet, table, jiff::Timestamp::now()))
+        })
+        .await?;
     match result {
         Ok(_) => {
             tracing::info!(player, max_bet = req.max_bet, "player lowered their limit");
-            Ok(Json(json!({"limits": limits_view(&app, player)?})).into_response())
+            Ok(Json(json!({"limits": limits_view(&app, player).await?})).into_response())
         }
         Err(e) => {
             let (status, code) = match &e {
                 LimitError::WrongPin => (StatusCode::FORBIDDEN, "wrong_pin"),
                 LimitError::TooSoon { .. } => (StatusCode::CONFLICT, "once_per_week"),
-                LimitError::TimeZone(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+                LimitError::TimeZone(_) => return Err(ApiError::internal(&e)),
                 _ => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
             };
-            if status == StatusCode::INTERNAL_SERVER_ERROR {
-                // Never internal error text in an answer: logged, and a plain word sent.
-                tracing::error!(error = %e, "setting a limit");
-                return Err(ApiError::new(status, code, "internal error"));
-            }
             Err(ApiError::new(status, code, e.to_string()))
         }
     }
 }
 
+/// `limit` (1–500, default 50) rounds, newest first: the newest, or those just older than
+/// the nonce `before`, or just newer than the nonce `after` (decimal strings, as the page
+/// gets them in `older` and `newer`).
 #[derive(Deserialize)]
 struct HistoryQuery {
     limit: Option<i64>,
+    before: Option<String>,
+    after: Option<String>,
+}
+
+fn nonce_param(field: &str, value: &str) -> Result<i64, ApiError> {
+    value.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", format!("{field}: a nonce, in decimal digits"))
+    })
 }
 
 async fn history(
@@ -433,7 +506,190 @@ async fn history(
     headers: HeaderMap,
     Query(q): Query<HistoryQuery>,
 ) -> Result<Response, ApiError> {
-    let player = require_player(&app, &headers)?;
+    let player = require_player(&app, &headers).await?;
     let limit = q.limit.unwrap_or(50).clamp(1, 500);
-    Ok(Json(json!({"rounds": app.history(player, limit)?, "balance": app.balance(player)?})).into_response())
+    let at = match (q.before.as_deref(), q.after.as_deref()) {
+        (None, None) => HistoryAt::Newest,
+        (Some(b), None) => HistoryAt::Before(nonce_param("before", b)?),
+        (None, Some(a)) => HistoryAt::After(nonce_param("after", a)?),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid",
+                "before, after: give one, not both",
+            ));
+        }
+    };
+    let page = app.history(player, limit, at).await?;
+    Ok(Json(json!({
+        "rounds": page.rounds,
+        "older": page.older,
+        "newer": page.newer,
+        "balance_before": page.balance_before,
+        "balance": app.balance(player).await?,
+    }))
+    .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accounts::{AccountPolicy, ThrottlePolicy};
+    use crate::engine::{Engine, Rules};
+    use axum::body::Body;
+    use axum::extract::connect_info::MockConnectInfo;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    fn platform(policy: AccountPolicy) -> App {
+        let rules = Rules {
+            decks: 1,
+            min_bet: 500,
+            max_bet: 30_000,
+            spread_odds: vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1],
+            three_of_a_kind_odds: 11,
+            algorithm: "reddog-deal-v1".into(),
+            commitment_ttl_secs: 600,
+            max_client_seed_bytes: 1024,
+            raise_rule: String::new(),
+            max_seats: 7,
+            currency: "XXX".into(),
+            minor_unit_exponent: 2,
+            signing_keys: vec![],
+        };
+        // No request here reaches the engine (the channel connects lazily).
+        let engine = Engine::new("http://127.0.0.1:9").unwrap();
+        let conn = crate::db::open_in_memory().unwrap();
+        Arc::new(Platform::new(conn, engine, rules, 100_000, None).unwrap().with_accounts(policy))
+    }
+
+    struct Answer {
+        status: StatusCode,
+        body: String,
+        cookie: Option<String>,
+    }
+
+    async fn call(app: &App, from: [u8; 4], method: &str, path: &str, cookie: Option<&str>, body: &str) -> Answer {
+        let router = router(app.clone()).layer(MockConnectInfo(SocketAddr::from((from, 40_000))));
+        let mut req = Request::builder().method(method).uri(path).header(header::CONTENT_TYPE, "application/json");
+        if let Some(c) = cookie {
+            req = req.header(header::COOKIE, c);
+        }
+        let res = router.oneshot(req.body(Body::from(body.to_string())).unwrap()).await.unwrap();
+        let status = res.status();
+        let cookie = res.headers().get(header::SET_COOKIE).map(|v| v.to_str().unwrap().to_string());
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
+        Answer { status, body: String::from_utf8(bytes.to_vec()).unwrap(), cookie }
+    }
+
+    fn creds(name: &str, pin: &str) -> String {
+        format!(r#"{{"name":"{name}","pin":"{pin}"}}"#)
+    }
+
+    fn session(a: &Answer) -> String {
+        a.cookie.as_deref().unwrap().split(';').next().unwrap().to_string()
+    }
+
+    const HOME: [u8; 4] = [192, 0, 2, 10];
+    const OUTSIDER: [u8; 4] = [198, 51, 100, 66];
+
+    #[tokio::test]
+    async fn sign_up_answers_a_taken_name_exactly_like_a_free_one() {
+        let policy = AccountPolicy { sign_up_floor_ms: 60, ..AccountPolicy::default() };
+        let app = platform(policy);
+        let t0 = tokio::time::Instant::now();
+        let free = call(&app, HOME, "POST", "/api/register", None, &creds("alice", "2468")).await;
+        let free_took = t0.elapsed();
+        let t1 = tokio::time::Instant::now();
+        let taken = call(&app, OUTSIDER, "POST", "/api/register", None, &creds("alice", "1357")).await;
+        let taken_took = t1.elapsed();
+        assert_eq!(free.status, StatusCode::ACCEPTED, "{}", free.body);
+        assert_eq!((taken.status, &taken.body), (free.status, &free.body), "the same answer for a taken name");
+        assert_eq!((free.cookie.as_deref(), taken.cookie.as_deref()), (None, None), "no session either way");
+        for took in [free_took, taken_took] {
+            assert!(took >= std::time::Duration::from_millis(60), "answered after {took:?}, before the floor");
+        }
+        // The name belongs to the first sign-up: its PIN signs in, the second one's does not.
+        let mine = call(&app, HOME, "POST", "/api/login", None, &creds("alice", "2468")).await;
+        assert_eq!(mine.status, StatusCode::OK, "{}", mine.body);
+        let theirs = call(&app, OUTSIDER, "POST", "/api/login", None, &creds("alice", "1357")).await;
+        assert_eq!(theirs.status, StatusCode::UNAUTHORIZED, "{}", theirs.body);
+        assert!(theirs.body.contains("name or PIN is wrong"), "{}", theirs.body);
+    }
+
+    #[tokio::test]
+    async fn an_outsider_typing_a_players_name_cannot_lock_the_player_out() {
+        let app = platform(AccountPolicy { sign_up_floor_ms: 0, ..AccountPolicy::default() });
+        call(&app, HOME, "POST", "/api/register", None, &creds("bob", "2468")).await;
+        let mut statuses = vec![];
+        for _ in 0..12 {
+            statuses
+                .push(call(&app, OUTSIDER, "POST", "/api/login", None, &creds("bob", "0000")).await.status.as_u16());
+        }
+        assert_eq!(statuses[..5], [401; 5], "five wrong PINs are answered as such");
+        assert!(statuses[5..].iter().all(|&s| s == 429), "then the outsider's address waits: {statuses:?}");
+        let blocked = call(&app, OUTSIDER, "POST", "/api/login", None, &creds("bob", "2468")).await;
+        assert_eq!(blocked.status, StatusCode::TOO_MANY_REQUESTS, "not even the right PIN is tried from there");
+        assert!(blocked.body.contains("too_many_attempts"), "{}", blocked.body);
+        // Bob, from his own address, signs in at once.
+        let bob = call(&app, HOME, "POST", "/api/login", None, &creds("bob", "2468")).await;
+        assert_eq!(bob.status, StatusCode::OK, "{}", bob.body);
+        assert!(bob.cookie.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_blocked_client_is_let_through_again_when_its_wait_is_over() {
+        let throttle = ThrottlePolicy { free_failures: 1, base_delay_ms: 40, ..ThrottlePolicy::default() };
+        let app = platform(AccountPolicy { sign_up_floor_ms: 0, throttle, ..AccountPolicy::default() });
+        call(&app, HOME, "POST", "/api/register", None, &creds("cleo", "2468")).await;
+        call(&app, HOME, "POST", "/api/login", None, &creds("cleo", "1111")).await;
+        let second = call(&app, HOME, "POST", "/api/login", None, &creds("cleo", "1111")).await;
+        assert_eq!(second.status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            call(&app, HOME, "POST", "/api/login", None, &creds("cleo", "2468")).await.status,
+            StatusCode::TOO_MANY_REQUESTS
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+        let after = call(&app, HOME, "POST", "/api/login", None, &creds("cleo", "2468")).await;
+        assert_eq!(after.status, StatusCode::OK, "{}", after.body);
+    }
+
+    #[tokio::test]
+    async fn signing_out_everywhere_ends_the_players_other_sessions() {
+        let app = platform(AccountPolicy { sign_up_floor_ms: 0, ..AccountPolicy::default() });
+        call(&app, HOME, "POST", "/api/register", None, &creds("dora", "2468")).await;
+        let phone = call(&app, HOME, "POST", "/api/login", None, &creds("dora", "2468")).await;
+        let laptop = call(&app, HOME, "POST", "/api/login", None, &creds("dora", "2468")).await;
+        let cookie = phone.cookie.as_deref().unwrap();
+        assert!(cookie.contains("HttpOnly") && cookie.contains("Max-Age=43200"), "{cookie}");
+        let (phone, laptop) = (session(&phone), session(&laptop));
+        assert_eq!(call(&app, HOME, "GET", "/api/history", Some(&laptop), "").await.status, StatusCode::OK);
+        let out = call(&app, HOME, "POST", "/api/logout-all", Some(&phone), "{}").await;
+        assert_eq!(out.status, StatusCode::OK, "{}", out.body);
+        assert!(out.body.contains(r#""sessions_ended":2"#), "{}", out.body);
+        for s in [&phone, &laptop] {
+            let a = call(&app, HOME, "GET", "/api/history", Some(s), "").await;
+            assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{}", a.body);
+        }
+    }
+
+    #[tokio::test]
+    async fn an_internal_error_answers_a_request_id_and_no_detail() {
+        let app = platform(AccountPolicy { sign_up_floor_ms: 0, ..AccountPolicy::default() });
+        call(&app, HOME, "POST", "/api/register", None, &creds("eli", "2468")).await;
+        let s = session(&call(&app, HOME, "POST", "/api/login", None, &creds("eli", "2468")).await);
+        app.db(|c| c.execute_batch("DROP INDEX rounds_by_player; ALTER TABLE rounds RENAME TO rounds_gone"))
+            .await
+            .unwrap();
+        let a = call(&app, HOME, "GET", "/api/history", Some(&s), "").await;
+        assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
+        let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+        assert_eq!(v["error"], "internal");
+        let message = v["message"].as_str().unwrap();
+        let id = message.split("request id ").nth(1).unwrap().split(' ').next().unwrap();
+        assert!(id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{message}");
+        for leak in ["rounds", "table", "sqlite", "no such"] {
+            assert!(!a.body.to_lowercase().contains(leak), "internal detail {leak:?} in {}", a.body);
+        }
+    }
 }

@@ -1,9 +1,8 @@
 // The Red Dog table: plain JavaScript, no framework. The platform (this page's server)
 // keeps the tokens; the page sees commitments, cards, results and reveals, and verifies
 // every reveal itself (verify.js).
-import { verifyReveal } from "./verify.js";
 import { checkRecord, describeField } from "./record.js";
-import { api, money, plainMoney, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
+import { verifyRound, signatureState, api, money, plainMoney, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
 import { t, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
@@ -259,6 +258,12 @@ function renderFairness() {
   $("f-nonce").textContent = pending ? r.nonce : "—";
   $("f-round").textContent = pending ? r.round_id : "—";
   $("f-table").textContent = pending ? `${r.table_id} · ${r.decks}` : "—";
+  // Collapsed by default: one plain line with the short forms; the full values on expand.
+  $("f-rules").textContent = pending && r.rules_digest ? r.rules_digest : "—";
+  const short = (hex) => `${hex.slice(0, 8)}…${hex.slice(-4)}`;
+  $("fair-summary").textContent = !pending ? t("fair_none")
+    : r.rules_digest ? t("fair_summary", { c: short(r.commitment), r: short(r.rules_digest) })
+    : t("fair_summary_norules", { c: short(r.commitment) });
   $("client-seed").disabled = !r || r.state !== "committed" || S.busy;
   if (r && r.state === "dealt" && r.client_seed) $("client-seed").value = r.client_seed;
 }
@@ -336,6 +341,7 @@ async function refresh() {
     $("login").hidden = true;
     $("game").hidden = false;
     $("logout").hidden = false;
+    $("logout-all").hidden = false;
   }
 }
 
@@ -440,6 +446,11 @@ async function run(fn) {
   catch (e) {
     if (unreachable(e)) {
       lost = e;
+    } else if (e.code === "signed_out") {
+      // The session ended (idle, too old, or signed out everywhere): sign in again.
+      S.state = null; S.round = null; S.shown = null;
+      showLogin();
+      $("login-message").textContent = t("session_ended");
     } else {
       message(e.code === "commitment_expired"
         ? "The commitment had expired, so nothing was dealt or debited; a new one is shown: press Deal again." : e.message);
@@ -562,7 +573,8 @@ async function showVerification(round, record) {
     const expect = { ...(round.expect || {}) };
     // A v1 reveal (an engine from before the round-integrity change) has no table id.
     if (!round.reveal_json.includes('"format":')) delete expect.table_id;
-    const result = await verifyReveal(round.reveal_json, expect);
+    const result = await verifyRound(round, expect, S.state?.table?.signing_keys);
+    box.dataset.signature = signatureState(result);
     box.dataset.format = result.format || "";
     box.dataset.roundId = round.round_id;
     box.dataset.revealVerdict = result.verdict;
@@ -574,7 +586,8 @@ async function showVerification(round, record) {
     if (rec) { box.dataset.failed = rec.failed.join(","); box.dataset.passed = rec.passed.join(","); }
     const passedWords = rec ? [...new Set(rec.passed.map((f) => fieldWords(f.replace(/^seat\d+\./, ""))))] : [];
     if (verified) {
-      box.textContent = t("verified", { fields: passedWords.join(", ") });
+      box.textContent = t("verified", { fields: passedWords.join(", ") })
+        + (box.dataset.signature === "passed" ? ` ${t("signature_ok")}` : "");
     } else if (result.verdict !== "verified") {
       box.textContent = `✘ ${result.verdict === "malformed" ? "Malformed reveal" : "Not verified"}: ${result.errors.join("; ")}`;
     } else if (!rec) {
@@ -608,13 +621,20 @@ function showLogin() {
   $("login").hidden = false;
   $("game").hidden = true;
   $("logout").hidden = true;
+  $("logout-all").hidden = true;
   $("login-name").focus();
 }
 
+// Sign-up answers a taken name and a free one alike (so it does not tell which names exist)
+// and starts no session: the page signs in next. A taken name fails there like a wrong PIN.
 async function credentials(path) {
   const name = $("login-name").value.trim(), pin = $("login-pin").value;
   try {
-    await api(path, { name, pin });
+    if (path === "/api/register") {
+      $("login-message").textContent = t("signing_up");
+      await api(path, { name, pin });
+    }
+    await api("/api/login", { name, pin });
     $("login-message").textContent = "";
     await refresh();
     document.activeElement?.blur?.();
@@ -659,6 +679,10 @@ $("remove-seat").addEventListener("click", removeSeat);
 $("new-seed").addEventListener("click", () => { $("client-seed").value = randomSeed(); S.seedCustom = false; render(); });
 $("client-seed").addEventListener("input", () => { S.seedCustom = true; render(); });
 $("login-form").addEventListener("submit", (e) => { e.preventDefault(); credentials("/api/login"); });
+$("logout-all").addEventListener("click", async () => {
+  try { await api("/api/logout-all", {}); } catch (e) { if (e.code !== "signed_out") throw e; }
+  S.state = null; S.round = null; S.shown = null; showLogin();
+});
 $("register-button").addEventListener("click", () => {
   if ($("login-form").reportValidity()) credentials("/api/register");
 });

@@ -1,8 +1,7 @@
 // Game recall: the player's recent rounds and each reveal, verified in the browser.
-import { verifyReveal } from "./verify.js";
 import { checkRecord, describeField, recordFromStored } from "./record.js";
 import { chooseLang, translatePage } from "./i18n.js";
-import { api, money, cardLabel, cardName, describeHand, shownFor, recordFor, setMinorUnitExponent } from "./ui.js";
+import { verifyRound, signatureState, api, money, cardLabel, cardName, describeHand, shownFor, recordFor, setMinorUnitExponent } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -13,15 +12,35 @@ function status(r) {
   return r.recovered ? `Settled after a platform restart${r.note ? `: ${r.note}` : ""}` : "Settled";
 }
 
+// The page shown: `?limit=N` rounds (default 100), newest first, or those just older than
+// the nonce `before` / just newer than the nonce `after` (the "Older" and "Newer" links).
+function query() {
+  const q = new URLSearchParams(location.search);
+  const out = new URLSearchParams();
+  const limit = Number(q.get("limit"));
+  out.set("limit", Number.isInteger(limit) && limit >= 1 && limit <= 500 ? String(limit) : "100");
+  for (const k of ["before", "after"]) if (/^[0-9]{1,20}$/.test(q.get(k) || "")) { out.set(k, q.get(k)); break; }
+  return out;
+}
+
+function pageLink(id, key, nonce, q) {
+  const a = $(id);
+  if (nonce === null || nonce === undefined) { a.hidden = true; return; }
+  const next = new URLSearchParams({ limit: q.get("limit"), [key]: nonce });
+  a.href = `/history?${next}`;
+  a.hidden = false;
+}
+
 async function main() {
-  let data;
+  let data, state;
+  const q = query();
   try {
     chooseLang(null);
-    const state = await api("/api/state");
+    state = await api("/api/state");
     setMinorUnitExponent(state.table.minor_unit_exponent, state.table.currency);
     chooseLang(state.player?.name || null);
     translatePage();
-    data = await api("/api/history?limit=100");
+    data = await api(`/api/history?${q}`);
   }
   catch (e) { $("summary").textContent = e.status === 401 ? "Sign in on the table first." : e.message; return; }
   const tb = $("rounds").tBodies[0];
@@ -54,14 +73,16 @@ async function main() {
       table_id: seen?.table_id ?? r.table_id, decks: seen?.decks ?? r.decks, client_seed: r.client_seed };
     // A v1 reveal (an engine from before the round-integrity change) has no table id.
     if (!r.reveal_json.includes('"format":')) delete expect.table_id;
-    const result = await verifyReveal(r.reveal_json, expect);
+    const result = await verifyRound(r, expect, state.table.signing_keys);
+    tr.dataset.signature = signatureState(result);
     // The row as shown here, and this browser's own record of the round where it kept one,
     // against the reveal. Without a kept record, the balance change is taken from the round
     // before it in this list (rows are newest first).
     const record = recordFromStored(r, recordFor(r.round_id));
-    const prev = data.rounds[i + 1];
-    if (record.balance.after === undefined && prev && prev.balance_after !== null && r.balance_after !== null) {
-      record.balance = { before: prev.balance_after, debited: 0, after: r.balance_after };
+    // The oldest row of a page takes the balance after the round just older than the page.
+    const prevAfter = i + 1 < data.rounds.length ? data.rounds[i + 1].balance_after : data.balance_before;
+    if (record.balance.after === undefined && prevAfter !== null && prevAfter !== undefined && r.balance_after !== null) {
+      record.balance = { before: prevAfter, debited: 0, after: r.balance_after };
     }
     const rec = await checkRecord(result, record);
     const ok = result.verdict === "verified" && rec.ok;
@@ -98,5 +119,8 @@ async function main() {
   $("summary").dataset.verified = verified;
   $("summary").dataset.failed = failed;
   $("summary").dataset.rounds = data.rounds.length;
+  pageLink("newer", "after", data.newer, q);
+  pageLink("older", "before", data.older, q);
+  $("paging").hidden = $("newer").hidden && $("older").hidden;
 }
 main();

@@ -1,5 +1,38 @@
 // Small helpers shared by the table and the history page.
 import { t, formatMoney, cardWords, setCurrency } from "./i18n.js";
+import { verifyReveal, verifyReceipt } from "./verify.js";
+
+// Verifies a settled round's reveal against `expect`; when the engine signs receipts (its
+// GetRules lists `signing_keys`), the round's signature too, with the listed key it names
+// (verify.js verifyReceipt). A round that should carry a signature and does not, or names a
+// key the engine does not list, fails the "signature" check: a platform cannot drop it.
+export async function verifyRound(round, expect, signingKeys = []) {
+  const keys = signingKeys || [];
+  if (round.signature) {
+    const key = keys.find((k) => k.key_id === round.signing_key_id);
+    if (key) return verifyReceipt(round.reveal_json, key.public_key_hex, round.signature, expect);
+    return failSignature(await verifyReveal(round.reveal_json, expect),
+      `signed with key "${round.signing_key_id}", which the engine does not list`);
+  }
+  const out = await verifyReveal(round.reveal_json, expect);
+  if (keys.length && out.verdict !== "malformed" && out.format !== "reddog-reveal-v1") {
+    return failSignature(out, "the engine signs every settlement, but this round came without its signature");
+  }
+  return out;
+}
+
+function failSignature(out, detail) {
+  out.checks.push({ name: "signature", ok: false, detail });
+  out.errors.push(`signature: ${detail}`);
+  out.verdict = "not_verified";
+  return out;
+}
+
+// "passed", "failed" or "none" (the round carries no signature check).
+export function signatureState(result) {
+  const c = (result.checks || []).find((x) => x.name === "signature");
+  return c ? (c.ok ? "passed" : "failed") : "none";
+}
 
 export const SUIT_NAMES = { c: "clubs", d: "diamonds", h: "hearts", s: "spades" };
 export const SUIT_SYMBOLS = { c: "♣", d: "♦", h: "♥", s: "♠" };

@@ -168,9 +168,12 @@ fn ledger_report(db: &Path) -> String {
     text
 }
 
+/// Signs up (no session: the answer is the same for a taken name) and signs in.
 fn register(addr: &str, name: &str) -> String {
-    let (status, body, cookie) =
-        http(addr, "POST", "/api/register", None, Some(&format!(r#"{{"name":"{name}","pin":"2468"}}"#))).unwrap();
+    let creds = format!(r#"{{"name":"{name}","pin":"2468"}}"#);
+    let (status, body, _) = http(addr, "POST", "/api/register", None, Some(&creds)).unwrap();
+    assert_eq!(status, 202, "{body}");
+    let (status, body, cookie) = http(addr, "POST", "/api/login", None, Some(&creds)).unwrap();
     assert_eq!(status, 200, "{body}");
     cookie
 }

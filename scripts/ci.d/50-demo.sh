@@ -53,6 +53,11 @@ cargo test --locked -p reddog-demo --lib
 # The crash failpoints exist only with the `crash-points` feature (never in a release build).
 REDDOG_ENGINE_BIN="$ROOT/target/debug/reddog" cargo test --locked -p reddog-demo --features crash-points --test recovery -- --nocapture
 
+phase "a short load run through the HTTP API (20 players x 5 rounds, ledger reconciled)"
+# The documented run is 200 players on release binaries (demo/README.md, "Under load");
+# this one checks in seconds that concurrent players leave the ledger exact.
+node demo/load/load.mjs --players 20 --rounds 5 --bin-dir "$ROOT/target/debug"
+
 phase "the browser's verifier in node, against tests/vectors"
 node --test demo/js/
 

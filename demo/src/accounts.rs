@@ -1,0 +1,251 @@
+//! Accounts policy: how long a session lives, how sign-in failures slow a client down, and
+//! how long a sign-up answer takes.
+//!
+//! - **Sessions** expire after [`AccountPolicy::session_idle_ms`] without a request (30
+//!   minutes by default) and at the latest [`AccountPolicy::session_max_ms`] after sign-in
+//!   (12 hours), whichever comes first; "sign out everywhere" ends every session of the
+//!   player ([`crate::players::end_all_sessions`]).
+//! - **Sign-in throttling is per client, never per name.** Wrong sign-ins are counted per
+//!   source address (an IPv6 client by its /64 prefix, which one subscriber usually holds).
+//!   The first [`ThrottlePolicy::free_failures`] are free; after that each failure makes the
+//!   client wait, doubling from [`ThrottlePolicy::base_delay_ms`] up to
+//!   [`ThrottlePolicy::max_delay_ms`]. The count is forgotten after
+//!   [`ThrottlePolicy::forget_ms`] without a failure after the last wait. Someone typing
+//!   another player's name with wrong PINs slows down only themselves: the player signs in
+//!   from their own address as usual. A successful sign-in does not reset the count (a guesser holding one account
+//!   could otherwise reset it between guesses).
+//! - **Sign-up does not tell which names exist**: a taken name and a free one get the same
+//!   answer ("accepted: sign in with this name and PIN"), no session cookie either way, after
+//!   the same work (the PIN is hashed in both cases) and no earlier than
+//!   [`AccountPolicy::sign_up_floor_ms`] after the request arrived. The page then signs in;
+//!   a taken name fails there like any wrong PIN, counted by the throttle.
+//!
+//! All functions take the time as an argument (`now_ms`), so the tests drive the clock.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+
+/// Session lifetimes and sign-up timing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccountPolicy {
+    /// A session unused this long (ms) is ended.
+    pub session_idle_ms: i64,
+    /// A session is ended this long (ms) after sign-in, however busy.
+    pub session_max_ms: i64,
+    /// A sign-up answer is sent no earlier than this (ms) after the request arrived, whether
+    /// the name was free or taken.
+    pub sign_up_floor_ms: u64,
+    /// The sign-in back-off.
+    pub throttle: ThrottlePolicy,
+}
+
+impl Default for AccountPolicy {
+    fn default() -> Self {
+        AccountPolicy {
+            session_idle_ms: 30 * 60 * 1000,
+            session_max_ms: 12 * 60 * 60 * 1000,
+            sign_up_floor_ms: 250,
+            throttle: ThrottlePolicy::default(),
+        }
+    }
+}
+
+/// The per-client sign-in back-off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThrottlePolicy {
+    /// Wrong sign-ins a client may make before it has to wait.
+    pub free_failures: u32,
+    /// The wait after the first failure beyond the free ones (ms); doubles with each further.
+    pub base_delay_ms: i64,
+    /// The longest wait (ms).
+    pub max_delay_ms: i64,
+    /// A client's count is forgotten after this long (ms) without a failure, counted from the
+    /// end of its last wait.
+    pub forget_ms: i64,
+    /// The most clients tracked at once; beyond it the one whose last failure is oldest is
+    /// dropped (the map stays bounded whatever the number of addresses).
+    pub max_clients: usize,
+}
+
+impl Default for ThrottlePolicy {
+    fn default() -> Self {
+        ThrottlePolicy {
+            free_failures: 5,
+            base_delay_ms: 1_000,
+            max_delay_ms: 15 * 60 * 1000,
+            forget_ms: 15 * 60 * 1000,
+            max_clients: 100_000,
+        }
+    }
+}
+
+/// Which client a sign-in came from: an IPv4 address, or an IPv6 address's /64 prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClientKey(u128);
+
+impl From<IpAddr> for ClientKey {
+    fn from(ip: IpAddr) -> Self {
+        match ip {
+            IpAddr::V4(v4) => ClientKey(u128::from(u32::from(v4))),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => ClientKey(u128::from(u32::from(v4))),
+                // The top bit set keeps IPv6 prefixes apart from IPv4 addresses.
+                None => ClientKey((u128::from(v6) & !((1u128 << 64) - 1)) | (1u128 << 127)),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    failures: u32,
+    last_failure_ms: i64,
+    blocked_until_ms: i64,
+}
+
+impl Entry {
+    /// Since when the client has neither failed nor been waiting.
+    fn quiet_since(&self) -> i64 {
+        self.last_failure_ms.max(self.blocked_until_ms)
+    }
+}
+
+/// Wrong sign-ins per client, with the back-off of [`ThrottlePolicy`].
+#[derive(Debug)]
+pub struct SignInThrottle {
+    policy: ThrottlePolicy,
+    clients: Mutex<HashMap<ClientKey, Entry>>,
+}
+
+impl SignInThrottle {
+    /// An empty throttle.
+    pub fn new(policy: ThrottlePolicy) -> Self {
+        SignInThrottle { policy, clients: Mutex::new(HashMap::new()) }
+    }
+
+    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<ClientKey, Entry>> {
+        match self.clients.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// `Some(ms)` when the client must wait that long before its next sign-in is tried.
+    pub fn wait_ms(&self, client: ClientKey, now_ms: i64) -> Option<i64> {
+        let clients = self.clients();
+        let e = clients.get(&client)?;
+        (e.blocked_until_ms > now_ms).then(|| e.blocked_until_ms - now_ms)
+    }
+
+    /// Records a wrong sign-in; returns how long the client now has to wait (0 while its
+    /// failures are within the free ones).
+    pub fn failed(&self, client: ClientKey, now_ms: i64) -> i64 {
+        let p = self.policy;
+        let mut clients = self.clients();
+        if clients.len() >= p.max_clients && !clients.contains_key(&client) {
+            clients.retain(|_, e| now_ms.saturating_sub(e.quiet_since()) < p.forget_ms);
+            if clients.len() >= p.max_clients
+                && let Some(oldest) = clients.iter().min_by_key(|(_, e)| e.quiet_since()).map(|(k, _)| *k)
+            {
+                clients.remove(&oldest);
+            }
+        }
+        let e = clients.entry(client).or_insert(Entry { failures: 0, last_failure_ms: now_ms, blocked_until_ms: 0 });
+        if now_ms.saturating_sub(e.quiet_since()) >= p.forget_ms {
+            e.failures = 0;
+        }
+        e.failures = e.failures.saturating_add(1);
+        e.last_failure_ms = now_ms;
+        let beyond = e.failures.saturating_sub(p.free_failures);
+        if beyond == 0 {
+            return 0;
+        }
+        let factor = 1i64.checked_shl(beyond.saturating_sub(1).min(40)).unwrap_or(i64::MAX);
+        let delay = p.base_delay_ms.saturating_mul(factor).min(p.max_delay_ms);
+        e.blocked_until_ms = now_ms.saturating_add(delay);
+        delay
+    }
+
+    /// Clients currently tracked (for tests and metrics).
+    pub fn tracked(&self) -> usize {
+        self.clients().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    fn ip4(last: u8) -> ClientKey {
+        IpAddr::V4(Ipv4Addr::new(192, 0, 2, last)).into()
+    }
+
+    #[test]
+    fn five_wrong_sign_ins_are_free_then_the_client_waits_longer_each_time() {
+        let t = SignInThrottle::new(ThrottlePolicy::default());
+        let c = ip4(1);
+        let now = 1_000_000;
+        for k in 0..5 {
+            assert_eq!(t.failed(c, now + k), 0, "failure {} is free", k + 1);
+            assert_eq!(t.wait_ms(c, now + k), None);
+        }
+        assert_eq!(t.failed(c, now + 10), 1_000);
+        assert_eq!(t.wait_ms(c, now + 10), Some(1_000));
+        assert_eq!(t.wait_ms(c, now + 1_010), None, "the wait is over");
+        assert_eq!(t.failed(c, now + 1_010), 2_000, "doubles");
+        assert_eq!(t.failed(c, now + 3_010), 4_000);
+    }
+
+    #[test]
+    fn the_wait_is_capped_and_forgotten_after_a_quiet_spell() {
+        let p = ThrottlePolicy::default();
+        let t = SignInThrottle::new(p);
+        let c = ip4(2);
+        let mut now = 0;
+        let mut last = 0;
+        for _ in 0..40 {
+            last = t.failed(c, now);
+            now += last;
+        }
+        assert_eq!(last, p.max_delay_ms, "never longer than the cap");
+        // Quiet for the forget period after the wait ended: the next failure is free again.
+        now += p.forget_ms;
+        assert_eq!(t.wait_ms(c, now), None);
+        assert_eq!(t.failed(c, now), 0);
+    }
+
+    #[test]
+    fn an_outsider_guessing_a_name_slows_only_their_own_address() {
+        let t = SignInThrottle::new(ThrottlePolicy::default());
+        let attacker = ip4(66);
+        let player = ip4(7);
+        for k in 0..50 {
+            t.failed(attacker, k);
+        }
+        assert!(t.wait_ms(attacker, 50).is_some());
+        assert_eq!(t.wait_ms(player, 50), None, "the player's own address is not held back");
+    }
+
+    #[test]
+    fn an_ipv6_client_is_one_client_across_its_64_prefix() {
+        let a: ClientKey = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 2, 0, 0, 0, 1)).into();
+        let b: ClientKey = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 2, 0xffff, 1, 2, 3)).into();
+        let other: ClientKey = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 3, 0, 0, 0, 1)).into();
+        assert_eq!(a, b);
+        assert_ne!(a, other);
+        let mapped: ClientKey = IpAddr::V6(Ipv4Addr::new(192, 0, 2, 1).to_ipv6_mapped()).into();
+        assert_eq!(mapped, ip4(1), "an IPv4-mapped address is that IPv4 client");
+    }
+
+    #[test]
+    fn the_client_map_stays_bounded() {
+        let p = ThrottlePolicy { max_clients: 100, ..ThrottlePolicy::default() };
+        let t = SignInThrottle::new(p);
+        for k in 0..1_000u32 {
+            t.failed(ClientKey::from(IpAddr::V4(Ipv4Addr::from(k))), i64::from(k));
+        }
+        assert!(t.tracked() <= 100, "{} clients tracked", t.tracked());
+    }
+}
