@@ -2,7 +2,7 @@
 # Memory and time of `reddog audit-log` (release build) by log size: generated trails of N
 # rounds over 4 replicas with 10 instances of every misuse pattern, checked partitioned (the
 # default) and, for comparison, in memory; the findings of both must be identical. Prints a
-# Markdown table. Usage: scripts/bench-audit-log.sh DIR N...   (DIR needs ~3.6 GB per 10^6 rounds)
+# Markdown table. Usage: scripts/bench-audit-log.sh DIR N...   (DIR needs ~3.6 GB per 10^6 rounds, and a third as much again of temporary space)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$1; shift

@@ -45,7 +45,7 @@ use spill::Spill;
 pub const PARTITION_BYTES: u64 = 8 << 20;
 /// The most partitions (open temporary files) one run uses: well under the common limit of
 /// 1024 open files. A larger input has larger partitions, each split again when read
-/// (over 12 MiB of facts).
+/// (over 8 MiB of facts).
 pub const MAX_PARTITIONS: usize = 512;
 /// The partitions used when the input size is unknown (standard input).
 pub const UNKNOWN_SIZE_PARTITIONS: usize = 256;

@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 /// The largest partition file read back whole (bytes of JSON facts); a larger one is split
 /// again. Facts take roughly this much memory again once parsed, so this bounds the memory
 /// of the check of one partition.
-pub const MAX_PARTITION_FILE_BYTES: u64 = 12 << 20;
+pub const MAX_PARTITION_FILE_BYTES: u64 = 8 << 20;
 /// Splits of one partition before its facts are read whole anyway: only facts of one key
 /// (e.g. a commitment reused in millions of rounds) can still exceed the budget then, and
 /// they must be checked together.

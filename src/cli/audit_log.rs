@@ -55,7 +55,7 @@ pub struct PartitionArgs {
     #[arg(long, conflicts_with = "partitions")]
     pub in_memory: bool,
     /// Partition files to use (default: one per 8 MiB of input, at most 512; in memory when it
-    /// fits one; a partition file over 12 MiB is split again before it is read).
+    /// fits one; a partition file over 8 MiB is split again before it is read).
     #[arg(long, value_name = "N")]
     pub partitions: Option<usize>,
     /// Directory for the partition files (default: the system's temporary directory).
