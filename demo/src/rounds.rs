@@ -1209,26 +1209,32 @@ impl Platform {
     }
 }
 
+/// The standard one-deck table's rules, as the engine's GetRules gives them (tests only).
+#[cfg(test)]
+pub(crate) fn test_rules() -> Rules {
+    Rules {
+        decks: 1,
+        min_bet: 500,
+        max_bet: 30_000,
+        spread_odds: vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1],
+        three_of_a_kind_odds: 11,
+        algorithm: "reddog-deal-v1".into(),
+        commitment_ttl_secs: 600,
+        max_client_seed_bytes: 1024,
+        raise_rule: String::new(),
+        max_seats: 7,
+        currency: "XXX".into(),
+        minor_unit_exponent: 2,
+        signing_keys: vec![],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn platform() -> Platform {
-        let rules = Rules {
-            decks: 1,
-            min_bet: 500,
-            max_bet: 30_000,
-            spread_odds: vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1],
-            three_of_a_kind_odds: 11,
-            algorithm: "reddog-deal-v1".into(),
-            commitment_ttl_secs: 600,
-            max_client_seed_bytes: 1024,
-            raise_rule: String::new(),
-            max_seats: 7,
-            currency: "XXX".into(),
-            minor_unit_exponent: 2,
-            signing_keys: vec![],
-        };
+        let rules = test_rules();
         // The engine is never called here (the channel connects lazily).
         let engine = Engine::new("http://127.0.0.1:9").unwrap();
         Platform::new(crate::db::open_in_memory().unwrap(), engine, rules, 100_000, None).unwrap()

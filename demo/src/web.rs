@@ -535,28 +535,14 @@ async fn history(
 mod tests {
     use super::*;
     use crate::accounts::{AccountPolicy, ThrottlePolicy};
-    use crate::engine::{Engine, Rules};
+    use crate::engine::Engine;
     use axum::body::Body;
     use axum::extract::connect_info::MockConnectInfo;
     use axum::http::Request;
     use tower::ServiceExt;
 
     fn platform(policy: AccountPolicy) -> App {
-        let rules = Rules {
-            decks: 1,
-            min_bet: 500,
-            max_bet: 30_000,
-            spread_odds: vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1],
-            three_of_a_kind_odds: 11,
-            algorithm: "reddog-deal-v1".into(),
-            commitment_ttl_secs: 600,
-            max_client_seed_bytes: 1024,
-            raise_rule: String::new(),
-            max_seats: 7,
-            currency: "XXX".into(),
-            minor_unit_exponent: 2,
-            signing_keys: vec![],
-        };
+        let rules = crate::rounds::test_rules();
         // No request here reaches the engine (the channel connects lazily).
         let engine = Engine::new("http://127.0.0.1:9").unwrap();
         let conn = crate::db::open_in_memory().unwrap();
