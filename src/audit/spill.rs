@@ -63,6 +63,8 @@ pub struct Partitions {
     writers: Vec<BufWriter<File>>,
     /// Bytes written to each partition: one over the budget is split before it is read.
     counts: Vec<u64>,
+    /// The line being written, reused for every fact.
+    line: Vec<u8>,
 }
 
 impl Partitions {
@@ -70,15 +72,25 @@ impl Partitions {
         let paths: Vec<PathBuf> = (0..n).map(|i| root.join(format!("level-{level}-part-{i:05}.jsonl"))).collect();
         let writers =
             paths.iter().map(|p| Ok(BufWriter::with_capacity(4 << 10, File::create(p)?))).collect::<io::Result<_>>()?;
-        Ok(Partitions { dir: None, root: root.to_owned(), level, budget, counts: vec![0; n], paths, writers })
+        Ok(Partitions {
+            dir: None,
+            root: root.to_owned(),
+            level,
+            budget,
+            counts: vec![0; n],
+            line: Vec::new(),
+            paths,
+            writers,
+        })
     }
 
     fn push<F: Partitioned>(&mut self, fact: &F) -> io::Result<()> {
         let i = partition_of(fact, self.writers.len(), self.level);
-        let mut line = serde_json::to_vec(fact)?;
-        line.push(b'\n');
-        self.writers[i].write_all(&line)?;
-        self.counts[i] += line.len() as u64;
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, fact)?;
+        self.line.push(b'\n');
+        self.writers[i].write_all(&self.line)?;
+        self.counts[i] += self.line.len() as u64;
         Ok(())
     }
 
@@ -88,7 +100,7 @@ impl Partitions {
         self,
         each: &mut impl FnMut(&mut dyn Iterator<Item = F>) -> Result<(), E>,
     ) -> Result<usize, E> {
-        let Partitions { dir: _dir, root, level, budget, paths, writers, counts } = self;
+        let Partitions { dir: _dir, root, level, budget, paths, writers, counts, .. } = self;
         for w in writers {
             w.into_inner().map_err(io::IntoInnerError::into_error)?;
         }
