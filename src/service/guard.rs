@@ -9,9 +9,8 @@
 //!   a call over either is answered RESOURCE_EXHAUSTED (`OVERLOADED`, with a retry hint) at
 //!   once — load shedding — and the slot is held until its answer has been sent. The whole
 //!   call, request body included, is bounded by the per-call timeout (DEADLINE_EXCEEDED).
-//!   A message prost cannot decode (bad UTF-8, wrong wire type, truncated) is answered
-//!   INVALID_ARGUMENT naming the field, not tonic's INTERNAL. Health and reflection are not
-//!   behind the cap: health stays answerable under any load.
+//!   (A message prost cannot decode is answered by the codec, [`super::codec`].) Health and
+//!   reflection are not behind the cap: health stays answerable under any load.
 //! - [`CallsInProgress`] counts RedDog calls from arrival until the handler has answered; the
 //!   drain waits for it to reach zero.
 //! - [`EndOnStop`] wraps the health service: when the server drains, a response stream still
@@ -79,46 +78,6 @@ pub fn too_large(limit: usize) -> Status {
         format!("the request message is over the {limit}-byte limit"),
         d,
     )
-}
-
-const PROST_PREFIX: &str = "failed to decode Protobuf message: ";
-
-/// INVALID_ARGUMENT for a protobuf decode error text, naming the field path prost reports
-/// (`seats.bet`), or `request` when it names none.
-fn undecodable(message: &str) -> Status {
-    let mut rest = message.strip_prefix(PROST_PREFIX).unwrap_or(message);
-    // prost writes its stack innermost first: "Inner.field: Outer.field: description".
-    let mut path = Vec::new();
-    while let Some((head, tail)) = rest.split_once(": ") {
-        let Some((msg, field)) = head.split_once('.') else { break };
-        let ident = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        if !(ident(msg) && ident(field)) {
-            break;
-        }
-        path.push(field.to_string());
-        rest = tail;
-    }
-    path.reverse();
-    let field = if path.is_empty() { "request".to_string() } else { path.join(".") };
-    EngineError::invalid(field, format!("the request message is not valid protobuf: {rest}")).into()
-}
-
-/// Replaces tonic's answer to a message prost cannot decode (INTERNAL with prost's error
-/// text) by INVALID_ARGUMENT naming the field; passes anything else.
-fn put_right(response: Response<Body>) -> Response<Body> {
-    // Successful answers carry grpc-status in the trailers: only a trailers-only error
-    // answer has it among the headers.
-    if response.headers().get("grpc-status").map(http::HeaderValue::as_bytes) != Some(b"13") {
-        return response;
-    }
-    match Status::from_header_map(response.headers()) {
-        Some(s) if s.message().starts_with(PROST_PREFIX) => {
-            let status = undecodable(s.message());
-            metrics::bad_request(status.code());
-            status.into_http()
-        }
-        _ => response,
-    }
 }
 
 /// RedDog calls in progress on one server: from the request's arrival until the handler has
@@ -269,7 +228,7 @@ where
             let answer = tokio::select! {
                 biased;
                 response = inner.call(request) => match response {
-                    Ok(response) => put_right(response),
+                    Ok(response) => response,
                     Err(never) => match never {},
                 },
                 () = &mut deadline => {
@@ -438,22 +397,5 @@ impl<G: Send + Unpin + 'static> http_body::Body for Held<G> {
     }
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decode_errors_name_the_field_path() {
-        let s = undecodable(
-            "failed to decode Protobuf message: SeatBet.bet: StartRoundRequest.seats: invalid wire type: LengthDelimited (expected Varint)",
-        );
-        assert_eq!(s.code(), Code::InvalidArgument);
-        let d = s.get_error_details();
-        assert_eq!(d.bad_request().unwrap().field_violations[0].field, "seats.bet");
-        let s = undecodable("failed to decode Protobuf message: buffer underflow");
-        assert_eq!(s.get_error_details().bad_request().unwrap().field_violations[0].field, "request");
     }
 }
