@@ -7,6 +7,7 @@
 //! secret (seeds, keys, hidden cards) in its text.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::fairness::{BindingError, FairnessError};
 use crate::game::{CardError, GameError, LimitsError, PaytableError, TableError};
@@ -62,11 +63,63 @@ pub enum EngineError {
     #[error("a {len}-byte token exceeds the {max}-byte budget")]
     TokenTooLarge { len: usize, max: usize },
 
-    /// A bug or a broken environment (e.g. the OS random source failed); never a caller's
-    /// mistake.
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// A bug or a broken environment in the service's own machinery; never a caller's mistake.
+    #[error("internal error")]
+    Internal(#[from] Fault),
 }
+
+/// What failed when the service's own machinery broke (a bug, or a broken environment). Each
+/// keeps the error that caused it, so the log shows the whole chain; none is sent to a caller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fault {
+    /// Deriving a key's token-sealing keys (HKDF, HMAC) refused the key material.
+    #[error("deriving the token keys of key {key_id:?} failed")]
+    KeyDerivation { key_id: String, source: Cause },
+
+    /// The AEAD refused to seal a token.
+    #[error("sealing a token failed")]
+    Seal(#[source] Cause),
+
+    /// A token payload encoded to another length than the one measured before encoding.
+    #[error("a token payload encoded to {actual} bytes where {expected} were measured")]
+    PayloadLength { expected: usize, actual: usize },
+
+    /// The reveal document could not be written as JSON.
+    #[error("writing the reveal as JSON failed")]
+    RevealJson(#[source] Cause),
+}
+
+/// The error beneath a [`Fault`], shared so that errors stay `Clone`. Two causes are equal when
+/// they read the same.
+#[derive(Debug, Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl Cause {
+    /// Keeps `error` as a cause.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Cause {
+        Cause(Arc::new(error))
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Cause) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for Cause {}
 
 /// The errors of a table, a paytable and a card reach the service as the rules' errors.
 macro_rules! from_game {

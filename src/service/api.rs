@@ -32,7 +32,7 @@ use super::sandbox;
 use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
-use crate::error::EngineError;
+use crate::error::{Cause, EngineError, Fault};
 use crate::fairness::commitment::{self, CurrencyRef, RoundRef, TableRef};
 use crate::fairness::receipt::CommitReceipt;
 use crate::fairness::{
@@ -495,7 +495,7 @@ impl RedDogService {
                 decks: state.decks,
             };
             let v1 = RevealV1::new(&inputs, &state.client_seed, &cards, None);
-            let json = serde_json::to_string(&v1).map_err(|e| EngineError::Internal(e.to_string()))?;
+            let json = serde_json::to_string(&v1).map_err(|e| EngineError::from(Fault::RevealJson(Cause::new(e))))?;
             // A version-1 reveal has no transcript: no receipt covers it.
             (json, reveal_message_v1(&v1), false)
         } else {

@@ -377,6 +377,7 @@ pub fn invalid_token(field: &'static str) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{Cause, Fault};
     use crate::game::{BetLimits, HandClass, Money};
 
     fn field_of(status: &Status) -> String {
@@ -502,12 +503,20 @@ mod tests {
             EngineError::TokenTooLarge { len: 2000, max: 1500 },
             EngineError::Game(GameError::AmountOverflow { what: "a total".into() }),
             EngineError::Game(GameError::ThirdCardMissing { seat: 0 }),
-            EngineError::Internal("secret detail".into()),
+            EngineError::Internal(Fault::RevealJson(Cause::new(std::io::Error::other("secret detail")))),
         ] {
             let status = Status::from(err);
             assert_eq!(status.code(), Code::Internal);
             assert_eq!(status.message(), "internal error");
         }
+    }
+
+    #[test]
+    fn the_log_of_an_internal_error_keeps_its_whole_cause_chain() {
+        let err = EngineError::Internal(Fault::RevealJson(Cause::new(std::io::Error::other("disk on fire"))));
+        assert_eq!(cause_chain(&err), "internal error: writing the reveal as JSON failed: disk on fire");
+        let err = EngineError::from(Fault::PayloadLength { expected: 10, actual: 12 });
+        assert_eq!(cause_chain(&err), "internal error: a token payload encoded to 12 bytes where 10 were measured");
     }
 
     #[test]

@@ -73,7 +73,8 @@ use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 use super::signing::ReceiptSigner;
-use crate::error::EngineError;
+use crate::error::{Cause, EngineError, Fault};
+use crate::fairness::FairnessError;
 use crate::game::paytable::MAX_ODDS;
 use crate::game::table::MAX_BET;
 use crate::game::{MAX_DECKS, MAX_SEATS};
@@ -204,22 +205,23 @@ struct RingKey {
 
 impl RingKey {
     fn new(id: String, key: &[u8; 32]) -> Result<RingKey, EngineError> {
-        let setup = || EngineError::Internal("token key setup failed".into());
+        let setup = |e: Cause| EngineError::from(Fault::KeyDerivation { key_id: id.clone(), source: e });
         let hk = Hkdf::<Sha256>::new(Some(HKDF_SALT), key);
         let mut aead_key = [0u8; 32];
         let mut nonce_key = [0u8; 32];
-        hk.expand(AEAD_INFO, &mut aead_key).map_err(|_| setup())?;
-        hk.expand(NONCE_INFO, &mut nonce_key).map_err(|_| setup())?;
+        hk.expand(AEAD_INFO, &mut aead_key).map_err(|e| setup(Cause::new(e)))?;
+        hk.expand(NONCE_INFO, &mut nonce_key).map_err(|e| setup(Cause::new(e)))?;
         let siv = Aes256GcmSiv::new(&aes_gcm_siv::Key::<Aes256GcmSiv>::from(aead_key));
-        let siv_nonce_mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&nonce_key).map_err(|_| setup())?;
+        let siv_nonce_mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&nonce_key).map_err(|e| setup(Cause::new(e)))?;
         aead_key.zeroize();
         nonce_key.zeroize();
         // Version 1: the AEAD keyed by the ring key; nonce key HMAC-SHA256(ring key, label).
         let gcm = Aes256Gcm::new(&Key::<Aes256Gcm>::from(*key));
-        let mut derive = <Hmac<Sha256> as KeyInit>::new_from_slice(key).map_err(|_| setup())?;
+        let mut derive = <Hmac<Sha256> as KeyInit>::new_from_slice(key).map_err(|e| setup(Cause::new(e)))?;
         derive.update(b"reddog/token-nonce/v1");
         let mut v1_nonce_key: [u8; 32] = derive.finalize().into_bytes().into();
-        let gcm_nonce_mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&v1_nonce_key).map_err(|_| setup())?;
+        let gcm_nonce_mac =
+            <Hmac<Sha256> as KeyInit>::new_from_slice(&v1_nonce_key).map_err(|e| setup(Cause::new(e)))?;
         v1_nonce_key.zeroize();
         Ok(RingKey { id, siv, siv_nonce_mac, gcm, gcm_nonce_mac, seals: OnceLock::new() })
     }
@@ -453,7 +455,7 @@ impl KeyRing {
         let mut key = [0u8; 32];
         rand::rngs::SysRng
             .try_fill_bytes(&mut key)
-            .map_err(|e| EngineError::Internal(format!("operating system random source failed: {e}")))?;
+            .map_err(|e| EngineError::Fairness(FairnessError::RandomSource(e)))?;
         let mut ring = KeyRing::new(vec![("dev".to_string(), key)], "dev")?;
         key.zeroize();
         ring.development = true;
@@ -487,13 +489,11 @@ impl KeyRing {
         let mut mac = key.siv_nonce_mac.clone();
         mac.update(head);
         mac.update(plaintext);
-        nonce_bytes.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
-        let nonce =
-            aes_gcm_siv::Nonce::try_from(&*nonce_bytes).map_err(|_| EngineError::Internal("nonce length".into()))?;
+        let nonce = synthetic_nonce(mac, nonce_bytes);
         let tag = key
             .siv
-            .encrypt_inout_detached(&nonce, head, plaintext.into())
-            .map_err(|_| EngineError::Internal("token encryption failed".into()))?;
+            .encrypt_inout_detached(&aes_gcm_siv::Nonce::from(nonce), head, plaintext.into())
+            .map_err(|e| Fault::Seal(Cause::new(e)))?;
         token.extend_from_slice(tag.as_slice());
         key.seals
             .get_or_init(|| metrics::counter!("reddog_token_seals_total", "key_id" => key.id.clone()))
@@ -513,12 +513,11 @@ impl KeyRing {
         let mut mac = key.gcm_nonce_mac.clone();
         mac.update(head);
         mac.update(plaintext);
-        nonce_bytes.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
-        let nonce = Nonce::<U12>::try_from(&*nonce_bytes).map_err(|_| EngineError::Internal("nonce length".into()))?;
+        let nonce = synthetic_nonce(mac, nonce_bytes);
         let tag = key
             .gcm
-            .encrypt_inout_detached(&nonce, head, plaintext.into())
-            .map_err(|_| EngineError::Internal("token encryption failed".into()))?;
+            .encrypt_inout_detached(&Nonce::<U12>::from(nonce), head, plaintext.into())
+            .map_err(|e| Fault::Seal(Cause::new(e)))?;
         token.extend_from_slice(tag.as_slice());
         Ok(token)
     }
@@ -578,6 +577,15 @@ impl KeyRing {
 }
 
 /// Header and a zeroed nonce, then the encoded payload: the token before encryption.
+/// The first [`NONCE_LEN`] bytes of `mac`'s tag: the token's nonce, written into its place in
+/// the token (`out`, exactly [`NONCE_LEN`] bytes) and returned.
+fn synthetic_nonce(mac: Hmac<Sha256>, out: &mut [u8]) -> [u8; NONCE_LEN] {
+    let mut nonce = [0u8; NONCE_LEN];
+    nonce.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
+    out.copy_from_slice(&nonce);
+    nonce
+}
+
 fn frame(version: u8, kind: TokenKind, id: &str, payload: &impl Message) -> Result<Vec<u8>, EngineError> {
     let id = id.as_bytes();
     let header_len = 3 + id.len();
@@ -593,7 +601,7 @@ fn frame(version: u8, kind: TokenKind, id: &str, payload: &impl Message) -> Resu
     // The capacity was reserved above; a Vec grows as needed, so encoding cannot fail.
     let _ = payload.encode(&mut token);
     if token.len() + TAG_LEN != len {
-        return Err(EngineError::Internal("token payload encoding has the wrong length".into()));
+        return Err(Fault::PayloadLength { expected: len - TAG_LEN, actual: token.len() }.into());
     }
     Ok(token)
 }
