@@ -45,10 +45,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use reddog::service::proto::red_dog_client::RedDogClient;
-use reddog::service::proto::red_dog_server::RedDog;
 use reddog::service::proto::{self, Action};
+use tonic::Status;
 use tonic::transport::Channel;
-use tonic::{Request, Response, Status};
 
 /// The fixed key ring the engine runs with (benchmark only).
 const RING: &str =
@@ -150,83 +149,9 @@ fn opts() -> Opts {
 // ---------------------------------------------------------------------------------------
 // The no-op server (this program with `--serve-noop RESPONSES`).
 
-/// Answers each RPC with a stored copy of the engine's answer to the benchmark's request.
-#[derive(Clone, Default)]
-struct Canned {
-    rules: proto::GetRulesResponse,
-    commit: proto::CommitSeedResponse,
-    start: proto::StartRoundResponse,
-    decide: proto::DecideResponse,
-    settle: proto::SettleResponse,
-}
-
-#[tonic::async_trait]
-impl RedDog for Canned {
-    async fn get_rules(&self, _: Request<proto::GetRulesRequest>) -> Result<Response<proto::GetRulesResponse>, Status> {
-        Ok(Response::new(self.rules.clone()))
-    }
-    async fn list_tables(
-        &self,
-        _: Request<proto::ListTablesRequest>,
-    ) -> Result<Response<proto::ListTablesResponse>, Status> {
-        // Not benchmarked.
-        Ok(Response::new(proto::ListTablesResponse::default()))
-    }
-    async fn commit_seed(
-        &self,
-        _: Request<proto::CommitSeedRequest>,
-    ) -> Result<Response<proto::CommitSeedResponse>, Status> {
-        Ok(Response::new(self.commit.clone()))
-    }
-    async fn start_round(
-        &self,
-        _: Request<proto::StartRoundRequest>,
-    ) -> Result<Response<proto::StartRoundResponse>, Status> {
-        Ok(Response::new(self.start.clone()))
-    }
-    async fn decide(&self, _: Request<proto::DecideRequest>) -> Result<Response<proto::DecideResponse>, Status> {
-        Ok(Response::new(self.decide.clone()))
-    }
-    async fn settle(&self, _: Request<proto::SettleRequest>) -> Result<Response<proto::SettleResponse>, Status> {
-        Ok(Response::new(self.settle.clone()))
-    }
-}
-
-fn write_responses(path: &Path, c: &Canned) {
-    use prost::Message;
-    let mut out = Vec::new();
-    for m in [
-        c.rules.encode_to_vec(),
-        c.commit.encode_to_vec(),
-        c.start.encode_to_vec(),
-        c.decide.encode_to_vec(),
-        c.settle.encode_to_vec(),
-    ] {
-        out.extend_from_slice(&(m.len() as u32).to_be_bytes());
-        out.extend_from_slice(&m);
-    }
-    std::fs::write(path, out).expect("write the responses file");
-}
-
-fn read_responses(path: &Path) -> Canned {
-    use prost::Message;
-    let data = std::fs::read(path).expect("read the responses file");
-    let mut parts = Vec::new();
-    let mut rest = data.as_slice();
-    while rest.len() >= 4 {
-        let n = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
-        parts.push(&rest[4..4 + n]);
-        rest = &rest[4 + n..];
-    }
-    assert_eq!(parts.len(), 5, "responses file");
-    Canned {
-        rules: Message::decode(parts[0]).unwrap(),
-        commit: Message::decode(parts[1]).unwrap(),
-        start: Message::decode(parts[2]).unwrap(),
-        decide: Message::decode(parts[3]).unwrap(),
-        settle: Message::decode(parts[4]).unwrap(),
-    }
-}
+#[path = "support/canned.rs"]
+mod canned;
+use canned::{Canned, read_responses, write_responses};
 
 fn serve_noop(responses: &Path) {
     let canned = read_responses(responses);

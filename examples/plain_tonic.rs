@@ -13,75 +13,15 @@
 
 use std::io::Write;
 
-use prost::Message;
-use reddog::service::proto::red_dog_server::{RedDog, RedDogServer};
-use reddog::service::proto::{self};
-use tonic::{Request, Response, Status};
+use reddog::service::proto::red_dog_server::RedDogServer;
 
-/// The stored answers.
-#[derive(Clone, Default)]
-struct Canned {
-    rules: proto::GetRulesResponse,
-    commit: proto::CommitSeedResponse,
-    start: proto::StartRoundResponse,
-    decide: proto::DecideResponse,
-    settle: proto::SettleResponse,
-}
-
-#[tonic::async_trait]
-impl RedDog for Canned {
-    async fn get_rules(&self, _: Request<proto::GetRulesRequest>) -> Result<Response<proto::GetRulesResponse>, Status> {
-        Ok(Response::new(self.rules.clone()))
-    }
-    async fn list_tables(
-        &self,
-        _: Request<proto::ListTablesRequest>,
-    ) -> Result<Response<proto::ListTablesResponse>, Status> {
-        Ok(Response::new(proto::ListTablesResponse::default()))
-    }
-    async fn commit_seed(
-        &self,
-        _: Request<proto::CommitSeedRequest>,
-    ) -> Result<Response<proto::CommitSeedResponse>, Status> {
-        Ok(Response::new(self.commit.clone()))
-    }
-    async fn start_round(
-        &self,
-        _: Request<proto::StartRoundRequest>,
-    ) -> Result<Response<proto::StartRoundResponse>, Status> {
-        Ok(Response::new(self.start.clone()))
-    }
-    async fn decide(&self, _: Request<proto::DecideRequest>) -> Result<Response<proto::DecideResponse>, Status> {
-        Ok(Response::new(self.decide.clone()))
-    }
-    async fn settle(&self, _: Request<proto::SettleRequest>) -> Result<Response<proto::SettleResponse>, Status> {
-        Ok(Response::new(self.settle.clone()))
-    }
-}
-
-fn read_responses(path: &str) -> Canned {
-    let data = std::fs::read(path).expect("read the responses file");
-    let mut parts = Vec::new();
-    let mut rest = data.as_slice();
-    while rest.len() >= 4 {
-        let n = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
-        parts.push(&rest[4..4 + n]);
-        rest = &rest[4 + n..];
-    }
-    assert_eq!(parts.len(), 5, "responses file");
-    Canned {
-        rules: Message::decode(parts[0]).unwrap(),
-        commit: Message::decode(parts[1]).unwrap(),
-        start: Message::decode(parts[2]).unwrap(),
-        decide: Message::decode(parts[3]).unwrap(),
-        settle: Message::decode(parts[4]).unwrap(),
-    }
-}
+#[path = "support/canned.rs"]
+mod canned;
 
 #[tokio::main]
 async fn main() {
     let path = std::env::args().nth(1).expect("usage: plain_tonic RESPONSES_FILE");
-    let canned = read_responses(&path);
+    let canned = canned::read_responses(std::path::Path::new(&path));
     // What `Server::serve(addr)` does with tonic's defaults (TCP_NODELAY on), on a port the
     // caller learns from the `listening on` line.
     let incoming = tonic::transport::server::TcpIncoming::bind("127.0.0.1:0".parse().unwrap())

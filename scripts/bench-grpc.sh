@@ -12,20 +12,28 @@
 # run therefore gets its own session (setsid) whose autogroup is set to nice $BENCH_NICE
 # (default -15; needs root, else it runs at nice 0 and says so). A run takes 2-5 minutes.
 # ENGINE=path/to/reddog measures another build of the engine (e.g. an older commit's).
+# BENCH_PROFILE=dev uses the debug build instead (CI's smoke run: scripts/ci.d/55-bench-grpc-smoke.sh;
+# its figures mean nothing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v h2load >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >/dev/null
 fi
-nice -n 10 cargo build --release --locked --bin reddog --example grpc_ratio --example plain_tonic
+if [ "${BENCH_PROFILE:-release}" = dev ]; then
+  OUT_DIR=target/debug
+  nice -n 10 cargo build --locked --bin reddog --example grpc_ratio --example plain_tonic
+else
+  OUT_DIR=target/release
+  nice -n 10 cargo build --release --locked --bin reddog --example grpc_ratio --example plain_tonic
+fi
 CLIENT_CPU="${CLIENT_CPU:-1}"
-ENGINE="${ENGINE:-target/release/reddog}"
-export CLIENT_CPU ENGINE BENCH_NICE="${BENCH_NICE:--15}"
+ENGINE="${ENGINE:-$OUT_DIR/reddog}"
+export CLIENT_CPU ENGINE OUT_DIR BENCH_NICE="${BENCH_NICE:--15}"
 exec setsid --wait bash -c '
   if echo "$BENCH_NICE" 2>/dev/null >/proc/self/autogroup; then
     echo "scheduling: own autogroup at nice $BENCH_NICE" >&2
   else
     echo "scheduling: could not set the autogroup nice (not root?): figures share the cores with everything else" >&2
   fi
-  exec taskset -c "$CLIENT_CPU" target/release/examples/grpc_ratio --engine "$ENGINE" --client-cpu "$CLIENT_CPU" "$@"
+  exec taskset -c "$CLIENT_CPU" "$OUT_DIR/examples/grpc_ratio" --engine "$ENGINE" --client-cpu "$CLIENT_CPU" "$@"
 ' bench-grpc "$@"
