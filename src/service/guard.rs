@@ -18,6 +18,13 @@
 //!   update), so it does not hold the drain.
 //! - [`ActivityLayer`] counts the calls in progress on each connection (see
 //!   [`super::transport`]: the idle deadline and the connection cap).
+//!
+//! Why not tower's `ConcurrencyLimit`, `LoadShed` and `Timeout` layers: a concurrency limit
+//! takes its permit in `poll_ready`, before the request's message has arrived, so headers
+//! alone would hold slots (the lockout this module prevents); it has no per-connection share;
+//! and their errors become tonic's generic statuses without the details (`ErrorInfo`,
+//! `RetryInfo`, `QuotaFailure`) the API documents. What `Guarded` adds over them is those
+//! three orderings and answers, in one service.
 
 use std::convert::Infallible;
 use std::future::Future;
