@@ -16,9 +16,8 @@
 //! - [`run_load`]: many concurrent players, each playing complete rounds until a shared
 //!   budget of rounds is used up.
 //!
-//! The requests that depend on the API version (CommitSeed carries the round id and
-//! nonce) are built in one place, [`commit_request`] and [`start_request`]; the reveal is
-//! checked in one place, [`check_reveal`].
+//! Requests are built with [`crate::common::req`]; the reveal is checked in one place,
+//! [`check_reveal`].
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
@@ -31,10 +30,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use reddog::fairness::{AnyReveal, parse_reveal};
-use reddog::service::proto::red_dog_client::RedDogClient;
-use reddog::service::proto::{self, Action, Outcome};
-use tonic::transport::{Channel, Endpoint};
+use reddog::service::proto::{self, Outcome};
+use tonic::transport::Endpoint;
 use tonic::{Code, Status};
+
+use crate::common::{TestClient, req};
 
 // ---- replicas ----------------------------------------------------------------------------
 
@@ -282,7 +282,7 @@ impl Counters {
 
 /// The replicas a platform calls; replaced while the load runs.
 pub struct Pool {
-    targets: RwLock<Vec<(String, Vec<RedDogClient<Channel>>)>>,
+    targets: RwLock<Vec<(String, Vec<TestClient>)>>,
     next: AtomicUsize,
     /// Retried transport failures, by replica name and status code.
     pub retries: Mutex<Vec<(String, Code, String)>>,
@@ -304,7 +304,7 @@ impl Pool {
                     .connect_timeout(Duration::from_secs(2))
                     .timeout(Duration::from_secs(20))
                     .connect_lazy();
-                RedDogClient::new(ch)
+                TestClient::new(ch)
             })
             .collect();
         self.targets.write().unwrap().push((replica.name.clone(), clients));
@@ -318,7 +318,7 @@ impl Pool {
         self.targets.read().unwrap().iter().map(|(n, _)| n.clone()).collect()
     }
 
-    fn pick(&self) -> (String, RedDogClient<Channel>) {
+    fn pick(&self) -> (String, TestClient) {
         let i = self.next.fetch_add(1, Ordering::Relaxed);
         let targets = self.targets.read().unwrap();
         assert!(!targets.is_empty(), "no replica in the pool");
@@ -343,7 +343,7 @@ impl Pool {
             .collect();
         for (name, mut client) in clients {
             client
-                .get_rules(proto::GetRulesRequest::default())
+                .get_rules(req::get_rules())
                 .await
                 .unwrap_or_else(|s| panic!("GetRules on {name} while connecting: {s:?}"));
         }
@@ -369,14 +369,14 @@ pub const FAILOVER_DEADLINE: Duration = Duration::from_secs(30);
 /// One RPC with failover: returns the answer and the replica that gave it.
 pub async fn call<T, F, Fut>(pool: &Pool, what: &str, mut rpc: F) -> (T, String)
 where
-    F: FnMut(RedDogClient<Channel>) -> Fut,
-    Fut: std::future::Future<Output = Result<tonic::Response<T>, Status>>,
+    F: FnMut(TestClient) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Status>>,
 {
     let deadline = Instant::now() + FAILOVER_DEADLINE;
     loop {
         let (name, client) = pool.pick();
         match rpc(client).await {
-            Ok(r) => return (r.into_inner(), name),
+            Ok(r) => return (r, name),
             Err(s) if is_transport_failure(&s) && Instant::now() < deadline => {
                 pool.retries.lock().unwrap().push((name, s.code(), s.message().chars().take(120).collect()));
                 tokio::time::sleep(Duration::from_millis(2)).await;
@@ -390,30 +390,7 @@ where
     }
 }
 
-// ---- the API-version-dependent pieces (they change with the API version) ---------------------
-
-pub fn commit_request(round_id: &str, nonce: u64) -> proto::CommitSeedRequest {
-    proto::CommitSeedRequest { round_id: round_id.to_string(), nonce, table_id: String::new() }
-}
-
-pub fn start_request(
-    commitment_token: Vec<u8>,
-    round_id: &str,
-    client_seed: &str,
-    nonce: u64,
-    bets: &[u64],
-) -> proto::StartRoundRequest {
-    proto::StartRoundRequest {
-        sandbox_cards: vec![],
-        commitment_token,
-        client_seed: client_seed.to_string(),
-        nonce,
-        round_id: round_id.to_string(),
-        seats: bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
-        player_limits: Some(proto::Limits { min_bet: 500, max_bet: 30_000 }),
-        table_id: String::new(),
-    }
-}
+// ---- the reveal ---------------------------------------------------------------------------
 
 /// The reveal (v2) verifies, is this round's, matches the commitment shown before it, and
 /// carries the settlement's seats and the settled token's transcript.
@@ -560,11 +537,16 @@ async fn play_round(pool: &Pool, ledger: &Ledger, player: usize, rng: &mut Rng, 
     let bets: Vec<u64> = (0..1 + rng.below(7)).map(|_| 500 + rng.below(29_501)).collect();
 
     let (committed, _) = call(pool, "CommitSeed", |mut c| {
-        let r = commit_request(&round_id, nonce);
+        let r = req::commit_seed().round(&round_id).nonce(nonce);
         async move { c.commit_seed(r).await }
     })
     .await;
-    let start = start_request(committed.commitment_token.clone(), &round_id, &client_seed, nonce, &bets);
+    let start = req::start_round(committed.commitment_token.clone())
+        .round(&round_id)
+        .client_seed(&client_seed)
+        .nonce(nonce)
+        .bets(&bets)
+        .limits(500, 30_000);
     let (started, started_on) = call(pool, "StartRound", |mut c| {
         let r = start.clone();
         async move { c.start_round(r).await }
@@ -586,17 +568,14 @@ async fn play_round(pool: &Pool, ledger: &Ledger, player: usize, rng: &mut Rng, 
             if chunk.is_empty() {
                 continue;
             }
-            let decisions: Vec<proto::SeatDecision> = chunk
-                .iter()
-                .map(|&s| {
-                    let raise = view.spread >= 7 || rng.below(4) == 0;
-                    raised[s as usize] = raise;
-                    proto::SeatDecision { seat: s, action: if raise { Action::Raise } else { Action::Stand } as i32 }
-                })
-                .collect();
-            let req = proto::DecideRequest { round_token: token.clone(), decisions, round_id: round_id.clone() };
+            let mut decide = req::decide(token.clone()).round(&round_id);
+            for &s in chunk {
+                let raise = view.spread >= 7 || rng.below(4) == 0;
+                raised[s as usize] = raise;
+                decide = if raise { decide.raise(s) } else { decide.stand(s) };
+            }
             let (decided, _) = call(pool, "Decide", |mut c| {
-                let r = req.clone();
+                let r = decide.clone();
                 async move { c.decide(r).await }
             })
             .await;
@@ -606,7 +585,7 @@ async fn play_round(pool: &Pool, ledger: &Ledger, player: usize, rng: &mut Rng, 
             token = decided.round_token;
         }
     }
-    let settle = proto::SettleRequest { round_token: token.clone(), round_id: round_id.clone() };
+    let settle = req::settle(token.clone()).round(&round_id);
     let (settled, settled_on) = call(pool, "Settle", |mut c| {
         let r = settle.clone();
         async move { c.settle(r).await }
@@ -689,9 +668,9 @@ where
 pub async fn resettle_all(pool: &Pool, ledger: &Ledger) -> usize {
     let finals = std::mem::take(&mut *ledger.finals.lock().unwrap());
     for (token, round_id, staked, returned) in &finals {
-        let req = proto::SettleRequest { round_token: token.clone(), round_id: round_id.clone() };
+        let settle = req::settle(token.clone()).round(round_id);
         let (again, _) = call(pool, "Settle again", |mut c| {
-            let r = req.clone();
+            let r = settle.clone();
             async move { c.settle(r).await }
         })
         .await;

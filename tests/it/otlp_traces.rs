@@ -15,7 +15,7 @@ use opentelemetry_proto::tonic::trace::v1::{Span, span::SpanKind, status::Status
 use reddog::service::proto;
 use tonic::{Request, Response, Status};
 
-use crate::common::{ServerProcess, connect};
+use crate::common::{ServerProcess, connect, req};
 
 /// A received span with its resource's attributes.
 type Received = (Vec<KeyValue>, Span);
@@ -109,16 +109,15 @@ async fn a_callers_traceparent_becomes_the_parent_of_the_engines_span_exported_o
     let ok_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let ok_parent = "00f067aa0ba902b7";
     client
-        .get_rules(with_traceparent(proto::GetRulesRequest::default(), &format!("00-{ok_trace}-{ok_parent}-01")))
+        .raw
+        .get_rules(with_traceparent(req::get_rules().build(), &format!("00-{ok_trace}-{ok_parent}-01")))
         .await
         .expect("GetRules");
     let bad_trace = "0af7651916cd43dd8448eb211c80319c";
     let bad_parent = "b7ad6b7169203331";
     let refused = client
-        .settle(with_traceparent(
-            proto::SettleRequest { round_token: vec![1, 2, 3], round_id: String::new() },
-            &format!("00-{bad_trace}-{bad_parent}-01"),
-        ))
+        .raw
+        .settle(with_traceparent(req::settle(vec![1, 2, 3]).build(), &format!("00-{bad_trace}-{bad_parent}-01")))
         .await
         .expect_err("a bad token is refused");
     assert_eq!(refused.code(), tonic::Code::InvalidArgument);

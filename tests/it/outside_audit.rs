@@ -21,7 +21,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use reddog::service::proto::{self, Action, SeatBet};
+use reddog::service::proto;
 use reddog::service::tables::Tables;
 use tonic::Code;
 
@@ -41,16 +41,12 @@ async fn an_unbound_commitment_deals_only_at_the_default_table() {
         TestServer::start_tables(&ring, Duration::from_secs(600), Tables::from_json(TWO_DECK_COUNTS).unwrap()).await;
     let mut c = srv.client().await;
     let token = commitment_token(&ring, SEED, 60_000);
-    let mut req = start_request(token.clone(), 7, &[1000]);
-    req.table_id = "eight".into();
-    let err = c.start_round(req).await.unwrap_err();
+    let err = c.start_round(req::start_round(token.clone()).nonce(7).table("eight")).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
     assert_eq!(field_of(&err), "table_id", "{err:?}");
     // At the default table (named or not) it still deals, as during a rolling update.
     for table_id in ["", "default"] {
-        let mut req = start_request(token.clone(), 7, &[1000]);
-        req.table_id = table_id.into();
-        let start = c.start_round(req).await.unwrap().into_inner();
+        let start = c.start_round(req::start_round(token.clone()).nonce(7).table(table_id)).await.unwrap();
         assert_eq!(
             (start.table_id.as_str(), start.round.unwrap().first_card.unwrap().code),
             ("default", deal(SEED, CLIENT_SEED, 7)[0].to_string())
@@ -75,25 +71,9 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
     let mut started = None;
     for k in 0..200 {
         let round_id = format!("r{k}");
-        let commit = c
-            .commit_seed(proto::CommitSeedRequest { round_id: round_id.clone(), nonce: 0, table_id: "vip".into() })
-            .await
-            .unwrap()
-            .into_inner();
-        let start = c
-            .start_round(proto::StartRoundRequest {
-                sandbox_cards: vec![],
-                commitment_token: commit.commitment_token,
-                client_seed: "player".into(),
-                nonce: 0,
-                round_id,
-                seats: vec![SeatBet { bet: 1000 }],
-                player_limits: limits(500, 30_000),
-                table_id: String::new(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let commit = c.commit_seed(req::commit_seed().round(&round_id).table("vip")).await.unwrap();
+        let start = req::start_round(commit.commitment_token).round(round_id).client_seed("player");
+        let start = c.start_round(start.limits(500, 30_000)).await.unwrap();
         if start.round.as_ref().unwrap().awaiting_decisions {
             assert_eq!(start.currency, eur());
             started = Some(start);
@@ -101,49 +81,22 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
         }
     }
     let started = started.expect("a non-consecutive hand within 200 deals");
-    let unused = c
-        .commit_seed(proto::CommitSeedRequest { round_id: "later".into(), nonce: 0, table_id: "vip".into() })
-        .await
-        .unwrap()
-        .into_inner();
+    let unused = c.commit_seed(req::commit_seed().round("later").table("vip")).await.unwrap();
     assert_eq!(unused.currency, eur());
     before.stop().await;
 
     // The operator re-configures table `vip` in yen, same key ring.
     let after = TestServer::start_tables(&ring, Duration::from_secs(600), Tables::from_json(JPY).unwrap()).await;
     let mut c = after.client().await;
-    let decided = c
-        .decide(proto::DecideRequest {
-            round_token: started.round_token,
-            decisions: vec![decision(0, Action::Raise)],
-            round_id: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let decided = c.decide(req::decide(started.round_token).raise(0)).await.unwrap();
     assert_eq!(decided.raised_amount, 1000);
     assert_eq!(decided.currency, eur(), "the raise was 10.00 EUR, not 1000 JPY");
-    let settled = c
-        .settle(proto::SettleRequest { round_token: decided.round_token, round_id: String::new() })
-        .await
-        .unwrap()
-        .into_inner();
+    let settled = c.settle(req::settle(decided.round_token)).await.unwrap();
     assert_eq!(settled.total_staked, 2000);
     assert_eq!(settled.currency, eur(), "the stakes were in EUR");
     // The commitment promised EUR bets: StartRound at the yen table refuses it.
-    let err = c
-        .start_round(proto::StartRoundRequest {
-            sandbox_cards: vec![],
-            commitment_token: unused.commitment_token,
-            client_seed: "player".into(),
-            nonce: 0,
-            round_id: "later".into(),
-            seats: vec![SeatBet { bet: 1000 }],
-            player_limits: limits(500, 30_000),
-            table_id: String::new(),
-        })
-        .await
-        .unwrap_err();
+    let later = req::start_round(unused.commitment_token).round("later").client_seed("player");
+    let err = c.start_round(later.limits(500, 30_000)).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
     assert_eq!(field_of(&err), "commitment_token", "{err:?}");
     assert!(err.message().contains("EUR") && err.message().contains("JPY"), "{}", err.message());
@@ -167,28 +120,12 @@ fn json_replica(log: &Path) -> ServerProcess {
 
 /// Deals rounds `PREFIX-0`, `PREFIX-1`, … (nonce 1, `seats` seats of 1000) until one awaits
 /// decisions; its round id and first round token.
-async fn awaiting_round(
-    c: &mut reddog::service::proto::red_dog_client::RedDogClient<tonic::transport::Channel>,
-    prefix: &str,
-    seats: usize,
-) -> (String, Vec<u8>) {
+async fn awaiting_round(c: &mut TestClient, prefix: &str, seats: usize) -> (String, Vec<u8>) {
     for k in 0..200 {
         let round_id = format!("{prefix}-{k}");
-        let commit = c.commit_seed(commit_request(round_id.clone(), 1)).await.unwrap().into_inner();
-        let start = c
-            .start_round(proto::StartRoundRequest {
-                sandbox_cards: vec![],
-                commitment_token: commit.commitment_token,
-                client_seed: "player".into(),
-                nonce: 1,
-                round_id: round_id.clone(),
-                seats: vec![SeatBet { bet: 1000 }; seats],
-                player_limits: limits(500, 30_000),
-                table_id: String::new(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let commit = c.commit_seed(req::commit_seed().round(&round_id).nonce(1)).await.unwrap();
+        let start = req::start_round(commit.commitment_token).round(&round_id).nonce(1).client_seed("player");
+        let start = c.start_round(start.bets(&vec![1000; seats]).limits(500, 30_000)).await.unwrap();
         if start.round.unwrap().awaiting_decisions {
             return (round_id, start.round_token);
         }
@@ -204,16 +141,12 @@ async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
     let (a, b) = (json_replica(&log_a), json_replica(&log_b));
     let (mut ca, mut cb) = (connect(a.addr).await, connect(b.addr).await);
     let (_, t0) = awaiting_round(&mut ca, "late", 2).await;
-    let decide = proto::DecideRequest {
-        round_token: t0,
-        decisions: vec![decision(0, Action::Raise), decision(1, Action::Stand)],
-        round_id: String::new(),
-    };
+    let decide = req::decide(t0).raise(0).stand(1);
     // The platform's Decide went to replica a, which was slow: the platform timed out and
     // retried on b, then settled on b. a processed (and logged) the first attempt last.
-    let t1 = cb.decide(decide.clone()).await.unwrap().into_inner().round_token;
-    cb.settle(proto::SettleRequest { round_token: t1.clone(), round_id: String::new() }).await.unwrap();
-    let late = ca.decide(decide).await.unwrap().into_inner().round_token;
+    let t1 = cb.decide(decide.clone()).await.unwrap().round_token;
+    cb.settle(req::settle(t1.clone())).await.unwrap();
+    let late = ca.decide(decide).await.unwrap().round_token;
     assert_eq!(late, t1, "the same request returns the same token: a retry");
     drop((ca, cb));
     let (_, _) = (a.terminate().await, b.terminate().await);
@@ -233,14 +166,8 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
     let (a, b) = (json_replica(&log_a), json_replica(&log_b));
     let (mut ca, mut cb) = (connect(a.addr).await, connect(b.addr).await);
     let (round_id, t0) = awaiting_round(&mut ca, "older", 1).await;
-    ca.decide(proto::DecideRequest {
-        round_token: t0.clone(),
-        decisions: vec![decision(0, Action::Raise)],
-        round_id: String::new(),
-    })
-    .await
-    .unwrap();
-    cb.settle(proto::SettleRequest { round_token: t0, round_id: String::new() }).await.unwrap();
+    ca.decide(req::decide(t0.clone()).raise(0)).await.unwrap();
+    cb.settle(req::settle(t0)).await.unwrap();
     drop((ca, cb));
     let (_, _) = (a.terminate().await, b.terminate().await);
     let out = Command::new(crate::common::reddog_binary())
@@ -268,18 +195,9 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
 async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
     let srv = TestServer::start(&ring_a(), Duration::from_secs(1)).await;
     let mut c = srv.client().await;
-    let commit = c.commit_seed(commit_request("expiring", 3)).await.unwrap().into_inner();
-    let req = proto::StartRoundRequest {
-        sandbox_cards: vec![],
-        commitment_token: commit.commitment_token,
-        client_seed: "player".into(),
-        nonce: 3,
-        round_id: "expiring".into(),
-        seats: vec![SeatBet { bet: 1000 }],
-        player_limits: limits(500, 30_000),
-        table_id: String::new(),
-    };
-    c.start_round(req.clone()).await.unwrap();
+    let commit = c.commit_seed(req::commit_seed().round("expiring").nonce(3)).await.unwrap();
+    let start = req::start_round(commit.commitment_token).round("expiring").nonce(3).limits(500, 30_000);
+    c.start_round(start.clone()).await.unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
         <= commit.expires_at_unix_ms
@@ -287,7 +205,7 @@ async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
         assert!(std::time::Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let err = c.start_round(req).await.unwrap_err();
+    let err = c.start_round(start).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
     assert_eq!(field_of(&err), "commitment_token");
     srv.stop().await;

@@ -286,7 +286,7 @@ async fn token_refusals_are_counted_by_reason_and_answered_alike() {
     let malformed = b"not a token".to_vec();
     let mut answers = Vec::new();
     for token in [expired, foreign, tampered, malformed] {
-        let status = c.start_round(start_request(token, 0, &[500])).await.unwrap_err();
+        let status = c.start_round(req::start_round(token).bets(&[500])).await.unwrap_err();
         answers.push((status.code(), status.message().to_string(), status.details().to_vec()));
     }
     eprintln!(
