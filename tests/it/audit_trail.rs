@@ -365,8 +365,7 @@ async fn ten_thousand_garbage_token_settles_log_a_bounded_number_of_lines() {
     let elapsed = started.elapsed();
     assert_eq!(replica.scrape().await.token_rejections, 10_000, "the metric counts every refusal");
     eventually(Duration::from_secs(10), "a refusal line", || replica.log_contains("tokens refused")).await;
-    let lines: Vec<String> =
-        replica.log.lock().unwrap().iter().filter(|l| l.contains("tokens refused")).cloned().collect();
+    let lines: Vec<String> = replica.log_lines().iter().filter(|l| l.contains("tokens refused")).cloned().collect();
     // One line per reason per 10 s: at most 5 reasons, each at most elapsed/10 s + 1 lines.
     let bound = 5 * (elapsed.as_secs() / 10 + 1) as usize;
     assert!(

@@ -21,10 +21,11 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::ffi::OsStr;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -34,7 +35,7 @@ use reddog::service::proto::{self, Outcome};
 use tonic::transport::Endpoint;
 use tonic::{Code, Status};
 
-use crate::common::{TestClient, req};
+use crate::common::{Log, ServerProcess, TestClient, req};
 
 // ---- replicas ----------------------------------------------------------------------------
 
@@ -68,65 +69,28 @@ pub enum Logs {
     Discard,
 }
 
-/// A `reddog serve` child process.
+/// A `reddog serve` child process ([`ServerProcess`]) with a name.
 pub struct Replica {
     pub name: String,
-    child: Child,
     pub addr: SocketAddr,
     pub metrics: SocketAddr,
-    /// Everything the process wrote to stderr (its log), line by line.
-    pub log: Arc<Mutex<Vec<String>>>,
+    process: ServerProcess,
 }
 
 impl Replica {
     /// Starts the binary with the ring file and `args`; waits (bounded) for both listen lines.
     pub fn spawn(name: &str, ring: &Path, args: &[&str], logs: Logs) -> Replica {
-        let mut child = Command::new(binary())
-            .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
-            .arg("--key-ring-file")
-            .arg(ring)
+        let process = ServerProcess::builder()
+            .args(&[OsStr::new("--key-ring-file"), ring.as_os_str()])
             .args(args)
-            .env_clear()
             .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(if logs == Logs::Keep { Stdio::piped() } else { Stdio::null() })
-            .spawn()
-            .expect("spawn reddog serve");
-        let stdout = child.stdout.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        if let Some(stderr) = child.stderr.take() {
-            let sink = log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    sink.lock().unwrap().push(line);
-                }
-            });
-        }
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                for (prefix, which) in [("listening on ", 0), ("metrics on ", 1)] {
-                    if let Some(a) = line.strip_prefix(prefix) {
-                        let _ = tx.send((which, a.trim().parse::<SocketAddr>().unwrap()));
-                    }
-                }
-            }
-        });
-        let mut addrs = [None, None];
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while addrs.iter().any(Option::is_none) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok((which, a)) => addrs[which] = Some(a),
-                Err(_) => panic!("{name}: no listen lines within 60 s; log: {:?}", log.lock().unwrap()),
-            }
-        }
-        Replica { name: name.to_string(), child, addr: addrs[0].unwrap(), metrics: addrs[1].unwrap(), log }
+            .log(if logs == Logs::Keep { Log::Keep } else { Log::Discard })
+            .spawn();
+        Replica { name: name.to_string(), addr: process.addr, metrics: process.metrics, process }
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// Resident set size (`VmRSS`) in KiB, `None` once the process is gone.
@@ -142,29 +106,22 @@ impl Replica {
 
     /// Whether the process has exited (without waiting).
     pub fn has_exited(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_some()
+        self.process.has_exited()
     }
 
     pub fn sigterm(&self) {
-        signal(self.pid(), "TERM");
+        self.process.signal("TERM");
     }
 
     /// SIGKILL, and reap.
     pub fn sigkill(&mut self) {
-        signal(self.pid(), "KILL");
-        let _ = self.child.wait();
+        self.process.signal("KILL");
+        let _ = self.process.child.wait();
     }
 
     /// Waits (bounded, without blocking the runtime) for the process to exit.
     pub async fn wait_exit(&mut self, bound: Duration) -> ExitStatus {
-        let deadline = Instant::now() + bound;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "{} did not exit within {bound:?}", self.name);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.process.wait_exit(bound).await
     }
 
     /// The replica's counters now (a scrape of `/metrics`).
@@ -174,20 +131,13 @@ impl Replica {
     }
 
     pub fn log_contains(&self, text: &str) -> bool {
-        self.log.lock().unwrap().iter().any(|l| l.contains(text))
+        self.process.log_contains(text)
     }
-}
 
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    /// Its log so far ([`Logs::Keep`]).
+    pub fn log_lines(&self) -> Vec<String> {
+        self.process.log_lines()
     }
-}
-
-fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().unwrap().success();
-    assert!(ok, "kill -{sig} {pid}");
 }
 
 fn status_kib(status: &str, key: &str) -> Option<u64> {
@@ -201,35 +151,33 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
 /// Samples a process's RSS every `every` on a thread until dropped.
 pub struct RssSampler {
     samples: Arc<Mutex<Vec<(Duration, u64)>>>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
+    /// Dropping it stops the thread at once.
+    _stop: std::sync::mpsc::Sender<()>,
 }
 
 impl RssSampler {
     pub fn start(pid: u32, every: Duration) -> RssSampler {
         let samples = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (s, st) = (samples.clone(), stop.clone());
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let s = samples.clone();
         std::thread::spawn(move || {
             let t0 = Instant::now();
-            while !st.load(Ordering::Relaxed) {
+            // The sampling period: the wait ends early when the sampler is dropped.
+            loop {
                 match rss_kib(pid) {
                     Some(kib) => s.lock().unwrap().push((t0.elapsed(), kib)),
                     None => break,
                 }
-                std::thread::sleep(every);
+                if stopped.recv_timeout(every) != Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                    break;
+                }
             }
         });
-        RssSampler { samples, stop }
+        RssSampler { samples, _stop: stop }
     }
 
     pub fn samples(&self) -> Vec<(Duration, u64)> {
         self.samples.lock().unwrap().clone()
-    }
-}
-
-impl Drop for RssSampler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -379,6 +327,8 @@ where
             Ok(r) => return (r, name),
             Err(s) if is_transport_failure(&s) && Instant::now() < deadline => {
                 pool.retries.lock().unwrap().push((name, s.code(), s.message().chars().take(120).collect()));
+                // A back-off before the next replica, not a wait for a condition: with every
+                // replica down, failover would otherwise spin.
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             Err(s) => panic!(
@@ -641,26 +591,18 @@ pub async fn run_load(pool: Arc<Pool>, ledger: Arc<Ledger>, load: Load) -> Durat
     t0.elapsed()
 }
 
-/// Waits (bounded) until `cond` holds, polling every 10 ms.
-pub async fn wait_until(what: &str, bound: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + bound;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out after {bound:?} waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+/// Waits (bounded) until `cond` holds ([`crate::common::eventually`]).
+pub async fn wait_until(what: &str, bound: Duration, cond: impl FnMut() -> bool) {
+    crate::common::eventually(bound, what, cond).await
 }
 
-/// [`wait_until`] with an async condition (e.g. a scrape of `/metrics`), polled every 20 ms.
-pub async fn wait_until_async<F, Fut>(what: &str, bound: Duration, mut cond: F)
+/// [`wait_until`] with an async condition (e.g. a scrape of `/metrics`).
+pub async fn wait_until_async<F, Fut>(what: &str, bound: Duration, cond: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + bound;
-    while !cond().await {
-        assert!(Instant::now() < deadline, "timed out after {bound:?} waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    crate::common::eventually_async(bound, what, cond).await
 }
 
 /// Re-settles every kept final token on the pool: each gives the same stake and return as

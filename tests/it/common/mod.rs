@@ -34,8 +34,18 @@ pub fn ring_a() -> String {
 
 /// Polls `check` every 10 ms until it is true; panics after `limit`.
 pub async fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    eventually_async(limit, what, || std::future::ready(check())).await
+}
+
+/// [`eventually`] with an async check (e.g. a scrape of `/metrics`). The one polling loop of
+/// the tests: every wait for a condition goes through it.
+pub async fn eventually_async<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
     let deadline = tokio::time::Instant::now() + limit;
-    while !check() {
+    while !check().await {
         assert!(tokio::time::Instant::now() < deadline, "not within {limit:?}: {what}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -43,17 +53,13 @@ pub async fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> 
 
 /// A channel to `addr`, retried (bounded: 5 s) while the server comes up.
 pub async fn channel(addr: SocketAddr) -> Channel {
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        match endpoint.connect().await {
-            Ok(ch) => return ch,
-            Err(e) if tokio::time::Instant::now() >= deadline => {
-                panic!("could not connect to {addr} within 5 s: {e}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
+    let endpoint = &tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
+    let connected = &std::sync::Mutex::new(None);
+    eventually_async(Duration::from_secs(5), &format!("a connection to {addr}"), || async move {
+        endpoint.connect().await.map(|ch| *connected.lock().unwrap() = Some(ch)).is_ok()
+    })
+    .await;
+    connected.lock().unwrap().take().unwrap()
 }
 
 /// A [`TestClient`] connected to `addr`.
