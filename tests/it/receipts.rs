@@ -51,6 +51,7 @@ fn service(ring: &str) -> RedDogService {
         audit,
         key_ring: KeyRing::from_json(ring).unwrap(),
         commitment_ttl: Duration::from_secs(600),
+        clock: reddog::service::Clock::system(),
     })
 }
 
@@ -464,6 +465,7 @@ fn signed_trail() -> String {
         audit: audit.clone(),
         key_ring: ring,
         commitment_ttl: Duration::from_secs(600),
+        clock: reddog::service::Clock::system(),
     });
     let rt = runtime();
     for n in 0..3 {

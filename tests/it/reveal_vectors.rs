@@ -219,6 +219,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
         audit,
         key_ring: KeyRing::from_json(RING).unwrap(),
         commitment_ttl: Duration::from_secs(600),
+        clock: reddog::service::Clock::system(),
     });
     let nonce = nonce_for(c);
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;

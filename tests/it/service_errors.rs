@@ -205,23 +205,21 @@ async fn settle_and_commit_refuse_bad_fields() {
 
 #[tokio::test]
 async fn an_expired_commitment_from_commit_seed_is_refused() {
-    // 1 s is the shortest lifetime the settings accept.
-    let server = TestServer::start(&ring_a(), Duration::from_secs(1)).await;
+    // 1 s is the shortest lifetime the settings accept; the engine reads the test's clock.
+    let clock = TestClock::new();
+    let mut s = settings(&ring_a());
+    s.commitment_ttl = Duration::from_secs(1);
+    s.clock = clock.clock();
+    let server = TestServer::spawn(s).await;
     let mut c = server.client().await;
     let committed = c.commit_seed(req::commit_seed()).await.unwrap();
+    assert_eq!(committed.expires_at_unix_ms, clock.now_ms() + 1000);
     let mut req = good_start(0);
     req.commitment_token = committed.commitment_token;
-    // Usable until it expires (a StartRound before that simply succeeds), refused after.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    let refused = loop {
-        match c.start_round(req.clone()).await {
-            Err(status) => break status,
-            Ok(_) => {
-                assert!(tokio::time::Instant::now() < deadline, "a 1 s commitment still usable after 5 s");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    };
-    assert_status(Err::<(), _>(refused), Code::InvalidArgument, "commitment_token");
+    // Usable up to its expiry instant, refused one millisecond after.
+    clock.advance(Duration::from_millis(1000));
+    c.start_round(req.clone()).await.expect("usable at its expiry instant");
+    clock.advance(Duration::from_millis(1));
+    assert_status(c.start_round(req).await, Code::InvalidArgument, "commitment_token");
     server.stop().await;
 }

@@ -36,8 +36,13 @@ fn service() -> (RedDogService, u64) {
         &tables,
     )
     .unwrap();
-    let svc =
-        RedDogService::new(EngineConfig { audit, tables, key_ring: ring, commitment_ttl: Duration::from_secs(600) });
+    let svc = RedDogService::new(EngineConfig {
+        audit,
+        tables,
+        key_ring: ring,
+        commitment_ttl: Duration::from_secs(600),
+        clock: reddog::service::Clock::system(),
+    });
     (svc, max_bet.0)
 }
 

@@ -51,6 +51,39 @@ where
     }
 }
 
+/// A wall clock a test moves by hand, for `Settings::clock`: a commitment expires when the
+/// test says, without waiting.
+#[derive(Clone, Debug)]
+pub struct TestClock(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl TestClock {
+    /// Starts at the system's time now.
+    pub fn new() -> TestClock {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+        TestClock(std::sync::Arc::new(now.into()))
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.0.fetch_add(by.as_millis() as i64, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The engine's view of this clock.
+    pub fn clock(&self) -> reddog::service::Clock {
+        let t = self.clone();
+        reddog::service::Clock::from_fn(move || t.now_ms())
+    }
+}
+
+impl Default for TestClock {
+    fn default() -> TestClock {
+        TestClock::new()
+    }
+}
+
 /// A channel to `addr`, retried (bounded: 5 s) while the server comes up.
 pub async fn channel(addr: SocketAddr) -> Channel {
     let endpoint = &tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
