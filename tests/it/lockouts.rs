@@ -167,9 +167,7 @@ async fn out_of_file_descriptors_the_metrics_listener_backs_off_instead_of_spinn
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_that_never_reads_its_answers_does_not_hold_the_drain() {
-    let mut s = settings(&ring_a());
-    s.drain_timeout = Duration::from_secs(20);
-    let server = TestServer::spawn(s).await;
+    let server = spawn_binary(&[], &["--drain-timeout-secs", "20"]);
     // A client that grants no flow-control window: its answers can never be sent.
     let deaf = Endpoint::from_shared(format!("http://{}", server.addr))
         .unwrap()
@@ -182,12 +180,15 @@ async fn a_peer_that_never_reads_its_answers_does_not_hold_the_drain() {
         let mut c = RedDogClient::new(deaf.clone());
         calls.push(tokio::spawn(async move { c.get_rules(GetRulesRequest::default()).await }));
     }
-    // The answers are stuck behind the peer's window; the server has done its part.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The server has answered all four (its own count); the answers are stuck behind the
+    // peer's window.
+    let answered = r#"reddog_rpc_requests_total{method="GetRules",code="OK"}"#;
+    server.wait_for_metric(answered, 4.0, Duration::from_secs(30)).await;
     assert!(calls.iter().all(|c| !c.is_finished()));
     let started = Instant::now();
-    server.stop().await;
+    let status = server.terminate().await;
     let took = started.elapsed();
+    assert!(status.success(), "{status:?}");
     assert!(took < Duration::from_secs(5), "the drain waited {took:?} for a peer that never reads");
     eprintln!("drain with a peer that never reads: {took:?}");
 }

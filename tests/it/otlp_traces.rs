@@ -15,7 +15,7 @@ use opentelemetry_proto::tonic::trace::v1::{Span, span::SpanKind, status::Status
 use reddog::service::proto;
 use tonic::{Request, Response, Status};
 
-use crate::common::{ServerProcess, connect, req};
+use crate::common::{ServerProcess, connect, eventually, req};
 
 /// A received span with its resource's attributes.
 type Received = (Vec<KeyValue>, Span);
@@ -72,13 +72,12 @@ fn with_traceparent<T>(message: T, traceparent: &str) -> Request<T> {
 
 /// Waits (bounded) until the receiver holds a span of `trace_id`, and returns it.
 async fn span_of(rx: &Receiver, trace_id: &[u8]) -> Received {
-    for _ in 0..300 {
-        if let Some(found) = rx.spans.lock().unwrap().iter().find(|(_, s)| s.trace_id == trace_id) {
-            return found.clone();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("no span with trace id {} reached the receiver within 15 s", hex::encode(trace_id));
+    let find = || rx.spans.lock().unwrap().iter().find(|(_, s)| s.trace_id == trace_id).cloned();
+    eventually(Duration::from_secs(15), &format!("a span with trace id {}", hex::encode(trace_id)), || {
+        find().is_some()
+    })
+    .await;
+    find().unwrap()
 }
 
 #[tokio::test]
@@ -146,21 +145,12 @@ async fn a_callers_traceparent_becomes_the_parent_of_the_engines_span_exported_o
 
     // A call without traceparent starts a new trace of its own (no parent).
     client.get_rules(proto::GetRulesRequest::default()).await.unwrap();
-    let mut root = None;
-    for _ in 0..300 {
-        root = receiver
-            .spans
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|(_, s)| s.parent_span_id.is_empty() && s.name == "reddog.v1.RedDog/GetRules")
-            .cloned();
-        if root.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let (_, root) = root.expect("a root span for the call without traceparent");
+    let root = || {
+        let spans = receiver.spans.lock().unwrap();
+        spans.iter().find(|(_, s)| s.parent_span_id.is_empty() && s.name == "reddog.v1.RedDog/GetRules").cloned()
+    };
+    eventually(Duration::from_secs(15), "a root span for the call without traceparent", || root().is_some()).await;
+    let (_, root) = root().unwrap();
     assert_ne!(hex::encode(&root.trace_id), ok_trace);
 
     let status = engine.terminate().await;

@@ -550,11 +550,10 @@ async fn the_signing_secret_never_appears_in_trace_logs_or_the_audit_trail() {
     let settled = c.settle(req::settle(started.round_token)).await.unwrap();
     assert_eq!(settled.signature.len(), 128);
     // A checkpoint follows within its interval (bounded wait).
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&trail_path).unwrap_or_default().contains(r#""event":"checkpoint""#) {
-        assert!(std::time::Instant::now() < deadline, "a checkpoint within 20 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::common::eventually(Duration::from_secs(20), "a checkpoint in the trail", || {
+        std::fs::read_to_string(&trail_path).unwrap_or_default().contains(r#""event":"checkpoint""#)
+    })
+    .await;
     drop(c);
     assert!(server.terminate().await.success());
     let log = std::fs::read_to_string(&log_path).unwrap();

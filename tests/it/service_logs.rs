@@ -37,19 +37,15 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
             }
             // The trail is written in batches (at most `log_writer::FLUSH_EVERY` later):
             // wait, bounded, until this round's `round_started` record is out.
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            let before_reveal = loop {
+            eventually(Duration::from_secs(10), "the round_started record in the trail", || {
                 let trail = std::fs::read(&trail_path).unwrap_or_default();
-                let started_recorded = String::from_utf8_lossy(&trail)
+                String::from_utf8_lossy(&trail)
                     .lines()
-                    .any(|l| l.contains(&committed_hex) && l.contains("round_started"));
-                if started_recorded || std::time::Instant::now() > deadline {
-                    let mut both = std::fs::read(&log_path).unwrap();
-                    both.extend_from_slice(&trail);
-                    break both;
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            };
+                    .any(|l| l.contains(&committed_hex) && l.contains("round_started"))
+            })
+            .await;
+            let mut before_reveal = std::fs::read(&log_path).unwrap();
+            before_reveal.extend_from_slice(&std::fs::read(&trail_path).unwrap());
             let settle = c.settle(req::settle(token)).await;
             let reveal: RevealV2 = serde_json::from_str(&settle.unwrap().reveal_json).unwrap();
             let text = String::from_utf8_lossy(&before_reveal).to_lowercase();

@@ -152,29 +152,28 @@ async fn a_changed_certificate_file_is_served_without_a_restart() {
         reload_poll: Duration::from_millis(100),
     });
     let app = Application::build(s).await.unwrap();
+    let reloader = app.tls().expect("TLS configured").clone();
     let server = TestServer::run(app);
     let mut old = tls_client(server.addr, &ca1.pem, None).await.expect("server-only TLS with the first certificate");
     assert!(tls_client(server.addr, &ca2.pem, None).await.is_err());
+    assert_eq!(reloader.reloads(), (0, 0));
 
-    // Rotate: a certificate from the second CA (key first, then the certificate).
+    // Rotate: a certificate from the second CA (key first, then the certificate). The file
+    // watcher may see the new key alone first (refused), then both (reloaded).
     let (cert2, key2) = leaf(&ca2, "reddog", true, false);
     write(dir.path(), "tls.key", &key2);
     write(dir.path(), "tls.crt", &cert2);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        if tls_client(server.addr, &ca2.pem, None).await.is_ok() {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the new certificate was not served within 10 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(Duration::from_secs(10), "a reload of the changed files", || reloader.reloads().0 >= 1).await;
+    let (_, refused_before) = reloader.reloads();
+    tls_client(server.addr, &ca2.pem, None).await.expect("the new certificate is served after the reload");
     // New connections get the new certificate only; the old connection is not dropped.
     assert!(tls_client(server.addr, &ca1.pem, None).await.is_err());
     old.get_rules(req::get_rules()).await.unwrap();
 
     // A broken file set is refused and the certificate in force stays.
     write(dir.path(), "tls.crt", "not a certificate");
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    eventually(Duration::from_secs(10), "the broken files refused", || reloader.reloads().1 > refused_before).await;
+    assert_eq!(reloader.reloads().0, 1, "nothing reloaded from the broken files");
     tls_client(server.addr, &ca2.pem, None).await.expect("a bad reload leaves the previous certificate in force");
     server.stop().await;
 }
@@ -207,13 +206,12 @@ async fn the_binary_serves_mutual_tls_and_reloads_on_sighup() {
     let (cert2, key2) = leaf(&ca2, "reddog", true, false);
     write(dir.path(), "tls.key", &key2);
     write(dir.path(), "tls.crt", &cert2);
-    let status = std::process::Command::new("kill").args(["-HUP", &server.child.id().to_string()]).status().unwrap();
-    assert!(status.success());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while tls_client(server.addr, &ca2.pem, Some(&client)).await.is_err() {
-        assert!(tokio::time::Instant::now() < deadline, "SIGHUP did not swap the certificate within 10 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    server.signal("HUP");
+    let (addr, ca2, client) = (server.addr, &ca2.pem, &client);
+    eventually_async(Duration::from_secs(10), "the certificate swapped on SIGHUP", || async move {
+        tls_client(addr, ca2, Some(client)).await.is_ok()
+    })
+    .await;
     let exit = server.terminate().await;
     assert!(exit.success(), "{exit:?}");
 }
