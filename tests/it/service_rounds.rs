@@ -270,9 +270,51 @@ async fn get_rules_states_the_table() {
     assert_eq!(rules.fairness_algorithm_version, 1);
     assert_eq!(rules.commitment_ttl_secs, 90);
     assert_eq!(rules.raise_rule, "raise when the spread is 7 or more, otherwise stand");
-    assert!(rules.rtp_decimal.starts_with("0.9"), "{}", rules.rtp_decimal);
-    assert!(rules.rtp_exact.contains('/'), "{}", rules.rtp_exact);
+    let (numer, denom) = standard_one_deck_rtp();
+    assert_eq!(rules.rtp_exact, format!("{numer}/{denom}"));
+    assert_eq!(rules.rtp_decimal, decimal_10(numer, denom));
     server.stop().await;
+}
+
+/// The return to player of one unit bet at the standard paytable with one deck, raising at
+/// spread 7 or more, as a reduced fraction: counted here over every ordered deal of three
+/// cards (52 × 51 × 50), independently of the engine's odds module.
+fn standard_one_deck_rtp() -> (u64, u64) {
+    let rank = |card: usize| (card / 4) as i64;
+    let (mut deals, mut net) = (0i64, 0i64);
+    for a in 0..52 {
+        for b in (0..52).filter(|&b| b != a) {
+            for c in (0..52).filter(|&c| c != a && c != b) {
+                deals += 1;
+                let (x, y, z) = (rank(a), rank(b), rank(c));
+                let (lo, hi) = (x.min(y), x.max(y));
+                net += match hi - lo {
+                    0 if z == x => 11, // three of a kind pays 11 to 1
+                    0 | 1 => 0,        // a pair without match, a consecutive hand: push
+                    gap => {
+                        let spread = gap - 1;
+                        let stake = if spread >= 7 { 2 } else { 1 };
+                        let odds = match spread {
+                            1 => 5,
+                            2 => 4,
+                            3 => 2,
+                            _ => 1,
+                        };
+                        if lo < z && z < hi { stake * odds } else { -stake }
+                    }
+                };
+            }
+        }
+    }
+    let (numer, denom) = ((deals + net) as u64, deals as u64);
+    let gcd = (1..=denom).rev().find(|d| numer % d == 0 && denom % d == 0).unwrap();
+    (numer / gcd, denom / gcd)
+}
+
+/// `numer/denom` with 10 decimal places, rounded half up.
+fn decimal_10(numer: u64, denom: u64) -> String {
+    let scaled = (u128::from(numer) * 10u128.pow(10) * 2 + u128::from(denom)) / (2 * u128::from(denom));
+    format!("{}.{:010}", scaled / 10u128.pow(10), scaled % 10u128.pow(10))
 }
 
 /// Health: "" and reddog.v1.RedDog flip to NOT_SERVING when draining; liveness stays up.

@@ -1,11 +1,14 @@
-//! The five findings of the round-integrity audit, each reproduced against the real
-//! server (or the real binary) and checked fixed:
+//! What a dishonest (or careless) platform cannot do with a round, against the real server
+//! (or the real binary), and the round-integrity guarantees that stop it
+//! (docs/design/round-integrity.md):
 //!
-//! 1. rounds that could never be settled (a round token over the size `open` accepts);
-//! 2. totals that saturated at `u64::MAX`;
-//! 3. one commitment dealing any number of rounds (Settle as an unsealing oracle);
-//! 4. forks of a round that settle with identical reveals;
-//! 5. malformed reveals accepted by `reddog verify`.
+//! - every round the API accepts can be settled, with totals that are exact or a table that
+//!   is refused at start-up;
+//! - a commitment deals only the round (id, nonce, table, shoe, rules) it was made for, so
+//!   Settle is no oracle for another round's face-down card;
+//! - forks of a round settle with different reveals, and every step answers the transcript
+//!   recomputed from the round's inputs;
+//! - `reddog verify` refuses malformed reveals; tokens from the previous engine still finish.
 
 use std::time::Duration;
 
@@ -26,11 +29,11 @@ fn start(token: Vec<u8>, round_id: &str, client_seed: String, nonce: u64, bets: 
     req::start_round(token).round(round_id).client_seed(client_seed).nonce(nonce).bets(bets).limits(1, MAX_BET)
 }
 
-/// Finding 1: a round with the largest inputs the API accepts must be playable to the end.
-/// Before the fix, a 1-seat round with a 926-byte client seed, or 7 seats with a 777-byte
-/// seed and a 128-byte round id, got a round token that Decide and Settle refused forever.
+/// A round with the largest inputs the API accepts is playable to the end: its round token
+/// (with a 926-byte client seed and 1 seat, or a 777-byte seed, 7 seats and a 128-byte round
+/// id) stays within the size Decide and Settle accept.
 #[tokio::test]
-async fn finding_1_a_round_with_the_largest_inputs_can_always_be_settled() {
+async fn a_round_with_the_largest_inputs_can_always_be_settled() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     let cases: [(usize, usize, usize); 4] = [(1, 926, 8), (7, 777, 128), (7, 1024, 128), (1, 1024, 128)];
@@ -62,11 +65,11 @@ async fn finding_1_a_round_with_the_largest_inputs_can_always_be_settled() {
     server.stop().await;
 }
 
-/// Finding 2: a table whose largest round does not fit in `u64` is refused (naming the field
-/// and the largest allowed value), and the largest table that is allowed settles exact totals.
-/// Before the fix, such a table was accepted and `total_returned` came back as `u64::MAX`.
+/// A table whose largest round does not fit in `u64` is refused (naming the field and the
+/// largest allowed value), and the largest table that is allowed settles exact totals (no
+/// `total_returned` saturated at `u64::MAX`).
 #[tokio::test]
-async fn finding_2_totals_are_exact_or_the_table_is_refused() {
+async fn totals_are_exact_or_the_table_is_refused() {
     let paytable = Paytable::new([10_000; 11], 10_000).unwrap();
     let spec = |max_bet: u64| TableSpec {
         decks: None,
@@ -75,15 +78,10 @@ async fn finding_2_totals_are_exact_or_the_table_is_refused() {
         max_bet: Some(max_bet),
     };
     let largest = u64::MAX / (7 * 2 * 10_001);
-    let table = match Table::try_from(spec(MAX_BET)) {
-        Err(e) => {
-            assert!(matches!(e, reddog::game::TableError::TooLarge { .. }), "names max_bet: {e}");
-            assert!(e.to_string().contains(&largest.to_string()), "names the largest allowed value: {e}");
-            Table::try_from(spec(largest)).expect("the largest allowed max_bet is accepted")
-        }
-        // Before the fix the table was accepted: its totals must then be exact.
-        Ok(t) => t,
-    };
+    let e = Table::try_from(spec(MAX_BET)).expect_err("a table whose largest round overflows u64");
+    assert!(matches!(e, reddog::game::TableError::TooLarge { .. }), "names max_bet: {e}");
+    assert!(e.to_string().contains(&largest.to_string()), "names the largest allowed value: {e}");
+    let table = Table::try_from(spec(largest)).expect("the largest allowed max_bet is accepted");
     let bet = table.limits().max().minor();
     let server = TestServer::start_with(&ring_a(), TTL, table).await;
     let mut c = server.client().await;
@@ -101,11 +99,11 @@ async fn finding_2_totals_are_exact_or_the_table_is_refused() {
     server.stop().await;
 }
 
-/// Finding 3: a commitment serves one round only. Before the fix, a platform could start a
-/// throw-away round (another round id or nonce) from the real round's commitment, settle it,
-/// read the seed and so the real round's face-down card.
+/// A commitment serves one round only: a platform cannot start a throw-away round (another
+/// round id or nonce) from the real round's commitment, settle it, and read the seed and so
+/// the real round's face-down card.
 #[tokio::test]
-async fn finding_3_a_commitment_deals_only_the_round_it_was_made_for() {
+async fn a_commitment_deals_only_the_round_it_was_made_for() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     let committed = commit(&mut c, "real-round", 0).await;
@@ -126,11 +124,10 @@ async fn finding_3_a_commitment_deals_only_the_round_it_was_made_for() {
     server.stop().await;
 }
 
-/// Finding 4: after Decide(T0) → T1, settling T0 (the seat stands by default) and settling T1
-/// (the seat raised) must be told apart by their reveals. Before the fix both reveals were
-/// byte-identical: nobody could tell which fork was paid.
+/// After Decide(T0) → T1, settling T0 (the seat stands by default) and settling T1 (the seat
+/// raised) are told apart by their reveals: anyone can tell which fork was paid.
 #[tokio::test]
-async fn finding_4_two_forks_of_a_round_settle_with_different_reveals() {
+async fn two_forks_of_a_round_settle_with_different_reveals() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     let nonce = nonce_for(Want::Between);
@@ -151,12 +148,11 @@ async fn finding_4_two_forks_of_a_round_settle_with_different_reveals() {
     server.stop().await;
 }
 
-/// Finding 5: `reddog verify` refuses malformed reveals as malformed (exit status 2): card
-/// text that is not canonical (`jd`, `10h`), a numeric round id, a third card dropped or
-/// extra cards, duplicate keys. Before the fix `jd`, `10h`, a dropped or extra card were
-/// accepted as verified.
+/// `reddog verify` refuses malformed reveals as malformed (exit status 2), never as verified:
+/// card text that is not canonical (`jd`, `10h`), a numeric round id, a third card dropped or
+/// extra cards, duplicate or unknown keys.
 #[test]
-fn finding_5_reddog_verify_refuses_malformed_reveals() {
+fn reddog_verify_refuses_malformed_reveals() {
     use reddog::fairness::{DealInputs, FairShoe, ServerSeed};
     use reddog::game::{Card, Decks, HandClass};
     let seed = ServerSeed::from_bytes(SEED);

@@ -1,21 +1,17 @@
-//! Defects an outside audit of round binding and named tables found, each reproduced from
-//! what the documents promise:
+//! Rounds across re-configured tables and retried calls, as the documents promise them:
 //!
-//! - an unbound (version-1, pre-binding) commitment token dealt at any configured table,
-//!   although it was made for the old engine's only table, `default` (`state.rs`
-//!   `Binding::Unbound`; FAIRNESS §7 lists only the round id and nonce as free in the
-//!   migration window) — another table is another deck count, another grind;
-//! - after an operator re-configured a table id with another currency, the answers about a
-//!   round started before named the new currency although its bets were in the old one (API.md:
-//!   "every amount in an answer is in the minor units of the round's table's currency, and the
-//!   answer names it"), and a commitment whose answer promised "StartRound's bets and limits are
-//!   in" one currency dealt in another;
-//! - `reddog audit-log` reported a retried `Decide` as peek-then-play when the retry's log line
-//!   came after the settlement (a slow replica, or clocks a little apart), although API.md says
-//!   "Retried calls log identical lines and are not reported";
-//! - a `StartRound` retried after its commitment expired is refused although API.md said every
-//!   call may be retried with the same request (documented now, and pinned here);
-//! - a table configuration repeating a table id (or a field) started with the last one, silently.
+//! - an unbound (version-1, pre-binding) commitment token deals only at the old engine's only
+//!   table, `default` (`state.rs` `Binding::Unbound`; FAIRNESS §7 lists only the round id and
+//!   nonce as free in the migration window) — another table is another deck count;
+//! - a round keeps its table's currency when an operator re-configures the table id with
+//!   another one (API.md: "every amount in an answer is in the minor units of the round's
+//!   table's currency, and the answer names it"), and a commitment that promised one currency
+//!   does not deal in another;
+//! - `reddog audit-log` does not report a retried `Decide` whose log line came after the
+//!   settlement (a slow replica, or clocks a little apart): "Retried calls log identical lines
+//!   and are not reported" (API.md); it does report a settled pre-decision fork;
+//! - a `StartRound` retried after its commitment expired is refused (API.md states the limit);
+//! - a table configuration repeating a table id (or a field) is refused, naming it.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -135,9 +131,8 @@ async fn awaiting_round(c: &mut TestClient, prefix: &str, seats: usize) -> (Stri
 
 #[tokio::test]
 async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
-    let dir = std::env::temp_dir().join(format!("reddog-outside-audit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (log_a, log_b) = (dir.join("a.log"), dir.join("b.log"));
+    let dir = tempfile::tempdir().unwrap();
+    let (log_a, log_b) = (dir.path().join("a.log"), dir.path().join("b.log"));
     let (a, b) = (json_replica(&log_a), json_replica(&log_b));
     let (mut ca, mut cb) = (connect(a.addr).await, connect(b.addr).await);
     let (_, t0) = awaiting_round(&mut ca, "late", 2).await;
@@ -153,7 +148,6 @@ async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
     let out = Command::new(crate::common::reddog_binary()).arg("audit-log").args([&log_a, &log_b]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "a clean round with a retry was reported:\n{stdout}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The most profitable fork: Decide raise on one replica (its answer shows the third card),
