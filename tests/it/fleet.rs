@@ -162,12 +162,10 @@ impl RssSampler {
         let s = samples.clone();
         std::thread::spawn(move || {
             let t0 = Instant::now();
-            // The sampling period: the wait ends early when the sampler is dropped.
-            loop {
-                match rss_kib(pid) {
-                    Some(kib) => s.lock().unwrap().push((t0.elapsed(), kib)),
-                    None => break,
-                }
+            // Until the process is gone; the wait between samples ends early when the
+            // sampler is dropped.
+            while let Some(kib) = rss_kib(pid) {
+                s.lock().unwrap().push((t0.elapsed(), kib));
                 if stopped.recv_timeout(every) != Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
                     break;
                 }
