@@ -340,3 +340,23 @@ async fn health_flips_to_not_serving_on_shutdown() {
     drop((overall, live));
     tokio::time::timeout(Duration::from_secs(10), stopping).await.unwrap().unwrap();
 }
+
+/// The example of tests/README.md (kept compiling and passing here): a raise adds the seat's
+/// bet, and a whole round played with one call stakes double when seat 0 could raise.
+#[tokio::test]
+async fn a_raise_doubles_that_seats_stake() {
+    let server = TestServer::start(&ring_a(), Duration::from_secs(600)).await;
+    let mut c = server.client().await;
+    let nonce = nonce_for(Want::Between); // a deal of the kind the test needs, under SEED
+    let token = bound_commitment_token(&ring_a(), SEED, nonce);
+    let started = c.start_round(req::start_round(token).nonce(nonce).bets(&[500, 500])).await.unwrap();
+    let decided = c.decide(req::decide(started.round_token).raise(0).stand(1)).await.unwrap();
+    assert_eq!(decided.raised_amount, 500);
+    let played = c.play_round(req::round().bets(&[500]).raise(0)).await;
+    let raised = played.decided.is_some();
+    assert_eq!(
+        (played.settled.results[0].raised, played.settled.total_staked),
+        (raised, if raised { 1000 } else { 500 })
+    );
+    server.stop().await;
+}
