@@ -210,7 +210,9 @@ fn a_retried_settle_returns_the_identical_signature() {
     let rt = runtime();
     let svc = service(&signing_ring());
     let answers = play_raised_win(&svc, &rt, 3);
-    assert!(!answers[0].signature.is_empty());
+    let first = &answers[0];
+    let sig: [u8; 64] = unhex(&first.signature);
+    assert!(verify_settle(&unhex(PUBLIC), &sig, &unhex(&first.transcript), first.reveal_json.as_bytes()));
     for a in &answers[1..] {
         assert_eq!(a.reveal_json, answers[0].reveal_json);
         assert_eq!(a.signature, answers[0].signature);
@@ -259,7 +261,7 @@ fn a_ring_without_a_signing_key_gives_empty_signature_fields_and_no_public_keys(
         .block_on(svc.commit_seed(Request::new(req::commit_seed().round("r-1").nonce(7).build())))
         .unwrap()
         .into_inner();
-    assert!(!c.commitment.is_empty());
+    assert_eq!((c.commitment.len(), c.commitment.bytes().all(|b| b.is_ascii_hexdigit())), (64, true));
     assert_eq!((c.signing_key_id.as_str(), c.signature.as_str()), ("", ""));
     let settled = play_raised_win(&service(&plain_ring()), &rt, 1).remove(0);
     assert_eq!(settled.total_returned, 4000, "the round is otherwise the same");
