@@ -34,6 +34,7 @@ fn service(signing: bool) -> RedDogService {
         audit,
         key_ring: ring(signing),
         commitment_ttl: Duration::from_secs(24 * 3600),
+        clock: reddog::service::Clock::system(),
     })
 }
 

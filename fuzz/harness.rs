@@ -125,6 +125,7 @@ pub fn engines() -> &'static [Engine] {
                     tables: Tables::single(table.clone()),
                     key_ring: KeyRing::from_json(RING).unwrap(),
                     commitment_ttl: std::time::Duration::from_secs(3600),
+                    clock: reddog::service::Clock::system(),
                 }),
                 ring: KeyRing::from_json(RING).unwrap(),
                 table,

@@ -224,6 +224,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
             checkpoint_interval: Duration::from_secs(args.audit_checkpoint_secs),
         },
         allow_sandbox: args.allow_sandbox,
+        clock: reddog::service::Clock::system(),
     })
 }
 

@@ -53,6 +53,41 @@ pub struct EngineConfig {
     pub commitment_ttl: Duration,
     /// Where every answered CommitSeed, StartRound, Decide and Settle is recorded.
     pub audit: AuditSink,
+    /// The wall clock commitments expire by ([`Clock::system`] but in tests).
+    pub clock: Clock,
+}
+
+/// Wall-clock time in Unix milliseconds, as the engine reads it for a commitment's expiry.
+/// [`Clock::system`] in the binary; a test sets its own to expire a commitment without waiting.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> i64 + Send + Sync>);
+
+impl Clock {
+    /// The system clock.
+    pub fn system() -> Clock {
+        Clock(Arc::new(now_ms))
+    }
+
+    /// A clock that reads `now` (Unix milliseconds).
+    pub fn from_fn(now: impl Fn() -> i64 + Send + Sync + 'static) -> Clock {
+        Clock(Arc::new(now))
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock::system()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
 }
 
 /// The service implementation. Cheap to clone (one `Arc`).
@@ -66,6 +101,7 @@ struct Inner {
     tables: Tables,
     ring: KeyRing,
     ttl_ms: i64,
+    clock: Clock,
     /// GetRules' answer per table id, computed once.
     rules: BTreeMap<String, proto::GetRulesResponse>,
     /// Each table's rules digest, computed once.
@@ -176,6 +212,7 @@ impl RedDogService {
                 tables: config.tables,
                 ring: config.key_ring,
                 ttl_ms,
+                clock: config.clock,
                 rules,
                 digests,
                 metrics: Metrics::register(),
@@ -254,7 +291,7 @@ impl RedDogService {
         let (table, table_id) = (&named.table, named.id.as_str());
         let seed = ServerSeed::generate().map_err(EngineError::from)?;
         let rules_digest = self.digest_of(named);
-        let expires_at_unix_ms = now_ms().checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
+        let expires_at_unix_ms = self.inner.clock.now_ms().checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
         let payload = CommitmentPayload {
             server_seed: seed.expose().to_vec(),
             expires_at_unix_ms,
@@ -324,7 +361,9 @@ impl RedDogService {
             .ring
             .open_checked::<CommitmentPayload>(TokenKind::Commitment, &req.commitment_token)
             .and_then(|p| {
-                commitment::check_expiry(p.expires_at_unix_ms, now_ms()).map(|()| p).map_err(|_| TokenRefusal::Expired)
+                commitment::check_expiry(p.expires_at_unix_ms, self.inner.clock.now_ms())
+                    .map(|()| p)
+                    .map_err(|_| TokenRefusal::Expired)
             })
             .and_then(|p| {
                 let seed = p.seed().map_err(|_| TokenRefusal::Malformed)?;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use zeroize::Zeroizing;
 
-use super::api::EngineConfig;
+use super::api::{Clock, EngineConfig};
 use super::audit_sink::{AuditOptions, AuditSink, CheckpointSigner};
 pub use super::limits::TransportLimits;
 use super::server::{self, ServeError};
@@ -171,6 +171,8 @@ pub struct Settings {
     /// Serve tables marked `"sandbox": true` (`--allow-sandbox`); without it such a table
     /// stops the start-up (see [`super::sandbox`]).
     pub allow_sandbox: bool,
+    /// The wall clock commitments expire by: [`Clock::system`]; tests set their own.
+    pub clock: Clock,
 }
 
 impl Settings {
@@ -191,6 +193,7 @@ impl Settings {
             reload_on_sighup: false,
             audit: AuditSettings::to_writer(std::io::sink()),
             allow_sandbox: false,
+            clock: Clock::system(),
         }
     }
 
@@ -390,7 +393,13 @@ impl Application {
             listener,
             health_listener,
             metrics_addr,
-            engine: EngineConfig { tables, key_ring, commitment_ttl: settings.commitment_ttl, audit: audit.clone() },
+            engine: EngineConfig {
+                tables,
+                key_ring,
+                commitment_ttl: settings.commitment_ttl,
+                audit: audit.clone(),
+                clock: settings.clock.clone(),
+            },
             audit,
             drain_timeout: settings.drain_timeout,
             limits: settings.limits,

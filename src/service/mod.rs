@@ -49,7 +49,7 @@ pub mod tls;
 pub mod token;
 pub mod transport;
 
-pub use api::{EngineConfig, RedDogService};
+pub use api::{Clock, EngineConfig, RedDogService};
 pub use app::{
     Application, AuditOutput, AuditSettings, KeyRingSource, Settings, SettingsError, TlsSettings, TransportLimits,
 };

@@ -8,6 +8,7 @@
 //! time or size changes (polled).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -92,6 +93,8 @@ pub struct TlsReloader {
     current: Arc<RwLock<Arc<ServerConfig>>>,
     stamp: Arc<RwLock<Stamp>>,
     poll: Duration,
+    /// Reloads done and refused so far ([`TlsReloader::reloads`]).
+    counts: Arc<[AtomicU64; 2]>,
 }
 
 impl std::fmt::Debug for TlsReloader {
@@ -110,6 +113,7 @@ impl TlsReloader {
             current: Arc::new(RwLock::new(Arc::new(config))),
             stamp: Arc::new(RwLock::new(stamp_now)),
             poll: Duration::from_secs(10),
+            counts: Arc::new([AtomicU64::new(0), AtomicU64::new(0)]),
         })
     }
 
@@ -130,9 +134,17 @@ impl TlsReloader {
         // The stamp is taken first and kept even if the files are bad, so one bad change is
         // reported once, not at every poll.
         *self.stamp.write().unwrap_or_else(std::sync::PoisonError::into_inner) = stamp(&self.files);
-        let config = server_config(&self.files)?;
+        let config = server_config(&self.files).inspect_err(|_| {
+            self.counts[1].fetch_add(1, Ordering::Relaxed);
+        })?;
         *self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(config);
+        self.counts[0].fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// How many reloads (by any trigger) took effect and how many were refused so far.
+    pub fn reloads(&self) -> (u64, u64) {
+        (self.counts[0].load(Ordering::Relaxed), self.counts[1].load(Ordering::Relaxed))
     }
 
     fn reload_logged(&self, why: &str) {

@@ -8,12 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reddog::service::audit_record::keys_in_order;
-use reddog::service::proto::red_dog_client::RedDogClient;
 use reddog::service::proto::{self, Action};
 use reddog::service::{Application, AuditSettings};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use tonic::transport::Channel;
 
 use crate::common::*;
 use crate::fleet::{Logs, Replica, RingFile};
@@ -133,35 +131,25 @@ fn check_chain(lines: &[String], replica: &str) -> Vec<Value> {
 /// decisions one Decide per seat (seat 0 raises, the others stand); then Settle. Returns the
 /// answers.
 async fn play(
-    c: &mut RedDogClient<Channel>,
+    c: &mut TestClient,
     round_id: &str,
     nonce: u64,
     bets: &[u64],
 ) -> (proto::CommitSeedResponse, proto::StartRoundResponse, Vec<proto::DecideResponse>, proto::SettleResponse) {
-    let committed = c.commit_seed(commit_request(round_id, nonce)).await.unwrap().into_inner();
-    let mut start = start_request(committed.commitment_token.clone(), nonce, bets);
-    start.round_id = round_id.to_string();
-    let started = c.start_round(start).await.unwrap().into_inner();
+    let committed = c.commit_seed(req::commit_seed().round(round_id).nonce(nonce)).await.unwrap();
+    let start = req::start_round(committed.commitment_token.clone()).round(round_id).nonce(nonce).bets(bets);
+    let started = c.start_round(start).await.unwrap();
     let mut token = started.round_token.clone();
     let mut decided = Vec::new();
     if started.round.as_ref().unwrap().awaiting_decisions {
         for seat in 0..bets.len() as u32 {
             let action = if seat == 0 { Action::Raise } else { Action::Stand };
-            let d = c
-                .decide(proto::DecideRequest {
-                    round_token: token,
-                    decisions: vec![decision(seat, action)],
-                    round_id: String::new(),
-                })
-                .await
-                .unwrap()
-                .into_inner();
+            let d = c.decide(req::decide(token).action(seat, action)).await.unwrap();
             token = d.round_token.clone();
             decided.push(d);
         }
     }
-    let settled =
-        c.settle(proto::SettleRequest { round_token: token, round_id: String::new() }).await.unwrap().into_inner();
+    let settled = c.settle(req::settle(token)).await.unwrap();
     (committed, started, decided, settled)
 }
 
@@ -198,7 +186,7 @@ async fn every_round_record_carries_the_contracts_fields_and_the_values_the_play
     let run = app.audit().run().to_string();
     let server = TestServer::run(app);
     let mut c = server.client().await;
-    let rules = c.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner();
+    let rules = c.get_rules(req::get_rules()).await.unwrap();
     let digest = digest_from_rules(&rules);
     let mut rounds = Vec::new();
     for i in 0..12u64 {
@@ -334,7 +322,7 @@ async fn a_checkpoint_vouches_for_the_chain_head_every_interval() {
     s.audit.checkpoint_interval = Duration::from_millis(50);
     let server = TestServer::spawn(s).await;
     let mut c = server.client().await;
-    c.commit_seed(commit_request("cp-1", 1)).await.unwrap();
+    c.commit_seed(req::commit_seed().round("cp-1").nonce(1)).await.unwrap();
     eventually(Duration::from_secs(10), "a checkpoint record", || {
         out.lines().iter().any(|l| l.contains(r#""event":"checkpoint""#))
     })
@@ -365,10 +353,7 @@ async fn ten_thousand_garbage_token_settles_log_a_bounded_number_of_lines() {
             tokio::spawn(async move {
                 for i in 0..1250u32 {
                     let garbage = format!("garbage token {t} {i}").into_bytes();
-                    let refused = c
-                        .settle(proto::SettleRequest { round_token: garbage, round_id: String::new() })
-                        .await
-                        .unwrap_err();
+                    let refused = c.settle(req::settle(garbage)).await.unwrap_err();
                     assert_eq!(refused.code(), tonic::Code::InvalidArgument);
                 }
             })
@@ -380,8 +365,7 @@ async fn ten_thousand_garbage_token_settles_log_a_bounded_number_of_lines() {
     let elapsed = started.elapsed();
     assert_eq!(replica.scrape().await.token_rejections, 10_000, "the metric counts every refusal");
     eventually(Duration::from_secs(10), "a refusal line", || replica.log_contains("tokens refused")).await;
-    let lines: Vec<String> =
-        replica.log.lock().unwrap().iter().filter(|l| l.contains("tokens refused")).cloned().collect();
+    let lines: Vec<String> = replica.log_lines().iter().filter(|l| l.contains("tokens refused")).cloned().collect();
     // One line per reason per 10 s: at most 5 reasons, each at most elapsed/10 s + 1 lines.
     let bound = 5 * (elapsed.as_secs() / 10 + 1) as usize;
     assert!(

@@ -12,122 +12,24 @@
 //! - `drain_is_bounded`: a call that never completes does not keep the process alive past
 //!   `--drain-timeout-secs`.
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use reddog::service::proto::GetRulesRequest;
 
-use crate::common::held_call;
-use tonic::transport::{Channel, Endpoint};
+use crate::common::{ServerProcess, channel, held_call};
+use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
 const RING: &str = r#"{"primary":"d","keys":{"d":"3333333333333333333333333333333333333333333333333333333333333333"}}"#;
 
-/// The child process; killed on drop if a test fails half-way.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    metrics: SocketAddr,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(drain_timeout_secs: u64) -> Server {
-    let mut child = Command::new(crate::common::reddog_binary())
-        .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
-        .args(["--drain-timeout-secs", &drain_timeout_secs.to_string()])
-        .env_clear()
+fn start(drain_timeout_secs: u64) -> ServerProcess {
+    ServerProcess::builder()
+        .args(&["--drain-timeout-secs", &drain_timeout_secs.to_string()])
         .env("REDDOG_KEY_RING", RING)
         .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
         .spawn()
-        .expect("spawn reddog serve");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            for prefix in ["listening on ", "metrics on "] {
-                if let Some(rest) = line.strip_prefix(prefix) {
-                    let _ = tx.send((prefix, rest.trim().to_string()));
-                }
-            }
-        }
-    });
-    let (mut addr, mut metrics) = (None, None);
-    while addr.is_none() || metrics.is_none() {
-        let (prefix, value) =
-            rx.recv_timeout(Duration::from_secs(30)).expect("'listening on' and 'metrics on' lines within 30 s");
-        let parsed: SocketAddr = value.parse().expect("a socket address");
-        if prefix == "listening on " {
-            addr = Some(parsed);
-        } else {
-            metrics = Some(parsed);
-        }
-    }
-    Server { child, addr: addr.unwrap(), metrics: metrics.unwrap() }
-}
-
-/// Waits (bounded) until the server reports `n` RedDog calls in progress: the held calls
-/// have reached it, so the drain has something to wait for (a fixed sleep raced with a
-/// loaded machine).
-async fn wait_in_flight(server: &Server, n: u64) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        if let Ok(mut conn) = tokio::net::TcpStream::connect(server.metrics).await {
-            let _ = conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").await;
-            let mut body = String::new();
-            let _ = conn.read_to_string(&mut body).await;
-            last = body.lines().find(|l| l.starts_with("reddog_rpc_in_flight ")).unwrap_or("").to_string();
-            let value = last.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
-            if value.is_some_and(|v| v >= n as f64) {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the server never reported {n} calls in progress (last: {last:?})");
-}
-
-fn sigterm(server: &Server) {
-    let status = Command::new("kill").args(["-TERM", &server.child.id().to_string()]).status().unwrap();
-    assert!(status.success(), "kill -TERM failed");
-}
-
-/// Waits (bounded) for the child to exit; returns its exit code and when it exited.
-fn wait_exit(server: &mut Server, bound: Duration) -> (Option<i32>, Instant) {
-    let deadline = Instant::now() + bound;
-    loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            return (status.code(), Instant::now());
-        }
-        assert!(Instant::now() < deadline, "reddog did not exit within {bound:?} of SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-async fn channel(addr: SocketAddr) -> Channel {
-    let endpoint = Endpoint::from_shared(format!("http://{addr}")).unwrap();
-    for _ in 0..100 {
-        if let Ok(ch) = endpoint.connect().await {
-            return ch;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("cannot connect to {addr}");
 }
 
 async fn watch(ch: Channel, service: &str) -> tonic::Streaming<tonic_health::pb::HealthCheckResponse> {
@@ -158,12 +60,13 @@ async fn drain_completes_in_flight_calls() {
 
     // Calls in flight: the server has their HEADERS, not their messages.
     let held: Vec<_> = (0..HELD).map(|_| held_call(ch.clone())).collect();
-    wait_in_flight(&server, HELD as u64).await;
+    // The server counts them in progress: the drain has something to wait for.
+    server.wait_for_metric("reddog_rpc_in_flight", HELD as f64, Duration::from_secs(30)).await;
     for (_, task) in &held {
         assert!(!task.is_finished(), "a held call finished before its message was sent");
     }
 
-    sigterm(&server);
+    server.signal("TERM");
     let terminated = Instant::now();
 
     // Readiness' health name turns NOT_SERVING while the calls are still open.
@@ -194,8 +97,8 @@ async fn drain_completes_in_flight_calls() {
         assert!(!task.is_finished(), "an in-flight call was cut off by SIGTERM");
     }
 
-    // Let the in-flight calls finish: every one completes OK.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The drain is under way (NOT_SERVING was seen above): let the in-flight calls finish;
+    // every one completes OK.
     for (tx, _) in &held {
         tx.send(GetRulesRequest::default()).await.expect("the held call's stream is still open");
     }
@@ -209,7 +112,8 @@ async fn drain_completes_in_flight_calls() {
     assert_eq!(ok, HELD);
 
     // And the process exits cleanly, well within the bound.
-    let (code, exited) = wait_exit(&mut server, Duration::from_secs(DRAIN + 5));
+    let code = server.wait_exit(Duration::from_secs(DRAIN + 5)).await.code();
+    let exited = Instant::now();
     assert_eq!(code, Some(0), "exit code after a clean drain");
     let took = exited - terminated;
     assert!(took < Duration::from_secs(DRAIN), "a clean drain took {took:?}, the bound is {DRAIN} s");
@@ -223,12 +127,13 @@ async fn drain_is_bounded() {
     let ch = channel(server.addr).await;
     // A call that never sends its message would keep a naive drain waiting forever.
     let (_tx, stuck) = held_call(ch);
-    wait_in_flight(&server, 1).await;
+    server.wait_for_metric("reddog_rpc_in_flight", 1.0, Duration::from_secs(30)).await;
     assert!(!stuck.is_finished());
 
-    sigterm(&server);
+    server.signal("TERM");
     let terminated = Instant::now();
-    let (code, exited) = wait_exit(&mut server, Duration::from_secs(DRAIN + 5));
+    let code = server.wait_exit(Duration::from_secs(DRAIN + 5)).await.code();
+    let exited = Instant::now();
     let took = exited - terminated;
     assert!(took >= Duration::from_secs(DRAIN) - Duration::from_millis(100), "gave up early: {took:?}");
     assert!(took < Duration::from_secs(DRAIN + 2), "exit {took:?} after SIGTERM, the bound is {DRAIN} s");

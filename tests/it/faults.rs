@@ -153,17 +153,14 @@ async fn sigterm_under_load_drains() {
     let in_flight_is = |want: u64, what: &'static str| {
         let draining = &draining;
         async move {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            let mut streak = 0;
-            while streak < 3 {
+            let streak = &std::cell::Cell::new(0);
+            let what = format!("{want} call(s) in progress on three scrapes in a row ({what})");
+            wait_until_async(&what, Duration::from_secs(30), || async move {
                 let now = draining.scrape().await.in_flight;
-                streak = if now == want { streak + 1 } else { 0 };
-                assert!(
-                    Instant::now() < deadline,
-                    "the server never counted {want} call(s) in progress ({what}; now {now})"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+                streak.set(if now == want { streak.get() + 1 } else { 0 });
+                streak.get() >= 3
+            })
+            .await;
         }
     };
     in_flight_is(0, "the load's calls ended").await;
@@ -213,7 +210,7 @@ async fn sigterm_under_load_drains() {
     let drained_in = terminated.elapsed();
     assert!(status.success(), "exit after the drain: {status:?}");
     for line in ["SIGTERM received", "shutting down", "drained; stopped"] {
-        assert!(draining.log_contains(line), "drain log line {line:?} missing: {:?}", draining.log.lock().unwrap());
+        assert!(draining.log_contains(line), "drain log line {line:?} missing: {:?}", draining.log_lines());
     }
     run.await.expect("the load finished");
     let wall = t0.elapsed();

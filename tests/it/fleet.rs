@@ -16,25 +16,26 @@
 //! - [`run_load`]: many concurrent players, each playing complete rounds until a shared
 //!   budget of rounds is used up.
 //!
-//! The requests that depend on the API version (CommitSeed carries the round id and
-//! nonce) are built in one place, [`commit_request`] and [`start_request`]; the reveal is
-//! checked in one place, [`check_reveal`].
+//! Requests are built with [`crate::common::req`]; the reveal is checked in one place,
+//! [`check_reveal`].
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::ffi::OsStr;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use reddog::fairness::{AnyReveal, parse_reveal};
-use reddog::service::proto::red_dog_client::RedDogClient;
-use reddog::service::proto::{self, Action, Outcome};
-use tonic::transport::{Channel, Endpoint};
+use reddog::service::proto::{self, Outcome};
+use tonic::transport::Endpoint;
 use tonic::{Code, Status};
+
+use crate::common::{Log, ServerProcess, TestClient, req};
 
 // ---- replicas ----------------------------------------------------------------------------
 
@@ -68,65 +69,28 @@ pub enum Logs {
     Discard,
 }
 
-/// A `reddog serve` child process.
+/// A `reddog serve` child process ([`ServerProcess`]) with a name.
 pub struct Replica {
     pub name: String,
-    child: Child,
     pub addr: SocketAddr,
     pub metrics: SocketAddr,
-    /// Everything the process wrote to stderr (its log), line by line.
-    pub log: Arc<Mutex<Vec<String>>>,
+    process: ServerProcess,
 }
 
 impl Replica {
     /// Starts the binary with the ring file and `args`; waits (bounded) for both listen lines.
     pub fn spawn(name: &str, ring: &Path, args: &[&str], logs: Logs) -> Replica {
-        let mut child = Command::new(binary())
-            .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
-            .arg("--key-ring-file")
-            .arg(ring)
+        let process = ServerProcess::builder()
+            .args(&[OsStr::new("--key-ring-file"), ring.as_os_str()])
             .args(args)
-            .env_clear()
             .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(if logs == Logs::Keep { Stdio::piped() } else { Stdio::null() })
-            .spawn()
-            .expect("spawn reddog serve");
-        let stdout = child.stdout.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        if let Some(stderr) = child.stderr.take() {
-            let sink = log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    sink.lock().unwrap().push(line);
-                }
-            });
-        }
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                for (prefix, which) in [("listening on ", 0), ("metrics on ", 1)] {
-                    if let Some(a) = line.strip_prefix(prefix) {
-                        let _ = tx.send((which, a.trim().parse::<SocketAddr>().unwrap()));
-                    }
-                }
-            }
-        });
-        let mut addrs = [None, None];
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while addrs.iter().any(Option::is_none) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok((which, a)) => addrs[which] = Some(a),
-                Err(_) => panic!("{name}: no listen lines within 60 s; log: {:?}", log.lock().unwrap()),
-            }
-        }
-        Replica { name: name.to_string(), child, addr: addrs[0].unwrap(), metrics: addrs[1].unwrap(), log }
+            .log(if logs == Logs::Keep { Log::Keep } else { Log::Discard })
+            .spawn();
+        Replica { name: name.to_string(), addr: process.addr, metrics: process.metrics, process }
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// Resident set size (`VmRSS`) in KiB, `None` once the process is gone.
@@ -142,29 +106,22 @@ impl Replica {
 
     /// Whether the process has exited (without waiting).
     pub fn has_exited(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_some()
+        self.process.has_exited()
     }
 
     pub fn sigterm(&self) {
-        signal(self.pid(), "TERM");
+        self.process.signal("TERM");
     }
 
     /// SIGKILL, and reap.
     pub fn sigkill(&mut self) {
-        signal(self.pid(), "KILL");
-        let _ = self.child.wait();
+        self.process.signal("KILL");
+        let _ = self.process.child.wait();
     }
 
     /// Waits (bounded, without blocking the runtime) for the process to exit.
     pub async fn wait_exit(&mut self, bound: Duration) -> ExitStatus {
-        let deadline = Instant::now() + bound;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "{} did not exit within {bound:?}", self.name);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.process.wait_exit(bound).await
     }
 
     /// The replica's counters now (a scrape of `/metrics`).
@@ -174,20 +131,13 @@ impl Replica {
     }
 
     pub fn log_contains(&self, text: &str) -> bool {
-        self.log.lock().unwrap().iter().any(|l| l.contains(text))
+        self.process.log_contains(text)
     }
-}
 
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    /// Its log so far ([`Logs::Keep`]).
+    pub fn log_lines(&self) -> Vec<String> {
+        self.process.log_lines()
     }
-}
-
-fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().unwrap().success();
-    assert!(ok, "kill -{sig} {pid}");
 }
 
 fn status_kib(status: &str, key: &str) -> Option<u64> {
@@ -201,35 +151,31 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
 /// Samples a process's RSS every `every` on a thread until dropped.
 pub struct RssSampler {
     samples: Arc<Mutex<Vec<(Duration, u64)>>>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
+    /// Dropping it stops the thread at once.
+    _stop: std::sync::mpsc::Sender<()>,
 }
 
 impl RssSampler {
     pub fn start(pid: u32, every: Duration) -> RssSampler {
         let samples = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (s, st) = (samples.clone(), stop.clone());
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let s = samples.clone();
         std::thread::spawn(move || {
             let t0 = Instant::now();
-            while !st.load(Ordering::Relaxed) {
-                match rss_kib(pid) {
-                    Some(kib) => s.lock().unwrap().push((t0.elapsed(), kib)),
-                    None => break,
+            // Until the process is gone; the wait between samples ends early when the
+            // sampler is dropped.
+            while let Some(kib) = rss_kib(pid) {
+                s.lock().unwrap().push((t0.elapsed(), kib));
+                if stopped.recv_timeout(every) != Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                    break;
                 }
-                std::thread::sleep(every);
             }
         });
-        RssSampler { samples, stop }
+        RssSampler { samples, _stop: stop }
     }
 
     pub fn samples(&self) -> Vec<(Duration, u64)> {
         self.samples.lock().unwrap().clone()
-    }
-}
-
-impl Drop for RssSampler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -282,7 +228,7 @@ impl Counters {
 
 /// The replicas a platform calls; replaced while the load runs.
 pub struct Pool {
-    targets: RwLock<Vec<(String, Vec<RedDogClient<Channel>>)>>,
+    targets: RwLock<Vec<(String, Vec<TestClient>)>>,
     next: AtomicUsize,
     /// Retried transport failures, by replica name and status code.
     pub retries: Mutex<Vec<(String, Code, String)>>,
@@ -304,7 +250,7 @@ impl Pool {
                     .connect_timeout(Duration::from_secs(2))
                     .timeout(Duration::from_secs(20))
                     .connect_lazy();
-                RedDogClient::new(ch)
+                TestClient::new(ch)
             })
             .collect();
         self.targets.write().unwrap().push((replica.name.clone(), clients));
@@ -318,7 +264,7 @@ impl Pool {
         self.targets.read().unwrap().iter().map(|(n, _)| n.clone()).collect()
     }
 
-    fn pick(&self) -> (String, RedDogClient<Channel>) {
+    fn pick(&self) -> (String, TestClient) {
         let i = self.next.fetch_add(1, Ordering::Relaxed);
         let targets = self.targets.read().unwrap();
         assert!(!targets.is_empty(), "no replica in the pool");
@@ -343,7 +289,7 @@ impl Pool {
             .collect();
         for (name, mut client) in clients {
             client
-                .get_rules(proto::GetRulesRequest::default())
+                .get_rules(req::get_rules())
                 .await
                 .unwrap_or_else(|s| panic!("GetRules on {name} while connecting: {s:?}"));
         }
@@ -369,16 +315,18 @@ pub const FAILOVER_DEADLINE: Duration = Duration::from_secs(30);
 /// One RPC with failover: returns the answer and the replica that gave it.
 pub async fn call<T, F, Fut>(pool: &Pool, what: &str, mut rpc: F) -> (T, String)
 where
-    F: FnMut(RedDogClient<Channel>) -> Fut,
-    Fut: std::future::Future<Output = Result<tonic::Response<T>, Status>>,
+    F: FnMut(TestClient) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Status>>,
 {
     let deadline = Instant::now() + FAILOVER_DEADLINE;
     loop {
         let (name, client) = pool.pick();
         match rpc(client).await {
-            Ok(r) => return (r.into_inner(), name),
+            Ok(r) => return (r, name),
             Err(s) if is_transport_failure(&s) && Instant::now() < deadline => {
                 pool.retries.lock().unwrap().push((name, s.code(), s.message().chars().take(120).collect()));
+                // A back-off before the next replica, not a wait for a condition: with every
+                // replica down, failover would otherwise spin.
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             Err(s) => panic!(
@@ -390,30 +338,7 @@ where
     }
 }
 
-// ---- the API-version-dependent pieces (they change with the API version) ---------------------
-
-pub fn commit_request(round_id: &str, nonce: u64) -> proto::CommitSeedRequest {
-    proto::CommitSeedRequest { round_id: round_id.to_string(), nonce, table_id: String::new() }
-}
-
-pub fn start_request(
-    commitment_token: Vec<u8>,
-    round_id: &str,
-    client_seed: &str,
-    nonce: u64,
-    bets: &[u64],
-) -> proto::StartRoundRequest {
-    proto::StartRoundRequest {
-        sandbox_cards: vec![],
-        commitment_token,
-        client_seed: client_seed.to_string(),
-        nonce,
-        round_id: round_id.to_string(),
-        seats: bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
-        player_limits: Some(proto::Limits { min_bet: 500, max_bet: 30_000 }),
-        table_id: String::new(),
-    }
-}
+// ---- the reveal ---------------------------------------------------------------------------
 
 /// The reveal (v2) verifies, is this round's, matches the commitment shown before it, and
 /// carries the settlement's seats and the settled token's transcript.
@@ -560,11 +485,16 @@ async fn play_round(pool: &Pool, ledger: &Ledger, player: usize, rng: &mut Rng, 
     let bets: Vec<u64> = (0..1 + rng.below(7)).map(|_| 500 + rng.below(29_501)).collect();
 
     let (committed, _) = call(pool, "CommitSeed", |mut c| {
-        let r = commit_request(&round_id, nonce);
+        let r = req::commit_seed().round(&round_id).nonce(nonce);
         async move { c.commit_seed(r).await }
     })
     .await;
-    let start = start_request(committed.commitment_token.clone(), &round_id, &client_seed, nonce, &bets);
+    let start = req::start_round(committed.commitment_token.clone())
+        .round(&round_id)
+        .client_seed(&client_seed)
+        .nonce(nonce)
+        .bets(&bets)
+        .limits(500, 30_000);
     let (started, started_on) = call(pool, "StartRound", |mut c| {
         let r = start.clone();
         async move { c.start_round(r).await }
@@ -586,17 +516,14 @@ async fn play_round(pool: &Pool, ledger: &Ledger, player: usize, rng: &mut Rng, 
             if chunk.is_empty() {
                 continue;
             }
-            let decisions: Vec<proto::SeatDecision> = chunk
-                .iter()
-                .map(|&s| {
-                    let raise = view.spread >= 7 || rng.below(4) == 0;
-                    raised[s as usize] = raise;
-                    proto::SeatDecision { seat: s, action: if raise { Action::Raise } else { Action::Stand } as i32 }
-                })
-                .collect();
-            let req = proto::DecideRequest { round_token: token.clone(), decisions, round_id: round_id.clone() };
+            let mut decide = req::decide(token.clone()).round(&round_id);
+            for &s in chunk {
+                let raise = view.spread >= 7 || rng.below(4) == 0;
+                raised[s as usize] = raise;
+                decide = if raise { decide.raise(s) } else { decide.stand(s) };
+            }
             let (decided, _) = call(pool, "Decide", |mut c| {
-                let r = req.clone();
+                let r = decide.clone();
                 async move { c.decide(r).await }
             })
             .await;
@@ -606,7 +533,7 @@ async fn play_round(pool: &Pool, ledger: &Ledger, player: usize, rng: &mut Rng, 
             token = decided.round_token;
         }
     }
-    let settle = proto::SettleRequest { round_token: token.clone(), round_id: round_id.clone() };
+    let settle = req::settle(token.clone()).round(&round_id);
     let (settled, settled_on) = call(pool, "Settle", |mut c| {
         let r = settle.clone();
         async move { c.settle(r).await }
@@ -662,26 +589,18 @@ pub async fn run_load(pool: Arc<Pool>, ledger: Arc<Ledger>, load: Load) -> Durat
     t0.elapsed()
 }
 
-/// Waits (bounded) until `cond` holds, polling every 10 ms.
-pub async fn wait_until(what: &str, bound: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + bound;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out after {bound:?} waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+/// Waits (bounded) until `cond` holds ([`crate::common::eventually`]).
+pub async fn wait_until(what: &str, bound: Duration, cond: impl FnMut() -> bool) {
+    crate::common::eventually(bound, what, cond).await
 }
 
-/// [`wait_until`] with an async condition (e.g. a scrape of `/metrics`), polled every 20 ms.
-pub async fn wait_until_async<F, Fut>(what: &str, bound: Duration, mut cond: F)
+/// [`wait_until`] with an async condition (e.g. a scrape of `/metrics`).
+pub async fn wait_until_async<F, Fut>(what: &str, bound: Duration, cond: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + bound;
-    while !cond().await {
-        assert!(Instant::now() < deadline, "timed out after {bound:?} waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    crate::common::eventually_async(bound, what, cond).await
 }
 
 /// Re-settles every kept final token on the pool: each gives the same stake and return as
@@ -689,9 +608,9 @@ where
 pub async fn resettle_all(pool: &Pool, ledger: &Ledger) -> usize {
     let finals = std::mem::take(&mut *ledger.finals.lock().unwrap());
     for (token, round_id, staked, returned) in &finals {
-        let req = proto::SettleRequest { round_token: token.clone(), round_id: round_id.clone() };
+        let settle = req::settle(token.clone()).round(round_id);
         let (again, _) = call(pool, "Settle again", |mut c| {
-            let r = req.clone();
+            let r = settle.clone();
             async move { c.settle(r).await }
         })
         .await;

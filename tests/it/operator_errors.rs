@@ -1,7 +1,10 @@
 //! Errors a new operator sees at start-up, as the real binary prints them: each must say what
 //! is wrong and where.
 
+use std::ffi::OsStr;
 use std::process::{Command, Stdio};
+
+use crate::common::{Log, ServerProcess};
 
 fn reddog(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
     let mut cmd = Command::new(crate::common::reddog_binary());
@@ -63,19 +66,8 @@ fn a_listen_address_without_a_port_says_what_form_is_wanted() {
 
 #[test]
 fn a_host_name_listen_address_is_accepted() {
-    use std::io::BufRead;
-    let mut child = Command::new(crate::common::reddog_binary())
-        .args(["serve", "--listen", "localhost:0", "--metrics-listen", "localhost:0"])
-        .env_remove("REDDOG_KEY_RING")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let first = std::io::BufReader::new(stdout).lines().next().map(Result::unwrap).unwrap_or_default();
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(first.starts_with("listening on 127.0.0.1:"), "{first}");
+    let server = ServerProcess::builder().listen("localhost:0").spawn();
+    assert_eq!(server.addr.ip(), std::net::Ipv4Addr::LOCALHOST, "{}", server.addr);
 }
 
 #[test]
@@ -133,29 +125,10 @@ fn an_all_0xff_key_is_refused_like_an_all_zero_key() {
 /// Starts the engine with the key ring file `path`, reads its log until the `listening on`
 /// line, stops it, and returns the log.
 fn start_up_log(path: &str) -> String {
-    use std::io::BufRead;
-    let mut child = Command::new(crate::common::reddog_binary())
-        .args(["serve", "--key-ring-file", path])
-        .args(FREE)
-        .env_remove("REDDOG_KEY_RING")
-        .env_remove("REDDOG_TABLE_CONFIG")
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut log = String::new();
-    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok).take(200) {
-        log.push_str(&line);
-        log.push('\n');
-        if line.contains("listening on") {
-            break;
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(log.contains("listening on"), "the engine started: {log}");
-    log
+    let server =
+        ServerProcess::builder().args(&["--key-ring-file", path]).env("RUST_LOG", "info").log(Log::Keep).spawn();
+    server.wait_for_log("listening on", std::time::Duration::from_secs(30));
+    server.log_lines().join("\n")
 }
 
 #[test]
@@ -191,19 +164,6 @@ fn a_paytable_paying_more_than_the_stakes_is_refused_unless_allowed() {
 
     let allowed = dir.path().join("allowed.json");
     std::fs::write(&allowed, format!(r#"{{{generous},"allow_rtp_over_1":true}}"#)).unwrap();
-    let mut child = Command::new(crate::common::reddog_binary())
-        .args(["serve", "--table-config", allowed.to_str().unwrap()])
-        .args(FREE)
-        .env_remove("REDDOG_KEY_RING")
-        .env_remove("REDDOG_KEY_RING_FILE")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    use std::io::BufRead;
-    let first =
-        std::io::BufReader::new(child.stdout.take().unwrap()).lines().next().map(Result::unwrap).unwrap_or_default();
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(first.starts_with("listening on "), "with allow_rtp_over_1 the table is served: {first}");
+    // With allow_rtp_over_1 the table is served (the process prints its listen lines).
+    ServerProcess::builder().args(&[OsStr::new("--table-config"), allowed.as_os_str()]).spawn();
 }

@@ -15,7 +15,7 @@ use opentelemetry_proto::tonic::trace::v1::{Span, span::SpanKind, status::Status
 use reddog::service::proto;
 use tonic::{Request, Response, Status};
 
-use crate::common::{ServerProcess, connect};
+use crate::common::{ServerProcess, connect, eventually, req};
 
 /// A received span with its resource's attributes.
 type Received = (Vec<KeyValue>, Span);
@@ -72,13 +72,12 @@ fn with_traceparent<T>(message: T, traceparent: &str) -> Request<T> {
 
 /// Waits (bounded) until the receiver holds a span of `trace_id`, and returns it.
 async fn span_of(rx: &Receiver, trace_id: &[u8]) -> Received {
-    for _ in 0..300 {
-        if let Some(found) = rx.spans.lock().unwrap().iter().find(|(_, s)| s.trace_id == trace_id) {
-            return found.clone();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("no span with trace id {} reached the receiver within 15 s", hex::encode(trace_id));
+    let find = || rx.spans.lock().unwrap().iter().find(|(_, s)| s.trace_id == trace_id).cloned();
+    eventually(Duration::from_secs(15), &format!("a span with trace id {}", hex::encode(trace_id)), || {
+        find().is_some()
+    })
+    .await;
+    find().unwrap()
 }
 
 #[tokio::test]
@@ -109,16 +108,15 @@ async fn a_callers_traceparent_becomes_the_parent_of_the_engines_span_exported_o
     let ok_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let ok_parent = "00f067aa0ba902b7";
     client
-        .get_rules(with_traceparent(proto::GetRulesRequest::default(), &format!("00-{ok_trace}-{ok_parent}-01")))
+        .raw
+        .get_rules(with_traceparent(req::get_rules().build(), &format!("00-{ok_trace}-{ok_parent}-01")))
         .await
         .expect("GetRules");
     let bad_trace = "0af7651916cd43dd8448eb211c80319c";
     let bad_parent = "b7ad6b7169203331";
     let refused = client
-        .settle(with_traceparent(
-            proto::SettleRequest { round_token: vec![1, 2, 3], round_id: String::new() },
-            &format!("00-{bad_trace}-{bad_parent}-01"),
-        ))
+        .raw
+        .settle(with_traceparent(req::settle(vec![1, 2, 3]).build(), &format!("00-{bad_trace}-{bad_parent}-01")))
         .await
         .expect_err("a bad token is refused");
     assert_eq!(refused.code(), tonic::Code::InvalidArgument);
@@ -147,21 +145,12 @@ async fn a_callers_traceparent_becomes_the_parent_of_the_engines_span_exported_o
 
     // A call without traceparent starts a new trace of its own (no parent).
     client.get_rules(proto::GetRulesRequest::default()).await.unwrap();
-    let mut root = None;
-    for _ in 0..300 {
-        root = receiver
-            .spans
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|(_, s)| s.parent_span_id.is_empty() && s.name == "reddog.v1.RedDog/GetRules")
-            .cloned();
-        if root.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let (_, root) = root.expect("a root span for the call without traceparent");
+    let root = || {
+        let spans = receiver.spans.lock().unwrap();
+        spans.iter().find(|(_, s)| s.parent_span_id.is_empty() && s.name == "reddog.v1.RedDog/GetRules").cloned()
+    };
+    eventually(Duration::from_secs(15), "a root span for the call without traceparent", || root().is_some()).await;
+    let (_, root) = root().unwrap();
     assert_ne!(hex::encode(&root.trace_id), ok_trace);
 
     let status = engine.terminate().await;

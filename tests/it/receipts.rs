@@ -12,12 +12,12 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use crate::common::{Want, bound_commitment_token, classify, deal, limits};
+use crate::common::{Want, bound_commitment_token, classify, deal, req};
 use reddog::fairness::receipt::{CommitReceipt, verify_commit, verify_settle};
 use reddog::fairness::{AnyReveal, RevealDecision, StartInputs, TableRules, parse_reveal};
 use reddog::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Table};
+use reddog::service::proto;
 use reddog::service::proto::red_dog_server::RedDog;
-use reddog::service::proto::{self, Action};
 use reddog::service::tables::Tables;
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
 use serde_json::json;
@@ -51,6 +51,7 @@ fn service(ring: &str) -> RedDogService {
         audit,
         key_ring: KeyRing::from_json(ring).unwrap(),
         commitment_ttl: Duration::from_secs(600),
+        clock: reddog::service::Clock::system(),
     })
 }
 
@@ -73,34 +74,18 @@ fn play_raised_win(svc: &RedDogService, rt: &tokio::runtime::Runtime, settles: u
     let nonce = raised_win_nonce();
     let token = bound_commitment_token(&signing_ring(), SEED, nonce);
     let started = rt
-        .block_on(svc.start_round(Request::new(proto::StartRoundRequest {
-            commitment_token: token,
-            client_seed: CLIENT_SEED.into(),
-            nonce,
-            round_id: format!("round-{nonce}"),
-            seats: vec![proto::SeatBet { bet: 1000 }],
-            player_limits: limits(1, u64::MAX),
-            table_id: String::new(),
-            sandbox_cards: vec![],
-        })))
+        .block_on(svc.start_round(Request::new(
+            req::start_round(token).client_seed(CLIENT_SEED).nonce(nonce).limits(1, u64::MAX).build(),
+        )))
         .unwrap()
         .into_inner();
-    let decided = rt
-        .block_on(svc.decide(Request::new(proto::DecideRequest {
-            round_token: started.round_token,
-            decisions: vec![proto::SeatDecision { seat: 0, action: Action::Raise as i32 }],
-            round_id: String::new(),
-        })))
-        .unwrap()
-        .into_inner();
+    let decided =
+        rt.block_on(svc.decide(Request::new(req::decide(started.round_token).raise(0).build()))).unwrap().into_inner();
     (0..settles)
         .map(|_| {
-            rt.block_on(svc.settle(Request::new(proto::SettleRequest {
-                round_token: decided.round_token.clone(),
-                round_id: String::new(),
-            })))
-            .unwrap()
-            .into_inner()
+            rt.block_on(svc.settle(Request::new(req::settle(decided.round_token.clone()).build())))
+                .unwrap()
+                .into_inner()
         })
         .collect()
 }
@@ -225,7 +210,9 @@ fn a_retried_settle_returns_the_identical_signature() {
     let rt = runtime();
     let svc = service(&signing_ring());
     let answers = play_raised_win(&svc, &rt, 3);
-    assert!(!answers[0].signature.is_empty());
+    let first = &answers[0];
+    let sig: [u8; 64] = unhex(&first.signature);
+    assert!(verify_settle(&unhex(PUBLIC), &sig, &unhex(&first.transcript), first.reveal_json.as_bytes()));
     for a in &answers[1..] {
         assert_eq!(a.reveal_json, answers[0].reveal_json);
         assert_eq!(a.signature, answers[0].signature);
@@ -237,11 +224,7 @@ fn commit_seed_signs_the_commitment_and_what_it_binds() {
     let rt = runtime();
     let svc = service(&signing_ring());
     let c = rt
-        .block_on(svc.commit_seed(Request::new(proto::CommitSeedRequest {
-            round_id: "r-1".into(),
-            nonce: 7,
-            table_id: String::new(),
-        })))
+        .block_on(svc.commit_seed(Request::new(req::commit_seed().round("r-1").nonce(7).build())))
         .unwrap()
         .into_inner();
     assert_eq!(c.signing_key_id, "s1");
@@ -261,12 +244,12 @@ fn commit_seed_signs_the_commitment_and_what_it_binds() {
     assert!(verify_commit(&unhex(PUBLIC), &sig, &receipt));
     // Shown with another nonce (or any other bound field), the signature fails.
     assert!(!verify_commit(&unhex(PUBLIC), &sig, &CommitReceipt { nonce: 8, ..receipt }));
-    let rules = rt.block_on(svc.get_rules(Request::new(proto::GetRulesRequest::default()))).unwrap().into_inner();
+    let rules = rt.block_on(svc.get_rules(Request::new(req::get_rules().build()))).unwrap().into_inner();
     assert_eq!(
         rules.signing_keys,
         vec![proto::PublicKey { key_id: "s1".into(), algorithm: "ed25519".into(), public_key_hex: PUBLIC.into() }]
     );
-    let tables = rt.block_on(svc.list_tables(Request::new(proto::ListTablesRequest {}))).unwrap().into_inner();
+    let tables = rt.block_on(svc.list_tables(Request::new(req::list_tables()))).unwrap().into_inner();
     assert!(tables.tables.iter().all(|t| t.signing_keys == rules.signing_keys));
 }
 
@@ -275,19 +258,15 @@ fn a_ring_without_a_signing_key_gives_empty_signature_fields_and_no_public_keys(
     let rt = runtime();
     let svc = service(&plain_ring());
     let c = rt
-        .block_on(svc.commit_seed(Request::new(proto::CommitSeedRequest {
-            round_id: "r-1".into(),
-            nonce: 7,
-            table_id: String::new(),
-        })))
+        .block_on(svc.commit_seed(Request::new(req::commit_seed().round("r-1").nonce(7).build())))
         .unwrap()
         .into_inner();
-    assert!(!c.commitment.is_empty());
+    assert_eq!((c.commitment.len(), c.commitment.bytes().all(|b| b.is_ascii_hexdigit())), (64, true));
     assert_eq!((c.signing_key_id.as_str(), c.signature.as_str()), ("", ""));
     let settled = play_raised_win(&service(&plain_ring()), &rt, 1).remove(0);
     assert_eq!(settled.total_returned, 4000, "the round is otherwise the same");
     assert_eq!((settled.signing_key_id.as_str(), settled.signature.as_str()), ("", ""));
-    let rules = rt.block_on(svc.get_rules(Request::new(proto::GetRulesRequest::default()))).unwrap().into_inner();
+    let rules = rt.block_on(svc.get_rules(Request::new(req::get_rules().build()))).unwrap().into_inner();
     assert!(rules.signing_keys.is_empty());
 }
 
@@ -488,10 +467,11 @@ fn signed_trail() -> String {
         audit: audit.clone(),
         key_ring: ring,
         commitment_ttl: Duration::from_secs(600),
+        clock: reddog::service::Clock::system(),
     });
     let rt = runtime();
     for n in 0..3 {
-        let request = proto::CommitSeedRequest { round_id: format!("r-{n}"), nonce: n, table_id: String::new() };
+        let request = req::commit_seed().round(format!("r-{n}")).nonce(n).build();
         rt.block_on(svc.commit_seed(Request::new(request))).unwrap();
         if n > 0 {
             assert!(audit.checkpoint().unwrap(), "a checkpoint is written");
@@ -551,7 +531,7 @@ fn audit_log_verifies_signed_checkpoints_with_the_public_key_and_says_when_it_di
 /// trail's checkpoint is signed.
 #[tokio::test]
 async fn the_signing_secret_never_appears_in_trace_logs_or_the_audit_trail() {
-    use crate::common::{ServerProcess, commit_request, connect, start_request};
+    use crate::common::{ServerProcess, connect, req};
     let dir = tempfile::tempdir().unwrap();
     let log_path = dir.path().join("reddog.log");
     let trail_path = dir.path().join("audit.jsonl");
@@ -566,21 +546,16 @@ async fn the_signing_secret_never_appears_in_trace_logs_or_the_audit_trail() {
         Stdio::from(std::fs::File::create(&log_path).unwrap()),
     );
     let mut c = connect(server.addr).await;
-    let committed = c.commit_seed(commit_request("round-1", 1)).await.unwrap().into_inner();
+    let committed = c.commit_seed(req::commit_seed().nonce(1)).await.unwrap();
     assert_eq!(committed.signing_key_id, "s1");
-    let started = c.start_round(start_request(committed.commitment_token, 1, &[500])).await.unwrap().into_inner();
-    let settled = c
-        .settle(proto::SettleRequest { round_token: started.round_token, round_id: String::new() })
-        .await
-        .unwrap()
-        .into_inner();
+    let started = c.start_round(req::start_round(committed.commitment_token).nonce(1).bets(&[500])).await.unwrap();
+    let settled = c.settle(req::settle(started.round_token)).await.unwrap();
     assert_eq!(settled.signature.len(), 128);
     // A checkpoint follows within its interval (bounded wait).
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&trail_path).unwrap_or_default().contains(r#""event":"checkpoint""#) {
-        assert!(std::time::Instant::now() < deadline, "a checkpoint within 20 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::common::eventually(Duration::from_secs(20), "a checkpoint in the trail", || {
+        std::fs::read_to_string(&trail_path).unwrap_or_default().contains(r#""event":"checkpoint""#)
+    })
+    .await;
     drop(c);
     assert!(server.terminate().await.success());
     let log = std::fs::read_to_string(&log_path).unwrap();

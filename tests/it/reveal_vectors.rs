@@ -18,14 +18,14 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::common::{Want, classify};
+use crate::common::{Want, classify, req};
 use reddog::fairness::{
     AnyReveal, Expectations, RevealV2, ServerSeed, StartInputs, TableRules, Transcript, parse_reveal,
 };
 use reddog::game::table::largest_max_bet;
 use reddog::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Table};
 use reddog::service::proto::red_dog_server::RedDog;
-use reddog::service::proto::{self, Action};
+
 use reddog::service::state::CommitmentPayload;
 use reddog::service::token::TokenKind;
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
@@ -219,6 +219,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
         audit,
         key_ring: KeyRing::from_json(RING).unwrap(),
         commitment_ttl: Duration::from_secs(600),
+        clock: reddog::service::Clock::system(),
     });
     let nonce = nonce_for(c);
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
@@ -242,16 +243,18 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
         .unwrap();
     let max_bet = c.table.limits().max().0;
     let started = rt
-        .block_on(svc.start_round(Request::new(proto::StartRoundRequest {
-            sandbox_cards: vec![],
-            commitment_token: token,
-            client_seed: c.client_seed.clone(),
-            nonce,
-            round_id: c.round_id.into(),
-            seats: c.bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
-            player_limits: Some(proto::Limits { min_bet: 1, max_bet }),
-            table_id: c.table_id.into(),
-        })))
+        .block_on(
+            svc.start_round(Request::new(
+                req::start_round(token)
+                    .client_seed(c.client_seed.clone())
+                    .nonce(nonce)
+                    .round(c.round_id)
+                    .bets(&c.bets)
+                    .limits(1, max_bet)
+                    .table(c.table_id)
+                    .build(),
+            )),
+        )
         .unwrap()
         .into_inner();
     let mut token = started.round_token;
@@ -259,27 +262,18 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
     for call in &c.calls {
         let d = rt
             .block_on(
-                svc.decide(Request::new(proto::DecideRequest {
-                    round_token: token,
-                    decisions: call
-                        .iter()
-                        .map(|&(seat, raise)| proto::SeatDecision {
-                            seat,
-                            action: if raise { Action::Raise } else { Action::Stand } as i32,
-                        })
-                        .collect(),
-                    round_id: String::new(),
-                })),
+                svc.decide(Request::new(
+                    call.iter()
+                        .fold(req::decide(token), |d, &(seat, raise)| if raise { d.raise(seat) } else { d.stand(seat) })
+                        .build(),
+                )),
             )
             .unwrap()
             .into_inner();
         chain.push(d.transcript);
         token = d.round_token;
     }
-    let settled = rt
-        .block_on(svc.settle(Request::new(proto::SettleRequest { round_token: token, round_id: String::new() })))
-        .unwrap()
-        .into_inner();
+    let settled = rt.block_on(svc.settle(Request::new(req::settle(token).build()))).unwrap().into_inner();
     // The chain recomputed independently of the service, from the case's inputs.
     let commitment = ServerSeed::from_bytes(c.seed).commitment().0;
     let bets: Vec<Money> = c.bets.iter().map(|&b| Money(b)).collect();

@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use reddog::service::proto::{self, SeatBet};
+use reddog::service::proto;
 use reddog::service::tables::Tables;
 use reddog::service::{Application, KeyRingSource, Settings};
 use tonic::Code;
 use tonic_types::StatusExt;
 
-use crate::common::{TestServer, decision, limits, ring_a};
+use crate::common::{TestClient, TestServer, req, ring_a};
 
 const TABLES: &str = r#"{"tables":{
     "default":{"decks":1,"currency":"EUR","minor_unit_exponent":2},
@@ -46,37 +46,24 @@ fn deals() -> Vec<(String, Vec<String>)> {
 }
 
 async fn start(
-    c: &mut proto::red_dog_client::RedDogClient<tonic::transport::Channel>,
+    c: &mut TestClient,
     table: &str,
     round_id: &str,
     cards: &[String],
 ) -> Result<proto::StartRoundResponse, tonic::Status> {
-    let commit = c
-        .commit_seed(proto::CommitSeedRequest { round_id: round_id.into(), nonce: 1, table_id: table.into() })
-        .await?
-        .into_inner();
+    let commit = c.commit_seed(req::commit_seed().round(round_id).nonce(1).table(table)).await?;
     assert_eq!(commit.sandbox, table == "lab");
-    c.start_round(proto::StartRoundRequest {
-        sandbox_cards: cards.to_vec(),
-        commitment_token: commit.commitment_token,
-        client_seed: "lab seed".into(),
-        nonce: 1,
-        round_id: round_id.into(),
-        seats: vec![SeatBet { bet: 1000 }],
-        player_limits: limits(500, 30_000),
-        table_id: String::new(),
-    })
-    .await
-    .map(tonic::Response::into_inner)
+    let start = req::start_round(commit.commitment_token).round(round_id).nonce(1).client_seed("lab seed");
+    c.start_round(start.bets(&[1000]).limits(500, 30_000).sandbox_cards(cards)).await
 }
 
 #[tokio::test]
 async fn a_sandbox_round_of_every_hand_class_plays_pays_and_reveals_as_sandbox() {
     let srv = server().await;
     let mut c = srv.client().await;
-    let rules = c.get_rules(proto::GetRulesRequest { table_id: "lab".into() }).await.unwrap().into_inner();
+    let rules = c.get_rules(req::get_rules().table("lab")).await.unwrap();
     assert!(rules.sandbox);
-    let fair = c.get_rules(proto::GetRulesRequest { table_id: "default".into() }).await.unwrap().into_inner();
+    let fair = c.get_rules(req::get_rules().table("default")).await.unwrap();
     assert!(!fair.sandbox);
     for (i, (name, cards)) in deals().into_iter().enumerate() {
         let started = start(&mut c, "lab", &format!("lab-{i}"), &cards).await.unwrap();
@@ -87,21 +74,12 @@ async fn a_sandbox_round_of_every_hand_class_plays_pays_and_reveals_as_sandbox()
         let mut token = started.round_token;
         let mut raised = false;
         if view.awaiting_decisions {
-            let decided = c
-                .decide(proto::DecideRequest {
-                    round_token: token,
-                    decisions: vec![decision(0, proto::Action::Raise)],
-                    round_id: String::new(),
-                })
-                .await
-                .unwrap()
-                .into_inner();
+            let decided = c.decide(req::decide(token).raise(0)).await.unwrap();
             assert!(decided.round.unwrap().sandbox, "{name}");
             token = decided.round_token;
             raised = true;
         }
-        let settled =
-            c.settle(proto::SettleRequest { round_token: token, round_id: String::new() }).await.unwrap().into_inner();
+        let settled = c.settle(req::settle(token)).await.unwrap();
         assert!(settled.round.as_ref().unwrap().sandbox, "{name}");
         let stake = if raised { 2000 } else { 1000 };
         // What the paytable pays for this deal, from GetRules' odds.

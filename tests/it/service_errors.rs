@@ -33,8 +33,10 @@ fn assert_status<T: std::fmt::Debug>(result: Result<T, Status>, code: Code, fiel
 
 type Mutation = Box<dyn Fn(&mut proto::StartRoundRequest)>;
 
+/// A valid StartRound as the generated struct: the cases below break one field of it each,
+/// which a builder would not let them express.
 fn good_start(nonce: u64) -> proto::StartRoundRequest {
-    start_request(commitment_token(&ring_a(), SEED, 60_000), nonce, &[500, 500])
+    req::start_round(commitment_token(&ring_a(), SEED, 60_000)).nonce(nonce).bets(&[500, 500]).build()
 }
 
 #[tokio::test]
@@ -86,7 +88,7 @@ async fn every_unusable_token_gets_the_same_answer() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     let good = commitment_token(&ring_a(), SEED, 60_000);
-    let round = c.start_round(good_start(1)).await.unwrap().into_inner().round_token;
+    let round = c.start_round(good_start(1)).await.unwrap().round_token;
     let mut tampered = good.clone();
     let last = tampered.len() - 1;
     tampered[last] ^= 0x40;
@@ -126,28 +128,15 @@ async fn every_unusable_token_gets_the_same_answer() {
         let mut oc = other.client().await;
         let mut req = good_start(1);
         req.commitment_token = foreign;
-        let t = oc.start_round(req).await.unwrap().into_inner().round_token;
+        let t = oc.start_round(req).await.unwrap().round_token;
         other.stop().await;
         t
     };
     let mut round_answers = Vec::new();
     for token in bad_rounds.into_iter().chain([foreign_round]) {
-        let s = assert_status(
-            c.settle(proto::SettleRequest { round_token: token.clone(), round_id: String::new() }).await,
-            Code::InvalidArgument,
-            "round_token",
-        );
+        let s = assert_status(c.settle(req::settle(token.clone())).await, Code::InvalidArgument, "round_token");
         round_answers.push((s.message().to_string(), s.details().to_vec()));
-        let s = assert_status(
-            c.decide(proto::DecideRequest {
-                round_token: token,
-                decisions: vec![decision(0, Action::Stand)],
-                round_id: String::new(),
-            })
-            .await,
-            Code::InvalidArgument,
-            "round_token",
-        );
+        let s = assert_status(c.decide(req::decide(token).stand(0)).await, Code::InvalidArgument, "round_token");
         round_answers.push((s.message().to_string(), s.details().to_vec()));
     }
     assert!(round_answers.iter().all(|a| a == &round_answers[0]));
@@ -159,83 +148,45 @@ async fn every_unusable_token_gets_the_same_answer() {
 async fn decide_refuses_bad_decisions_all_or_nothing() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
-    let start = |want: Want| start_request(commitment_token(&ring_a(), SEED, 60_000), nonce_for(want), &[500, 500]);
-    let open = c.start_round(start(Want::Outside)).await.unwrap().into_inner().round_token;
-    let req = |decisions: Vec<proto::SeatDecision>| proto::DecideRequest {
-        round_token: open.clone(),
-        decisions,
-        round_id: String::new(),
+    let start = |want: Want| {
+        let nonce = nonce_for(want);
+        req::start_round(commitment_token(&ring_a(), SEED, 60_000)).nonce(nonce).bets(&[500, 500])
     };
-    assert_status(c.decide(req(vec![])).await, Code::InvalidArgument, "decisions");
+    let open = c.start_round(start(Want::Outside)).await.unwrap().round_token;
+    let on_open = || req::decide(open.clone());
+    assert_status(c.decide(on_open()).await, Code::InvalidArgument, "decisions");
     assert_status(
-        c.decide(req(vec![decision(0, Action::Unspecified)])).await,
+        c.decide(on_open().action(0, Action::Unspecified)).await,
         Code::InvalidArgument,
         "decisions[0].action",
     );
     assert_status(
-        c.decide(req(vec![decision(0, Action::Raise), proto::SeatDecision { seat: 1, action: 99 }])).await,
+        c.decide(on_open().raise(0).action_number(1, 99)).await,
         Code::InvalidArgument,
         "decisions[1].action",
     );
-    assert_status(c.decide(req(vec![decision(2, Action::Raise)])).await, Code::OutOfRange, "decisions[0].seat");
-    assert_status(
-        c.decide(req(vec![decision(1, Action::Raise), decision(1, Action::Stand)])).await,
-        Code::InvalidArgument,
-        "decisions[1].seat",
-    );
-    let mut mismatched = req(vec![decision(0, Action::Raise)]);
-    mismatched.round_id = "someone-else".into();
-    assert_status(c.decide(mismatched).await, Code::InvalidArgument, "round_id");
-    assert_status(
-        c.decide(proto::DecideRequest {
-            round_token: vec![],
-            decisions: vec![decision(0, Action::Raise)],
-            round_id: String::new(),
-        })
-        .await,
-        Code::InvalidArgument,
-        "round_token",
-    );
+    assert_status(c.decide(on_open().raise(2)).await, Code::OutOfRange, "decisions[0].seat");
+    assert_status(c.decide(on_open().raise(1).stand(1)).await, Code::InvalidArgument, "decisions[1].seat");
+    assert_status(c.decide(on_open().raise(0).round("someone-else")).await, Code::InvalidArgument, "round_id");
+    assert_status(c.decide(req::decide(vec![]).raise(0)).await, Code::InvalidArgument, "round_token");
     // Seat 0 decides; deciding it again on the new token is refused, and a batch that
     // includes it changes nothing (seat 1 may still decide afterwards).
-    let after = c.decide(req(vec![decision(0, Action::Raise)])).await.unwrap().into_inner().round_token;
-    let again = |decisions| proto::DecideRequest { round_token: after.clone(), decisions, round_id: String::new() };
-    assert_status(
-        c.decide(again(vec![decision(0, Action::Stand)])).await,
-        Code::FailedPrecondition,
-        "seats[0].decision",
-    );
-    assert_status(
-        c.decide(again(vec![decision(1, Action::Raise), decision(0, Action::Raise)])).await,
-        Code::FailedPrecondition,
-        "seats[0].decision",
-    );
-    let done = c.decide(again(vec![decision(1, Action::Stand)])).await.unwrap().into_inner();
+    let after = c.decide(on_open().raise(0)).await.unwrap().round_token;
+    let again = || req::decide(after.clone());
+    assert_status(c.decide(again().stand(0)).await, Code::FailedPrecondition, "seats[0].decision");
+    assert_status(c.decide(again().raise(1).raise(0)).await, Code::FailedPrecondition, "seats[0].decision");
+    let done = c.decide(again().stand(1)).await.unwrap();
     assert!(!done.round.unwrap().awaiting_decisions);
     // A complete round takes no decision.
     assert_status(
-        c.decide(proto::DecideRequest {
-            round_token: done.round_token,
-            decisions: vec![decision(1, Action::Raise)],
-            round_id: String::new(),
-        })
-        .await,
+        c.decide(req::decide(done.round_token).raise(1)).await,
         Code::FailedPrecondition,
         "seats[1].decision",
     );
     // Nor do pairs and consecutive hands.
     for want in [Want::PairNoMatch, Want::Consecutive] {
-        let t = c.start_round(start(want)).await.unwrap().into_inner().round_token;
-        assert_status(
-            c.decide(proto::DecideRequest {
-                round_token: t,
-                decisions: vec![decision(0, Action::Raise)],
-                round_id: String::new(),
-            })
-            .await,
-            Code::FailedPrecondition,
-            "seats[0].decision",
-        );
+        let t = c.start_round(start(want)).await.unwrap().round_token;
+        assert_status(c.decide(req::decide(t).raise(0)).await, Code::FailedPrecondition, "seats[0].decision");
     }
     server.stop().await;
 }
@@ -244,41 +195,31 @@ async fn decide_refuses_bad_decisions_all_or_nothing() {
 async fn settle_and_commit_refuse_bad_fields() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
-    assert_status(
-        c.settle(proto::SettleRequest { round_token: vec![], round_id: String::new() }).await,
-        Code::InvalidArgument,
-        "round_token",
-    );
-    let t = c.start_round(good_start(3)).await.unwrap().into_inner().round_token;
-    assert_status(
-        c.settle(proto::SettleRequest { round_token: t.clone(), round_id: "round-4".into() }).await,
-        Code::InvalidArgument,
-        "round_id",
-    );
-    c.settle(proto::SettleRequest { round_token: t, round_id: "round-3".into() }).await.unwrap();
-    assert_status(c.commit_seed(commit_request("x".repeat(200), 0)).await, Code::InvalidArgument, "round_id");
+    assert_status(c.settle(req::settle(vec![])).await, Code::InvalidArgument, "round_token");
+    let t = c.start_round(good_start(3)).await.unwrap().round_token;
+    assert_status(c.settle(req::settle(t.clone()).round("round-4")).await, Code::InvalidArgument, "round_id");
+    c.settle(req::settle(t).round("round-3")).await.unwrap();
+    assert_status(c.commit_seed(req::commit_seed().round("x".repeat(200))).await, Code::InvalidArgument, "round_id");
     server.stop().await;
 }
 
 #[tokio::test]
 async fn an_expired_commitment_from_commit_seed_is_refused() {
-    // 1 s is the shortest lifetime the settings accept.
-    let server = TestServer::start(&ring_a(), Duration::from_secs(1)).await;
+    // 1 s is the shortest lifetime the settings accept; the engine reads the test's clock.
+    let clock = TestClock::new();
+    let mut s = settings(&ring_a());
+    s.commitment_ttl = Duration::from_secs(1);
+    s.clock = clock.clock();
+    let server = TestServer::spawn(s).await;
     let mut c = server.client().await;
-    let committed = c.commit_seed(commit_request("round-0", 0)).await.unwrap().into_inner();
+    let committed = c.commit_seed(req::commit_seed()).await.unwrap();
+    assert_eq!(committed.expires_at_unix_ms, clock.now_ms() + 1000);
     let mut req = good_start(0);
     req.commitment_token = committed.commitment_token;
-    // Usable until it expires (a StartRound before that simply succeeds), refused after.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    let refused = loop {
-        match c.start_round(req.clone()).await {
-            Err(status) => break status,
-            Ok(_) => {
-                assert!(tokio::time::Instant::now() < deadline, "a 1 s commitment still usable after 5 s");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    };
-    assert_status(Err::<(), _>(refused), Code::InvalidArgument, "commitment_token");
+    // Usable up to its expiry instant, refused one millisecond after.
+    clock.advance(Duration::from_millis(1000));
+    c.start_round(req.clone()).await.expect("usable at its expiry instant");
+    clock.advance(Duration::from_millis(1));
+    assert_status(c.start_round(req).await, Code::InvalidArgument, "commitment_token");
     server.stop().await;
 }

@@ -5,33 +5,20 @@ use std::time::Duration;
 
 use crate::common::*;
 use reddog::fairness::{AnyReveal, parse_reveal};
-use reddog::service::proto::red_dog_client::RedDogClient;
-use reddog::service::proto::{self, Action};
-use tonic::transport::Channel;
 
 /// Starts `n` rounds (CommitSeed + StartRound, and for non-consecutive hands a decision for
 /// seat 0 only), returning (round id, commitment, latest token, awaiting decisions).
-async fn start_rounds(c: &mut RedDogClient<Channel>, n: u64, tag: &str) -> Vec<(String, String, Vec<u8>, bool)> {
+async fn start_rounds(c: &mut TestClient, n: u64, tag: &str) -> Vec<(String, String, Vec<u8>, bool)> {
     let mut out = Vec::new();
     for i in 0..n {
         let id = format!("{tag}-{i}");
-        let committed = c.commit_seed(commit_request(id.clone(), i)).await.unwrap().into_inner();
-        let mut req = start_request(committed.commitment_token, i, &[500, 700, 900]);
-        req.round_id = id.clone();
-        let started = c.start_round(req).await.unwrap().into_inner();
+        let committed = c.commit_seed(req::commit_seed().round(&id).nonce(i)).await.unwrap();
+        let start = req::start_round(committed.commitment_token).round(&id).nonce(i).bets(&[500, 700, 900]);
+        let started = c.start_round(start).await.unwrap();
         let mut token = started.round_token;
         let awaiting = started.round.unwrap().awaiting_decisions;
         if awaiting {
-            token = c
-                .decide(proto::DecideRequest {
-                    round_token: token,
-                    decisions: vec![decision(0, Action::Raise)],
-                    round_id: id.clone(),
-                })
-                .await
-                .unwrap()
-                .into_inner()
-                .round_token;
+            token = c.decide(req::decide(token).raise(0).round(&id)).await.unwrap().round_token;
         }
         out.push((id, committed.commitment, token, awaiting));
     }
@@ -39,25 +26,16 @@ async fn start_rounds(c: &mut RedDogClient<Channel>, n: u64, tag: &str) -> Vec<(
 }
 
 /// Finishes rounds: remaining decisions, then Settle; checks every reveal.
-async fn finish_rounds(c: &mut RedDogClient<Channel>, rounds: Vec<(String, String, Vec<u8>, bool)>) {
+async fn finish_rounds(c: &mut TestClient, rounds: Vec<(String, String, Vec<u8>, bool)>) {
     for (id, commitment, mut token, awaiting) in rounds {
         if awaiting {
             token = c
-                .decide(proto::DecideRequest {
-                    round_token: token,
-                    decisions: vec![decision(1, Action::Stand), decision(2, Action::Raise)],
-                    round_id: id.clone(),
-                })
+                .decide(req::decide(token).stand(1).raise(2).round(&id))
                 .await
                 .unwrap_or_else(|s| panic!("decide {id}: {s:?}"))
-                .into_inner()
                 .round_token;
         }
-        let settle = c
-            .settle(proto::SettleRequest { round_token: token, round_id: id.clone() })
-            .await
-            .unwrap_or_else(|s| panic!("settle {id}: {s:?}"))
-            .into_inner();
+        let settle = c.settle(req::settle(token).round(&id)).await.unwrap_or_else(|s| panic!("settle {id}: {s:?}"));
         assert_eq!(settle.round_id, id);
         let reveal = parse_reveal(&settle.reveal_json).unwrap();
         assert!(reveal.verify().unwrap().ok());
@@ -76,12 +54,12 @@ async fn rounds_started_on_a_killed_process_finish_on_another() {
     let rounds = start_rounds(&mut c1, 12, "failover").await;
     assert!(rounds.iter().any(|r| r.3), "at least one round awaits decisions");
     // Commitments issued by the first process are usable on the second, too.
-    let pending = c1.commit_seed(commit_request("round-0", 0)).await.unwrap().into_inner();
+    let pending = c1.commit_seed(req::commit_seed()).await.unwrap();
     drop(c1);
     first.kill();
     let mut c2 = connect(second.addr).await;
     finish_rounds(&mut c2, rounds).await;
-    c2.start_round(start_request(pending.commitment_token, 0, &[500])).await.unwrap();
+    c2.start_round(req::start_round(pending.commitment_token).bets(&[500])).await.unwrap();
     let status = second.terminate().await;
     assert!(status.success(), "clean exit on SIGTERM: {status:?}");
 }
@@ -119,7 +97,7 @@ async fn sigterm_with_an_open_connection_exits_within_the_drain_timeout() {
         std::process::Stdio::null(),
     );
     let mut c = connect(server.addr).await;
-    c.get_rules(proto::GetRulesRequest::default()).await.unwrap();
+    c.get_rules(req::get_rules()).await.unwrap();
     let started = std::time::Instant::now();
     let status = server.terminate().await;
     assert!(status.success(), "{status:?}");

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use crate::common::*;
 use reddog::fairness::RevealV2;
-use reddog::service::proto::{self, Action};
 
 #[tokio::test]
 async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
@@ -28,37 +27,27 @@ async fn no_server_seed_appears_in_trace_logs_before_its_reveal() {
         let mut c = connect(server.addr).await;
         let mut seen = Vec::new();
         for i in 0..8u64 {
-            let committed = c.commit_seed(commit_request(format!("round-{i}"), i)).await;
-            let committed = committed.unwrap().into_inner();
+            let committed = c.commit_seed(req::commit_seed().nonce(i)).await.unwrap();
             let committed_hex = committed.commitment.clone();
             let started =
-                c.start_round(start_request(committed.commitment_token, i, &[500, 1000])).await.unwrap().into_inner();
+                c.start_round(req::start_round(committed.commitment_token).nonce(i).bets(&[500, 1000])).await.unwrap();
             let mut token = started.round_token;
             if started.round.unwrap().awaiting_decisions {
-                let d = proto::DecideRequest {
-                    round_token: token,
-                    decisions: vec![decision(0, Action::Raise), decision(1, Action::Stand)],
-                    round_id: String::new(),
-                };
-                token = c.decide(d).await.unwrap().into_inner().round_token;
+                token = c.decide(req::decide(token).raise(0).stand(1)).await.unwrap().round_token;
             }
             // The trail is written in batches (at most `log_writer::FLUSH_EVERY` later):
             // wait, bounded, until this round's `round_started` record is out.
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            let before_reveal = loop {
+            eventually(Duration::from_secs(10), "the round_started record in the trail", || {
                 let trail = std::fs::read(&trail_path).unwrap_or_default();
-                let started_recorded = String::from_utf8_lossy(&trail)
+                String::from_utf8_lossy(&trail)
                     .lines()
-                    .any(|l| l.contains(&committed_hex) && l.contains("round_started"));
-                if started_recorded || std::time::Instant::now() > deadline {
-                    let mut both = std::fs::read(&log_path).unwrap();
-                    both.extend_from_slice(&trail);
-                    break both;
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            };
-            let settle = c.settle(proto::SettleRequest { round_token: token, round_id: String::new() }).await;
-            let reveal: RevealV2 = serde_json::from_str(&settle.unwrap().into_inner().reveal_json).unwrap();
+                    .any(|l| l.contains(&committed_hex) && l.contains("round_started"))
+            })
+            .await;
+            let mut before_reveal = std::fs::read(&log_path).unwrap();
+            before_reveal.extend_from_slice(&std::fs::read(&trail_path).unwrap());
+            let settle = c.settle(req::settle(token)).await;
+            let reveal: RevealV2 = serde_json::from_str(&settle.unwrap().reveal_json).unwrap();
             let text = String::from_utf8_lossy(&before_reveal).to_lowercase();
             assert!(text.contains(&reveal.commitment), "the audit trail records the round's commitment");
             assert!(!text.contains(&reveal.server_seed), "server seed logged before its reveal");

@@ -64,9 +64,9 @@ async fn metrics_endpoint_serves_the_text_format_and_404s_the_rest() {
 /// likewise.
 #[tokio::test]
 async fn the_expected_return_counter_is_the_exact_sum_over_the_settled_rounds() {
+    use crate::common::req;
     use reddog::game::{Decks, HandClass, Money, Paytable, Rank};
     use reddog::odds::{Exact, decimal, round_expectation};
-    use reddog::service::proto::{Action, Limits, SeatBet};
 
     const TABLE: &str = "payout-monitor";
     let config = r#"{"tables":{"payout-monitor":{"decks":2,"min_bet":1,"max_bet":1000,
@@ -82,40 +82,15 @@ async fn the_expected_return_counter_is_the_exact_sum_over_the_settled_rounds() 
     let (mut expected, mut variance, mut classes) = (Exact::from(0), 0.0f64, std::collections::BTreeSet::new());
     for i in 0..60u64 {
         let id = format!("pm-{i}");
-        let commit = c
-            .commit_seed(proto::CommitSeedRequest { round_id: id.clone(), nonce: i, table_id: TABLE.into() })
-            .await
-            .unwrap()
-            .into_inner();
-        let started = c
-            .start_round(proto::StartRoundRequest {
-                sandbox_cards: vec![],
-                commitment_token: commit.commitment_token,
-                client_seed: "payout monitor".into(),
-                nonce: i,
-                round_id: id.clone(),
-                seats: vec![SeatBet { bet: 7 }, SeatBet { bet: 100 }],
-                player_limits: Some(Limits { min_bet: 1, max_bet: 1000 }),
-                table_id: TABLE.into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let commit = c.commit_seed(req::commit_seed().round(&id).nonce(i).table(TABLE)).await.unwrap();
+        let start = req::start_round(commit.commitment_token).round(&id).nonce(i).client_seed("payout monitor");
+        let started = c.start_round(start.bets(&[7, 100]).limits(1, 1000).table(TABLE)).await.unwrap();
         let mut token = started.round_token;
         if started.round.as_ref().is_some_and(|r| r.awaiting_decisions) {
             // The first seat raises, the second stands by default.
-            token = c
-                .decide(proto::DecideRequest {
-                    round_token: token,
-                    decisions: vec![crate::common::decision(0, Action::Raise)],
-                    round_id: id.clone(),
-                })
-                .await
-                .unwrap()
-                .into_inner()
-                .round_token;
+            token = c.decide(req::decide(token).raise(0).round(&id)).await.unwrap().round_token;
         }
-        let settled = c.settle(proto::SettleRequest { round_token: token, round_id: id }).await.unwrap().into_inner();
+        let settled = c.settle(req::settle(token).round(id)).await.unwrap();
         let view = settled.round.unwrap();
         let rank = |card: Option<proto::Card>| Rank::new(card.unwrap().rank as u8).unwrap();
         let class = HandClass::of_ranks(rank(view.first_card), rank(view.second_card));

@@ -53,7 +53,7 @@ async fn play_one(want: Want, expect_class: HandClass, expect: (Outcome, Rule), 
     let mut client = server.client().await;
     let nonce = nonce_for(want);
     let token = bound_commitment_token(&ring_a(), SEED, nonce);
-    let started = client.start_round(start_request(token, nonce, &[1000])).await.unwrap().into_inner();
+    let started = client.start_round(req::start_round(token).nonce(nonce)).await.unwrap();
     let view = started.round.as_ref().unwrap();
     assert_eq!(view.hand_class(), expect_class);
     assert_eq!(started.round_id, format!("round-{nonce}"));
@@ -68,15 +68,7 @@ async fn play_one(want: Want, expect_class: HandClass, expect: (Outcome, Rule), 
             assert!(view.spread >= 1 && view.spread <= 11);
             assert!(view.third_card.is_none(), "third card must stay hidden");
             assert_eq!(view.seats[0].allowed_actions, vec![Action::Raise as i32, Action::Stand as i32]);
-            let decided = client
-                .decide(proto::DecideRequest {
-                    round_token: round_token.clone(),
-                    decisions: vec![decision(0, Action::Raise)],
-                    round_id: String::new(),
-                })
-                .await
-                .unwrap()
-                .into_inner();
+            let decided = client.decide(req::decide(round_token.clone()).raise(0)).await.unwrap();
             assert_eq!(decided.raised_amount, 1000);
             let v = decided.round.unwrap();
             assert!(!v.awaiting_decisions);
@@ -97,11 +89,7 @@ async fn play_one(want: Want, expect_class: HandClass, expect: (Outcome, Rule), 
             assert_eq!(view.spread, 0);
         }
     }
-    let settle = client
-        .settle(proto::SettleRequest { round_token: round_token.clone(), round_id: format!("round-{nonce}") })
-        .await
-        .unwrap()
-        .into_inner();
+    let settle = client.settle(req::settle(round_token.clone()).round(format!("round-{nonce}"))).await.unwrap();
     let r = &settle.results[0];
     assert_eq!((r.outcome(), r.rule()), expect);
     assert_eq!(r.raised, raised);
@@ -112,8 +100,7 @@ async fn play_one(want: Want, expect_class: HandClass, expect: (Outcome, Rule), 
     check_reveal(&settle, &commitment);
     assert_eq!(settle.reveal.as_ref().unwrap().cards.len(), if want == Want::Consecutive { 2 } else { 3 });
     // Settling the same token again returns the same settlement.
-    let again =
-        client.settle(proto::SettleRequest { round_token, round_id: String::new() }).await.unwrap().into_inner();
+    let again = client.settle(req::settle(round_token)).await.unwrap();
     assert_eq!(again, settle);
     server.stop().await;
 }
@@ -175,44 +162,21 @@ async fn seven_seats_share_one_deal_and_decide_independently() {
     let nonce = nonce_for(Want::Between);
     let odds = spread_odds(Want::Between);
     let bets = [500, 600, 700, 800, 900, 1000, 30_000];
-    let started = client
-        .start_round(start_request(commitment_token(&ring_a(), SEED, 60_000), nonce, &bets))
-        .await
-        .unwrap()
-        .into_inner();
+    let token = commitment_token(&ring_a(), SEED, 60_000);
+    let started = client.start_round(req::start_round(token).nonce(nonce).bets(&bets)).await.unwrap();
     let view = started.round.unwrap();
     assert_eq!(view.seats.len(), 7);
     assert!(view.seats.iter().all(|s| s.allowed_actions.len() == 2));
-    let d1 = client
-        .decide(proto::DecideRequest {
-            round_token: started.round_token,
-            decisions: vec![decision(0, Action::Raise), decision(6, Action::Stand)],
-            round_id: started.round_id.clone(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let d1 = client.decide(req::decide(started.round_token).raise(0).stand(6).round(&started.round_id)).await.unwrap();
     assert_eq!(d1.raised_amount, 500);
     let v = d1.round.as_ref().unwrap();
     assert!(v.awaiting_decisions && v.third_card.is_none());
     assert!(v.seats[0].allowed_actions.is_empty() && v.seats[6].allowed_actions.is_empty());
     assert_eq!(v.seats[1].allowed_actions.len(), 2);
-    let d2 = client
-        .decide(proto::DecideRequest {
-            round_token: d1.round_token,
-            decisions: vec![decision(1, Action::Raise), decision(2, Action::Stand), decision(5, Action::Raise)],
-            round_id: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let d2 = client.decide(req::decide(d1.round_token).raise(1).stand(2).raise(5)).await.unwrap();
     assert_eq!(d2.raised_amount, 600 + 1000);
     assert!(d2.round.as_ref().unwrap().awaiting_decisions);
-    let settle = client
-        .settle(proto::SettleRequest { round_token: d2.round_token, round_id: String::new() })
-        .await
-        .unwrap()
-        .into_inner();
+    let settle = client.settle(req::settle(d2.round_token)).await.unwrap();
     let raised = [true, true, false, false, false, true, false];
     for (i, r) in settle.results.iter().enumerate() {
         assert_eq!(r.seat as usize, i);
@@ -235,16 +199,9 @@ async fn seven_seats_on_a_pair_are_settled_at_once() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut client = server.client().await;
     let nonce = nonce_for(Want::ThreeOfAKind);
-    let started = client
-        .start_round(start_request(commitment_token(&ring_a(), SEED, 60_000), nonce, &[500; 7]))
-        .await
-        .unwrap()
-        .into_inner();
-    let settle = client
-        .settle(proto::SettleRequest { round_token: started.round_token, round_id: String::new() })
-        .await
-        .unwrap()
-        .into_inner();
+    let token = commitment_token(&ring_a(), SEED, 60_000);
+    let started = client.start_round(req::start_round(token).nonce(nonce).bets(&[500; 7])).await.unwrap();
+    let settle = client.settle(req::settle(started.round_token)).await.unwrap();
     assert_eq!(settle.results.len(), 7);
     assert!(settle.results.iter().all(|r| r.returned == 6000 && r.rule() == Rule::ThreeOfAKind));
     assert_eq!(settle.total_returned, 42_000);
@@ -257,32 +214,22 @@ async fn seven_seats_on_a_pair_are_settled_at_once() {
 async fn commit_seed_then_a_full_round_reveals_the_committed_seed() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut client = server.client().await;
-    let rules_digest = client.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner().rules_digest;
+    let rules_digest = client.get_rules(req::get_rules()).await.unwrap().rules_digest;
     assert_eq!(rules_digest.len(), 64);
     for i in 0..20u64 {
-        let committed = client.commit_seed(commit_request(format!("r{i}"), i)).await.unwrap().into_inner();
+        let committed = client.commit_seed(req::commit_seed().round(format!("r{i}")).nonce(i)).await.unwrap();
         assert_eq!(committed.commitment.len(), 64);
         assert_eq!(committed.round_id, format!("r{i}"));
         assert_eq!(committed.algorithm, "reddog-deal-v1");
-        let mut req = start_request(committed.commitment_token, i, &[500, 1000]);
-        req.round_id = format!("r{i}");
-        let started = client.start_round(req).await.unwrap().into_inner();
+        let start = req::start_round(committed.commitment_token).round(format!("r{i}")).nonce(i).bets(&[500, 1000]);
+        let started = client.start_round(start).await.unwrap();
         assert_eq!(started.commitment, committed.commitment);
         let mut token = started.round_token;
         if started.round.unwrap().awaiting_decisions {
-            token = client
-                .decide(proto::DecideRequest {
-                    round_token: token,
-                    decisions: vec![decision(1, Action::Raise), decision(0, Action::Stand)],
-                    round_id: format!("r{i}"),
-                })
-                .await
-                .unwrap()
-                .into_inner()
-                .round_token;
+            token =
+                client.decide(req::decide(token).raise(1).stand(0).round(format!("r{i}"))).await.unwrap().round_token;
         }
-        let settle = client.settle(proto::SettleRequest { round_token: token, round_id: String::new() }).await.unwrap();
-        let settle = settle.into_inner();
+        let settle = client.settle(req::settle(token)).await.unwrap();
         assert_eq!(settle.round_id, format!("r{i}"));
         check_reveal(&settle, &committed.commitment);
         // The rules digest shown with the commitment is the table's and the reveal's.
@@ -299,17 +246,13 @@ async fn retried_calls_return_identical_answers() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut client = server.client().await;
     let nonce = nonce_for(Want::Outside);
-    let req = start_request(commitment_token(&ring_a(), SEED, 60_000), nonce, &[500, 500]);
-    let a = client.start_round(req.clone()).await.unwrap().into_inner();
-    let b = client.start_round(req).await.unwrap().into_inner();
+    let start = req::start_round(commitment_token(&ring_a(), SEED, 60_000)).nonce(nonce).bets(&[500, 500]);
+    let a = client.start_round(start.clone()).await.unwrap();
+    let b = client.start_round(start).await.unwrap();
     assert_eq!(a, b);
-    let decide = proto::DecideRequest {
-        round_token: a.round_token.clone(),
-        decisions: vec![decision(0, Action::Raise)],
-        round_id: String::new(),
-    };
-    let d1 = client.decide(decide.clone()).await.unwrap().into_inner();
-    let d2 = client.decide(decide).await.unwrap().into_inner();
+    let decide = req::decide(a.round_token.clone()).raise(0);
+    let d1 = client.decide(decide.clone()).await.unwrap();
+    let d2 = client.decide(decide).await.unwrap();
     assert_eq!(d1, d2);
     server.stop().await;
 }
@@ -317,7 +260,7 @@ async fn retried_calls_return_identical_answers() {
 #[tokio::test]
 async fn get_rules_states_the_table() {
     let server = TestServer::start(&ring_a(), Duration::from_secs(90)).await;
-    let rules = server.client().await.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner();
+    let rules = server.client().await.get_rules(req::get_rules()).await.unwrap();
     assert_eq!(rules.decks, 1);
     assert_eq!(rules.spread_odds.iter().map(|s| s.odds).collect::<Vec<_>>(), vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1]);
     assert_eq!(rules.three_of_a_kind_odds, 11);
@@ -327,9 +270,51 @@ async fn get_rules_states_the_table() {
     assert_eq!(rules.fairness_algorithm_version, 1);
     assert_eq!(rules.commitment_ttl_secs, 90);
     assert_eq!(rules.raise_rule, "raise when the spread is 7 or more, otherwise stand");
-    assert!(rules.rtp_decimal.starts_with("0.9"), "{}", rules.rtp_decimal);
-    assert!(rules.rtp_exact.contains('/'), "{}", rules.rtp_exact);
+    let (numer, denom) = standard_one_deck_rtp();
+    assert_eq!(rules.rtp_exact, format!("{numer}/{denom}"));
+    assert_eq!(rules.rtp_decimal, decimal_10(numer, denom));
     server.stop().await;
+}
+
+/// The return to player of one unit bet at the standard paytable with one deck, raising at
+/// spread 7 or more, as a reduced fraction: counted here over every ordered deal of three
+/// cards (52 × 51 × 50), independently of the engine's odds module.
+fn standard_one_deck_rtp() -> (u64, u64) {
+    let rank = |card: usize| (card / 4) as i64;
+    let (mut deals, mut net) = (0i64, 0i64);
+    for a in 0..52 {
+        for b in (0..52).filter(|&b| b != a) {
+            for c in (0..52).filter(|&c| c != a && c != b) {
+                deals += 1;
+                let (x, y, z) = (rank(a), rank(b), rank(c));
+                let (lo, hi) = (x.min(y), x.max(y));
+                net += match hi - lo {
+                    0 if z == x => 11, // three of a kind pays 11 to 1
+                    0 | 1 => 0,        // a pair without match, a consecutive hand: push
+                    gap => {
+                        let spread = gap - 1;
+                        let stake = if spread >= 7 { 2 } else { 1 };
+                        let odds = match spread {
+                            1 => 5,
+                            2 => 4,
+                            3 => 2,
+                            _ => 1,
+                        };
+                        if lo < z && z < hi { stake * odds } else { -stake }
+                    }
+                };
+            }
+        }
+    }
+    let (numer, denom) = ((deals + net) as u64, deals as u64);
+    let gcd = (1..=denom).rev().find(|d| numer % d == 0 && denom % d == 0).unwrap();
+    (numer / gcd, denom / gcd)
+}
+
+/// `numer/denom` with 10 decimal places, rounded half up.
+fn decimal_10(numer: u64, denom: u64) -> String {
+    let scaled = (u128::from(numer) * 10u128.pow(10) * 2 + u128::from(denom)) / (2 * u128::from(denom));
+    format!("{}.{:010}", scaled / 10u128.pow(10), scaled % 10u128.pow(10))
 }
 
 /// Health: "" and reddog.v1.RedDog flip to NOT_SERVING when draining; liveness stays up.
@@ -354,4 +339,24 @@ async fn health_flips_to_not_serving_on_shutdown() {
     assert_eq!(next.unwrap().unwrap().status(), ServingStatus::NotServing);
     drop((overall, live));
     tokio::time::timeout(Duration::from_secs(10), stopping).await.unwrap().unwrap();
+}
+
+/// The example of tests/README.md (kept compiling and passing here): a raise adds the seat's
+/// bet, and a whole round played with one call stakes double when seat 0 could raise.
+#[tokio::test]
+async fn a_raise_doubles_that_seats_stake() {
+    let server = TestServer::start(&ring_a(), Duration::from_secs(600)).await;
+    let mut c = server.client().await;
+    let nonce = nonce_for(Want::Between); // a deal of the kind the test needs, under SEED
+    let token = bound_commitment_token(&ring_a(), SEED, nonce);
+    let started = c.start_round(req::start_round(token).nonce(nonce).bets(&[500, 500])).await.unwrap();
+    let decided = c.decide(req::decide(started.round_token).raise(0).stand(1)).await.unwrap();
+    assert_eq!(decided.raised_amount, 500);
+    let played = c.play_round(req::round().bets(&[500]).raise(0)).await;
+    let raised = played.decided.is_some();
+    assert_eq!(
+        (played.settled.results[0].raised, played.settled.total_staked),
+        (raised, if raised { 1000 } else { 500 })
+    );
+    server.stop().await;
 }

@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, date_time_ymd};
-use reddog::service::proto::red_dog_client::RedDogClient;
-use reddog::service::proto::{self, Action};
 use reddog::service::{Application, TlsSettings};
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 use crate::common::*;
 
@@ -64,7 +62,7 @@ async fn tls_client(
     addr: std::net::SocketAddr,
     server_ca: &str,
     identity: Option<&(String, String)>,
-) -> Result<RedDogClient<Channel>, String> {
+) -> Result<TestClient, String> {
     let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(server_ca)).domain_name("localhost");
     if let Some((cert, key)) = identity {
         tls = tls.identity(Identity::from_pem(cert, key));
@@ -78,10 +76,10 @@ async fn tls_client(
         .await
         .map_err(|_| "connect: timed out".to_string())?
         .map_err(|e| format!("connect: {e:?}"))?;
-    let mut c = RedDogClient::new(ch);
+    let mut c = TestClient::new(ch);
     // With TLS 1.3 the server checks the client's certificate after the client considers the
     // handshake done, so a refusal can surface at the first call.
-    tokio::time::timeout(Duration::from_secs(10), c.get_rules(proto::GetRulesRequest::default()))
+    tokio::time::timeout(Duration::from_secs(10), c.get_rules(req::get_rules()))
         .await
         .map_err(|_| "first call: timed out".to_string())?
         .map_err(|s| format!("first call: {s:?}"))?;
@@ -114,25 +112,8 @@ async fn mutual_tls_admits_only_current_certificates_from_the_ca() {
     let good = leaf(&client_ca, "platform", false, false);
     let mut c =
         tls_client(server.addr, &server_ca.pem, Some(&good)).await.expect("a client with a certificate from the CA");
-    let committed = c.commit_seed(commit_request("round-7", 7)).await.unwrap().into_inner();
-    let req = start_request(committed.commitment_token, 7, &[500]);
-    let started = c.start_round(req).await.unwrap().into_inner();
-    let mut token = started.round_token;
-    if started.round.unwrap().awaiting_decisions {
-        token = c
-            .decide(proto::DecideRequest {
-                round_token: token,
-                decisions: vec![decision(0, Action::Stand)],
-                round_id: "round-7".into(),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .round_token;
-    }
-    let settled =
-        c.settle(proto::SettleRequest { round_token: token, round_id: "round-7".into() }).await.unwrap().into_inner();
-    assert_eq!(settled.reveal.unwrap().commitment, committed.commitment);
+    let played = c.play_round(req::round().nonce(7).bets(&[500])).await;
+    assert_eq!(played.settled.reveal.unwrap().commitment, played.committed.commitment);
 
     // Refused at the handshake: no certificate, another CA's, an expired one.
     let refused_before = tls_metric("tls");
@@ -151,13 +132,10 @@ async fn mutual_tls_admits_only_current_certificates_from_the_ca() {
     let plain =
         Endpoint::from_shared(format!("http://{}", server.addr)).unwrap().connect_timeout(Duration::from_secs(2));
     if let Ok(ch) = plain.connect().await {
-        RedDogClient::new(ch)
-            .get_rules(proto::GetRulesRequest::default())
-            .await
-            .expect_err("plaintext over a TLS port");
+        TestClient::new(ch).get_rules(req::get_rules()).await.expect_err("plaintext over a TLS port");
     }
     // The good client's connection still works.
-    c.get_rules(proto::GetRulesRequest::default()).await.unwrap();
+    c.get_rules(req::get_rules()).await.unwrap();
     server.stop().await;
 }
 
@@ -174,29 +152,28 @@ async fn a_changed_certificate_file_is_served_without_a_restart() {
         reload_poll: Duration::from_millis(100),
     });
     let app = Application::build(s).await.unwrap();
+    let reloader = app.tls().expect("TLS configured").clone();
     let server = TestServer::run(app);
     let mut old = tls_client(server.addr, &ca1.pem, None).await.expect("server-only TLS with the first certificate");
     assert!(tls_client(server.addr, &ca2.pem, None).await.is_err());
+    assert_eq!(reloader.reloads(), (0, 0));
 
-    // Rotate: a certificate from the second CA (key first, then the certificate).
+    // Rotate: a certificate from the second CA (key first, then the certificate). The file
+    // watcher may see the new key alone first (refused), then both (reloaded).
     let (cert2, key2) = leaf(&ca2, "reddog", true, false);
     write(dir.path(), "tls.key", &key2);
     write(dir.path(), "tls.crt", &cert2);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        if tls_client(server.addr, &ca2.pem, None).await.is_ok() {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the new certificate was not served within 10 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(Duration::from_secs(10), "a reload of the changed files", || reloader.reloads().0 >= 1).await;
+    let (_, refused_before) = reloader.reloads();
+    tls_client(server.addr, &ca2.pem, None).await.expect("the new certificate is served after the reload");
     // New connections get the new certificate only; the old connection is not dropped.
     assert!(tls_client(server.addr, &ca1.pem, None).await.is_err());
-    old.get_rules(proto::GetRulesRequest::default()).await.unwrap();
+    old.get_rules(req::get_rules()).await.unwrap();
 
     // A broken file set is refused and the certificate in force stays.
     write(dir.path(), "tls.crt", "not a certificate");
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    eventually(Duration::from_secs(10), "the broken files refused", || reloader.reloads().1 > refused_before).await;
+    assert_eq!(reloader.reloads().0, 1, "nothing reloaded from the broken files");
     tls_client(server.addr, &ca2.pem, None).await.expect("a bad reload leaves the previous certificate in force");
     server.stop().await;
 }
@@ -229,13 +206,12 @@ async fn the_binary_serves_mutual_tls_and_reloads_on_sighup() {
     let (cert2, key2) = leaf(&ca2, "reddog", true, false);
     write(dir.path(), "tls.key", &key2);
     write(dir.path(), "tls.crt", &cert2);
-    let status = std::process::Command::new("kill").args(["-HUP", &server.child.id().to_string()]).status().unwrap();
-    assert!(status.success());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while tls_client(server.addr, &ca2.pem, Some(&client)).await.is_err() {
-        assert!(tokio::time::Instant::now() < deadline, "SIGHUP did not swap the certificate within 10 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    server.signal("HUP");
+    let (addr, ca2, client) = (server.addr, &ca2.pem, &client);
+    eventually_async(Duration::from_secs(10), "the certificate swapped on SIGHUP", || async move {
+        tls_client(addr, ca2, Some(client)).await.is_ok()
+    })
+    .await;
     let exit = server.terminate().await;
     assert!(exit.success(), "{exit:?}");
 }

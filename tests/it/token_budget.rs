@@ -14,8 +14,10 @@ use proptest::prelude::*;
 use reddog::game::table::largest_max_bet;
 use reddog::game::{BetLimits, Decks, Money, Paytable, Table};
 use reddog::service::proto::red_dog_server::RedDog;
-use reddog::service::proto::{self, Action};
+
 use reddog::service::token::MAX_TOKEN_LEN;
+
+use crate::common::req;
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
 use tonic::Request;
 
@@ -34,8 +36,13 @@ fn service() -> (RedDogService, u64) {
         &tables,
     )
     .unwrap();
-    let svc =
-        RedDogService::new(EngineConfig { audit, tables, key_ring: ring, commitment_ttl: Duration::from_secs(600) });
+    let svc = RedDogService::new(EngineConfig {
+        audit,
+        tables,
+        key_ring: ring,
+        commitment_ttl: Duration::from_secs(600),
+        clock: reddog::service::Clock::system(),
+    });
     (svc, max_bet.0)
 }
 
@@ -113,25 +120,22 @@ fn play(
     max_bet: u64,
 ) -> Result<bool, TestCaseError> {
     let committed = rt
-        .block_on(svc.commit_seed(Request::new(proto::CommitSeedRequest {
-            round_id: round_id.clone(),
-            nonce,
-            table_id: String::new(),
-        })))
+        .block_on(svc.commit_seed(Request::new(req::commit_seed().round(&round_id).nonce(nonce).build())))
         .map_err(|s| TestCaseError::fail(format!("CommitSeed: {s:?}")))?
         .into_inner();
     note(&committed.commitment_token);
     let started = rt
-        .block_on(svc.start_round(Request::new(proto::StartRoundRequest {
-            sandbox_cards: vec![],
-            commitment_token: committed.commitment_token,
-            client_seed,
-            nonce,
-            round_id,
-            seats: plan.bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
-            player_limits: Some(proto::Limits { min_bet: 1, max_bet }),
-            table_id: String::new(),
-        })))
+        .block_on(
+            svc.start_round(Request::new(
+                req::start_round(committed.commitment_token)
+                    .client_seed(client_seed)
+                    .nonce(nonce)
+                    .round(round_id)
+                    .bets(&plan.bets)
+                    .limits(1, max_bet)
+                    .build(),
+            )),
+        )
         .map_err(|s| TestCaseError::fail(format!("StartRound: {s:?}")))?
         .into_inner();
     note(&started.round_token);
@@ -142,17 +146,16 @@ fn play(
         for call in &plan.calls {
             let decided = rt
                 .block_on(
-                    svc.decide(Request::new(proto::DecideRequest {
-                        round_token: token.clone(),
-                        decisions: call
-                            .iter()
-                            .map(|&(seat, raise)| proto::SeatDecision {
-                                seat,
-                                action: if raise { Action::Raise } else { Action::Stand } as i32,
-                            })
-                            .collect(),
-                        round_id: String::new(),
-                    })),
+                    svc.decide(Request::new(
+                        call.iter()
+                            .fold(
+                                req::decide(token.clone()),
+                                |d, &(seat, raise)| {
+                                    if raise { d.raise(seat) } else { d.stand(seat) }
+                                },
+                            )
+                            .build(),
+                    )),
                 )
                 .map_err(|s| TestCaseError::fail(format!("Decide: {s:?}")))?
                 .into_inner();
@@ -165,7 +168,7 @@ fn play(
     // engine cannot refuse — they must still open).
     for (i, t) in tokens.into_iter().enumerate() {
         let settled = rt
-            .block_on(svc.settle(Request::new(proto::SettleRequest { round_token: t, round_id: String::new() })))
+            .block_on(svc.settle(Request::new(req::settle(t).build())))
             .map_err(|s| TestCaseError::fail(format!("Settle of token {i}: {s:?}")))?
             .into_inner();
         prop_assert_eq!(settled.results.len(), plan.bets.len());

@@ -97,15 +97,15 @@ fn background_call(ch: Channel) -> tokio::task::JoinHandle<Result<tonic::Respons
 }
 
 /// Calls GetRules until it is shed (bounded: 30 s); the answer that was.
-async fn until_shed(c: &mut proto::red_dog_client::RedDogClient<Channel>) -> Status {
-    let started = Instant::now();
-    loop {
-        match c.get_rules(GetRulesRequest::default()).await {
-            Err(status) => return status,
-            Ok(_) => assert!(started.elapsed() < Duration::from_secs(30), "never shed"),
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+async fn until_shed(c: &TestClient) -> Status {
+    let shed = &std::sync::Mutex::new(None);
+    eventually_async(Duration::from_secs(30), "a call shed", || async move {
+        let refused = c.clone().get_rules(req::get_rules()).await.err();
+        *shed.lock().unwrap() = refused;
+        shed.lock().unwrap().is_some()
+    })
+    .await;
+    shed.lock().unwrap().take().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,13 +114,13 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     s.limits.max_in_flight = 2;
     let server = TestServer::spawn(s).await;
     let ch = channel(server.addr).await;
-    let mut c = proto::red_dog_client::RedDogClient::new(ch.clone());
+    let mut c = TestClient::new(ch.clone());
     // Two calls hold both slots, on two connections (the cap is global, not per
     // connection): their answers cannot be sent to peers that grant no window.
     let (deaf1, deaf2) = (deaf_channel(server.addr).await, deaf_channel(server.addr).await);
     let held = [background_call(deaf1.clone()), background_call(deaf2.clone())];
     let shed_before = metric("reddog_load_shed_total");
-    let shed = until_shed(&mut c).await;
+    let shed = until_shed(&c).await;
     assert_eq!(shed.code(), Code::ResourceExhausted, "{shed:?}");
     assert_eq!(error_reason(&shed), "OVERLOADED");
     assert!(shed.get_error_details().retry_info().is_some());
@@ -142,11 +142,11 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
         call.abort();
     }
     drop((deaf1, deaf2));
-    let started = Instant::now();
-    while c.get_rules(GetRulesRequest::default()).await.is_err() {
-        assert!(started.elapsed() < Duration::from_secs(10), "never admitted again once the load dropped");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let c = &c;
+    eventually_async(Duration::from_secs(10), "a call admitted again once the load dropped", || async move {
+        c.clone().get_rules(req::get_rules()).await.is_ok()
+    })
+    .await;
     server.stop().await;
 }
 
@@ -160,14 +160,16 @@ async fn one_connection_cannot_hold_more_than_its_share_of_slots() {
     // the slots and wait, three are shed at once.
     let deaf = deaf_channel(server.addr).await;
     let mut calls: Vec<_> = (0..5).map(|_| background_call(deaf.clone())).collect();
+    eventually(Duration::from_secs(30), "3 of the 5 calls shed", || {
+        calls.iter().filter(|c| c.is_finished()).count() >= 3
+    })
+    .await;
     let mut shed = Vec::new();
-    let started = Instant::now();
-    while shed.len() < 3 {
-        assert!(started.elapsed() < Duration::from_secs(30), "only {} of 5 calls shed", shed.len());
-        if let Some(i) = calls.iter().position(|c| c.is_finished()) {
-            shed.push(calls.swap_remove(i).await.unwrap().expect_err("an answer that could not be sent"));
+    for call in std::mem::take(&mut calls) {
+        if call.is_finished() {
+            shed.push(call.await.unwrap().expect_err("an answer that could not be sent"));
         } else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            calls.push(call);
         }
     }
     for status in &shed {
@@ -286,7 +288,7 @@ async fn token_refusals_are_counted_by_reason_and_answered_alike() {
     let malformed = b"not a token".to_vec();
     let mut answers = Vec::new();
     for token in [expired, foreign, tampered, malformed] {
-        let status = c.start_round(start_request(token, 0, &[500])).await.unwrap_err();
+        let status = c.start_round(req::start_round(token).bets(&[500])).await.unwrap_err();
         answers.push((status.code(), status.message().to_string(), status.details().to_vec()));
     }
     eprintln!(
@@ -344,11 +346,14 @@ async fn an_idle_connection_is_closed_at_the_idle_deadline() {
     tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
     let took = until_closed(tcp, Duration::from_secs(5)).await;
     assert!(took >= Duration::from_millis(300), "closed after {took:?}");
-    // A connection in use is not idle: a call 600 ms after the first on one channel works.
+    // A connection in use is not idle: a call in progress since before a raw connection was
+    // opened still completes after that raw connection was closed as idle.
     let mut c = server.client().await;
     let (tx, held) = held_call(channel(server.addr).await);
     c.get_rules(GetRulesRequest::default()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    let mut idle = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    idle.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
+    until_closed(idle, Duration::from_secs(5)).await;
     tx.send(GetRulesRequest::default()).await.unwrap();
     drop(tx);
     tokio::time::timeout(Duration::from_secs(5), held)
@@ -397,17 +402,14 @@ async fn at_the_cap_a_new_connection_closes_the_longest_idle_one() {
 
 /// A new connection plays a call within 5 s (retried while the server frees a slot).
 async fn eventually_connects(addr: std::net::SocketAddr) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
-        if let Ok(ch) = endpoint.connect().await
-            && proto::red_dog_client::RedDogClient::new(ch).get_rules(GetRulesRequest::default()).await.is_ok()
-        {
-            return;
+    let endpoint = &tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
+    eventually_async(Duration::from_secs(5), "a slot freed for a new connection", || async move {
+        match endpoint.connect().await {
+            Ok(ch) => TestClient::new(ch).get_rules(req::get_rules()).await.is_ok(),
+            Err(_) => false,
         }
-        assert!(Instant::now() < deadline, "no slot freed within 5 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
 }
 
 async fn futures_connect(addr: std::net::SocketAddr, n: usize) -> Vec<tokio::net::TcpStream> {

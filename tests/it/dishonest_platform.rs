@@ -1,47 +1,39 @@
-//! The five findings of the round-integrity audit, each reproduced against the real
-//! server (or the real binary) and checked fixed:
+//! What a dishonest (or careless) platform cannot do with a round, against the real server
+//! (or the real binary), and the round-integrity guarantees that stop it
+//! (docs/design/round-integrity.md):
 //!
-//! 1. rounds that could never be settled (a round token over the size `open` accepts);
-//! 2. totals that saturated at `u64::MAX`;
-//! 3. one commitment dealing any number of rounds (Settle as an unsealing oracle);
-//! 4. forks of a round that settle with identical reveals;
-//! 5. malformed reveals accepted by `reddog verify`.
+//! - every round the API accepts can be settled, with totals that are exact or a table that
+//!   is refused at start-up;
+//! - a commitment deals only the round (id, nonce, table, shoe, rules) it was made for, so
+//!   Settle is no oracle for another round's face-down card;
+//! - forks of a round settle with different reveals, and every step answers the transcript
+//!   recomputed from the round's inputs;
+//! - `reddog verify` refuses malformed reveals; tokens from the previous engine still finish.
 
 use std::time::Duration;
 
 use crate::common::*;
 use reddog::game::table::MAX_BET;
 use reddog::game::{Paytable, Table, TableSpec};
-use reddog::service::proto::red_dog_client::RedDogClient;
-use reddog::service::proto::{self, Action};
+use reddog::service::proto;
 use tonic::Code;
-use tonic::transport::Channel;
 
 const TTL: Duration = Duration::from_secs(600);
 
 /// A commitment from the server for one round.
-async fn commit(c: &mut RedDogClient<Channel>, round_id: &str, nonce: u64) -> proto::CommitSeedResponse {
-    c.commit_seed(commit_request(round_id, nonce)).await.unwrap().into_inner()
+async fn commit(c: &mut TestClient, round_id: &str, nonce: u64) -> proto::CommitSeedResponse {
+    c.commit_seed(req::commit_seed().round(round_id).nonce(nonce)).await.unwrap()
 }
 
-fn start(token: Vec<u8>, round_id: &str, client_seed: String, nonce: u64, bets: &[u64]) -> proto::StartRoundRequest {
-    proto::StartRoundRequest {
-        sandbox_cards: vec![],
-        commitment_token: token,
-        client_seed,
-        nonce,
-        round_id: round_id.to_string(),
-        seats: bets.iter().map(|&bet| proto::SeatBet { bet }).collect(),
-        player_limits: limits(1, MAX_BET),
-        table_id: String::new(),
-    }
+fn start(token: Vec<u8>, round_id: &str, client_seed: String, nonce: u64, bets: &[u64]) -> req::StartRound {
+    req::start_round(token).round(round_id).client_seed(client_seed).nonce(nonce).bets(bets).limits(1, MAX_BET)
 }
 
-/// Finding 1: a round with the largest inputs the API accepts must be playable to the end.
-/// Before the fix, a 1-seat round with a 926-byte client seed, or 7 seats with a 777-byte
-/// seed and a 128-byte round id, got a round token that Decide and Settle refused forever.
+/// A round with the largest inputs the API accepts is playable to the end: its round token
+/// (with a 926-byte client seed and 1 seat, or a 777-byte seed, 7 seats and a 128-byte round
+/// id) stays within the size Decide and Settle accept.
 #[tokio::test]
-async fn finding_1_a_round_with_the_largest_inputs_can_always_be_settled() {
+async fn a_round_with_the_largest_inputs_can_always_be_settled() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     let cases: [(usize, usize, usize); 4] = [(1, 926, 8), (7, 777, 128), (7, 1024, 128), (1, 1024, 128)];
@@ -51,42 +43,33 @@ async fn finding_1_a_round_with_the_largest_inputs_can_always_be_settled() {
         let committed = commit(&mut c, &round_id, nonce).await;
         let client_seed = "s".repeat(seed_len);
         let bets = vec![30_000u64; seats];
-        let started = c
-            .start_round(start(committed.commitment_token, &round_id, client_seed, nonce, &bets))
-            .await
-            .unwrap()
-            .into_inner();
+        let started =
+            c.start_round(start(committed.commitment_token, &round_id, client_seed, nonce, &bets)).await.unwrap();
         let mut token = started.round_token;
         if started.round.unwrap().awaiting_decisions {
             // One Decide per seat: the largest number of steps a round can take.
             for seat in 0..seats as u32 {
                 let decided = c
-                    .decide(proto::DecideRequest {
-                        round_token: token.clone(),
-                        decisions: vec![decision(seat, Action::Raise)],
-                        round_id: String::new(),
-                    })
+                    .decide(req::decide(token.clone()).raise(seat))
                     .await
-                    .unwrap_or_else(|e| panic!("case {i}: Decide seat {seat}: {e:?}"))
-                    .into_inner();
+                    .unwrap_or_else(|e| panic!("case {i}: Decide seat {seat}: {e:?}"));
                 token = decided.round_token;
             }
         }
         let settled = c
-            .settle(proto::SettleRequest { round_token: token, round_id: String::new() })
+            .settle(req::settle(token))
             .await
-            .unwrap_or_else(|e| panic!("case {i} ({seats} seats, {seed_len}-byte seed): Settle: {e:?}"))
-            .into_inner();
+            .unwrap_or_else(|e| panic!("case {i} ({seats} seats, {seed_len}-byte seed): Settle: {e:?}"));
         assert_eq!(settled.results.len(), seats);
     }
     server.stop().await;
 }
 
-/// Finding 2: a table whose largest round does not fit in `u64` is refused (naming the field
-/// and the largest allowed value), and the largest table that is allowed settles exact totals.
-/// Before the fix, such a table was accepted and `total_returned` came back as `u64::MAX`.
+/// A table whose largest round does not fit in `u64` is refused (naming the field and the
+/// largest allowed value), and the largest table that is allowed settles exact totals (no
+/// `total_returned` saturated at `u64::MAX`).
 #[tokio::test]
-async fn finding_2_totals_are_exact_or_the_table_is_refused() {
+async fn totals_are_exact_or_the_table_is_refused() {
     let paytable = Paytable::new([10_000; 11], 10_000).unwrap();
     let spec = |max_bet: u64| TableSpec {
         decks: None,
@@ -95,37 +78,19 @@ async fn finding_2_totals_are_exact_or_the_table_is_refused() {
         max_bet: Some(max_bet),
     };
     let largest = u64::MAX / (7 * 2 * 10_001);
-    let table = match Table::try_from(spec(MAX_BET)) {
-        Err(e) => {
-            assert!(matches!(e, reddog::game::TableError::TooLarge { .. }), "names max_bet: {e}");
-            assert!(e.to_string().contains(&largest.to_string()), "names the largest allowed value: {e}");
-            Table::try_from(spec(largest)).expect("the largest allowed max_bet is accepted")
-        }
-        // Before the fix the table was accepted: its totals must then be exact.
-        Ok(t) => t,
-    };
+    let e = Table::try_from(spec(MAX_BET)).expect_err("a table whose largest round overflows u64");
+    assert!(matches!(e, reddog::game::TableError::TooLarge { .. }), "names max_bet: {e}");
+    assert!(e.to_string().contains(&largest.to_string()), "names the largest allowed value: {e}");
+    let table = Table::try_from(spec(largest)).expect("the largest allowed max_bet is accepted");
     let bet = table.limits().max().minor();
     let server = TestServer::start_with(&ring_a(), TTL, table).await;
     let mut c = server.client().await;
     let nonce = nonce_for(Want::Between);
     let token = bound_commitment_token(&ring_a(), SEED, nonce);
-    let mut req = start_request(token, nonce, &[bet; 7]);
-    req.player_limits = limits(1, bet);
-    let started = c.start_round(req).await.unwrap().into_inner();
-    let decided = c
-        .decide(proto::DecideRequest {
-            round_token: started.round_token,
-            decisions: (0..7).map(|s| decision(s, Action::Raise)).collect(),
-            round_id: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let settled = c
-        .settle(proto::SettleRequest { round_token: decided.round_token, round_id: String::new() })
-        .await
-        .unwrap()
-        .into_inner();
+    let started = c.start_round(req::start_round(token).nonce(nonce).bets(&[bet; 7]).limits(1, bet)).await.unwrap();
+    let decide = (0..7).fold(req::decide(started.round_token), |d, seat| d.raise(seat));
+    let decided = c.decide(decide).await.unwrap();
+    let settled = c.settle(req::settle(decided.round_token)).await.unwrap();
     let staked: u128 = settled.results.iter().map(|r| u128::from(r.stake)).sum();
     let returned: u128 = settled.results.iter().map(|r| u128::from(r.returned)).sum();
     assert_eq!(u128::from(settled.total_staked), staked);
@@ -134,11 +99,11 @@ async fn finding_2_totals_are_exact_or_the_table_is_refused() {
     server.stop().await;
 }
 
-/// Finding 3: a commitment serves one round only. Before the fix, a platform could start a
-/// throw-away round (another round id or nonce) from the real round's commitment, settle it,
-/// read the seed and so the real round's face-down card.
+/// A commitment serves one round only: a platform cannot start a throw-away round (another
+/// round id or nonce) from the real round's commitment, settle it, and read the seed and so
+/// the real round's face-down card.
 #[tokio::test]
-async fn finding_3_a_commitment_deals_only_the_round_it_was_made_for() {
+async fn a_commitment_deals_only_the_round_it_was_made_for() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     let committed = commit(&mut c, "real-round", 0).await;
@@ -159,30 +124,19 @@ async fn finding_3_a_commitment_deals_only_the_round_it_was_made_for() {
     server.stop().await;
 }
 
-/// Finding 4: after Decide(T0) → T1, settling T0 (the seat stands by default) and settling T1
-/// (the seat raised) must be told apart by their reveals. Before the fix both reveals were
-/// byte-identical: nobody could tell which fork was paid.
+/// After Decide(T0) → T1, settling T0 (the seat stands by default) and settling T1 (the seat
+/// raised) are told apart by their reveals: anyone can tell which fork was paid.
 #[tokio::test]
-async fn finding_4_two_forks_of_a_round_settle_with_different_reveals() {
+async fn two_forks_of_a_round_settle_with_different_reveals() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     let nonce = nonce_for(Want::Between);
     let token = bound_commitment_token(&ring_a(), SEED, nonce);
-    let started = c.start_round(start_request(token, nonce, &[1000])).await.unwrap().into_inner();
+    let started = c.start_round(req::start_round(token).nonce(nonce)).await.unwrap();
     let t0 = started.round_token;
-    let t1 = c
-        .decide(proto::DecideRequest {
-            round_token: t0.clone(),
-            decisions: vec![decision(0, Action::Raise)],
-            round_id: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .round_token;
-    let settle = |t: Vec<u8>| proto::SettleRequest { round_token: t, round_id: String::new() };
-    let fork0 = c.settle(settle(t0)).await.unwrap().into_inner();
-    let fork1 = c.settle(settle(t1)).await.unwrap().into_inner();
+    let t1 = c.decide(req::decide(t0.clone()).raise(0)).await.unwrap().round_token;
+    let fork0 = c.settle(req::settle(t0)).await.unwrap();
+    let fork1 = c.settle(req::settle(t1)).await.unwrap();
     assert_ne!(fork0.results[0].returned, fork1.results[0].returned);
     assert_ne!(fork0.reveal_json, fork1.reveal_json, "the forks' reveals must differ");
     assert!(
@@ -194,12 +148,11 @@ async fn finding_4_two_forks_of_a_round_settle_with_different_reveals() {
     server.stop().await;
 }
 
-/// Finding 5: `reddog verify` refuses malformed reveals as malformed (exit status 2): card
-/// text that is not canonical (`jd`, `10h`), a numeric round id, a third card dropped or
-/// extra cards, duplicate keys. Before the fix `jd`, `10h`, a dropped or extra card were
-/// accepted as verified.
+/// `reddog verify` refuses malformed reveals as malformed (exit status 2), never as verified:
+/// card text that is not canonical (`jd`, `10h`), a numeric round id, a third card dropped or
+/// extra cards, duplicate or unknown keys.
 #[test]
-fn finding_5_reddog_verify_refuses_malformed_reveals() {
+fn reddog_verify_refuses_malformed_reveals() {
     use reddog::fairness::{DealInputs, FairShoe, ServerSeed};
     use reddog::game::{Card, Decks, HandClass};
     let seed = ServerSeed::from_bytes(SEED);
@@ -267,29 +220,24 @@ fn finding_5_reddog_verify_refuses_malformed_reveals() {
 async fn commit_seed_binds_round_id_nonce_and_table() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
-    let status = c.commit_seed(commit_request("", 0)).await.unwrap_err();
+    let status = c.commit_seed(req::commit_seed().round("")).await.unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument);
     assert!(status.message().starts_with("round_id"), "{status:?}");
-    let mut unknown = commit_request("r-1", 0);
-    unknown.table_id = "vip".into();
-    let status = c.commit_seed(unknown).await.unwrap_err();
+    let status = c.commit_seed(req::commit_seed().round("r-1").table("vip")).await.unwrap_err();
     assert_eq!(status.code(), Code::NotFound, "{status:?}");
     assert!(status.message().starts_with("table_id"), "{status:?}");
 
     let committed = commit(&mut c, "r-1", 77).await;
     assert_eq!((committed.nonce, committed.table_id.as_str(), committed.decks), (77, "default", 1));
-    let mut other_table = start(committed.commitment_token.clone(), "r-1", "seed".into(), 77, &[500]);
-    other_table.table_id = "vip".into();
+    let other_table = start(committed.commitment_token.clone(), "r-1", "seed".into(), 77, &[500]).table("vip");
     let status = c.start_round(other_table).await.unwrap_err();
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
     assert!(status.message().starts_with("table_id"), "{status:?}");
-    let mut no_round_id = start(committed.commitment_token.clone(), "", "seed".into(), 77, &[500]);
-    no_round_id.round_id.clear();
+    let no_round_id = start(committed.commitment_token.clone(), "", "seed".into(), 77, &[500]);
     let status = c.start_round(no_round_id).await.unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    let mut named = start(committed.commitment_token.clone(), "r-1", "seed".into(), 77, &[500]);
-    named.table_id = "default".into();
-    let started = c.start_round(named).await.unwrap().into_inner();
+    let named = start(committed.commitment_token.clone(), "r-1", "seed".into(), 77, &[500]).table("default");
+    let started = c.start_round(named).await.unwrap();
     assert_eq!(started.table_id, "default");
     assert_eq!(started.commitment, committed.commitment);
 
@@ -320,7 +268,7 @@ async fn a_paytable_change_after_commit_seed_refuses_start_round_on_the_old_comm
     let all_ones = Table::default().with_paytable(Paytable::new([1; 11], 1).unwrap()).unwrap();
     let changed = TestServer::start_with(&ring_a(), TTL, all_ones).await;
     let mut c = changed.client().await;
-    let new_digest = c.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner().rules_digest;
+    let new_digest = c.get_rules(req::get_rules()).await.unwrap().rules_digest;
     assert_ne!(new_digest, committed.rules_digest);
     let status = c.start_round(start(committed.commitment_token, "r-1", "seed".into(), 3, &[500])).await.unwrap_err();
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
@@ -363,7 +311,7 @@ async fn a_paytable_change_after_commit_seed_refuses_start_round_on_the_old_comm
         .start_round(start(kept.commitment_token, "r-2", "seed".into(), 4, &[500]))
         .await
         .expect("unchanged rules: the commitment deals");
-    assert_eq!(started.into_inner().commitment, kept.commitment);
+    assert_eq!(started.commitment, kept.commitment);
     same.stop().await;
 }
 
@@ -398,11 +346,8 @@ async fn every_step_answers_the_recomputed_transcript() {
     let mut c = server.client().await;
     let nonce = nonce_for(Want::Outside);
     let bets = [500u64, 600, 700];
-    let started = c
-        .start_round(start_request(bound_commitment_token(&ring_a(), SEED, nonce), nonce, &bets))
-        .await
-        .unwrap()
-        .into_inner();
+    let token = bound_commitment_token(&ring_a(), SEED, nonce);
+    let started = c.start_round(req::start_round(token).nonce(nonce).bets(&bets)).await.unwrap();
     let commitment = ServerSeed::from_bytes(SEED).commitment().0;
     let money: Vec<Money> = bets.iter().map(|&b| Money(b)).collect();
     let round_id = format!("round-{nonce}");
@@ -416,7 +361,7 @@ async fn every_step_answers_the_recomputed_transcript() {
         exponent: 2,
     }
     .digest();
-    let rules = c.get_rules(proto::GetRulesRequest::default()).await.unwrap().into_inner();
+    let rules = c.get_rules(req::get_rules()).await.unwrap();
     assert_eq!(rules.rules_digest, digest.to_hex());
     let t0 = StartInputs {
         commitment: &commitment,
@@ -431,32 +376,15 @@ async fn every_step_answers_the_recomputed_transcript() {
     }
     .transcript();
     assert_eq!((started.step, started.transcript.as_str()), (0, t0.to_hex().as_str()));
-    let decide = |token: Vec<u8>, d: Vec<proto::SeatDecision>| proto::DecideRequest {
-        round_token: token,
-        decisions: d,
-        round_id: String::new(),
-    };
-    let first = c
-        .decide(decide(started.round_token.clone(), vec![decision(2, Action::Stand), decision(0, Action::Raise)]))
-        .await
-        .unwrap()
-        .into_inner();
-    let retry = c
-        .decide(decide(started.round_token, vec![decision(0, Action::Raise), decision(2, Action::Stand)]))
-        .await
-        .unwrap()
-        .into_inner();
+    let first = c.decide(req::decide(started.round_token.clone()).stand(2).raise(0)).await.unwrap();
+    let retry = c.decide(req::decide(started.round_token).raise(0).stand(2)).await.unwrap();
     assert_eq!(first, retry, "the same decisions in another order: identical answer and token");
     let t1 = t0.decide(&[(0, Decision::Raise), (2, Decision::Stand)]);
     assert_eq!((first.step, first.transcript.clone()), (1, t1.to_hex()));
-    let second = c.decide(decide(first.round_token, vec![decision(1, Action::Raise)])).await.unwrap().into_inner();
+    let second = c.decide(req::decide(first.round_token).raise(1)).await.unwrap();
     let t2 = t1.decide(&[(1, Decision::Raise)]);
     assert_eq!((second.step, second.transcript.clone()), (2, t2.to_hex()));
-    let settled = c
-        .settle(proto::SettleRequest { round_token: second.round_token, round_id: String::new() })
-        .await
-        .unwrap()
-        .into_inner();
+    let settled = c.settle(req::settle(second.round_token)).await.unwrap();
     assert_eq!((settled.step, settled.transcript.clone()), (2, t2.to_hex()));
     assert!(settled.reveal_json.contains(
         r#""decisions":[[{"seat":0,"action":"raise"},{"seat":2,"action":"stand"}],[{"seat":1,"action":"raise"}]]"#
@@ -479,12 +407,11 @@ async fn a_rolling_update_loses_no_round() {
     let v1_commitment = commitment_token(&ring_a(), SEED, 60_000);
     assert_eq!(v1_commitment[0], 1);
     let started = c
-        .start_round(start_request(v1_commitment, 5, &[500]))
+        .start_round(req::start_round(v1_commitment).nonce(5).bets(&[500]))
         .await
-        .expect("a version-1 commitment token starts a round")
-        .into_inner();
+        .expect("a version-1 commitment token starts a round");
     assert_eq!(started.round_token[0], 2, "the new engine seals version 2 only");
-    c.settle(proto::SettleRequest { round_token: started.round_token, round_id: String::new() }).await.unwrap();
+    c.settle(req::settle(started.round_token)).await.unwrap();
 
     // A version-1 round token, mid-round: seat 0 raised, seat 1 still to decide.
     let nonce = nonce_for(Want::Between);
@@ -512,21 +439,9 @@ async fn a_rolling_update_loses_no_round() {
     };
     let v1_round = reddog::service::KeyRing::from_json(&ring_a()).unwrap().seal_v1(TokenKind::Round, &payload).unwrap();
     assert_eq!(v1_round[0], 1);
-    let decided = c
-        .decide(proto::DecideRequest {
-            round_token: v1_round,
-            decisions: vec![decision(1, Action::Stand)],
-            round_id: String::new(),
-        })
-        .await
-        .expect("a version-1 round token continues")
-        .into_inner();
+    let decided = c.decide(req::decide(v1_round).stand(1)).await.expect("a version-1 round token continues");
     assert_eq!(decided.step, 2, "the old decisions count as one step");
-    let settled = c
-        .settle(proto::SettleRequest { round_token: decided.round_token, round_id: String::new() })
-        .await
-        .unwrap()
-        .into_inner();
+    let settled = c.settle(req::settle(decided.round_token)).await.unwrap();
     let reveal = parse_reveal(&settled.reveal_json).unwrap();
     assert!(reveal.verify().unwrap().ok(), "{}", settled.reveal_json);
     let AnyReveal::V2(reveal) = reveal else { panic!("v2") };
@@ -553,8 +468,7 @@ async fn a_rolling_update_loses_no_round() {
     let mut no_id = payload.clone();
     no_id.round_id.clear();
     let v1_round = reddog::service::KeyRing::from_json(&ring_a()).unwrap().seal_v1(TokenKind::Round, &no_id).unwrap();
-    let settled =
-        c.settle(proto::SettleRequest { round_token: v1_round, round_id: String::new() }).await.unwrap().into_inner();
+    let settled = c.settle(req::settle(v1_round)).await.unwrap();
     let reveal = parse_reveal(&settled.reveal_json).unwrap();
     assert!(matches!(reveal, AnyReveal::V1(_)), "{}", settled.reveal_json);
     assert!(reveal.verify().unwrap().ok());

@@ -1,27 +1,23 @@
-//! Defects an outside audit of round binding and named tables found, each reproduced from
-//! what the documents promise:
+//! Rounds across re-configured tables and retried calls, as the documents promise them:
 //!
-//! - an unbound (version-1, pre-binding) commitment token dealt at any configured table,
-//!   although it was made for the old engine's only table, `default` (`state.rs`
-//!   `Binding::Unbound`; FAIRNESS §7 lists only the round id and nonce as free in the
-//!   migration window) — another table is another deck count, another grind;
-//! - after an operator re-configured a table id with another currency, the answers about a
-//!   round started before named the new currency although its bets were in the old one (API.md:
-//!   "every amount in an answer is in the minor units of the round's table's currency, and the
-//!   answer names it"), and a commitment whose answer promised "StartRound's bets and limits are
-//!   in" one currency dealt in another;
-//! - `reddog audit-log` reported a retried `Decide` as peek-then-play when the retry's log line
-//!   came after the settlement (a slow replica, or clocks a little apart), although API.md says
-//!   "Retried calls log identical lines and are not reported";
-//! - a `StartRound` retried after its commitment expired is refused although API.md said every
-//!   call may be retried with the same request (documented now, and pinned here);
-//! - a table configuration repeating a table id (or a field) started with the last one, silently.
+//! - an unbound (version-1, pre-binding) commitment token deals only at the old engine's only
+//!   table, `default` (`state.rs` `Binding::Unbound`; FAIRNESS §7 lists only the round id and
+//!   nonce as free in the migration window) — another table is another deck count;
+//! - a round keeps its table's currency when an operator re-configures the table id with
+//!   another one (API.md: "every amount in an answer is in the minor units of the round's
+//!   table's currency, and the answer names it"), and a commitment that promised one currency
+//!   does not deal in another;
+//! - `reddog audit-log` does not report a retried `Decide` whose log line came after the
+//!   settlement (a slow replica, or clocks a little apart): "Retried calls log identical lines
+//!   and are not reported" (API.md); it does report a settled pre-decision fork;
+//! - a `StartRound` retried after its commitment expired is refused (API.md states the limit);
+//! - a table configuration repeating a table id (or a field) is refused, naming it.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use reddog::service::proto::{self, Action, SeatBet};
+use reddog::service::proto;
 use reddog::service::tables::Tables;
 use tonic::Code;
 
@@ -41,16 +37,12 @@ async fn an_unbound_commitment_deals_only_at_the_default_table() {
         TestServer::start_tables(&ring, Duration::from_secs(600), Tables::from_json(TWO_DECK_COUNTS).unwrap()).await;
     let mut c = srv.client().await;
     let token = commitment_token(&ring, SEED, 60_000);
-    let mut req = start_request(token.clone(), 7, &[1000]);
-    req.table_id = "eight".into();
-    let err = c.start_round(req).await.unwrap_err();
+    let err = c.start_round(req::start_round(token.clone()).nonce(7).table("eight")).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
     assert_eq!(field_of(&err), "table_id", "{err:?}");
     // At the default table (named or not) it still deals, as during a rolling update.
     for table_id in ["", "default"] {
-        let mut req = start_request(token.clone(), 7, &[1000]);
-        req.table_id = table_id.into();
-        let start = c.start_round(req).await.unwrap().into_inner();
+        let start = c.start_round(req::start_round(token.clone()).nonce(7).table(table_id)).await.unwrap();
         assert_eq!(
             (start.table_id.as_str(), start.round.unwrap().first_card.unwrap().code),
             ("default", deal(SEED, CLIENT_SEED, 7)[0].to_string())
@@ -75,25 +67,9 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
     let mut started = None;
     for k in 0..200 {
         let round_id = format!("r{k}");
-        let commit = c
-            .commit_seed(proto::CommitSeedRequest { round_id: round_id.clone(), nonce: 0, table_id: "vip".into() })
-            .await
-            .unwrap()
-            .into_inner();
-        let start = c
-            .start_round(proto::StartRoundRequest {
-                sandbox_cards: vec![],
-                commitment_token: commit.commitment_token,
-                client_seed: "player".into(),
-                nonce: 0,
-                round_id,
-                seats: vec![SeatBet { bet: 1000 }],
-                player_limits: limits(500, 30_000),
-                table_id: String::new(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let commit = c.commit_seed(req::commit_seed().round(&round_id).table("vip")).await.unwrap();
+        let start = req::start_round(commit.commitment_token).round(round_id).client_seed("player");
+        let start = c.start_round(start.limits(500, 30_000)).await.unwrap();
         if start.round.as_ref().unwrap().awaiting_decisions {
             assert_eq!(start.currency, eur());
             started = Some(start);
@@ -101,49 +77,22 @@ async fn a_round_keeps_its_currency_when_its_table_is_reconfigured() {
         }
     }
     let started = started.expect("a non-consecutive hand within 200 deals");
-    let unused = c
-        .commit_seed(proto::CommitSeedRequest { round_id: "later".into(), nonce: 0, table_id: "vip".into() })
-        .await
-        .unwrap()
-        .into_inner();
+    let unused = c.commit_seed(req::commit_seed().round("later").table("vip")).await.unwrap();
     assert_eq!(unused.currency, eur());
     before.stop().await;
 
     // The operator re-configures table `vip` in yen, same key ring.
     let after = TestServer::start_tables(&ring, Duration::from_secs(600), Tables::from_json(JPY).unwrap()).await;
     let mut c = after.client().await;
-    let decided = c
-        .decide(proto::DecideRequest {
-            round_token: started.round_token,
-            decisions: vec![decision(0, Action::Raise)],
-            round_id: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let decided = c.decide(req::decide(started.round_token).raise(0)).await.unwrap();
     assert_eq!(decided.raised_amount, 1000);
     assert_eq!(decided.currency, eur(), "the raise was 10.00 EUR, not 1000 JPY");
-    let settled = c
-        .settle(proto::SettleRequest { round_token: decided.round_token, round_id: String::new() })
-        .await
-        .unwrap()
-        .into_inner();
+    let settled = c.settle(req::settle(decided.round_token)).await.unwrap();
     assert_eq!(settled.total_staked, 2000);
     assert_eq!(settled.currency, eur(), "the stakes were in EUR");
     // The commitment promised EUR bets: StartRound at the yen table refuses it.
-    let err = c
-        .start_round(proto::StartRoundRequest {
-            sandbox_cards: vec![],
-            commitment_token: unused.commitment_token,
-            client_seed: "player".into(),
-            nonce: 0,
-            round_id: "later".into(),
-            seats: vec![SeatBet { bet: 1000 }],
-            player_limits: limits(500, 30_000),
-            table_id: String::new(),
-        })
-        .await
-        .unwrap_err();
+    let later = req::start_round(unused.commitment_token).round("later").client_seed("player");
+    let err = c.start_round(later.limits(500, 30_000)).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
     assert_eq!(field_of(&err), "commitment_token", "{err:?}");
     assert!(err.message().contains("EUR") && err.message().contains("JPY"), "{}", err.message());
@@ -167,28 +116,12 @@ fn json_replica(log: &Path) -> ServerProcess {
 
 /// Deals rounds `PREFIX-0`, `PREFIX-1`, … (nonce 1, `seats` seats of 1000) until one awaits
 /// decisions; its round id and first round token.
-async fn awaiting_round(
-    c: &mut reddog::service::proto::red_dog_client::RedDogClient<tonic::transport::Channel>,
-    prefix: &str,
-    seats: usize,
-) -> (String, Vec<u8>) {
+async fn awaiting_round(c: &mut TestClient, prefix: &str, seats: usize) -> (String, Vec<u8>) {
     for k in 0..200 {
         let round_id = format!("{prefix}-{k}");
-        let commit = c.commit_seed(commit_request(round_id.clone(), 1)).await.unwrap().into_inner();
-        let start = c
-            .start_round(proto::StartRoundRequest {
-                sandbox_cards: vec![],
-                commitment_token: commit.commitment_token,
-                client_seed: "player".into(),
-                nonce: 1,
-                round_id: round_id.clone(),
-                seats: vec![SeatBet { bet: 1000 }; seats],
-                player_limits: limits(500, 30_000),
-                table_id: String::new(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let commit = c.commit_seed(req::commit_seed().round(&round_id).nonce(1)).await.unwrap();
+        let start = req::start_round(commit.commitment_token).round(&round_id).nonce(1).client_seed("player");
+        let start = c.start_round(start.bets(&vec![1000; seats]).limits(500, 30_000)).await.unwrap();
         if start.round.unwrap().awaiting_decisions {
             return (round_id, start.round_token);
         }
@@ -198,29 +131,23 @@ async fn awaiting_round(
 
 #[tokio::test]
 async fn a_decide_retry_logged_after_the_settlement_is_not_reported() {
-    let dir = std::env::temp_dir().join(format!("reddog-outside-audit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (log_a, log_b) = (dir.join("a.log"), dir.join("b.log"));
+    let dir = tempfile::tempdir().unwrap();
+    let (log_a, log_b) = (dir.path().join("a.log"), dir.path().join("b.log"));
     let (a, b) = (json_replica(&log_a), json_replica(&log_b));
     let (mut ca, mut cb) = (connect(a.addr).await, connect(b.addr).await);
     let (_, t0) = awaiting_round(&mut ca, "late", 2).await;
-    let decide = proto::DecideRequest {
-        round_token: t0,
-        decisions: vec![decision(0, Action::Raise), decision(1, Action::Stand)],
-        round_id: String::new(),
-    };
+    let decide = req::decide(t0).raise(0).stand(1);
     // The platform's Decide went to replica a, which was slow: the platform timed out and
     // retried on b, then settled on b. a processed (and logged) the first attempt last.
-    let t1 = cb.decide(decide.clone()).await.unwrap().into_inner().round_token;
-    cb.settle(proto::SettleRequest { round_token: t1.clone(), round_id: String::new() }).await.unwrap();
-    let late = ca.decide(decide).await.unwrap().into_inner().round_token;
+    let t1 = cb.decide(decide.clone()).await.unwrap().round_token;
+    cb.settle(req::settle(t1.clone())).await.unwrap();
+    let late = ca.decide(decide).await.unwrap().round_token;
     assert_eq!(late, t1, "the same request returns the same token: a retry");
     drop((ca, cb));
     let (_, _) = (a.terminate().await, b.terminate().await);
     let out = Command::new(crate::common::reddog_binary()).arg("audit-log").args([&log_a, &log_b]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "a clean round with a retry was reported:\n{stdout}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The most profitable fork: Decide raise on one replica (its answer shows the third card),
@@ -233,14 +160,8 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
     let (a, b) = (json_replica(&log_a), json_replica(&log_b));
     let (mut ca, mut cb) = (connect(a.addr).await, connect(b.addr).await);
     let (round_id, t0) = awaiting_round(&mut ca, "older", 1).await;
-    ca.decide(proto::DecideRequest {
-        round_token: t0.clone(),
-        decisions: vec![decision(0, Action::Raise)],
-        round_id: String::new(),
-    })
-    .await
-    .unwrap();
-    cb.settle(proto::SettleRequest { round_token: t0, round_id: String::new() }).await.unwrap();
+    ca.decide(req::decide(t0.clone()).raise(0)).await.unwrap();
+    cb.settle(req::settle(t0)).await.unwrap();
     drop((ca, cb));
     let (_, _) = (a.terminate().await, b.terminate().await);
     let out = Command::new(crate::common::reddog_binary())
@@ -266,28 +187,19 @@ async fn settling_the_pre_decision_token_on_another_replica_is_reported() {
 /// now states this limit and what the platform does about it; this pins the behaviour.
 #[tokio::test]
 async fn a_start_round_retried_after_its_commitment_expired_is_refused() {
-    let srv = TestServer::start(&ring_a(), Duration::from_secs(1)).await;
+    let clock = TestClock::new();
+    let mut s = settings(&ring_a());
+    s.commitment_ttl = Duration::from_secs(1);
+    s.clock = clock.clock();
+    let srv = TestServer::spawn(s).await;
     let mut c = srv.client().await;
-    let commit = c.commit_seed(commit_request("expiring", 3)).await.unwrap().into_inner();
-    let req = proto::StartRoundRequest {
-        sandbox_cards: vec![],
-        commitment_token: commit.commitment_token,
-        client_seed: "player".into(),
-        nonce: 3,
-        round_id: "expiring".into(),
-        seats: vec![SeatBet { bet: 1000 }],
-        player_limits: limits(500, 30_000),
-        table_id: String::new(),
-    };
-    c.start_round(req.clone()).await.unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
-        <= commit.expires_at_unix_ms
-    {
-        assert!(std::time::Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let err = c.start_round(req).await.unwrap_err();
+    let commit = c.commit_seed(req::commit_seed().round("expiring").nonce(3)).await.unwrap();
+    let start = req::start_round(commit.commitment_token).round("expiring").nonce(3).limits(500, 30_000);
+    c.start_round(start.clone()).await.unwrap();
+    // The retry comes after the commitment expired.
+    clock.advance(Duration::from_millis(1001));
+    assert!(clock.now_ms() > commit.expires_at_unix_ms);
+    let err = c.start_round(start).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
     assert_eq!(field_of(&err), "commitment_token");
     srv.stop().await;

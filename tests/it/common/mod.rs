@@ -1,0 +1,216 @@
+//! Shared helpers for the service integration tests: an in-process server on 127.0.0.1:0,
+//! a generated tonic client, test key rings, and commitment tokens sealed over known seeds so
+//! a test can search for the deal it needs.
+#![allow(dead_code)]
+
+mod client;
+mod server;
+
+pub use client::*;
+pub use server::*;
+
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reddog::fairness::{DealInputs, FairShoe, ServerSeed};
+use reddog::game::{Card, CardSource, Decks, HandClass};
+use reddog::service::KeyRing;
+use reddog::service::proto::{self, Limits};
+use reddog::service::state::CommitmentPayload;
+use reddog::service::token::TokenKind;
+use tonic::transport::Channel;
+
+pub const KEY_A: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+pub const KEY_B: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+
+pub fn ring_json(primary: &str, keys: &[(&str, &str)]) -> String {
+    let keys: Vec<String> = keys.iter().map(|(id, k)| format!("\"{id}\":\"{k}\"")).collect();
+    format!("{{\"primary\":\"{primary}\",\"keys\":{{{}}}}}", keys.join(","))
+}
+
+pub fn ring_a() -> String {
+    ring_json("a", &[("a", KEY_A)])
+}
+
+/// Polls `check` every 10 ms until it is true; panics after `limit`.
+pub async fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    eventually_async(limit, what, || std::future::ready(check())).await
+}
+
+/// [`eventually`] with an async check (e.g. a scrape of `/metrics`). The one polling loop of
+/// the tests: every wait for a condition goes through it.
+pub async fn eventually_async<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "not within {limit:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A wall clock a test moves by hand, for `Settings::clock`: a commitment expires when the
+/// test says, without waiting.
+#[derive(Clone, Debug)]
+pub struct TestClock(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl TestClock {
+    /// Starts at the system's time now.
+    pub fn new() -> TestClock {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+        TestClock(std::sync::Arc::new(now.into()))
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.0.fetch_add(by.as_millis() as i64, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The engine's view of this clock.
+    pub fn clock(&self) -> reddog::service::Clock {
+        let t = self.clone();
+        reddog::service::Clock::from_fn(move || t.now_ms())
+    }
+}
+
+impl Default for TestClock {
+    fn default() -> TestClock {
+        TestClock::new()
+    }
+}
+
+/// A channel to `addr`, retried (bounded: 5 s) while the server comes up.
+pub async fn channel(addr: SocketAddr) -> Channel {
+    let endpoint = &tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
+    let connected = &std::sync::Mutex::new(None);
+    eventually_async(Duration::from_secs(5), &format!("a connection to {addr}"), || async move {
+        endpoint.connect().await.map(|ch| *connected.lock().unwrap() = Some(ch)).is_ok()
+    })
+    .await;
+    connected.lock().unwrap().take().unwrap()
+}
+
+/// A [`TestClient`] connected to `addr`.
+pub async fn connect(addr: SocketAddr) -> TestClient {
+    TestClient::connect(addr).await
+}
+
+/// An unbound version-1 commitment token over a known seed, sealed by the old code path
+/// (AES-256-GCM, no round in it) as the engine did before commitments were bound to a round:
+/// it serves any round id and nonce until it expires (the rolling-update window of
+/// `docs/design/round-integrity.md` §6).
+pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    let ring = KeyRing::from_json(ring).unwrap();
+    ring.seal_v1(
+        TokenKind::Commitment,
+        &CommitmentPayload {
+            server_seed: seed.to_vec(),
+            expires_at_unix_ms: now + ttl_ms,
+            round_id: String::new(),
+            nonce: 0,
+            table_id: String::new(),
+            decks: 0,
+            currency: String::new(),
+            minor_unit_exponent: 0,
+            rules_digest: vec![],
+            sandbox: false,
+        },
+    )
+    .unwrap()
+}
+
+/// A commitment token over a known seed bound to round `round-{nonce}` and `nonce` at the
+/// default table (one deck), sealed with `ring` as `CommitSeed` would.
+pub fn bound_commitment_token(ring: &str, seed: [u8; 32], nonce: u64) -> Vec<u8> {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    KeyRing::from_json(ring)
+        .unwrap()
+        .seal(
+            TokenKind::Commitment,
+            &CommitmentPayload {
+                server_seed: seed.to_vec(),
+                expires_at_unix_ms: now + 60_000,
+                round_id: format!("round-{nonce}"),
+                nonce,
+                table_id: "default".into(),
+                decks: 1,
+                currency: String::new(),
+                minor_unit_exponent: 0,
+                rules_digest: vec![],
+                sandbox: false,
+            },
+        )
+        .unwrap()
+}
+
+/// The first three cards the fair shoe deals.
+pub fn deal(seed: [u8; 32], client_seed: &str, nonce: u64) -> [Card; 3] {
+    let s = ServerSeed::from_bytes(seed);
+    let mut shoe =
+        FairShoe::new(&DealInputs { server_seed: &s, client_seed: client_seed.as_bytes(), nonce, decks: Decks::ONE });
+    [shoe.draw(), shoe.draw(), shoe.draw()]
+}
+
+/// What a test wants the deal to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    ThreeOfAKind,
+    PairNoMatch,
+    Consecutive,
+    Between,
+    Matches,
+    Outside,
+}
+
+pub fn classify(cards: [Card; 3]) -> Want {
+    let (a, b, t) = (cards[0].rank().value(), cards[1].rank().value(), cards[2].rank().value());
+    match HandClass::of(cards[0], cards[1]) {
+        HandClass::Pair if t == a => Want::ThreeOfAKind,
+        HandClass::Pair => Want::PairNoMatch,
+        HandClass::Consecutive => Want::Consecutive,
+        HandClass::NonConsecutive(_) if t > a.min(b) && t < a.max(b) => Want::Between,
+        HandClass::NonConsecutive(_) if t == a || t == b => Want::Matches,
+        HandClass::NonConsecutive(_) => Want::Outside,
+    }
+}
+
+pub const SEED: [u8; 32] = [42; 32];
+pub const CLIENT_SEED: &str = "player-chosen seed";
+
+/// The first nonce whose deal (under [`SEED`], [`CLIENT_SEED`]) is `want`.
+pub fn nonce_for(want: Want) -> u64 {
+    (0..1_000_000u64).find(|&n| classify(deal(SEED, CLIENT_SEED, n)) == want).expect("a deal of every kind exists")
+}
+
+pub fn limits(min_bet: u64, max_bet: u64) -> Option<Limits> {
+    Some(Limits { min_bet, max_bet })
+}
+
+/// Starts a GetRules call whose request message is held back until it is sent on the returned
+/// sender (dropping the sender without sending ends the call without a message): the server
+/// has accepted the stream and its handler waits meanwhile — a call deterministically "in
+/// flight", without any test hook in the server.
+pub fn held_call(
+    ch: Channel,
+) -> (
+    tokio::sync::mpsc::Sender<proto::GetRulesRequest>,
+    tokio::task::JoinHandle<Result<proto::GetRulesResponse, tonic::Status>>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::channel::<proto::GetRulesRequest>(1);
+    let task = tokio::spawn(async move {
+        let mut grpc = tonic::client::Grpc::new(ch);
+        grpc.ready().await.map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        let codec = tonic_prost::ProstCodec::<proto::GetRulesRequest, proto::GetRulesResponse>::default();
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static("/reddog.v1.RedDog/GetRules");
+        grpc.client_streaming(tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)), path, codec)
+            .await
+            .map(tonic::Response::into_inner)
+    });
+    (tx, task)
+}
