@@ -14,6 +14,12 @@
 //!   another player's name with wrong PINs slows down only themselves: the player signs in
 //!   from their own address as usual. A successful sign-in does not reset the count (a guesser holding one account
 //!   could otherwise reset it between guesses).
+//! - **Behind a reverse proxy** every sign-in would come from the proxy's address, so one
+//!   guesser would make every player wait. The proxies named with `--trusted-proxy` (CIDR
+//!   networks, [`TrustedProxies`]) are believed: for a connection from one of them the client
+//!   is the right-most `X-Forwarded-For` address that is not itself a trusted proxy. From any
+//!   other peer the header is ignored, so a client cannot pick the address it is counted
+//!   under. With no trusted proxy (the default) the header is never read.
 //! - **Sign-up does not tell which names exist**: a taken name and a free one get the same
 //!   answer ("accepted: sign in with this name and PIN"), no session cookie either way, after
 //!   the same work (the PIN is hashed in both cases) and no earlier than
@@ -25,6 +31,8 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
+
+use ipnet::IpNet;
 
 /// Session lifetimes and sign-up timing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,17 +119,81 @@ impl Entry {
     }
 }
 
+/// The reverse proxies whose `X-Forwarded-For` names the client (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies(Vec<IpNet>);
+
+impl TrustedProxies {
+    /// Trusts connections from these networks.
+    pub fn new(networks: Vec<IpNet>) -> Self {
+        TrustedProxies(networks)
+    }
+
+    fn trusts(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        self.0.iter().any(|net| net.contains(&ip))
+    }
+
+    /// The client a request came from: `peer`, or, when `peer` is a trusted proxy, the
+    /// right-most address of the `X-Forwarded-For` values (`forwarded_for`, in header order)
+    /// that is not a trusted proxy. An entry that is not an address ends the walk at the hop
+    /// that appended it (the last trusted one), so a client's own text cannot choose its key.
+    pub fn client<'a>(&self, peer: IpAddr, forwarded_for: impl IntoIterator<Item = &'a str>) -> IpAddr {
+        if !self.trusts(peer) {
+            return peer;
+        }
+        let hops: Vec<&str> = forwarded_for.into_iter().flat_map(|v| v.split(',')).map(str::trim).collect();
+        let mut client = peer;
+        for hop in hops.iter().rev() {
+            let Some(ip) = parse_hop(hop) else { return client };
+            client = ip;
+            if !self.trusts(ip) {
+                return ip;
+            }
+        }
+        client
+    }
+}
+
+/// An `X-Forwarded-For` entry: an address, an IPv4 address with a port, or a bracketed IPv6
+/// address with or without a port.
+fn parse_hop(hop: &str) -> Option<IpAddr> {
+    hop.parse::<IpAddr>()
+        .ok()
+        .or_else(|| hop.parse::<std::net::SocketAddr>().ok().map(|s| s.ip()))
+        .or_else(|| hop.strip_prefix('[')?.strip_suffix(']')?.parse().ok())
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
 /// Wrong sign-ins per client, with the back-off of [`ThrottlePolicy`].
 #[derive(Debug)]
 pub struct SignInThrottle {
     policy: ThrottlePolicy,
     clients: Mutex<HashMap<ClientKey, Entry>>,
+    proxies: TrustedProxies,
 }
 
 impl SignInThrottle {
-    /// An empty throttle.
+    /// An empty throttle that trusts no proxy.
     pub fn new(policy: ThrottlePolicy) -> Self {
-        SignInThrottle { policy, clients: Mutex::new(HashMap::new()) }
+        SignInThrottle { policy, clients: Mutex::new(HashMap::new()), proxies: TrustedProxies::default() }
+    }
+
+    /// Believes `X-Forwarded-For` from these proxies (see [`TrustedProxies`]).
+    pub fn trust_proxies(&mut self, proxies: TrustedProxies) {
+        self.proxies = proxies;
+    }
+
+    /// The key a sign-in from `peer` with these `X-Forwarded-For` values is counted under.
+    pub fn client_key<'a>(&self, peer: IpAddr, forwarded_for: impl IntoIterator<Item = &'a str>) -> ClientKey {
+        ClientKey::from(self.proxies.client(peer, forwarded_for))
     }
 
     fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<ClientKey, Entry>> {
@@ -175,6 +247,34 @@ impl SignInThrottle {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn forwarded_for_is_ignored_unless_the_peer_is_a_trusted_proxy() {
+        let none = TrustedProxies::default();
+        let peer: IpAddr = "203.0.113.7".parse().unwrap();
+        assert_eq!(none.client(peer, ["198.51.100.1"]), peer, "no proxy trusted: the header is not read");
+        let proxies = TrustedProxies::new(vec!["10.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()]);
+        assert_eq!(proxies.client(peer, ["198.51.100.1"]), peer, "a client cannot choose its key");
+    }
+
+    #[test]
+    fn behind_trusted_proxies_the_client_is_the_rightmost_untrusted_hop() {
+        let proxies = TrustedProxies::new(vec!["10.0.0.0/8".parse().unwrap()]);
+        let lb: IpAddr = "10.0.0.2".parse().unwrap();
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        // The client wrote a fake first entry; the proxies appended the real address and hops.
+        assert_eq!(proxies.client(lb, ["6.6.6.6, 198.51.100.9, 10.1.2.3"]), ip("198.51.100.9"));
+        // Several header lines count in order.
+        assert_eq!(proxies.client(lb, ["6.6.6.6", "198.51.100.9"]), ip("198.51.100.9"));
+        // Ports and brackets, and an IPv4-mapped peer.
+        assert_eq!(proxies.client(lb, ["198.51.100.9:4711"]), ip("198.51.100.9"));
+        assert_eq!(proxies.client(lb, ["[2001:db8::1]:443"]), ip("2001:db8::1"));
+        assert_eq!(proxies.client(ip("::ffff:10.0.0.2"), ["198.51.100.9"]), ip("198.51.100.9"));
+        // Garbage ends the walk at the hop that appended it; no header: the proxy itself.
+        assert_eq!(proxies.client(lb, ["198.51.100.9, not-an-address, 10.1.2.3"]), ip("10.1.2.3"));
+        assert_eq!(proxies.client(lb, std::iter::empty()), lb);
+        assert_eq!(proxies.client(lb, ["10.9.9.9"]), ip("10.9.9.9"), "only proxies: the farthest one");
+    }
+
     use super::*;
     use std::net::{Ipv4Addr, Ipv6Addr};
 

@@ -5,7 +5,7 @@
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use reddog_demo::accounts::AccountPolicy;
+use reddog_demo::accounts::{AccountPolicy, TrustedProxies};
 use reddog_demo::{db, engine::Engine, ledger, players, rounds::Platform, web};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -63,6 +63,19 @@ struct ServeArgs {
     /// A session is ended this many hours after sign-in, however busy.
     #[arg(long, env = "REDDOG_DEMO_SESSION_MAX_HOURS", default_value_t = 12)]
     session_max_hours: i64,
+    /// A reverse proxy (CIDR network, e.g. 10.0.0.0/8 or 127.0.0.1/32) whose X-Forwarded-For
+    /// names the client the sign-in throttle counts; repeat or comma-separate for several.
+    /// None by default: the header is then never read.
+    #[arg(long = "trusted-proxy", env = "REDDOG_DEMO_TRUSTED_PROXIES", value_delimiter = ',', value_parser = network)]
+    trusted_proxies: Vec<ipnet::IpNet>,
+}
+
+/// A network in CIDR form, or one address (a network of that address alone).
+fn network(text: &str) -> Result<ipnet::IpNet, String> {
+    text.trim()
+        .parse::<ipnet::IpNet>()
+        .or_else(|_| text.trim().parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("{text:?} is neither an address nor a CIDR network (such as 10.0.0.0/8)"))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -138,11 +151,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Reads that need not wait for the database thread's next commit (sessions, balances,
     // history) use read-only connections of their own.
     let readers = db::Readers::open(&args.db, 4).with_context(|| format!("opening {} to read", args.db.display()))?;
-    let platform = Arc::new(
-        Platform::new(conn, engine, rules, args.new_player_balance, crash_at)?
-            .with_accounts(accounts)
-            .with_readers(readers),
-    );
+    let mut platform = Platform::new(conn, engine, rules, args.new_player_balance, crash_at)?
+        .with_accounts(accounts)
+        .with_readers(readers);
+    platform.sign_in.trust_proxies(TrustedProxies::new(args.trusted_proxies.clone()));
+    let platform = Arc::new(platform);
 
     let report = platform.recover(true).await?;
     tracing::info!(

@@ -11,7 +11,6 @@
 //! An internal failure is answered 500 with a request id and no detail; the detail is logged
 //! under that id.
 
-use crate::accounts::ClientKey;
 use crate::limits::{self, LimitError};
 use crate::players::{self, PlayerError};
 use crate::rounds::{HistoryAt, Platform, RoundError, RoundView, now_ms};
@@ -305,15 +304,18 @@ async fn register(State(app): State<App>, Json(req): Json<Credentials>) -> Resul
         .into_response())
 }
 
-/// Sign-in. Throttled per client address ([`crate::accounts::SignInThrottle`]): a client
+/// Sign-in. Throttled per client address ([`crate::accounts::SignInThrottle`]; behind a
+/// trusted proxy, the address it forwards): a client
 /// past its free failures is answered 429 with `retry_after_ms` before any PIN is checked.
 /// No account is ever locked by sign-in failures.
 async fn login(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Json(req): Json<Credentials>,
 ) -> Result<Response, ApiError> {
-    let client = ClientKey::from(peer.ip());
+    let forwarded = headers.get_all("x-forwarded-for").into_iter().filter_map(|v| v.to_str().ok());
+    let client = app.sign_in.client_key(peer.ip(), forwarded);
     if let Some(wait) = app.sign_in.wait_ms(client, now_ms()) {
         return Err(too_many_attempts(wait));
     }
@@ -621,6 +623,40 @@ mod tests {
         let bob = call(&app, HOME, "POST", "/api/login", None, &creds("bob", "2468")).await;
         assert_eq!(bob.status, StatusCode::OK, "{}", bob.body);
         assert!(bob.cookie.is_some());
+    }
+
+    #[tokio::test]
+    async fn behind_a_trusted_proxy_a_guesser_slows_down_only_its_own_forwarded_address() {
+        const PROXY: [u8; 4] = [10, 0, 0, 2];
+        let rules = crate::rounds::test_rules();
+        let engine = Engine::new("http://127.0.0.1:9").unwrap();
+        let conn = crate::db::open_in_memory().unwrap();
+        let mut platform = Platform::new(conn, engine, rules, 100_000, None)
+            .unwrap()
+            .with_accounts(AccountPolicy { sign_up_floor_ms: 0, ..AccountPolicy::default() });
+        platform.sign_in.trust_proxies(crate::accounts::TrustedProxies::new(vec!["10.0.0.0/8".parse().unwrap()]));
+        let app: App = Arc::new(platform);
+        let via_proxy = |forwarded_for: &'static str, body: String| {
+            let router = router(app.clone()).layer(MockConnectInfo(SocketAddr::from((PROXY, 40_000))));
+            let req = Request::builder()
+                .method("POST")
+                .uri("/api/login")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header("x-forwarded-for", forwarded_for)
+                .body(Body::from(body))
+                .unwrap();
+            async move { router.oneshot(req).await.unwrap().status() }
+        };
+        call(&app, PROXY, "POST", "/api/register", None, &creds("dora", "2468")).await;
+        let mut guesser = vec![];
+        for _ in 0..7 {
+            // The guesser's own first entry is ignored: the proxy appended the real address.
+            guesser.push(via_proxy("192.0.2.10, 198.51.100.66", creds("dora", "0000")).await.as_u16());
+        }
+        assert_eq!(guesser, [401, 401, 401, 401, 401, 429, 429], "the guesser's forwarded address waits");
+        let dora = via_proxy("192.0.2.10", creds("dora", "2468")).await;
+        assert_eq!(dora, StatusCode::OK, "the player, through the same proxy, signs in at once");
+        assert_eq!(app.sign_in.tracked(), 1, "one client counted: the guesser");
     }
 
     #[tokio::test]
