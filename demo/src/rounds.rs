@@ -1291,6 +1291,17 @@ mod tests {
         Platform::new(crate::db::open_in_memory().unwrap(), engine, rules, 100_000, None).unwrap()
     }
 
+    #[test]
+    fn each_column_is_read_at_the_position_sqlite_gives_it() {
+        let conn = crate::db::open_in_memory().unwrap();
+        let stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM rounds")).unwrap();
+        let names = stmt.column_names();
+        assert_eq!(names.len(), 37);
+        for (position, name) in names.iter().enumerate() {
+            assert_eq!(column(name), position, "{name}");
+        }
+    }
+
     #[tokio::test]
     async fn the_per_player_lock_map_stays_bounded_over_many_players() {
         let p = platform();
