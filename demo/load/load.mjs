@@ -11,10 +11,10 @@
 // as soon as the last one is answered (a closed loop), so the figures are the platform's
 // capacity and its latency under that many players hammering it, not a model of real players.
 //
-// --think-ms M (M > 0) models a human instead: before each of its requests a player waits a
-// think time drawn from an exponential distribution of mean M ms, capped at 4·M, and each
-// player starts after a uniform delay in [0, M) ms (so the players do not all arrive in the
-// same millisecond). The draws come from a PRNG per player (mulberry32, seeded from --seed
+// --think-ms M (M > 0) models a human instead: each player starts after a uniform delay in
+// [0, M) ms (so the players do not all arrive in the same millisecond), and before each of
+// its later requests waits a think time drawn from an exponential distribution of mean M ms,
+// capped at 4·M. The draws come from a PRNG per player (mulberry32, seeded from --seed
 // and the player's index), so a run's think times are reproducible. Latencies are measured
 // from sending a request to its parsed answer, think time excluded.
 //
