@@ -5,6 +5,7 @@
 //! the `house` and `cashier` accounts can. Arithmetic is checked `i64`; nothing is summed in
 //! SQL.
 
+use crate::db::Cached;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
@@ -39,17 +40,17 @@ pub enum Posted {
 
 /// The id of a named system account (`cashier`, `house`).
 pub fn system_account(conn: &Connection, name: &str) -> rusqlite::Result<i64> {
-    conn.query_row("SELECT id FROM accounts WHERE name = ?1 AND player_id IS NULL", [name], |r| r.get(0))
+    conn.query_row_cached("SELECT id FROM accounts WHERE name = ?1 AND player_id IS NULL", [name], |r| r.get(0))
 }
 
 /// The id of a player's wallet account.
 pub fn player_account(conn: &Connection, player_id: i64) -> rusqlite::Result<i64> {
-    conn.query_row("SELECT id FROM accounts WHERE player_id = ?1", [player_id], |r| r.get(0))
+    conn.query_row_cached("SELECT id FROM accounts WHERE player_id = ?1", [player_id], |r| r.get(0))
 }
 
 /// An account's balance (the cached column; [`check`] proves it equals the entries' sum).
 pub fn balance(conn: &Connection, account_id: i64) -> rusqlite::Result<i64> {
-    conn.query_row("SELECT balance FROM accounts WHERE id = ?1", [account_id], |r| r.get(0))
+    conn.query_row_cached("SELECT balance FROM accounts WHERE id = ?1", [account_id], |r| r.get(0))
 }
 
 /// Posts one transaction: `legs` are `(account id, signed amount)`, summing to zero, no
@@ -76,7 +77,7 @@ pub fn post(
         return Err(LedgerError::Unbalanced);
     }
     let existing: Option<i64> =
-        tx.query_row("SELECT id FROM transactions WHERE idem_key = ?1", [key], |r| r.get(0)).optional()?;
+        tx.query_row_cached("SELECT id FROM transactions WHERE idem_key = ?1", [key], |r| r.get(0)).optional()?;
     if let Some(txn_id) = existing {
         let mut stmt = tx.prepare("SELECT account_id, amount FROM entries WHERE txn_id = ?1 ORDER BY account_id")?;
         let mut have: Vec<(i64, i64)> =
@@ -86,25 +87,25 @@ pub fn post(
         want.sort_unstable();
         return if have == want { Ok(Posted::AlreadyPosted) } else { Err(LedgerError::KeyReused(key.to_string())) };
     }
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO transactions (idem_key, kind, round_id, created_ms) VALUES (?1, ?2, ?3, ?4)",
         params![key, kind, round_id, now_ms],
     )?;
     let txn_id = tx.last_insert_rowid();
     for &(account, amount) in legs {
         let (current, allow_negative): (i64, bool) =
-            tx.query_row("SELECT balance, allow_negative FROM accounts WHERE id = ?1", [account], |r| {
+            tx.query_row_cached("SELECT balance, allow_negative FROM accounts WHERE id = ?1", [account], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })?;
         let next = current.checked_add(amount).ok_or(LedgerError::Overflow)?;
         if next < 0 && !allow_negative {
             return Err(LedgerError::InsufficientFunds { balance: current, needed: amount.checked_neg().unwrap_or(0) });
         }
-        tx.execute(
+        tx.execute_cached(
             "INSERT INTO entries (txn_id, account_id, amount) VALUES (?1, ?2, ?3)",
             params![txn_id, account, amount],
         )?;
-        tx.execute("UPDATE accounts SET balance = ?1 WHERE id = ?2", params![next, account])?;
+        tx.execute_cached("UPDATE accounts SET balance = ?1 WHERE id = ?2", params![next, account])?;
     }
     Ok(Posted::New)
 }
@@ -157,7 +158,7 @@ pub fn check(conn: &Connection) -> Result<Report, LedgerError> {
             problems.push(format!("transaction {txn} sums to {sum}"));
         }
     }
-    let transactions: i64 = conn.query_row("SELECT count(*) FROM transactions", [], |r| r.get(0))?;
+    let transactions: i64 = conn.query_row_cached("SELECT count(*) FROM transactions", [], |r| r.get(0))?;
     let mut accounts = Vec::new();
     let mut total: i64 = 0;
     let mut stmt = conn.prepare(

@@ -3,6 +3,7 @@
 //! bet.
 
 use crate::accounts::AccountPolicy;
+use crate::db::Cached;
 use crate::ledger;
 use crate::limits::{self, LimitError, PlayerLimit, TableLimits};
 use argon2::Argon2;
@@ -46,7 +47,7 @@ pub const PIN_LOCK_MS: i64 = 15 * 60 * 1000;
 /// When the player's PIN checks unlock, if they are locked at `now_ms`.
 pub fn pin_locked_until(conn: &Connection, player: i64, now_ms: i64) -> rusqlite::Result<Option<i64>> {
     let until: Option<i64> =
-        conn.query_row("SELECT pin_locked_until_ms FROM players WHERE id = ?1", [player], |r| r.get(0))?;
+        conn.query_row_cached("SELECT pin_locked_until_ms FROM players WHERE id = ?1", [player], |r| r.get(0))?;
     Ok(until.filter(|&u| u > now_ms))
 }
 
@@ -54,17 +55,18 @@ pub fn pin_locked_until(conn: &Connection, player: i64, now_ms: i64) -> rusqlite
 /// PIN checks for [`PIN_LOCK_MS`]; a right PIN resets the count.
 pub fn record_pin_check(conn: &Connection, player: i64, ok: bool, now_ms: i64) -> rusqlite::Result<()> {
     if ok {
-        conn.execute("UPDATE players SET pin_failures = 0, pin_locked_until_ms = NULL WHERE id = ?1", [player])?;
+        conn.execute_cached("UPDATE players SET pin_failures = 0, pin_locked_until_ms = NULL WHERE id = ?1", [player])?;
         return Ok(());
     }
-    let failures: i64 = conn.query_row("SELECT pin_failures + 1 FROM players WHERE id = ?1", [player], |r| r.get(0))?;
+    let failures: i64 =
+        conn.query_row_cached("SELECT pin_failures + 1 FROM players WHERE id = ?1", [player], |r| r.get(0))?;
     if failures >= MAX_PIN_FAILURES {
-        conn.execute(
+        conn.execute_cached(
             "UPDATE players SET pin_failures = 0, pin_locked_until_ms = ?2 WHERE id = ?1",
             params![player, now_ms.saturating_add(PIN_LOCK_MS)],
         )?;
     } else {
-        conn.execute("UPDATE players SET pin_failures = ?2 WHERE id = ?1", params![player, failures])?;
+        conn.execute_cached("UPDATE players SET pin_failures = ?2 WHERE id = ?1", params![player, failures])?;
     }
     Ok(())
 }
@@ -110,16 +112,17 @@ pub fn create(
 ) -> Result<i64, PlayerError> {
     validate_name(name)?;
     let tx = conn.savepoint()?;
-    let taken: Option<i64> = tx.query_row("SELECT id FROM players WHERE name = ?1", [name], |r| r.get(0)).optional()?;
+    let taken: Option<i64> =
+        tx.query_row_cached("SELECT id FROM players WHERE name = ?1", [name], |r| r.get(0)).optional()?;
     if taken.is_some() {
         return Err(PlayerError::NameTaken);
     }
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO players (name, pin_hash, created_ms) VALUES (?1, ?2, ?3)",
         params![name, pin_hash, now_ms],
     )?;
     let id = tx.last_insert_rowid();
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO accounts (name, player_id, allow_negative) VALUES (?1, ?2, 0)",
         params![format!("player:{id}"), id],
     )?;
@@ -142,18 +145,18 @@ pub fn create(
 
 /// The id and PIN hash of the player called `name`.
 pub fn find(conn: &Connection, name: &str) -> rusqlite::Result<Option<(i64, String)>> {
-    conn.query_row("SELECT id, pin_hash FROM players WHERE name = ?1", [name], |r| Ok((r.get(0)?, r.get(1)?)))
+    conn.query_row_cached("SELECT id, pin_hash FROM players WHERE name = ?1", [name], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()
 }
 
 /// The player's name.
 pub fn name(conn: &Connection, player: i64) -> rusqlite::Result<String> {
-    conn.query_row("SELECT name FROM players WHERE id = ?1", [player], |r| r.get(0))
+    conn.query_row_cached("SELECT name FROM players WHERE id = ?1", [player], |r| r.get(0))
 }
 
 /// The player's PIN hash.
 pub fn pin_hash(conn: &Connection, player: i64) -> rusqlite::Result<String> {
-    conn.query_row("SELECT pin_hash FROM players WHERE id = ?1", [player], |r| r.get(0))
+    conn.query_row_cached("SELECT pin_hash FROM players WHERE id = ?1", [player], |r| r.get(0))
 }
 
 /// A new session token (32 random bytes, hex) for the player.
@@ -161,7 +164,7 @@ pub fn new_session(conn: &Connection, player: i64, now_ms: i64) -> rusqlite::Res
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     let token = hex::encode(bytes);
-    conn.execute(
+    conn.execute_cached(
         "INSERT INTO sessions (token, player_id, created_ms, last_seen_ms) VALUES (?1, ?2, ?3, ?3)",
         params![token, player, now_ms],
     )?;
@@ -208,7 +211,7 @@ pub fn check_session(
     policy: &AccountPolicy,
 ) -> rusqlite::Result<SessionCheck> {
     let found: Option<(i64, i64, i64)> = conn
-        .query_row("SELECT player_id, created_ms, last_seen_ms FROM sessions WHERE token = ?1", [token], |r| {
+        .query_row_cached("SELECT player_id, created_ms, last_seen_ms FROM sessions WHERE token = ?1", [token], |r| {
             Ok((r.get("player_id")?, r.get("created_ms")?, r.get("last_seen_ms")?))
         })
         .optional()?;
@@ -236,7 +239,7 @@ pub fn apply_session_check(
         SessionCheck::Unknown => Ok(None),
         SessionCheck::Alive(player) => Ok(Some(player)),
         SessionCheck::AliveStale(player) => {
-            conn.execute("UPDATE sessions SET last_seen_ms = ?2 WHERE token = ?1", params![token, now_ms])?;
+            conn.execute_cached("UPDATE sessions SET last_seen_ms = ?2 WHERE token = ?1", params![token, now_ms])?;
             Ok(Some(player))
         }
         SessionCheck::Expired => {
@@ -248,18 +251,18 @@ pub fn apply_session_check(
 
 /// Ends a session.
 pub fn end_session(conn: &Connection, token: &str) -> rusqlite::Result<()> {
-    conn.execute("DELETE FROM sessions WHERE token = ?1", [token]).map(|_| ())
+    conn.execute_cached("DELETE FROM sessions WHERE token = ?1", [token]).map(|_| ())
 }
 
 /// Ends every session of the player ("sign out everywhere"); returns how many there were.
 pub fn end_all_sessions(conn: &Connection, player: i64) -> rusqlite::Result<usize> {
-    conn.execute("DELETE FROM sessions WHERE player_id = ?1", [player])
+    conn.execute_cached("DELETE FROM sessions WHERE player_id = ?1", [player])
 }
 
 /// Deletes every session expired at `now_ms` (a periodic sweep; [`session_player`] ends an
 /// expired session it meets anyway). Returns how many.
 pub fn sweep_sessions(conn: &Connection, now_ms: i64, policy: &AccountPolicy) -> rusqlite::Result<usize> {
-    conn.execute(
+    conn.execute_cached(
         "DELETE FROM sessions WHERE last_seen_ms <= ?1 OR created_ms <= ?2",
         params![now_ms.saturating_sub(policy.session_idle_ms), now_ms.saturating_sub(policy.session_max_ms)],
     )
@@ -292,7 +295,7 @@ pub fn sign_up(
 
 /// The player's own limit.
 pub fn limit(conn: &Connection, player: i64) -> rusqlite::Result<PlayerLimit> {
-    conn.query_row("SELECT max_bet, limit_changed_ms FROM players WHERE id = ?1", [player], |r| {
+    conn.query_row_cached("SELECT max_bet, limit_changed_ms FROM players WHERE id = ?1", [player], |r| {
         let max: Option<i64> = r.get(0)?;
         let changed: Option<i64> = r.get(1)?;
         Ok(PlayerLimit {
@@ -320,7 +323,7 @@ pub fn set_max_bet(
     limits::check_change(table, &current, requested, now)?;
     let stored =
         i64::try_from(requested).map_err(|_| LimitError::AboveTable { requested, table_max: table.max_bet })?;
-    conn.execute(
+    conn.execute_cached(
         "UPDATE players SET max_bet = ?1, limit_changed_ms = ?2 WHERE id = ?3",
         params![stored, now.as_millisecond(), player],
     )

@@ -14,6 +14,7 @@
 //! twice. Tokens stay in the database: no view sent to the browser contains one.
 
 use crate::accounts::{AccountPolicy, SignInThrottle};
+use crate::db::Cached;
 use crate::engine::{self, Engine, EngineError, Rules};
 use crate::ledger::{self, LedgerError};
 use crate::limits::{self, TableLimits};
@@ -180,55 +181,99 @@ fn total_stake(seats: &[Seat]) -> Result<i64, RoundError> {
     seats.iter().try_fold(0i64, |a, s| a.checked_add(s.stake)).ok_or(RoundError::Ledger(LedgerError::Overflow))
 }
 
-const COLUMNS: &str = "round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token, \
+/// The columns of a stored round, in the order [`row`] reads them.
+macro_rules! round_columns {
+    () => {
+        "round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token, \
     commit_expires_ms, client_seed, bet, limit_min, limit_max, round_token, step, transcript, cards, hand_class, \
     spread, spread_odds, decision, stake, outcome, rule, odds, returned, reveal_json, balance_after, recovered, note, \
-    created_ms, updated_ms, transcripts, seats, rules_digest, signature, signing_key_id";
+    created_ms, updated_ms, transcripts, seats, rules_digest, signature, signing_key_id"
+    };
+}
+const COLUMNS: &str = round_columns!();
+
+/// The position of `name` in [`COLUMNS`], found at compile time (a name that is not there
+/// does not build), so that [`row`] reads each column by name without looking the name up
+/// in every row: by name, that lookup was a visible part of the platform's CPU under load.
+const fn column(name: &str) -> usize {
+    let (cols, want) = (COLUMNS.as_bytes(), name.as_bytes());
+    let (mut index, mut start) = (0, 0);
+    while start < cols.len() {
+        let mut end = start;
+        while end < cols.len() && cols[end] != b',' {
+            end += 1;
+        }
+        let mut first = start;
+        while first < end && cols[first] == b' ' {
+            first += 1;
+        }
+        if end - first == want.len() {
+            let mut k = 0;
+            while k < want.len() && cols[first + k] == want[k] {
+                k += 1;
+            }
+            if k == want.len() {
+                return index;
+            }
+        }
+        index += 1;
+        start = end + 1;
+    }
+    panic!("not a column of COLUMNS");
+}
+
+/// [`column`], evaluated at compile time.
+macro_rules! at {
+    ($name:literal) => {
+        const { column($name) }
+    };
+}
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok(Row {
-        round_id: r.get("round_id")?,
-        player_id: r.get("player_id")?,
-        state: r.get("state")?,
-        nonce: r.get("nonce")?,
-        table_id: r.get("table_id")?,
-        decks: r.get("decks")?,
-        commitment: r.get("commitment")?,
-        commitment_token: r.get("commitment_token")?,
-        rules_digest: r.get("rules_digest")?,
-        commit_expires_ms: r.get("commit_expires_ms")?,
-        client_seed: r.get("client_seed")?,
-        bet: r.get("bet")?,
-        limit_min: r.get("limit_min")?,
-        limit_max: r.get("limit_max")?,
-        round_token: r.get("round_token")?,
-        step: r.get("step")?,
-        transcript: r.get("transcript")?,
-        cards: r.get("cards")?,
-        hand_class: r.get("hand_class")?,
-        spread: r.get("spread")?,
-        spread_odds: r.get("spread_odds")?,
-        decision: r.get("decision")?,
-        stake: r.get("stake")?,
-        outcome: r.get("outcome")?,
-        rule: r.get("rule")?,
-        odds: r.get("odds")?,
-        returned: r.get("returned")?,
-        reveal_json: r.get("reveal_json")?,
-        balance_after: r.get("balance_after")?,
-        recovered: r.get("recovered")?,
-        note: r.get("note")?,
-        created_ms: r.get("created_ms")?,
-        updated_ms: r.get("updated_ms")?,
-        transcripts: r.get("transcripts")?,
-        seats: r.get("seats")?,
-        signature: r.get("signature")?,
-        signing_key_id: r.get("signing_key_id")?,
+        round_id: r.get(at!("round_id"))?,
+        player_id: r.get(at!("player_id"))?,
+        state: r.get(at!("state"))?,
+        nonce: r.get(at!("nonce"))?,
+        table_id: r.get(at!("table_id"))?,
+        decks: r.get(at!("decks"))?,
+        commitment: r.get(at!("commitment"))?,
+        commitment_token: r.get(at!("commitment_token"))?,
+        rules_digest: r.get(at!("rules_digest"))?,
+        commit_expires_ms: r.get(at!("commit_expires_ms"))?,
+        client_seed: r.get(at!("client_seed"))?,
+        bet: r.get(at!("bet"))?,
+        limit_min: r.get(at!("limit_min"))?,
+        limit_max: r.get(at!("limit_max"))?,
+        round_token: r.get(at!("round_token"))?,
+        step: r.get(at!("step"))?,
+        transcript: r.get(at!("transcript"))?,
+        cards: r.get(at!("cards"))?,
+        hand_class: r.get(at!("hand_class"))?,
+        spread: r.get(at!("spread"))?,
+        spread_odds: r.get(at!("spread_odds"))?,
+        decision: r.get(at!("decision"))?,
+        stake: r.get(at!("stake"))?,
+        outcome: r.get(at!("outcome"))?,
+        rule: r.get(at!("rule"))?,
+        odds: r.get(at!("odds"))?,
+        returned: r.get(at!("returned"))?,
+        reveal_json: r.get(at!("reveal_json"))?,
+        balance_after: r.get(at!("balance_after"))?,
+        recovered: r.get(at!("recovered"))?,
+        note: r.get(at!("note"))?,
+        created_ms: r.get(at!("created_ms"))?,
+        updated_ms: r.get(at!("updated_ms"))?,
+        transcripts: r.get(at!("transcripts"))?,
+        seats: r.get(at!("seats"))?,
+        signature: r.get(at!("signature"))?,
+        signing_key_id: r.get(at!("signing_key_id"))?,
     })
 }
 
 fn load(conn: &Connection, round_id: &str) -> rusqlite::Result<Option<Row>> {
-    conn.query_row(&format!("SELECT {COLUMNS} FROM rounds WHERE round_id = ?1"), [round_id], row).optional()
+    conn.query_row_cached(concat!("SELECT ", round_columns!(), " FROM rounds WHERE round_id = ?1"), [round_id], row)
+        .optional()
 }
 
 /// A round as the browser sees it: everything but the tokens.
@@ -527,24 +572,44 @@ impl Platform {
     /// after an engine outage). `None` when the player has no open round.
     pub async fn open_round(&self, player: i64) -> Result<Option<RoundView>, RoundError> {
         let _guard = self.player_lock(player).await;
-        // Reads on a read-only connection: this player's writes were all answered (the lock).
-        let open: Option<String> = self
-            .read(move |c| {
-                c.query_row(
-                    "SELECT round_id FROM rounds WHERE player_id = ?1 AND state NOT IN ('settled', 'expired', 'voided')",
+        match self.open_row(player).await?.0 {
+            Some(r) => self.resume(r).await,
+            None => Ok(None),
+        }
+    }
+
+    /// The player's unfinished round as stored, if any, and their next nonce: one read on a
+    /// read-only connection (with the player's lock held, every write of theirs was answered
+    /// before, so it is visible there).
+    async fn open_row(&self, player: i64) -> Result<(Option<Row>, i64), RoundError> {
+        self.read(move |c| -> rusqlite::Result<(Option<Row>, i64)> {
+            let open = c
+                .query_row_cached(
+                    concat!(
+                        "SELECT ",
+                        round_columns!(),
+                        " FROM rounds WHERE player_id = ?1 AND state NOT IN ('settled', 'expired', 'voided')"
+                    ),
                     [player],
-                    |r| r.get("round_id"),
+                    row,
                 )
-                .optional()
-            })
-            .await?;
-        let Some(round_id) = open else {
-            return Ok(None);
-        };
-        let r = self.advance(&round_id).await?;
+                .optional()?;
+            let nonce =
+                c.query_row_cached("SELECT next_nonce FROM players WHERE id = ?1", [player], |r| r.get("next_nonce"))?;
+            Ok((open, nonce))
+        })
+        .await
+        .map_err(RoundError::from)
+    }
+
+    /// Finishes any step the platform owes an open round; an unused commitment near its
+    /// expiry is expired. The round when it waits for the player (`committed`, `dealt`).
+    async fn resume(&self, r: Row) -> Result<Option<RoundView>, RoundError> {
+        let r = self.advance_from(r).await?;
         if r.state == "committed" && r.commit_expires_ms <= now_ms() + EXPIRY_MARGIN_MS {
+            let round_id = r.round_id;
             self.db(move |c| {
-                c.execute(
+                c.execute_cached(
                     "UPDATE rounds SET state = 'expired', updated_ms = ?2 WHERE round_id = ?1",
                     params![round_id, now_ms()],
                 )
@@ -559,28 +624,12 @@ impl Platform {
     /// nonce. The answer (commitment, nonce, table, decks) is what the player sees before
     /// choosing a client seed.
     pub async fn current_or_new(&self, player: i64) -> Result<RoundView, RoundError> {
-        if let Some(open) = self.open_round(player).await? {
-            return Ok(open);
-        }
         let _guard = self.player_lock(player).await;
-        // Another request may have created one while we waited.
-        let (existing, nonce) = self
-            .read(move |c| -> rusqlite::Result<(Option<Row>, i64)> {
-                let existing = c
-                    .query_row(
-                        &format!(
-                            "SELECT {COLUMNS} FROM rounds WHERE player_id = ?1 AND state NOT IN ('settled', 'expired', 'voided')"
-                        ),
-                        [player],
-                        row,
-                    )
-                    .optional()?;
-                let nonce = c.query_row("SELECT next_nonce FROM players WHERE id = ?1", [player], |r| r.get("next_nonce"))?;
-                Ok((existing, nonce))
-            })
-            .await?;
-        if let Some(r) = existing {
-            return Ok(r.into());
+        let (open, nonce) = self.open_row(player).await?;
+        if let Some(r) = open
+            && let Some(view) = self.resume(r).await?
+        {
+            return Ok(view);
         }
         let mut suffix = [0u8; 4];
         getrandom::fill(&mut suffix).map_err(|e| RoundError::EngineUnavailable(e.to_string()))?;
@@ -591,7 +640,7 @@ impl Platform {
         let r = self
             .db(move |conn| -> rusqlite::Result<Option<Row>> {
                 let tx = conn.savepoint()?;
-                tx.execute(
+                tx.execute_cached(
                 "INSERT INTO rounds (round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token,
                                      commit_expires_ms, created_ms, updated_ms, rules_digest)
                  VALUES (?1, ?2, 'committed', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
@@ -608,7 +657,7 @@ impl Platform {
                     c.rules_digest
                 ],
             )?;
-                tx.execute("UPDATE players SET next_nonce = ?2 WHERE id = ?1", params![player, nonce + 1])?;
+                tx.execute_cached("UPDATE players SET next_nonce = ?2 WHERE id = ?1", params![player, nonce + 1])?;
                 tx.commit()?;
                 load(conn, &id)
             })
@@ -651,7 +700,7 @@ impl Platform {
                 return Err(RoundError::Conflict("round_id: this round was already dealt".into()));
             }
             if r.commit_expires_ms <= now + EXPIRY_MARGIN_MS {
-                tx.execute("UPDATE rounds SET state = 'expired', updated_ms = ?2 WHERE round_id = ?1", params![round_id, now])?;
+                tx.execute_cached("UPDATE rounds SET state = 'expired', updated_ms = ?2 WHERE round_id = ?1", params![round_id, now])?;
                 tx.commit()?;
                 return Err(RoundError::Expired);
             }
@@ -680,7 +729,7 @@ impl Platform {
                 ledger::post(&tx, &key, "bet", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
             }
             let seats: Vec<Seat> = bets.iter().map(|&bet| Seat { bet, stake: bet, ..Seat::default() }).collect();
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE rounds SET state = 'betting', client_seed = ?2, bet = ?3, stake = ?3, limit_min = ?4, limit_max = ?5,
                                    updated_ms = ?6, seats = ?7 WHERE round_id = ?1",
                 params![round_id, client_seed, total, i64_of(min)?, i64_of(max)?, now, seats_json(&seats)],
@@ -734,7 +783,7 @@ impl Platform {
             seats[seat].stake = stake;
             let total = total_stake(&seats)?;
             let single = (seats.len() == 1).then_some(wanted);
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE rounds SET state = 'deciding', decision = ?2, stake = ?3, updated_ms = ?4, seats = ?5 WHERE round_id = ?1",
                 params![round_id, single, total, now, seats_json(&seats)],
             )?;
@@ -804,7 +853,7 @@ impl Platform {
                 let round_id = r.round_id.clone();
                 let cards = serde_json::to_string(&cards).unwrap_or_default();
                 self.db(move |c| -> rusqlite::Result<Option<Row>> {
-                    c.execute(
+                    c.execute_cached(
                         "UPDATE rounds SET state = ?2, round_token = ?3, cards = ?4, hand_class = ?5, spread = ?6,
                                 spread_odds = ?7, step = ?8, transcript = ?9, updated_ms = ?10,
                                 transcripts = json_insert(transcripts, '$[#]', ?9) WHERE round_id = ?1",
@@ -852,7 +901,7 @@ impl Platform {
                 refunded = refunded.checked_add(s.bet).ok_or(RoundError::Ledger(LedgerError::Overflow))?;
             }
             let balance = ledger::balance(&tx, wallet)?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE rounds SET state = 'voided', note = ?2, returned = ?3, balance_after = ?4, updated_ms = ?5 WHERE round_id = ?1",
                 params![r.round_id, note, refunded, balance, now],
             )?;
@@ -886,7 +935,7 @@ impl Platform {
                 let round_id = r.round_id.clone();
                 let seats = seats_json(&seats);
                 self.db(move |c| -> rusqlite::Result<Option<Row>> {
-                    c.execute(
+                    c.execute_cached(
                         "UPDATE rounds SET state = ?6, round_token = ?2, step = ?3, transcript = ?4, updated_ms = ?5,
                                 transcripts = json_insert(transcripts, '$[#]', ?4), seats = ?7
                          WHERE round_id = ?1",
@@ -919,7 +968,7 @@ impl Platform {
                     }
                     let total = total_stake(&seats)?;
                     let single = (seats.len() == 1).then_some("default");
-                    tx.execute(
+                    tx.execute_cached(
                         "UPDATE rounds SET state = 'settling', decision = ?4, stake = ?5, note = ?2, updated_ms = ?3, seats = ?6
                          WHERE round_id = ?1",
                         params![
@@ -948,8 +997,10 @@ impl Platform {
                 tracing::error!(round_id = %r.round_id, code = ?status.code(), "Settle refused; the round stays open for an operator");
                 let note = format!("the engine refused to settle ({}); kept for an operator", status.message());
                 let round_id = r.round_id.clone();
-                self.db(move |c| c.execute("UPDATE rounds SET note = ?2 WHERE round_id = ?1", params![round_id, note]))
-                    .await?;
+                self.db(move |c| {
+                    c.execute_cached("UPDATE rounds SET note = ?2 WHERE round_id = ?1", params![round_id, note])
+                })
+                .await?;
                 return Err(RoundError::EngineRefused(status.message().to_string()));
             }
             Err(e) => return Err(e.into()),
@@ -1004,7 +1055,7 @@ impl Platform {
                 }
             }
             let balance = ledger::balance(&tx, wallet)?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE rounds SET state = 'settled', cards = ?2, decision = ?3, outcome = ?4, rule = ?5, odds = ?6,
                         returned = ?7, reveal_json = ?8, balance_after = ?9, note = ?10, stake = ?11, updated_ms = ?12,
                         step = ?13, transcript = ?14, transcripts = json_insert(transcripts, '$[#]', ?14), seats = ?15,
@@ -1047,7 +1098,7 @@ impl Platform {
         let now = now_ms();
         let (expired, open) = self
             .db(move |c| -> rusqlite::Result<(usize, Vec<OpenRound>)> {
-                let expired = c.execute(
+                let expired = c.execute_cached(
                     "UPDATE rounds SET state = 'expired', updated_ms = ?1 WHERE state = 'committed' AND commit_expires_ms <= ?2",
                     params![now, now + EXPIRY_MARGIN_MS],
                 )?;
@@ -1072,11 +1123,11 @@ impl Platform {
             let still = self
                 .db(move |c| -> rusqlite::Result<bool> {
                     let now: Option<String> = c
-                        .query_row("SELECT state FROM rounds WHERE round_id = ?1", [&id], |r| r.get("state"))
+                        .query_row_cached("SELECT state FROM rounds WHERE round_id = ?1", [&id], |r| r.get("state"))
                         .optional()?;
                     let still = now.as_deref() == Some(was.as_str());
                     if still {
-                        c.execute("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&id])?;
+                        c.execute_cached("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&id])?;
                     }
                     Ok(still)
                 })
@@ -1090,7 +1141,7 @@ impl Platform {
             if at_startup && result.as_ref().is_ok_and(|r| r.state == "dealt") {
                 let id = round_id.clone();
                 self.db(move |c| {
-                    c.execute(
+                    c.execute_cached(
                         "UPDATE rounds SET state = 'settling', updated_ms = ?2,
                                 note = 'the platform restarted during the round: settled with no decision (stand)'
                          WHERE round_id = ?1 AND state = 'dealt'",
@@ -1160,7 +1211,7 @@ impl Platform {
                 return Ok(HistoryPage { rounds: vec![], older: None, newer: None, balance_before: None });
             };
             let before: Option<Option<i64>> = c
-                .query_row(
+                .query_row_cached(
                     &format!(
                         "SELECT balance_after FROM rounds WHERE {DEALT} AND nonce < ?2 ORDER BY nonce DESC LIMIT 1"
                     ),
@@ -1169,7 +1220,7 @@ impl Platform {
                 )
                 .optional()?;
             let newer: Option<i64> = c
-                .query_row(
+                .query_row_cached(
                     &format!("SELECT nonce FROM rounds WHERE {DEALT} AND nonce > ?2 LIMIT 1"),
                     params![player, newest],
                     |r| r.get("nonce"),
@@ -1188,7 +1239,7 @@ impl Platform {
     /// The player's last original bet, for the `0` key.
     pub async fn last_bet(&self, player: i64) -> Result<Option<i64>, RoundError> {
         self.read(move |c| {
-            c.query_row(
+            c.query_row_cached(
                 "SELECT bet FROM rounds WHERE player_id = ?1 AND bet IS NOT NULL ORDER BY created_ms DESC, nonce DESC LIMIT 1",
                 [player],
                 |r| r.get("bet"),
@@ -1238,6 +1289,17 @@ mod tests {
         // The engine is never called here (the channel connects lazily).
         let engine = Engine::new("http://127.0.0.1:9").unwrap();
         Platform::new(crate::db::open_in_memory().unwrap(), engine, rules, 100_000, None).unwrap()
+    }
+
+    #[test]
+    fn each_column_is_read_at_the_position_sqlite_gives_it() {
+        let conn = crate::db::open_in_memory().unwrap();
+        let stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM rounds")).unwrap();
+        let names = stmt.column_names();
+        assert_eq!(names.len(), 37);
+        for (position, name) in names.iter().enumerate() {
+            assert_eq!(column(name), position, "{name}");
+        }
     }
 
     #[tokio::test]
