@@ -46,6 +46,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0005_rules_digest", include_str!("../migrations/0005_rules_digest.sql")),
     ("0006_sessions", include_str!("../migrations/0006_sessions.sql")),
     ("0007_receipts", include_str!("../migrations/0007_receipts.sql")),
+    ("0008_session_hashes", include_str!("../migrations/0008_session_hashes.sql")),
 ];
 
 /// Opens (creating if needed) the database file and brings its schema up to date.

@@ -10,6 +10,7 @@ use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
 
 /// Player failures.
 #[derive(Debug, thiserror::Error)]
@@ -159,14 +160,20 @@ pub fn pin_hash(conn: &Connection, player: i64) -> rusqlite::Result<String> {
     conn.query_row_cached("SELECT pin_hash FROM players WHERE id = ?1", [player], |r| r.get(0))
 }
 
-/// A new session token (32 random bytes, hex) for the player.
+/// How a session token is kept in the database: its SHA-256, hex. The token is 32 random
+/// bytes, so a plain hash is enough (no salt or slow hash): a database copy gives no cookie.
+fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// A new session token (32 random bytes, hex) for the player; only its hash is stored.
 pub fn new_session(conn: &Connection, player: i64, now_ms: i64) -> rusqlite::Result<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     let token = hex::encode(bytes);
     conn.execute_cached(
-        "INSERT INTO sessions (token, player_id, created_ms, last_seen_ms) VALUES (?1, ?2, ?3, ?3)",
-        params![token, player, now_ms],
+        "INSERT INTO sessions (token_sha256, player_id, created_ms, last_seen_ms) VALUES (?1, ?2, ?3, ?3)",
+        params![token_hash(&token), player, now_ms],
     )?;
     Ok(token)
 }
@@ -211,9 +218,11 @@ pub fn check_session(
     policy: &AccountPolicy,
 ) -> rusqlite::Result<SessionCheck> {
     let found: Option<(i64, i64, i64)> = conn
-        .query_row_cached("SELECT player_id, created_ms, last_seen_ms FROM sessions WHERE token = ?1", [token], |r| {
-            Ok((r.get("player_id")?, r.get("created_ms")?, r.get("last_seen_ms")?))
-        })
+        .query_row_cached(
+            "SELECT player_id, created_ms, last_seen_ms FROM sessions WHERE token_sha256 = ?1",
+            [token_hash(token)],
+            |r| Ok((r.get("player_id")?, r.get("created_ms")?, r.get("last_seen_ms")?)),
+        )
         .optional()?;
     let Some((player, created, last_seen)) = found else { return Ok(SessionCheck::Unknown) };
     let idle = now_ms.saturating_sub(last_seen) >= policy.session_idle_ms;
@@ -239,7 +248,10 @@ pub fn apply_session_check(
         SessionCheck::Unknown => Ok(None),
         SessionCheck::Alive(player) => Ok(Some(player)),
         SessionCheck::AliveStale(player) => {
-            conn.execute_cached("UPDATE sessions SET last_seen_ms = ?2 WHERE token = ?1", params![token, now_ms])?;
+            conn.execute_cached(
+                "UPDATE sessions SET last_seen_ms = ?2 WHERE token_sha256 = ?1",
+                params![token_hash(token), now_ms],
+            )?;
             Ok(Some(player))
         }
         SessionCheck::Expired => {
@@ -251,7 +263,7 @@ pub fn apply_session_check(
 
 /// Ends a session.
 pub fn end_session(conn: &Connection, token: &str) -> rusqlite::Result<()> {
-    conn.execute_cached("DELETE FROM sessions WHERE token = ?1", [token]).map(|_| ())
+    conn.execute_cached("DELETE FROM sessions WHERE token_sha256 = ?1", [token_hash(token)]).map(|_| ())
 }
 
 /// Ends every session of the player ("sign out everywhere"); returns how many there were.
@@ -410,6 +422,28 @@ mod tests {
 
     fn policy() -> AccountPolicy {
         AccountPolicy { session_idle_ms: 120_000, session_max_ms: 1_000_000, ..AccountPolicy::default() }
+    }
+
+    #[test]
+    fn the_database_keeps_a_sessions_hash_never_its_token() {
+        let mut conn = db::open_in_memory().unwrap();
+        let id = create(&mut conn, "hal", "h", 0, 1).unwrap();
+        let token = new_session(&conn, id, 0).unwrap();
+        let stored: Vec<String> = conn
+            .prepare("SELECT token_sha256 FROM sessions")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let expected = hex::encode(Sha256::digest(token.as_bytes()));
+        assert_eq!(stored, vec![expected], "the SHA-256 of the cookie, not the cookie");
+        assert_ne!(stored[0], token);
+        let p = policy();
+        assert_eq!(session_player(&conn, &token, 1, &p).unwrap(), Some(id), "the token still signs in");
+        assert_eq!(session_player(&conn, &stored[0], 1, &p).unwrap(), None, "the stored hash does not");
+        end_session(&conn, &token).unwrap();
+        assert_eq!(session_player(&conn, &token, 2, &p).unwrap(), None, "signed out");
     }
 
     #[test]
