@@ -16,8 +16,9 @@
 //! - [`EndOnStop`] wraps the health service: when the server drains, a response stream still
 //!   open (a `Watch`) ends with UNAVAILABLE after the messages already due (the NOT_SERVING
 //!   update), so it does not hold the drain.
-//! - [`ActivityLayer`] counts the calls in progress on each connection (see
-//!   [`super::transport`]: the idle deadline and the connection cap).
+//! - [`Activity`] counts the calls in progress on each connection (see
+//!   [`super::transport`]: the idle deadline and the connection cap) for the services other
+//!   than RedDog, whose [`Guarded`] counts its own.
 //!
 //! Why not tower's `ConcurrencyLimit`, `LoadShed` and `Timeout` layers: a concurrency limit
 //! takes its permit in `poll_ready`, before the request's message has arrived, so headers
@@ -183,6 +184,10 @@ where
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let progress = self.calls.begin();
         let conn = request.extensions().get::<ConnInfo>().map(|c| c.activity.clone());
+        // The call counts as its connection's activity from arrival until its answer has
+        // been sent (held with the slot below): this service does what `Activity` does for
+        // the other services, without a second boxed future and body per call.
+        let active = conn.as_ref().map(|c| c.begin());
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let permits = self.permits.clone();
@@ -246,7 +251,7 @@ where
             drop(progress);
             // The slot is held until the response has been sent (its body dropped): a call
             // whose answer still waits to be written counts, and so does its buffer.
-            Ok(answer.map(|body| Body::new(Held { inner: body, _guard: (permit, share) })))
+            Ok(answer.map(|body| Body::new(Held { inner: body, _guard: (permit, share, active) })))
         })
     }
 }
@@ -354,10 +359,21 @@ impl<S> tower::Layer<S> for ActivityLayer {
     }
 }
 
-/// See [`ActivityLayer`].
+/// See [`ActivityLayer`]; also wraps one service ([`Activity::new`]).
 #[derive(Clone, Debug)]
 pub struct Activity<S> {
     inner: S,
+}
+
+impl<S> Activity<S> {
+    /// `inner`, its calls counted as their connection's activity.
+    pub fn new(inner: S) -> Activity<S> {
+        Activity { inner }
+    }
+}
+
+impl<S: NamedService> NamedService for Activity<S> {
+    const NAME: &'static str = S::NAME;
 }
 
 impl<S, B> tower::Service<Request<B>> for Activity<S>

@@ -30,7 +30,7 @@ use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
 use super::api::{EngineConfig, RedDogService};
-use super::guard::{ActivityLayer, CallLimits, CallsInProgress, DrainStreams, Guarded};
+use super::guard::{Activity, ActivityLayer, CallLimits, CallsInProgress, DrainStreams, Guarded};
 use super::limits::TransportLimits;
 use super::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
 use super::tls::TlsReloader;
@@ -205,10 +205,10 @@ async fn serve_with<S: RedDog>(
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .http2_max_local_error_reset_streams(Some(limits.max_local_error_resets))
-        .layer(ActivityLayer)
-        .add_service(DrainStreams::new(health_service, stop_rx.clone()))
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
+        // RedDog calls count as their connection's activity in `Guarded`; the others here.
+        .add_service(Activity::new(DrainStreams::new(health_service, stop_rx.clone())))
+        .add_service(Activity::new(reflection_v1))
+        .add_service(Activity::new(reflection_v1alpha))
         .add_service(service)
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = stopped.wait_for(|s| *s).await;
