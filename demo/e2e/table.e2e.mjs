@@ -43,8 +43,10 @@ const T0 = Date.now();
 const DEAL_WORD = { en: "Deal", ja: "ディール", it: "Distribuisci", fr: "Distribuer", ru: "Раздать", de: "Geben" };
 // The page's own catalogues: the messages a player sees after an action, in each language.
 const { CATALOGUES } = await import("../static/i18n.js");
-// The catalogue text before its first `{placeholder}` (the part that does not depend on figures).
+// The catalogue text before its first `{placeholder}`, and after its last (the parts that do
+// not depend on figures).
 const lead = (text) => text.split("{")[0];
+const tail = (text) => text.split("}").pop();
 
 let passed = 0, failed = 0;
 const procs = [];
@@ -738,10 +740,10 @@ async function main() {
         const limitsText = await p.textContent("#limits-text");
         assert(limitsText.startsWith(lead(C.limits_weekly)), `limits text in ${lang}: ${limitsText}`);
         const chipLabel = await p.getAttribute('button.chip[data-value="500"]', "aria-label");
-        assert(chipLabel.startsWith(lead(C.chip_label)), `chip label in ${lang}: ${chipLabel}`);
+        assert(chipLabel.startsWith(lead(C.chip_label)) && chipLabel.endsWith(tail(C.chip_label)), `chip label in ${lang}: ${chipLabel}`);
         if (lang !== "en") {
           const E = CATALOGUES.en;
-          assert(!limitsText.includes(lead(E.limits_weekly)) && C.no_previous_bet !== E.no_previous_bet && !chipLabel.startsWith(lead(E.chip_label)),
+          assert(!limitsText.includes(lead(E.limits_weekly)) && C.no_previous_bet !== E.no_previous_bet && !chipLabel.endsWith(tail(E.chip_label)),
             `not English in ${lang}: ${limitsText} / ${chipLabel}`);
         }
         await p.click('button.chip[data-value="500"]');
