@@ -41,6 +41,12 @@ const AUDIT_LOG = path.join(WORK, "audit.jsonl");
 const T0 = Date.now();
 // "Deal" in each of the table's languages.
 const DEAL_WORD = { en: "Deal", ja: "ディール", it: "Distribuisci", fr: "Distribuer", ru: "Раздать", de: "Geben" };
+// The page's own catalogues: the messages a player sees after an action, in each language.
+const { CATALOGUES } = await import("../static/i18n.js");
+// The catalogue text before its first `{placeholder}`, and after its last (the parts that do
+// not depend on figures).
+const lead = (text) => text.split("{")[0];
+const tail = (text) => text.split("}").pop();
 
 let passed = 0, failed = 0;
 const procs = [];
@@ -726,6 +732,20 @@ async function main() {
             want: new Intl.NumberFormat(document.documentElement.lang, opts).format("10000.00") };
         });
         eq(money.shown, money.want, "balance formatted by Intl");
+        // Messages after an action, and the limits text, in the language (not English):
+        // the "0" key (repeat bet) with no previous bet; the My limits text; the chips' labels.
+        const C = CATALOGUES[lang];
+        await p.keyboard.press("0");
+        eq(await p.textContent("#message"), C.no_previous_bet, "repeat with no previous bet, in the language");
+        const limitsText = await p.textContent("#limits-text");
+        assert(limitsText.startsWith(lead(C.limits_weekly)), `limits text in ${lang}: ${limitsText}`);
+        const chipLabel = await p.getAttribute('button.chip[data-value="500"]', "aria-label");
+        assert(chipLabel.startsWith(lead(C.chip_label)) && chipLabel.endsWith(tail(C.chip_label)), `chip label in ${lang}: ${chipLabel}`);
+        if (lang !== "en") {
+          const E = CATALOGUES.en;
+          assert(!limitsText.includes(lead(E.limits_weekly)) && C.no_previous_bet !== E.no_previous_bet && !chipLabel.endsWith(tail(E.chip_label)),
+            `not English in ${lang}: ${limitsText} / ${chipLabel}`);
+        }
         await p.click('button.chip[data-value="500"]');
         await p.click("#deal");
         let r = await waitRound(p);
@@ -741,6 +761,17 @@ async function main() {
           eq(await p.evaluate(() => document.documentElement.lang), "de", "remembered after a reload");
           await p.selectOption("#lang", "ja");
         }
+        // The history page in the language: its status words, summary and dates.
+        await p.goto(`${URL}/history`);
+        await p.waitForFunction(() => document.querySelector("#summary").dataset.rounds);
+        const row = await p.$eval("#rounds tbody tr", (tr) => ({ time: tr.cells[0].textContent, status: tr.cells[9].textContent,
+          summary: document.querySelector("#summary").textContent, head: document.querySelector("#rounds th").textContent }));
+        eq(row.status, C.h_settled, "history status in the language");
+        eq(row.head, C.col_time, "history column in the language");
+        assert(row.summary.startsWith(lead(C.h_summary)), `history summary in ${lang}: ${row.summary}`);
+        const created = await p.evaluate(async () => (await (await fetch("/api/history")).json()).rounds[0].created_ms);
+        eq(row.time, await p.evaluate((ms) => new Intl.DateTimeFormat(document.documentElement.lang, { dateStyle: "medium", timeStyle: "short" }).format(new Date(ms)), created),
+          "history date formatted in the language");
         await p.goto(`${URL}/rules`);
         await p.waitForFunction((l) => document.documentElement.lang === l && document.querySelector("#paytable tbody tr"), lang);
         const visible = await p.$$eval("article[data-lang]", (as) => as.filter((a) => !a.hidden).map((a) => a.lang));

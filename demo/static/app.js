@@ -1,9 +1,9 @@
 // The Red Dog table: plain JavaScript, no framework. The platform (this page's server)
 // keeps the tokens; the page sees commitments, cards, results and reveals, and verifies
 // every reveal itself (verify.js).
-import { checkRecord, describeField } from "./record.js";
-import { verifyRound, signatureState, api, money, plainMoney, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor } from "./ui.js";
-import { t, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate } from "./i18n.js";
+import { checkRecord } from "./record.js";
+import { verifyRound, signatureState, api, money, plainMoney, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor, fieldWords, errorText } from "./ui.js";
+import { t, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate, formatNumber, EASTERN } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -50,6 +50,7 @@ const S = {
   busy: false,
   seedCustom: false,
   record: null,       // the player's record of the round in play (record.js)
+  verifyShown: false, // the "Last round" box shows a round (else its placeholder text)
 };
 
 // ------------------------------------------------------------------ the player's record
@@ -103,10 +104,10 @@ function whyNoDeal() {
   const l = limits();
   if (S.round?.state !== "committed") return "";
   const empty = S.bets.findIndex((b) => b === 0);
-  if (empty >= 0) return S.bets.length > 1 ? `Seat ${empty + 1} has no bet` : "";
+  if (empty >= 0) return S.bets.length > 1 ? t("seat_no_bet", { n: empty + 1 }) : "";
   const low = S.bets.findIndex((b) => b < l.min_bet);
-  if (low >= 0) return `The minimum bet is ${money(l.min_bet)}${S.bets.length > 1 ? ` (seat ${low + 1})` : ""}`;
-  if (totalBet() > balance()) return `Your balance (${money(balance())}) is less than your bets (${money(totalBet())})`;
+  if (low >= 0) return S.bets.length > 1 ? t("min_bet_seat", { min: money(l.min_bet), n: low + 1 }) : t("min_bet", { min: money(l.min_bet) });
+  if (totalBet() > balance()) return t("balance_short", { balance: money(balance()), bets: money(totalBet()) });
   return "";
 }
 
@@ -116,7 +117,7 @@ function message(text) { $("message").textContent = text || ""; }
 function setBet(v, why) {
   const l = limits();
   let b = Math.max(0, v);
-  if (b > l.max_bet) { b = l.max_bet; message(`Your maximum bet is ${money(l.max_bet)}`); }
+  if (b > l.max_bet) { b = l.max_bet; message(t("max_bet_is", { max: money(l.max_bet) })); }
   else message(why || "");
   S.bets[S.seat] = b;
   render();
@@ -128,7 +129,7 @@ function selectSeat(n) {
   if (deciding() || S.busy || n < 0 || n >= maxSeats()) return;
   while (S.bets.length <= n) S.bets.push(0);
   S.seat = n;
-  message(S.bets.length > 1 ? `Seat ${n + 1} selected` : "");
+  message(S.bets.length > 1 ? t("seat_selected", { n: n + 1 }) : "");
   render();
 }
 function removeSeat() {
@@ -150,7 +151,7 @@ function clearBet() { if (!deciding() && !S.busy) setBet(0); }
 // 0: the last round's bets on the same seats.
 function repeatBet() {
   if (deciding() || S.busy) return;
-  if (!S.lastBets) { message("No previous bet yet"); return; }
+  if (!S.lastBets) { message(t("no_previous_bet")); return; }
   const max = limits().max_bet;
   S.bets = S.lastBets.slice(0, maxSeats()).map((b) => Math.min(b, max));
   S.seat = Math.min(S.seat, S.bets.length - 1);
@@ -161,6 +162,8 @@ function repeatBet() {
 // ------------------------------------------------------------------ rendering
 function renderChips() {
   const box = $("chips");
+  // Made once; the labels follow the language.
+  for (const b of box.querySelectorAll("button")) b.setAttribute("aria-label", t("chip_label", { amount: money(Number(b.dataset.value)) }));
   if (box.childElementCount) return;
   for (const v of S.state.table.chips) {
     const b = document.createElement("button");
@@ -168,7 +171,7 @@ function renderChips() {
     b.className = `chip chip-${v}`;
     b.dataset.value = v;
     b.textContent = plainMoney(v).replace(/\.0+$/, "");
-    b.setAttribute("aria-label", `Chip ${money(v)}: click to add, right-click or Shift+F10 to take off`);
+    b.setAttribute("aria-label", t("chip_label", { amount: money(v) }));
     b.addEventListener("click", () => addChip(v));
     b.addEventListener("contextmenu", (e) => { e.preventDefault(); removeChip(v); });
     box.append(b);
@@ -207,8 +210,8 @@ function renderSeats() {
     b.dataset.seat = k;
     const x = inPlay && round ? round.seats[k] : null;
     const parts = [t("seat", { n: k + 1 }), money(x ? x.bet : S.bets[k] || 0)];
-    if (x?.decision) parts.push(x.decision === "raise" ? "raised" : "stood");
-    if (inPlay && k === decidingSeat()) parts.push("to decide");
+    if (x?.decision) parts.push(x.decision === "raise" ? t("seat_raised") : t("seat_stood"));
+    if (inPlay && k === decidingSeat()) parts.push(t("seat_to_decide"));
     b.textContent = parts.join(" · ");
     b.setAttribute("aria-pressed", String(!inPlay && k === S.seat));
     b.disabled = inPlay || S.busy;
@@ -277,10 +280,10 @@ function render() {
   $("info-name").textContent = st.player?.name || "";
   $("info-balance").textContent = money(balance());
   $("info-balance").dataset.minor = balance();
-  $("info-bet").textContent = money(totalBet()) + (S.bets.length > 1 ? ` (${S.bets.length} seats)` : "");
+  $("info-bet").textContent = S.bets.length > 1 ? t("bet_seats", { bet: money(totalBet()), n: formatNumber(S.bets.length) }) : money(totalBet());
   $("info-bet").dataset.minor = totalBet();
   const l = limits();
-  $("info-limits").textContent = `${money(l.min_bet)} – ${money(l.max_bet)}${l.player_max_bet ? " (your maximum)" : ""}`;
+  $("info-limits").textContent = t(l.player_max_bet ? "limits_range_mine" : "limits_range", { min: money(l.min_bet), max: money(l.max_bet) });
   $("info-last").textContent = S.lastBets ? S.lastBets.map(money).join(" + ") : "—";
   $("deal").disabled = !canDeal();
   $("deal-why").textContent = !S.busy && $("deal").disabled ? whyNoDeal() : "";
@@ -302,11 +305,9 @@ function render() {
 
 function renderLimits() {
   const l = limits();
-  const next = l.next_change_ms ? formatDate(l.next_change_ms,
-    { timeZone: "America/New_York", weekday: "long", year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit" }) : null;
-  $("limits-text").textContent = `Table limits ${money(l.table_min)} – ${money(l.table_max)}. Your maximum: ${money(l.max_bet)}. ` +
-    (next ? `You changed it this week; the next change is possible from ${next} US Eastern.`
-      : "You may change it once a week (the week turns Friday 12:00 AM US Eastern); confirm with your PIN.");
+  const figures = { min: money(l.table_min), max: money(l.table_max), mine: money(l.max_bet) };
+  $("limits-text").textContent = l.next_change_ms
+    ? t("limits_next", { ...figures, date: formatDate(l.next_change_ms, EASTERN) }) : t("limits_weekly", figures);
   const input = $("limits-max");
   input.min = plainMoney(l.table_min);
   input.max = plainMoney(l.table_max);
@@ -319,11 +320,11 @@ async function refresh() {
   if (S.state.player) applyLang(chooseLang(S.state.player.name));
   if (!S.state.player) { showLogin(); return; }
   if (!S.lastBets && S.state.last_bet) S.lastBets = [S.state.last_bet];
-  if (S.state.engine_error) message(S.state.engine_error);
+  if (S.state.engine_error) message(t("engine_down"));
   S.round = S.state.round;
   if (S.round?.state === "dealt") {
     S.shown = S.round; S.bets = S.round.seats.map((x) => x.bet); S.seat = 0;
-    message("Your round was resumed: raise or stand.");
+    message(t("resumed"));
     if (S.record?.round_id !== S.round.round_id) {
       // Resumed after a reload: the bets (and any raise already decided) had left the wallet
       // before this page saw the balance.
@@ -374,9 +375,9 @@ function scheduleRenewal() {
     try {
       S.round = null;
       await ensureCommitment();
-      if (S.round.round_id !== id) message("The previous commitment was about to expire, so a new one is shown (nothing was dealt or debited).");
+      if (S.round.round_id !== id) message(t("renewed"));
     } catch (e) {
-      if (unreachable(e)) reconnect(e, null); else message(e.message);
+      if (unreachable(e)) reconnect(e, null); else message(errorText(e));
     } finally { S.busy = false; render(); }
   }, r.renew_in_ms + 250);
 }
@@ -392,16 +393,16 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 async function reconnect(e, roundId) {
   if (S.reconnecting) return;
   S.reconnecting = true;
-  const what = e instanceof TypeError ? "The platform cannot be reached" : "The engine is unavailable";
+  const what = () => t(e instanceof TypeError ? "lost_platform" : "lost_engine");
   $("connection").dataset.state = "reconnecting";
-  message(`${what}. ${roundId ? "Your round is kept: nothing is lost. " : ""}Reconnecting…`);
+  message(t(roundId ? "reconnecting_kept" : "reconnecting", { what: what() }));
   render();
   for (let k = 0; ; k++) {
     await sleep(Math.min(1000 * 2 ** k, 5000));
     try {
       const round = roundId ? await api(`/api/round/${encodeURIComponent(roundId)}`) : null;
       if (round && ["betting", "deciding", "settling"].includes(round.state)) {
-        message(`${what}. Your round is kept and will be finished when the engine answers. Reconnecting…`);
+        message(t("reconnecting_wait", { what: what() }));
         continue;
       }
       S.reconnecting = false;
@@ -417,12 +418,12 @@ async function reconnect(e, roundId) {
         noteShown(round, balance());
         render();
         await showVerification(round, S.record?.round_id === round.round_id ? S.record : null);
-        message(`Reconnected. Your round was ${round.state === "voided" ? "voided and your bet refunded" : "settled"}`
-          + `${round.note ? ` (${round.note})` : ""}: ${describeOutcome(round)}.`);
+        message(t(round.state === "voided" ? "reconnected_voided" : "reconnected_settled",
+          { note: round.note ? ` (${round.note})` : "", outcome: describeOutcome(round) }));
       } else if (round?.state === "dealt") {
-        message("Reconnected. Your round is waiting for your decision: raise or stand.");
+        message(t("reconnected_decide"));
       } else {
-        message("Reconnected.");
+        message(t("reconnected"));
       }
       render();
       return;
@@ -430,7 +431,7 @@ async function reconnect(e, roundId) {
       if (unreachable(err)) continue;
       S.reconnecting = false;
       $("connection").dataset.state = "connected";
-      message(err.message);
+      message(errorText(err));
       render();
       return;
     }
@@ -452,8 +453,8 @@ async function run(fn) {
       showLogin();
       $("login-message").textContent = t("session_ended");
     } else {
-      message(e.code === "commitment_expired"
-        ? "The commitment had expired, so nothing was dealt or debited; a new one is shown: press Deal again." : e.message);
+      const l = limits();
+      message(e.code === "commitment_expired" ? t("expired") : errorText(e, { min: money(l.min_bet), max: money(l.max_bet) }));
       if (e.code === "commitment_expired" || e.code === "conflict") {
         try { S.round = null; await refresh(); } catch (err) { if (unreachable(err)) lost = err; }
       }
@@ -481,7 +482,8 @@ function deal() {
     beep(520, 120);
     if (res.round.state === "dealt") {
       message("");
-      say(`${res.round.cards.map(cardName).join(", ")}. Spread ${res.round.spread}. Pays ${res.round.spread_odds} to 1. Raise or stand?`);
+      say(`${res.round.cards.map(cardName).join(", ")}. ${t("marker", { n: res.round.spread, odds: res.round.spread_odds })}. `
+        + t("raise_or_stand", { hand: describeHand(res.round) }));
     } else {
       await finish(res.round);
     }
@@ -511,7 +513,7 @@ function decide(action) {
     S.shown.expect = expect || { commitment: res.round.commitment, nonce: res.round.nonce, round_id: res.round.round_id,
       table_id: res.round.table_id, decks: res.round.decks, client_seed: res.round.client_seed };
     if (res.round.state === "dealt") {
-      message(`Seat ${decidingSeat() + 1}: raise or stand?`);
+      message(t("raise_or_stand", { hand: t("seat", { n: decidingSeat() + 1 }) }));
       return;
     }
     await finish(res.round);
@@ -528,19 +530,13 @@ async function finish(round) {
   await ensureCommitment();
 }
 
-// A record field in the player's language ("seat 2: the amount credited").
-function fieldWords(field) {
-  const words = {};
-  for (const k of ["cards", "hand", "seats", "bet", "decision", "stake", "outcome", "returned", "balance", "transcripts", "commitment", "rules_digest"]) words[k] = t(`f_${k}`);
-  return describeField(field, words, (n, w) => t("f_seat", { n, what: w }));
-}
-
 // The language: the switcher in the header, remembered per player in this browser.
 function applyLang(l) {
   setLang(l);
   translatePage();
   $("lang").value = lang();
   document.title = `Red Dog — ${t("nav_table")}`;
+  if (!S.verifyShown) $("verify").textContent = t("no_round_yet");
   if (S.state?.table) renderPaytable();
   render();
 }
@@ -557,6 +553,7 @@ $("lang").addEventListener("change", () => {
 });
 
 async function showVerification(round, record) {
+  S.verifyShown = true;
   const box = $("verify");
   const list = $("verify-checks");
   list.textContent = "";
@@ -564,7 +561,7 @@ async function showVerification(round, record) {
   for (const k of ["revealVerdict", "failed", "passed"]) delete box.dataset[k];
   if (!round.reveal_json) {
     box.dataset.verdict = "none";
-    box.textContent = round.state === "voided" ? "No cards were dealt: nothing to verify." : "No reveal.";
+    box.textContent = t(round.state === "voided" ? "nothing_to_verify" : "no_reveal");
     return;
   }
   box.dataset.verdict = "pending";
@@ -589,9 +586,9 @@ async function showVerification(round, record) {
       box.textContent = t("verified", { fields: passedWords.join(", ") })
         + (box.dataset.signature === "passed" ? ` ${t("signature_ok")}` : "");
     } else if (result.verdict !== "verified") {
-      box.textContent = `✘ ${result.verdict === "malformed" ? "Malformed reveal" : "Not verified"}: ${result.errors.join("; ")}`;
+      box.textContent = t(result.verdict === "malformed" ? "malformed" : "not_verified_errors", { errors: result.errors.join("; ") });
     } else if (!rec) {
-      box.textContent = "✘ Not verified: this page did not see the round from its start, so it cannot compare the screen with the reveal. The reveal itself checks out (see below).";
+      box.textContent = t("not_seen");
     } else {
       const wrong = rec.checks.filter((c) => c.seen && !c.ok).map((c) =>
         t("mismatch", { field: fieldWords(c.field), shown: c.shown, expected: c.expected }));
@@ -612,7 +609,7 @@ async function showVerification(round, record) {
     }
   } catch (e) {
     box.dataset.verdict = "error";
-    box.textContent = `Could not verify: ${e.message}`;
+    box.textContent = t("verify_error", { error: e.message });
   }
 }
 
@@ -638,7 +635,7 @@ async function credentials(path) {
     $("login-message").textContent = "";
     await refresh();
     document.activeElement?.blur?.();
-  } catch (e) { $("login-message").textContent = e.message; }
+  } catch (e) { $("login-message").textContent = errorText(e, { invalid: "login" }); }
 }
 
 // ------------------------------------------------------------------ keys (the sheets' table)
@@ -690,15 +687,19 @@ $("logout").addEventListener("click", async () => { await api("/api/logout", {})
 $("limits-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   const maxBet = parseMoney($("limits-max").value);
-  if (maxBet === null) { $("limits-message").textContent = "Enter an amount like 20 or 20.50"; return; }
+  if (maxBet === null) {
+    $("limits-message").textContent = t("enter_amount", { a: "20", b: plainMoney(20 * minorPerMajor() + Math.floor(minorPerMajor() / 2)) });
+    return;
+  }
   try {
     const res = await api("/api/limits", { max_bet: maxBet, pin: $("limits-pin").value });
     S.state.limits = res.limits;
     S.bets = S.bets.map((b) => Math.min(b, res.limits.max_bet));
-    $("limits-message").textContent = `Your maximum bet is now ${money(res.limits.max_bet)} for all your games.`;
+    $("limits-message").textContent = t("max_now", { max: money(res.limits.max_bet) });
     $("limits-message").dataset.result = "ok";
   } catch (err) {
-    $("limits-message").textContent = err.message;
+    const l = limits();
+    $("limits-message").textContent = errorText(err, { invalid: "limits", min: money(l.table_min), max: money(l.table_max) });
     $("limits-message").dataset.result = err.code || "error";
   }
   $("limits-pin").value = "";
@@ -711,13 +712,16 @@ for (const k of ["sound", "voice", "animation"]) {
   box.addEventListener("change", () => {
     localStorage.setItem(OPT[k], box.checked ? "on" : "off");
     if (k === "animation") {
-      $("options-note").textContent = box.checked === ANIMATION_AT_LOAD ? "" : "Animation changes take effect after a reload.";
+      $("options-note").textContent = box.checked === ANIMATION_AT_LOAD ? "" : t("anim_reload");
     }
   });
 }
 if (!canSpeak) {
   $("opt-voice").disabled = true;
-  $("opt-voice").parentElement.append(" (not available in this browser)");
+  const na = document.createElement("span");
+  na.dataset.i18n = "voice_na";
+  na.textContent = t("voice_na");
+  $("opt-voice").parentElement.append(" ", na);
 }
 
 // Paytable, from the engine's rules.
@@ -726,8 +730,8 @@ async function start() {
   try {
     await refresh();
   } catch (e) {
-    message(e.message);
-    if (!S.state) { $("login-message").textContent = e.message; showLogin(); }
+    message(errorText(e));
+    if (!S.state) { $("login-message").textContent = errorText(e); showLogin(); }
   }
   if (S.state?.table) renderPaytable();
 }

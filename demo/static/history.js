@@ -1,15 +1,15 @@
 // Game recall: the player's recent rounds and each reveal, verified in the browser.
-import { checkRecord, describeField, recordFromStored } from "./record.js";
-import { chooseLang, translatePage } from "./i18n.js";
-import { verifyRound, signatureState, api, money, cardLabel, cardName, describeHand, shownFor, recordFor, setMinorUnitExponent } from "./ui.js";
+import { checkRecord, recordFromStored } from "./record.js";
+import { t, chooseLang, translatePage, formatDate, formatNumber } from "./i18n.js";
+import { verifyRound, signatureState, api, money, cardLabel, cardName, describeHand, shownFor, recordFor, setMinorUnitExponent, fieldWords, errorText } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
 function status(r) {
-  if (r.state === "dealt") return "In progress: waiting for your decision (resume it on the table)";
-  if (r.state === "voided") return r.note || "Voided; bet refunded";
-  if (r.state !== "settled") return `Being finished by the platform (${r.state})`;
-  return r.recovered ? `Settled after a platform restart${r.note ? `: ${r.note}` : ""}` : "Settled";
+  if (r.state === "dealt") return t("h_in_progress");
+  if (r.state === "voided") return r.note || t("h_voided");
+  if (r.state !== "settled") return t("h_finishing", { state: r.state });
+  return r.recovered ? (r.note ? t("h_recovered_note", { note: r.note }) : t("h_recovered")) : t("h_settled");
 }
 
 // The page shown: `?limit=N` rounds (default 100), newest first, or those just older than
@@ -40,24 +40,30 @@ async function main() {
     setMinorUnitExponent(state.table.minor_unit_exponent, state.table.currency);
     chooseLang(state.player?.name || null);
     translatePage();
+    document.title = `Red Dog — ${t("h_title")}`;
     data = await api(`/api/history?${q}`);
   }
-  catch (e) { $("summary").textContent = e.status === 401 ? "Sign in on the table first." : e.message; return; }
+  catch (e) {
+    translatePage();
+    $("summary").textContent = e.status === 401 ? t("h_sign_in") : errorText(e);
+    return;
+  }
   const tb = $("rounds").tBodies[0];
   let verified = 0, failed = 0;
   for (const [i, r] of data.rounds.entries()) {
     const tr = tb.insertRow();
     tr.dataset.roundId = r.round_id;
     tr.dataset.state = r.state;
-    tr.insertCell().textContent = new Date(r.created_ms).toLocaleString();
+    tr.insertCell().textContent = formatDate(r.created_ms);
     tr.insertCell().textContent = `${r.round_id} · ${r.nonce}`;
     const cards = tr.insertCell();
     cards.textContent = (r.cards || []).map(cardLabel).join(" ");
     cards.setAttribute("aria-label", (r.cards || []).map(cardName).join(", "));
     tr.insertCell().textContent = describeHand(r);
-    const decisionWords = (d) => d === "default" ? "stood (no decision)" : d || (r.hand_class === "non_consecutive" ? "—" : "none needed");
+    const decisionWords = (d) => d === "default" ? t("h_default") : d === "raise" ? t("seat_raised") : d === "stand" ? t("seat_stood")
+      : d || (r.hand_class === "non_consecutive" ? "—" : t("h_none_needed"));
     tr.insertCell().textContent = (r.seats || []).length > 1
-      ? r.seats.map((x, k) => `seat ${k + 1}: ${decisionWords(x.decision)}`).join(", ") : decisionWords(r.decision);
+      ? r.seats.map((x, k) => t("f_seat", { n: k + 1, what: decisionWords(x.decision) })).join(", ") : decisionWords(r.decision);
     tr.insertCell().textContent = money(r.bet);
     tr.insertCell().textContent = money(r.stake);
     tr.insertCell().textContent = r.returned === null ? "—" : money(r.returned);
@@ -65,7 +71,7 @@ async function main() {
     tr.insertCell().textContent = status(r);
     const fair = tr.insertCell();
     fair.className = "fair";
-    if (!r.reveal_json) { fair.textContent = r.state === "settled" ? "no reveal" : "—"; continue; }
+    if (!r.reveal_json) { fair.textContent = r.state === "settled" ? t("h_no_reveal") : "—"; continue; }
     // Expected values: what this browser was shown before the deal when it has them,
     // otherwise the platform's record of the round.
     const seen = shownFor(r.round_id);
@@ -92,15 +98,16 @@ async function main() {
     if (ok) verified++; else failed++;
     const details = document.createElement("details");
     const summary = document.createElement("summary");
-    summary.textContent = ok ? `✔ verified${seen ? " (as shown here)" : ""}`
-      : result.verdict !== "verified" ? `✘ ${result.verdict.replace("_", " ")}`
-      : `✘ Not verified: ${rec.failed.map((f) => describeField(f)).join(", ")} differ from the reveal`;
+    summary.textContent = ok ? t(seen ? "h_verified_here" : "h_verified")
+      : result.verdict === "malformed" ? t("h_malformed")
+      : result.verdict !== "verified" ? t("h_not_verified")
+      : t("h_differ", { fields: rec.failed.map(fieldWords).join(", ") });
     const ul = document.createElement("ul");
     for (const c of result.checks || []) { const li = document.createElement("li"); li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${c.detail}`; ul.append(li); }
     for (const c of rec.checks) {
       const li = document.createElement("li");
-      li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${describeField(c.field)}: shown ${c.shown}; reveal ${c.expected}`
-        : `– ${describeField(c.field)}: not checked (no earlier balance here)`;
+      li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${t("h_check", { field: fieldWords(c.field), shown: c.shown, expected: c.expected })}`
+        : `– ${t("h_not_checked", { field: fieldWords(c.field) })}`;
       ul.append(li);
     }
     for (const e of result.verdict === "malformed" ? result.errors : []) { const li = document.createElement("li"); li.textContent = `✘ ${e}`; ul.append(li); }
@@ -108,14 +115,15 @@ async function main() {
     pre.textContent = r.reveal_json;
     pre.tabIndex = 0;
     pre.setAttribute("role", "region");
-    pre.setAttribute("aria-label", "The reveal, as the engine wrote it");
+    pre.setAttribute("aria-label", t("reveal_label"));
     details.append(summary, ul, pre);
     fair.append(details);
   }
   // Each cell carries its column's name, shown beside it when a phone stacks the row.
   const heads = [...$("rounds").tHead.rows[0].cells].map((c) => c.textContent);
   for (const row of tb.rows) [...row.cells].forEach((cell, k) => { cell.dataset.label = heads[k] || ""; });
-  $("summary").textContent = `${data.rounds.length} rounds · balance ${money(data.balance)} · ${verified} reveals verified in this browser${failed ? ` · ${failed} NOT verified` : ""}`;
+  $("summary").textContent = t("h_summary", { rounds: formatNumber(data.rounds.length), balance: money(data.balance), verified: formatNumber(verified) })
+    + (failed ? t("h_summary_failed", { failed: formatNumber(failed) }) : "");
   $("summary").dataset.verified = verified;
   $("summary").dataset.failed = failed;
   $("summary").dataset.rounds = data.rounds.length;

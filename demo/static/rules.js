@@ -8,6 +8,7 @@ let table = null;
 function show(l) {
   setLang(l);
   translatePage();
+  document.title = `Red Dog — ${t("nav_rules")}`;
   $("lang").value = lang();
   for (const a of document.querySelectorAll("article[data-lang]")) a.hidden = a.dataset.lang !== lang();
   if (!table) return;

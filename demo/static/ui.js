@@ -1,6 +1,7 @@
 // Small helpers shared by the table and the history page.
-import { t, formatMoney, cardWords, setCurrency } from "./i18n.js";
+import { t, hasKey, formatMoney, formatNumber, formatDate, cardWords, setCurrency, EASTERN } from "./i18n.js";
 import { verifyReveal, verifyReceipt } from "./verify.js";
+import { describeField } from "./record.js";
 
 // Verifies a settled round's reveal against `expect`; when the engine signs receipts (its
 // GetRules lists `signing_keys`), the round's signature too, with the listed key it names
@@ -176,4 +177,55 @@ export function describeOutcome(round) {
   if (round.outcome === "win") return t("win", { returned: money(round.returned), stake: money(round.stake), why, odds });
   if (round.outcome === "push") return t("push", { returned: money(round.returned), why });
   return t("lose", { stake: money(round.stake), why });
+}
+
+// A record field in the player's language ("seat 2: the amount credited").
+export function fieldWords(field) {
+  const words = {};
+  for (const k of ["cards", "hand", "seats", "bet", "decision", "stake", "outcome", "returned", "balance", "transcripts", "commitment", "rules_digest"]) words[k] = t(`f_${k}`);
+  return describeField(field, words, (n, w) => t("f_seat", { n, what: w }));
+}
+
+// An error from the platform's API in the player's language: a known stable code
+// (demo/src/web.rs, `error`) from the catalogue, with `params` the page knows (limits) and
+// the figures the server's text carries (seconds, times, a request id); the server's own
+// text for an unknown code, or when the figure it needs is missing. `invalid` names the form
+// ("login", "limits") whose "invalid" answers the catalogue explains.
+export function errorText(e, params = {}) {
+  const text = String(e?.message || e || "");
+  const code = e?.code;
+  const iso = /\d{4}-\d\d-\d\dT[0-9:.]+Z/.exec(text);
+  const when = iso ? Date.parse(iso[0]) : NaN;
+  const p = { ...params };
+  switch (code) {
+    case "too_many_attempts": {
+      const m = /(\d+) s\b/.exec(text);
+      if (!m) return text;
+      p.secs = formatNumber(Number(m[1]));
+      break;
+    }
+    case "pin_locked":
+      if (Number.isNaN(when)) return text;
+      p.time = formatDate(when);
+      break;
+    case "once_per_week":
+      if (Number.isNaN(when)) return text;
+      p.date = formatDate(when, EASTERN);
+      break;
+    case "internal": {
+      const m = /request id (\w+)/.exec(text);
+      if (!m) return text;
+      p.id = m[1];
+      break;
+    }
+    case "invalid":
+      if (params.invalid === "login") return t("err_invalid_login");
+      if (params.invalid === "limits" && p.min !== undefined && p.max !== undefined) return t("err_invalid_limits", p);
+      return text;
+    case "bet_out_of_range":
+      if (p.min === undefined || p.max === undefined) return text;
+      break;
+    default:
+  }
+  return code && hasKey(`err_${code}`) ? t(`err_${code}`, p) : text;
 }

@@ -1,0 +1,38 @@
+// The page's catalogues (demo/static/i18n.js): every key of the English catalogue exists in
+// every other language, of the same kind (text, list or map), with the same `{placeholders}`,
+// and no language has a key English lacks (a misspelt key would never be shown).
+//   node --test demo/js/
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { CATALOGUES, LANGS } from "../static/i18n.js";
+
+const placeholders = (text) => [...new Set([...text.matchAll(/\{(\w+)\}/g)].map((m) => m[1]))].sort();
+const kind = (v) => (Array.isArray(v) ? "list" : typeof v);
+
+test("a catalogue for each of the six languages offered", () => {
+  assert.deepEqual(Object.keys(CATALOGUES).sort(), Object.keys(LANGS).sort());
+  assert.equal(Object.keys(LANGS).length, 6);
+});
+
+for (const lang of Object.keys(CATALOGUES).filter((l) => l !== "en")) {
+  test(`${lang}: every English key, of the same kind, with the same placeholders`, () => {
+    const en = CATALOGUES.en, other = CATALOGUES[lang];
+    const problems = [];
+    for (const [key, value] of Object.entries(en)) {
+      if (!Object.hasOwn(other, key)) { problems.push(`${key}: missing`); continue; }
+      const v = other[key];
+      if (kind(v) !== kind(value)) { problems.push(`${key}: a ${kind(v)}, English has a ${kind(value)}`); continue; }
+      if (typeof value === "string") {
+        if (!v.trim()) problems.push(`${key}: empty`);
+        const want = placeholders(value), got = placeholders(v);
+        if (want.join() !== got.join()) problems.push(`${key}: placeholders {${got.join("} {")}}, English {${want.join("} {")}}`);
+      } else if (Array.isArray(value)) {
+        if (v.length !== value.length) problems.push(`${key}: ${v.length} entries, English ${value.length}`);
+      } else if (Object.keys(v).sort().join() !== Object.keys(value).sort().join()) {
+        problems.push(`${key}: entries ${Object.keys(v).sort()}, English ${Object.keys(value).sort()}`);
+      }
+    }
+    for (const key of Object.keys(other)) if (!Object.hasOwn(en, key)) problems.push(`${key}: not in English`);
+    assert.deepEqual(problems, []);
+  });
+}
