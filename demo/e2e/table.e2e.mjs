@@ -752,6 +752,11 @@ async function main() {
         if (r.deciding) { await p.click("#stand"); r = await waitRound(p); }
         rounds++;
         eq(r.verdict, "verified", `round in ${lang}: ${r.verifyText}`);
+        // The verifier's own check lines ("Checks and reveal") in the language too: the
+        // seat's bet line reads as the catalogue's vc_bet.
+        const betLine = await p.$$eval("#verify-checks li", (lis) => lis.map((li) => li.textContent).find((t) => t.includes("seats[0].bet")));
+        const pattern = new RegExp(`^✔ seats\\[0\\]\\.bet: ${C.vc_bet.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{\w+\}/g, "\\d+")}$`);
+        assert(betLine && pattern.test(betLine), `check line in ${lang}: ${betLine} (pattern ${pattern})`);
         if (lang === "ja") {
           // The switcher: the choice is remembered for this player over the browser's language.
           await p.selectOption("#lang", "de");

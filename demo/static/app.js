@@ -3,7 +3,7 @@
 // every reveal itself (verify.js).
 import { checkRecord } from "./record.js";
 import { verifyRound, signatureState, api, money, plainMoney, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor, fieldWords, errorText } from "./ui.js";
-import { t, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate, formatNumber, EASTERN } from "./i18n.js";
+import { t, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate, formatNumber, EASTERN, checkText } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -586,7 +586,10 @@ async function showVerification(round, record) {
       box.textContent = t("verified", { fields: passedWords.join(", ") })
         + (box.dataset.signature === "passed" ? ` ${t("signature_ok")}` : "");
     } else if (result.verdict !== "verified") {
-      box.textContent = t(result.verdict === "malformed" ? "malformed" : "not_verified_errors", { errors: result.errors.join("; ") });
+      // The failed checks in the player's language; a malformed reveal's errors as written.
+      const errors = result.verdict === "malformed" ? result.errors
+        : result.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${checkText(c)}`);
+      box.textContent = t(result.verdict === "malformed" ? "malformed" : "not_verified_errors", { errors: errors.join("; ") });
     } else if (!rec) {
       box.textContent = t("not_seen");
     } else {
@@ -597,7 +600,7 @@ async function showVerification(round, record) {
     }
     for (const c of result.checks || []) {
       const li = document.createElement("li");
-      li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${c.detail}`;
+      li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${checkText(c)}`;
       list.append(li);
     }
     for (const c of rec?.checks || []) {

@@ -1,6 +1,6 @@
 // Game recall: the player's recent rounds and each reveal, verified in the browser.
 import { checkRecord, recordFromStored } from "./record.js";
-import { t, chooseLang, translatePage, formatDate, formatNumber } from "./i18n.js";
+import { t, chooseLang, translatePage, formatDate, formatNumber, checkText } from "./i18n.js";
 import { verifyRound, signatureState, api, money, cardLabel, cardName, describeHand, shownFor, recordFor, setMinorUnitExponent, fieldWords, errorText } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
@@ -103,7 +103,7 @@ async function main() {
       : result.verdict !== "verified" ? t("h_not_verified")
       : t("h_differ", { fields: rec.failed.map(fieldWords).join(", ") });
     const ul = document.createElement("ul");
-    for (const c of result.checks || []) { const li = document.createElement("li"); li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${c.detail}`; ul.append(li); }
+    for (const c of result.checks || []) { const li = document.createElement("li"); li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${checkText(c)}`; ul.append(li); }
     for (const c of rec.checks) {
       const li = document.createElement("li");
       li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${t("h_check", { field: fieldWords(c.field), shown: c.shown, expected: c.expected })}`

@@ -36,6 +36,7 @@ const C = {
     f_decision: "the raise or stand", f_stake: "the stake", f_outcome: "the outcome", f_returned: "the amount credited",
     f_balance: "the balance change", f_transcripts: "the round's transcript", f_commitment: "the commitment shown before the deal",
     f_rules_digest: "the rules shown with the commitment", f_seat: "seat {n}: {what}",
+    vc_cards: "dealt {cards}", vc_cards_rejected: "dealt {cards} ({n} word(s) rejected)", vc_bet: "bet {bet} within 1 … {max}", vc_raised: "decided raise", vc_not_raised: "no raise decided", vc_stake: "bet {bet} → stake {stake}", vc_stake_raised: "bet {bet} raised → stake {stake}", vc_returned: "{outcome} → returns {returned}", vc_returned_odds: "{outcome} at {odds} to 1 → returns {returned}", vc_totals: "staked {staked}, returned {returned} (at most {max})", vc_recomputed: "recomputed {value}", vc_limits: "every bet within {min} … {max}", vc_expected: "the player's record: {want}; revealed: {have}", vc_absent: "(absent)", vc_sig_v1: "a version-1 reveal has no transcript: no receipt covers it", vc_sig_ok: "the engine's signature covers this reveal", vc_sig_bad: "does not cover this reveal (another reveal, or another key)", vc_sig_unchecked: "not checked: {error}", vc_o_win: "win", vc_o_lose: "lose", vc_o_push: "push",
     ranks: ["Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten", "Jack", "Queen", "King", "Ace"],
     suits: { c: "clubs", d: "diamonds", h: "hearts", s: "spades" }, card: "{rank} of {suit}",
     no_card: "no card", face_down: "face-down card",
@@ -120,6 +121,7 @@ const C = {
     f_decision: "レイズ／スタンド", f_stake: "賭け金合計", f_outcome: "結果", f_returned: "払い戻し額",
     f_balance: "残高の変化", f_transcripts: "ラウンドのトランスクリプト", f_commitment: "ディール前に表示されたコミットメント",
     f_rules_digest: "コミットメントと共に表示されたルール", f_seat: "シート {n}：{what}",
+    vc_cards: "配られたカード {cards}", vc_cards_rejected: "配られたカード {cards}（棄却した語 {n}）", vc_bet: "賭け金 {bet} は 1 … {max} の範囲内", vc_raised: "レイズを選択", vc_not_raised: "レイズなし", vc_stake: "賭け金 {bet} → 賭け金合計 {stake}", vc_stake_raised: "賭け金 {bet} をレイズ → 賭け金合計 {stake}", vc_returned: "{outcome} → 払い戻し {returned}", vc_returned_odds: "{outcome}（{odds} 対 1）→ 払い戻し {returned}", vc_totals: "賭け金合計 {staked}、払い戻し {returned}（上限 {max}）", vc_recomputed: "再計算値 {value}", vc_limits: "すべての賭け金が {min} … {max} の範囲内", vc_expected: "プレイヤーの記録：{want}／公開データ：{have}", vc_absent: "（なし）", vc_sig_v1: "バージョン 1 の公開データにはトランスクリプトがなく、署名付きレシートの対象外です", vc_sig_ok: "エンジンの署名がこの公開データを保証しています", vc_sig_bad: "この公開データを保証していません（別の公開データ、または別の鍵）", vc_sig_unchecked: "未確認：{error}", vc_o_win: "勝ち", vc_o_lose: "負け", vc_o_push: "プッシュ",
     ranks: ["2", "3", "4", "5", "6", "7", "8", "9", "10", "ジャック", "クイーン", "キング", "エース"],
     suits: { c: "クラブ", d: "ダイヤ", h: "ハート", s: "スペード" }, card: "{suit}の{rank}",
     no_card: "カードなし", face_down: "裏向きのカード",
@@ -204,6 +206,7 @@ const C = {
     f_decision: "il rilancio o stai", f_stake: "la posta", f_outcome: "l'esito", f_returned: "l'importo accreditato",
     f_balance: "la variazione del saldo", f_transcripts: "la trascrizione della mano", f_commitment: "l'impegno mostrato prima della distribuzione",
     f_rules_digest: "le regole mostrate con l'impegno", f_seat: "posto {n}: {what}",
+    vc_cards: "distribuite {cards}", vc_cards_rejected: "distribuite {cards} ({n} parole scartate)", vc_bet: "puntata {bet} entro 1 … {max}", vc_raised: "rilancio deciso", vc_not_raised: "nessun rilancio deciso", vc_stake: "puntata {bet} → posta {stake}", vc_stake_raised: "puntata {bet} rilanciata → posta {stake}", vc_returned: "{outcome} → restituisce {returned}", vc_returned_odds: "{outcome} a {odds} a 1 → restituisce {returned}", vc_totals: "puntato {staked}, restituito {returned} (al massimo {max})", vc_recomputed: "ricalcolato {value}", vc_limits: "ogni puntata entro {min} … {max}", vc_expected: "il registro del giocatore: {want}; rivelato: {have}", vc_absent: "(assente)", vc_sig_v1: "una rivelazione di versione 1 non ha trascrizione: nessuna ricevuta la copre", vc_sig_ok: "la firma del motore copre questa rivelazione", vc_sig_bad: "non copre questa rivelazione (un'altra rivelazione, o un'altra chiave)", vc_sig_unchecked: "non verificata: {error}", vc_o_win: "vincita", vc_o_lose: "perdita", vc_o_push: "pareggio",
     ranks: ["Due", "Tre", "Quattro", "Cinque", "Sei", "Sette", "Otto", "Nove", "Dieci", "Fante", "Regina", "Re", "Asso"],
     suits: { c: "fiori", d: "quadri", h: "cuori", s: "picche" }, card: "{rank} di {suit}",
     no_card: "nessuna carta", face_down: "carta coperta",
@@ -288,6 +291,7 @@ const C = {
     f_decision: "la relance ou non", f_stake: "l'enjeu", f_outcome: "le résultat", f_returned: "le montant crédité",
     f_balance: "la variation du solde", f_transcripts: "la transcription de la donne", f_commitment: "l'engagement affiché avant la donne",
     f_rules_digest: "les règles affichées avec l'engagement", f_seat: "place {n} : {what}",
+    vc_cards: "distribué {cards}", vc_cards_rejected: "distribué {cards} ({n} mot(s) rejeté(s))", vc_bet: "mise {bet} comprise entre 1 et {max}", vc_raised: "relance décidée", vc_not_raised: "aucune relance décidée", vc_stake: "mise {bet} → enjeu {stake}", vc_stake_raised: "mise {bet} relancée → enjeu {stake}", vc_returned: "{outcome} → rend {returned}", vc_returned_odds: "{outcome} à {odds} contre 1 → rend {returned}", vc_totals: "misé {staked}, rendu {returned} (au plus {max})", vc_recomputed: "recalculé {value}", vc_limits: "chaque mise comprise entre {min} et {max}", vc_expected: "le relevé du joueur : {want} ; révélé : {have}", vc_absent: "(absent)", vc_sig_v1: "une révélation de version 1 n'a pas de transcription : aucun reçu ne la couvre", vc_sig_ok: "la signature du moteur couvre cette révélation", vc_sig_bad: "ne couvre pas cette révélation (une autre révélation, ou une autre clé)", vc_sig_unchecked: "non vérifiée : {error}", vc_o_win: "gain", vc_o_lose: "perte", vc_o_push: "égalité",
     ranks: ["Deux", "Trois", "Quatre", "Cinq", "Six", "Sept", "Huit", "Neuf", "Dix", "Valet", "Dame", "Roi", "As"],
     suits: { c: "trèfle", d: "carreau", h: "cœur", s: "pique" }, card: "{rank} de {suit}",
     no_card: "pas de carte", face_down: "carte face cachée",
@@ -372,6 +376,7 @@ const C = {
     f_decision: "повышение или отказ", f_stake: "сумма ставки", f_outcome: "исход", f_returned: "зачисленная сумма",
     f_balance: "изменение баланса", f_transcripts: "транскрипт раунда", f_commitment: "обязательство, показанное до раздачи",
     f_rules_digest: "правила, показанные с обязательством", f_seat: "место {n}: {what}",
+    vc_cards: "выпало {cards}", vc_cards_rejected: "выпало {cards} (отброшено слов: {n})", vc_bet: "ставка {bet} в пределах 1 … {max}", vc_raised: "решено повысить", vc_not_raised: "повышения не было", vc_stake: "ставка {bet} → сумма ставки {stake}", vc_stake_raised: "ставка {bet} повышена → сумма ставки {stake}", vc_returned: "{outcome} → возврат {returned}", vc_returned_odds: "{outcome} {odds} к 1 → возврат {returned}", vc_totals: "поставлено {staked}, возвращено {returned} (не более {max})", vc_recomputed: "пересчитано: {value}", vc_limits: "каждая ставка в пределах {min} … {max}", vc_expected: "запись игрока: {want}; раскрыто: {have}", vc_absent: "(нет)", vc_sig_v1: "у раскрытия версии 1 нет транскрипта: квитанция его не охватывает", vc_sig_ok: "подпись движка охватывает это раскрытие", vc_sig_bad: "не охватывает это раскрытие (другое раскрытие или другой ключ)", vc_sig_unchecked: "не проверено: {error}", vc_o_win: "выигрыш", vc_o_lose: "проигрыш", vc_o_push: "ничья",
     ranks: ["Двойка", "Тройка", "Четвёрка", "Пятёрка", "Шестёрка", "Семёрка", "Восьмёрка", "Девятка", "Десятка", "Валет", "Дама", "Король", "Туз"],
     suits: { c: "трефы", d: "бубны", h: "червы", s: "пики" }, card: "{rank}, {suit}",
     no_card: "нет карты", face_down: "карта рубашкой вверх",
@@ -456,6 +461,7 @@ const C = {
     f_decision: "Erhöhen oder Stehen", f_stake: "der Gesamteinsatz", f_outcome: "das Ergebnis", f_returned: "der gutgeschriebene Betrag",
     f_balance: "die Änderung des Guthabens", f_transcripts: "das Transkript der Runde", f_commitment: "das vor dem Geben gezeigte Commitment",
     f_rules_digest: "die mit dem Commitment gezeigten Regeln", f_seat: "Platz {n}: {what}",
+    vc_cards: "gegeben {cards}", vc_cards_rejected: "gegeben {cards} ({n} Wort/Wörter verworfen)", vc_bet: "Einsatz {bet} innerhalb 1 … {max}", vc_raised: "Erhöhung entschieden", vc_not_raised: "keine Erhöhung entschieden", vc_stake: "Einsatz {bet} → Gesamteinsatz {stake}", vc_stake_raised: "Einsatz {bet} erhöht → Gesamteinsatz {stake}", vc_returned: "{outcome} → zahlt {returned} zurück", vc_returned_odds: "{outcome} zu {odds} zu 1 → zahlt {returned} zurück", vc_totals: "gesetzt {staked}, zurückgezahlt {returned} (höchstens {max})", vc_recomputed: "neu berechnet {value}", vc_limits: "jeder Einsatz innerhalb {min} … {max}", vc_expected: "der Eintrag des Spielers: {want}; offengelegt: {have}", vc_absent: "(fehlt)", vc_sig_v1: "eine Offenlegung der Version 1 hat kein Transkript: keine Quittung deckt sie ab", vc_sig_ok: "die Signatur der Engine deckt diese Offenlegung ab", vc_sig_bad: "deckt diese Offenlegung nicht ab (eine andere Offenlegung oder ein anderer Schlüssel)", vc_sig_unchecked: "nicht geprüft: {error}", vc_o_win: "Gewinn", vc_o_lose: "Verlust", vc_o_push: "Unentschieden",
     ranks: ["Zwei", "Drei", "Vier", "Fünf", "Sechs", "Sieben", "Acht", "Neun", "Zehn", "Bube", "Dame", "König", "Ass"],
     suits: { c: "Kreuz", d: "Karo", h: "Herz", s: "Pik" }, card: "{suit} {rank}",
     no_card: "keine Karte", face_down: "verdeckte Karte",
@@ -544,7 +550,7 @@ export function rememberLang(lang, player) {
 }
 export function setLang(lang) {
   LANG = C[lang] ? lang : "en";
-  document.documentElement.lang = LANG;
+  if (typeof document !== "undefined") document.documentElement.lang = LANG; // (none under node --test)
 }
 export const lang = () => LANG;
 
@@ -589,4 +595,15 @@ export function formatDate(ms, opts) { return new Intl.DateTimeFormat(LANG, opts
 export function cardWords(code) {
   const rank = C[LANG].ranks["23456789TJQKA".indexOf(code[0])];
   return t("card", { rank, suit: C[LANG].suits[code[1]] });
+}
+
+// A verifier check's detail in the player's language: the check's `say` ([key, params]) when
+// the catalogue has it, else the verifier's own text. Outcome words (win, lose, push) are
+// translated too; hashes, cards and amounts in minor units stay as the reveal writes them.
+export function checkText(c) {
+  if (!Array.isArray(c.say) || !hasKey(c.say[0])) return c.detail;
+  const params = { ...(c.say[1] || {}) };
+  if (typeof params.outcome === "string" && hasKey(`vc_o_${params.outcome}`)) params.outcome = t(`vc_o_${params.outcome}`);
+  if (params.have === undefined && c.say[0] === "vc_expected") params.have = t("vc_absent");
+  return t(c.say[0], params);
 }

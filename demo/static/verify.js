@@ -559,7 +559,8 @@ export async function verifyReveal(text, record = {}) {
     throw e;
   }
   const checks = [];
-  const check = (name, ok, detail) => checks.push({ name, ok: !!ok, detail });
+  // `say`: the detail as a catalogue key and its parameters, for a page in another language.
+  const check = (name, ok, detail, say) => checks.push({ name, ok: !!ok, detail, say });
 
   const seed = hexToBytes(r.server_seed);
   const commitment = bytesToHex(await sha256(seed));
@@ -567,7 +568,8 @@ export async function verifyReveal(text, record = {}) {
 
   const { codes, rejected } = await deal(seed, te.encode(r.client_seed), r.nonce, Number(r.decks), r.cards.length);
   const dealt = codes.map(cardText);
-  check("cards", dealt.join(" ") === r.cards.join(" "), `dealt ${dealt.join(" ")}${rejected ? ` (${rejected} word(s) rejected)` : ""}`);
+  check("cards", dealt.join(" ") === r.cards.join(" "), `dealt ${dealt.join(" ")}${rejected ? ` (${rejected} word(s) rejected)` : ""}`,
+    rejected ? ["vc_cards_rejected", { cards: dealt.join(" "), n: rejected }] : ["vc_cards", { cards: dealt.join(" ") }]);
 
   const hand = handClass(r.cards);
   const out = { format: r.format, cards: r.cards, hand, reveal: r, checks, errors: [] };
@@ -579,24 +581,31 @@ export async function verifyReveal(text, record = {}) {
       const raised = raisedBy.get(BigInt(k)) === true;
       const stake = raised ? s.bet * 2n : s.bet;
       const pay = seatReturn(r.cards, stake, r.paytable);
-      check(`seats[${k}].bet`, s.bet >= 1n && s.bet <= MAX_BET, `bet ${s.bet} within 1 … ${MAX_BET}`);
-      check(`seats[${k}].raised`, s.raised === raised, raised ? "decided raise" : "no raise decided");
-      check(`seats[${k}].stake`, s.stake === stake, `bet ${s.bet}${raised ? " raised" : ""} → stake ${stake}`);
+      check(`seats[${k}].bet`, s.bet >= 1n && s.bet <= MAX_BET, `bet ${s.bet} within 1 … ${MAX_BET}`,
+        ["vc_bet", { bet: s.bet, max: MAX_BET }]);
+      check(`seats[${k}].raised`, s.raised === raised, raised ? "decided raise" : "no raise decided",
+        [raised ? "vc_raised" : "vc_not_raised"]);
+      check(`seats[${k}].stake`, s.stake === stake, `bet ${s.bet}${raised ? " raised" : ""} → stake ${stake}`,
+        [raised ? "vc_stake_raised" : "vc_stake", { bet: s.bet, stake }]);
       check(`seats[${k}].returned`, s.returned === pay.returned && pay.returned <= U64_MAX,
-        `${pay.outcome}${pay.odds !== undefined ? ` at ${pay.odds} to 1` : ""} → returns ${pay.returned}`);
+        `${pay.outcome}${pay.odds !== undefined ? ` at ${pay.odds} to 1` : ""} → returns ${pay.returned}`,
+        pay.odds !== undefined ? ["vc_returned_odds", { outcome: pay.outcome, odds: pay.odds, returned: pay.returned }]
+          : ["vc_returned", { outcome: pay.outcome, returned: pay.returned }]);
       return { ...s, expected_stake: stake, expected_returned: pay.returned, outcome: pay.outcome };
     });
     const staked = r.seats.reduce((a, s) => a + s.stake, 0n);
     const returned = r.seats.reduce((a, s) => a + s.returned, 0n);
-    check("totals", staked <= U64_MAX && returned <= U64_MAX, `staked ${staked}, returned ${returned} (at most ${U64_MAX})`);
+    check("totals", staked <= U64_MAX && returned <= U64_MAX, `staked ${staked}, returned ${returned} (at most ${U64_MAX})`,
+      ["vc_totals", { staked, returned, max: U64_MAX }]);
     if (r.format === "reddog-reveal-v3") {
       const d = await rulesDigest(r);
-      check("rules_digest", d === r.rules_digest, `recomputed ${d}`);
+      check("rules_digest", d === r.rules_digest, `recomputed ${d}`, ["vc_recomputed", { value: d }]);
       const outside = r.seats.filter((s) => s.bet < r.limits.min_bet || s.bet > r.limits.max_bet).length;
-      check("limits", outside === 0, `every bet within ${r.limits.min_bet} … ${r.limits.max_bet}`);
+      check("limits", outside === 0, `every bet within ${r.limits.min_bet} … ${r.limits.max_bet}`,
+        ["vc_limits", { min: r.limits.min_bet, max: r.limits.max_bet }]);
     }
     const t = await transcriptHash(r);
-    check("transcript", t === r.transcript, `recomputed ${t}`);
+    check("transcript", t === r.transcript, `recomputed ${t}`, ["vc_recomputed", { value: t }]);
   }
 
   // The reveal must be the player's round: compare with the player's record. An entry the
@@ -613,7 +622,8 @@ export async function verifyReveal(text, record = {}) {
     if (expect[k] === undefined) continue;
     const want = k === "bets" || k === "returned" ? expect[k].join(",") : k === "decisions" ? callsText(expect[k]) : expect[k];
     const have = revealed[k];
-    check(`expected ${k}`, have === want, `the player's record: ${want}; revealed: ${have ?? "(absent)"}`);
+    check(`expected ${k}`, have === want, `the player's record: ${want}; revealed: ${have ?? "(absent)"}`,
+      ["vc_expected", { want, have }]);
   }
 
   out.errors = checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
@@ -640,8 +650,10 @@ export async function verifyReceipt(text, publicKeyHex, signatureHex, record = {
   if (out.verdict === "malformed") return out;
   let ok = false;
   let detail;
+  let say;
   if (out.format === "reddog-reveal-v1") {
     detail = "a version-1 reveal has no transcript: no receipt covers it";
+    say = ["vc_sig_v1"];
   } else {
     let bytes = te.encode(text);
     if (bytes.length && bytes[bytes.length - 1] === 0x0a) bytes = bytes.subarray(0, bytes.length - 1);
@@ -652,11 +664,13 @@ export async function verifyReceipt(text, publicKeyHex, signatureHex, record = {
         false, ["verify"]);
       ok = await needSubtle().verify({ name: "Ed25519" }, key, hexToBytes(signatureHex.toLowerCase()), message);
       detail = ok ? "the engine's signature covers this reveal" : "does not cover this reveal (another reveal, or another key)";
+      say = [ok ? "vc_sig_ok" : "vc_sig_bad"];
     } catch (e) {
       detail = `not checked: ${e.message}`;
+      say = ["vc_sig_unchecked", { error: e.message }];
     }
   }
-  out.checks.push({ name: "signature", ok, detail });
+  out.checks.push({ name: "signature", ok, detail, say });
   if (!ok) out.errors.push(`signature: ${detail}`);
   out.verdict = out.errors.length ? "not_verified" : "verified";
   return out;
