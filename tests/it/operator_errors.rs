@@ -21,14 +21,9 @@ fn reddog(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
-const FREE: [&str; 4] = ["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"];
-
 fn serve_with(extra: &[&str], env: &[(&str, &str)]) -> String {
-    let mut args = vec!["serve"];
-    args.extend(FREE);
-    args.extend(extra);
-    let (ok, text) = reddog(&args, env);
-    assert!(!ok, "the server must refuse to start: {text}");
+    let (status, text) = ServerProcess::builder().args(extra).envs(env).refused();
+    assert!(!status.success(), "the server must refuse to start: {text}");
     text
 }
 

@@ -460,19 +460,7 @@ async fn nonsense_settings_are_refused_with_a_message_naming_them() {
 /// and has no flag that would put the key ring on its command line.
 #[test]
 fn the_binary_refuses_bad_settings_and_an_inline_key_ring_flag() {
-    let run = |args: &[&str], env: &[(&str, &str)]| {
-        let mut cmd = std::process::Command::new(crate::common::reddog_binary());
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
-            .args(args)
-            .env_remove("REDDOG_KEY_RING")
-            .env_remove("REDDOG_KEY_RING_FILE")
-            .stdin(std::process::Stdio::null());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().unwrap();
-        (out.status, String::from_utf8_lossy(&out.stderr).to_string())
-    };
+    let run = |args: &[&str], env: &[(&str, &str)]| ServerProcess::builder().args(args).envs(env).refused();
     let (status, err) = run(&["--commitment-ttl-secs", "0"], &[]);
     assert!(!status.success());
     assert!(err.contains("commitment-ttl-secs"), "{err}");

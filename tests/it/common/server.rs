@@ -134,9 +134,8 @@ impl ProcessBuilder {
         self
     }
 
-    /// Starts the process and waits (bounded: 60 s) for its `listening on` and `metrics on`
-    /// lines.
-    pub fn spawn(self) -> ServerProcess {
+    /// `reddog serve` as configured, stdout piped.
+    fn command(&self) -> Command {
         let mut cmd = match self.wrapper.split_first() {
             Some((program, rest)) => {
                 let mut cmd = Command::new(program);
@@ -151,6 +150,47 @@ impl ProcessBuilder {
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped());
+        cmd
+    }
+
+    /// Runs the process expecting it to refuse to start: waits (bounded: 60 s) for it to
+    /// exit and returns its exit status and all it printed (stdout, then stderr). A process
+    /// still running at the bound is killed and the test fails: it started instead.
+    pub fn refused(self) -> (ExitStatus, String) {
+        let mut child = self.command().stderr(Stdio::piped()).spawn().expect("spawn reddog serve");
+        // Each pipe is read to its end, which comes when the process exits; the two texts
+        // arrive on one channel, so the wait is bounded without polling.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pipes: [(usize, Box<dyn std::io::Read + Send>); 2] =
+            [(0, Box::new(child.stdout.take().unwrap())), (1, Box::new(child.stderr.take().unwrap()))];
+        for (which, mut pipe) in pipes {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = pipe.read_to_string(&mut text);
+                let _ = tx.send((which, text));
+            });
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut texts = [String::new(), String::new()];
+        for _ in 0..2 {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((which, text)) => texts[which] = text,
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("reddog serve was expected to refuse to start, and was still running after 60 s");
+                }
+            }
+        }
+        let status = child.wait().expect("wait for reddog serve");
+        (status, texts.concat())
+    }
+
+    /// Starts the process and waits (bounded: 60 s) for its `listening on` and `metrics on`
+    /// lines.
+    pub fn spawn(self) -> ServerProcess {
+        let mut cmd = self.command();
         let keep = matches!(self.log, Log::Keep);
         cmd.stderr(match self.log {
             Log::Discard => Stdio::null(),
