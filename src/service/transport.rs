@@ -15,13 +15,15 @@
 //! - **Idle deadline.** A connection with no call in progress for
 //!   [`TransportLimits::idle_timeout`] is closed (its reads end; the HTTP/2 server sends
 //!   GOAWAY and closes it). A sweep checks every connection a few times per idle timeout (at
-//!   most once a second); nothing runs per read. Calls are counted by [`ActivityLayer`] from
-//!   request to the end of the response body, so a health `Watch` keeps its connection.
+//!   most once a second); nothing runs per read. Calls are counted from request to the end of
+//!   the response body — RedDog calls by [`Guarded`], the others by [`Activity`] — so a health
+//!   `Watch` keeps its connection.
 //! - **Drain.** [`Connections::abort_all`] ends every connection at once (reads end, writes
 //!   fail): the drain uses it once no call is in progress, so a peer that never reads cannot
 //!   hold the shutdown.
 //!
-//! [`ActivityLayer`]: super::guard::ActivityLayer
+//! [`Guarded`]: super::guard::Guarded
+//! [`Activity`]: super::guard::Activity
 
 use std::collections::HashMap;
 use std::io;
