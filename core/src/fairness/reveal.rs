@@ -331,19 +331,26 @@ fn verify_deal(
     })
 }
 
+/// [`verify_deal`] on a reveal of either version: both carry the deal's fields by the same names.
+macro_rules! verify_deal_of {
+    ($reveal:expr) => {
+        verify_deal(
+            &$reveal.algorithm,
+            &$reveal.server_seed,
+            &$reveal.commitment,
+            &$reveal.client_seed,
+            $reveal.nonce,
+            $reveal.decks,
+            &$reveal.cards,
+        )
+    };
+}
+
 /// Checks a version-1 reveal: commitment and cards. A malformed reveal (bad hex, unknown
 /// algorithm, bad deck count, a card that is not canonical, a card count that does not match
 /// the hand class) is an error; a well-formed one that does not verify is a verdict.
 pub fn verify_v1(reveal: &RevealV1) -> Result<Verdict, FairnessError> {
-    let DealCheck { commitment_ok, recomputed, cards_ok, .. } = verify_deal(
-        &reveal.algorithm,
-        &reveal.server_seed,
-        &reveal.commitment,
-        &reveal.client_seed,
-        reveal.nonce,
-        reveal.decks,
-        &reveal.cards,
-    )?;
+    let DealCheck { commitment_ok, recomputed, cards_ok, .. } = verify_deal_of!(reveal)?;
     Ok(Verdict {
         commitment_ok,
         recomputed,
@@ -375,15 +382,7 @@ pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, FairnessError> {
         REVEAL_V3 => true,
         _ => return Err(FairnessError::malformed("format", format!("expected {REVEAL_V2} or {REVEAL_V3}"))),
     };
-    let DealCheck { commitment_ok, recomputed, cards_ok, claimed, commitment } = verify_deal(
-        &reveal.algorithm,
-        &reveal.server_seed,
-        &reveal.commitment,
-        &reveal.client_seed,
-        reveal.nonce,
-        reveal.decks,
-        &reveal.cards,
-    )?;
+    let DealCheck { commitment_ok, recomputed, cards_ok, claimed, commitment } = verify_deal_of!(reveal)?;
     let decks = Decks::new(u32::from(reveal.decks)).map_err(GameError::from)?;
     if reveal.seats.is_empty() || reveal.seats.len() > crate::game::MAX_SEATS {
         return Err(FairnessError::malformed("seats", "a round has 1 to 7 seats"));
