@@ -1,5 +1,6 @@
 //! Statelessness: rounds started on one process finish on another holding the same key ring
-//! after the first is killed with SIGKILL; a key rotation with rounds in flight fails none.
+//! after the first is killed with SIGKILL; a key rotation with rounds in flight fails none;
+//! replicas whose clocks disagree judge commitments by their own clock and settle any round.
 
 use std::time::Duration;
 
@@ -103,4 +104,58 @@ async fn sigterm_with_an_open_connection_exits_within_the_drain_timeout() {
     assert!(status.success(), "{status:?}");
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
     drop(c);
+}
+
+/// Replicas whose clocks disagree. A commitment carries its expiry by the clock of the replica
+/// that issued it, and each replica judges it by its own clock: a replica behind honours it
+/// until its own clock reaches that instant; a replica ahead by more than the lifetime refuses
+/// it as expired (INVALID_ARGUMENT on `commitment_token`, nothing dealt). A round, once
+/// started, carries no expiry: it settles on every replica whatever its clock, identically.
+#[tokio::test]
+async fn replicas_with_skewed_clocks_judge_expiry_by_their_own_clock_and_settle_any_round() {
+    const TTL_MS: u64 = 60_000;
+    let behind = TestClock::new();
+    let issuer = TestClock::new();
+    let ahead = TestClock::new();
+    issuer.advance(Duration::from_secs(30));
+    ahead.advance(Duration::from_millis(30_000 + TTL_MS + 1));
+    let replica = |clock: &TestClock| {
+        let mut s = settings(&ring_a());
+        s.commitment_ttl = Duration::from_millis(TTL_MS);
+        s.clock = clock.clock();
+        TestServer::spawn(s)
+    };
+    let (b, i, a) = (replica(&behind).await, replica(&issuer).await, replica(&ahead).await);
+    let (mut cb, mut ci, mut ca) = (b.client().await, i.client().await, a.client().await);
+
+    let committed = ci.commit_seed(req::commit_seed()).await.unwrap();
+    assert_eq!(committed.expires_at_unix_ms, issuer.now_ms() + TTL_MS as i64, "by the issuer's clock");
+    let start = req::start_round(committed.commitment_token.clone());
+    // The refusal names the field and says only that the token is not valid (INVALID_TOKEN).
+    let expired = |status: tonic::Status| {
+        use tonic_types::StatusExt;
+        let info = status.get_error_details().error_info().cloned().expect("ErrorInfo detail");
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+        assert_eq!((info.reason.as_str(), info.metadata["field"].as_str()), ("INVALID_TOKEN", "commitment_token"));
+    };
+    expired(ca.start_round(start.clone()).await.expect_err("ahead by more than the lifetime"));
+
+    // The replica behind: usable until its own clock reaches the issuer's expiry instant.
+    behind.advance(Duration::from_millis(committed.expires_at_unix_ms as u64 - behind.now_ms() as u64));
+    let started = cb.start_round(start.clone()).await.expect("usable at the expiry instant by its clock");
+    behind.advance(Duration::from_millis(1));
+    expired(cb.start_round(start).await.expect_err("one millisecond later by its clock"));
+
+    // The round started on the replica behind settles on all three, with one reveal.
+    let token = started.round_token;
+    let mut reveals = Vec::new();
+    for c in [&mut ca, &mut cb, &mut ci] {
+        let settled = c.settle(req::settle(token.clone())).await.expect("a started round settles anywhere");
+        assert!(settled.reveal.is_some(), "a reveal");
+        reveals.push(settled.reveal_json);
+    }
+    assert!(reveals.windows(2).all(|w| w[0] == w[1]), "one reveal whatever the replica's clock");
+    for server in [b, i, a] {
+        server.stop().await;
+    }
 }
