@@ -4,14 +4,15 @@
 //! ```text
 //! scripts/bench-grpc.sh [--rounds 5] [--calls 100000] [--rate 2000] [--rpc Decide]... [--engine-env K=V]...
 //! scripts/bench-grpc.sh --callgrind 2000,6000 [--out DIR]
+//! scripts/bench-grpc.sh --rpc GetRules --rounds 1 --out DIR   # also keeps the request bodies
 //! ```
 //! (the script builds the release binary and the examples, installs `h2load` if missing and
 //! runs this example pinned to the client core.)
 //!
 //! What it does:
 //! - starts three servers, each pinned with `taskset` to the server core: `reddog serve` as
-//!   shipped (the release binary, default flags, default `info` logging with the audit log
-//!   written to a file); the **plain** baseline, `examples/plain_tonic.rs` (tonic's default
+//!   shipped (the release binary, default flags, default `info` logging to a file, the
+//!   audit trail on standard output: a pipe this program reads to the end); the **plain** baseline, `examples/plain_tonic.rs` (tonic's default
 //!   settings, no transport limits, no log subscriber); and the **engine-transport no-op**
 //!   (this program re-executed with `--serve-noop`), which serves through
 //!   [`reddog::service::server::serve_service`] — the engine's transport, limits, runtime and
@@ -78,7 +79,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: grpc_ratio [--engine PATH] [--rounds N] [--calls N] [--warmup N] [-c CONNS] [-m STREAMS] \
          [--rate CALLS_PER_S] [--latency-secs S] [--server-cpu N] [--client-cpu N] [--rpc NAME]... \
-         [--engine-env K=V]... [--engine-arg ARG]... [--log FILE] [--callgrind N1,N2 [--out DIR]]"
+         [--engine-env K=V]... [--engine-arg ARG]... [--log FILE] [--callgrind N1,N2] [--out DIR]"
     );
     std::process::exit(2)
 }
@@ -155,7 +156,7 @@ use canned::{Canned, read_responses, write_responses};
 
 fn serve_noop(responses: &Path) {
     let canned = read_responses(responses);
-    let rt = reddog::service::server::runtime().expect("runtime");
+    let rt = reddog::service::server::runtime(0).expect("runtime");
     rt.block_on(async {
         // The same log subscriber as `reddog serve` (it logs nothing per call here).
         let telemetry =
@@ -713,10 +714,18 @@ fn main() {
             bodies.insert(*rpc, path);
         }
     });
+    // With --out, the fixtures stay for profiling by hand: `RPC.bin` is h2load's `-d` body,
+    // `responses.bin` the plain server's and the no-op's argument.
+    if let Some(out) = &o.out {
+        std::fs::create_dir_all(out).expect("--out DIR");
+        std::fs::copy(&responses, out.join("responses.bin")).expect("copy responses.bin");
+        for (rpc, body) in &bodies {
+            std::fs::copy(body, out.join(format!("{rpc}.bin"))).expect("copy a request body");
+        }
+    }
 
     if let Some(ns) = o.callgrind {
         let keep = o.out.clone().unwrap_or_else(|| dir.path().to_path_buf());
-        std::fs::create_dir_all(&keep).expect("--out DIR");
         drop(noop);
         drop(plain);
         drop(engine);
@@ -797,7 +806,7 @@ fn main() {
     println!("load average at end {}", loadavg());
     println!();
     println!(
-        "| RPC | throughput engine/plain, median [range] | no-op/plain, median [range] | engine / plain / no-op calls/s | CPU µs/call engine / plain / no-op | of which transport (no-op − plain) | handler + audit record (engine − no-op) | p50 / p99 µs engine | p50 / p99 µs plain | engine audit log bytes/call | engine log writer thread µs/call |"
+        "| RPC | throughput engine/plain, median [range] | no-op/plain, median [range] | engine / plain / no-op calls/s | CPU µs/call engine / plain / no-op | of which transport (no-op − plain) | handler + audit record (engine − no-op) | p50 / p99 µs engine | p50 / p99 µs plain | engine diagnostic log bytes/call | engine log writer thread µs/call |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut round_cpu = 0.0;

@@ -68,6 +68,10 @@ pub struct ServeArgs {
     /// Seconds between the audit trail's checkpoint records (1..=86400), while records are written.
     #[arg(long, env = "REDDOG_AUDIT_CHECKPOINT_SECS", default_value_t = 60)]
     pub audit_checkpoint_secs: u64,
+    /// Threads that serve calls (0..=1024); 0 = one per CPU the process may use (its
+    /// affinity mask and cgroup CPU quota). With one, tokio's current-thread scheduler.
+    #[arg(long, env = "REDDOG_WORKER_THREADS", default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1024))]
+    pub worker_threads: u16,
     /// Diagnostic log format (stderr); the level comes from RUST_LOG (default info).
     #[arg(long, env = "REDDOG_LOG_FORMAT", value_enum, default_value_t = LogFormatArg::Text)]
     pub log_format: LogFormatArg,
@@ -253,7 +257,7 @@ fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let runtime = reddog::service::server::runtime()?;
+    let runtime = reddog::service::server::runtime(usize::from(args.worker_threads))?;
     runtime.block_on(serve(args))
 }
 
@@ -285,6 +289,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             t.table.limits().min().0, t.table.limits().max().0, t.currency.code())).collect::<Vec<_>>().join(" "),
         otlp = telemetry.otlp_enabled(),
         tls = app.tls().is_some(),
+        worker_threads = reddog::service::server::worker_threads(usize::from(args.worker_threads)),
         "listening on {bound}"
     );
     println!("listening on {bound}");

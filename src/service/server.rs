@@ -75,9 +75,31 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
 }
 
-/// The tokio runtime `reddog serve` runs on (the benchmark's no-op baseline uses the same).
-pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()
+/// The tokio runtime `reddog serve` runs on (the benchmark's no-op baseline uses the same),
+/// with [`worker_threads`]`(requested)` threads serving calls.
+///
+/// With one thread it is tokio's current-thread scheduler, with more the multi-threaded one.
+/// On one core the current-thread scheduler costs a call far less. Traced with `strace -e
+/// writev` (docs/BENCHMARKS.md, "One core, one thread"): there every answer leaves in one
+/// `writev(2)` (HEADERS, DATA and trailers together), while under the multi-threaded
+/// scheduler the connection task often runs before the call's task has queued the trailers,
+/// and they leave in a `writev` of their own — 1.67 `writev` a call instead of 1.03, each
+/// one a trip through the loopback TCP stack.
+pub fn runtime(requested: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    match worker_threads(requested) {
+        1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        n => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build(),
+    }
+}
+
+/// The threads that serve calls: `requested`, or with 0 one per CPU the process may use
+/// (`std::thread::available_parallelism`, which counts the CPU affinity mask and the
+/// cgroup's CPU quota: a pod limited to `cpu: "1"` gets one thread). Never 0.
+pub fn worker_threads(requested: usize) -> usize {
+    match requested {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+        n => n,
+    }
 }
 
 /// What [`serve`] needs besides the listener.

@@ -1,6 +1,7 @@
 //! The limits keep memory bounded without locking anyone out:
 //! - calls that send their headers and the 5-byte gRPC prefix but never the message hold no
-//!   in-flight slot, so a fresh client's calls all succeed while 16 × 16 of them are open;
+//!   in-flight slot, so a fresh client's calls all succeed while 16 × 16 of them are open,
+//!   on the default threads and on one (tokio's current-thread scheduler);
 //! - at the connection cap, a new connection gets in by closing the longest-idle one, and
 //!   the health-only port answers whatever the main port's connections do;
 //! - the `/metrics` accept loop backs off when file descriptors run out instead of spinning;
@@ -60,6 +61,33 @@ fn stalled_call(ch: &Channel) -> tokio::sync::mpsc::Sender<Result<Frame<Bytes>, 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_calls_hold_no_slot_and_a_fresh_client_gets_in() {
     let server = spawn_binary(&[], &["--request-timeout-ms", "60000"]);
+    stalled_calls_leave_room_for_a_fresh_client(&server).await;
+}
+
+/// On one thread the engine runs tokio's current-thread scheduler (what a pod limited to one
+/// CPU gets by default): its start-up line says so, rounds play, and the stalled calls still
+/// lock no one out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_one_thread_rounds_play_and_stalled_calls_lock_no_one_out() {
+    let server = ServerProcess::builder()
+        .args(&["--worker-threads", "1", "--request-timeout-ms", "60000"])
+        .env("REDDOG_KEY_RING", RING)
+        .env("RUST_LOG", "info")
+        .log(Log::Keep)
+        .spawn();
+    server.wait_for_log("listening on", Duration::from_secs(30));
+    let line = server.log_lines().into_iter().find(|l| l.contains("listening on")).unwrap();
+    assert!(line.contains("worker_threads=1"), "{line}");
+    let mut client = TestClient::connect(server.addr).await;
+    for nonce in 0..4 {
+        let played = client.play_round(req::round().nonce(nonce).raise(0)).await;
+        assert_eq!(played.settled.results.len(), 1);
+    }
+    stalled_calls_leave_room_for_a_fresh_client(&server).await;
+}
+
+/// Opens 16 connections × 16 stalled calls, then requires 57 calls of a fresh client to succeed.
+async fn stalled_calls_leave_room_for_a_fresh_client(server: &ServerProcess) {
     let mut stalled = Vec::new();
     for _ in 0..16 {
         let ch = channel(server.addr).await;
