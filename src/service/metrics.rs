@@ -95,11 +95,20 @@ pub fn money_totals(table: &str) -> MoneyTotals {
 /// Adds a settlement's totals to the table's money sums, exactly.
 fn add_money(table: &str, staked: u64, returned: u64) {
     let mut all = MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let m = all.entry(table.to_string()).or_default();
+    let Some(m) = entry(&mut all, table) else { return };
     match (m.staked.checked_add(u128::from(staked)), m.returned.checked_add(u128::from(returned))) {
         (Some(s), Some(r)) => *m = MoneyTotals { staked: s, returned: r },
         _ => tracing::error!(table, "money metric sums would overflow 128 bits; left unchanged"),
     }
+}
+
+/// The table's entry, made when missing (always `Some`). Tables are registered at start, so
+/// a settlement finds its entry without allocating the key.
+fn entry<'a, T: Default>(all: &'a mut BTreeMap<String, T>, table: &str) -> Option<&'a mut T> {
+    if !all.contains_key(table) {
+        all.insert(table.to_string(), T::default());
+    }
+    all.get_mut(table)
 }
 
 /// Makes a table's money counters visible at 0 before its first settlement.
@@ -144,7 +153,7 @@ fn add_payout(table: &str, s: &Settlement, decks: Decks, paytable: &Paytable) {
     let whole = expected.to_integer();
     let (r, st) = (s.total_returned.0 as f64, s.total_staked.0 as f64);
     let mut all = PAYOUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let p = all.entry(table.to_string()).or_default();
+    let Some(p) = entry(&mut all, table) else { return };
     let mut fraction = p.expected_fraction + (expected - Exact::from(whole));
     let mut carry = 0u128;
     if fraction >= Exact::from(1) {
