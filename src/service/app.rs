@@ -22,6 +22,9 @@ use super::token::KeyRing;
 use crate::error::EngineError;
 use crate::game::Table;
 
+/// The smallest `max_pending_request_bytes`: one largest request and its gRPC prefix.
+const MIN_PENDING_REQUEST_BYTES: usize = server::MAX_REQUEST_BYTES + 5;
+
 /// Longest wait for the audit trail's last batch at shutdown.
 const AUDIT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -245,6 +248,15 @@ impl Settings {
             return invalid(
                 "max-in-flight-per-connection",
                 format!("{}: must be 1..=100000", l.max_in_flight_per_connection),
+            );
+        }
+        if !(MIN_PENDING_REQUEST_BYTES..=1 << 30).contains(&l.max_pending_request_bytes) {
+            return invalid(
+                "max-pending-request-bytes",
+                format!(
+                    "{}: must be {MIN_PENDING_REQUEST_BYTES}..=1073741824 (at least one largest request)",
+                    l.max_pending_request_bytes
+                ),
             );
         }
         if !(1..=1_000_000).contains(&l.max_connections) {

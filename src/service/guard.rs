@@ -142,6 +142,83 @@ pub struct CallLimits {
     pub timeout: Duration,
     /// Largest request message (the decode limit the inner service was given).
     pub max_message: usize,
+    /// Request bytes held across all calls whose message is still arriving.
+    pub max_pending_bytes: usize,
+}
+
+/// Request bytes held by calls whose message is still arriving, across all connections: a
+/// call reads its message before it takes a slot, so without this bound every open stream
+/// could hold a whole message (connections × streams × 64 KiB).
+#[derive(Debug)]
+struct PendingBytes {
+    used: AtomicUsize,
+    max: usize,
+}
+
+/// The bytes of [`PendingBytes`] one call holds, given back when dropped.
+struct Reserved {
+    pool: Arc<PendingBytes>,
+    bytes: usize,
+}
+
+impl Reserved {
+    /// Takes `n` more bytes, or none if that would pass the bound.
+    fn add(&mut self, n: usize) -> bool {
+        let taken = self.pool.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+            used.checked_add(n).filter(|&total| total <= self.pool.max)
+        });
+        if taken.is_ok() {
+            self.bytes += n;
+        }
+        taken.is_ok()
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.pool.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// The request body's bytes would pass [`CallLimits::max_pending_bytes`].
+#[derive(Debug, thiserror::Error)]
+#[error("the server holds as many pending request bytes as it may")]
+struct PendingFull;
+
+/// A request body whose data frames take bytes of [`PendingBytes`] as they arrive.
+struct Budgeted {
+    inner: Body,
+    reserved: Reserved,
+}
+
+impl http_body::Body for Budgeted {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref()
+                    && !this.reserved.add(data.len())
+                {
+                    return Poll::Ready(Some(Err(Box::new(PendingFull))));
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(status))) => Poll::Ready(Some(Err(Box::new(status)))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// The RedDog service behind the global cap and the per-call timeout (see the module docs).
@@ -149,6 +226,7 @@ pub struct CallLimits {
 pub struct Guarded<S> {
     inner: S,
     permits: Arc<Semaphore>,
+    pending: Arc<PendingBytes>,
     limits: CallLimits,
     calls: Arc<CallsInProgress>,
 }
@@ -156,7 +234,8 @@ pub struct Guarded<S> {
 impl<S> Guarded<S> {
     /// `inner` under `limits`, its calls counted in `calls`.
     pub fn new(inner: S, limits: CallLimits, calls: Arc<CallsInProgress>) -> Guarded<S> {
-        Guarded { inner, permits: Arc::new(Semaphore::new(limits.max_in_flight)), limits, calls }
+        let pending = Arc::new(PendingBytes { used: AtomicUsize::new(0), max: limits.max_pending_bytes });
+        Guarded { inner, permits: Arc::new(Semaphore::new(limits.max_in_flight)), pending, limits, calls }
     }
 }
 
@@ -191,14 +270,16 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let permits = self.permits.clone();
+        let reserved = Reserved { pool: self.pending.clone(), bytes: 0 };
         let limits = self.limits;
         Box::pin(async move {
             let deadline = tokio::time::sleep(limits.timeout);
             tokio::pin!(deadline);
             // 1. The request message, without a slot: a peer that sends headers and never its
-            //    message holds a stream (bounded per connection by HTTP/2), not a slot.
+            //    message holds a stream (bounded per connection by HTTP/2), not a slot, and
+            //    the bytes it has sent so far (bounded across all calls: `PendingBytes`).
             let (parts, body) = request.into_parts();
-            let read = Limited::new(body, limits.max_message + GRPC_PREFIX).collect();
+            let read = Limited::new(Budgeted { inner: body, reserved }, limits.max_message + GRPC_PREFIX).collect();
             let bytes = tokio::select! {
                 biased;
                 read = read => match read {
@@ -206,6 +287,10 @@ where
                     Err(e) if e.is::<LengthLimitError>() => {
                         metrics::bad_request(Code::ResourceExhausted);
                         return Ok(too_large(limits.max_message).into_http());
+                    }
+                    Err(e) if e.is::<PendingFull>() => {
+                        metrics::load_shed();
+                        return Ok(overloaded().into_http());
                     }
                     // The client reset the stream: nobody reads this answer.
                     Err(_) => return Ok(Status::cancelled("the request stream was reset").into_http()),

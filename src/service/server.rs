@@ -180,6 +180,7 @@ async fn serve_with<S: RedDog>(
         CallLimits {
             max_in_flight: limits.max_in_flight,
             per_connection: limits.max_in_flight_per_connection,
+            max_pending_bytes: limits.max_pending_request_bytes,
             timeout: limits.request_timeout,
             max_message: MAX_REQUEST_BYTES,
         },

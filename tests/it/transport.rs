@@ -208,6 +208,84 @@ async fn a_stalled_call_is_cut_at_the_request_timeout() {
     server.stop().await;
 }
 
+/// Starts a GetRules call whose message announces `announced` bytes and sends `sent` of them,
+/// then nothing more; the returned sender keeps the stream open.
+fn partial_message(
+    ch: &Channel,
+    announced: u32,
+    sent: usize,
+) -> (tokio::sync::mpsc::Sender<Result<http_body::Frame<bytes::Bytes>, Status>>, tokio::task::JoinHandle<()>) {
+    use tower::Service;
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    let mut first = vec![0u8];
+    first.extend_from_slice(&announced.to_be_bytes());
+    first.resize(5 + sent, b'a');
+    tx.try_send(Ok(http_body::Frame::data(bytes::Bytes::from(first)))).unwrap();
+    let body = http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+    let request = http::Request::builder()
+        .method("POST")
+        .uri("http://reddog/reddog.v1.RedDog/GetRules")
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(tonic::body::Body::new(body))
+        .unwrap();
+    let mut ch = ch.clone();
+    let call = tokio::spawn(async move {
+        let _ = std::future::poll_fn(|cx| ch.poll_ready(cx)).await;
+        let _ = ch.call(request).await;
+    });
+    (tx, call)
+}
+
+/// GetRules with a table id of `n` bytes: a whole message, refused by validation if it gets
+/// that far.
+fn get_rules_with_table_id_of(n: usize) -> Vec<u8> {
+    let mut msg = vec![0x0a];
+    let mut len = n;
+    while len >= 0x80 {
+        msg.push((len as u8 & 0x7f) | 0x80);
+        len >>= 7;
+    }
+    msg.push(len as u8);
+    msg.resize(msg.len() + n, b'a');
+    msg
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_bytes_still_arriving_are_bounded_across_calls_and_given_back() {
+    let mut s = settings(&ring_a());
+    s.limits.max_pending_request_bytes = 70_000;
+    let server = TestServer::spawn(s).await;
+    let ch = channel(server.addr).await;
+    // A call holding 50,000 bytes of a 60,000-byte message.
+    let (held, call) = partial_message(&ch, 60_000, 50_000);
+    // Once the server has read them, a 30,000-byte message does not fit beside them.
+    let other = channel(server.addr).await;
+    let refused = eventually_async(Duration::from_secs(10), "a large message refused beside the held one", || {
+        let other = other.clone();
+        async move {
+            let status = raw_call(other, "/reddog.v1.RedDog/GetRules", get_rules_with_table_id_of(30_000)).await;
+            matches!(&status, Err(s) if s.code() == Code::ResourceExhausted && error_reason(s) == "OVERLOADED")
+        }
+    });
+    refused.await;
+    // A small call still fits.
+    connect(server.addr).await.get_rules(GetRulesRequest::default()).await.expect("a small call beside the held bytes");
+    // The held call ends (its stream is reset): its bytes are given back, and the large
+    // message gets past the bound (to validation, which refuses a 30,000-byte table id).
+    drop(held);
+    call.abort();
+    eventually_async(Duration::from_secs(10), "the held bytes given back", || {
+        let other = other.clone();
+        async move {
+            let status = raw_call(other, "/reddog.v1.RedDog/GetRules", get_rules_with_table_id_of(30_000)).await;
+            matches!(&status, Err(s) if s.code() != Code::ResourceExhausted)
+        }
+    })
+    .await;
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn undecodable_and_oversize_requests_get_precise_codes() {
     let server = TestServer::spawn(settings(&ring_a())).await;
@@ -427,6 +505,7 @@ async fn nonsense_settings_are_refused_with_a_message_naming_them() {
         ("commitment-ttl-secs", Box::new(|s| s.commitment_ttl = Duration::ZERO)),
         ("drain-timeout-secs", Box::new(|s| s.drain_timeout = Duration::ZERO)),
         ("max-in-flight", Box::new(|s| s.limits.max_in_flight = 0)),
+        ("max-pending-request-bytes", Box::new(|s| s.limits.max_pending_request_bytes = 1000)),
         ("max-concurrent-streams", Box::new(|s| s.limits.max_concurrent_streams_per_connection = 0)),
         ("request-timeout-ms", Box::new(|s| s.limits.request_timeout = Duration::ZERO)),
         (
