@@ -82,9 +82,8 @@ pub enum ServeError {
 /// On one core the current-thread scheduler costs a call far less. Traced with `strace -e
 /// writev` (docs/BENCHMARKS.md, "One core, one thread"): there every answer leaves in one
 /// `writev(2)` (HEADERS, DATA and trailers together), while under the multi-threaded
-/// scheduler the connection task often runs before the call's task has queued the trailers,
-/// and they leave in a `writev` of their own — 1.67 `writev` a call instead of 1.03, each
-/// one a trip through the loopback TCP stack.
+/// scheduler the trailers often leave in a `writev` of their own — 1.67 `writev` a call
+/// instead of 1.03, each one a trip through the loopback TCP stack.
 pub fn runtime(requested: usize) -> std::io::Result<tokio::runtime::Runtime> {
     match worker_threads(requested) {
         1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),

@@ -39,23 +39,7 @@ fn spawn_binary(wrapper: &[&str], args: &[&str]) -> ServerProcess {
 /// Starts a GetRules call that sends its headers and the 5-byte gRPC prefix of a 100-byte
 /// message, then nothing more; the returned sender keeps it open.
 fn stalled_call(ch: &Channel) -> tokio::sync::mpsc::Sender<Result<Frame<Bytes>, tonic::Status>> {
-    use tower::Service;
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    tx.try_send(Ok(Frame::data(Bytes::from_static(&[0, 0, 0, 0, 100])))).unwrap();
-    let body = http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
-    let request = http::Request::builder()
-        .method("POST")
-        .uri("http://reddog/reddog.v1.RedDog/GetRules")
-        .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .body(tonic::body::Body::new(body))
-        .unwrap();
-    let mut ch = ch.clone();
-    tokio::spawn(async move {
-        let _ = std::future::poll_fn(|cx| ch.poll_ready(cx)).await;
-        let _ = ch.call(request).await;
-    });
-    tx
+    partial_get_rules(ch, Bytes::from_static(&[0, 0, 0, 0, 100])).0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

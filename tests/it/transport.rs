@@ -215,26 +215,10 @@ fn partial_message(
     announced: u32,
     sent: usize,
 ) -> (tokio::sync::mpsc::Sender<Result<http_body::Frame<bytes::Bytes>, Status>>, tokio::task::JoinHandle<()>) {
-    use tower::Service;
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
     let mut first = vec![0u8];
     first.extend_from_slice(&announced.to_be_bytes());
     first.resize(5 + sent, b'a');
-    tx.try_send(Ok(http_body::Frame::data(bytes::Bytes::from(first)))).unwrap();
-    let body = http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
-    let request = http::Request::builder()
-        .method("POST")
-        .uri("http://reddog/reddog.v1.RedDog/GetRules")
-        .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .body(tonic::body::Body::new(body))
-        .unwrap();
-    let mut ch = ch.clone();
-    let call = tokio::spawn(async move {
-        let _ = std::future::poll_fn(|cx| ch.poll_ready(cx)).await;
-        let _ = ch.call(request).await;
-    });
-    (tx, call)
+    partial_get_rules(ch, bytes::Bytes::from(first))
 }
 
 /// GetRules with a table id of `n` bytes: a whole message, refused by validation if it gets
@@ -257,18 +241,25 @@ async fn request_bytes_still_arriving_are_bounded_across_calls_and_given_back() 
     s.limits.max_pending_request_bytes = 70_000;
     let server = TestServer::spawn(s).await;
     let ch = channel(server.addr).await;
-    // A call holding 50,000 bytes of a 60,000-byte message.
-    let (held, call) = partial_message(&ch, 60_000, 50_000);
-    // Once the server has read them, a 30,000-byte message does not fit beside them.
+    // A call holding 50,000 bytes of a 60,000-byte message. Once the server has read them, a
+    // 30,000-byte message does not fit beside them. (If the large message is read first, the
+    // held call is the one refused: it is started again.)
     let other = channel(server.addr).await;
-    let refused = eventually_async(Duration::from_secs(10), "a large message refused beside the held one", || {
-        let other = other.clone();
-        async move {
-            let status = raw_call(other, "/reddog.v1.RedDog/GetRules", get_rules_with_table_id_of(30_000)).await;
-            matches!(&status, Err(s) if s.code() == Code::ResourceExhausted && error_reason(s) == "OVERLOADED")
+    let (mut held, mut call) = partial_message(&ch, 60_000, 50_000);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(Instant::now() < deadline, "a large message was never refused beside the held one");
+        if call.is_finished() {
+            (held, call) = partial_message(&ch, 60_000, 50_000);
         }
-    });
-    refused.await;
+        let status = raw_call(other.clone(), "/reddog.v1.RedDog/GetRules", get_rules_with_table_id_of(30_000)).await;
+        let refused =
+            matches!(&status, Err(s) if s.code() == Code::ResourceExhausted && error_reason(s) == "OVERLOADED");
+        if refused && !call.is_finished() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     // A small call still fits.
     connect(server.addr).await.get_rules(GetRulesRequest::default()).await.expect("a small call beside the held bytes");
     // The held call ends (its stream is reset): its bytes are given back, and the large

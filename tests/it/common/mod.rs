@@ -214,3 +214,29 @@ pub fn held_call(
     });
     (tx, task)
 }
+
+/// Starts a GetRules call whose body begins with `first` (gRPC prefix and any message bytes)
+/// and then sends nothing more. The returned sender keeps the stream open; the handle ends
+/// with the call.
+pub fn partial_get_rules(
+    ch: &Channel,
+    first: bytes::Bytes,
+) -> (tokio::sync::mpsc::Sender<Result<http_body::Frame<bytes::Bytes>, tonic::Status>>, tokio::task::JoinHandle<()>) {
+    use tower::Service;
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tx.try_send(Ok(http_body::Frame::data(first))).unwrap();
+    let body = http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+    let request = http::Request::builder()
+        .method("POST")
+        .uri("http://reddog/reddog.v1.RedDog/GetRules")
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(tonic::body::Body::new(body))
+        .unwrap();
+    let mut ch = ch.clone();
+    let call = tokio::spawn(async move {
+        let _ = std::future::poll_fn(|cx| ch.poll_ready(cx)).await;
+        let _ = ch.call(request).await;
+    });
+    (tx, call)
+}
