@@ -8,14 +8,16 @@
 #
 # BINARY: the reddog binary to test; FLOOD_TOOL: the built examples/flood (default
 # target/release/examples/flood). `quick` runs smaller floods (CI). Needs h2load
-# (apt-get install nghttp2-client) for the h2load run. Prints one `flood:` line per flood and
-# exits non-zero if a flood took the server over MAX_RSS_MIB (default 96) or health failed.
+# (apt-get install nghttp2-client) for the h2load runs. Prints one `flood:` line per flood and
+# exits non-zero if a flood took the server over MAX_RSS_MIB (default 96; the last flood, with
+# every limit reached at once, over MAX_RSS_ALL_MIB, default MAX_RSS_MIB + 16) or health failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${1:?usage: floods.sh BINARY [FLOOD_TOOL] [quick]}"
 FLOOD="${2:-target/release/examples/flood}"
 MODE="${3:-full}"
 MAX_RSS="${MAX_RSS_MIB:-96}"
+MAX_RSS_ALL="${MAX_RSS_ALL_MIB:-$((MAX_RSS + 16))}"
 EXTRA=(${SERVER_ARGS:-})
 RING='{"primary":"f","keys":{"f":"5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"}}'
 failures=0
@@ -83,14 +85,14 @@ if [ "$FDS" = 1 ]; then
   stop
 fi
 
-if command -v h2load >/dev/null; then
-  start
+h2load_flood() { # h2load_flood LABEL MAX_RSS: h2load on CommitSeed against the running server
+  local max_rss="$2"
   body="$(mktemp)"; printf '\x00\x00\x00\x00\x08\x0a\x06h2load' >"$body"
   ok0="$(metric 'reddog_rpc_requests_total{method="CommitSeed",code="OK"}')"
   h2load -n "$H2N" -c "$H2C" -m "$H2M" -d "$body" -H 'content-type: application/grpc' -H 'te: trailers' \
     "http://$ADDR/reddog.v1.RedDog/CommitSeed" >"$OUT.h2load" 2>&1 &
   H2PID=$!
-  "$FLOOD" --target "$ADDR" --pid "$PID" --health --max-rss-mib "$MAX_RSS" --settle-secs 0 \
+  "$FLOOD" --target "$ADDR" --pid "$PID" --health --max-rss-mib "$max_rss" --settle-secs 0 \
     watch --secs 600 --while-pid "$H2PID" >"$OUT.watch" 2>"$OUT.flood" &
   WPID=$!
   wait "$H2PID"
@@ -98,14 +100,30 @@ if command -v h2load >/dev/null; then
   ok1="$(metric 'reddog_rpc_requests_total{method="CommitSeed",code="OK"}')"
   shed="$(metric 'reddog_load_shed_total')"
   hwm="$(awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/"$PID"/status)"
-  echo "flood[h2load -n $H2N -c $H2C -m $H2M CommitSeed]: $(grep -E '^requests:' "$OUT.h2load") grpc_ok=$((ok1 - ok0)) grpc_resource_exhausted=$shed vmhwm_mib=$hwm"
+  echo "flood[h2load -n $H2N -c $H2C -m $H2M CommitSeed$1]: $(grep -E '^requests:' "$OUT.h2load") grpc_ok=$((ok1 - ok0)) grpc_resource_exhausted=$shed vmhwm_mib=$hwm"
   echo "  watch: $(cat "$OUT.watch")"
   h2fail=0
   [ "$wrc" -eq 0 ] || { h2fail=1; tail -5 "$OUT.flood" | sed 's/^/  /'; }
   grep -E '^(finished in|status codes)' "$OUT.h2load" | sed 's/^/  /'
-  awk -v m="$MAX_RSS" -v h="$hwm" 'BEGIN { exit !(h > m) }' && { echo "  FAIL: VmHWM $hwm MiB > $MAX_RSS MiB"; h2fail=1; }
+  awk -v m="$max_rss" -v h="$hwm" 'BEGIN { exit !(h > m) }' && { echo "  FAIL: VmHWM $hwm MiB > $max_rss MiB"; h2fail=1; }
   runs=$((runs + 1)); failures=$((failures + h2fail))
-  rm -f "$body"; stop
+  rm -f "$body"
+}
+
+if command -v h2load >/dev/null; then
+  start; h2load_flood "" "$MAX_RSS"; stop
+  # Every limit at once: stalled bodies fill the pending request bytes (and hold their
+  # connections) while h2load fills every stream of the connections left.
+  start
+  "$FLOOD" --target "$ADDR" --pid "$PID" --max-rss-mib "$MAX_RSS_ALL" --settle-secs 0 \
+    bodies --conns "$BODY_CONNS" --streams "$BODY_STREAMS" --hold-secs 8 >"$OUT.bodies" 2>&1 &
+  BPID=$!
+  sleep 1
+  h2load_flood " beside ${BODY_CONNS}x$BODY_STREAMS stalled bodies" "$MAX_RSS_ALL"
+  wait "$BPID"; brc=$?
+  echo "  bodies: $(grep '^flood:' "$OUT.bodies")"
+  [ "$brc" -eq 0 ] || { echo "  FAIL: the stalled bodies beside h2load: $(tail -3 "$OUT.bodies")"; failures=$((failures + 1)); }
+  stop
 else
   echo "h2load not installed (apt-get install nghttp2-client): h2load run skipped"
 fi

@@ -101,7 +101,8 @@ pub struct ServeArgs {
     /// Connections in their handshake at once; more are closed at accept.
     #[arg(long, env = "REDDOG_MAX_PENDING_HANDSHAKES", default_value_t = TransportLimits::default().max_pending_handshakes)]
     pub max_pending_handshakes: usize,
-    /// Connections past the handshake, at most; a new one at the cap closes the longest-idle one.
+    /// Connections past the handshake, at most; a new one at the cap closes the longest-idle one
+    /// (idle for a second at least), or is closed itself.
     #[arg(long, env = "REDDOG_MAX_CONNECTIONS", default_value_t = TransportLimits::default().max_connections)]
     pub max_connections: usize,
     /// A connection without a call in progress for this long is closed, in seconds.

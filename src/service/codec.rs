@@ -8,16 +8,37 @@
 //! Which messages are requests is a type-level fact ([`ApiMessage::IS_REQUEST`], implemented
 //! next to the generated code in `proto`), so a new RPC whose messages are not marked does not
 //! compile.
+//!
+//! The codec also sizes each call's buffers to its message ([`CALL_BUFFER_BYTES`]) instead of
+//! tonic's default 8 KiB per call.
 
 use std::marker::PhantomData;
 
 use prost::Message;
 use tonic::Status;
-use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder};
+use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic_prost::ProstEncoder;
 
 use super::metrics;
 use crate::error::EngineError;
+
+/// The first allocation of a call's encode buffer and of its decode buffer, in bytes.
+///
+/// tonic starts both at 8 KiB. The encode buffer's allocation is not freed when the answer is
+/// encoded: the answer's bytes are a slice of it, queued in the HTTP/2 connection until they
+/// are written to the socket. Under `h2load -c 256 -m 100` (25,600 streams in flight, their
+/// answers queued for the socket) those 8 KiB allocations were 188 of the server's 224 MiB
+/// peak (heaptrack; docs/RELIABILITY.md, "Floods and limits"). The encoder reserves each
+/// answer's exact length ([`ApiEncoder`]) and tonic's decoder each request's announced length,
+/// so a larger message costs one reallocation and a smaller one nothing (CommitSeed's answer,
+/// 319 bytes, fits).
+pub const CALL_BUFFER_BYTES: usize = 512;
+
+fn call_buffers() -> BufferSettings {
+    // The second value batches the messages of streaming calls (the API has none): tonic's
+    // default, which `BufferSettings` does not expose.
+    BufferSettings::new(CALL_BUFFER_BYTES, 32 * 1024)
+}
 
 /// A message of the `reddog.v1` API, marked as a request (decoded by the server) or a
 /// response (decoded by a client).
@@ -43,15 +64,33 @@ where
 {
     type Encode = T;
     type Decode = U;
-    type Encoder = ProstEncoder<T>;
+    type Encoder = ApiEncoder<T>;
     type Decoder = ApiDecoder<U>;
 
-    fn encoder(&mut self) -> ProstEncoder<T> {
-        ProstEncoder::new(BufferSettings::default())
+    fn encoder(&mut self) -> ApiEncoder<T> {
+        ApiEncoder(ProstEncoder::new(call_buffers()))
     }
 
     fn decoder(&mut self) -> ApiDecoder<U> {
         ApiDecoder(PhantomData)
+    }
+}
+
+/// Encodes a `T` with prost into a buffer grown once, to the message's exact length.
+#[derive(Debug)]
+pub struct ApiEncoder<T>(ProstEncoder<T>);
+
+impl<T: Message> Encoder for ApiEncoder<T> {
+    type Item = T;
+    type Error = Status;
+
+    fn encode(&mut self, item: T, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        buf.reserve(item.encoded_len());
+        self.0.encode(item, buf)
+    }
+
+    fn buffer_settings(&self) -> BufferSettings {
+        self.0.buffer_settings()
     }
 }
 
@@ -76,7 +115,7 @@ impl<U: ApiMessage> Decoder for ApiDecoder<U> {
     }
 
     fn buffer_settings(&self) -> BufferSettings {
-        BufferSettings::default()
+        call_buffers()
     }
 }
 

@@ -10,8 +10,10 @@
 //!   so they never hold the drain.
 //! - **Connection cap.** At most [`TransportLimits::max_connections`] connections past the
 //!   handshake. A connection that completes its handshake at the cap gets in by closing the
-//!   connection that has been idle longest (no call in progress); when every connection has a
-//!   call in progress it is closed instead. So idle connections never lock a new client out.
+//!   connection that has been idle longest (no call in progress for at least
+//!   [`DISPLACE_MIN_IDLE`]); when every connection has had a call in progress more recently,
+//!   it is closed instead. So idle connections never lock a new client out, and a client in
+//!   active use is not cut for a newcomer.
 //! - **Idle deadline.** A connection with no call in progress for
 //!   [`TransportLimits::idle_timeout`] is closed (its reads end; the HTTP/2 server sends
 //!   GOAWAY and closes it). A sweep checks every connection a few times per idle timeout (at
@@ -186,15 +188,18 @@ impl Connections {
         self.len() == 0
     }
 
-    /// Closes the connection idle longest (none if every one has a call in progress or is
-    /// already closing); whether one was closed.
-    fn close_longest_idle(&self) -> bool {
+    /// Closes the connection idle longest, if it has been idle for at least `min_idle` (none
+    /// if every one has a call in progress, is already closing or was busy more recently);
+    /// whether one was closed.
+    fn close_longest_idle(&self, min_idle: Duration) -> bool {
         let now = now_ms();
+        let min_idle = u64::try_from(min_idle.as_millis()).unwrap_or(u64::MAX);
         let live = self.live();
         let oldest = live
             .values()
             .filter(|a| !a.closing.load(Ordering::Acquire))
             .filter_map(|a| a.idle_for(now).map(|idle| (idle, a)))
+            .filter(|(idle, _)| *idle >= min_idle)
             .max_by_key(|(idle, _)| *idle);
         match oldest {
             Some((_, a)) => {
@@ -444,6 +449,16 @@ pub fn incoming(
 /// idle connection it displaced.
 const DISPLACE_WAIT: Duration = Duration::from_secs(2);
 
+/// How long a connection must have had no call in progress before a new connection at the
+/// cap may displace it (an accepted connection counts as idle since its accept).
+///
+/// Closing a connection races with a call its client starts at that moment: the server has
+/// stopped reading, so the call fails although the server never saw it. A client calling at
+/// least once a second never meets that race, and a connection flood cannot churn through the
+/// connections that just got in: under `h2load -c 500 -m 100` at the cap, the connections
+/// past it are closed instead (`too_many_connections`).
+pub const DISPLACE_MIN_IDLE: Duration = Duration::from_secs(1);
+
 async fn admit(
     tcp: TcpStream,
     peer: SocketAddr,
@@ -481,7 +496,7 @@ async fn admit(
     };
     let slot = match conns.slots.clone().try_acquire_owned() {
         Ok(slot) => slot,
-        Err(_) if conns.close_longest_idle() => {
+        Err(_) if conns.close_longest_idle(DISPLACE_MIN_IDLE) => {
             metrics::connection_closed("displaced");
             debug!(%peer, "at the connection cap: closed the longest-idle connection");
             match tokio::time::timeout(DISPLACE_WAIT, conns.slots.clone().acquire_owned()).await {

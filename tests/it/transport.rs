@@ -7,7 +7,8 @@
 //!   RESOURCE_EXHAUSTED with a QuotaFailure (tonic alone says INTERNAL / OUT_OF_RANGE);
 //! - a connection that never sends the HTTP/2 preface is closed at the handshake deadline and
 //!   does not hold the drain; an idle HTTP/2 connection is closed at the idle deadline; at
-//!   the connection cap a new connection closes the longest-idle one;
+//!   the connection cap a new connection closes the longest-idle one, never one that had a
+//!   call within the last second;
 //! - token refusals are counted by reason while the caller sees one answer;
 //! - start-up refuses nonsense settings with a message naming them.
 
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut};
 use reddog::service::proto::{self, GetRulesRequest};
+use reddog::service::transport::DISPLACE_MIN_IDLE;
 use reddog::service::{Application, KeyRingSource, Settings};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
@@ -451,7 +453,7 @@ async fn connections_in_their_handshake_do_not_hold_the_drain() {
 }
 
 #[tokio::test]
-async fn at_the_cap_a_new_connection_closes_the_longest_idle_one() {
+async fn at_the_cap_a_new_connection_closes_the_longest_idle_one_but_not_one_in_use() {
     let mut s = settings(&ring_a());
     s.limits.max_connections = 2;
     let server = TestServer::spawn(s).await;
@@ -460,7 +462,19 @@ async fn at_the_cap_a_new_connection_closes_the_longest_idle_one() {
     oldest.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
     let mut b = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
     b.get_rules(GetRulesRequest::default()).await.unwrap();
-    // A third connection gets in; the longest-idle one is closed for it.
+    // Both have been busy (or accepted) within the last second: a third connection is closed,
+    // neither of them.
+    assert!(
+        proto::red_dog_client::RedDogClient::new(channel(server.addr).await)
+            .get_rules(GetRulesRequest::default())
+            .await
+            .is_err(),
+        "a connection at the cap displaced one idle for less than {DISPLACE_MIN_IDLE:?}"
+    );
+    b.get_rules(GetRulesRequest::default()).await.expect("the connection in use kept");
+    // The time is the rule itself here (the transport's clock is the monotonic one).
+    tokio::time::sleep(DISPLACE_MIN_IDLE + Duration::from_millis(100)).await;
+    // Now a third connection gets in; the longest-idle one is closed for it.
     let mut c = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
     c.get_rules(GetRulesRequest::default()).await.expect("a new connection at the cap");
     until_closed(oldest, Duration::from_secs(5)).await;
