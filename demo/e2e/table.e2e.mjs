@@ -758,9 +758,20 @@ async function main() {
         const pattern = new RegExp(`^✔ seats\\[0\\]\\.bet: ${C.vc_bet.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{\w+\}/g, "\\d+")}$`);
         assert(betLine && pattern.test(betLine), `check line in ${lang}: ${betLine} (pattern ${pattern})`);
         if (lang === "ja") {
-          // The switcher: the choice is remembered for this player over the browser's language.
+          // The switcher rewords what is already on screen: the message line (seat 2 opened by
+          // its key), the last round's verification and its check lines, in German now.
+          await p.keyboard.press("2");
+          eq(await p.textContent("#message"), C.seat_selected.replace("{n}", "2"), "seat message in Japanese");
           await p.selectOption("#lang", "de");
           eq((await p.textContent("#deal span")).trim(), DEAL_WORD.de, "switched to German");
+          const D = CATALOGUES.de;
+          eq(await p.textContent("#message"), D.seat_selected.replace("{n}", "2"), "the seat message reworded in German");
+          const verifyDe = await p.textContent("#verify");
+          assert(verifyDe.startsWith(lead(D.verified)) && !verifyDe.startsWith(lead(C.verified)), `verification reworded in German: ${verifyDe}`);
+          const betDe = await p.$$eval("#verify-checks li", (lis) => lis.map((li) => li.textContent).find((t) => t.includes("seats[0].bet")));
+          const patternDe = new RegExp(`^✔ seats\\[0\\]\\.bet: ${D.vc_bet.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{\w+\}/g, "\\d+")}$`);
+          assert(betDe && patternDe.test(betDe), `check line reworded in German: ${betDe} (pattern ${patternDe})`);
+          // The choice is remembered for this player over the browser's language.
           await p.reload();
           await p.waitForSelector("#game:not([hidden])");
           eq(await p.evaluate(() => document.documentElement.lang), "de", "remembered after a reload");

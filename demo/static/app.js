@@ -50,7 +50,8 @@ const S = {
   busy: false,
   seedCustom: false,
   record: null,       // the player's record of the round in play (record.js)
-  verifyShown: false, // the "Last round" box shows a round (else its placeholder text)
+  verification: null, // the "Last round" box's round and its verification (else a placeholder):
+                      //   { round, pending, result, rec, error }
 };
 
 // ------------------------------------------------------------------ the player's record
@@ -111,14 +112,24 @@ function whyNoDeal() {
   return "";
 }
 
-function message(text) { $("message").textContent = text || ""; }
+// Text that follows the language. A message is kept as the function that words it (figures
+// included, as money() formats them in the current language), so a switch of language
+// rewords what is on screen instead of leaving the old language there.
+const liveText = new Map(); // element id -> () => string
+function setText(id, words) {
+  if (typeof words === "function") liveText.set(id, words); else liveText.delete(id);
+  $(id).textContent = (typeof words === "function" ? words() : words) || "";
+}
+function rewordLiveText() { for (const [id, words] of liveText) $(id).textContent = words() || ""; }
+// The message line under the table: `words` is a function of the language, or "" for none.
+function message(words) { setText("message", words); }
 
 // ------------------------------------------------------------------ bet changes
-function setBet(v, why) {
+function setBet(v) {
   const l = limits();
   let b = Math.max(0, v);
-  if (b > l.max_bet) { b = l.max_bet; message(t("max_bet_is", { max: money(l.max_bet) })); }
-  else message(why || "");
+  if (b > l.max_bet) { b = l.max_bet; message(() => t("max_bet_is", { max: money(l.max_bet) })); }
+  else message("");
   S.bets[S.seat] = b;
   render();
 }
@@ -129,7 +140,7 @@ function selectSeat(n) {
   if (deciding() || S.busy || n < 0 || n >= maxSeats()) return;
   while (S.bets.length <= n) S.bets.push(0);
   S.seat = n;
-  message(S.bets.length > 1 ? t("seat_selected", { n: n + 1 }) : "");
+  message(S.bets.length > 1 ? () => t("seat_selected", { n: n + 1 }) : "");
   render();
 }
 function removeSeat() {
@@ -151,7 +162,7 @@ function clearBet() { if (!deciding() && !S.busy) setBet(0); }
 // 0: the last round's bets on the same seats.
 function repeatBet() {
   if (deciding() || S.busy) return;
-  if (!S.lastBets) { message(t("no_previous_bet")); return; }
+  if (!S.lastBets) { message(() => t("no_previous_bet")); return; }
   const max = limits().max_bet;
   S.bets = S.lastBets.slice(0, maxSeats()).map((b) => Math.min(b, max));
   S.seat = Math.min(S.seat, S.bets.length - 1);
@@ -320,11 +331,11 @@ async function refresh() {
   if (S.state.player) applyLang(chooseLang(S.state.player.name));
   if (!S.state.player) { showLogin(); return; }
   if (!S.lastBets && S.state.last_bet) S.lastBets = [S.state.last_bet];
-  if (S.state.engine_error) message(t("engine_down"));
+  if (S.state.engine_error) message(() => t("engine_down"));
   S.round = S.state.round;
   if (S.round?.state === "dealt") {
     S.shown = S.round; S.bets = S.round.seats.map((x) => x.bet); S.seat = 0;
-    message(t("resumed"));
+    message(() => t("resumed"));
     if (S.record?.round_id !== S.round.round_id) {
       // Resumed after a reload: the bets (and any raise already decided) had left the wallet
       // before this page saw the balance.
@@ -375,9 +386,9 @@ function scheduleRenewal() {
     try {
       S.round = null;
       await ensureCommitment();
-      if (S.round.round_id !== id) message(t("renewed"));
+      if (S.round.round_id !== id) message(() => t("renewed"));
     } catch (e) {
-      if (unreachable(e)) reconnect(e, null); else message(errorText(e));
+      if (unreachable(e)) reconnect(e, null); else message(() => errorText(e));
     } finally { S.busy = false; render(); }
   }, r.renew_in_ms + 250);
 }
@@ -395,14 +406,14 @@ async function reconnect(e, roundId) {
   S.reconnecting = true;
   const what = () => t(e instanceof TypeError ? "lost_platform" : "lost_engine");
   $("connection").dataset.state = "reconnecting";
-  message(t(roundId ? "reconnecting_kept" : "reconnecting", { what: what() }));
+  message(() => t(roundId ? "reconnecting_kept" : "reconnecting", { what: what() }));
   render();
   for (let k = 0; ; k++) {
     await sleep(Math.min(1000 * 2 ** k, 5000));
     try {
       const round = roundId ? await api(`/api/round/${encodeURIComponent(roundId)}`) : null;
       if (round && ["betting", "deciding", "settling"].includes(round.state)) {
-        message(t("reconnecting_wait", { what: what() }));
+        message(() => t("reconnecting_wait", { what: what() }));
         continue;
       }
       S.reconnecting = false;
@@ -418,12 +429,12 @@ async function reconnect(e, roundId) {
         noteShown(round, balance());
         render();
         await showVerification(round, S.record?.round_id === round.round_id ? S.record : null);
-        message(t(round.state === "voided" ? "reconnected_voided" : "reconnected_settled",
+        message(() => t(round.state === "voided" ? "reconnected_voided" : "reconnected_settled",
           { note: round.note ? ` (${round.note})` : "", outcome: describeOutcome(round) }));
       } else if (round?.state === "dealt") {
-        message(t("reconnected_decide"));
+        message(() => t("reconnected_decide"));
       } else {
-        message(t("reconnected"));
+        message(() => t("reconnected"));
       }
       render();
       return;
@@ -431,7 +442,7 @@ async function reconnect(e, roundId) {
       if (unreachable(err)) continue;
       S.reconnecting = false;
       $("connection").dataset.state = "connected";
-      message(errorText(err));
+      message(() => errorText(err));
       render();
       return;
     }
@@ -451,10 +462,10 @@ async function run(fn) {
       // The session ended (idle, too old, or signed out everywhere): sign in again.
       S.state = null; S.round = null; S.shown = null;
       showLogin();
-      $("login-message").textContent = t("session_ended");
+      setText("login-message", () => t("session_ended"));
     } else {
       const l = limits();
-      message(e.code === "commitment_expired" ? t("expired") : errorText(e, { min: money(l.min_bet), max: money(l.max_bet) }));
+      message(() => e.code === "commitment_expired" ? t("expired") : errorText(e, { min: money(l.min_bet), max: money(l.max_bet) }));
       if (e.code === "commitment_expired" || e.code === "conflict") {
         try { S.round = null; await refresh(); } catch (err) { if (unreachable(err)) lost = err; }
       }
@@ -513,7 +524,8 @@ function decide(action) {
     S.shown.expect = expect || { commitment: res.round.commitment, nonce: res.round.nonce, round_id: res.round.round_id,
       table_id: res.round.table_id, decks: res.round.decks, client_seed: res.round.client_seed };
     if (res.round.state === "dealt") {
-      message(t("raise_or_stand", { hand: t("seat", { n: decidingSeat() + 1 }) }));
+      const n = decidingSeat() + 1;
+      message(() => t("raise_or_stand", { hand: t("seat", { n }) }));
       return;
     }
     await finish(res.round);
@@ -536,7 +548,8 @@ function applyLang(l) {
   translatePage();
   $("lang").value = lang();
   document.title = `Red Dog — ${t("nav_table")}`;
-  if (!S.verifyShown) $("verify").textContent = t("no_round_yet");
+  paintVerification();
+  rewordLiveText();
   if (S.state?.table) renderPaytable();
   render();
 }
@@ -552,67 +565,91 @@ $("lang").addEventListener("change", () => {
   applyLang($("lang").value);
 });
 
+// The "Last round" box: the verification is computed once per round (verifyRound and
+// checkRecord), then painted from the result, and painted again when the language changes.
 async function showVerification(round, record) {
-  S.verifyShown = true;
+  const v = { round, pending: Boolean(round.reveal_json) };
+  S.verification = v;
+  paintVerification();
+  if (!v.pending) return;
+  try {
+    const expect = { ...(round.expect || {}) };
+    // A v1 reveal (an engine from before the round-integrity change) has no table id.
+    if (!round.reveal_json.includes('"format":')) delete expect.table_id;
+    v.result = await verifyRound(round, expect, S.state?.table?.signing_keys);
+    // The reveal alone proves nothing about this screen: compare it with what the page
+    // showed and what the player did.
+    v.rec = record ? await checkRecord(v.result, record) : null;
+  } catch (e) {
+    v.error = e;
+  }
+  v.pending = false;
+  // A later round's verification may have started meanwhile: it owns the box.
+  if (S.verification === v) paintVerification();
+}
+
+function paintVerification() {
   const box = $("verify");
   const list = $("verify-checks");
+  const v = S.verification;
   list.textContent = "";
+  if (!v) {
+    box.textContent = t("no_round_yet");
+    return;
+  }
+  const { round, result, rec } = v;
   $("verify-reveal").textContent = round.reveal_json || "";
-  for (const k of ["revealVerdict", "failed", "passed"]) delete box.dataset[k];
+  for (const k of ["revealVerdict", "failed", "passed", "signature", "format", "roundId"]) delete box.dataset[k];
   if (!round.reveal_json) {
     box.dataset.verdict = "none";
     box.textContent = t(round.state === "voided" ? "nothing_to_verify" : "no_reveal");
     return;
   }
-  box.dataset.verdict = "pending";
-  box.textContent = t("verifying");
-  try {
-    const expect = { ...(round.expect || {}) };
-    // A v1 reveal (an engine from before the round-integrity change) has no table id.
-    if (!round.reveal_json.includes('"format":')) delete expect.table_id;
-    const result = await verifyRound(round, expect, S.state?.table?.signing_keys);
-    box.dataset.signature = signatureState(result);
-    box.dataset.format = result.format || "";
-    box.dataset.roundId = round.round_id;
-    box.dataset.revealVerdict = result.verdict;
-    // The reveal alone proves nothing about this screen: compare it with what the page
-    // showed and what the player did.
-    const rec = record ? await checkRecord(result, record) : null;
-    const verified = result.verdict === "verified" && rec && rec.ok;
-    box.dataset.verdict = verified ? "verified" : result.verdict === "verified" ? "not_verified" : result.verdict;
-    if (rec) { box.dataset.failed = rec.failed.join(","); box.dataset.passed = rec.passed.join(","); }
-    const passedWords = rec ? [...new Set(rec.passed.map((f) => fieldWords(f.replace(/^seat\d+\./, ""))))] : [];
-    if (verified) {
-      box.textContent = t("verified", { fields: passedWords.join(", ") })
-        + (box.dataset.signature === "passed" ? ` ${t("signature_ok")}` : "");
-    } else if (result.verdict !== "verified") {
-      // The failed checks in the player's language; a malformed reveal's errors as written.
-      const errors = result.verdict === "malformed" ? result.errors
-        : result.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${checkText(c)}`);
-      box.textContent = t(result.verdict === "malformed" ? "malformed" : "not_verified_errors", { errors: errors.join("; ") });
-    } else if (!rec) {
-      box.textContent = t("not_seen");
-    } else {
-      const wrong = rec.checks.filter((c) => c.seen && !c.ok).map((c) =>
-        t("mismatch", { field: fieldWords(c.field), shown: c.shown, expected: c.expected }));
-      box.textContent = t("not_verified", { wrong: wrong.join("; ") })
-        + t("reveal_ok", { rest: passedWords.length ? t("and_so_do", { fields: passedWords.join(", ") }) : "" });
-    }
-    for (const c of result.checks || []) {
-      const li = document.createElement("li");
-      li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${checkText(c)}`;
-      list.append(li);
-    }
-    for (const c of rec?.checks || []) {
-      const li = document.createElement("li");
-      li.dataset.field = c.field;
-      li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${fieldWords(c.field)}: ${c.shown} / ${c.expected}`
-        : `– ${fieldWords(c.field)}`;
-      list.append(li);
-    }
-  } catch (e) {
+  if (v.pending) {
+    box.dataset.verdict = "pending";
+    box.textContent = t("verifying");
+    return;
+  }
+  if (v.error) {
     box.dataset.verdict = "error";
-    box.textContent = t("verify_error", { error: e.message });
+    box.textContent = t("verify_error", { error: v.error.message });
+    return;
+  }
+  box.dataset.signature = signatureState(result);
+  box.dataset.format = result.format || "";
+  box.dataset.roundId = round.round_id;
+  box.dataset.revealVerdict = result.verdict;
+  const verified = result.verdict === "verified" && rec && rec.ok;
+  box.dataset.verdict = verified ? "verified" : result.verdict === "verified" ? "not_verified" : result.verdict;
+  if (rec) { box.dataset.failed = rec.failed.join(","); box.dataset.passed = rec.passed.join(","); }
+  const passedWords = rec ? [...new Set(rec.passed.map((f) => fieldWords(f.replace(/^seat\d+\./, ""))))] : [];
+  if (verified) {
+    box.textContent = t("verified", { fields: passedWords.join(", ") })
+      + (box.dataset.signature === "passed" ? ` ${t("signature_ok")}` : "");
+  } else if (result.verdict !== "verified") {
+    // The failed checks in the player's language; a malformed reveal's errors as written.
+    const errors = result.verdict === "malformed" ? result.errors
+      : result.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${checkText(c)}`);
+    box.textContent = t(result.verdict === "malformed" ? "malformed" : "not_verified_errors", { errors: errors.join("; ") });
+  } else if (!rec) {
+    box.textContent = t("not_seen");
+  } else {
+    const wrong = rec.checks.filter((c) => c.seen && !c.ok).map((c) =>
+      t("mismatch", { field: fieldWords(c.field), shown: c.shown, expected: c.expected }));
+    box.textContent = t("not_verified", { wrong: wrong.join("; ") })
+      + t("reveal_ok", { rest: passedWords.length ? t("and_so_do", { fields: passedWords.join(", ") }) : "" });
+  }
+  for (const c of result.checks || []) {
+    const li = document.createElement("li");
+    li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${checkText(c)}`;
+    list.append(li);
+  }
+  for (const c of rec?.checks || []) {
+    const li = document.createElement("li");
+    li.dataset.field = c.field;
+    li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${fieldWords(c.field)}: ${c.shown} / ${c.expected}`
+      : `– ${fieldWords(c.field)}`;
+    list.append(li);
   }
 }
 
@@ -631,14 +668,14 @@ async function credentials(path) {
   const name = $("login-name").value.trim(), pin = $("login-pin").value;
   try {
     if (path === "/api/register") {
-      $("login-message").textContent = t("signing_up");
+      setText("login-message", () => t("signing_up"));
       await api(path, { name, pin });
     }
     await api("/api/login", { name, pin });
-    $("login-message").textContent = "";
+    setText("login-message", "");
     await refresh();
     document.activeElement?.blur?.();
-  } catch (e) { $("login-message").textContent = errorText(e, { invalid: "login" }); }
+  } catch (e) { setText("login-message", () => errorText(e, { invalid: "login" })); }
 }
 
 // ------------------------------------------------------------------ keys (the sheets' table)
@@ -691,18 +728,18 @@ $("limits-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   const maxBet = parseMoney($("limits-max").value);
   if (maxBet === null) {
-    $("limits-message").textContent = t("enter_amount", { a: "20", b: plainMoney(20 * minorPerMajor() + Math.floor(minorPerMajor() / 2)) });
+    setText("limits-message", () => t("enter_amount", { a: "20", b: plainMoney(20 * minorPerMajor() + Math.floor(minorPerMajor() / 2)) }));
     return;
   }
   try {
     const res = await api("/api/limits", { max_bet: maxBet, pin: $("limits-pin").value });
     S.state.limits = res.limits;
     S.bets = S.bets.map((b) => Math.min(b, res.limits.max_bet));
-    $("limits-message").textContent = t("max_now", { max: money(res.limits.max_bet) });
+    setText("limits-message", () => t("max_now", { max: money(res.limits.max_bet) }));
     $("limits-message").dataset.result = "ok";
   } catch (err) {
     const l = limits();
-    $("limits-message").textContent = errorText(err, { invalid: "limits", min: money(l.table_min), max: money(l.table_max) });
+    setText("limits-message", () => errorText(err, { invalid: "limits", min: money(l.table_min), max: money(l.table_max) }));
     $("limits-message").dataset.result = err.code || "error";
   }
   $("limits-pin").value = "";
@@ -715,7 +752,7 @@ for (const k of ["sound", "voice", "animation"]) {
   box.addEventListener("change", () => {
     localStorage.setItem(OPT[k], box.checked ? "on" : "off");
     if (k === "animation") {
-      $("options-note").textContent = box.checked === ANIMATION_AT_LOAD ? "" : t("anim_reload");
+      setText("options-note", box.checked === ANIMATION_AT_LOAD ? "" : () => t("anim_reload"));
     }
   });
 }
@@ -733,8 +770,8 @@ async function start() {
   try {
     await refresh();
   } catch (e) {
-    message(errorText(e));
-    if (!S.state) { $("login-message").textContent = errorText(e); showLogin(); }
+    message(() => errorText(e));
+    if (!S.state) { setText("login-message", () => errorText(e)); showLogin(); }
   }
   if (S.state?.table) renderPaytable();
 }
