@@ -70,3 +70,46 @@ test("every verifier check reads in each language, every placeholder filled", as
     setLang("en");
   }
 });
+
+// The two signature checks the page adds to the verifier's (demo/static/ui.js verifyRound):
+// a round signed with a key the engine does not list, and a round without its signature
+// while the engine lists signing keys. Each fails the round and reads in every language.
+test("the page's own signature checks fail the round and read in each language", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  const path = await import("node:path");
+  const { verifyRound } = await import("../static/ui.js");
+  const { setLang, checkText } = await import("../static/i18n.js");
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+  const doc = JSON.parse(readFileSync(path.join(root, "tests/vectors/receipt-v1.json"), "utf8"));
+  const genuine = doc.cases.find((c) => c.name === "settle/genuine");
+  const listed = [{ key_id: doc.key_id, public_key_hex: genuine.public_key }];
+  const expect = {};
+  const cases = [
+    ["vc_sig_unknown_key", await verifyRound({ reveal_json: genuine.reveal, signature: genuine.signature, signing_key_id: "elsewhere" }, expect, listed)],
+    ["vc_sig_missing", await verifyRound({ reveal_json: genuine.reveal }, expect, listed)],
+  ];
+  // The same round with its signature under the listed key is verified (the checks above
+  // fail on the signature alone).
+  const fine = await verifyRound({ reveal_json: genuine.reveal, signature: genuine.signature, signing_key_id: doc.key_id }, expect, listed);
+  assert.equal(fine.verdict, "verified");
+  try {
+    for (const [key, result] of cases) {
+      assert.equal(result.verdict, "not_verified", key);
+      assert.deepEqual(result.checks.filter((c) => !c.ok).map((c) => c.name), ["signature"], key);
+      const sig = result.checks.find((c) => c.name === "signature");
+      assert.equal(sig.ok, false, key);
+      assert.equal(sig.say[0], key);
+      for (const lang of Object.keys(CATALOGUES)) {
+        setLang(lang);
+        const text = checkText(sig);
+        assert.ok(!/\{\w+\}/.test(text), `${lang} ${key}: ${text}`);
+        if (key === "vc_sig_unknown_key") assert.ok(text.includes("elsewhere"), `${lang}: names the key: ${text}`);
+        if (lang === "en") assert.equal(text, sig.detail, "English reads as the verifier's detail");
+        else assert.notEqual(text, sig.detail, `${lang} ${key} is still English`);
+      }
+    }
+  } finally {
+    setLang("en");
+  }
+});

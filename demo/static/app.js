@@ -3,7 +3,7 @@
 // every reveal itself (verify.js).
 import { checkRecord } from "./record.js";
 import { verifyRound, signatureState, api, money, plainMoney, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor, fieldWords, errorText } from "./ui.js";
-import { t, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate, formatNumber, EASTERN, checkText } from "./i18n.js";
+import { t, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate, formatNumber, EASTERN, checkText, malformedTexts } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -627,8 +627,8 @@ function paintVerification() {
     box.textContent = t("verified", { fields: passedWords.join(", ") })
       + (box.dataset.signature === "passed" ? ` ${t("signature_ok")}` : "");
   } else if (result.verdict !== "verified") {
-    // The failed checks in the player's language; a malformed reveal's errors as written.
-    const errors = result.verdict === "malformed" ? result.errors
+    // The failed checks, or the rules a malformed reveal breaks, in the player's language.
+    const errors = result.verdict === "malformed" ? malformedTexts(result)
       : result.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${checkText(c)}`);
     box.textContent = t(result.verdict === "malformed" ? "malformed" : "not_verified_errors", { errors: errors.join("; ") });
   } else if (!rec) {

@@ -1,6 +1,6 @@
 // Game recall: the player's recent rounds and each reveal, verified in the browser.
 import { checkRecord, recordFromStored } from "./record.js";
-import { t, chooseLang, translatePage, formatDate, formatNumber, checkText } from "./i18n.js";
+import { t, chooseLang, translatePage, formatDate, formatNumber, checkText, malformedTexts } from "./i18n.js";
 import { verifyRound, signatureState, api, money, cardLabel, cardName, describeHand, shownFor, recordFor, setMinorUnitExponent, fieldWords, errorText } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
@@ -110,7 +110,7 @@ async function main() {
         : `– ${t("h_not_checked", { field: fieldWords(c.field) })}`;
       ul.append(li);
     }
-    for (const e of result.verdict === "malformed" ? result.errors : []) { const li = document.createElement("li"); li.textContent = `✘ ${e}`; ul.append(li); }
+    for (const e of result.verdict === "malformed" ? malformedTexts(result) : []) { const li = document.createElement("li"); li.textContent = `✘ ${e}`; ul.append(li); }
     const pre = document.createElement("pre");
     pre.textContent = r.reveal_json;
     pre.tabIndex = 0;

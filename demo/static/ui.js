@@ -13,17 +13,18 @@ export async function verifyRound(round, expect, signingKeys = []) {
     const key = keys.find((k) => k.key_id === round.signing_key_id);
     if (key) return verifyReceipt(round.reveal_json, key.public_key_hex, round.signature, expect);
     return failSignature(await verifyReveal(round.reveal_json, expect),
-      `signed with key "${round.signing_key_id}", which the engine does not list`);
+      `signed with key "${round.signing_key_id}", which the engine does not list`, ["vc_sig_unknown_key", { key: round.signing_key_id }]);
   }
   const out = await verifyReveal(round.reveal_json, expect);
   if (keys.length && out.verdict !== "malformed" && out.format !== "reddog-reveal-v1") {
-    return failSignature(out, "the engine signs every settlement, but this round came without its signature");
+    return failSignature(out, "the engine signs every settlement, but this round came without its signature", ["vc_sig_missing"]);
   }
   return out;
 }
 
-function failSignature(out, detail) {
-  out.checks.push({ name: "signature", ok: false, detail });
+// The check's English `detail` (as the verifiers write it) and its catalogue form `say`.
+function failSignature(out, detail, say) {
+  out.checks.push({ name: "signature", ok: false, detail, say });
   out.errors.push(`signature: ${detail}`);
   out.verdict = "not_verified";
   return out;

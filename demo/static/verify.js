@@ -19,7 +19,9 @@
 //   { verdict: "verified" | "not_verified" | "malformed", format, errors: [..], checks: [..],
 //     cards, hand, seats }
 // "malformed" = the reveal (or the record) breaks the grammar (exit 2 of the CLI verifiers),
-// "not_verified" = well-formed but a check failed (exit 1).
+// "not_verified" = well-formed but a check failed (exit 1). A malformed answer also has
+// `says`, parallel to `errors`: each error as a catalogue key and its parameters
+// ([key, params], like a check's `say`), for a page in another language.
 
 const subtle = globalThis.crypto && globalThis.crypto.subtle;
 const te = new TextEncoder();
@@ -32,7 +34,14 @@ export const MAX_BET = U64_MAX / (2n * 10001n);
 export const RANKS = "23456789TJQKA";
 export const SUITS = "cdhs";
 
-export class MalformedError extends Error {}
+// `say`: the message as a catalogue key and its parameters (demo/static/i18n.js, keys m_*);
+// field names, JSON paths and values in the parameters stay as the reveal writes them.
+export class MalformedError extends Error {
+  constructor(message, say) {
+    super(message);
+    this.say = say;
+  }
+}
 
 // ---------------------------------------------------------------- strict JSON
 
@@ -50,14 +59,17 @@ export function parseStrictJson(input) {
   let text = input;
   if (input instanceof Uint8Array) {
     try { text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(input); }
-    catch { throw new MalformedError("not valid UTF-8"); }
+    catch { throw new MalformedError("not valid UTF-8", ["m_json_utf8"]); }
   }
-  if (typeof text !== "string") throw new MalformedError("not text");
+  if (typeof text !== "string") throw new MalformedError("not text", ["m_not_text"]);
   let i = 0;
-  const fail = (msg) => { throw new MalformedError(`${msg} at offset ${i}`); };
+  // `key`: the fault's catalogue key (m_json_*); the offset is added to its parameters.
+  const fail = (msg, key, params) => {
+    throw new MalformedError(`${msg} at offset ${i}`, [key, { ...params, offset: i }]);
+  };
   const ws = () => { while (i < text.length && " \t\n\r".includes(text[i])) i++; };
   const value = (depth) => {
-    if (depth > MAX_DEPTH) fail("nested too deeply");
+    if (depth > MAX_DEPTH) fail("nested too deeply", "m_json_depth");
     ws();
     const c = text[i];
     if (c === "{") return object(depth);
@@ -67,7 +79,7 @@ export function parseStrictJson(input) {
     if (text.startsWith("true", i)) { i += 4; return true; }
     if (text.startsWith("false", i)) { i += 5; return false; }
     if (text.startsWith("null", i)) { i += 4; return null; }
-    return fail("unexpected character");
+    return fail("unexpected character", "m_json_syntax");
   };
   const object = (depth) => {
     i++;
@@ -76,17 +88,17 @@ export function parseStrictJson(input) {
     if (text[i] === "}") { i++; return out; }
     for (;;) {
       ws();
-      if (text[i] !== '"') fail("expected a key");
+      if (text[i] !== '"') fail("expected a key", "m_json_syntax");
       const key = string();
-      if (out.has(key)) fail(`duplicate key "${key}"`);
+      if (out.has(key)) fail(`duplicate key "${key}"`, "m_json_duplicate", { key });
       ws();
-      if (text[i] !== ":") fail("expected ':'");
+      if (text[i] !== ":") fail("expected ':'", "m_json_syntax");
       i++;
       out.set(key, value(depth + 1));
       ws();
       if (text[i] === ",") { i++; continue; }
       if (text[i] === "}") { i++; return out; }
-      fail("expected ',' or '}'");
+      fail("expected ',' or '}'", "m_json_syntax");
     }
   };
   const array = (depth) => {
@@ -99,45 +111,45 @@ export function parseStrictJson(input) {
       ws();
       if (text[i] === ",") { i++; continue; }
       if (text[i] === "]") { i++; return out; }
-      fail("expected ',' or ']'");
+      fail("expected ',' or ']'", "m_json_syntax");
     }
   };
   const string = () => {
     i++;
     let out = "";
     for (;;) {
-      if (i >= text.length) fail("unterminated string");
+      if (i >= text.length) fail("unterminated string", "m_json_string");
       const c = text[i];
       const code = text.charCodeAt(i);
       if (c === '"') { i++; break; }
-      if (code < 0x20) fail("control character in string");
+      if (code < 0x20) fail("control character in string", "m_json_string");
       if (code >= 0xd800 && code <= 0xdfff) {
         // Raw surrogates: only a valid pair (a real non-BMP character) is text.
         const next = text.charCodeAt(i + 1);
         if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) { out += text[i] + text[i + 1]; i += 2; continue; }
-        fail("lone surrogate");
+        fail("lone surrogate", "m_json_surrogate");
       }
       if (c !== "\\") { out += c; i++; continue; }
       const e = text[i + 1];
       i += 2;
       const simple = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" }[e];
       if (simple !== undefined) { out += simple; continue; }
-      if (e !== "u") fail("bad escape");
+      if (e !== "u") fail("bad escape", "m_json_string");
       const hex4 = () => {
         const h = text.slice(i, i + 4);
-        if (!/^[0-9a-fA-F]{4}$/.test(h)) fail("bad \\u escape");
+        if (!/^[0-9a-fA-F]{4}$/.test(h)) fail("bad \\u escape", "m_json_string");
         i += 4;
         return parseInt(h, 16);
       };
       const u = hex4();
       if (u >= 0xd800 && u <= 0xdbff) {
-        if (text[i] !== "\\" || text[i + 1] !== "u") fail("lone surrogate escape");
+        if (text[i] !== "\\" || text[i + 1] !== "u") fail("lone surrogate escape", "m_json_surrogate");
         i += 2;
         const lo = hex4();
-        if (lo < 0xdc00 || lo > 0xdfff) fail("lone surrogate escape");
+        if (lo < 0xdc00 || lo > 0xdfff) fail("lone surrogate escape", "m_json_surrogate");
         out += String.fromCharCode(u, lo);
       } else if (u >= 0xdc00 && u <= 0xdfff) {
-        fail("lone surrogate escape");
+        fail("lone surrogate escape", "m_json_surrogate");
       } else {
         out += String.fromCharCode(u);
       }
@@ -146,15 +158,15 @@ export function parseStrictJson(input) {
   };
   const number = () => {
     const m = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/.exec(text.slice(i));
-    if (!m) fail("bad number");
+    if (!m) fail("bad number", "m_json_syntax");
     i += m[0].length;
     if (/^(0|[1-9][0-9]*)$/.test(m[0])) return BigInt(m[0]);
     return new NonInteger(m[0]);
   };
-  if (text.charCodeAt(0) === 0xfeff) fail("byte-order mark");
+  if (text.charCodeAt(0) === 0xfeff) fail("byte-order mark", "m_json_bom");
   const v = value(0);
   ws();
-  if (i !== text.length) fail("trailing characters");
+  if (i !== text.length) fail("trailing characters", "m_json_trailing");
   return v;
 }
 
@@ -348,38 +360,56 @@ const V2_KEYS = ["format", "algorithm", "server_seed", "commitment", "table_id",
 const V3_KEYS = [...V2_KEYS, "limits", "currency", "rules_digest"];
 
 const isMap = (v) => v instanceof Map;
-function bad(msg) { throw new MalformedError(msg); }
+// msg: the English text (`errors`, unchanged); key and params: the same in catalogue form (`says`).
+function bad(msg, key, params) { throw new MalformedError(msg, params ? [key, params] : [key]); }
 function exactKeys(m, keys, optional, where) {
-  if (!isMap(m)) bad(`${where} must be an object`);
-  for (const k of keys) if (!m.has(k)) bad(`${where}: missing key "${k}"`);
-  for (const k of m.keys()) if (!keys.includes(k) && !(optional || []).includes(k)) bad(`${where}: unknown key "${k}"`);
+  if (!isMap(m)) bad(`${where} must be an object`, "m_not_object", { what: where });
+  // The reveal's own keys have messages of their own (m_reveal_…), so that the word "reveal"
+  // is translated; a nested object is named by its path, as written.
+  const keyFault = (fault, k) => (where === "reveal"
+    ? bad(`${where}: ${fault} key "${k}"`, `m_reveal_${fault}_key`, { key: k })
+    : bad(`${where}: ${fault} key "${k}"`, `m_${fault}_key`, { where, key: k }));
+  for (const k of keys) if (!m.has(k)) keyFault("missing", k);
+  for (const k of m.keys()) if (!keys.includes(k) && !(optional || []).includes(k)) keyFault("unknown", k);
 }
-function str(v, what) { if (typeof v !== "string") bad(`${what} must be a string`); return v; }
+function str(v, what) {
+  if (typeof v !== "string") bad(`${what} must be a string`, "m_not_string", { what });
+  return v;
+}
 function int(v, what, lo, hi) {
-  if (typeof v !== "bigint") bad(`${what} must be a non-negative integer without sign, fraction or exponent`);
-  if (v < lo || v > hi) bad(`${what} must be within ${lo} … ${hi}`);
+  if (typeof v !== "bigint") {
+    bad(`${what} must be a non-negative integer without sign, fraction or exponent`, "m_not_integer", { what });
+  }
+  if (v < lo || v > hi) bad(`${what} must be within ${lo} … ${hi}`, "m_int_range", { what, lo, hi });
   return v;
 }
 function hex64(v, what, lowerOnly) {
   str(v, what);
-  if (!(lowerOnly ? /^[0-9a-f]{64}$/ : /^[0-9a-fA-F]{64}$/).test(v)) bad(`${what} must be 64 ${lowerOnly ? "lower-case " : ""}hex digits`);
+  if (lowerOnly && !/^[0-9a-f]{64}$/.test(v)) bad(`${what} must be 64 lower-case hex digits`, "m_hex64_lower", { what });
+  if (!/^[0-9a-fA-F]{64}$/.test(v)) bad(`${what} must be 64 hex digits`, "m_hex64", { what });
   return v.toLowerCase();
 }
 const utf8Len = (s) => te.encode(s).length;
 function noControl(s) { return !/[\u0000-\u001f\u007f-\u009f]/.test(s); }
 function cards(v) {
-  if (!Array.isArray(v)) bad("cards must be an array");
-  for (const c of v) if (typeof c !== "string" || !/^[23456789TJQKA][cdhs]$/.test(c)) bad(`cards: "${c}" is not a card`);
-  if (v.length < 2 || v.length > 3) bad("cards must hold 2 or 3 cards");
+  if (!Array.isArray(v)) bad("cards must be an array", "m_not_array", { what: "cards" });
+  for (const c of v) {
+    if (typeof c !== "string" || !/^[23456789TJQKA][cdhs]$/.test(c)) {
+      bad(`cards: "${c}" is not a card`, "m_not_card", { card: `${c}` });
+    }
+  }
+  if (v.length < 2 || v.length > 3) bad("cards must hold 2 or 3 cards", "m_card_count");
   const h = handClass(v);
-  if (h.kind === "consecutive" && v.length !== 2) bad("cards: a consecutive hand has exactly 2 cards");
-  if (h.kind !== "consecutive" && v.length !== 3) bad("cards: this hand has exactly 3 cards");
+  if (h.kind === "consecutive" && v.length !== 2) {
+    bad("cards: a consecutive hand has exactly 2 cards", "m_cards_consecutive");
+  }
+  if (h.kind !== "consecutive" && v.length !== 3) bad("cards: this hand has exactly 3 cards", "m_cards_three");
   return v;
 }
 
 function parseV1(m) {
   exactKeys(m, V1_KEYS, ["round_id"], "reveal");
-  if (str(m.get("algorithm"), "algorithm") !== "reddog-deal-v1") bad("algorithm must be reddog-deal-v1");
+  if (str(m.get("algorithm"), "algorithm") !== "reddog-deal-v1") bad("algorithm must be reddog-deal-v1", "m_algorithm");
   const r = {
     format: "reddog-reveal-v1",
     server_seed: hex64(m.get("server_seed"), "server_seed", false),
@@ -392,16 +422,20 @@ function parseV1(m) {
   if (m.has("round_id")) {
     r.round_id = str(m.get("round_id"), "round_id");
     const rl = utf8Len(r.round_id);
-    if (rl < 1 || rl > 128 || !noControl(r.round_id)) bad("round_id must be 1-128 bytes without control characters");
+    if (rl < 1 || rl > 128 || !noControl(r.round_id)) {
+      bad("round_id must be 1-128 bytes without control characters", "m_round_id");
+    }
   }
   return r;
 }
 
 function parseV2(m) {
   const format = m.get("format");
-  if (format !== "reddog-reveal-v2" && format !== "reddog-reveal-v3") bad("format must be reddog-reveal-v3 or reddog-reveal-v2");
+  if (format !== "reddog-reveal-v2" && format !== "reddog-reveal-v3") {
+    bad("format must be reddog-reveal-v3 or reddog-reveal-v2", "m_format");
+  }
   exactKeys(m, format === "reddog-reveal-v3" ? V3_KEYS : V2_KEYS, [], "reveal");
-  if (str(m.get("algorithm"), "algorithm") !== "reddog-deal-v1") bad("algorithm must be reddog-deal-v1");
+  if (str(m.get("algorithm"), "algorithm") !== "reddog-deal-v1") bad("algorithm must be reddog-deal-v1", "m_algorithm");
   const r = {
     format,
     server_seed: hex64(m.get("server_seed"), "server_seed", true),
@@ -412,16 +446,18 @@ function parseV2(m) {
     nonce: int(m.get("nonce"), "nonce", 0n, U64_MAX),
     decks: int(m.get("decks"), "decks", 1n, 8n),
   };
-  if (!/^[A-Za-z0-9._-]{1,64}$/.test(r.table_id)) bad("table_id must be 1-64 of [A-Za-z0-9._-]");
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(r.table_id)) bad("table_id must be 1-64 of [A-Za-z0-9._-]", "m_table_id");
   const rl = utf8Len(r.round_id);
-  if (rl < 1 || rl > 128 || !noControl(r.round_id)) bad("round_id must be 1-128 bytes without control characters");
+  if (rl < 1 || rl > 128 || !noControl(r.round_id)) {
+    bad("round_id must be 1-128 bytes without control characters", "m_round_id");
+  }
   const cl = utf8Len(r.client_seed);
-  if (cl < 1 || cl > 1024) bad("client_seed must be 1-1024 bytes");
+  if (cl < 1 || cl > 1024) bad("client_seed must be 1-1024 bytes", "m_client_seed");
   r.cards = cards(m.get("cards"));
   const pt = m.get("paytable");
   exactKeys(pt, ["spread", "three_of_a_kind"], [], "paytable");
   const spread = pt.get("spread");
-  if (!Array.isArray(spread) || spread.length !== 11) bad("paytable.spread must hold 11 integers");
+  if (!Array.isArray(spread) || spread.length !== 11) bad("paytable.spread must hold 11 integers", "m_spread");
   r.paytable = {
     spread: spread.map((o, k) => int(o, `paytable.spread[${k}]`, 1n, 10000n)),
     three_of_a_kind: int(pt.get("three_of_a_kind"), "paytable.three_of_a_kind", 1n, 10000n),
@@ -434,15 +470,17 @@ function parseV2(m) {
     const cur = m.get("currency");
     exactKeys(cur, ["code", "exponent"], [], "currency");
     const code = str(cur.get("code"), "currency.code");
-    if (!/^[A-Z]{3}$/.test(code)) bad("currency.code must be three capital letters A-Z");
+    if (!/^[A-Z]{3}$/.test(code)) bad("currency.code must be three capital letters A-Z", "m_currency_code");
     r.currency = { code, exponent: int(cur.get("exponent"), "currency.exponent", 0n, 4n) };
     r.rules_digest = hex64(m.get("rules_digest"), "rules_digest", true);
   }
   const seats = m.get("seats");
-  if (!Array.isArray(seats) || seats.length < 1 || seats.length > 7) bad("seats must hold 1-7 seats");
+  if (!Array.isArray(seats) || seats.length < 1 || seats.length > 7) bad("seats must hold 1-7 seats", "m_seat_count");
   r.seats = seats.map((s, k) => {
     exactKeys(s, ["bet", "raised", "stake", "returned"], [], `seats[${k}]`);
-    if (typeof s.get("raised") !== "boolean") bad(`seats[${k}].raised must be true or false`);
+    if (typeof s.get("raised") !== "boolean") {
+      bad(`seats[${k}].raised must be true or false`, "m_not_boolean", { what: `seats[${k}].raised` });
+    }
     return {
       bet: int(s.get("bet"), `seats[${k}].bet`, 0n, U64_MAX),
       raised: s.get("raised"),
@@ -451,25 +489,36 @@ function parseV2(m) {
     };
   });
   const decisions = m.get("decisions");
-  if (!Array.isArray(decisions)) bad("decisions must be an array");
+  if (!Array.isArray(decisions)) bad("decisions must be an array", "m_not_array", { what: "decisions" });
   const decided = new Set();
   r.decisions = decisions.map((step, k) => {
-    if (!Array.isArray(step) || step.length === 0) bad(`decisions[${k}] must be a non-empty array`);
+    if (!Array.isArray(step) || step.length === 0) {
+      bad(`decisions[${k}] must be a non-empty array`, "m_step_empty", { what: `decisions[${k}]` });
+    }
     let last = -1n;
     return step.map((d, j) => {
       exactKeys(d, ["seat", "action"], [], `decisions[${k}][${j}]`);
       const seat = int(d.get("seat"), `decisions[${k}][${j}].seat`, 0n, 6n);
       const action = d.get("action");
-      if (action !== "raise" && action !== "stand") bad(`decisions[${k}][${j}].action must be "raise" or "stand"`);
-      if (seat <= last) bad(`decisions[${k}]: seats must be in ascending order`);
-      if (decided.has(seat)) bad(`decisions: seat ${seat} decides twice`);
-      if (seat >= BigInt(r.seats.length)) bad(`decisions[${k}][${j}].seat: no such seat`);
+      if (action !== "raise" && action !== "stand") {
+        const what = `decisions[${k}][${j}].action`;
+        bad(`${what} must be "raise" or "stand"`, "m_action", { what });
+      }
+      if (seat <= last) {
+        bad(`decisions[${k}]: seats must be in ascending order`, "m_seat_order", { what: `decisions[${k}]` });
+      }
+      if (decided.has(seat)) bad(`decisions: seat ${seat} decides twice`, "m_seat_twice", { seat });
+      if (seat >= BigInt(r.seats.length)) {
+        bad(`decisions[${k}][${j}].seat: no such seat`, "m_no_seat", { what: `decisions[${k}][${j}].seat` });
+      }
       last = seat;
       decided.add(seat);
       return { seat, action };
     });
   });
-  if (handClass(r.cards).kind !== "non_consecutive" && r.decisions.length) bad("decisions must be empty unless the hand is non-consecutive");
+  if (handClass(r.cards).kind !== "non_consecutive" && r.decisions.length) {
+    bad("decisions must be empty unless the hand is non-consecutive", "m_decisions_not_needed");
+  }
   r.transcript = hex64(m.get("transcript"), "transcript", true);
   return r;
 }
@@ -477,7 +526,7 @@ function parseV2(m) {
 // Parses and checks the grammar; throws MalformedError.
 export function parseReveal(text) {
   const m = parseStrictJson(text);
-  if (!isMap(m)) bad("a reveal is a JSON object");
+  if (!isMap(m)) bad("a reveal is a JSON object", "m_reveal_not_object");
   return m.has("format") ? parseV2(m) : parseV1(m);
 }
 
@@ -495,14 +544,19 @@ function recordInt(v, what, lo, hi) {
   if (typeof v === "bigint") n = v;
   else if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) n = BigInt(v);
   else if (typeof v === "string" && /^(0|[1-9][0-9]*)$/.test(v)) n = BigInt(v);
-  else bad(`${what}: ${JSON.stringify(String(v))} is not a decimal integer without sign or leading zero`);
-  if (n < lo || n > hi) bad(`${what} must be within ${lo} … ${hi}`);
+  else {
+    const value = JSON.stringify(String(v));
+    bad(`${what}: ${value} is not a decimal integer without sign or leading zero`, "m_record_integer", { what, value });
+  }
+  if (n < lo || n > hi) bad(`${what} must be within ${lo} … ${hi}`, "m_int_range", { what, lo, hi });
   return n;
 }
 
 function recordAmounts(v, what) {
   const list = typeof v === "string" ? v.split(",") : v;
-  if (!Array.isArray(list) || list.length < 1 || list.length > 7) bad(`${what} must list 1 to 7 integers`);
+  if (!Array.isArray(list) || list.length < 1 || list.length > 7) {
+    bad(`${what} must list 1 to 7 integers`, "m_amount_count", { what });
+  }
   return list.map((x, k) => recordInt(x, `${what}[${k}]`, 0n, U64_MAX));
 }
 
@@ -512,19 +566,26 @@ function recordDecisions(v, what) {
   if (typeof v === "string") {
     calls = v === "" ? [] : v.split(";").map((call) => call.split(",").map((part) => {
       const i = part.indexOf(":");
-      if (i < 0) bad(`${what}: "${part}" is not SEAT:raise or SEAT:stand`);
+      if (i < 0) bad(`${what}: "${part}" is not SEAT:raise or SEAT:stand`, "m_record_decision", { what, part });
       return { seat: part.slice(0, i), action: part.slice(i + 1) };
     }));
   }
-  if (!Array.isArray(calls)) bad(`${what} must be an array of Decide calls`);
+  if (!Array.isArray(calls)) bad(`${what} must be an array of Decide calls`, "m_decide_calls", { what });
   return calls.map((call, k) => {
-    if (!Array.isArray(call) || call.length === 0) bad(`${what}[${k}] must be a non-empty array`);
+    if (!Array.isArray(call) || call.length === 0) {
+      bad(`${what}[${k}] must be a non-empty array`, "m_step_empty", { what: `${what}[${k}]` });
+    }
     return call.map((d, j) => {
       const get = (key) => (d instanceof Map ? d.get(key) : d?.[key]);
       const keys = d instanceof Map ? [...d.keys()] : Object.keys(d ?? {});
-      if (keys.length !== 2 || !keys.includes("seat") || !keys.includes("action")) bad(`${what}[${k}][${j}] must be exactly {"seat","action"}`);
+      if (keys.length !== 2 || !keys.includes("seat") || !keys.includes("action")) {
+        bad(`${what}[${k}][${j}] must be exactly {"seat","action"}`, "m_seat_action", { what: `${what}[${k}][${j}]` });
+      }
       const action = get("action");
-      if (action !== "raise" && action !== "stand") bad(`${what}[${k}][${j}].action must be "raise" or "stand"`);
+      if (action !== "raise" && action !== "stand") {
+        const at = `${what}[${k}][${j}].action`;
+        bad(`${at} must be "raise" or "stand"`, "m_action", { what: at });
+      }
       return { seat: recordInt(get("seat"), `${what}[${k}][${j}].seat`, 0n, 6n), action };
     });
   });
@@ -536,7 +597,7 @@ export function parseRecord(record = {}) {
   const out = {};
   for (const [k, v] of Object.entries(record ?? {})) {
     if (v === undefined || v === null) continue;
-    if (!RECORD_KEYS.includes(k)) bad(`record: unknown key "${k}"`);
+    if (!RECORD_KEYS.includes(k)) bad(`record: unknown key "${k}"`, "m_record_unknown_key", { key: k });
     if (k === "commitment" || k === "transcript" || k === "rules_digest") out[k] = hex64(v, `record.${k}`, false);
     else if (k === "nonce") out[k] = recordInt(v, "record.nonce", 0n, U64_MAX);
     else if (k === "decks") out[k] = recordInt(v, "record.decks", 1n, 8n);
@@ -555,7 +616,7 @@ export async function verifyReveal(text, record = {}) {
     expect = parseRecord(record);
     r = parseReveal(text);
   } catch (e) {
-    if (e instanceof MalformedError) return { verdict: "malformed", errors: [e.message], checks: [] };
+    if (e instanceof MalformedError) return { verdict: "malformed", errors: [e.message], says: [e.say], checks: [] };
     throw e;
   }
   const checks = [];
@@ -641,10 +702,12 @@ export async function verifyReveal(text, record = {}) {
 // Ed25519 (node 20, Chromium 137 and later); where it is missing the check fails, naming why.
 export async function verifyReceipt(text, publicKeyHex, signatureHex, record = {}) {
   if (typeof publicKeyHex !== "string" || !/^[0-9a-fA-F]{64}$/.test(publicKeyHex)) {
-    return { verdict: "malformed", errors: ["public key: must be 64 hexadecimal digits"], checks: [] };
+    return { verdict: "malformed", errors: ["public key: must be 64 hexadecimal digits"], says: [["m_public_key"]],
+      checks: [] };
   }
   if (typeof signatureHex !== "string" || !/^[0-9a-fA-F]{128}$/.test(signatureHex)) {
-    return { verdict: "malformed", errors: ["signature: must be 128 hexadecimal digits"], checks: [] };
+    return { verdict: "malformed", errors: ["signature: must be 128 hexadecimal digits"], says: [["m_signature"]],
+      checks: [] };
   }
   const out = await verifyReveal(text, record);
   if (out.verdict === "malformed") return out;
