@@ -248,7 +248,9 @@ impl Round {
     /// Records a seat's decision. Once every seat has decided the third card turns face up
     /// and the round is complete. On error the round is unchanged.
     pub fn decide(&mut self, seat: usize, decision: Decision) -> Result<(), GameError> {
-        self.decide_all(&[(seat, decision)]).map(|_| ())
+        // One seat is already in seat order: no copy to sort (the simulator calls this once
+        // per seat and round).
+        self.apply_sorted(&[(seat, decision)]).map(|_| ())
     }
 
     /// Records the decisions of one or more seats, all or nothing: on any error (an unknown
@@ -259,18 +261,23 @@ impl Round {
         &mut self,
         decisions: &[(usize, Decision)],
     ) -> Result<(Vec<(usize, Decision)>, Money), GameError> {
-        let pending = match self {
-            Round::AwaitingDecisions(p) => p,
-            Round::Complete(c) => {
-                let seat = decisions.first().map_or(0, |d| d.0);
-                return Err(match c.class {
-                    HandClass::NonConsecutive(_) => GameError::DecisionsClosed { seat },
-                    class => GameError::NoDecisionOnThisHand { seat, class },
-                });
-            }
-        };
+        if let Round::Complete(c) = self {
+            // Named by the first decision as given, before sorting.
+            return Err(c.closed(decisions.first().map_or(0, |d| d.0)));
+        }
         let mut sorted = decisions.to_vec();
         sorted.sort_by_key(|&(seat, _)| seat);
+        let raised = self.apply_sorted(&sorted)?;
+        Ok((sorted, raised))
+    }
+
+    /// [`Round::decide_all`] for decisions already in ascending seat order: checks them all,
+    /// then records them; returns the sum of the raises.
+    fn apply_sorted(&mut self, sorted: &[(usize, Decision)]) -> Result<Money, GameError> {
+        let pending = match self {
+            Round::AwaitingDecisions(p) => p,
+            Round::Complete(c) => return Err(c.closed(sorted.first().map_or(0, |d| d.0))),
+        };
         let seats = pending.seats.len();
         let mut raised = Money::ZERO;
         for (i, &(seat, decision)) in sorted.iter().enumerate() {
@@ -285,13 +292,13 @@ impl Round {
                 raised = raised.checked_add(slot.bet).ok_or_else(|| GameError::overflow("the raises of one call"))?;
             }
         }
-        for &(seat, decision) in &sorted {
+        for &(seat, decision) in sorted {
             pending.seats[seat].decision = Some(decision);
         }
         if pending.seats.iter().all(|s| s.decision.is_some()) {
             self.close();
         }
-        Ok((sorted, raised))
+        Ok(raised)
     }
 
     /// Ends the deciding: seats that have not decided stand, and the third card turns face
@@ -377,14 +384,22 @@ impl Round {
 }
 
 impl Complete {
+    /// The error for a decision (by `seat`) on this complete round.
+    fn closed(&self, seat: usize) -> GameError {
+        match self.class {
+            HandClass::NonConsecutive(_) => GameError::DecisionsClosed { seat },
+            class => GameError::NoDecisionOnThisHand { seat, class },
+        }
+    }
+
     /// Pays every seat by the rules and `paytable`, and totals the round (checked sums).
     pub fn settle(&self, paytable: &Paytable) -> Result<Settlement, GameError> {
-        let seats = self
-            .seats
-            .iter()
-            .enumerate()
-            .map(|(i, seat)| settle_seat(i, seat, self.cards, self.class, self.third, paytable))
-            .collect::<Result<Vec<_>, _>>()?;
+        // A plain loop rather than `collect::<Result<Vec<_>, _>>()`: the simulator settles
+        // millions of rounds, and the loop moves each seat's result once.
+        let mut seats = Vec::with_capacity(self.seats.len());
+        for (i, seat) in self.seats.iter().enumerate() {
+            seats.push(settle_seat(i, seat, self.cards, self.class, self.third, paytable)?);
+        }
         let total_staked = checked_sum(seats.iter().map(|s| s.stake), "the round's total stake")?;
         let total_returned = checked_sum(seats.iter().map(|s| s.returned), "the round's total return")?;
         Ok(Settlement { cards: self.cards, class: self.class, third: self.third, seats, total_staked, total_returned })
