@@ -69,9 +69,9 @@ license_is_apache() {
 check "Cargo.toml license = \"$license\" and LICENSE is the Apache License 2.0 text" license_is_apache
 
 echo "-- rust-version (MSRV)"
-# The declared rust-version of both crates must be at least every dependency's (cargo
-# metadata gives each package's); clippy's incompatible_msrv lint checks the code's use of
-# the standard library against it (README, "Building").
+# The three workspace crates must declare the same rust-version, at least every
+# dependency's (cargo metadata gives each package's); clippy's incompatible_msrv lint checks
+# the code's use of the standard library against it (README, "Building").
 msrv_holds() {
   cargo metadata --locked --format-version 1 | python3 -c '
 import json, sys

@@ -2,11 +2,11 @@
 //! command line (`docs/FAIRNESS.md`).
 //!
 //! - `verify` checks a settled round's reveal (JSON, from a file or stdin) by the strict
-//!   grammar, re-derives its cards, recomputes every seat's money and the transcript (version
-//!   2), compares it with what the player was shown (`--expect-…`), prints the verdict and
-//!   exits 0 (verified), 1 (not verified) or 2 (malformed or unreadable); with
-//!   `--public-key` and `--signature` it also checks the engine's signed receipt over the
-//!   reveal's exact bytes;
+//!   grammar, re-derives its cards, recomputes every seat's money and the transcript
+//!   (versions 2 and 3; a version-1 reveal has cards only), compares it with what the player
+//!   was shown (`--expect-…`), prints the verdict and exits 0 (verified), 1 (not verified)
+//!   or 2 (malformed or unreadable); with `--public-key` and `--signature` it also checks the
+//!   engine's signed receipt over the reveal's exact bytes;
 //! - `commit` prints a fresh server seed and its commitment — for manual experiments only:
 //!   it prints the secret seed;
 //! - `rng-dump` writes the raw generator stream of a deal to stdout, for dieharder.

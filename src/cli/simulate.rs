@@ -21,7 +21,9 @@ pub struct SimulateArgs {
     /// Seats at the table, 1 to 7, all following the policy (they share each deal).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=7))]
     seats: u64,
-    /// optimal | never | always | raise-at-least:K
+    /// optimal (raise where raising has the higher expected value) | worst (raise where
+    /// standing loses on average: the lowest RTP of any play) | never | always |
+    /// raise-at-least:K (raise on spread K or more, K 1 to 11)
     #[arg(long, default_value = "optimal", value_parser = parse_policy)]
     policy: Policy,
     /// Seed for a reproducible run (same seed, same result, whatever the thread count).
