@@ -436,7 +436,7 @@ def want_cards(value):
 
 
 class Reveal:
-    """A reveal that passed the grammar: version 1 or 2, values decoded."""
+    """A reveal that passed the grammar: version 1, 2 or 3, values decoded."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)

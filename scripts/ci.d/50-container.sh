@@ -40,8 +40,8 @@ printf '[containers]\ndefault_ulimits = []\n\n[engine]\ncgroup_manager = "cgroup
 PODMAN=(podman --runtime runc)
 [ -x "$TOOLS/venv/bin/python" ] || python3 -m venv "$TOOLS/venv"
 PY=$TOOLS/venv/bin/python
-"$PY" -c "import grpc, grpc_tools, grpc_health" 2>/dev/null \
-  || "$TOOLS/venv/bin/pip" install --quiet grpcio grpcio-tools grpcio-health-checking
+"$PY" -c "import grpc, grpc_tools, grpc_health, grpc_status" 2>/dev/null \
+  || "$TOOLS/venv/bin/pip" install --quiet grpcio grpcio-tools grpcio-health-checking grpcio-status
 echo "$(podman --version), runc $(runc --version | head -1 | cut -d' ' -f3)"
 
 echo "-- release binary (shared with the soak step)"

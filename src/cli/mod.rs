@@ -34,7 +34,8 @@ enum Command {
     Odds(odds::OddsArgs),
     /// Play many rounds and compare the observed RTP with the exact one.
     Simulate(simulate::SimulateArgs),
-    /// Check a settled round's reveal: the commitment and every card.
+    /// Check a settled round's reveal: the commitment, every card, each seat's money and the
+    /// transcript.
     Verify(fairness::VerifyArgs),
     /// Print a fresh server seed and its commitment, for manual experiments.
     Commit(fairness::CommitArgs),

@@ -1,12 +1,12 @@
 //! What a settled round reveals, and its verification.
 //!
-//! - [`RevealV2`] (`"format":"reddog-reveal-v2"`, what `Settle` returns): the deal's inputs
-//!   and cards, the paytable, every `Decide` call's decisions, each seat's bet, raise, stake
-//!   and return, and the round's transcript hash. Verifying it proves the cards (they follow
-//!   from the committed seed and the inputs), the money (each seat's stake and return follow
-//!   from the cards, the decisions and the paytable by the game core's rules) and the
-//!   transcript (it follows from all of the above). Emitted as compact JSON with the keys in
-//!   the order of `docs/design/round-integrity.md` §3.
+//! - [`RevealV2`] (`"format":"reddog-reveal-v2"`, a round dealt without a rules digest): the
+//!   deal's inputs and cards, the paytable, every `Decide` call's decisions, each seat's bet,
+//!   raise, stake and return, and the round's transcript hash. Verifying it proves the cards
+//!   (they follow from the committed seed and the inputs), the money (each seat's stake and
+//!   return follow from the cards, the decisions and the paytable by the game core's rules)
+//!   and the transcript (it follows from all of the above). Emitted as compact JSON with the
+//!   keys in the order of `docs/design/round-integrity.md` §3.
 //! - Version 3 (`"format":"reddog-reveal-v3"`, what `Settle` returns for a round dealt under
 //!   a rules digest): version 2 plus the table's bet `limits`, its `currency` and the
 //!   `rules_digest` they hash to with the deck count and paytable ([`super::rules`]); its

@@ -1,7 +1,7 @@
 //! Raise policies: which spreads a player raises on.
 //!
 //! A policy only matters on a non-consecutive hand (pairs and consecutive hands offer no
-//! decision). [`Policy`] is what a user names (`optimal`, `never`, `always`,
+//! decision). [`Policy`] is what a user names (`optimal`, `worst`, `never`, `always`,
 //! `raise-at-least:K`); [`RaiseSet`] is the policy resolved for one shoe and paytable, the
 //! form the simulator and the service consult on every hand.
 
