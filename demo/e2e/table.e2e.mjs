@@ -47,6 +47,10 @@ const { CATALOGUES } = await import("../static/i18n.js");
 // not depend on figures).
 const lead = (text) => text.split("{")[0];
 const tail = (text) => text.split("}").pop();
+// The "Checks and reveal" line of seat 0's bet, and the pattern it has in a catalogue's words.
+const seatBetCheckLine = (page) => page.$$eval("#verify-checks li",
+  (lis) => lis.map((li) => li.textContent).find((t) => t.includes("seats[0].bet")));
+const seatBetCheckPattern = (C) => new RegExp(`^✔ seats\\[0\\]\\.bet: ${C.vc_bet.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{\w+\}/g, "\\d+")}$`);
 
 let passed = 0, failed = 0;
 const procs = [];
@@ -757,8 +761,8 @@ async function main() {
         eq(r.verdict, "verified", `round in ${lang}: ${r.verifyText}`);
         // The verifier's own check lines ("Checks and reveal") in the language too: the
         // seat's bet line reads as the catalogue's vc_bet.
-        const betLine = await p.$$eval("#verify-checks li", (lis) => lis.map((li) => li.textContent).find((t) => t.includes("seats[0].bet")));
-        const pattern = new RegExp(`^✔ seats\\[0\\]\\.bet: ${C.vc_bet.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{\w+\}/g, "\\d+")}$`);
+        const betLine = await seatBetCheckLine(p);
+        const pattern = seatBetCheckPattern(C);
         assert(betLine && pattern.test(betLine), `check line in ${lang}: ${betLine} (pattern ${pattern})`);
         if (lang === "ja") {
           // The switcher rewords what is already on screen: the message line (seat 2 opened by
@@ -771,8 +775,8 @@ async function main() {
           eq(await p.textContent("#message"), D.seat_selected.replace("{n}", "2"), "the seat message reworded in German");
           const verifyDe = await p.textContent("#verify");
           assert(verifyDe.startsWith(lead(D.verified)) && !verifyDe.startsWith(lead(C.verified)), `verification reworded in German: ${verifyDe}`);
-          const betDe = await p.$$eval("#verify-checks li", (lis) => lis.map((li) => li.textContent).find((t) => t.includes("seats[0].bet")));
-          const patternDe = new RegExp(`^✔ seats\\[0\\]\\.bet: ${D.vc_bet.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{\w+\}/g, "\\d+")}$`);
+          const betDe = await seatBetCheckLine(p);
+          const patternDe = seatBetCheckPattern(D);
           assert(betDe && patternDe.test(betDe), `check line reworded in German: ${betDe} (pattern ${patternDe})`);
           // The choice is remembered for this player over the browser's language.
           await p.reload();
