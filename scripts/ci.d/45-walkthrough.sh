@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # docs/API.md's walkthrough, executed: every fenced block opened with "```sh walkthrough" is
 # extracted in order and run as one bash script (set -euo pipefail) against the release
-# binary, in a scratch directory where `examples/` and `verify/` point into the repository,
-# with `reddog` and `buf` on PATH and REDDOG_LISTEN set to a free 127.0.0.1 port. The blocks
+# binary, from the repository root as a reader runs it, with `reddog` and `buf` on PATH and
+# REDDOG_LISTEN set to a free 127.0.0.1 port. It runs TWICE in a row (fresh round ids and a
+# scratch directory per run, so the second run must pass as well), then `git status
+# --porcelain` must be as before (empty on a fresh clone): the walkthrough leaves nothing. The blocks
 # check their own answers (`jq -e`, exit statuses), play a fair round of any hand class and
 # sandbox rounds of a spread, a consecutive hand, a pair and three of a kind, and end with
 # `reddog audit-log` over the engine's audit trail (no fork, no peek-then-play, no re-deal).
@@ -34,8 +36,7 @@ fi
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-ln -s "$ROOT/examples" "$WORK/examples"
-ln -s "$ROOT/verify" "$WORK/verify"
+mkdir "$WORK/tmp"   # the walkthrough's own scratch directories (mktemp -d) go here
 
 # Extract the blocks, each announced by a marker line naming its line in the doc. The engine
 # the walkthrough starts (its PID in ENGINE) is stopped when the script ends, however it ends.
@@ -52,27 +53,41 @@ if [ "$BLOCKS" -eq 0 ]; then
   exit 1
 fi
 
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-echo "-- $BLOCKS blocks of $DOC against $BIN_DIR/reddog on 127.0.0.1:$PORT"
-set +e
-(
-  cd "$WORK"
-  export PATH="$BIN_DIR:$TOOLS/buf/node_modules/.bin:$PATH"
-  export REDDOG_LISTEN="127.0.0.1:$PORT" REDDOG_METRICS_LISTEN="127.0.0.1:0"
-  unset REDDOG_KEY_RING REDDOG_KEY_RING_FILE REDDOG_TABLE_CONFIG
-  bash -euo pipefail walkthrough.sh
-) > "$WORK/walkthrough.log" 2>&1
-STATUS=$?
-set -e
-
-REACHED=$(grep -c '^@@ block' "$WORK/walkthrough.log" || true)
-if [ "$STATUS" -eq 0 ] && [ "$REACHED" -eq "$BLOCKS" ]; then
-  sed 's/^/  /' "$WORK/walkthrough.log" | tail -n 25
-  echo "walkthrough: $BLOCKS passed, 0 failed"
+PASS=0; FAIL=0
+BEFORE=$(git status --porcelain 2>/dev/null || true)
+for run in 1 2; do
+  PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  echo "-- run $run: $BLOCKS blocks of $DOC against $BIN_DIR/reddog on 127.0.0.1:$PORT"
+  set +e
+  (
+    export PATH="$BIN_DIR:$TOOLS/buf/node_modules/.bin:$PATH" TMPDIR="$WORK/tmp"
+    export REDDOG_LISTEN="127.0.0.1:$PORT" REDDOG_METRICS_LISTEN="127.0.0.1:0"
+    unset REDDOG_KEY_RING REDDOG_KEY_RING_FILE REDDOG_TABLE_CONFIG
+    bash -euo pipefail "$WORK/walkthrough.sh"
+  ) > "$WORK/walkthrough.log" 2>&1
+  STATUS=$?
+  set -e
+  REACHED=$(grep -c '^@@ block' "$WORK/walkthrough.log" || true)
+  if [ "$STATUS" -eq 0 ] && [ "$REACHED" -eq "$BLOCKS" ]; then
+    sed 's/^/  /' "$WORK/walkthrough.log" | tail -n 12
+    echo "  ok    run $run: $BLOCKS blocks"
+    PASS=$((PASS + BLOCKS))
+  else
+    sed 's/^/  /' "$WORK/walkthrough.log" | tail -n 60
+    for log in "$WORK"/tmp/*/engine.log; do
+      [ -f "$log" ] && { echo "  -- engine.log (last lines)"; tail -n 5 "$log" | cut -c1-300; }
+    done
+    echo "  FAIL  run $run: $(grep '^@@ block' "$WORK/walkthrough.log" | tail -n 1) exited with status $STATUS"
+    PASS=$((PASS + (REACHED > 0 ? REACHED - 1 : 0))); FAIL=$((FAIL + BLOCKS - REACHED + 1))
+  fi
+  rm -rf "${WORK:?}"/tmp/*
+done
+AFTER=$(git status --porcelain 2>/dev/null || true)
+if [ "$AFTER" = "$BEFORE" ]; then
+  PASS=$((PASS + 1)); echo "  ok    git status --porcelain unchanged after two runs${AFTER:+ (the tree had local changes before)}"
 else
-  sed 's/^/  /' "$WORK/walkthrough.log" | tail -n 60
-  [ -f "$WORK/engine.log" ] && { echo "  -- engine.log (last lines)"; tail -n 5 "$WORK/engine.log" | cut -c1-300; }
-  echo "  FAIL  $(grep '^@@ block' "$WORK/walkthrough.log" | tail -n 1) exited with status $STATUS"
-  echo "walkthrough: $((REACHED > 0 ? REACHED - 1 : 0)) passed, $((BLOCKS - REACHED + 1)) failed"
-  exit 1
+  FAIL=$((FAIL + 1)); echo "  FAIL  the walkthrough left files in the repository:"
+  diff <(echo "$BEFORE") <(echo "$AFTER") | sed -n 's/^> /    /p'
 fi
+echo "walkthrough: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

@@ -23,6 +23,7 @@ pub mod check;
 pub mod generate;
 pub mod record;
 pub mod report;
+pub mod round;
 mod spill;
 mod time;
 
@@ -74,6 +75,8 @@ pub struct Options {
     pub temp_dir: Option<PathBuf>,
     /// Keep the round records of this commitment (for `--reveal`).
     pub keep_commitment: Option<String>,
+    /// Keep every record of this round id, whole (for `--round`).
+    pub keep_round: Option<String>,
     /// Check every checkpoint's Ed25519 signature with this public key (the engine's signing
     /// key): a checkpoint without a valid signature is a `checkpoint_signature` finding.
     pub checkpoint_key: Option<[u8; 32]>,
@@ -106,6 +109,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// The round records of [`Options::keep_commitment`].
     pub kept: Vec<RoundFact>,
+    /// The records of [`Options::keep_round`], in the order read.
+    pub round_records: Vec<round::RoundRecord>,
     /// Checkpoint records read.
     pub checkpoints: u64,
     /// Checkpoints whose signature verified with [`Options::checkpoint_key`] (0 without one).
@@ -181,6 +186,12 @@ pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
                 continue;
             };
             report.records += 1;
+            if opts.keep_round.is_some() && opts.keep_round.as_deref() == scan.round_id.as_deref() {
+                report.round_records.push(round::RoundRecord {
+                    source: format!("{}:{line_no}", input.name),
+                    record: serde_json::from_slice(&line).unwrap_or_default(),
+                });
+            }
             if let Some(t) = parse_timestamp(at) {
                 newest = newest.max(Some(t));
             }

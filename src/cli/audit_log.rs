@@ -2,9 +2,10 @@
 //! number of replicas, in any order ([`reddog::audit`]): chain gaps, edits and reordering;
 //! commitment reuse, forks, peek then play, rounds re-dealt; with `--open-rounds`, rounds
 //! never settled; with `--reveal FILE`, one disputed reveal against the logged transcripts;
-//! with `--public-key HEX`, every checkpoint's signature (else the report says it did not).
-//! Exit status 0: nothing found; 1: something found; 2: a file could not be read, or the
-//! input holds no audit record at all.
+//! with `--public-key HEX`, every checkpoint's signature (else the report says it did not);
+//! with `--round ID`, one round: its records in transcript order, state, money and findings.
+//! Exit status 0: nothing found; 1: something found (`--round`: a finding of that round, or
+//! no record of it); 2: a file could not be read, or the input holds no audit record at all.
 //!
 //! `reddog audit-gen` (hidden) writes generated trails for tests and benchmarks
 //! ([`reddog::audit::generate`]).
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use reddog::audit::generate;
-use reddog::audit::{self, Finding, Kind, Mode, Options, Report, Step};
+use reddog::audit::{self, Finding, Kind, Mode, Options, Report, Step, round};
 use reddog::fairness::{AnyReveal, parse_reveal};
 
 #[derive(Debug, clap::Args)]
@@ -37,8 +38,12 @@ pub struct AuditLogArgs {
     #[arg(long, value_name = "DURATION", value_parser = audit::parse_duration, requires = "open_rounds")]
     pub older_than: Option<Duration>,
     /// Check this disputed reveal against the logged transcripts of its commitment.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "round")]
     pub reveal: Option<PathBuf>,
+    /// Print one round: every record of this round id across the replicas in transcript
+    /// order, its state (settled, open, abandoned), its money and its findings.
+    #[arg(long, value_name = "ROUND_ID")]
+    pub round: Option<String>,
     #[command(flatten)]
     pub partitioning: PartitionArgs,
     /// The engine's public signing key (64 hex, `reddog keygen --public`): verify every
@@ -102,10 +107,11 @@ pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
     });
     let opts = Options {
         mode: args.partitioning.mode(),
-        open_rounds: args.open_rounds,
+        open_rounds: args.open_rounds || args.round.is_some(),
         older_than: args.older_than,
         temp_dir: args.partitioning.temp_dir.clone(),
         keep_commitment,
+        keep_round: args.round.clone(),
         checkpoint_key,
     };
     let inputs = match audit::open_files(&args.files) {
@@ -130,9 +136,10 @@ pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let mut out = io::stdout().lock();
-    let code = match &reveal {
-        Some(r) => reveal_report(&mut out, &report, r, args.json)?,
-        None => full_report(&mut out, &report, args.json, checkpoint_key.is_some())?,
+    let code = match (&reveal, &args.round) {
+        (Some(r), _) => reveal_report(&mut out, &report, r, args.json)?,
+        (None, Some(id)) => round_report(&mut out, report, id, args.json)?,
+        (None, None) => full_report(&mut out, &report, args.json, checkpoint_key.is_some())?,
     };
     out.flush()?;
     Ok(ExitCode::from(code))
@@ -208,6 +215,42 @@ fn line(f: &Finding) -> String {
         _ => String::new(),
     };
     format!("{:<17} {place}: {}", f.kind.name(), f.detail)
+}
+
+fn round_report(out: &mut impl Write, report: Report, round_id: &str, json: bool) -> io::Result<u8> {
+    let Some(view) = round::view(round_id, report.round_records, &report.findings) else {
+        eprintln!("audit-log: round {round_id:?}: no record of this round id in the {} record(s) read", report.records);
+        return Ok(1);
+    };
+    if json {
+        serde_json::to_writer(&mut *out, &view)?;
+        writeln!(out)?;
+    } else {
+        let m = &view.money;
+        let state = match view.state {
+            round::State::Settled => "settled",
+            round::State::Open => "open: dealt, never settled (settle its newest token)",
+            round::State::Abandoned => "abandoned: committed, never dealt (nothing staked at the engine)",
+        };
+        writeln!(out, "round {}: {state}", view.round_id)?;
+        let currency = match (&m.currency, m.exponent) {
+            (Some(c), Some(e)) => format!("{c} (exponent {e})"),
+            _ => "?".into(),
+        };
+        writeln!(out, "table {} currency {currency}", m.table_id.as_deref().unwrap_or("?"))?;
+        let bets: Vec<String> = m.bets.iter().map(u64::to_string).collect();
+        let returned = m.returned.map_or_else(|| "-".to_owned(), |r| r.to_string());
+        writeln!(out, "money: bets {} raised {} staked {} returned {returned}", bets.join(","), m.raised, m.staked)?;
+        writeln!(out, "records: {}", view.records.len())?;
+        for r in &view.records {
+            writeln!(out, "  {}", round::record_line(r))?;
+        }
+        for f in &view.findings {
+            writeln!(out, "{}", line(f))?;
+        }
+        writeln!(out, "findings: {}", view.findings.len())?;
+    }
+    Ok(u8::from(!view.findings.is_empty()))
 }
 
 fn reveal_report(out: &mut impl Write, report: &Report, reveal: &AnyReveal, json: bool) -> io::Result<u8> {

@@ -264,3 +264,99 @@ fn a_disputed_reveal_is_checked_against_the_logged_transcripts() {
     assert_eq!(v["transcript_settled"], true);
     assert_eq!(v["findings"][0]["kind"], "peek_then_play");
 }
+
+/// Every record of `round_id` in `files`, as JSON values.
+fn records_of(files: &[PathBuf], round_id: &str) -> Vec<serde_json::Value> {
+    files
+        .iter()
+        .flat_map(|f| lines(f))
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
+        .filter(|v| v["round_id"] == round_id)
+        .collect()
+}
+
+fn round(id: &str, files: &[PathBuf]) -> (Option<i32>, serde_json::Value) {
+    let run = audit_log(&["--json", "--round", id], files);
+    let v = serde_json::from_str(&run.stdout).unwrap_or(serde_json::Value::Null);
+    (run.code, v)
+}
+
+#[test]
+fn one_round_is_printed_with_every_record_its_state_money_and_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, summary) = trail(dir.path(), opts(200, 3, 1, 31));
+    // A settled round that was decided: every record of it across the replicas, in
+    // transcript order (commitment, deal, decisions by step, settlement), and its money.
+    let all: Vec<serde_json::Value> = files
+        .iter()
+        .flat_map(|f| lines(f))
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
+        .collect();
+    let decided =
+        all.iter().find(|v| v["event"] == "seats_decided" && v["round_id"].as_str().unwrap().starts_with("r-"));
+    let id = decided.expect("a decided honest round")["round_id"].as_str().unwrap().to_owned();
+    let logged = records_of(&files, &id);
+    let (code, v) = round(&id, &files);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["round_id"], id.as_str());
+    assert_eq!(v["state"], "settled");
+    let printed: Vec<&serde_json::Value> = v["records"].as_array().unwrap().iter().map(|r| &r["record"]).collect();
+    assert_eq!(printed.len(), logged.len());
+    assert!(logged.iter().all(|l| printed.contains(&l)), "every logged record is printed");
+    let events: Vec<&str> = printed.iter().map(|r| r["event"].as_str().unwrap()).collect();
+    assert_eq!(events.first(), Some(&"seed_committed"), "{events:?}");
+    assert_eq!(events.last(), Some(&"round_settled"), "{events:?}");
+    let steps: Vec<u64> = printed.iter().map(|r| r["step"].as_u64().unwrap_or(0)).collect();
+    assert!(steps.windows(2).all(|w| w[0] <= w[1]), "transcript order: {steps:?}");
+    let settled = logged.iter().find(|l| l["event"] == "round_settled").unwrap();
+    let started = logged.iter().find(|l| l["event"] == "round_started").unwrap();
+    let m = &v["money"];
+    assert_eq!(m["staked"], settled["total_staked"]);
+    assert_eq!(m["returned"], settled["total_returned"]);
+    assert_eq!(m["currency"], started["currency"]);
+    assert_eq!(m["table_id"], started["table_id"]);
+    assert_eq!(m["bets"], started["bets"]);
+    assert_eq!(m["raised"], decided.unwrap()["raised_amount"]);
+    assert_eq!(v["findings"].as_array().map(Vec::len), Some(0));
+    // The text form says the same.
+    let text = audit_log(&["--round", &id], &files);
+    assert_eq!(text.code, Some(0));
+    assert!(text.stdout.starts_with(&format!("round {id}: settled\n")), "{}", text.stdout);
+    assert!(
+        text.stdout.contains(&format!("staked {} returned {}", settled["total_staked"], settled["total_returned"]))
+    );
+    assert_eq!(text.stdout.matches(" replica ").count(), logged.len(), "{}", text.stdout);
+
+    // A planted open round is open, and its finding says so; a fork's round shows the fork.
+    for (kind, state) in [(Kind::OpenRound, "open"), (Kind::Fork, "settled"), (Kind::PeekThenPlay, "settled")] {
+        let planted = summary.expected.iter().find(|e| e.kind == kind).unwrap();
+        let (code, v) = round(&planted.round_id, &files);
+        assert_eq!(code, Some(1), "{kind:?}: {v}");
+        assert_eq!(v["state"], state, "{kind:?}");
+        assert!(v["findings"].as_array().unwrap().iter().any(|f| f["kind"] == kind.name()), "{v}");
+    }
+}
+
+#[test]
+fn a_round_committed_and_never_dealt_is_abandoned_and_an_unknown_id_is_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, _) = trail(dir.path(), opts(50, 1, 0, 32));
+    let mut l = lines(&files[0]);
+    let id = "r-000000007";
+    let before = l.len();
+    l.retain(|line| !line.contains(&format!("\"round_id\":\"{id}\"")) || line.contains("\"seed_committed\""));
+    let commits = l.iter().filter(|line| line.contains(&format!("\"round_id\":\"{id}\""))).count();
+    assert!(l.len() < before && commits > 0);
+    write_lines(&files[0], &l);
+    let (code, v) = round(id, &files);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["state"], "abandoned");
+    assert_eq!(v["records"].as_array().map(Vec::len), Some(commits));
+    assert_eq!(v["money"]["staked"], 0);
+    assert!(v["money"]["returned"].is_null());
+
+    let unknown = audit_log(&["--round", "no-such-round"], &files);
+    assert_eq!(unknown.code, Some(1));
+    assert!(unknown.stdout.is_empty(), "{}", unknown.stdout);
+    assert!(unknown.stderr.contains("\"no-such-round\": no record of this round id"), "{}", unknown.stderr);
+}
