@@ -175,6 +175,11 @@ pub struct Difference {
     /// `round_settled_more_than_once`, `ledger_row_repeated`.
     pub kind: &'static str,
     pub round_id: String,
+    /// The round's table and currency, when the trails settled it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seat: Option<u32>,
     /// What the audit trail says (staked, returned), when it has the seat.
@@ -485,6 +490,8 @@ impl Accumulated {
                         self.differences.push(Difference {
                             kind: "ledger_row_repeated",
                             round_id: l.round_id,
+                            table_id: None,
+                            currency: None,
                             seat: Some(l.seat),
                             audit: None,
                             ledger: Some(*first),
@@ -541,36 +548,51 @@ impl Accumulated {
         audit: &BTreeMap<&str, Vec<&Settled>>,
         ledger: &BTreeMap<String, BTreeMap<u32, LedgerAmounts>>,
     ) {
-        let diff = |kind, round_id: &str, seat, audit, ledger| Difference {
+        let none = None::<&RowKey>;
+        let diff = |kind, round_id: &str, key: Option<&RowKey>, seat, audit, ledger| Difference {
             kind,
             round_id: round_id.to_string(),
+            table_id: key.map(|k| k.table_id.clone()),
+            currency: key.map(|k| k.currency.clone()),
             seat,
             audit,
             ledger,
         };
         for (&round_id, settlements) in audit {
             self.rounds_compared += 1;
+            // The earliest settlement is the one compared; a second one is reported.
+            let Some(s) = settlements.iter().min_by_key(|s| s.at) else { continue };
+            let key = Some(&s.key);
             if settlements.len() > 1 {
-                self.differences.push(diff("round_settled_more_than_once", round_id, None, None, None));
+                self.differences.push(diff("round_settled_more_than_once", round_id, key, None, None, None));
             }
             let Some(ledger_seats) = ledger.get(round_id) else {
-                self.differences.push(diff("round_missing_in_ledger", round_id, None, None, None));
+                // Every seat the engine settled and the ledger never booked, with its amounts.
+                for (seat, &(staked, credited)) in s.seats.iter().enumerate() {
+                    let seat = u32::try_from(seat).unwrap_or(u32::MAX);
+                    let ours = Some(LedgerAmounts { staked, credited });
+                    self.differences.push(diff("round_missing_in_ledger", round_id, key, Some(seat), ours, None));
+                }
                 continue;
             };
-            // The earliest settlement is the one compared; a second one is reported above.
-            let Some(s) = settlements.iter().min_by_key(|s| s.at) else { continue };
             for (seat, &(stake, returned)) in s.seats.iter().enumerate() {
                 let seat = u32::try_from(seat).unwrap_or(u32::MAX);
                 let ours = LedgerAmounts { staked: stake, credited: returned };
                 match ledger_seats.get(&seat) {
-                    None => {
-                        self.differences.push(diff("seat_missing_in_ledger", round_id, Some(seat), Some(ours), None))
-                    }
+                    None => self.differences.push(diff(
+                        "seat_missing_in_ledger",
+                        round_id,
+                        key,
+                        Some(seat),
+                        Some(ours),
+                        None,
+                    )),
                     Some(theirs) => {
                         if theirs.staked != ours.staked {
                             self.differences.push(diff(
                                 "staked_differs",
                                 round_id,
+                                key,
                                 Some(seat),
                                 Some(ours),
                                 Some(*theirs),
@@ -580,6 +602,7 @@ impl Accumulated {
                             self.differences.push(diff(
                                 "credited_differs",
                                 round_id,
+                                key,
                                 Some(seat),
                                 Some(ours),
                                 Some(*theirs),
@@ -589,14 +612,21 @@ impl Accumulated {
                 }
             }
             for (&seat, theirs) in ledger_seats.range(u32::try_from(s.seats.len()).unwrap_or(u32::MAX)..) {
-                self.differences.push(diff("seat_missing_in_audit", round_id, Some(seat), None, Some(*theirs)));
+                self.differences.push(diff("seat_missing_in_audit", round_id, key, Some(seat), None, Some(*theirs)));
             }
         }
         for (round_id, seats) in ledger {
             if !audit.contains_key(round_id.as_str()) {
                 self.rounds_compared += 1;
                 for (&seat, theirs) in seats {
-                    self.differences.push(diff("round_missing_in_audit", round_id, Some(seat), None, Some(*theirs)));
+                    self.differences.push(diff(
+                        "round_missing_in_audit",
+                        round_id,
+                        none,
+                        Some(seat),
+                        None,
+                        Some(*theirs),
+                    ));
                 }
             }
         }
@@ -935,9 +965,11 @@ mod tests {
         let ledger = "round_id,seat,staked,credited\nr-1,0,100,300\nr-1,1,100,30\nr-9,0,500,0\n";
         let rep = run(&two_rounds(), Some(ledger), Mode::InMemory).unwrap();
         let diffs = rep.differences.unwrap();
-        let d = |kind, round_id: &str, seat, audit, ledger| Difference {
+        let d = |kind, round_id: &str, table: Option<&str>, seat, audit, ledger| Difference {
             kind,
             round_id: round_id.into(),
+            table_id: table.map(str::to_owned),
+            currency: table.map(|_| "EUR".to_owned()),
             seat,
             audit,
             ledger,
@@ -945,9 +977,9 @@ mod tests {
         assert_eq!(
             diffs,
             [
-                d("credited_differs", "r-1", Some(1), amounts(100, 300), amounts(100, 30)),
-                d("round_missing_in_audit", "r-9", Some(0), None, amounts(500, 0)),
-                d("round_missing_in_ledger", "r,2", None, None, None),
+                d("credited_differs", "r-1", Some("t1"), Some(1), amounts(100, 300), amounts(100, 30)),
+                d("round_missing_in_audit", "r-9", None, Some(0), None, amounts(500, 0)),
+                d("round_missing_in_ledger", "r,2", Some("t1"), Some(0), amounts(100, 0), None),
             ]
         );
         // A seat the ledger lacks, one it adds, a stake that differs.

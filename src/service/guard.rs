@@ -80,7 +80,11 @@ pub fn timed_out(limit: Duration) -> Status {
 pub fn too_large(limit: usize) -> Status {
     let mut d =
         ErrorDetails::with_quota_failure_violation("request", format!("a request message is at most {limit} bytes"));
-    d.set_error_info("REQUEST_TOO_LARGE", ERROR_DOMAIN, [("limit_bytes".to_string(), limit.to_string())]);
+    d.set_error_info(
+        "REQUEST_TOO_LARGE",
+        ERROR_DOMAIN,
+        [("field".to_string(), "request".to_string()), ("limit_bytes".to_string(), limit.to_string())],
+    );
     Status::with_error_details(
         Code::ResourceExhausted,
         format!("the request message is over the {limit}-byte limit"),

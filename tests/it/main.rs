@@ -13,6 +13,7 @@ mod certify;
 mod cli_json;
 mod dishonest_platform;
 mod drain;
+mod error_table;
 mod fairness_cli;
 mod fairness_stats;
 mod fairness_vectors;

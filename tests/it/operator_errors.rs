@@ -27,6 +27,13 @@ fn serve_with(extra: &[&str], env: &[(&str, &str)]) -> String {
     text
 }
 
+/// The line of docs/OPERATIONS.md's start-up errors that starts with `start`: the binary
+/// must print it as written.
+fn documented(start: &str) -> String {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/OPERATIONS.md")).unwrap();
+    doc.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("OPERATIONS.md shows no {start:?}")).to_owned()
+}
+
 #[test]
 fn a_table_with_min_bet_above_max_bet_says_so_and_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -35,6 +42,8 @@ fn a_table_with_min_bet_above_max_bet_says_so_and_names_the_file() {
     let text = serve_with(&["--table-config", path.to_str().unwrap()], &[]);
     assert!(text.contains("high-limits.json"), "{text}");
     assert!(text.contains("max_bet 100 is less than min_bet 50000"), "{text}");
+    let shown = documented("Error: --table-config: high-limits.json:");
+    assert!(text.contains(&shown.replace("high-limits.json", path.to_str().unwrap())), "{text}\n{shown}");
 }
 
 #[test]
@@ -44,6 +53,8 @@ fn a_table_with_zero_decks_names_the_file() {
     std::fs::write(&path, r#"{"decks":0}"#).unwrap();
     let text = serve_with(&["--table-config", path.to_str().unwrap()], &[]);
     assert!(text.contains("zero-decks.json") && text.contains("decks"), "{text}");
+    let shown = documented("Error: --table-config: zero-decks.json:");
+    assert!(text.contains(&shown.replace("zero-decks.json", path.to_str().unwrap())), "{text}\n{shown}");
 }
 
 #[test]

@@ -333,6 +333,10 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
     let status = raw_call(ch.clone(), COMMIT, big).await.unwrap_err();
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
     assert_eq!(error_reason(&status), "REQUEST_TOO_LARGE");
+    let details = status.get_error_details();
+    let info = details.error_info().unwrap();
+    assert_eq!(info.metadata.get("field").map(String::as_str), Some("request"), "{info:?}");
+    assert_eq!(info.metadata.get("limit_bytes").map(String::as_str), Some("65536"), "{info:?}");
     eprintln!(
         "bad input: CommitSeed 70,000-byte round_id -> {:?} reason={} message={:?}",
         status.code(),
