@@ -361,6 +361,41 @@ def play_round(stub, pb, rules, platform, rng, sandbox_cards, verifier):
     return ok and checked, cls, line
 
 
+def refused_decide_rolls_back(stub, pb, rules, platform, rng):
+    """A Decide refused for good (here: one seat twice, DUPLICATE_SEAT) after its raise was
+    debited: the raise is rolled back and the round settled as it stands. Returns failures."""
+    for _ in range(20):  # until a deal that asks for decisions
+        round_id = "py-" + str(uuid.uuid4())
+        nonce = rng.randrange(1 << 63)
+        committed = call(stub.CommitSeed, pb.CommitSeedRequest(round_id=round_id, nonce=nonce, table_id=rules.table_id))
+        bet = rules.table_limits.min_bet
+        platform.new_round(round_id, pb.StartRoundRequest(
+            commitment_token=committed.commitment_token, client_seed="refused decide", nonce=nonce,
+            round_id=round_id, seats=[pb.SeatBet(bet=bet)], table_id=rules.table_id,
+            player_limits=pb.Limits(min_bet=bet, max_bet=rules.table_limits.max_bet),
+            sandbox_cards=SANDBOX_DEALS[0] if rules.sandbox else []))
+        platform.step(round_id, "bets_debited", [(0, "bet", -bet)])
+        state, start, _, _, _, _ = platform.round(round_id)
+        started = call(stub.StartRound, pb.StartRoundRequest.FromString(start))
+        platform.step(round_id, "dealt", token=started.round_token, awaiting=int(started.round.awaiting_decisions),
+                      started=started.SerializeToString())
+        if not started.round.awaiting_decisions:
+            advance(stub, pb, platform, round_id)
+            continue
+        twice = pb.DecideRequest(round_token=started.round_token, round_id=round_id,
+                                 decisions=[pb.SeatDecision(seat=0, action=pb.ACTION_RAISE)] * 2)
+        platform.step(round_id, "raises_debited", [(0, "raise", -bet)], decide_request=twice.SerializeToString())
+        settled = advance(stub, pb, platform, round_id)
+        moves = dict(platform.db.execute("SELECT kind, amount FROM wallet WHERE round_id = ?", (round_id,)))
+        ok = settled is not None and settled.total_staked == bet and moves.get("raise-rollback") == bet \
+            and sum(moves.values()) == settled.total_returned - bet
+        print("%s  a refused Decide: raise %d rolled back, settled staked %d returned %d  %s" % (
+            round_id[:11], bet, settled.total_staked, settled.total_returned, "ok" if ok else "FAILED"))
+        return 0 if ok else 1
+    print("FAILED: no deal asked for decisions in 20 rounds")
+    return 1
+
+
 def sweep(stub, pb, platform, trails, reddog):
     """Finishes every round of the platform's own that is not settled or void (the list to
     work through); with `trails`, cross-checks that every round the engine's audit trails show
@@ -426,8 +461,6 @@ def play(stub, pb, args):
         classes[cls] = classes.get(cls, 0) + 1
         print(line)
         failures += 0 if ok else 1
-    if args.ledger:
-        export_ledger(platform, args.ledger)
     # A commitment serves only the round it was made for.
     round_id = "py-" + str(uuid.uuid4())
     committed = call(stub.CommitSeed, pb.CommitSeedRequest(round_id=round_id, nonce=1, table_id=rules.table_id))
@@ -442,6 +475,7 @@ def play(stub, pb, args):
         if e.code() != grpc.StatusCode.FAILED_PRECONDITION:
             print("FAILED: another nonce gave %s" % e.code())
             failures += 1
+    failures += refused_decide_rolls_back(stub, pb, rules, platform, rng)
     # A tampered token is refused with INVALID_ARGUMENT.
     try:
         call(stub.Settle, pb.SettleRequest(round_token=b"\x01r\x01a" + b"\x00" * 40))
@@ -456,6 +490,8 @@ def play(stub, pb, args):
         if any(classes.get(k, 0) < n for k, n in wanted.items()):
             print("FAILED: not every hand class was reached: %s" % classes)
             failures += 1
+    if args.ledger:
+        export_ledger(platform, args.ledger)
     hanging = platform.hanging()
     if hanging:
         print("FAILED: %d round(s) with stakes hanging" % hanging)
