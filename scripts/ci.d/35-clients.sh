@@ -7,6 +7,8 @@
 #     SIGKILLed at random steps 20 times and re-run on one SQLite platform file; then no
 #     stake hangs, `reddog report --reconcile` finds the ledger equal to the trails and
 #     `reddog audit-log` finds nothing;
+#   - the Node client killed twice mid-run on one state journal, then its sweeper: no stake
+#     hangs and the engine's trail shows no round open the client did not void;
 #   - `buf generate` with buf.gen.yaml: Go (protoc-gen-go, protoc-gen-go-grpc from Debian),
 #     Java (protoc's java + grpc-java's plugin from Debian) and TypeScript (ts-proto from npm)
 #     stubs are generated offline; the TypeScript ones type-check with tsc --strict.
@@ -101,6 +103,20 @@ else
     ok "node client at the sandbox table: $(grep '^hand classes' "$WORK/node-sandbox.log"); every sandbox reveal refused by verify.py"
   else
     bad "node client at the sandbox table"; tail -15 "$WORK/node-sandbox.log"
+  fi
+  # The Node client's state in a journal: killed twice mid-run, restarted (it sweeps at
+  # start), then its sweeper alone cross-checks with the engine's trail: no stake hangs.
+  for t in 0.8 1.6; do
+    node examples/node/client.js --target "$ADDR" --rounds 40 --state "$WORK/node-state.jsonl" \
+      --verifier "$ROOT/verify/verify.py" >"$WORK/node-killed.log" 2>&1 & NODE=$!
+    sleep "$t"; kill -KILL "$NODE" 2>/dev/null || true; wait "$NODE" 2>/dev/null || true
+  done
+  if node examples/node/client.js --target "$ADDR" --state "$WORK/node-state.jsonl" --sweep \
+      --audit-trail "$WORK/audit.jsonl" --reddog "$ROOT/target/debug/reddog" >"$WORK/node-sweep.log" 2>&1 \
+      && grep -q '^hanging stakes: 0$' "$WORK/node-sweep.log"; then
+    ok "node client killed twice mid-run: $(grep -c '"state":"settled"' "$WORK/node-state.jsonl") settle steps journalled, 0 stakes hanging, no open round in the trail"
+  else
+    bad "node client sweep after kills"; tail -15 "$WORK/node-sweep.log"
   fi
   # Reflection also describes google.rpc's detail types, so generic tools decode them.
   "$TOOLS/grpcurl-venv/bin/grpcurl" -plaintext -d '{"round_token":"AXIDZGV2"}' "$ADDR" reddog.v1.RedDog/Settle \
