@@ -346,12 +346,12 @@ fn reconciliation(out: &mut impl Write, rep: &Report, diffs: &[Difference], json
     for d in diffs {
         let seat = d.seat.map(|s| format!(" seat {s}")).unwrap_or_default();
         let table = match (&d.table_id, &d.currency) {
-            (Some(t), Some(c)) => format!(" table {t} {c}"),
+            (Some(t), Some(c)) => format!(" (table {t}, {c})"),
             _ => String::new(),
         };
         writeln!(
             out,
-            "{:<29} round {:?}{table}{seat}: audit {}; ledger {}",
+            "{:<29} round {:?}{seat}{table}: audit {}; ledger {}",
             d.kind,
             d.round_id,
             amounts(d.audit),
