@@ -1,7 +1,8 @@
 //! docs/INTEGRATION.md's error table cannot drift from the code: every `ErrorInfo.reason`,
 //! `PreconditionFailure` violation type and `ErrorInfo` metadata key the service can answer
 //! with (collected from the sources of `src/service/`) is named in the doc's "Errors" section,
-//! and every reason the doc's table lists is one the code answers with.
+//! and every reason the doc's table lists is one the code answers with; the proto's header
+//! comment names every reason a request can meet.
 
 use std::collections::BTreeSet;
 
@@ -94,6 +95,15 @@ fn the_error_table_names_every_reason_violation_type_and_metadata_key_of_the_cod
     let stale: Vec<&String> =
         table.iter().filter(|r| !from_code.contains(*r) && !STATUS_CODES.contains(&r.as_str())).collect();
     assert!(stale.is_empty(), "in INTEGRATION.md's error table, answered by no code: {stale:?}");
+
+    // The proto's header comment lists the reasons a request can meet (not the four that only
+    // a bad configuration reaches).
+    let proto = read("proto/reddog/v1/reddog.proto");
+    let header = proto.split("syntax = ").next().unwrap();
+    let config_only = ["INVALID_VALUE", "VALUE_OUT_OF_RANGE", "TABLE_TOO_LARGE", "ROUND_NOT_COMPLETE"];
+    let missing: Vec<&String> =
+        from_code.iter().filter(|r| !config_only.contains(&r.as_str()) && !header.contains(r.as_str())).collect();
+    assert!(missing.is_empty(), "answered by the code, not in the proto's header comment: {missing:?}");
 
     assert!(
         ["field", "min", "max", "limit_bytes", "timeout_ms", "cause"].iter().all(|k| keys.contains(*k)),
