@@ -36,6 +36,8 @@ pub struct Money {
     pub table_id: Option<String>,
     pub currency: Option<String>,
     pub exponent: Option<u64>,
+    /// A sandbox round (dealt from requested cards at a test table): never a fair round.
+    pub sandbox: bool,
     /// The seats' bets (`round_started`).
     pub bets: Vec<u64>,
     /// The raises of the logged Decides (one per transcript, retries counted once).
@@ -114,6 +116,7 @@ pub fn view(round_id: &str, mut records: Vec<RoundRecord>, findings: &[Finding])
         table_id: text(first, "table_id"),
         currency: text(started.or(settled), "currency"),
         exponent: started.or(settled).and_then(|v| v["exponent"].as_u64()),
+        sandbox: records.iter().any(|r| r.record["sandbox"] == true),
         staked: settled
             .and_then(|v| v["total_staked"].as_u64())
             .unwrap_or_else(|| sum(bets.iter().copied()).saturating_add(raised)),

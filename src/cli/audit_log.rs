@@ -237,7 +237,8 @@ fn round_report(out: &mut impl Write, report: Report, round_id: &str, json: bool
             (Some(c), Some(e)) => format!("{c} (exponent {e})"),
             _ => "?".into(),
         };
-        writeln!(out, "table {} currency {currency}", m.table_id.as_deref().unwrap_or("?"))?;
+        let sandbox = if m.sandbox { ", a sandbox round (requested cards, never a fair round)" } else { "" };
+        writeln!(out, "table {} currency {currency}{sandbox}", m.table_id.as_deref().unwrap_or("?"))?;
         let bets: Vec<String> = m.bets.iter().map(u64::to_string).collect();
         let returned = m.returned.map_or_else(|| "-".to_owned(), |r| r.to_string());
         writeln!(out, "money: bets {} raised {} staked {} returned {returned}", bets.join(","), m.raised, m.staked)?;

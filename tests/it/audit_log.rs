@@ -317,6 +317,7 @@ fn one_round_is_printed_with_every_record_its_state_money_and_findings() {
     assert_eq!(m["table_id"], started["table_id"]);
     assert_eq!(m["bets"], started["bets"]);
     assert_eq!(m["raised"], decided.unwrap()["raised_amount"]);
+    assert_eq!(m["sandbox"], false);
     assert_eq!(v["findings"].as_array().map(Vec::len), Some(0));
     // The text form says the same.
     let text = audit_log(&["--round", &id], &files);
