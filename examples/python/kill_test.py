@@ -22,6 +22,7 @@ M failed"; exit 1 on any failure.
 import argparse
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -132,6 +133,8 @@ def main():
     check("reddog audit-log: no finding over %d engine runs" % engine.starts, log.returncode == 0, log.stdout + log.stderr)
     print("kill test: runs %s" % kinds)
     print("kill test: %d passed, %d failed" % (passed, failed))
+    if not failed:
+        shutil.rmtree(work)  # kept on a failure, to look at
     return 1 if failed else 0
 
 
