@@ -50,6 +50,7 @@ import csv
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -77,7 +78,8 @@ SANDBOX_DEALS = [["2c", RANKS[spread + 1] + "d", "3h"] for spread in range(1, 12
 
 
 def load_stubs(proto_dir):
-    """Generates reddog/v1/reddog_pb2{,_grpc}.py into a temp dir and imports them."""
+    """Generates reddog/v1/reddog_pb2{,_grpc}.py into a temp dir, imports them, and removes
+    the directory (the modules stay loaded)."""
     out = tempfile.mkdtemp(prefix="reddog-stubs-")
     grpc_tools_include = os.path.join(os.path.dirname(protoc.__file__), "_proto")
     args = ["protoc", "-I", proto_dir, "-I", grpc_tools_include, "--python_out=" + out,
@@ -86,6 +88,8 @@ def load_stubs(proto_dir):
         raise SystemExit("protoc failed to generate the stubs")
     sys.path.insert(0, out)
     from reddog.v1 import reddog_pb2, reddog_pb2_grpc  # noqa: E402  (generated above)
+    sys.path.remove(out)
+    shutil.rmtree(out, ignore_errors=True)
     return reddog_pb2, reddog_pb2_grpc
 
 
