@@ -94,7 +94,7 @@ def main():
     db = os.path.join(work, "platform.sqlite")
     client = [a.python, os.path.join(HERE, "reddog_client.py"), "--target", "127.0.0.1:%d" % engine.port, "--db", db]
     print("-- kill test: %d runs, seed %d, in %s" % (a.kills, seed, work))
-    kinds, swept = {}, 0
+    kinds, swept, hit = {}, 0, {}
     for run in range(1, a.kills + 1):
         kind = rng.choice(["client", "engine", "both"])
         kinds[kind] = kinds.get(kind, 0) + 1
@@ -111,6 +111,10 @@ def main():
         # Killed, refused for want of an engine, or finished: any of those; never a bug.
         if "Traceback" in out or "FAILED" in out:
             check("run %d (%s): the example failed otherwise than by the kill" % (run, kind), False, out)
+        for line in out.splitlines():
+            if line.startswith("crash: killed after "):
+                where = line[len("crash: killed after "):]
+                hit[where] = hit.get(where, 0) + 1
         finished = sum(int(line.split()[1]) for line in out.splitlines() if line.endswith("problem(s)"))
         swept += finished
         print("  run %2d %-6s exit %4s: %d round(s) left by the last run finished by the sweeper, %d played" % (
@@ -132,6 +136,7 @@ def main():
     log = subprocess.run([a.reddog, "audit-log", *engine.trails()], capture_output=True, text=True)
     check("reddog audit-log: no finding over %d engine runs" % engine.starts, log.returncode == 0, log.stdout + log.stderr)
     print("kill test: runs %s" % kinds)
+    print("kill test: the example killed itself after: %s" % "; ".join("%s (%d)" % kv for kv in sorted(hit.items())))
     print("kill test: %d passed, %d failed" % (passed, failed))
     if not failed:
         shutil.rmtree(work)  # kept on a failure, to look at

@@ -131,11 +131,12 @@ def call(method, request, attempts=6, timeout=5):
 CRASH = {"after": 0, "steps": 0}
 
 
-def step_boundary():
+def step_boundary(where):
     """A point between two steps (a call answered and not yet stored; a wallet write done):
     with --crash-after N the process is killed here at the Nth one, as a crash would."""
     CRASH["steps"] += 1
     if CRASH["after"] and CRASH["steps"] >= CRASH["after"]:
+        print("crash: killed after %s" % where, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -175,12 +176,12 @@ class Platform:
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
-        step_boundary()
+        step_boundary("%s stored%s" % (state, " with its wallet moves" if moves else ""))
 
     def new_round(self, round_id, start_request):
         self.db.execute("INSERT INTO rounds (round_id, state, start_request) VALUES (?, 'committed', ?)",
                         (round_id, start_request.SerializeToString()))
-        step_boundary()
+        step_boundary("the round stored, nothing debited")
 
     def round(self, round_id):
         return self.db.execute("SELECT state, start_request, token, awaiting, decide_request, started FROM rounds "
@@ -279,7 +280,7 @@ def advance(stub, pb, platform, round_id, decide=None):
             except grpc.RpcError:  # refused for good: the round never dealt
                 platform.step(round_id, "void", [(i, "rollback", b) for i, b in enumerate(bets)])
                 continue
-            step_boundary()
+            step_boundary("StartRound answered, the answer not stored")
             platform.step(round_id, "dealt", token=started.round_token, awaiting=int(started.round.awaiting_decisions),
                           started=started.SerializeToString())
         elif state == "dealt" and awaiting and decide is not None:
@@ -297,13 +298,13 @@ def advance(stub, pb, platform, round_id, decide=None):
             except grpc.RpcError:  # refused for good: roll the raises back, settle as it stands
                 platform.step(round_id, "dealt", raised, awaiting=0)
                 continue
-            step_boundary()
+            step_boundary("Decide answered, the answer not stored")
             if decided.raised_amount != sum(a for _, _, a in raised):
                 raise RuntimeError("%s: raised_amount %d is not the raises debited" % (round_id, decided.raised_amount))
             platform.step(round_id, "decided", token=decided.round_token)
         elif state in ("dealt", "decided"):
             settled = call(stub.Settle, pb.SettleRequest(round_token=token, round_id=round_id))
-            step_boundary()
+            step_boundary("Settle answered, nothing credited")
             platform.step(round_id, "settled", [(r.seat, "credit", r.returned) for r in settled.results],
                           settle_response=settled.SerializeToString())
             return settled
@@ -320,7 +321,7 @@ def play_round(stub, pb, rules, platform, rng, sandbox_cards, verifier):
     # player before they pick their client seed. The commitment serves this round only.
     nonce = rng.randrange(1 << 63)
     committed = call(stub.CommitSeed, pb.CommitSeedRequest(round_id=round_id, nonce=nonce, table_id=table_id))
-    step_boundary()
+    step_boundary("CommitSeed answered, nothing stored")
     ok = committed.nonce == nonce and committed.table_id == table_id and committed.sandbox == rules.sandbox
     client_seed = "python player %d" % rng.randrange(1 << 30)
     bets = [rng.randrange(lo, min(hi, 10 * lo) + 1) for _ in range(rng.randint(1, 7))]

@@ -131,6 +131,7 @@ echo "-- the kill test: the Python example and the engine killed at random steps
 if "$TOOLS/venv/bin/python" examples/python/kill_test.py --reddog "$ROOT/target/debug/reddog" --kills 20 \
     >"$WORK/kill.log" 2>&1; then
   ok "kill test: $(grep -E '^  ok .*sweeper finished|^  reconcile' "$WORK/kill.log" | sed 's/^ *\(ok *\)\{0,1\}//' | paste -sd';')"
+  grep '^kill test: the example killed itself after' "$WORK/kill.log" | cut -c1-600
 else
   bad "kill test"; tail -40 "$WORK/kill.log"
 fi
