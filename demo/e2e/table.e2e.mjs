@@ -178,7 +178,7 @@ async function main() {
     { stderrFile: ENGINE_LOG, re: /listening on (\S+)/ });
   const engineAddr = engine.match[1];
   const platform = await start(DEMO, ["--engine", `http://${engineAddr}`, "--listen", "127.0.0.1:0", "--db", DB,
-    "--new-player-balance", "1000000"], { stderrFile: path.join(WORK, "platform.log"), re: /listening on (http:\S+)/ });
+    "--new-player-balance", "1000000", "--trusted-proxy", "127.0.0.1/32"], { stderrFile: path.join(WORK, "platform.log"), re: /listening on (http:\S+)/ });
   const URL = platform.match[1];
   console.log(`engine ${engineAddr}, platform ${URL}`);
 
@@ -784,6 +784,34 @@ async function main() {
     await Promise.all([page.waitForURL(/after=/), page.click("#newer")]);
     const back = await rows();
     eq(back.ids.join(), first.ids.join(), "Newer from the second page is the first page again");
+  });
+
+  // Sign-in guessing spread over addresses (the platform trusts 127.0.0.1 as a proxy, so
+  // X-Forwarded-For names the client): 12 wrong PINs for one name from 12 addresses, then a
+  // 13th address is made to wait before its PIN is checked; the player's own address still
+  // signs in; the guessing is alerted in the log and counted at /metrics.
+  await step("12 wrong PINs for one name from 12 forwarded addresses: the 13th waits (429, retry_after_ms), the player does not", async () => {
+    const login = async (from, pin) => {
+      const res = await fetch(`${URL}/api/login`, { method: "POST", body: JSON.stringify({ name: "guessed", pin }),
+        headers: { "content-type": "application/json", "x-forwarded-for": from } });
+      return { status: res.status, body: await res.json() };
+    };
+    await fetch(`${URL}/api/register`, { method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "guessed", pin: "4826" }) });
+    eq((await login("198.18.0.200", "4826")).status, 200, "the player signs in from home");
+    const statuses = [];
+    for (let k = 1; k <= 12; k++) statuses.push((await login(`198.18.0.${k}`, "1111")).status);
+    assert(statuses.every((x) => x === 401 || x === 429) && statuses.slice(0, 10).every((x) => x === 401), `wrong PINs: ${statuses}`);
+    const thirteenth = await login("198.18.0.13", "4826");
+    eq(thirteenth.status, 429, `the 13th address, even with the right PIN: ${JSON.stringify(thirteenth.body)}`);
+    eq(thirteenth.body.error, "too_many_attempts", "code");
+    assert(Number.isInteger(thirteenth.body.retry_after_ms) && thirteenth.body.retry_after_ms > 0, `retry_after_ms: ${JSON.stringify(thirteenth.body)}`);
+    eq((await login("198.18.0.200", "4826")).status, 200, "the player, from their own address, lifts the lock");
+    const metrics = await (await fetch(`${URL}/metrics`)).text();
+    assert(/^reddog_demo_sign_in_guessing_alerts_total 1$/m.test(metrics), `alert counted: ${metrics}`);
+    assert(/^reddog_demo_accounts_guessed_across_addresses 1$/m.test(metrics), `guessed account: ${metrics}`);
+    const log = readFileSync(path.join(WORK, "platform.log"), "utf8");
+    assert(log.split("\n").some((l) => l.includes("sign_in_guessing") && l.includes("guessed")), "the alert, naming the name, in the platform's log");
   });
 
   await step("five wrong PINs in a row lock PIN checks (even the right PIN) for 15 minutes", async () => {
