@@ -1062,6 +1062,31 @@ async function main() {
       }
     });
 
+    await step("an engine outage at Deal: reconnected, the round waits for a decision; after Stand that message is gone", async () => {
+      const waiting = CATALOGUES.en.reconnected_decide;
+      let decided = false;
+      for (let k = 0; k < 10 && !decided; k++) {
+        await shownCommitment(p2);
+        if (await p2.isDisabled("#deal")) await p2.click('button.chip[data-value="500"]');
+        engine2.proc.kill("SIGKILL");
+        await new Promise((resolve) => engine2.proc.once("exit", resolve));
+        await p2.click("#deal");
+        await p2.waitForFunction(() => document.querySelector("#connection").dataset.state === "reconnecting", null, { timeout: 20000 });
+        engine2 = await start(ENGINE, engineArgs(engine2Addr), { env: { REDDOG_KEY_RING: RING }, re: /listening on (\S+)/ });
+        await p2.waitForFunction(() => document.querySelector("#connection").dataset.state === "connected"
+          && document.body.dataset.busy === "0", null, { timeout: 45000 });
+        if (await p2.isDisabled("#stand")) continue; // a pair or consecutive: settled at the deal
+        eq(await p2.textContent("#message"), waiting, "the round waits for a decision");
+        await p2.click("#stand");
+        const r = await waitRound(p2);
+        eq(r.verdict, "verified", `round after the outage: ${r.verifyText}`);
+        const msg = await p2.textContent("#message");
+        assert(msg !== waiting && !msg.includes("Reconnected"), `the message about the round in play is replaced: ${msg}`);
+        decided = true;
+      }
+      assert(decided, "no spread after 10 outages at Deal");
+    });
+
     await step("an engine outage after the raise: the page reconnects by itself and shows the round settled, verified", async () => {
       const r0 = await untilDeciding();
       engine2.proc.kill("SIGKILL");
