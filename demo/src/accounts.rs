@@ -380,6 +380,11 @@ impl SignInThrottle {
         (n, waiting.filter(|e| e.alerted).count())
     }
 
+    /// Names currently tracked (for tests).
+    pub fn tracked_accounts(&self) -> usize {
+        self.accounts().len()
+    }
+
     /// Clients currently tracked (for tests and metrics).
     pub fn tracked(&self) -> usize {
         self.clients().len()
@@ -478,6 +483,41 @@ mod tests {
         assert_ne!(a, other);
         let mapped: ClientKey = IpAddr::V6(Ipv4Addr::new(192, 0, 2, 1).to_ipv6_mapped()).into();
         assert_eq!(mapped, ip4(1), "an IPv4-mapped address is that IPv4 client");
+    }
+
+    #[test]
+    fn wrong_pins_for_one_name_from_many_addresses_hold_the_name_back_but_not_its_player() {
+        let p = ThrottlePolicy::default();
+        let t = SignInThrottle::new(p);
+        let home = ip4(200);
+        t.signed_in("ann", home, 0);
+        let mut alerts = 0;
+        for k in 0..p.account_free_failures {
+            let f = t.failed_sign_in("ann", ip4(u8::try_from(k + 1).unwrap()), i64::from(k));
+            assert_eq!(f.wait_ms, 0, "failure {} of the name is free", k + 1);
+            alerts += u32::from(f.alert);
+        }
+        let f = t.failed_sign_in("ann", ip4(99), 100);
+        assert_eq!(f.wait_ms, p.base_delay_ms, "then the name waits, though this address is new");
+        alerts += u32::from(f.alert);
+        assert_eq!(alerts, 1, "one alert for the spell");
+        assert_eq!(t.account_wait_ms("ann", ip4(150), 100), Some(p.base_delay_ms));
+        assert_eq!(t.account_wait_ms("ann", home, 100), None, "the player's own address passes");
+        assert_eq!(t.account_wait_ms("bob", ip4(150), 100), None, "other names are not held back");
+        assert_eq!(t.account_wait_ms("ann", ip4(150), 100 + p.base_delay_ms), None, "the wait ends");
+        assert_eq!(t.failed_sign_in("ann", ip4(98), 100 + p.base_delay_ms).wait_ms, 2 * p.base_delay_ms, "doubles");
+        let later = 100 + 3 * p.base_delay_ms + p.forget_ms;
+        let f = t.failed_sign_in("ann", ip4(151), later);
+        assert_eq!((f.wait_ms, f.alert), (0, false), "forgotten after a quiet spell");
+    }
+
+    #[test]
+    fn the_name_map_stays_bounded() {
+        let t = SignInThrottle::new(ThrottlePolicy { max_clients: 100, ..ThrottlePolicy::default() });
+        for k in 0..1_000u32 {
+            t.failed_sign_in(&format!("n{k}"), ip4(1), i64::from(k));
+        }
+        assert!(t.tracked_accounts() <= 100, "{} names tracked", t.tracked_accounts());
     }
 
     #[test]
