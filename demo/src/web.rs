@@ -6,7 +6,8 @@
 //! idle time and an absolute lifetime ([`crate::accounts`]); every POST takes a JSON body (so
 //! a cross-site form cannot post), and every page is served with a strict
 //! Content-Security-Policy (scripts from this origin only). Sign-in failures are throttled per
-//! client address, never per name; sign-up answers a taken name and a free one alike.
+//! client address and per name (never against the name's own player's address); sign-up
+//! answers a taken name and a free one alike.
 //!
 //! An internal failure is answered 500 with a request id and no detail; the detail is logged
 //! under that id.
