@@ -96,8 +96,10 @@ function cardFace(code) {
   const corner = (transform) => {
     const g = document.createElementNS(SVG, "g");
     if (transform) g.setAttribute("transform", transform);
-    g.append(svgText(rank, { x: 9, y: 19, "font-size": 17, "font-weight": 700, "text-anchor": "middle", fill: "currentColor" }),
-      svgText(suit, { x: 9, y: 33, "font-size": 13, "text-anchor": "middle", fill: "currentColor" }));
+    // "10" is squeezed into the corner's width.
+    const wide = rank.length > 1 ? { textLength: 15, lengthAdjust: "spacingAndGlyphs" } : {};
+    g.append(svgText(rank, { x: 10, y: 19, "font-size": 17, "font-weight": 700, "text-anchor": "middle", fill: "currentColor", ...wide }),
+      svgText(suit, { x: 10, y: 33, "font-size": 13, "text-anchor": "middle", fill: "currentColor" }));
     return g;
   };
   svg.append(corner(""), corner("rotate(180 30 43)"),
