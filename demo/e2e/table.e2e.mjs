@@ -563,6 +563,7 @@ async function main() {
         problems = problems.concat(await targets("settled"));
         eq(problems.length, 0, problems.join("\n        "));
         eq(await shownBalance(p), ledgerBalance(NAME), "balance shown = ledger");
+        await p.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished))); // the table at rest
         if (SHOTS && seats !== 3) await p.locator(".felt").screenshot({ path: path.join(SHOTS, `demo-felt-${W}-${seats}.png`) });
         while (await p.isVisible("#remove-seat")) await p.click("#remove-seat");
       } finally {
