@@ -5,7 +5,7 @@
 //!   minutes by default) and at the latest [`AccountPolicy::session_max_ms`] after sign-in
 //!   (12 hours), whichever comes first; "sign out everywhere" ends every session of the
 //!   player ([`crate::players::end_all_sessions`]).
-//! - **Sign-in throttling is per client, never per name.** Wrong sign-ins are counted per
+//! - **Sign-in throttling is per client and per account.** Wrong sign-ins are counted per
 //!   source address (an IPv6 client by its /64 prefix, which one subscriber usually holds).
 //!   The first [`ThrottlePolicy::free_failures`] are free; after that each failure makes the
 //!   client wait, doubling from [`ThrottlePolicy::base_delay_ms`] up to
@@ -14,6 +14,12 @@
 //!   another player's name with wrong PINs slows down only themselves: the player signs in
 //!   from their own address as usual. A successful sign-in does not reset the count (a guesser holding one account
 //!   could otherwise reset it between guesses).
+//! - **Per account** (the name typed), wrong sign-ins from all addresses together are
+//!   counted as well: past [`ThrottlePolicy::account_free_failures`] every sign-in to the
+//!   name waits the same back-off, except from an address that signed in to it with the
+//!   right PIN before — the player lifts the lock from home, a guesser spread over many
+//!   addresses gets one try per wait. Failures from [`ThrottlePolicy::alert_addresses`]
+//!   addresses raise one alert ([`Failure::alert`]).
 //! - **Behind a reverse proxy** every sign-in would come from the proxy's address, so one
 //!   guesser would make every player wait. The proxies named with `--trusted-proxy` (CIDR
 //!   networks, [`TrustedProxies`]) are believed: for a connection from one of them the client
@@ -72,8 +78,15 @@ pub struct ThrottlePolicy {
     /// end of its last wait.
     pub forget_ms: i64,
     /// The most clients tracked at once; beyond it the one whose last failure is oldest is
-    /// dropped (the map stays bounded whatever the number of addresses).
+    /// dropped (the map stays bounded whatever the number of addresses). Accounts likewise.
     pub max_clients: usize,
+    /// Wrong sign-ins an account may take, from all addresses together, before every
+    /// sign-in to it waits (the same doubling back-off) — except from an address that
+    /// signed in to it with the right PIN before (the player's own).
+    pub account_free_failures: u32,
+    /// An account failed from this many different addresses within the forget period is
+    /// being guessed across addresses: logged as an alert and counted in the metrics.
+    pub alert_addresses: u32,
 }
 
 impl Default for ThrottlePolicy {
@@ -84,6 +97,8 @@ impl Default for ThrottlePolicy {
             max_delay_ms: 15 * 60 * 1000,
             forget_ms: 15 * 60 * 1000,
             max_clients: 100_000,
+            account_free_failures: 10,
+            alert_addresses: 5,
         }
     }
 }
@@ -117,6 +132,63 @@ impl Entry {
     fn quiet_since(&self) -> i64 {
         self.last_failure_ms.max(self.blocked_until_ms)
     }
+}
+
+/// Wrong sign-ins to one account (by the name typed, so that an unknown name is counted
+/// like a real one): the addresses they came from (up to the alert threshold), and the
+/// addresses that signed in to it with the right PIN (up to [`KNOWN_ADDRESSES`]).
+#[derive(Debug, Clone, Default)]
+struct AccountEntry {
+    failures: u32,
+    last_failure_ms: i64,
+    blocked_until_ms: i64,
+    from: Vec<ClientKey>,
+    known: Vec<ClientKey>,
+    alerted: bool,
+    /// The last failure or sign-in (the quietest account is dropped first).
+    seen_ms: i64,
+}
+
+/// How many addresses an account remembers as its player's own.
+pub const KNOWN_ADDRESSES: usize = 8;
+
+/// The doubling wait after `failures` wrong sign-ins of which `free` were free.
+fn back_off(p: &ThrottlePolicy, failures: u32, free: u32) -> i64 {
+    let beyond = failures.saturating_sub(free);
+    if beyond == 0 {
+        return 0;
+    }
+    let factor = 1i64.checked_shl(beyond.saturating_sub(1).min(40)).unwrap_or(i64::MAX);
+    p.base_delay_ms.saturating_mul(factor).min(p.max_delay_ms)
+}
+
+/// What a wrong sign-in did to its client and its account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    /// How long the next sign-in from this client, or to this account from an address not
+    /// its player's, must wait (ms; 0: none).
+    pub wait_ms: i64,
+    /// This failure made the account one guessed across addresses (logged once per spell).
+    pub alert: bool,
+}
+
+/// The account's entry, made room for: the map holds at most `max` accounts, the one seen
+/// least recently dropped first.
+fn account_entry<'a>(
+    accounts: &'a mut HashMap<String, AccountEntry>,
+    account: &str,
+    max: usize,
+    now_ms: i64,
+) -> &'a mut AccountEntry {
+    if accounts.len() >= max.max(1)
+        && !accounts.contains_key(account)
+        && let Some(oldest) = accounts.iter().min_by_key(|(_, e)| e.seen_ms).map(|(k, _)| k.clone())
+    {
+        accounts.remove(&oldest);
+    }
+    let e = accounts.entry(account.to_owned()).or_default();
+    e.seen_ms = now_ms;
+    e
 }
 
 /// The reverse proxies whose `X-Forwarded-For` names the client (see the module docs).
@@ -177,13 +249,19 @@ fn canonical(ip: IpAddr) -> IpAddr {
 pub struct SignInThrottle {
     policy: ThrottlePolicy,
     clients: Mutex<HashMap<ClientKey, Entry>>,
+    accounts: Mutex<HashMap<String, AccountEntry>>,
     proxies: TrustedProxies,
 }
 
 impl SignInThrottle {
     /// An empty throttle that trusts no proxy.
     pub fn new(policy: ThrottlePolicy) -> Self {
-        SignInThrottle { policy, clients: Mutex::new(HashMap::new()), proxies: TrustedProxies::default() }
+        SignInThrottle {
+            policy,
+            clients: Mutex::new(HashMap::new()),
+            accounts: Mutex::new(HashMap::new()),
+            proxies: TrustedProxies::default(),
+        }
     }
 
     /// Believes `X-Forwarded-For` from these proxies (see [`TrustedProxies`]).
@@ -229,14 +307,82 @@ impl SignInThrottle {
         }
         e.failures = e.failures.saturating_add(1);
         e.last_failure_ms = now_ms;
-        let beyond = e.failures.saturating_sub(p.free_failures);
-        if beyond == 0 {
-            return 0;
+        let delay = back_off(&p, e.failures, p.free_failures);
+        if delay > 0 {
+            e.blocked_until_ms = now_ms.saturating_add(delay);
         }
-        let factor = 1i64.checked_shl(beyond.saturating_sub(1).min(40)).unwrap_or(i64::MAX);
-        let delay = p.base_delay_ms.saturating_mul(factor).min(p.max_delay_ms);
-        e.blocked_until_ms = now_ms.saturating_add(delay);
         delay
+    }
+
+    fn accounts(&self) -> std::sync::MutexGuard<'_, HashMap<String, AccountEntry>> {
+        match self.accounts.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// `Some(ms)` when a sign-in to `account` from `client` must wait that long: the
+    /// account's own wait, unless `client` signed in to it with the right PIN before.
+    pub fn account_wait_ms(&self, account: &str, client: ClientKey, now_ms: i64) -> Option<i64> {
+        let accounts = self.accounts();
+        let e = accounts.get(account)?;
+        (e.blocked_until_ms > now_ms && !e.known.contains(&client)).then(|| e.blocked_until_ms - now_ms)
+    }
+
+    /// Records a wrong sign-in to `account` from `client`: counted for the client
+    /// ([`SignInThrottle::failed`]) and for the account.
+    pub fn failed_sign_in(&self, account: &str, client: ClientKey, now_ms: i64) -> Failure {
+        let client_wait = self.failed(client, now_ms);
+        let p = self.policy;
+        let mut accounts = self.accounts();
+        let e = account_entry(&mut accounts, account, p.max_clients, now_ms);
+        if now_ms.saturating_sub(e.last_failure_ms.max(e.blocked_until_ms)) >= p.forget_ms {
+            e.failures = 0;
+            e.from.clear();
+            e.alerted = false;
+        }
+        e.failures = e.failures.saturating_add(1);
+        e.last_failure_ms = now_ms;
+        let threshold = usize::try_from(p.alert_addresses).unwrap_or(usize::MAX).max(1);
+        if !e.from.contains(&client) && e.from.len() < threshold {
+            e.from.push(client);
+        }
+        let alert = !e.alerted && e.from.len() >= threshold;
+        e.alerted |= alert;
+        let account_wait = back_off(&p, e.failures, p.account_free_failures);
+        if account_wait > 0 {
+            e.blocked_until_ms = now_ms.saturating_add(account_wait);
+        }
+        // The player's own address is not held back by the account's wait.
+        let account_wait = if e.known.contains(&client) { 0 } else { account_wait };
+        Failure { wait_ms: client_wait.max(account_wait), alert }
+    }
+
+    /// Records a sign-in to `account` with the right PIN from `client`: that address is
+    /// the player's, and passes the account's wait from now on (the lock its player lifts).
+    pub fn signed_in(&self, account: &str, client: ClientKey, now_ms: i64) {
+        let mut accounts = self.accounts();
+        let e = account_entry(&mut accounts, account, self.policy.max_clients, now_ms);
+        if !e.known.contains(&client) {
+            if e.known.len() >= KNOWN_ADDRESSES {
+                e.known.remove(0);
+            }
+            e.known.push(client);
+        }
+    }
+
+    /// Accounts now waiting because of wrong sign-ins, and those among them guessed across
+    /// addresses (for the metrics).
+    pub fn accounts_waiting(&self, now_ms: i64) -> (usize, usize) {
+        let accounts = self.accounts();
+        let waiting = accounts.values().filter(|e| e.blocked_until_ms > now_ms);
+        let n = waiting.clone().count();
+        (n, waiting.filter(|e| e.alerted).count())
+    }
+
+    /// Names currently tracked (for tests).
+    pub fn tracked_accounts(&self) -> usize {
+        self.accounts().len()
     }
 
     /// Clients currently tracked (for tests and metrics).
@@ -337,6 +483,41 @@ mod tests {
         assert_ne!(a, other);
         let mapped: ClientKey = IpAddr::V6(Ipv4Addr::new(192, 0, 2, 1).to_ipv6_mapped()).into();
         assert_eq!(mapped, ip4(1), "an IPv4-mapped address is that IPv4 client");
+    }
+
+    #[test]
+    fn wrong_pins_for_one_name_from_many_addresses_hold_the_name_back_but_not_its_player() {
+        let p = ThrottlePolicy::default();
+        let t = SignInThrottle::new(p);
+        let home = ip4(200);
+        t.signed_in("ann", home, 0);
+        let mut alerts = 0;
+        for k in 0..p.account_free_failures {
+            let f = t.failed_sign_in("ann", ip4(u8::try_from(k + 1).unwrap()), i64::from(k));
+            assert_eq!(f.wait_ms, 0, "failure {} of the name is free", k + 1);
+            alerts += u32::from(f.alert);
+        }
+        let f = t.failed_sign_in("ann", ip4(99), 100);
+        assert_eq!(f.wait_ms, p.base_delay_ms, "then the name waits, though this address is new");
+        alerts += u32::from(f.alert);
+        assert_eq!(alerts, 1, "one alert for the spell");
+        assert_eq!(t.account_wait_ms("ann", ip4(150), 100), Some(p.base_delay_ms));
+        assert_eq!(t.account_wait_ms("ann", home, 100), None, "the player's own address passes");
+        assert_eq!(t.account_wait_ms("bob", ip4(150), 100), None, "other names are not held back");
+        assert_eq!(t.account_wait_ms("ann", ip4(150), 100 + p.base_delay_ms), None, "the wait ends");
+        assert_eq!(t.failed_sign_in("ann", ip4(98), 100 + p.base_delay_ms).wait_ms, 2 * p.base_delay_ms, "doubles");
+        let later = 100 + 3 * p.base_delay_ms + p.forget_ms;
+        let f = t.failed_sign_in("ann", ip4(151), later);
+        assert_eq!((f.wait_ms, f.alert), (0, false), "forgotten after a quiet spell");
+    }
+
+    #[test]
+    fn the_name_map_stays_bounded() {
+        let t = SignInThrottle::new(ThrottlePolicy { max_clients: 100, ..ThrottlePolicy::default() });
+        for k in 0..1_000u32 {
+            t.failed_sign_in(&format!("n{k}"), ip4(1), i64::from(k));
+        }
+        assert!(t.tracked_accounts() <= 100, "{} names tracked", t.tracked_accounts());
     }
 
     #[test]

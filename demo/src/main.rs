@@ -156,6 +156,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_readers(readers);
     platform.sign_in.trust_proxies(TrustedProxies::new(args.trusted_proxies.clone()));
     let platform = Arc::new(platform);
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let _ = web::METRICS.set(recorder.handle());
+    metrics::set_global_recorder(recorder).context("installing the metrics recorder")?;
 
     let report = platform.recover(true).await?;
     tracing::info!(

@@ -39,7 +39,7 @@ pub enum PlayerError {
 }
 
 /// Wrong PINs in a row, when changing a limit, that lock the limit form's PIN checks (only
-/// the signed-in player can make them; sign-in failures are throttled per client instead,
+/// the signed-in player can make them; sign-in failures are throttled per client and account instead,
 /// [`crate::accounts`]).
 pub const MAX_PIN_FAILURES: i64 = 5;
 /// How long PIN checks stay locked after [`MAX_PIN_FAILURES`] wrong PINs.
@@ -179,13 +179,19 @@ pub fn new_session(conn: &Connection, player: i64, now_ms: i64) -> rusqlite::Res
 }
 
 /// A session's last use is written at most this often (ms), so that a busy player's
-/// requests do not each cost a database write.
+/// requests do not each cost a database write — and at most a sixtieth of the idle limit
+/// apart ([`touch_ms`]), so every use counts towards the idle expiry to within that.
 pub const SESSION_TOUCH_MS: i64 = 60_000;
+
+/// How stale a session's stored last use may be before a use writes it again.
+pub fn touch_ms(policy: &AccountPolicy) -> i64 {
+    SESSION_TOUCH_MS.min(policy.session_idle_ms / 60).max(0)
+}
 
 /// The player a session token belongs to, if the session is still alive at `now_ms`: used
 /// within `policy.session_idle_ms` and begun within `policy.session_max_ms`. An expired
-/// session is deleted; a live one has its last use refreshed (at most once a
-/// [`SESSION_TOUCH_MS`]).
+/// session is deleted; a live one has its last use refreshed (when older than
+/// [`touch_ms`]).
 pub fn session_player(
     conn: &Connection,
     token: &str,
@@ -229,7 +235,7 @@ pub fn check_session(
     let too_old = now_ms.saturating_sub(created) >= policy.session_max_ms;
     Ok(if idle || too_old {
         SessionCheck::Expired
-    } else if now_ms.saturating_sub(last_seen) >= SESSION_TOUCH_MS {
+    } else if now_ms.saturating_sub(last_seen) >= touch_ms(policy) {
         SessionCheck::AliveStale(player)
     } else {
         SessionCheck::Alive(player)
@@ -453,11 +459,26 @@ mod tests {
         let p = policy();
         let token = new_session(&conn, id, 0).unwrap();
         assert_eq!(session_player(&conn, &token, 70_000, &p).unwrap(), Some(id), "used at 70 s");
-        // 55 s later: alive, and not refreshed (the last refresh is under a minute old), so
-        // the idle time still runs from 70 s.
+        // 55 s later: alive, and the use counts (the stored one is over 2 s = 120 s / 60 old),
+        // so the idle time runs from 125 s.
         assert_eq!(session_player(&conn, &token, 125_000, &p).unwrap(), Some(id));
-        assert_eq!(session_player(&conn, &token, 190_000, &p).unwrap(), None, "idle 120 s since 70 s");
-        assert_eq!(session_player(&conn, &token, 190_001, &p).unwrap(), None, "and it stays ended");
+        assert_eq!(session_player(&conn, &token, 126_000, &p).unwrap(), Some(id), "not written: within 2 s");
+        assert_eq!(session_player(&conn, &token, 245_000, &p).unwrap(), None, "idle 120 s since 125 s");
+        assert_eq!(session_player(&conn, &token, 245_001, &p).unwrap(), None, "and it stays ended");
+    }
+
+    #[test]
+    fn with_a_one_minute_idle_limit_a_session_used_every_30_s_stays_alive() {
+        let mut conn = db::open_in_memory().unwrap();
+        let id = create(&mut conn, "ivy", "h", 0, 1).unwrap();
+        let p = AccountPolicy { session_idle_ms: 60_000, session_max_ms: 3_600_000, ..AccountPolicy::default() };
+        let token = new_session(&conn, id, 0).unwrap();
+        for k in 1..=10 {
+            assert_eq!(session_player(&conn, &token, k * 30_000, &p).unwrap(), Some(id), "used at {} s", k * 30);
+        }
+        // Idle from the last use at 300 s: alive just before 360 s, ended at it.
+        assert_ne!(check_session(&conn, &token, 359_999, &p).unwrap(), SessionCheck::Expired);
+        assert_eq!(check_session(&conn, &token, 360_000, &p).unwrap(), SessionCheck::Expired);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! idle time and an absolute lifetime ([`crate::accounts`]); every POST takes a JSON body (so
 //! a cross-site form cannot post), and every page is served with a strict
 //! Content-Security-Policy (scripts from this origin only). Sign-in failures are throttled per
-//! client address, never per name; sign-up answers a taken name and a free one alike.
+//! client address and per name (never against the name's own player's address); sign-up
+//! answers a taken name and a free one alike.
 //!
 //! An internal failure is answered 500 with a request id and no detail; the detail is logged
 //! under that id.
@@ -32,11 +33,13 @@ pub struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
+    /// For a 429: how long to wait (ms), also sent as `Retry-After` (seconds, rounded up).
+    retry_after_ms: Option<i64>,
 }
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into() }
+        ApiError { status, code, message: message.into(), retry_after_ms: None }
     }
 
     /// A 500: the error is logged under a fresh request id, and the answer carries only that
@@ -58,7 +61,12 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({"error": self.code, "message": self.message}))).into_response()
+        let Some(ms) = self.retry_after_ms else {
+            return (self.status, Json(json!({"error": self.code, "message": self.message}))).into_response();
+        };
+        let secs = ms.saturating_add(999) / 1000;
+        let body = json!({"error": self.code, "message": self.message, "retry_after_ms": ms});
+        (self.status, [(header::RETRY_AFTER, secs.to_string())], Json(body)).into_response()
     }
 }
 
@@ -121,6 +129,7 @@ pub fn router(app: App) -> Router {
         .route("/api/round/decide", post(decide))
         .route("/api/limits", post(set_limits))
         .route("/api/history", get(history))
+        .route("/metrics", get(metrics_text))
         .with_state(app)
         .layer(axum::middleware::from_fn(security_headers))
 }
@@ -304,10 +313,11 @@ async fn register(State(app): State<App>, Json(req): Json<Credentials>) -> Resul
         .into_response())
 }
 
-/// Sign-in. Throttled per client address ([`crate::accounts::SignInThrottle`]; behind a
-/// trusted proxy, the address it forwards): a client
-/// past its free failures is answered 429 with `retry_after_ms` before any PIN is checked.
-/// No account is ever locked by sign-in failures.
+/// Sign-in. Throttled per client address and per account
+/// ([`crate::accounts::SignInThrottle`]; behind a trusted proxy, the address it forwards): a
+/// client past its free failures, or an account past its own (wrong PINs from all addresses
+/// together) from an address that never signed in to it, is answered 429 with
+/// `retry_after_ms` before any PIN is checked.
 async fn login(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -317,7 +327,11 @@ async fn login(
     let forwarded = headers.get_all("x-forwarded-for").into_iter().filter_map(|v| v.to_str().ok());
     let client = app.sign_in.client_key(peer.ip(), forwarded);
     if let Some(wait) = app.sign_in.wait_ms(client, now_ms()) {
-        return Err(too_many_attempts(wait));
+        return Err(too_many_attempts(wait, "from this address"));
+    }
+    if let Some(wait) = app.sign_in.account_wait_ms(&req.name, client, now_ms()) {
+        metrics::counter!("reddog_demo_sign_ins_throttled_total", "scope" => "account").increment(1);
+        return Err(too_many_attempts(wait, "for this name"));
     }
     let name = req.name.clone();
     let found = app.read(move |c| players::find(c, &name)).await?;
@@ -327,23 +341,55 @@ async fn login(
     let pin = req.pin.clone();
     let ok = tokio::task::spawn_blocking(move || players::verify_pin(&hash, &pin)).await.unwrap_or(false);
     if id < 0 || !ok {
-        let wait = app.sign_in.failed(client, now_ms());
-        if wait > 0 {
-            return Err(too_many_attempts(wait));
+        let failure = app.sign_in.failed_sign_in(&req.name, client, now_ms());
+        metrics::counter!("reddog_demo_sign_in_failures_total").increment(1);
+        if failure.alert {
+            metrics::counter!("reddog_demo_sign_in_guessing_alerts_total").increment(1);
+            // The name only, never a PIN; an operator may want to tell the player.
+            tracing::warn!(
+                alert = "sign_in_guessing",
+                name = %req.name,
+                addresses = app.accounts.throttle.alert_addresses,
+                "wrong PINs for one name from several addresses: someone is guessing"
+            );
+        }
+        if failure.wait_ms > 0 {
+            return Err(too_many_attempts(failure.wait_ms, "for this name or from this address"));
         }
         return Err(PlayerError::BadLogin.into());
     }
+    app.sign_in.signed_in(&req.name, client, now_ms());
     let token = app.db(move |c| players::new_session(c, id, now_ms())).await?;
     Ok(with_cookie(&token, app.accounts.session_max_ms / 1000, json!({"name": req.name})))
 }
 
-fn too_many_attempts(wait_ms: i64) -> ApiError {
+fn too_many_attempts(wait_ms: i64, whence: &str) -> ApiError {
     let secs = (wait_ms + 999) / 1000;
-    ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "too_many_attempts",
-        format!("too many wrong sign-ins from this address; try again in {secs} s"),
-    )
+    ApiError {
+        retry_after_ms: Some(wait_ms),
+        ..ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_attempts",
+            format!("too many wrong sign-ins {whence}; try again in {secs} s"),
+        )
+    }
+}
+
+/// The recorder's handle, set by `main` (none in unit tests: `/metrics` is then empty).
+pub static METRICS: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> = std::sync::OnceLock::new();
+
+/// `GET /metrics`: Prometheus text, to loopback peers only (an operator's scraper on the
+/// machine or a sidecar); 404 to anyone else. Besides the counters, the accounts now
+/// waiting because of wrong sign-ins, and those guessed from several addresses.
+async fn metrics_text(State(app): State<App>, ConnectInfo(peer): ConnectInfo<SocketAddr>) -> Response {
+    if !peer.ip().to_canonical().is_loopback() {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let (waiting, guessed) = app.sign_in.accounts_waiting(now_ms());
+    metrics::gauge!("reddog_demo_accounts_sign_in_waiting").set(waiting as f64);
+    metrics::gauge!("reddog_demo_accounts_guessed_across_addresses").set(guessed as f64);
+    let text = METRICS.get().map(|h| h.render()).unwrap_or_default();
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 /// Refuses (429) while the player's limit-form PIN checks are locked after repeated wrong
@@ -657,6 +703,81 @@ mod tests {
         let dora = via_proxy("192.0.2.10", creds("dora", "2468")).await;
         assert_eq!(dora, StatusCode::OK, "the player, through the same proxy, signs in at once");
         assert_eq!(app.sign_in.tracked(), 1, "one client counted: the guesser");
+    }
+
+    #[tokio::test]
+    async fn wrong_pins_from_many_addresses_lock_the_account_but_not_its_player() {
+        const PROXY: [u8; 4] = [10, 0, 0, 2];
+        let throttle = ThrottlePolicy::default();
+        let rules = crate::rounds::test_rules();
+        let engine = Engine::new("http://127.0.0.1:9").unwrap();
+        let conn = crate::db::open_in_memory().unwrap();
+        let mut platform = Platform::new(conn, engine, rules, 100_000, None).unwrap().with_accounts(AccountPolicy {
+            sign_up_floor_ms: 0,
+            throttle,
+            ..AccountPolicy::default()
+        });
+        platform.sign_in.trust_proxies(crate::accounts::TrustedProxies::new(vec!["10.0.0.0/8".parse().unwrap()]));
+        let app: App = Arc::new(platform);
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let _local = metrics::set_default_local_recorder(&recorder);
+        let via = |forwarded_for: String, body: String| {
+            let router = router(app.clone()).layer(MockConnectInfo(SocketAddr::from((PROXY, 40_000))));
+            let req = Request::builder()
+                .method("POST")
+                .uri("/api/login")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header("x-forwarded-for", forwarded_for)
+                .body(Body::from(body))
+                .unwrap();
+            async move {
+                let res = router.oneshot(req).await.unwrap();
+                let status = res.status();
+                let retry = res.headers().get(header::RETRY_AFTER).map(|v| v.to_str().unwrap().to_string());
+                let bytes = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
+                (status, retry, serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default())
+            }
+        };
+        call(&app, PROXY, "POST", "/api/register", None, &creds("finn", "2468")).await;
+        // The player signs in from home once: that address is theirs.
+        let home = "192.0.2.10".to_string();
+        assert_eq!(via(home.clone(), creds("finn", "2468")).await.0, StatusCode::OK);
+        // 12 wrong PINs, each from another address (each address well within its free ones).
+        let mut statuses = vec![];
+        for k in 1..=12 {
+            statuses.push(via(format!("198.51.100.{k}"), creds("finn", "0000")).await.0.as_u16());
+        }
+        let free = throttle.account_free_failures as usize;
+        assert!(statuses[..free].iter().all(|&s| s == 401), "the account's free failures are checked: {statuses:?}");
+        assert!(!statuses.contains(&200), "{statuses:?}");
+        // The 13th sign-in, from a 13th address, is not checked: even the right PIN waits.
+        let (status, retry, body) = via("198.51.100.13".into(), creds("finn", "2468")).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+        assert_eq!(body["error"], "too_many_attempts");
+        let ms = body["retry_after_ms"].as_i64().expect("retry_after_ms");
+        assert!(ms > 0 && ms <= throttle.max_delay_ms, "{body}");
+        assert_eq!(retry.as_deref(), Some(((ms + 999) / 1000).to_string().as_str()), "Retry-After in seconds");
+        // The player, from their own address, lifts the lock: the right PIN signs in.
+        assert_eq!(via(home, creds("finn", "2468")).await.0, StatusCode::OK, "the player is not locked out");
+        // Counted and alerted: guessing from five or more addresses.
+        let text = handle.render();
+        assert!(text.contains("reddog_demo_sign_in_guessing_alerts_total 1"), "{text}");
+        // Checked and wrong: the free ones and the one that started the wait; the rest waited.
+        assert!(text.contains(&format!("reddog_demo_sign_in_failures_total {}", free + 1)), "{text}");
+        let throttled = format!(r#"reddog_demo_sign_ins_throttled_total{{scope="account"}} {}"#, 13 - (free + 1));
+        assert!(text.contains(&throttled), "{text}");
+        assert_eq!(app.sign_in.accounts_waiting(now_ms()), (1, 1));
+        // Once the account's wait is over, a sign-in from a new address is checked again.
+        let later = now_ms() + throttle.max_delay_ms + 1;
+        assert_eq!(
+            app.sign_in.account_wait_ms(
+                "finn",
+                crate::accounts::ClientKey::from(std::net::IpAddr::from([198, 51, 100, 14])),
+                later
+            ),
+            None
+        );
     }
 
     #[tokio::test]

@@ -3,7 +3,7 @@
 // every reveal itself (verify.js).
 import { checkRecord } from "./record.js";
 import { verifyRound, signatureState, api, money, plainMoney, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor, fieldWords, errorText } from "./ui.js";
-import { t, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate, formatNumber, EASTERN, checkText, malformedTexts } from "./i18n.js";
+import { t, noteText, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate, formatNumber, EASTERN, checkText, malformedTexts } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -15,17 +15,32 @@ const opt = (k) => (localStorage.getItem(OPT[k]) || DEFAULTS[k]) === "on";
 const ANIMATION_AT_LOAD = opt("animation");
 document.documentElement.classList.toggle("anim", ANIMATION_AT_LOAD);
 
+// Table sounds made from filtered noise (no audio files): a chip's click, a card's swish,
+// a stack of chips pushed over for a win; nothing for a loss but the card.
 let audio = null;
-function beep(freq = 660, ms = 90) {
+function burst(at, ms, freq, q, gain) {
+  const n = Math.ceil(audio.sampleRate * ms / 1000);
+  const buf = audio.createBuffer(1, n, audio.sampleRate);
+  const d = buf.getChannelData(0);
+  for (let i = 0; i < n; i++) d[i] = (Math.random() * 2 - 1) * (1 - i / n) ** 3;
+  const src = audio.createBufferSource(), f = audio.createBiquadFilter(), g = audio.createGain();
+  src.buffer = buf;
+  f.type = "bandpass"; f.frequency.value = freq; f.Q.value = q;
+  g.gain.value = gain;
+  src.connect(f).connect(g).connect(audio.destination);
+  src.start(audio.currentTime + at);
+}
+const SOUNDS = {
+  chip: [[0, 25, 3200, 6, 0.5], [0.035, 20, 2600, 6, 0.35]],
+  card: [[0, 110, 1800, 0.8, 0.4]],
+  win: [[0, 110, 1800, 0.8, 0.4], ...[0.15, 0.2, 0.24, 0.29, 0.33].map((at) => [at, 25, 3000, 6, 0.4])],
+  lose: [[0, 110, 1800, 0.8, 0.4]],
+};
+function sound(kind) {
   if (!opt("sound")) return;
   try {
     audio = audio || new (globalThis.AudioContext || globalThis.webkitAudioContext)();
-    const o = audio.createOscillator(), g = audio.createGain();
-    o.frequency.value = freq;
-    g.gain.value = 0.05;
-    o.connect(g).connect(audio.destination);
-    o.start();
-    o.stop(audio.currentTime + ms / 1000);
+    for (const args of SOUNDS[kind]) burst(...args);
   } catch { /* no audio device */ }
 }
 const canSpeak = "speechSynthesis" in globalThis && "SpeechSynthesisUtterance" in globalThis;
@@ -133,8 +148,8 @@ function setBet(v) {
   S.bets[S.seat] = b;
   render();
 }
-function addChip(v) { if (!deciding() && !S.busy) { beep(880, 40); setBet(betOf() + v); } }
-function removeChip(v) { if (!deciding() && !S.busy) { beep(440, 40); setBet(betOf() - v); } }
+function addChip(v) { if (!deciding() && !S.busy) { sound("chip"); setBet(betOf() + v); } }
+function removeChip(v) { if (!deciding() && !S.busy) { sound("chip"); setBet(betOf() - v); } }
 // Seats: select seat n (0-based), opening empty seats up to it; remove the selected seat.
 function selectSeat(n) {
   if (deciding() || S.busy || n < 0 || n >= maxSeats()) return;
@@ -189,12 +204,27 @@ function renderChips() {
   }
 }
 
+// The betting circle: the selected seat's chips, or while deciding the deciding seat's bet
+// as the round shows it (the amount the player's record checks).
 function renderStack() {
-  const stack = $("bet-stack");
-  stack.textContent = "";
-  let rest = betOf();
-  const chips = [...S.state.table.chips].sort((a, b) => b - a);
-  for (const v of chips) {
+  const ds = decidingSeat();
+  const k = ds >= 0 ? ds : S.seat;
+  const amount = ds >= 0 ? displaySeats(S.round)[ds]?.bet || 0 : betOf();
+  $("bet-stack").replaceWith(Object.assign(chipStack(amount), { id: "bet-stack" }));
+  $("circle-amount").textContent = amount ? money(amount) : "";
+  $("circle-label").textContent = S.bets.length > 1 || ds >= 0 && (S.round?.seats || []).length > 1 ? t("seat", { n: k + 1 }) : "";
+}
+
+// The seats: one spot per seat on the felt (`data-seat`), each with its button (select it),
+// its chips stacked by denomination and, in play, its decision; after settlement its result
+// ("Win +€10.00", "Lose", "Push +€5.00") until the next deal. The deciding seat is
+// highlighted, and on phones its Raise and Stand buttons move next to it.
+function chipStack(amount) {
+  const stack = document.createElement("span");
+  stack.className = "stack";
+  stack.setAttribute("aria-hidden", "true");
+  let rest = amount || 0;
+  for (const v of [...S.state.table.chips].sort((a, b) => b - a)) {
     while (rest >= v && stack.childElementCount < 12) {
       const c = document.createElement("span");
       c.className = `mini chip-${v}`;
@@ -202,32 +232,62 @@ function renderStack() {
       rest -= v;
     }
   }
-  $("circle-amount").textContent = betOf() ? money(betOf()) : "";
-  $("circle-label").textContent = S.bets.length > 1 ? t("seat", { n: S.seat + 1 }) : "";
+  return stack;
 }
-
-// The seats: one button per open seat (select it), showing its bet and, in play, its
-// decision and result; "Add a seat" up to the table's maximum; "Remove seat".
+function seatResult(x) {
+  if (!x?.outcome) return "";
+  const back = Number(x.returned || 0);
+  if (x.outcome === "win") return `${t("seat_win")} +${money(back)}`;
+  if (x.outcome === "push") return `${t("seat_push")} +${money(back)}`;
+  return `${t("seat_lose")} −${money(x.stake)}`;
+}
+const PHONE = globalThis.matchMedia ? globalThis.matchMedia("(max-width: 600px)") : null;
 function renderSeats() {
   const box = $("seats");
+  // Raise and Stand back to the rail before the spots are redrawn (one may hold them).
+  if ($("raise").parentElement !== $("actions")) $("deal").after($("raise"), $("stand"));
   box.textContent = "";
-  const round = S.shown && S.shown.seats && S.shown.seats.length && S.shown.state !== "committed" ? S.shown : null;
   const inPlay = deciding();
-  const count = inPlay && round ? round.seats.length : S.bets.length;
+  const round = S.shown && S.shown.state !== "committed" ? S.shown : null;
+  const played = round ? displaySeats(round) : [];
+  const settled = !inPlay && round && (round.state === "settled" || round.state === "voided");
+  const count = inPlay ? played.length : S.bets.length;
+  const ds = decidingSeat();
   for (let k = 0; k < count; k++) {
+    const spot = document.createElement("div");
+    spot.className = "spot";
+    spot.dataset.seat = k;
+    const x = inPlay || settled ? played[k] : null;
     const b = document.createElement("button");
     b.type = "button";
     b.className = "seat";
     b.dataset.seat = k;
-    const x = inPlay && round ? round.seats[k] : null;
-    const parts = [t("seat", { n: k + 1 }), money(x ? x.bet : S.bets[k] || 0)];
-    if (x?.decision) parts.push(x.decision === "raise" ? t("seat_raised") : t("seat_stood"));
-    if (inPlay && k === decidingSeat()) parts.push(t("seat_to_decide"));
+    const bet = inPlay ? x?.bet : S.bets[k];
+    const parts = [t("seat", { n: k + 1 }), money(bet || 0)];
+    if (inPlay && x?.decision) parts.push(x.decision === "raise" ? t("seat_raised") : t("seat_stood"));
+    if (inPlay && k === ds) parts.push(t("seat_to_decide"));
     b.textContent = parts.join(" · ");
     b.setAttribute("aria-pressed", String(!inPlay && k === S.seat));
     b.disabled = inPlay || S.busy;
     b.addEventListener("click", () => selectSeat(k));
-    box.append(b);
+    spot.append(chipStack(inPlay ? (x?.stake ?? x?.bet) : S.bets[k]), b);
+    if (settled && x) {
+      const res = document.createElement("span");
+      res.className = "result";
+      res.dataset.outcome = x.outcome || (round.state === "voided" ? "voided" : "");
+      res.textContent = round.state === "voided" ? t("seat_push") : seatResult(x);
+      spot.append(res);
+    }
+    if (inPlay && k === ds) {
+      spot.classList.add("deciding");
+      if (PHONE?.matches) {
+        const here = document.createElement("div");
+        here.className = "seat-actions";
+        here.append($("raise"), $("stand"));
+        spot.append(here);
+      }
+    }
+    box.append(spot);
   }
   $("add-seat").hidden = S.bets.length >= maxSeats();
   $("add-seat").disabled = inPlay || S.busy;
@@ -261,7 +321,11 @@ function renderTable() {
   out.dataset.returned = r?.returned ?? "";
   out.dataset.roundId = r?.round_id || "";
   if (r && r.state === "dealt") out.textContent = t("raise_or_stand", { hand: describeHand(r) });
-  else if (r) out.textContent = describeOutcome(r);
+  else if (r && r.state === "settled" && (r.seats || []).length > 1) {
+    // Each seat's result is on its spot; here the hand and the totals.
+    const sum = (f) => r.seats.reduce((a, x) => a + Number(x[f] || 0), 0);
+    out.textContent = t("seats_total", { hand: describeHand(r), n: formatNumber(r.seats.length), returned: money(sum("returned")), stake: money(sum("stake")) });
+  } else if (r) out.textContent = describeOutcome(r);
   else out.textContent = t("place_bet");
 }
 
@@ -430,7 +494,7 @@ async function reconnect(e, roundId) {
         render();
         await showVerification(round, S.record?.round_id === round.round_id ? S.record : null);
         message(() => t(round.state === "voided" ? "reconnected_voided" : "reconnected_settled",
-          { note: round.note ? ` (${round.note})` : "", outcome: describeOutcome(round) }));
+          { note: round.note ? ` (${noteText(round.note)})` : "", outcome: describeOutcome(round) }));
       } else if (round?.state === "dealt") {
         message(() => t("reconnected_decide"));
       } else {
@@ -484,16 +548,19 @@ function deal() {
     startRecord(S.round, { before: balance(), debited: 0, bets });
     const res = await api("/api/round/deal", { round_id: S.round.round_id, client_seed: seed, bets });
     noteAnswer(res.round);
+    // The seats show the round's bets while deciding: the record holds what is shown, so the
+    // badge checks it against the reveal (a platform showing another bet turns it red).
+    displaySeats(res.round).forEach((x, k) => { if (S.record.seats[k]) S.record.seats[k].bet = String(x.bet); });
     S.state.player.balance = res.balance;
     S.lastBets = bets;
     S.round = res.round;
     S.shown = res.round;
     S.shown.expect = { commitment: shownBefore.commitment, nonce: shownBefore.nonce, round_id: shownBefore.round_id,
       table_id: shownBefore.table_id, decks: shownBefore.decks, client_seed: seed };
-    beep(520, 120);
+    sound("card");
     if (res.round.state === "dealt") {
       message("");
-      say(`${res.round.cards.map(cardName).join(", ")}. ${t("marker", { n: res.round.spread, odds: res.round.spread_odds })}. `
+      say(`${res.round.cards.map(cardName).join(t("list_sep"))}. ${t("marker", { n: res.round.spread, odds: res.round.spread_odds })}. `
         + t("raise_or_stand", { hand: describeHand(res.round) }));
     } else {
       await finish(res.round);
@@ -533,10 +600,15 @@ function decide(action) {
 }
 
 async function finish(round) {
+  // The round has settled: a message about it in play (resumed, reconnected, raise or
+  // stand) no longer holds.
+  message("");
   const text = describeOutcome(round);
-  if (round.outcome === "win") beep(990, 220); else if (round.outcome === "lose") beep(220, 220);
-  say(`${(round.cards || []).map(cardName).join(", ")}. ${describeHand(round)}. ${text}`);
+  sound(round.outcome === "win" ? "win" : round.outcome === "lose" ? "lose" : "card");
+  say(`${(round.cards || []).map(cardName).join(t("list_sep"))}. ${describeHand(round)}. ${text}`);
   noteShown(round, balance());
+  // The table shows this round before the badge says anything about it.
+  render();
   await showVerification(round, S.record?.round_id === round.round_id ? S.record : null);
   S.round = null;
   await ensureCommitment();
@@ -624,7 +696,7 @@ function paintVerification() {
   if (rec) { box.dataset.failed = rec.failed.join(","); box.dataset.passed = rec.passed.join(","); }
   const passedWords = rec ? [...new Set(rec.passed.map((f) => fieldWords(f.replace(/^seat\d+\./, ""))))] : [];
   if (verified) {
-    box.textContent = t("verified", { fields: passedWords.join(", ") })
+    box.textContent = t("verified", { fields: passedWords.join(t("list_sep")) })
       + (box.dataset.signature === "passed" ? ` ${t("signature_ok")}` : "");
   } else if (result.verdict !== "verified") {
     // The failed checks, or the rules a malformed reveal breaks, in the player's language.
@@ -637,7 +709,7 @@ function paintVerification() {
     const wrong = rec.checks.filter((c) => c.seen && !c.ok).map((c) =>
       t("mismatch", { field: fieldWords(c.field), shown: c.shown, expected: c.expected }));
     box.textContent = t("not_verified", { wrong: wrong.join("; ") })
-      + t("reveal_ok", { rest: passedWords.length ? t("and_so_do", { fields: passedWords.join(", ") }) : "" });
+      + t("reveal_ok", { rest: passedWords.length ? t("and_so_do", { fields: passedWords.join(t("list_sep")) }) : "" });
   }
   for (const c of result.checks || []) {
     const li = document.createElement("li");

@@ -1,15 +1,15 @@
 // Game recall: the player's recent rounds and each reveal, verified in the browser.
 import { checkRecord, recordFromStored } from "./record.js";
-import { t, chooseLang, translatePage, formatDate, formatNumber, checkText, malformedTexts } from "./i18n.js";
+import { t, noteText, chooseLang, translatePage, formatDate, formatNumber, checkText, malformedTexts } from "./i18n.js";
 import { verifyRound, signatureState, api, money, cardLabel, cardName, describeHand, shownFor, recordFor, setMinorUnitExponent, fieldWords, errorText } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
 function status(r) {
   if (r.state === "dealt") return t("h_in_progress");
-  if (r.state === "voided") return r.note || t("h_voided");
+  if (r.state === "voided") return r.note ? noteText(r.note) : t("h_voided");
   if (r.state !== "settled") return t("h_finishing", { state: r.state });
-  return r.recovered ? (r.note ? t("h_recovered_note", { note: r.note }) : t("h_recovered")) : t("h_settled");
+  return r.recovered ? (r.note ? t("h_recovered_note", { note: noteText(r.note) }) : t("h_recovered")) : t("h_settled");
 }
 
 // The page shown: `?limit=N` rounds (default 100), newest first, or those just older than
@@ -58,12 +58,12 @@ async function main() {
     tr.insertCell().textContent = `${r.round_id} · ${r.nonce}`;
     const cards = tr.insertCell();
     cards.textContent = (r.cards || []).map(cardLabel).join(" ");
-    cards.setAttribute("aria-label", (r.cards || []).map(cardName).join(", "));
+    cards.setAttribute("aria-label", (r.cards || []).map(cardName).join(t("list_sep")));
     tr.insertCell().textContent = describeHand(r);
     const decisionWords = (d) => d === "default" ? t("h_default") : d === "raise" ? t("seat_raised") : d === "stand" ? t("seat_stood")
       : d || (r.hand_class === "non_consecutive" ? "—" : t("h_none_needed"));
     tr.insertCell().textContent = (r.seats || []).length > 1
-      ? r.seats.map((x, k) => t("f_seat", { n: k + 1, what: decisionWords(x.decision) })).join(", ") : decisionWords(r.decision);
+      ? r.seats.map((x, k) => t("f_seat", { n: k + 1, what: decisionWords(x.decision) })).join(t("list_sep")) : decisionWords(r.decision);
     tr.insertCell().textContent = money(r.bet);
     tr.insertCell().textContent = money(r.stake);
     tr.insertCell().textContent = r.returned === null ? "—" : money(r.returned);
@@ -101,7 +101,7 @@ async function main() {
     summary.textContent = ok ? t(seen ? "h_verified_here" : "h_verified")
       : result.verdict === "malformed" ? t("h_malformed")
       : result.verdict !== "verified" ? t("h_not_verified")
-      : t("h_differ", { fields: rec.failed.map(fieldWords).join(", ") });
+      : t("h_differ", { fields: rec.failed.map(fieldWords).join(t("list_sep")) });
     const ul = document.createElement("ul");
     for (const c of result.checks || []) { const li = document.createElement("li"); li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${checkText(c)}`; ul.append(li); }
     for (const c of rec.checks) {

@@ -78,6 +78,35 @@ export function cardLabel(code) {
   return `${code[0] === "T" ? "10" : code[0]}${SUIT_SYMBOLS[code[1]]}`;
 }
 
+// A card face as SVG: the rank and suit in two corners (the lower one turned) and a large
+// suit in the middle, in the card's colour (currentColor), legible at a phone's card size.
+const SVG = "http://www.w3.org/2000/svg";
+function svgText(text, attrs) {
+  const e = document.createElementNS(SVG, "text");
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  e.textContent = text;
+  return e;
+}
+function cardFace(code) {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", "0 0 60 86");
+  svg.setAttribute("class", "face");
+  svg.setAttribute("aria-hidden", "true");
+  const rank = code[0] === "T" ? "10" : code[0], suit = SUIT_SYMBOLS[code[1]];
+  const corner = (transform) => {
+    const g = document.createElementNS(SVG, "g");
+    if (transform) g.setAttribute("transform", transform);
+    // "10" is squeezed into the corner's width.
+    const wide = rank.length > 1 ? { textLength: 15, lengthAdjust: "spacingAndGlyphs" } : {};
+    g.append(svgText(rank, { x: 10, y: 19, "font-size": 17, "font-weight": 700, "text-anchor": "middle", fill: "currentColor", ...wide }),
+      svgText(suit, { x: 10, y: 33, "font-size": 13, "text-anchor": "middle", fill: "currentColor" }));
+    return g;
+  };
+  svg.append(corner(""), corner("rotate(180 30 43)"),
+    svgText(suit, { x: 30, y: 56, "font-size": 34, "text-anchor": "middle", fill: "currentColor" }));
+  return svg;
+}
+
 // Renders a card into `el` (face up, face down, or an empty slot).
 export function renderCard(el, code, faceDown = false) {
   el.className = el.className.split(" ").filter((c) => !["up", "down", "red", "slot", "dealt"].includes(c)).join(" ");
@@ -87,13 +116,7 @@ export function renderCard(el, code, faceDown = false) {
     if (code[1] === "d" || code[1] === "h") el.classList.add("red");
     el.setAttribute("aria-label", cardName(code));
     el.dataset.card = code;
-    const rank = document.createElement("span");
-    rank.className = "rank";
-    rank.textContent = code[0] === "T" ? "10" : code[0];
-    const suit = document.createElement("span");
-    suit.className = "suit";
-    suit.textContent = SUIT_SYMBOLS[code[1]];
-    el.append(rank, suit);
+    el.append(cardFace(code));
   } else if (faceDown) {
     el.classList.add("down", "dealt");
     el.setAttribute("aria-label", t("face_down"));
@@ -117,6 +140,7 @@ export async function api(path, body) {
     const err = new Error(data.message || `${res.status} ${res.statusText}`);
     err.code = data.error;
     err.status = res.status;
+    if (Number.isInteger(data.retry_after_ms)) err.retryAfterMs = data.retry_after_ms;
     throw err;
   }
   return data;
@@ -201,8 +225,9 @@ export function errorText(e, params = {}) {
   switch (code) {
     case "too_many_attempts": {
       const m = /(\d+) s\b/.exec(text);
-      if (!m) return text;
-      p.secs = formatNumber(Number(m[1]));
+      const secs = Number.isInteger(e?.retryAfterMs) ? Math.ceil(e.retryAfterMs / 1000) : m ? Number(m[1]) : NaN;
+      if (Number.isNaN(secs)) return text;
+      p.secs = formatNumber(secs);
       break;
     }
     case "pin_locked":
