@@ -38,7 +38,6 @@ struct Replica {
     process: ServerProcess,
     client: TestClient,
     rules: proto::GetRulesResponse,
-    #[allow(dead_code)]
     trail: PathBuf,
 }
 
@@ -174,9 +173,40 @@ async fn two_differently_configured_replicas_refuse_no_round_and_pay_by_the_comm
     assert!(seen.started_elsewhere > 0 && seen.over_b_limit_on_b > 0, "cross-replica rounds");
     assert!(seen.paid_by_committer_elsewhere > 0, "a win at the differing entry, settled by the other replica");
     assert_eq!(seen.per_digest.len(), 2);
+    let trails: Vec<PathBuf> = replicas.iter().map(|r| r.trail.clone()).collect();
     for r in replicas {
         r.process.terminate().await;
     }
+
+    // `reddog report --json` over both trails, no --tables: one row set per digest, whose
+    // staked and returned are the Settle answers' sums.
+    let (code, out, err) = report(&["--json"], &trails);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let mut per_digest: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for row in v["rows"].as_array().unwrap() {
+        let e = per_digest.entry(row["rules_digest"].as_str().unwrap().to_string()).or_default();
+        e.0 += row["staked"].as_u64().unwrap();
+        e.1 += row["returned"].as_u64().unwrap();
+    }
+    assert_eq!(per_digest, seen.per_digest, "{out}");
+    // --tables is a cross-check: replica a's configuration disagrees with b's rounds.
+    let a_config = dir.path().join("a-tables.json");
+    let (code, _, err) = report(&["--json", "--tables", a_config.to_str().unwrap()], &trails);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is not the configured table's"), "{err}");
+    assert!(seen.per_digest.keys().all(|d| err.contains(d.as_str())), "both digests named: {err}");
+}
+
+fn report(args: &[&str], files: &[PathBuf]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(crate::common::reddog_binary())
+        .arg("report")
+        .args(args)
+        .args(files)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
 }
 
 /// The operator withdraws replica b's rules on replica a (`withdrawn_rules`): a's StartRound
@@ -204,4 +234,51 @@ async fn only_withdrawn_rules_are_refused() {
     assert_eq!(err.field().map(|f| f.to_string()).as_deref(), Some("tables.default.withdrawn_rules[0]"), "{err}");
     a.process.terminate().await;
     b.process.terminate().await;
+}
+
+/// The `/metrics` page of `p`.
+async fn metrics_page(p: &ServerProcess) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(p.metrics).await.unwrap();
+    conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut body = String::new();
+    conn.read_to_string(&mut body).await.unwrap();
+    body
+}
+
+/// `serve --certified-rules FILE` starts when every table's digest is certified for it (and
+/// says so in `reddog_rules_certified` and its start-up log, with each table's digest and
+/// exact RTP), and refuses to start when one paytable entry differs, naming the table and
+/// both digests. (`scripts/ci.d/55-certify.sh` runs the same with the file `reddog certify
+/// --quick --out` writes.)
+#[tokio::test]
+async fn certified_rules_pin_the_served_tables() {
+    use reddog::service::certified::CertifiedRules;
+    use reddog::service::tables::Tables;
+    let dir = tempfile::tempdir().unwrap();
+    let (config, certified) = (dir.path().join("tables.json"), dir.path().join("certified-rules.json"));
+    let tables = Tables::from_json(TABLE_A).unwrap();
+    std::fs::write(&config, TABLE_A).unwrap();
+    std::fs::write(&certified, serde_json::to_string(&CertifiedRules::of(&tables, &"0".repeat(64))).unwrap()).unwrap();
+    let args = ["--table-config", config.to_str().unwrap(), "--certified-rules", certified.to_str().unwrap()];
+    let served = ServerProcess::builder().args(&args).env("REDDOG_KEY_RING", &ring_a()).log(Log::Keep).spawn();
+    let digest = tables.get("default").unwrap().digest().to_hex();
+    let (rtp_exact, _, _) = reddog::service::rules::rtp(&tables.get("default").unwrap().table);
+    served.wait_for_log("table rules", std::time::Duration::from_secs(10));
+    let line = served.log_lines().into_iter().find(|l| l.contains("table rules")).unwrap();
+    assert!(line.contains(&digest) && line.contains(&rtp_exact), "{line}");
+    // The service (and its table metrics) is up once it answers.
+    connect(served.addr).await.get_rules(req::get_rules()).await.unwrap();
+    let page = metrics_page(&served).await;
+    let certified_line = page.lines().find(|l| l.starts_with("reddog_rules_certified{")).unwrap_or_default();
+    assert!(certified_line.contains(&digest) && certified_line.ends_with(" 1"), "{page}");
+    assert!(page.lines().any(|l| l.starts_with("reddog_table_info{") && l.contains(&digest)), "{page}");
+    served.terminate().await;
+
+    let changed = TABLE_A.replace("[5,4,2,1,", "[5,4,1,1,");
+    std::fs::write(&config, &changed).unwrap();
+    let new_digest = Tables::from_json(&changed).unwrap().get("default").unwrap().digest().to_hex();
+    let (status, out) = ServerProcess::builder().args(&args).env("REDDOG_KEY_RING", &ring_a()).refused();
+    assert!(!status.success(), "{out}");
+    assert!(out.contains("table \"default\"") && out.contains(&digest) && out.contains(&new_digest), "{out}");
 }
