@@ -70,31 +70,49 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
     /// The engine's public signing key (64 hex, from GetRules `signing_keys` or `reddog
-    /// keygen --public`); with `--signature`, checks Settle's signed receipt over the reveal
-    /// (FAIRNESS.md 4.7): a reveal changed in any byte fails it, with no player's record.
-    #[arg(long, value_name = "HEX", requires = "signature")]
+    /// keygen --public`); checks `--signature` and every `--receipt` (FAIRNESS.md 4.7).
+    #[arg(long, value_name = "HEX")]
     pub public_key: Option<String>,
-    /// Settle's `signature` (128 hex) over the reveal, checked with `--public-key`. The file
-    /// must hold the exact `reveal_json` bytes (one trailing line feed is ignored).
+    /// Settle's `signature` (128 hex) over the reveal, checked with `--public-key`: a reveal
+    /// changed in any byte fails it. The file must hold the exact `reveal_json` bytes (one
+    /// trailing line feed is ignored).
     #[arg(long, value_name = "HEX", requires = "public_key")]
     pub signature: Option<String>,
+    /// A step receipt the player kept (`receipt_json` of StartRound or Decide), checked with
+    /// `--public-key`; the reveal must descend from every one given. Repeatable.
+    #[arg(long, value_name = "FILE", requires = "public_key")]
+    pub receipt: Vec<PathBuf>,
 }
 
-/// A signed receipt to check: the public key and the signature.
-struct Receipt {
+/// What to check with the public key: Settle's signature, and the step receipts.
+struct Signed {
     public_key: [u8; 32],
-    signature: [u8; 64],
+    signature: Option<[u8; 64]>,
+    steps: Vec<(PathBuf, receipt::StepReceipt, [u8; 64])>,
 }
 
-/// `--public-key` and `--signature`, each in its text form (hex digits of either case, 64 and
-/// 128 of them), or none.
-fn receipt_args(args: &VerifyArgs) -> anyhow::Result<Option<Receipt>> {
-    let (Some(key), Some(sig)) = (&args.public_key, &args.signature) else { return Ok(None) };
-    let mut r = Receipt { public_key: [0; 32], signature: [0; 64] };
+/// `--public-key`, `--signature` (hex digits of either case, 64 and 128 of them) and the
+/// `--receipt` files, or none.
+fn receipt_args(args: &VerifyArgs) -> anyhow::Result<Option<Signed>> {
+    let Some(key) = &args.public_key else { return Ok(None) };
+    let mut r = Signed { public_key: [0; 32], signature: None, steps: Vec::new() };
     hex::decode_to_slice(key, &mut r.public_key)
         .map_err(|_| anyhow::anyhow!("--public-key: an Ed25519 public key is 64 hexadecimal digits"))?;
-    hex::decode_to_slice(sig, &mut r.signature)
-        .map_err(|_| anyhow::anyhow!("--signature: an Ed25519 signature is 128 hexadecimal digits"))?;
+    if let Some(sig) = &args.signature {
+        let mut bytes = [0u8; 64];
+        hex::decode_to_slice(sig, &mut bytes)
+            .map_err(|_| anyhow::anyhow!("--signature: an Ed25519 signature is 128 hexadecimal digits"))?;
+        r.signature = Some(bytes);
+    }
+    for path in &args.receipt {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let (step, sig) =
+            receipt::StepReceiptJson::parse(&text).map_err(|e| anyhow::anyhow!("--receipt {}: {e}", path.display()))?;
+        r.steps.push((path.clone(), step, sig));
+    }
+    if r.signature.is_none() && r.steps.is_empty() {
+        bail!("--public-key: give --signature or --receipt to check with it");
+    }
     Ok(Some(r))
 }
 
@@ -239,19 +257,30 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let mismatches = expect.check(&reveal);
     // The signed receipt covers the settled transcript and the exact reveal bytes; a
     // version-1 reveal has no transcript, so no receipt covers it.
-    let signature_ok = signed.as_ref().map(|r| match &reveal {
-        AnyReveal::V1(_) => false,
-        AnyReveal::V2(v) => {
-            let mut transcript = [0u8; 32];
-            hex::decode_to_slice(&v.transcript, &mut transcript).is_ok()
-                && receipt::verify_settle(
-                    &r.public_key,
-                    &r.signature,
-                    &transcript,
-                    receipt::reveal_bytes(text.as_bytes()),
-                )
-        }
+    let signature_ok =
+        signed.as_ref().and_then(|r| Some((r.public_key, r.signature?))).map(|(key, sig)| match &reveal {
+            AnyReveal::V1(_) => false,
+            AnyReveal::V2(v) => {
+                let mut transcript = [0u8; 32];
+                hex::decode_to_slice(&v.transcript, &mut transcript).is_ok()
+                    && receipt::verify_settle(&key, &sig, &transcript, receipt::reveal_bytes(text.as_bytes()))
+            }
+        });
+    // Each step receipt: signed by the key, and the reveal descends from it.
+    let steps: Vec<(String, bool, bool)> = signed.as_ref().map_or_else(Vec::new, |r| {
+        r.steps
+            .iter()
+            .map(|(path, step, sig)| {
+                let signed_ok = receipt::verify_step(&r.public_key, sig, step);
+                let descends = match &reveal {
+                    AnyReveal::V1(_) => false,
+                    AnyReveal::V2(v) => step.descends(v, &verdict.chain),
+                };
+                (format!("step {} of {}", step.step, path.display()), signed_ok, descends)
+            })
+            .collect()
     });
+    let steps_ok = steps.iter().all(|&(_, s, d)| s && d);
 
     let mark = |ok: bool| if ok { "OK" } else { "MISMATCH" };
     let list = |cards: &[Card]| cards.iter().map(Card::to_string).collect::<Vec<_>>().join(" ");
@@ -320,11 +349,26 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     if let (Some(r), Some(ok)) = (&signed, signature_ok) {
         writeln!(out, "signature   ed25519 by {}  {}", hex::encode(r.public_key), mark(ok))?;
     }
+    for (name, signed_ok, descends) in &steps {
+        let why = match (signed_ok, descends) {
+            (false, _) => "MISMATCH (not signed by this key)",
+            (true, false) => "MISMATCH (the reveal does not descend from this step)",
+            (true, true) => "OK",
+        };
+        writeln!(out, "receipt     {name}  {why}")?;
+    }
     for m in &mismatches {
         let revealed = m.revealed.as_deref().unwrap_or("(not in the reveal)");
         writeln!(out, "expected    {} {:?}, the reveal has {:?}  MISMATCH", m.field, m.expected, revealed)?;
     }
-    if verdict.ok() && mismatches.is_empty() && signature_ok != Some(false) {
+    if verdict.ok() && mismatches.is_empty() && signature_ok != Some(false) && steps_ok {
+        if signature_ok == Some(true) && steps.is_empty() && expect.transcript.is_none() {
+            writeln!(
+                out,
+                "note        the signature proves the engine produced this reveal, not that it is the round \
+                 played: give the last --receipt or --expect-transcript for that"
+            )?;
+        }
         writeln!(out, "verdict     VERIFIED")?;
         return Ok(ExitCode::from(VERIFIED));
     }
@@ -351,6 +395,9 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     }
     if signature_ok == Some(false) {
         why.push("the engine's signature does not cover this reveal (another reveal, or another key)");
+    }
+    if !steps_ok {
+        why.push("a step receipt is not signed by the key, or the reveal does not descend from the signed step");
     }
     eprintln!("not verified: {}", why.join("; "));
     Ok(ExitCode::from(NOT_VERIFIED))

@@ -34,11 +34,11 @@ use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{Cause, EngineError, Fault};
 use crate::fairness::commitment::{self, CurrencyRef, RoundRef, TableRef};
-use crate::fairness::receipt::CommitReceipt;
+use crate::fairness::receipt::{CommitReceipt, StepReceipt};
 use crate::fairness::{
     ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, TableRules,
 };
-use crate::game::{Money, Round, Spread};
+use crate::game::{Decision, Money, Round, Spread};
 use std::collections::BTreeMap;
 
 /// What the service needs to run.
@@ -351,6 +351,21 @@ impl RedDogService {
         })
     }
 
+    /// The step receipt of the round in `state` after a step that took `decisions`: key id,
+    /// signature and JSON, or three empty strings without a signing key (FAIRNESS.md 4.7).
+    fn sign_step(&self, state: &RoundState, decisions: &[(usize, Decision)]) -> (String, String, String) {
+        let Some(signer) = self.inner.ring.signer() else { return (String::new(), String::new(), String::new()) };
+        let (signature, json) = signer.sign_step(&StepReceipt {
+            commitment: state.seed.commitment().0,
+            round_id: state.round_id.clone(),
+            step: state.step(),
+            transcript: state.transcript.0,
+            cards: state.dealt_cards(),
+            decisions: decisions.to_vec(),
+        });
+        (signer.id().to_string(), signature, json)
+    }
+
     fn start_round(&self, peer: Peer, req: &proto::StartRoundRequest) -> Result<proto::StartRoundResponse, Status> {
         convert::required_token("commitment_token", &req.commitment_token)?;
         convert::client_seed(&req.client_seed)?;
@@ -455,6 +470,7 @@ impl RedDogService {
         if let Some(m) = self.inner.table_metrics.get(table_id) {
             m.round_started(class);
         }
+        let (signing_key_id, signature, receipt_json) = self.sign_step(&state, &[]);
         let commitment = commitment.to_hex();
         let transcript = state.transcript.to_hex();
         Ok(proto::StartRoundResponse {
@@ -466,6 +482,9 @@ impl RedDogService {
             transcript,
             table_id: state.table_id,
             currency: Some(currency(&named.currency)),
+            signing_key_id,
+            signature,
+            receipt_json,
         })
     }
 
@@ -491,6 +510,8 @@ impl RedDogService {
         }))?;
         let transcript = state.transcript.to_hex();
         let currency = self.currency_of(&state);
+        let (signing_key_id, signature, receipt_json) =
+            self.sign_step(&state, state.steps.last().map_or(&[][..], Vec::as_slice));
         Ok(proto::DecideResponse {
             round: Some(round_view(&state)?),
             step: state.step(),
@@ -500,6 +521,9 @@ impl RedDogService {
             transcript,
             currency,
             table_id: state.table_id,
+            signing_key_id,
+            signature,
+            receipt_json,
         })
     }
 

@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use crate::common::{Want, bound_commitment_token, classify, deal, req};
-use reddog::fairness::receipt::{CommitReceipt, verify_commit, verify_settle};
+use reddog::fairness::receipt::{CommitReceipt, StepReceiptJson, verify_commit, verify_settle, verify_step};
 use reddog::fairness::{AnyReveal, RevealDecision, StartInputs, TableRules, parse_reveal};
 use reddog::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Table};
 use reddog::service::proto;
@@ -88,6 +88,37 @@ fn play_raised_win(svc: &RedDogService, rt: &tokio::runtime::Runtime, settles: u
                 .into_inner()
         })
         .collect()
+}
+
+/// The raised win played through the service with its settle-older twin: the answers to
+/// StartRound and Decide (each with its step receipt), the Settle of the latest token (the
+/// honest reveal) and the Settle of the pre-raise token (a platform settling the branch the
+/// player did not play: no decision, the seat stands and is paid 2000 instead of 4000).
+struct TwoBranches {
+    started: proto::StartRoundResponse,
+    decided: proto::DecideResponse,
+    honest: proto::SettleResponse,
+    older: proto::SettleResponse,
+}
+
+fn play_both_branches(svc: &RedDogService, rt: &tokio::runtime::Runtime) -> TwoBranches {
+    let nonce = raised_win_nonce();
+    let token = bound_commitment_token(&signing_ring(), SEED, nonce);
+    let started = rt
+        .block_on(svc.start_round(Request::new(
+            req::start_round(token).client_seed(CLIENT_SEED).nonce(nonce).limits(1, u64::MAX).build(),
+        )))
+        .unwrap()
+        .into_inner();
+    let decided = rt
+        .block_on(svc.decide(Request::new(req::decide(started.round_token.clone()).raise(0).build())))
+        .unwrap()
+        .into_inner();
+    let settle =
+        |token: &[u8]| rt.block_on(svc.settle(Request::new(req::settle(token.to_vec()).build()))).unwrap().into_inner();
+    let honest = settle(&decided.round_token);
+    let older = settle(&started.round_token);
+    TwoBranches { started, decided, honest, older }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -205,6 +236,71 @@ fn a_signed_reveal_verifies_with_the_public_key_and_a_forgery_is_refused_by_it_a
     assert_eq!(only_key.status.code(), Some(2), "--public-key needs --signature");
 }
 
+/// `reddog verify` of a reveal with `--public-key`, its Settle `--signature` and these
+/// `--receipt` texts: exit status, stdout and stderr.
+fn verify_with_receipts(dir: &tempfile::TempDir, reveal: &str, signature: &str, receipts: &[&str]) -> Output {
+    let path = dir.path().join("reveal.json");
+    std::fs::write(&path, reveal).unwrap();
+    let mut args = vec!["verify".to_string(), path.to_str().unwrap().to_string(), "--public-key".into(), PUBLIC.into()];
+    if !signature.is_empty() {
+        args.extend(["--signature".to_string(), signature.to_string()]);
+    }
+    for (i, r) in receipts.iter().enumerate() {
+        let p = dir.path().join(format!("receipt-{i}.json"));
+        std::fs::write(&p, r).unwrap();
+        args.extend(["--receipt".to_string(), p.to_str().unwrap().to_string()]);
+    }
+    reddog(&args.iter().map(String::as_str).collect::<Vec<_>>(), "")
+}
+
+#[test]
+fn a_reveal_of_the_branch_not_played_is_refused_with_the_decide_receipt() {
+    let rt = runtime();
+    let svc = service(&signing_ring());
+    let b = play_both_branches(&svc, &rt);
+    // Every step is signed: StartRound and Decide carry a receipt that verifies.
+    for (id, sig, json) in [
+        (&b.started.signing_key_id, &b.started.signature, &b.started.receipt_json),
+        (&b.decided.signing_key_id, &b.decided.signature, &b.decided.receipt_json),
+    ] {
+        assert_eq!(id, "s1");
+        assert_eq!(sig.len(), 128, "a non-empty signature");
+        let (step, parsed_sig) = StepReceiptJson::parse(json).unwrap();
+        assert_eq!(hex::encode(parsed_sig), *sig);
+        assert!(verify_step(&unhex(PUBLIC), &parsed_sig, &step));
+    }
+    let (step1, _) = StepReceiptJson::parse(&b.decided.receipt_json).unwrap();
+    assert_eq!((step1.step, hex::encode(step1.transcript)), (1, b.decided.transcript.clone()));
+    assert_eq!(step1.decisions, vec![(0, Decision::Raise)]);
+    // The platform's two branches: both reveals carry a valid Settle signature.
+    assert_eq!((b.honest.total_returned, b.older.total_returned), (4000, 2000));
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(verify_signed(&dir, &b.older.reveal_json, PUBLIC, &b.older.signature), 0, "signature alone");
+    // With the Decide receipt the player kept: the older branch is refused, the honest passes.
+    let older = verify_with_receipts(&dir, &b.older.reveal_json, &b.older.signature, &[&b.decided.receipt_json]);
+    assert_eq!(older.status.code(), Some(1), "{}", String::from_utf8_lossy(&older.stdout));
+    let text = String::from_utf8_lossy(&older.stdout);
+    assert!(text.contains("does not descend from this step"), "{text}");
+    let honest = verify_with_receipts(&dir, &b.honest.reveal_json, &b.honest.signature, &[&b.decided.receipt_json]);
+    assert_eq!(honest.status.code(), Some(0), "{}", String::from_utf8_lossy(&honest.stdout));
+    // Both receipts together, without the Settle signature: the same answers.
+    let both = [b.started.receipt_json.as_str(), b.decided.receipt_json.as_str()];
+    assert_eq!(verify_with_receipts(&dir, &b.honest.reveal_json, "", &both).status.code(), Some(0));
+    assert_eq!(verify_with_receipts(&dir, &b.older.reveal_json, "", &both).status.code(), Some(1));
+    // The StartRound receipt alone cannot tell the branches apart: both descend from step 0.
+    assert_eq!(verify_with_receipts(&dir, &b.older.reveal_json, "", &both[..1]).status.code(), Some(0));
+    // A receipt altered in any value no longer verifies with the key; a malformed one is 2.
+    let altered = b.decided.receipt_json.replace("\"raise\"", "\"stand\"");
+    assert_ne!(altered, b.decided.receipt_json);
+    let out = verify_with_receipts(&dir, &b.honest.reveal_json, "", &[&altered]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not signed by this key"));
+    assert_eq!(verify_with_receipts(&dir, &b.honest.reveal_json, "", &["{}"]).status.code(), Some(2));
+    // The signature alone is reported as what it proves, and no more.
+    let out = verify_with_receipts(&dir, &b.older.reveal_json, &b.older.signature, &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not that it is the round"));
+}
+
 #[test]
 fn a_retried_settle_returns_the_identical_signature() {
     let rt = runtime();
@@ -266,6 +362,13 @@ fn a_ring_without_a_signing_key_gives_empty_signature_fields_and_no_public_keys(
     let settled = play_raised_win(&service(&plain_ring()), &rt, 1).remove(0);
     assert_eq!(settled.total_returned, 4000, "the round is otherwise the same");
     assert_eq!((settled.signing_key_id.as_str(), settled.signature.as_str()), ("", ""));
+    let b = play_both_branches(&service(&plain_ring()), &rt);
+    for step in [
+        [&b.started.signing_key_id, &b.started.signature, &b.started.receipt_json],
+        [&b.decided.signing_key_id, &b.decided.signature, &b.decided.receipt_json],
+    ] {
+        assert!(step.iter().all(|f| f.is_empty()), "no step receipt without a signing key");
+    }
     let rules = rt.block_on(svc.get_rules(Request::new(req::get_rules().build()))).unwrap().into_inner();
     assert!(rules.signing_keys.is_empty());
 }
