@@ -266,6 +266,27 @@ class SignedReceipts(unittest.TestCase):
         self.assertEqual(self.run_cli("--public-key", g["public_key"], "--signature", "0x" + g["signature"][2:],
                                       stdin=text)[0], 2)
 
+    def test_a_reveal_of_the_branch_not_played_is_refused_with_the_decide_receipt(self):
+        doc = self.vectors()
+        case = {c["name"]: c for c in doc["step_cases"]}
+        honest, older = case["step/honest-with-the-decide-receipt"], case["step/settle-older-with-the-decide-receipt"]
+        self.assertEqual(honest["receipts"], older["receipts"], "the same Decide receipt")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "receipt.json")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(honest["receipts"][0])
+            for c, want in ((honest, 0), (older, 1)):
+                args = ("--public-key", c["public_key"], "--signature", c["signature"], "--receipt", path)
+                code, out = self.run_cli(*args, stdin=c["reveal"].encode())
+                self.assertEqual(code, want, out)
+                # The Settle signature alone cannot tell the branches apart, and says so.
+                code, out = self.run_cli(*args[:4], stdin=c["reveal"].encode())
+                self.assertEqual(code, 0)
+                self.assertIn("not that it is the round played", out)
+            self.assertIn("does not descend from this step", self.run_cli(
+                "--public-key", older["public_key"], "--receipt", path, stdin=older["reveal"].encode())[1])
+            self.assertEqual(self.run_cli("--receipt", path, stdin=honest["reveal"].encode())[0], 2)
+
     def test_the_commit_receipt_message_is_section_4_7s(self):
         c = self.vectors()["commit"]
         m = v.commit_receipt_message(bytes.fromhex(c["commitment"]), c["round_id"], c["nonce"], c["table_id"],

@@ -475,9 +475,17 @@ fn render_vectors() -> String {
         sandbox: false,
     };
     let case = |name: &str, reveal: &str, public_key: &str, signature: &str, verdict: &str| json!({"name": name, "reveal": reveal, "public_key": public_key, "signature": signature, "verdict": verdict});
+    let b = play_both_branches(&svc, &rt);
+    let (decide_receipt, _) = StepReceiptJson::parse(&b.decided.receipt_json).unwrap();
+    let mut sig_flipped: serde_json::Value = serde_json::from_str(&b.decided.receipt_json).unwrap();
+    let s0 = sig_flipped["signature"].as_str().unwrap().to_string();
+    sig_flipped["signature"] = json!(format!("{}{}", if s0.starts_with('0') { '1' } else { '0' }, &s0[1..]));
+    let (decided, started) = (b.decided.receipt_json.as_str(), b.started.receipt_json.as_str());
+    let stood = decided.replace("\"raise\"", "\"stand\"");
+    let step = |name: &str, reveal: &str, signature: &str, receipts: &[&str], verdict: &str| json!({"name": name, "reveal": reveal, "public_key": PUBLIC, "signature": signature, "receipts": receipts, "verdict": verdict});
     let doc = json!({
         "format": "reddog-receipt-vectors-v1",
-        "note": "Signed receipts (docs/FAIRNESS.md 4.7). `secret` is RFC 8032 test 1's key. `commit`: the CommitSeed receipt's fields, the exact message signed and its signature. `cases`: a Settle receipt checked with the public key alone: give the verifier the reveal (exact bytes), --public-key and --signature; `verdict` is its answer (verified: exit 0, not_verified: 1). The genuine reveal is a round played through the engine (one seat of 1000 raised and won 4000); the forged one is it rewritten as a stand at odds 1 returning 2000 with its transcript and rules digest recomputed (it verifies without the key).",
+        "note": "Signed receipts (docs/FAIRNESS.md 4.7). `secret` is RFC 8032 test 1's key. `commit`: the CommitSeed receipt's fields, the exact message signed and its signature. `cases`: a Settle receipt checked with the public key alone: give the verifier the reveal (exact bytes), --public-key and --signature; `verdict` is its answer (verified: exit 0, not_verified: 1). `step_cases`: the same round's step receipts (StartRound, Decide) and the reveal of the pre-raise token settled after the raise: give the reveal, --public-key, --signature unless empty and each of `receipts` as a --receipt file (malformed: exit 2); `step_message_hex` is the exact message the Decide receipt signs. The genuine reveal is a round played through the engine (one seat of 1000 raised and won 4000); the forged one is it rewritten as a stand at odds 1 returning 2000 with its transcript and rules digest recomputed (it verifies without the key).",
         "secret": SECRET,
         "key_id": "s1",
         "public_key": signer.public_key_hex(),
@@ -488,6 +496,17 @@ fn render_vectors() -> String {
             "message_hex": hex::encode(commit.message()), "signature": signer.sign_commit(&commit),
         },
         "settle_message_hex": settle_hex,
+        "step_message_hex": hex::encode(decide_receipt.message()),
+        "step_cases": [
+            step("step/honest-with-the-decide-receipt", &b.honest.reveal_json, &b.honest.signature, &[decided], "verified"),
+            step("step/honest-with-both-receipts-no-settle-signature", &b.honest.reveal_json, "", &[started, decided], "verified"),
+            step("step/settle-older-with-the-decide-receipt", &b.older.reveal_json, &b.older.signature, &[decided], "not_verified"),
+            step("step/settle-older-with-the-start-receipt-only", &b.older.reveal_json, &b.older.signature, &[started], "verified"),
+            step("step/forged-with-the-decide-receipt", &forged, "", &[decided], "not_verified"),
+            step("step/decide-receipt-signature-altered", &b.honest.reveal_json, "", &[&sig_flipped.to_string()], "not_verified"),
+            step("step/decide-receipt-raise-rewritten-as-stand", &b.honest.reveal_json, "", &[&stood], "not_verified"),
+            step("step/receipt-of-another-format", &b.honest.reveal_json, "", &[&decided.replace("reddog-step-receipt-v1", "reddog-step-receipt-v0")], "malformed"),
+        ],
         "cases": [
             case("settle/genuine", &genuine, PUBLIC, &sig, "verified"),
             case("settle/genuine-with-a-trailing-line-feed", &format!("{genuine}\n"), PUBLIC, &sig, "verified"),
@@ -538,6 +557,21 @@ fn every_receipt_vector_gets_its_verdict_from_reddog_verify() {
             case["signature"].as_str().unwrap(),
         );
         assert_eq!(got, want, "{}", case["name"]);
+    }
+    for case in doc["step_cases"].as_array().unwrap() {
+        let want = match case["verdict"].as_str().unwrap() {
+            "verified" => 0,
+            "not_verified" => 1,
+            _ => 2,
+        };
+        let receipts: Vec<&str> = case["receipts"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+        let out = verify_with_receipts(
+            &dir,
+            case["reveal"].as_str().unwrap(),
+            case["signature"].as_str().unwrap(),
+            &receipts,
+        );
+        assert_eq!(out.status.code(), Some(want), "{}", case["name"]);
     }
 }
 
