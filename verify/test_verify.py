@@ -330,6 +330,23 @@ class PlayersRecord(unittest.TestCase):
                                           "--expect-returned", "4000", "--expect-bets", "1000",
                                           stdin=genuine_text)[0], 0)
 
+    def test_seats_within_a_call_in_any_order_and_hex_in_either_case(self):
+        with open(os.path.join(ROOT, "tests", "vectors", "reveal-v3.json"), encoding="utf-8") as f:
+            case = next(c for c in json.load(f)["cases"] if c["name"] == "7-seats/three-steps/one-stands-by-default")
+        text = case["reveal"].encode()
+        r = json.loads(text)
+        self.assertEqual(self.run_cli("--expect-decisions", "3:raise,0:stand;1:raise;5:stand,2:raise,4:raise",
+                                      stdin=text)[0], 0)
+        self.assertEqual(self.run_cli("--expect-decisions", "1:raise;3:raise,0:stand;5:stand,2:raise,4:raise",
+                                      stdin=text)[0], 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "record.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"transcript": r["transcript"], "decisions": [list(reversed(c)) for c in r["decisions"]]}, f)
+            self.assertEqual(self.run_cli("--expect", path, "--expect-transcript", r["transcript"].upper(),
+                                          "--expect-decisions", "3:raise,0:stand;1:raise;5:stand,2:raise,4:raise",
+                                          stdin=text)[0], 0)
+
     def test_expectation_integers_with_a_sign_or_a_leading_zero_are_malformed_input(self):
         r = mk.bases()["win-v3"]
         text = mk.render(r).encode()

@@ -587,7 +587,7 @@ def _want_decisions(value, name):
             if not isinstance(d["action"], str) or d["action"] not in ACTIONS:
                 raise Malformed("%s.action: must be \"raise\" or \"stand\", got %s" % (w, _show(d["action"])))
             entries.append((seat, d["action"]))
-        out.append(entries)
+        out.append(sorted(entries))  # seats within a call in any order (the reveal's: ascending)
     return out
 
 
@@ -644,7 +644,7 @@ def text_decisions(text, name):
             if not sep or action not in ACTIONS:
                 raise Malformed("%s: %s (call %d) is not SEAT:raise or SEAT:stand" % (name, _show(part), k + 1))
             entries.append((text_int(seat, name + " (seat)", 0, MAX_SEATS - 1), action))
-        out.append(entries)
+        out.append(sorted(entries))  # seats within a call in any order (the reveal's: ascending)
     return out
 
 

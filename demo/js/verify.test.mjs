@@ -258,3 +258,15 @@ if (existsSync(receiptPath)) {
     assert.match(named.note, /not that it is the round played/);
   });
 }
+
+// The player's record: the seats of one Decide call in any order (calls in order); hex in
+// either case.
+test("record: seats within a call in any order, hex in either case", async () => {
+  const doc = JSON.parse(readFileSync(path.join(vectors, "reveal-v3.json"), "utf8"));
+  const c = doc.cases.find((x) => x.name === "7-seats/three-steps/one-stands-by-default");
+  const r = JSON.parse(c.reveal);
+  const ok = await V.verifyReveal(c.reveal, { decisions: "3:raise,0:stand;1:raise;5:stand,2:raise,4:raise", transcript: r.transcript.toUpperCase() });
+  assert.equal(ok.verdict, "verified", ok.errors.join("; "));
+  const swapped = await V.verifyReveal(c.reveal, { decisions: "1:raise;3:raise,0:stand;5:stand,2:raise,4:raise" });
+  assert.equal(swapped.verdict, "not_verified");
+});

@@ -614,7 +614,8 @@ function parseRecord(record = {}) {
   return out;
 }
 
-const callsText = (d) => d.map((c) => c.map((x) => `${x.seat}:${x.action}`).join(",")).join(";");
+// Calls in order; the seats within a call in any order (a player writes them as decided).
+const callsText = (d) => d.map((c) => c.map((x) => `${x.seat}:${x.action}`).sort().join(",")).join(";");
 
 async function verifyReveal(text, record = {}) {
   let r, expect;

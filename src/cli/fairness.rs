@@ -211,7 +211,12 @@ fn expectations(args: &VerifyArgs) -> anyhow::Result<Expectations> {
         }
         Ok(())
     }
-    merge(&mut e.commitment, &args.expect_commitment, "commitment")?;
+    // Hex compares without regard to case, in the file as in the options.
+    let lower = |v: &Option<String>| v.as_ref().map(|t| t.to_ascii_lowercase());
+    for slot in [&mut e.commitment, &mut e.transcript, &mut e.rules_digest] {
+        *slot = lower(slot);
+    }
+    merge(&mut e.commitment, &lower(&args.expect_commitment), "commitment")?;
     merge(&mut e.client_seed, &args.expect_client_seed, "client-seed")?;
     let parsed =
         |v: &Option<String>, name: &str, parse: &dyn Fn(&str, &str) -> Result<_, reddog::fairness::FairnessError>| {
@@ -222,12 +227,21 @@ fn expectations(args: &VerifyArgs) -> anyhow::Result<Expectations> {
     let bets = args.expect_bets.as_deref().map(|t| text_amounts(t, "--expect-bets")).transpose()?;
     let returned = args.expect_returned.as_deref().map(|t| text_amounts(t, "--expect-returned")).transpose()?;
     let decisions = args.expect_decisions.as_deref().map(|t| text_decisions(t, "--expect-decisions")).transpose()?;
+    // Seats within a call in any order, in the file as in the option.
+    let by_seat = |d: Option<Vec<Vec<reddog::fairness::RevealDecision>>>| {
+        d.map(|mut calls| {
+            calls.iter_mut().for_each(|c| c.sort_by_key(|x| x.seat));
+            calls
+        })
+    };
+    let decisions = by_seat(decisions);
+    e.decisions = by_seat(e.decisions.take());
     merge(&mut e.nonce, &nonce, "nonce")?;
     merge(&mut e.round_id, &args.expect_round_id, "round-id")?;
     merge(&mut e.table_id, &args.expect_table_id, "table-id")?;
     merge(&mut e.decks, &decks, "decks")?;
-    merge(&mut e.transcript, &args.expect_transcript, "transcript")?;
-    merge(&mut e.rules_digest, &args.expect_rules_digest, "rules-digest")?;
+    merge(&mut e.transcript, &lower(&args.expect_transcript), "transcript")?;
+    merge(&mut e.rules_digest, &lower(&args.expect_rules_digest), "rules-digest")?;
     merge(&mut e.bets, &bets, "bets")?;
     merge(&mut e.returned, &returned, "returned")?;
     merge(&mut e.decisions, &decisions, "decisions")?;
