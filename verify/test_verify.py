@@ -286,6 +286,20 @@ class SignedReceipts(unittest.TestCase):
             self.assertIn("does not descend from this step", self.run_cli(
                 "--public-key", older["public_key"], "--receipt", path, stdin=older["reveal"].encode())[1])
             self.assertEqual(self.run_cli("--receipt", path, stdin=honest["reveal"].encode())[0], 2)
+            keys = os.path.join(tmp, "trusted.json")
+            for listed, says in ((doc["public_key"], "signed by a certified key"),
+                                 ("fd1724385aa0c75b64fb78cd602fa1d991fdebf76b13c58ed702eac835e9f618",
+                                  "signed by a key the platform named")):
+                with open(keys, "w", encoding="utf-8") as f:
+                    json.dump([{"key_id": "s1", "algorithm": "ed25519", "public_key_hex": listed}], f)
+                code, out = self.run_cli("--public-key", honest["public_key"], "--receipt", path, "--trusted-keys", keys,
+                                         stdin=honest["reveal"].encode())
+                self.assertEqual(code, 0, out)
+                self.assertIn(says, out)
+            with open(keys, "w", encoding="utf-8") as f:
+                f.write("[{}]")
+            self.assertEqual(self.run_cli("--public-key", honest["public_key"], "--receipt", path, "--trusted-keys",
+                                          keys, stdin=honest["reveal"].encode())[0], 2)
 
     def test_the_commit_receipt_message_is_section_4_7s(self):
         c = self.vectors()["commit"]

@@ -880,6 +880,22 @@ def check_step_receipt(reveal, r, public_key, name="receipt"):
         public_key.hex(), "descends from this step" if descends else "does not descend from this step"))
 
 
+def parse_trusted_keys(data, where="--trusted-keys"):
+    """The public keys (bytes) of a trusted-keys file: a JSON array of {key_id, algorithm,
+    public_key_hex}, or an object whose "signing_keys" is one (as GetRules lists them)."""
+    doc = loads_strict(data)
+    keys = doc.get("signing_keys") if isinstance(doc, dict) else doc
+    if not isinstance(keys, list):
+        raise Malformed("%s: an array of {key_id, algorithm, public_key_hex}" % where)
+    out = []
+    for i, k in enumerate(keys):
+        if not isinstance(k, dict) or sorted(k) != ["algorithm", "key_id", "public_key_hex"] \
+                or k["algorithm"] != "ed25519" or not isinstance(k["key_id"], str):
+            raise Malformed("%s[%d]: {key_id, algorithm: \"ed25519\", public_key_hex}" % (where, i))
+        out.append(want_hex(k["public_key_hex"], "%s[%d].public_key_hex" % (where, i), 32))
+    return out
+
+
 def receipt_bytes(data):
     """The reveal bytes a receipt covers: the file without one trailing line feed."""
     return data[:-1] if data.endswith(b"\n") else data
@@ -1148,12 +1164,15 @@ def main(argv):
     p.add_argument("--public-key", metavar="HEX",
                    help="the engine's Ed25519 public key (64 hex); checks --signature and every --receipt")
     p.add_argument("--signature", metavar="HEX", help="Settle's signature over the reveal (128 hex); with --public-key")
+    p.add_argument("--trusted-keys", metavar="FILE",
+                   help="the signing keys you trust, got outside the platform: a JSON array of {key_id, algorithm, "
+                        "public_key_hex} (or {\"signing_keys\": [...]}); says whether --public-key is one of them")
     p.add_argument("--receipt", metavar="FILE", action="append", default=[],
                    help="a step receipt the player kept (receipt_json of StartRound or Decide); with --public-key; "
                         "the reveal must descend from each. Repeatable")
     args = p.parse_args(argv)
-    if args.public_key is None and (args.signature is not None or args.receipt):
-        p.error("--signature and --receipt need --public-key")
+    if args.public_key is None and (args.signature is not None or args.receipt or args.trusted_keys):
+        p.error("--signature, --receipt and --trusted-keys need --public-key")
     if args.public_key is not None and args.signature is None and not args.receipt:
         p.error("--public-key: give --signature or --receipt to check with it")
 
@@ -1185,6 +1204,10 @@ def main(argv):
         for path in args.receipt:
             with open(path, "rb") as f:
                 steps.append((path, parse_step_receipt(f.read(), "--receipt " + path)))
+        certified = None
+        if args.trusted_keys is not None:
+            with open(args.trusted_keys, "rb") as f:
+                certified = public_key in parse_trusted_keys(f.read(), "--trusted-keys " + args.trusted_keys)
         if args.file == "-":
             data = sys.stdin.buffer.read()
         else:
@@ -1207,6 +1230,12 @@ def main(argv):
         line = check_step_receipt(reveal, r, public_key, "receipt")
         lines.append(line)
         ok = ok and line[1]
+    if public_key is not None:
+        whose = {True: "a certified key (in --trusted-keys)", False: "a key the platform named (not in --trusted-keys)",
+                 None: "a key the platform named (no --trusted-keys given)"}[certified]
+        signed = all(line[1] for line in lines if line[0] == "signature" or line[0].startswith("receipt"))
+        lines.append(("key", None, "%s%s, fingerprint SHA-256 %s" % ("signed by " if signed else "NOT signed by ", whose,
+                                                                    hashlib.sha256(public_key).hexdigest())))
     if ok and receipt is not None and not steps and not any(k == "transcript" for k, _ in expectations):
         lines.append(("note", None, "the signature proves the engine produced this reveal, not that it is the round "
                                     "played: give the last --receipt or --expect-transcript for that"))

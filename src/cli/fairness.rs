@@ -82,6 +82,38 @@ pub struct VerifyArgs {
     /// `--public-key`; the reveal must descend from every one given. Repeatable.
     #[arg(long, value_name = "FILE", requires = "public_key")]
     pub receipt: Vec<PathBuf>,
+    /// The signing keys you trust, got outside the platform (e.g. a certification report):
+    /// a JSON array of `{key_id, algorithm, public_key_hex}` (or `{"signing_keys": [...]}`,
+    /// as GetRules lists them). The output then says whether `--public-key` is one of them.
+    #[arg(long, value_name = "FILE", requires = "public_key")]
+    pub trusted_keys: Option<PathBuf>,
+}
+
+/// The public keys of a `--trusted-keys` file.
+fn trusted_keys(path: &std::path::Path) -> anyhow::Result<Vec<[u8; 32]>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("--trusted-keys {}: not JSON", path.display()))?;
+    let list = doc.get("signing_keys").unwrap_or(&doc);
+    let bad =
+        || anyhow::anyhow!("--trusted-keys {}: an array of {{key_id, algorithm, public_key_hex}}", path.display());
+    let list = list.as_array().ok_or_else(bad)?;
+    list.iter()
+        .map(|k| {
+            let o = k.as_object().filter(|o| o.len() == 3).ok_or_else(bad)?;
+            let (Some(id), Some("ed25519"), Some(hex_key)) = (
+                o.get("key_id").and_then(|v| v.as_str()),
+                o.get("algorithm").and_then(|v| v.as_str()),
+                o.get("public_key_hex").and_then(|v| v.as_str()),
+            ) else {
+                return Err(bad());
+            };
+            let mut key = [0u8; 32];
+            hex::decode_to_slice(hex_key, &mut key)
+                .map_err(|_| anyhow::anyhow!("--trusted-keys: key {id:?}: public_key_hex is 64 hexadecimal digits"))?;
+            Ok(key)
+        })
+        .collect()
 }
 
 /// What to check with the public key: Settle's signature, and the step receipts.
@@ -89,13 +121,15 @@ struct Signed {
     public_key: [u8; 32],
     signature: Option<[u8; 64]>,
     steps: Vec<(PathBuf, receipt::StepReceipt, [u8; 64])>,
+    /// With `--trusted-keys`: whether the public key is among them.
+    certified: Option<bool>,
 }
 
 /// `--public-key`, `--signature` (hex digits of either case, 64 and 128 of them) and the
 /// `--receipt` files, or none.
 fn receipt_args(args: &VerifyArgs) -> anyhow::Result<Option<Signed>> {
     let Some(key) = &args.public_key else { return Ok(None) };
-    let mut r = Signed { public_key: [0; 32], signature: None, steps: Vec::new() };
+    let mut r = Signed { public_key: [0; 32], signature: None, steps: Vec::new(), certified: None };
     hex::decode_to_slice(key, &mut r.public_key)
         .map_err(|_| anyhow::anyhow!("--public-key: an Ed25519 public key is 64 hexadecimal digits"))?;
     if let Some(sig) = &args.signature {
@@ -109,6 +143,9 @@ fn receipt_args(args: &VerifyArgs) -> anyhow::Result<Option<Signed>> {
         let (step, sig) =
             receipt::StepReceiptJson::parse(&text).map_err(|e| anyhow::anyhow!("--receipt {}: {e}", path.display()))?;
         r.steps.push((path.clone(), step, sig));
+    }
+    if let Some(path) = &args.trusted_keys {
+        r.certified = Some(trusted_keys(path)?.contains(&r.public_key));
     }
     if r.signature.is_none() && r.steps.is_empty() {
         bail!("--public-key: give --signature or --receipt to check with it");
@@ -362,6 +399,17 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     }
     if let (Some(r), Some(ok)) = (&signed, signature_ok) {
         writeln!(out, "signature   ed25519 by {}  {}", hex::encode(r.public_key), mark(ok))?;
+    }
+    if let Some(r) = &signed {
+        use sha2::Digest;
+        let fingerprint = hex::encode(sha2::Sha256::digest(r.public_key));
+        let whose = match r.certified {
+            Some(true) => "a certified key (in --trusted-keys)",
+            Some(false) => "a key the platform named (not in --trusted-keys)",
+            None => "a key the platform named (no --trusted-keys given)",
+        };
+        let signed_by = if signature_ok != Some(false) && steps_ok { "signed by " } else { "NOT signed by " };
+        writeln!(out, "key         {signed_by}{whose}, fingerprint SHA-256 {fingerprint}")?;
     }
     for (name, signed_ok, descends) in &steps {
         let why = match (signed_ok, descends) {

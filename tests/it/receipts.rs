@@ -296,6 +296,32 @@ fn a_reveal_of_the_branch_not_played_is_refused_with_the_decide_receipt() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("not signed by this key"));
     assert_eq!(verify_with_receipts(&dir, &b.honest.reveal_json, "", &["{}"]).status.code(), Some(2));
+    // Trusted keys got outside the platform: the output says whose key signed.
+    let trusted = dir.path().join("trusted.json");
+    std::fs::write(&trusted, format!(r#"[{{"key_id":"s1","algorithm":"ed25519","public_key_hex":"{PUBLIC}"}}]"#))
+        .unwrap();
+    let path = dir.path().join("reveal.json");
+    let receipt = dir.path().join("receipt-0.json");
+    let with_keys = |keys: &std::path::Path| {
+        let (p, r, k) = (path.to_str().unwrap(), receipt.to_str().unwrap(), keys.to_str().unwrap());
+        reddog(&["verify", p, "--public-key", PUBLIC, "--receipt", r, "--trusted-keys", k], "")
+    };
+    verify_with_receipts(&dir, &b.honest.reveal_json, "", &[&b.decided.receipt_json]);
+    let out = with_keys(&trusted);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("signed by a certified key"));
+    let other = dir.path().join("other.json");
+    let other_key = "fd1724385aa0c75b64fb78cd602fa1d991fdebf76b13c58ed702eac835e9f618";
+    std::fs::write(
+        &other,
+        format!(r#"{{"signing_keys":[{{"key_id":"x","algorithm":"ed25519","public_key_hex":"{other_key}"}}]}}"#),
+    )
+    .unwrap();
+    let out = with_keys(&other);
+    assert_eq!(out.status.code(), Some(0), "informational: the signature itself holds");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("signed by a key the platform named"));
+    std::fs::write(&other, "[{}]").unwrap();
+    assert_eq!(with_keys(&other).status.code(), Some(2));
     // The signature alone is reported as what it proves, and no more.
     let out = verify_with_receipts(&dir, &b.older.reveal_json, &b.older.signature, &[]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("not that it is the round"));
