@@ -120,9 +120,46 @@ fn trusted_keys(path: &std::path::Path) -> anyhow::Result<Vec<[u8; 32]>> {
 struct Signed {
     public_key: [u8; 32],
     signature: Option<[u8; 64]>,
-    steps: Vec<(PathBuf, receipt::StepReceipt, [u8; 64])>,
+    steps: Vec<StepFile>,
     /// With `--trusted-keys`: whether the public key is among them.
     certified: Option<bool>,
+}
+
+/// The `--receipt` files, each parsed as a step receipt.
+pub(crate) fn read_step_receipts(paths: &[PathBuf]) -> anyhow::Result<Vec<StepFile>> {
+    paths
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let (step, sig) = receipt::StepReceiptJson::parse(&text)
+                .map_err(|e| anyhow::anyhow!("--receipt {}: {e}", path.display()))?;
+            Ok((path.clone(), step, sig))
+        })
+        .collect()
+}
+
+/// A `--receipt` file: its path, the receipt and its signature.
+pub(crate) type StepFile = (PathBuf, receipt::StepReceipt, [u8; 64]);
+
+/// Each step receipt checked against the reveal: its name, whether the key signed it and
+/// whether the reveal descends from it (`chain`: the reveal's recomputed transcripts).
+pub(crate) fn check_steps(
+    public_key: &[u8; 32],
+    steps: &[StepFile],
+    reveal: &AnyReveal,
+    chain: &[reddog::fairness::Transcript],
+) -> Vec<(String, bool, bool)> {
+    steps
+        .iter()
+        .map(|(path, step, sig)| {
+            let signed_ok = receipt::verify_step(public_key, sig, step);
+            let descends = match reveal {
+                AnyReveal::V1(_) => false,
+                AnyReveal::V2(v) => step.descends(v, chain),
+            };
+            (format!("step {} of {}", step.step, path.display()), signed_ok, descends)
+        })
+        .collect()
 }
 
 /// `--public-key`, `--signature` (hex digits of either case, 64 and 128 of them) and the
@@ -138,12 +175,7 @@ fn receipt_args(args: &VerifyArgs) -> anyhow::Result<Option<Signed>> {
             .map_err(|_| anyhow::anyhow!("--signature: an Ed25519 signature is 128 hexadecimal digits"))?;
         r.signature = Some(bytes);
     }
-    for path in &args.receipt {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let (step, sig) =
-            receipt::StepReceiptJson::parse(&text).map_err(|e| anyhow::anyhow!("--receipt {}: {e}", path.display()))?;
-        r.steps.push((path.clone(), step, sig));
-    }
+    r.steps = read_step_receipts(&args.receipt)?;
     if let Some(path) = &args.trusted_keys {
         r.certified = Some(trusted_keys(path)?.contains(&r.public_key));
     }
@@ -318,19 +350,8 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             }
         });
     // Each step receipt: signed by the key, and the reveal descends from it.
-    let steps: Vec<(String, bool, bool)> = signed.as_ref().map_or_else(Vec::new, |r| {
-        r.steps
-            .iter()
-            .map(|(path, step, sig)| {
-                let signed_ok = receipt::verify_step(&r.public_key, sig, step);
-                let descends = match &reveal {
-                    AnyReveal::V1(_) => false,
-                    AnyReveal::V2(v) => step.descends(v, &verdict.chain),
-                };
-                (format!("step {} of {}", step.step, path.display()), signed_ok, descends)
-            })
-            .collect()
-    });
+    let steps =
+        signed.as_ref().map_or_else(Vec::new, |r| check_steps(&r.public_key, &r.steps, &reveal, &verdict.chain));
     let steps_ok = steps.iter().all(|&(_, s, d)| s && d);
 
     let mark = |ok: bool| if ok { "OK" } else { "MISMATCH" };

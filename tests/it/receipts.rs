@@ -730,3 +730,40 @@ async fn the_signing_secret_never_appears_in_trace_logs_or_the_audit_trail() {
         assert!(!text.contains(TOKEN_KEY), "the token key was written");
     }
 }
+
+/// `reddog audit-log --reveal FILE --public-key HEX --receipt FILE`: the step receipts are
+/// checked against the disputed reveal too; the reveal of the branch not played does not
+/// descend from the Decide receipt.
+#[test]
+fn audit_log_checks_the_players_step_receipts_against_a_disputed_reveal() {
+    use reddog::service::audit_sink::{AuditOptions, AuditSink};
+    let out = Shared::default();
+    let tables = Tables::single(Table::default());
+    let audit = AuditSink::start(out.clone(), AuditOptions::local(), &tables).unwrap();
+    let svc = RedDogService::new(EngineConfig {
+        tables,
+        audit: audit.clone(),
+        key_ring: KeyRing::from_json(&signing_ring()).unwrap(),
+        commitment_ttl: Duration::from_secs(600),
+        clock: reddog::service::Clock::system(),
+    });
+    let b = play_both_branches(&svc, &runtime());
+    audit.stop(Duration::from_secs(10));
+    let dir = tempfile::tempdir().unwrap();
+    let trail = dir.path().join("trail.jsonl");
+    std::fs::write(&trail, out.0.lock().unwrap().clone()).unwrap();
+    let receipt = dir.path().join("decide.json");
+    std::fs::write(&receipt, &b.decided.receipt_json).unwrap();
+    let check = |reveal: &str| {
+        let path = dir.path().join("reveal.json");
+        std::fs::write(&path, reveal).unwrap();
+        let args = ["audit-log", trail.to_str().unwrap(), "--reveal", path.to_str().unwrap(), "--public-key", PUBLIC];
+        let out = reddog(&[&args[..], &["--json", "--receipt", receipt.to_str().unwrap()]].concat(), "");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON report");
+        (out.status.code(), v["receipts"][0]["signed"].clone(), v["receipts"][0]["descends"].clone())
+    };
+    let (_, signed, descends) = check(&b.honest.reveal_json);
+    assert_eq!((signed, descends), (json!(true), json!(true)));
+    let (code, signed, descends) = check(&b.older.reveal_json);
+    assert_eq!((code, signed, descends), (Some(1), json!(true), json!(false)));
+}
