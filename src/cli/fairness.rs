@@ -131,15 +131,15 @@ pub(crate) fn read_step_receipts(paths: &[PathBuf]) -> anyhow::Result<Vec<StepFi
         .iter()
         .map(|path| {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            let (step, sig) = receipt::StepReceiptJson::parse(&text)
+            let r = receipt::PlayerReceipt::parse(&text)
                 .map_err(|e| anyhow::anyhow!("--receipt {}: {e}", path.display()))?;
-            Ok((path.clone(), step, sig))
+            Ok((path.clone(), r))
         })
         .collect()
 }
 
-/// A `--receipt` file: its path, the receipt and its signature.
-pub(crate) type StepFile = (PathBuf, receipt::StepReceipt, [u8; 64]);
+/// A `--receipt` file: its path and the receipt (of CommitSeed or of a step).
+pub(crate) type StepFile = (PathBuf, receipt::PlayerReceipt);
 
 /// Each step receipt checked against the reveal: its name, whether the key signed it and
 /// whether the reveal descends from it (`chain`: the reveal's recomputed transcripts).
@@ -151,13 +151,12 @@ pub(crate) fn check_steps(
 ) -> Vec<(String, bool, bool)> {
     steps
         .iter()
-        .map(|(path, step, sig)| {
-            let signed_ok = receipt::verify_step(public_key, sig, step);
-            let descends = match reveal {
-                AnyReveal::V1(_) => false,
-                AnyReveal::V2(v) => step.descends(v, chain),
+        .map(|(path, r)| {
+            let (signed_ok, descends) = match reveal {
+                AnyReveal::V1(_) => (false, false),
+                AnyReveal::V2(v) => r.check(public_key, v, chain),
             };
-            (format!("step {} of {}", step.step, path.display()), signed_ok, descends)
+            (format!("{} of {}", r.describe(), path.display()), signed_ok, descends)
         })
         .collect()
 }

@@ -34,7 +34,7 @@ use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{Cause, EngineError, Fault};
 use crate::fairness::commitment::{self, CurrencyRef, RoundRef, TableRef};
-use crate::fairness::receipt::{CommitReceipt, StepReceipt};
+use crate::fairness::receipt::{CommitReceipt, CommitReceiptJson, StepReceipt};
 use crate::fairness::{
     ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, TableRules,
 };
@@ -316,10 +316,9 @@ impl RedDogService {
             expires_at_unix_ms,
             sandbox: named.sandbox,
         }))?;
-        let (signing_key_id, signature) = match self.inner.ring.signer() {
-            Some(signer) => (
-                signer.id().to_string(),
-                signer.sign_commit(&CommitReceipt {
+        let (signing_key_id, signature, receipt_json) = match self.inner.ring.signer() {
+            Some(signer) => {
+                let receipt = CommitReceipt {
                     commitment: &committed.0,
                     round_id: &req.round_id,
                     nonce: req.nonce,
@@ -329,9 +328,14 @@ impl RedDogService {
                     expires_at_unix_ms,
                     algorithm: ALGORITHM,
                     sandbox: named.sandbox,
-                }),
-            ),
-            None => (String::new(), String::new()),
+                };
+                let signature = signer.sign_commit(&receipt);
+                // Serialising plain strings, integers and booleans cannot fail.
+                let json = serde_json::to_string(&CommitReceiptJson::new(&receipt, signer.id(), &signature))
+                    .unwrap_or_default();
+                (signer.id().to_string(), signature, json)
+            }
+            None => (String::new(), String::new(), String::new()),
         };
         let commitment = committed.to_hex();
         Ok(proto::CommitSeedResponse {
@@ -348,6 +352,7 @@ impl RedDogService {
             sandbox: named.sandbox,
             signing_key_id,
             signature,
+            receipt_json,
         })
     }
 

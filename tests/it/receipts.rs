@@ -373,6 +373,27 @@ fn commit_seed_signs_the_commitment_and_what_it_binds() {
     );
     let tables = rt.block_on(svc.list_tables(Request::new(req::list_tables()))).unwrap().into_inner();
     assert!(tables.tables.iter().all(|t| t.signing_keys == rules.signing_keys));
+
+    // Its receipt_json, kept by the player, is checked by `reddog verify --receipt`: the
+    // round played under it descends from it (expiry shown); another round's reveal does not.
+    let started = rt
+        .block_on(svc.start_round(Request::new(
+            req::start_round(c.commitment_token.clone()).round("r-1").nonce(7).client_seed("x").build(),
+        )))
+        .unwrap()
+        .into_inner();
+    let settled = rt.block_on(svc.settle(Request::new(req::settle(started.round_token).build()))).unwrap().into_inner();
+    let other = play_raised_win(&svc, &rt, 1).remove(0);
+    let dir = tempfile::tempdir().unwrap();
+    let out = verify_with_receipts(&dir, &settled.reveal_json, "", &[&c.receipt_json]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(&format!("commit (expires at {} Unix ms)", c.expires_at_unix_ms)), "{text}");
+    assert_eq!(verify_with_receipts(&dir, &other.reveal_json, "", &[&c.receipt_json]).status.code(), Some(1));
+    let forged = c.receipt_json.replace("\"nonce\":7", "\"nonce\":8");
+    assert_ne!(forged, c.receipt_json);
+    let out = verify_with_receipts(&dir, &settled.reveal_json, "", &[&forged]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not signed by this key"));
 }
 
 #[test]
@@ -384,7 +405,7 @@ fn a_ring_without_a_signing_key_gives_empty_signature_fields_and_no_public_keys(
         .unwrap()
         .into_inner();
     assert_eq!((c.commitment.len(), c.commitment.bytes().all(|b| b.is_ascii_hexdigit())), (64, true));
-    assert_eq!((c.signing_key_id.as_str(), c.signature.as_str()), ("", ""));
+    assert_eq!((c.signing_key_id.as_str(), c.signature.as_str(), c.receipt_json.as_str()), ("", "", ""));
     let settled = play_raised_win(&service(&plain_ring()), &rt, 1).remove(0);
     assert_eq!(settled.total_returned, 4000, "the round is otherwise the same");
     assert_eq!((settled.signing_key_id.as_str(), settled.signature.as_str()), ("", ""));

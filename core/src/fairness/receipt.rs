@@ -249,6 +249,130 @@ impl StepReceiptJson {
     }
 }
 
+/// The `format` of a CommitSeed receipt's JSON ([`CommitReceiptJson`]).
+pub const COMMIT_RECEIPT_FORMAT: &str = "reddog-commit-receipt-v1";
+
+/// A CommitSeed receipt as JSON: what the engine returns in `CommitSeedResponse.receipt_json`,
+/// the answer's values of the same names and its signature.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommitReceiptJson {
+    /// [`COMMIT_RECEIPT_FORMAT`].
+    pub format: String,
+    pub signing_key_id: String,
+    /// 64 hex.
+    pub commitment: String,
+    pub round_id: String,
+    pub nonce: u64,
+    pub table_id: String,
+    pub decks: u8,
+    /// 64 hex.
+    pub rules_digest: String,
+    pub expires_at_unix_ms: i64,
+    pub algorithm: String,
+    pub sandbox: bool,
+    /// 128 hex.
+    pub signature: String,
+}
+
+impl CommitReceiptJson {
+    /// The JSON of a signed receipt.
+    pub fn new(r: &CommitReceipt<'_>, key_id: &str, signature: &str) -> CommitReceiptJson {
+        CommitReceiptJson {
+            format: COMMIT_RECEIPT_FORMAT.to_string(),
+            signing_key_id: key_id.to_string(),
+            commitment: hex::encode(r.commitment),
+            round_id: r.round_id.to_string(),
+            nonce: r.nonce,
+            table_id: r.table_id.to_string(),
+            decks: r.decks,
+            rules_digest: hex::encode(r.rules_digest),
+            expires_at_unix_ms: r.expires_at_unix_ms,
+            algorithm: r.algorithm.to_string(),
+            sandbox: r.sandbox,
+            signature: signature.to_string(),
+        }
+    }
+
+    /// Whether `public_key` signed it and a reveal of this round descends from it: the
+    /// reveal's commitment, round id, nonce, table, deck count and rules digest are the
+    /// receipt's (a reveal without a rules digest does not).
+    pub fn check(&self, public_key: &[u8; 32], reveal: &RevealV2) -> (bool, bool) {
+        let mut c = [0u8; 32];
+        let mut d = [0u8; 32];
+        let mut sig = [0u8; 64];
+        let decoded = hex::decode_to_slice(&self.commitment, &mut c).is_ok()
+            && hex::decode_to_slice(&self.rules_digest, &mut d).is_ok()
+            && hex::decode_to_slice(&self.signature, &mut sig).is_ok();
+        let receipt = CommitReceipt {
+            commitment: &c,
+            round_id: &self.round_id,
+            nonce: self.nonce,
+            table_id: &self.table_id,
+            decks: self.decks,
+            rules_digest: &d,
+            expires_at_unix_ms: self.expires_at_unix_ms,
+            algorithm: &self.algorithm,
+            sandbox: self.sandbox,
+        };
+        let signed = decoded && verify_commit(public_key, &sig, &receipt);
+        let descends = self.commitment.eq_ignore_ascii_case(&reveal.commitment)
+            && self.round_id == reveal.round_id
+            && self.nonce == reveal.nonce
+            && self.table_id == reveal.table_id
+            && self.decks == reveal.decks
+            && self.algorithm == reveal.algorithm
+            && reveal.rules_digest.as_ref().is_some_and(|r| r.eq_ignore_ascii_case(&self.rules_digest));
+        (signed, descends)
+    }
+}
+
+/// A receipt the player kept: of `CommitSeed` or of a step.
+#[derive(Clone, Debug)]
+pub enum PlayerReceipt {
+    Commit(CommitReceiptJson),
+    Step(StepReceipt, [u8; 64]),
+}
+
+impl PlayerReceipt {
+    /// A receipt's JSON, by its `format`, or why it is not one (hex of either case).
+    pub fn parse(text: &str) -> Result<PlayerReceipt, String> {
+        if text.contains(COMMIT_RECEIPT_FORMAT) {
+            let j: CommitReceiptJson =
+                serde_json::from_str(text).map_err(|e| format!("not a CommitSeed receipt: {e}"))?;
+            let hex_ok = |h: &str, n: usize| h.len() == n && h.bytes().all(|b| b.is_ascii_hexdigit());
+            if j.format != COMMIT_RECEIPT_FORMAT
+                || !hex_ok(&j.commitment, 64)
+                || !hex_ok(&j.rules_digest, 64)
+                || !hex_ok(&j.signature, 128)
+            {
+                return Err(
+                    "a CommitSeed receipt has 64-hex commitment and rules_digest and a 128-hex signature".to_string()
+                );
+            }
+            return Ok(PlayerReceipt::Commit(j));
+        }
+        StepReceiptJson::parse(text).map(|(r, sig)| PlayerReceipt::Step(r, sig))
+    }
+
+    /// (signed by `public_key`, the reveal descends from it); `chain` as in
+    /// [`StepReceipt::descends`].
+    pub fn check(&self, public_key: &[u8; 32], reveal: &RevealV2, chain: &[Transcript]) -> (bool, bool) {
+        match self {
+            PlayerReceipt::Commit(c) => c.check(public_key, reveal),
+            PlayerReceipt::Step(s, sig) => (verify_step(public_key, sig, s), s.descends(reveal, chain)),
+        }
+    }
+
+    /// What it is, for a report: `step 1`, or `commit (expires at … Unix ms)`.
+    pub fn describe(&self) -> String {
+        match self {
+            PlayerReceipt::Commit(c) => format!("commit (expires at {} Unix ms)", c.expires_at_unix_ms),
+            PlayerReceipt::Step(s, _) => format!("step {}", s.step),
+        }
+    }
+}
+
 /// Whether `signature` is the Ed25519 signature (strict: RFC 8032 with canonical encodings,
 /// no small-order key) by `public_key` of this step receipt.
 pub fn verify_step(public_key: &[u8; 32], signature: &[u8; 64], receipt: &StepReceipt) -> bool {
