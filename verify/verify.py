@@ -42,6 +42,7 @@ Exit status: 0 verified / all vectors pass; 1 not verified / a vector fails; 2 m
 """
 
 import argparse
+import datetime
 import hashlib
 import hmac
 import json
@@ -855,6 +856,50 @@ def parse_step_receipt(data, where="--receipt"):
             "decisions": decisions, "signature": want_hex(obj["signature"], where + ".signature", 64)}
 
 
+COMMIT_RECEIPT_FORMAT = "reddog-commit-receipt-v1"
+COMMIT_RECEIPT_KEYS = ("format", "signing_key_id", "commitment", "round_id", "nonce", "table_id", "decks",
+                       "rules_digest", "expires_at_unix_ms", "algorithm", "sandbox", "signature")
+
+
+def parse_receipt(data, where="--receipt"):
+    """A CommitSeed receipt (`receipt_json` of CommitSeed) or a step receipt, by its format."""
+    obj = loads_strict(data)
+    if not (isinstance(obj, dict) and obj.get("format") == COMMIT_RECEIPT_FORMAT):
+        return parse_step_receipt(data, where)
+    want_keys(obj, where, COMMIT_RECEIPT_KEYS)
+    for k in ("signing_key_id", "round_id", "table_id", "algorithm"):
+        if not isinstance(obj[k], str):
+            raise Malformed("%s.%s: must be a string" % (where, k))
+    if not isinstance(obj["sandbox"], bool) or not is_int(obj["expires_at_unix_ms"]) \
+            or not -2 ** 63 <= obj["expires_at_unix_ms"] < 2 ** 63:
+        raise Malformed("%s: sandbox is a boolean, expires_at_unix_ms a 64-bit integer" % where)
+    return {"kind": "commit", "commitment": want_hex(obj["commitment"], where + ".commitment", 32),
+            "round_id": obj["round_id"], "nonce": want_int(obj["nonce"], where + ".nonce", 0, U64_MAX),
+            "table_id": obj["table_id"], "decks": want_int(obj["decks"], where + ".decks", 0, 255),
+            "rules_digest": want_hex(obj["rules_digest"], where + ".rules_digest", 32),
+            "expires_at_unix_ms": obj["expires_at_unix_ms"], "algorithm": obj["algorithm"], "sandbox": obj["sandbox"],
+            "signature": want_hex(obj["signature"], where + ".signature", 64)}
+
+
+def check_commit_receipt(reveal, r, public_key, name="receipt"):
+    """(label, ok, text): the CommitSeed receipt is signed by the key and the reveal is of the
+    round it committed to (commitment, round id, nonce, table, decks, rules digest)."""
+    expires = datetime.datetime.fromtimestamp(r["expires_at_unix_ms"] / 1000, datetime.timezone.utc) \
+        if -62135596800000 <= r["expires_at_unix_ms"] <= 253402300799000 else None
+    label = "%s commit" % name
+    message = commit_receipt_message(r["commitment"], r["round_id"], r["nonce"], r["table_id"], r["decks"],
+                                     r["rules_digest"], r["expires_at_unix_ms"], r["algorithm"], r["sandbox"])
+    shown = "expires at %d Unix ms (%s)" % (r["expires_at_unix_ms"], expires.isoformat() if expires else "out of range")
+    if not ed25519_verifies(public_key, r["signature"], message):
+        return (label, False, "not signed by %s; %s" % (public_key.hex(), shown))
+    descends = (reveal.version == 3 and r["commitment"] == reveal.commitment
+                and r["round_id"].encode("utf-8") == reveal.round_id and r["nonce"] == reveal.nonce
+                and r["table_id"].encode("utf-8") == reveal.table_id and r["decks"] == reveal.decks
+                and r["rules_digest"] == reveal.rules_digest and r["algorithm"] == ALGORITHM)
+    return (label, descends, "signed by %s, %s; the reveal %s" % (
+        public_key.hex(), shown, "is of this commitment's round" if descends else "is not of this commitment's round"))
+
+
 def check_step_receipt(reveal, r, public_key, name="receipt"):
     """(label, ok, text): the step receipt is signed by the key and the reveal descends from it
     (same commitment and round id, the transcript after call `step` recomputed from the reveal
@@ -1070,8 +1115,9 @@ def _receipt_cases(doc):
             if case["signature"]:
                 ok = check_receipt(reveal, data, public, bytes.fromhex(case["signature"]))[1] and ok
             for text in case["receipts"]:
-                r = parse_step_receipt(text.encode("utf-8"), "receipt")
-                ok = check_step_receipt(reveal, r, public)[1] and ok
+                r = parse_receipt(text.encode("utf-8"), "receipt")
+                check = check_commit_receipt if r.get("kind") == "commit" else check_step_receipt
+                ok = check(reveal, r, public)[1] and ok
                 if case["name"] == "step/honest-with-the-decide-receipt" and "step_message_hex" in doc:
                     m = step_receipt_message(r["commitment"], r["round_id"], r["step"], r["transcript"], r["cards"],
                                              r["decisions"])
@@ -1203,7 +1249,7 @@ def main(argv):
                                 "(pip install cryptography)")
         for path in args.receipt:
             with open(path, "rb") as f:
-                steps.append((path, parse_step_receipt(f.read(), "--receipt " + path)))
+                steps.append((path, parse_receipt(f.read(), "--receipt " + path)))
         certified = None
         if args.trusted_keys is not None:
             with open(args.trusted_keys, "rb") as f:
@@ -1227,7 +1273,8 @@ def main(argv):
         lines.append(line)
         ok = ok and line[1]
     for path, r in steps:
-        line = check_step_receipt(reveal, r, public_key, "receipt")
+        check = check_commit_receipt if r.get("kind") == "commit" else check_step_receipt
+        line = check(reveal, r, public_key, "receipt")
         lines.append(line)
         ok = ok and line[1]
     if public_key is not None:

@@ -755,6 +755,7 @@ const STEP_KEYS = ["format", "signing_key_id", "commitment", "round_id", "step",
   "signature"];
 function parseStepReceipt(text) {
   const m = parseStrictJson(text);
+  if (isMap(m) && m.get("format") === "reddog-commit-receipt-v1") return parseCommitReceipt(m);
   exactKeys(m, STEP_KEYS, [], "receipt");
   if (m.get("format") !== "reddog-step-receipt-v1") bad("receipt.format must be reddog-step-receipt-v1", "m_not_string", { what: "receipt.format" });
   str(m.get("signing_key_id"), "receipt.signing_key_id");
@@ -771,6 +772,30 @@ function parseStepReceipt(text) {
   return { commitment: hex64(m.get("commitment"), "receipt.commitment", false), round_id: str(m.get("round_id"), "receipt.round_id"),
     step, transcript: hex64(m.get("transcript"), "receipt.transcript", false), cards: shown, decisions,
     signature: signature.toLowerCase() };
+}
+
+// A CommitSeed receipt (`receipt_json` of CommitSeed): the answer's values and signature.
+const COMMIT_KEYS = ["format", "signing_key_id", "commitment", "round_id", "nonce", "table_id", "decks", "rules_digest",
+  "expires_at_unix_ms", "algorithm", "sandbox", "signature"];
+function parseCommitReceipt(m) {
+  exactKeys(m, COMMIT_KEYS, [], "receipt");
+  for (const k of ["signing_key_id", "round_id", "table_id", "algorithm"]) str(m.get(k), `receipt.${k}`);
+  if (typeof m.get("sandbox") !== "boolean") bad("receipt.sandbox must be true or false", "m_not_string", { what: "receipt.sandbox" });
+  const signature = str(m.get("signature"), "receipt.signature");
+  if (!/^[0-9a-fA-F]{128}$/.test(signature)) bad("receipt.signature: must be 128 hexadecimal digits", "m_signature");
+  return { kind: "commit", commitment: hex64(m.get("commitment"), "receipt.commitment", false), round_id: m.get("round_id"),
+    nonce: int(m.get("nonce"), "receipt.nonce", 0n, U64_MAX), table_id: m.get("table_id"),
+    decks: int(m.get("decks"), "receipt.decks", 0n, 255n), rules_digest: hex64(m.get("rules_digest"), "receipt.rules_digest", false),
+    expires_at_unix_ms: int(m.get("expires_at_unix_ms"), "receipt.expires_at_unix_ms", 0n, (1n << 63n) - 1n),
+    algorithm: m.get("algorithm"), sandbox: m.get("sandbox"), signature: signature.toLowerCase() };
+}
+
+function commitMessage(c) {
+  const i64 = new Uint8Array(8);
+  new DataView(i64.buffer).setBigInt64(0, c.expires_at_unix_ms);
+  return concat([field("reddog/receipt/commit/v1"), field(hexToBytes(c.commitment)), field(c.round_id), field(u64be(c.nonce)),
+    field(c.table_id), field(u8(Number(c.decks))), field(hexToBytes(c.rules_digest)), field(i64), field(c.algorithm),
+    field(u8(c.sandbox ? 1 : 0))]);
 }
 
 function stepMessage(s) {
@@ -826,8 +851,19 @@ async function verifySigned(text, { publicKey, signature, receipts = [], trusted
   for (const s of steps) {
     let ok = false;
     let detail;
+    let name = `receipt step ${s.step}`;
     try {
-      if (!(await ed25519Verify(publicKey, s.signature, stepMessage(s)))) detail = "not signed by this key";
+      if (s.kind === "commit") {
+        const r = out.reveal;
+        name = "receipt commit";
+        const when = `expires ${new Date(Number(s.expires_at_unix_ms)).toISOString()} (${s.expires_at_unix_ms} Unix ms)`;
+        if (!(await ed25519Verify(publicKey, s.signature, commitMessage(s)))) detail = `not signed by this key; ${when}`;
+        else {
+          ok = out.format === "reddog-reveal-v3" && r.commitment === s.commitment && r.round_id === s.round_id && r.nonce === s.nonce
+            && r.table_id === s.table_id && r.decks === s.decks && r.rules_digest === s.rules_digest && s.algorithm === "reddog-deal-v1";
+          detail = `${when}; the reveal ${ok ? "is" : "is not"} of this commitment's round`;
+        }
+      } else if (!(await ed25519Verify(publicKey, s.signature, stepMessage(s)))) detail = "not signed by this key";
       else {
         const r = out.reveal;
         const k = Number(s.step);
@@ -839,8 +875,8 @@ async function verifySigned(text, { publicKey, signature, receipts = [], trusted
     } catch (e) {
       detail = `not checked: ${e.message}`;
     }
-    out.checks.push({ name: `receipt step ${s.step}`, ok, detail });
-    if (!ok) out.errors.push(`receipt step ${s.step}: ${detail}`);
+    out.checks.push({ name, ok, detail });
+    if (!ok) out.errors.push(`${name}: ${detail}`);
   }
   out.key = { fingerprint: await keyFingerprint(publicKey), source: trusted && trusted.includes(publicKey.toLowerCase()) ? "certified" : "platform" };
   if (signature && !steps.length && record.transcript === undefined) {

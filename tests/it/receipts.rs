@@ -529,10 +529,33 @@ fn render_vectors() -> String {
     sig_flipped["signature"] = json!(format!("{}{}", if s0.starts_with('0') { '1' } else { '0' }, &s0[1..]));
     let (decided, started) = (b.decided.receipt_json.as_str(), b.started.receipt_json.as_str());
     let stood = decided.replace("\"raise\"", "\"stand\"");
+    // The CommitSeed receipt of that round, as the engine signs it (fixed expiry).
+    let Ok(AnyReveal::V2(h)) = parse_reveal(&b.honest.reveal_json) else { panic!() };
+    let (c_bytes, d_bytes): ([u8; 32], [u8; 32]) = (unhex(&h.commitment), unhex(h.rules_digest.as_ref().unwrap()));
+    let round_commit = CommitReceipt {
+        commitment: &c_bytes,
+        round_id: &h.round_id,
+        nonce: h.nonce,
+        table_id: &h.table_id,
+        decks: h.decks,
+        rules_digest: &d_bytes,
+        expires_at_unix_ms: 1_796_169_600_000,
+        algorithm: "reddog-deal-v1",
+        sandbox: false,
+    };
+    let commit_json = serde_json::to_string(&reddog::fairness::receipt::CommitReceiptJson::new(
+        &round_commit,
+        "s1",
+        &signer.sign_commit(&round_commit),
+    ))
+    .unwrap();
+    let commit_json = commit_json.as_str();
+    let commit_altered = commit_json.replace(&format!("\"nonce\":{}", h.nonce), &format!("\"nonce\":{}", h.nonce + 1));
+    assert_ne!(commit_altered, commit_json);
     let step = |name: &str, reveal: &str, signature: &str, receipts: &[&str], verdict: &str| json!({"name": name, "reveal": reveal, "public_key": PUBLIC, "signature": signature, "receipts": receipts, "verdict": verdict});
     let doc = json!({
         "format": "reddog-receipt-vectors-v1",
-        "note": "Signed receipts (docs/FAIRNESS.md 4.7). `secret` is RFC 8032 test 1's key. `commit`: the CommitSeed receipt's fields, the exact message signed and its signature. `cases`: a Settle receipt checked with the public key alone: give the verifier the reveal (exact bytes), --public-key and --signature; `verdict` is its answer (verified: exit 0, not_verified: 1). `step_cases`: the same round's step receipts (StartRound, Decide) and the reveal of the pre-raise token settled after the raise: give the reveal, --public-key, --signature unless empty and each of `receipts` as a --receipt file (malformed: exit 2); `step_message_hex` is the exact message the Decide receipt signs. The genuine reveal is a round played through the engine (one seat of 1000 raised and won 4000); the forged one is it rewritten as a stand at odds 1 returning 2000 with its transcript and rules digest recomputed (it verifies without the key).",
+        "note": "Signed receipts (docs/FAIRNESS.md 4.7). `secret` is RFC 8032 test 1's key. `commit`: the CommitSeed receipt's fields, the exact message signed and its signature. `cases`: a Settle receipt checked with the public key alone: give the verifier the reveal (exact bytes), --public-key and --signature; `verdict` is its answer (verified: exit 0, not_verified: 1). `step_cases`: the same round's CommitSeed receipt (`commit/…`, expiry fixed) and step receipts (StartRound, Decide) and the reveal of the pre-raise token settled after the raise: give the reveal, --public-key, --signature unless empty and each of `receipts` as a --receipt file (malformed: exit 2); `step_message_hex` is the exact message the Decide receipt signs. The genuine reveal is a round played through the engine (one seat of 1000 raised and won 4000); the forged one is it rewritten as a stand at odds 1 returning 2000 with its transcript and rules digest recomputed (it verifies without the key).",
         "secret": SECRET,
         "key_id": "s1",
         "public_key": signer.public_key_hex(),
@@ -552,6 +575,11 @@ fn render_vectors() -> String {
             step("step/forged-with-the-decide-receipt", &forged, "", &[decided], "not_verified"),
             step("step/decide-receipt-signature-altered", &b.honest.reveal_json, "", &[&sig_flipped.to_string()], "not_verified"),
             step("step/decide-receipt-raise-rewritten-as-stand", &b.honest.reveal_json, "", &[&stood], "not_verified"),
+            step("commit/honest-with-the-commit-receipt", &b.honest.reveal_json, "", &[commit_json], "verified"),
+            step("commit/settle-older-with-the-commit-receipt-only", &b.older.reveal_json, "", &[commit_json], "verified"),
+            step("commit/forged-rules-with-the-commit-receipt", &forged, "", &[commit_json], "not_verified"),
+            step("commit/receipt-nonce-altered", &b.honest.reveal_json, "", &[&commit_altered], "not_verified"),
+            step("commit/settle-older-with-commit-and-decide-receipts", &b.older.reveal_json, "", &[commit_json, decided], "not_verified"),
             step("step/receipt-of-another-format", &b.honest.reveal_json, "", &[&decided.replace("reddog-step-receipt-v1", "reddog-step-receipt-v0")], "malformed"),
         ],
         "cases": [
