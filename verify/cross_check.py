@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Cross-checks two verifiers on the shared reveal vectors: every case of
 tests/vectors/reveal-negative.json (and of reveal-v2.json, reveal-v3.json and receipt-v1.json when
-present; a receipt case with its --public-key and --signature) is written to a file and given to
+present; a receipt case with its --public-key and --signature, a step case with its --receipt
+files) is written to a file and given to
 each verifier command; each must exit with the case's status (0 verified, 1 not verified,
 2 malformed). Prints every disagreement; exit status 1 if there is any.
 
@@ -18,8 +19,9 @@ import tempfile
 STATUS = {"verified": 0, "not_verified": 1, "malformed": 2}
 
 
-def cases(directory):
-    """(name, reveal text, expectations or None, verdict, extra arguments) of every case."""
+def cases(directory, tmp):
+    """(name, reveal text, expectations or None, verdict, extra arguments) of every case; step
+    receipts are written to files in tmp."""
     with open(os.path.join(directory, "reveal-negative.json"), encoding="utf-8") as f:
         for c in json.load(f)["cases"]:
             yield "reveal-negative.json/" + c["name"], c["reveal"], c.get("expect"), c["verdict"], []
@@ -39,6 +41,16 @@ def cases(directory):
             for c in json.load(f)["cases"]:
                 yield ("receipt-v1.json/" + c["name"], c["reveal"], None, c["verdict"],
                        ["--public-key", c["public_key"], "--signature", c["signature"]])
+        with open(path, encoding="utf-8") as f:
+            step_cases = json.load(f).get("step_cases", [])
+        for n, c in enumerate(step_cases):
+            extra = ["--public-key", c["public_key"]] + (["--signature", c["signature"]] if c["signature"] else [])
+            for i, r in enumerate(c["receipts"]):
+                receipt = os.path.join(tmp, "receipt-%d-%d.json" % (n, i))
+                with open(receipt, "w", encoding="utf-8", newline="") as f:
+                    f.write(r)
+                extra += ["--receipt", receipt]
+            yield "receipt-v1.json/" + c["name"], c["reveal"], None, c["verdict"], extra
 
 
 def main(argv):
@@ -50,7 +62,7 @@ def main(argv):
     with tempfile.TemporaryDirectory() as tmp:
         reveal_path = os.path.join(tmp, "reveal.json")
         expect_path = os.path.join(tmp, "expect.json")
-        for name, text, expect, verdict, extra in cases(directory):
+        for name, text, expect, verdict, extra in cases(directory, tmp):
             with open(reveal_path, "w", encoding="utf-8", newline="") as f:
                 f.write(text)
             extra = list(extra)

@@ -266,6 +266,41 @@ class SignedReceipts(unittest.TestCase):
         self.assertEqual(self.run_cli("--public-key", g["public_key"], "--signature", "0x" + g["signature"][2:],
                                       stdin=text)[0], 2)
 
+    def test_a_reveal_of_the_branch_not_played_is_refused_with_the_decide_receipt(self):
+        doc = self.vectors()
+        case = {c["name"]: c for c in doc["step_cases"]}
+        honest, older = case["step/honest-with-the-decide-receipt"], case["step/settle-older-with-the-decide-receipt"]
+        self.assertEqual(honest["receipts"], older["receipts"], "the same Decide receipt")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "receipt.json")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(honest["receipts"][0])
+            for c, want in ((honest, 0), (older, 1)):
+                args = ("--public-key", c["public_key"], "--signature", c["signature"], "--receipt", path)
+                code, out = self.run_cli(*args, stdin=c["reveal"].encode())
+                self.assertEqual(code, want, out)
+                # The Settle signature alone cannot tell the branches apart, and says so.
+                code, out = self.run_cli(*args[:4], stdin=c["reveal"].encode())
+                self.assertEqual(code, 0)
+                self.assertIn("not that it is the round played", out)
+            self.assertIn("does not descend from this step", self.run_cli(
+                "--public-key", older["public_key"], "--receipt", path, stdin=older["reveal"].encode())[1])
+            self.assertEqual(self.run_cli("--receipt", path, stdin=honest["reveal"].encode())[0], 2)
+            keys = os.path.join(tmp, "trusted.json")
+            for listed, says in ((doc["public_key"], "signed by a certified key"),
+                                 ("fd1724385aa0c75b64fb78cd602fa1d991fdebf76b13c58ed702eac835e9f618",
+                                  "signed by a key the platform named")):
+                with open(keys, "w", encoding="utf-8") as f:
+                    json.dump([{"key_id": "s1", "algorithm": "ed25519", "public_key_hex": listed}], f)
+                code, out = self.run_cli("--public-key", honest["public_key"], "--receipt", path, "--trusted-keys", keys,
+                                         stdin=honest["reveal"].encode())
+                self.assertEqual(code, 0, out)
+                self.assertIn(says, out)
+            with open(keys, "w", encoding="utf-8") as f:
+                f.write("[{}]")
+            self.assertEqual(self.run_cli("--public-key", honest["public_key"], "--receipt", path, "--trusted-keys",
+                                          keys, stdin=honest["reveal"].encode())[0], 2)
+
     def test_the_commit_receipt_message_is_section_4_7s(self):
         c = self.vectors()["commit"]
         m = v.commit_receipt_message(bytes.fromhex(c["commitment"]), c["round_id"], c["nonce"], c["table_id"],
@@ -308,6 +343,23 @@ class PlayersRecord(unittest.TestCase):
             self.assertEqual(self.run_cli("--expect-transcript", genuine["transcript"], "--expect-decisions", "0:raise",
                                           "--expect-returned", "4000", "--expect-bets", "1000",
                                           stdin=genuine_text)[0], 0)
+
+    def test_seats_within_a_call_in_any_order_and_hex_in_either_case(self):
+        with open(os.path.join(ROOT, "tests", "vectors", "reveal-v3.json"), encoding="utf-8") as f:
+            case = next(c for c in json.load(f)["cases"] if c["name"] == "7-seats/three-steps/one-stands-by-default")
+        text = case["reveal"].encode()
+        r = json.loads(text)
+        self.assertEqual(self.run_cli("--expect-decisions", "3:raise,0:stand;1:raise;5:stand,2:raise,4:raise",
+                                      stdin=text)[0], 0)
+        self.assertEqual(self.run_cli("--expect-decisions", "1:raise;3:raise,0:stand;5:stand,2:raise,4:raise",
+                                      stdin=text)[0], 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "record.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"transcript": r["transcript"], "decisions": [list(reversed(c)) for c in r["decisions"]]}, f)
+            self.assertEqual(self.run_cli("--expect", path, "--expect-transcript", r["transcript"].upper(),
+                                          "--expect-decisions", "3:raise,0:stand;1:raise;5:stand,2:raise,4:raise",
+                                          stdin=text)[0], 0)
 
     def test_expectation_integers_with_a_sign_or_a_leading_zero_are_malformed_input(self):
         r = mk.bases()["win-v3"]

@@ -28,6 +28,11 @@ Usage:
         bytes of FILE (one trailing line feed ignored). A reveal changed in any byte fails it,
         without the player's record. Needs the `cryptography` package (only this option
         imports it)
+    verify.py [FILE|-] --public-key HEX --receipt RECEIPT.json [--receipt ...] [...]
+        also check step receipts the player kept (`receipt_json` of StartRound and Decide,
+        FAIRNESS.md 4.7): each must be signed by the key, and the reveal must descend from
+        it (its transcript after that step is the receipt's), so a reveal of a branch the
+        player did not play is not verified
     verify.py --vectors DIR
         check every vector file it knows in DIR (deal-v1.json, reveal-v2.json and
         reveal-v3.json when present, reveal-negative.json, receipt-v1.json when present)
@@ -37,6 +42,7 @@ Exit status: 0 verified / all vectors pass; 1 not verified / a vector fails; 2 m
 """
 
 import argparse
+import datetime
 import hashlib
 import hmac
 import json
@@ -582,7 +588,7 @@ def _want_decisions(value, name):
             if not isinstance(d["action"], str) or d["action"] not in ACTIONS:
                 raise Malformed("%s.action: must be \"raise\" or \"stand\", got %s" % (w, _show(d["action"])))
             entries.append((seat, d["action"]))
-        out.append(entries)
+        out.append(sorted(entries))  # seats within a call in any order (the reveal's: ascending)
     return out
 
 
@@ -639,7 +645,7 @@ def text_decisions(text, name):
             if not sep or action not in ACTIONS:
                 raise Malformed("%s: %s (call %d) is not SEAT:raise or SEAT:stand" % (name, _show(part), k + 1))
             entries.append((text_int(seat, name + " (seat)", 0, MAX_SEATS - 1), action))
-        out.append(entries)
+        out.append(sorted(entries))  # seats within a call in any order (the reveal's: ascending)
     return out
 
 
@@ -810,6 +816,131 @@ def commit_receipt_message(commitment, round_id, nonce, table_id, decks, rules_d
             + field(algorithm.encode("utf-8")) + field(bytes([1 if sandbox else 0])))
 
 
+RECEIPT_STEP_LABEL = b"reddog/receipt/step/v1"
+STEP_RECEIPT_FORMAT = "reddog-step-receipt-v1"
+STEP_RECEIPT_KEYS = ("format", "signing_key_id", "commitment", "round_id", "step", "transcript", "cards",
+                     "decisions", "signature")
+
+
+def step_receipt_message(commitment, round_id, step, transcript, cards, decisions):
+    """The bytes a step receipt (StartRound, Decide) signs: label, commitment, round id, step,
+    transcript after the step, the cards shown (2 ASCII bytes each), this step's decisions."""
+    body = b"".join(bytes([seat, ACTIONS[action]]) for seat, action in sorted(decisions))
+    return (field(RECEIPT_STEP_LABEL) + field(commitment) + field(round_id) + field(step.to_bytes(4, "big"))
+            + field(transcript) + field("".join(cards).encode("ascii")) + field(body))
+
+
+def parse_step_receipt(data, where="--receipt"):
+    """A step receipt's JSON (`receipt_json` of StartRound or Decide): a dict of its decoded
+    values and the signature, or Malformed naming the field."""
+    obj = loads_strict(data)
+    if not isinstance(obj, dict):
+        raise Malformed("%s: must be a JSON object" % where)
+    want_keys(obj, where, STEP_RECEIPT_KEYS)
+    if obj["format"] != STEP_RECEIPT_FORMAT:
+        raise Malformed("%s.format: must be %s" % (where, STEP_RECEIPT_FORMAT))
+    step = want_int(obj["step"], where + ".step", 0, MAX_SEATS)
+    cards = obj["cards"]
+    if not isinstance(cards, list) or not 2 <= len(cards) <= 3:
+        raise Malformed("%s.cards: a step shows two or three cards" % where)
+    for c in cards:
+        card_code(c)
+    decisions = _want_decisions([obj["decisions"]], where + ".decisions")[0] if obj["decisions"] else []
+    if (step == 0) != (not decisions):
+        raise Malformed("%s.step: step 0 has no decisions, every later step has some" % where)
+    if not isinstance(obj["signing_key_id"], str) or not isinstance(obj["round_id"], str):
+        raise Malformed("%s: signing_key_id and round_id are strings" % where)
+    return {"commitment": want_hex(obj["commitment"], where + ".commitment", 32),
+            "round_id": obj["round_id"].encode("utf-8"), "step": step,
+            "transcript": want_hex(obj["transcript"], where + ".transcript", 32), "cards": cards,
+            "decisions": decisions, "signature": want_hex(obj["signature"], where + ".signature", 64)}
+
+
+COMMIT_RECEIPT_FORMAT = "reddog-commit-receipt-v1"
+COMMIT_RECEIPT_KEYS = ("format", "signing_key_id", "commitment", "round_id", "nonce", "table_id", "decks",
+                       "rules_digest", "expires_at_unix_ms", "algorithm", "sandbox", "signature")
+
+
+def parse_receipt(data, where="--receipt"):
+    """A CommitSeed receipt (`receipt_json` of CommitSeed) or a step receipt, by its format."""
+    obj = loads_strict(data)
+    if not (isinstance(obj, dict) and obj.get("format") == COMMIT_RECEIPT_FORMAT):
+        return parse_step_receipt(data, where)
+    want_keys(obj, where, COMMIT_RECEIPT_KEYS)
+    for k in ("signing_key_id", "round_id", "table_id", "algorithm"):
+        if not isinstance(obj[k], str):
+            raise Malformed("%s.%s: must be a string" % (where, k))
+    if not isinstance(obj["sandbox"], bool) or not is_int(obj["expires_at_unix_ms"]) \
+            or not -2 ** 63 <= obj["expires_at_unix_ms"] < 2 ** 63:
+        raise Malformed("%s: sandbox is a boolean, expires_at_unix_ms a 64-bit integer" % where)
+    return {"kind": "commit", "commitment": want_hex(obj["commitment"], where + ".commitment", 32),
+            "round_id": obj["round_id"], "nonce": want_int(obj["nonce"], where + ".nonce", 0, U64_MAX),
+            "table_id": obj["table_id"], "decks": want_int(obj["decks"], where + ".decks", 0, 255),
+            "rules_digest": want_hex(obj["rules_digest"], where + ".rules_digest", 32),
+            "expires_at_unix_ms": obj["expires_at_unix_ms"], "algorithm": obj["algorithm"], "sandbox": obj["sandbox"],
+            "signature": want_hex(obj["signature"], where + ".signature", 64)}
+
+
+def check_commit_receipt(reveal, r, public_key, name="receipt"):
+    """(label, ok, text): the CommitSeed receipt is signed by the key and the reveal is of the
+    round it committed to (commitment, round id, nonce, table, decks, rules digest)."""
+    expires = datetime.datetime.fromtimestamp(r["expires_at_unix_ms"] / 1000, datetime.timezone.utc) \
+        if -62135596800000 <= r["expires_at_unix_ms"] <= 253402300799000 else None
+    label = "%s commit" % name
+    message = commit_receipt_message(r["commitment"], r["round_id"], r["nonce"], r["table_id"], r["decks"],
+                                     r["rules_digest"], r["expires_at_unix_ms"], r["algorithm"], r["sandbox"])
+    shown = "expires at %d Unix ms (%s)" % (r["expires_at_unix_ms"], expires.isoformat() if expires else "out of range")
+    if not ed25519_verifies(public_key, r["signature"], message):
+        return (label, False, "not signed by %s; %s" % (public_key.hex(), shown))
+    descends = (reveal.version == 3 and r["commitment"] == reveal.commitment
+                and r["round_id"].encode("utf-8") == reveal.round_id and r["nonce"] == reveal.nonce
+                and r["table_id"].encode("utf-8") == reveal.table_id and r["decks"] == reveal.decks
+                and r["rules_digest"] == reveal.rules_digest and r["algorithm"] == ALGORITHM)
+    return (label, descends, "signed by %s, %s; the reveal %s" % (
+        public_key.hex(), shown, "is of this commitment's round" if descends else "is not of this commitment's round"))
+
+
+def check_step_receipt(reveal, r, public_key, name="receipt"):
+    """(label, ok, text): the step receipt is signed by the key and the reveal descends from it
+    (same commitment and round id, the transcript after call `step` recomputed from the reveal
+    equal to the receipt's, its cards the reveal's first cards, its decisions the reveal's
+    call `step`)."""
+    label = "%s step %d" % (name, r["step"])
+    message = step_receipt_message(r["commitment"], r["round_id"], r["step"], r["transcript"], r["cards"],
+                                   r["decisions"])
+    if not ed25519_verifies(public_key, r["signature"], message):
+        return (label, False, "not signed by %s" % public_key.hex())
+    if reveal.version < 2:
+        return (label, False, "a version-1 reveal has no transcript: it descends from no signed step")
+    t = transcript_start(reveal.commitment, reveal.table_id, reveal.round_id, reveal.nonce, reveal.decks,
+                         reveal.client_seed, reveal.paytable, [s["bet"] for s in reveal.seats], reveal.rules_digest)
+    chain = [t]
+    for step in reveal.decides:
+        chain.append(transcript_step(chain[-1], step))
+    k = r["step"]
+    descends = (r["commitment"] == reveal.commitment and r["round_id"] == reveal.round_id and k < len(chain)
+                and chain[k] == r["transcript"] and r["cards"] == [card_text(c) for c in reveal.codes][:len(r["cards"])]
+                and (k == 0 or sorted(r["decisions"]) == sorted(reveal.decides[k - 1])))
+    return (label, descends, "signed by %s; the reveal %s" % (
+        public_key.hex(), "descends from this step" if descends else "does not descend from this step"))
+
+
+def parse_trusted_keys(data, where="--trusted-keys"):
+    """The public keys (bytes) of a trusted-keys file: a JSON array of {key_id, algorithm,
+    public_key_hex}, or an object whose "signing_keys" is one (as GetRules lists them)."""
+    doc = loads_strict(data)
+    keys = doc.get("signing_keys") if isinstance(doc, dict) else doc
+    if not isinstance(keys, list):
+        raise Malformed("%s: an array of {key_id, algorithm, public_key_hex}" % where)
+    out = []
+    for i, k in enumerate(keys):
+        if not isinstance(k, dict) or sorted(k) != ["algorithm", "key_id", "public_key_hex"] \
+                or k["algorithm"] != "ed25519" or not isinstance(k["key_id"], str):
+            raise Malformed("%s[%d]: {key_id, algorithm: \"ed25519\", public_key_hex}" % (where, i))
+        out.append(want_hex(k["public_key_hex"], "%s[%d].public_key_hex" % (where, i), 32))
+    return out
+
+
 def receipt_bytes(data):
     """The reveal bytes a receipt covers: the file without one trailing line feed."""
     return data[:-1] if data.endswith(b"\n") else data
@@ -975,6 +1106,28 @@ def _receipt_cases(doc):
                 got += " (settle_message_hex differs from section 4.7's)"
         yield case.get("name"), ([] if got == case["verdict"] else
                                  ["expected %s, the verifier says %s" % (case["verdict"], got)])
+    for case in doc.get("step_cases", []):
+        data = case["reveal"].encode("utf-8")
+        public = bytes.fromhex(case["public_key"])
+        try:
+            reveal = parse_reveal(loads_strict(data))
+            ok, _ = verify(reveal)
+            if case["signature"]:
+                ok = check_receipt(reveal, data, public, bytes.fromhex(case["signature"]))[1] and ok
+            for text in case["receipts"]:
+                r = parse_receipt(text.encode("utf-8"), "receipt")
+                check = check_commit_receipt if r.get("kind") == "commit" else check_step_receipt
+                ok = check(reveal, r, public)[1] and ok
+                if case["name"] == "step/honest-with-the-decide-receipt" and "step_message_hex" in doc:
+                    m = step_receipt_message(r["commitment"], r["round_id"], r["step"], r["transcript"], r["cards"],
+                                             r["decisions"])
+                    if m.hex() != doc["step_message_hex"]:
+                        ok = None
+            got = "verified" if ok else "not_verified" if ok is False else "step_message_hex differs from 4.7's"
+        except Malformed:
+            got = "malformed"
+        yield case.get("name"), ([] if got == case["verdict"] else
+                                 ["expected %s, the verifier says %s" % (case["verdict"], got)])
 
 
 KNOWN_VECTOR_FILES = (
@@ -1054,11 +1207,20 @@ def main(argv):
     p.add_argument("--expect-decisions", metavar="SEAT:ACTION,...;...",
                    help="each Decide call's decisions, e.g. 0:raise,1:stand;2:stand")
     p.add_argument("--expect", metavar="FILE", help="a JSON object of expectations (keys: %s)" % ", ".join(EXPECT_KEYS))
-    p.add_argument("--public-key", metavar="HEX", help="the engine's Ed25519 public key (64 hex); with --signature")
+    p.add_argument("--public-key", metavar="HEX",
+                   help="the engine's Ed25519 public key (64 hex); checks --signature and every --receipt")
     p.add_argument("--signature", metavar="HEX", help="Settle's signature over the reveal (128 hex); with --public-key")
+    p.add_argument("--trusted-keys", metavar="FILE",
+                   help="the signing keys you trust, got outside the platform: a JSON array of {key_id, algorithm, "
+                        "public_key_hex} (or {\"signing_keys\": [...]}); says whether --public-key is one of them")
+    p.add_argument("--receipt", metavar="FILE", action="append", default=[],
+                   help="a step receipt the player kept (receipt_json of StartRound or Decide); with --public-key; "
+                        "the reveal must descend from each. Repeatable")
     args = p.parse_args(argv)
-    if (args.public_key is None) != (args.signature is None):
-        p.error("--public-key and --signature go together")
+    if args.public_key is None and (args.signature is not None or args.receipt or args.trusted_keys):
+        p.error("--signature, --receipt and --trusted-keys need --public-key")
+    if args.public_key is not None and args.signature is None and not args.receipt:
+        p.error("--public-key: give --signature or --receipt to check with it")
 
     if args.vectors is not None:
         if args.file != "-":
@@ -1075,14 +1237,23 @@ def main(argv):
         for key, value in expectations:
             if any(k == key and x != value for k, x in expectations):
                 raise Malformed("--expect-%s disagrees with the --expect file" % key.replace("_", "-"))
-        receipt = None
+        receipt, public_key, steps = None, None, []
         if args.public_key is not None:
-            receipt = (want_hex(args.public_key, "--public-key", 32), want_hex(args.signature, "--signature", 64))
+            public_key = want_hex(args.public_key, "--public-key", 32)
+            if args.signature is not None:
+                receipt = (public_key, want_hex(args.signature, "--signature", 64))
             try:
                 import cryptography  # noqa: F401  (only the signature check needs it)
             except ImportError:
                 raise Malformed("--public-key: checking a signature needs the cryptography package "
                                 "(pip install cryptography)")
+        for path in args.receipt:
+            with open(path, "rb") as f:
+                steps.append((path, parse_receipt(f.read(), "--receipt " + path)))
+        certified = None
+        if args.trusted_keys is not None:
+            with open(args.trusted_keys, "rb") as f:
+                certified = public_key in parse_trusted_keys(f.read(), "--trusted-keys " + args.trusted_keys)
         if args.file == "-":
             data = sys.stdin.buffer.read()
         else:
@@ -1101,6 +1272,20 @@ def main(argv):
         line = check_receipt(reveal, data, *receipt)
         lines.append(line)
         ok = ok and line[1]
+    for path, r in steps:
+        check = check_commit_receipt if r.get("kind") == "commit" else check_step_receipt
+        line = check(reveal, r, public_key, "receipt")
+        lines.append(line)
+        ok = ok and line[1]
+    if public_key is not None:
+        whose = {True: "a certified key (in --trusted-keys)", False: "a key the platform named (not in --trusted-keys)",
+                 None: "a key the platform named (no --trusted-keys given)"}[certified]
+        signed = all(line[1] for line in lines if line[0] == "signature" or line[0].startswith("receipt"))
+        lines.append(("key", None, "%s%s, fingerprint SHA-256 %s" % ("signed by " if signed else "NOT signed by ", whose,
+                                                                    hashlib.sha256(public_key).hexdigest())))
+    if ok and receipt is not None and not steps and not any(k == "transcript" for k, _ in expectations):
+        lines.append(("note", None, "the signature proves the engine produced this reveal, not that it is the round "
+                                    "played: give the last --receipt or --expect-transcript for that"))
     report(reveal, ok, lines, sys.stdout)
     return 0 if ok else 1
 

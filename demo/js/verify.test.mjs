@@ -234,3 +234,39 @@ if (existsSync(receiptPath)) {
     assert.equal((await V.verifyReceipt(g.reveal, g.public_key.toUpperCase(), g.signature.toUpperCase())).verdict, "verified");
   });
 }
+
+// Step receipts (FAIRNESS.md 4.7): every step case of receipt-v1.json gets its verdict — the
+// reveal of the pre-raise token settled after the raise is refused given the Decide receipt —
+// the Decide receipt's message is `step_message_hex`, and the key's source and fingerprint
+// are reported.
+if (existsSync(receiptPath)) {
+  test("receipt-v1.json: every step-receipt case gets its verdict", async () => {
+    const doc = JSON.parse(readFileSync(receiptPath, "utf8"));
+    assert.ok(doc.step_cases.length >= 6);
+    for (const c of doc.step_cases) {
+      const got = await V.verifySigned(c.reveal, { publicKey: c.public_key, signature: c.signature, receipts: c.receipts });
+      assert.equal(got.verdict, c.verdict, `${c.name}: ${got.errors.join("; ")}`);
+    }
+    const honest = doc.step_cases.find((c) => c.name === "step/honest-with-the-decide-receipt");
+    assert.equal(V.bytesToHex(V.stepMessage(V.parseStepReceipt(honest.receipts[0]))), doc.step_message_hex);
+    const trusted = JSON.stringify([{ key_id: "s1", algorithm: "ed25519", public_key_hex: doc.public_key }]);
+    const certified = await V.verifySigned(honest.reveal, { publicKey: doc.public_key, receipts: honest.receipts, trustedKeys: trusted });
+    assert.equal(certified.key.source, "certified");
+    assert.equal(certified.key.fingerprint, V.bytesToHex(await V.sha256(V.hexToBytes(doc.public_key))));
+    const named = await V.verifySigned(honest.reveal, { publicKey: doc.public_key, signature: honest.signature });
+    assert.equal(named.key.source, "platform");
+    assert.match(named.note, /not that it is the round played/);
+  });
+}
+
+// The player's record: the seats of one Decide call in any order (calls in order); hex in
+// either case.
+test("record: seats within a call in any order, hex in either case", async () => {
+  const doc = JSON.parse(readFileSync(path.join(vectors, "reveal-v3.json"), "utf8"));
+  const c = doc.cases.find((x) => x.name === "7-seats/three-steps/one-stands-by-default");
+  const r = JSON.parse(c.reveal);
+  const ok = await V.verifyReveal(c.reveal, { decisions: "3:raise,0:stand;1:raise;5:stand,2:raise,4:raise", transcript: r.transcript.toUpperCase() });
+  assert.equal(ok.verdict, "verified", ok.errors.join("; "));
+  const swapped = await V.verifyReveal(c.reveal, { decisions: "1:raise;3:raise,0:stand;5:stand,2:raise,4:raise" });
+  assert.equal(swapped.verdict, "not_verified");
+});

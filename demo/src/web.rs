@@ -172,6 +172,7 @@ async fn static_file(Path(file): Path<String>) -> Response {
         "app.js" => ("text/javascript; charset=utf-8", include_str!("../static/app.js")),
         "history.js" => ("text/javascript; charset=utf-8", include_str!("../static/history.js")),
         "verify.js" => ("text/javascript; charset=utf-8", include_str!("../static/verify.js")),
+        "verify-core.js" => ("text/javascript; charset=utf-8", include_str!("../static/verify-core.js")),
         "ui.js" => ("text/javascript; charset=utf-8", include_str!("../static/ui.js")),
         "record.js" => ("text/javascript; charset=utf-8", include_str!("../static/record.js")),
         "i18n.js" => ("text/javascript; charset=utf-8", include_str!("../static/i18n.js")),

@@ -61,6 +61,9 @@ node demo/load/load.mjs --players 20 --rounds 5 --bin-dir "$ROOT/target/debug"
 phase "the browser's verifier in node, against tests/vectors"
 node --test demo/js/
 
+phase "the standalone verifier page from file://, offline (verify/web)"
+node verify/web/web.e2e.mjs
+
 phase "end-to-end in headless Chromium"
 export E2E_ARTIFACTS="$ROOT/target/demo-e2e-artifacts"
 node demo/e2e/table.e2e.mjs

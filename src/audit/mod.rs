@@ -120,7 +120,6 @@ pub struct Report {
 /// Whether a checkpoint record carries a valid Ed25519 signature by `key` over its chain head
 /// (`docs/AUDIT.md`: the message of [`crate::fairness::receipt::checkpoint_message`]).
 fn checkpoint_signed(key: &[u8; 32], replica: &str, run: &str, seq: u64, scan: &Scan<'_>) -> Result<(), String> {
-    use ed25519_dalek::{Signature, Verifier, VerifyingKey};
     let mut head = [0u8; 32];
     if scan.head.as_deref().is_none_or(|h| hex::decode_to_slice(h, &mut head).is_err()) {
         return Err("a checkpoint without a 64-hex head".into());
@@ -133,8 +132,7 @@ fn checkpoint_signed(key: &[u8; 32], replica: &str, run: &str, seq: u64, scan: &
         return Err("a checkpoint signature that is not 128 hex digits".into());
     }
     let message = crate::fairness::receipt::checkpoint_message(replica, run, seq, &head);
-    let verifies =
-        VerifyingKey::from_bytes(key).is_ok_and(|k| k.verify(&message, &Signature::from_bytes(&signature)).is_ok());
+    let verifies = crate::fairness::receipt::verify_message(key, &signature, &message);
     if verifies { Ok(()) } else { Err("a checkpoint signature that does not verify with the public key given".into()) }
 }
 

@@ -51,6 +51,10 @@ pub struct AuditLogArgs {
     /// verify is a `checkpoint_signature` finding. Without it signatures are not checked.
     #[arg(long, value_name = "HEX")]
     pub public_key: Option<String>,
+    /// With --reveal and --public-key: a step receipt the player kept (`receipt_json` of
+    /// StartRound or Decide); the reveal must descend from it. Repeatable.
+    #[arg(long, value_name = "FILE", requires_all = ["reveal", "public_key"])]
+    pub receipt: Vec<PathBuf>,
 }
 
 /// Where the facts are held between reading and analysing (`audit-log` and `report`).
@@ -101,6 +105,21 @@ pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
             }
         },
     };
+    let steps = match super::fairness::read_step_receipts(&args.receipt) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("audit-log: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    // Each step receipt: signed by the key, and the reveal descends from it.
+    let receipts = match (&reveal, checkpoint_key) {
+        (Some(r), Some(key)) if !steps.is_empty() => {
+            let chain = r.verify().map(|v| v.chain).unwrap_or_default();
+            super::fairness::check_steps(&key, &steps, r, &chain)
+        }
+        _ => Vec::new(),
+    };
     let keep_commitment = reveal.as_ref().map(|r| match r {
         AnyReveal::V1(v) => v.commitment.clone(),
         AnyReveal::V2(v) => v.commitment.clone(),
@@ -137,7 +156,7 @@ pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
     }
     let mut out = io::stdout().lock();
     let code = match (&reveal, &args.round) {
-        (Some(r), _) => reveal_report(&mut out, &report, r, args.json)?,
+        (Some(r), _) => reveal_report(&mut out, &report, r, &receipts, args.json)?,
         (None, Some(id)) => round_report(&mut out, report, id, args.json)?,
         (None, None) => full_report(&mut out, &report, args.json, checkpoint_key.is_some())?,
     };
@@ -254,7 +273,13 @@ fn round_report(out: &mut impl Write, report: Report, round_id: &str, json: bool
     Ok(u8::from(!view.findings.is_empty()))
 }
 
-fn reveal_report(out: &mut impl Write, report: &Report, reveal: &AnyReveal, json: bool) -> io::Result<u8> {
+fn reveal_report(
+    out: &mut impl Write,
+    report: &Report,
+    reveal: &AnyReveal,
+    receipts: &[(String, bool, bool)],
+    json: bool,
+) -> io::Result<u8> {
     let (commitment, transcript, table_id, round_id) = match reveal {
         AnyReveal::V1(v) => (v.commitment.as_str(), None, None, v.round_id.as_deref()),
         AnyReveal::V2(v) => {
@@ -275,7 +300,7 @@ fn reveal_report(out: &mut impl Write, report: &Report, reveal: &AnyReveal, json
         })
         .collect();
     let transcript_settled = transcript.is_some_and(|t| settled.contains(t));
-    let ok = transcript_settled && findings.is_empty();
+    let ok = transcript_settled && findings.is_empty() && receipts.iter().all(|&(_, s, d)| s && d);
     if json {
         let value = serde_json::json!({
             "commitment": commitment,
@@ -285,6 +310,10 @@ fn reveal_report(out: &mut impl Write, report: &Report, reveal: &AnyReveal, json
             "transcript_settled": transcript_settled,
             "settled_transcripts": settled,
             "findings": findings,
+            "receipts": receipts
+                .iter()
+                .map(|(name, signed, descends)| serde_json::json!({"receipt": name, "signed": signed, "descends": descends}))
+                .collect::<Vec<_>>(),
             "consistent": ok,
         });
         serde_json::to_writer(&mut *out, &value)?;
@@ -302,6 +331,14 @@ fn reveal_report(out: &mut impl Write, report: &Report, reveal: &AnyReveal, json
         }
         for f in &findings {
             writeln!(out, "{}", line(f))?;
+        }
+        for (name, signed, descends) in receipts {
+            let why = match (signed, descends) {
+                (false, _) => "not signed by the key given",
+                (true, false) => "signed, and the reveal does not descend from it: not the round played",
+                (true, true) => "signed, and the reveal descends from it",
+            };
+            writeln!(out, "reveal: receipt {name}: {why}")?;
         }
         writeln!(out, "reveal: {}", if ok { "consistent with the log" } else { "NOT consistent with the log" })?;
     }

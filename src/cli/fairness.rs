@@ -70,31 +70,117 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
     /// The engine's public signing key (64 hex, from GetRules `signing_keys` or `reddog
-    /// keygen --public`); with `--signature`, checks Settle's signed receipt over the reveal
-    /// (FAIRNESS.md 4.7): a reveal changed in any byte fails it, with no player's record.
-    #[arg(long, value_name = "HEX", requires = "signature")]
+    /// keygen --public`); checks `--signature` and every `--receipt` (FAIRNESS.md 4.7).
+    #[arg(long, value_name = "HEX")]
     pub public_key: Option<String>,
-    /// Settle's `signature` (128 hex) over the reveal, checked with `--public-key`. The file
-    /// must hold the exact `reveal_json` bytes (one trailing line feed is ignored).
+    /// Settle's `signature` (128 hex) over the reveal, checked with `--public-key`: a reveal
+    /// changed in any byte fails it. The file must hold the exact `reveal_json` bytes (one
+    /// trailing line feed is ignored).
     #[arg(long, value_name = "HEX", requires = "public_key")]
     pub signature: Option<String>,
+    /// A step receipt the player kept (`receipt_json` of StartRound or Decide), checked with
+    /// `--public-key`; the reveal must descend from every one given. Repeatable.
+    #[arg(long, value_name = "FILE", requires = "public_key")]
+    pub receipt: Vec<PathBuf>,
+    /// The signing keys you trust, got outside the platform (e.g. a certification report):
+    /// a JSON array of `{key_id, algorithm, public_key_hex}` (or `{"signing_keys": [...]}`,
+    /// as GetRules lists them). The output then says whether `--public-key` is one of them.
+    #[arg(long, value_name = "FILE", requires = "public_key")]
+    pub trusted_keys: Option<PathBuf>,
 }
 
-/// A signed receipt to check: the public key and the signature.
-struct Receipt {
+/// The public keys of a `--trusted-keys` file.
+fn trusted_keys(path: &std::path::Path) -> anyhow::Result<Vec<[u8; 32]>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("--trusted-keys {}: not JSON", path.display()))?;
+    let list = doc.get("signing_keys").unwrap_or(&doc);
+    let bad =
+        || anyhow::anyhow!("--trusted-keys {}: an array of {{key_id, algorithm, public_key_hex}}", path.display());
+    let list = list.as_array().ok_or_else(bad)?;
+    list.iter()
+        .map(|k| {
+            let o = k.as_object().filter(|o| o.len() == 3).ok_or_else(bad)?;
+            let (Some(id), Some("ed25519"), Some(hex_key)) = (
+                o.get("key_id").and_then(|v| v.as_str()),
+                o.get("algorithm").and_then(|v| v.as_str()),
+                o.get("public_key_hex").and_then(|v| v.as_str()),
+            ) else {
+                return Err(bad());
+            };
+            let mut key = [0u8; 32];
+            hex::decode_to_slice(hex_key, &mut key)
+                .map_err(|_| anyhow::anyhow!("--trusted-keys: key {id:?}: public_key_hex is 64 hexadecimal digits"))?;
+            Ok(key)
+        })
+        .collect()
+}
+
+/// What to check with the public key: Settle's signature, and the step receipts.
+struct Signed {
     public_key: [u8; 32],
-    signature: [u8; 64],
+    signature: Option<[u8; 64]>,
+    steps: Vec<StepFile>,
+    /// With `--trusted-keys`: whether the public key is among them.
+    certified: Option<bool>,
 }
 
-/// `--public-key` and `--signature`, each in its text form (hex digits of either case, 64 and
-/// 128 of them), or none.
-fn receipt_args(args: &VerifyArgs) -> anyhow::Result<Option<Receipt>> {
-    let (Some(key), Some(sig)) = (&args.public_key, &args.signature) else { return Ok(None) };
-    let mut r = Receipt { public_key: [0; 32], signature: [0; 64] };
+/// The `--receipt` files, each parsed as a step receipt.
+pub(crate) fn read_step_receipts(paths: &[PathBuf]) -> anyhow::Result<Vec<StepFile>> {
+    paths
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let r = receipt::PlayerReceipt::parse(&text)
+                .map_err(|e| anyhow::anyhow!("--receipt {}: {e}", path.display()))?;
+            Ok((path.clone(), r))
+        })
+        .collect()
+}
+
+/// A `--receipt` file: its path and the receipt (of CommitSeed or of a step).
+pub(crate) type StepFile = (PathBuf, receipt::PlayerReceipt);
+
+/// Each step receipt checked against the reveal: its name, whether the key signed it and
+/// whether the reveal descends from it (`chain`: the reveal's recomputed transcripts).
+pub(crate) fn check_steps(
+    public_key: &[u8; 32],
+    steps: &[StepFile],
+    reveal: &AnyReveal,
+    chain: &[reddog::fairness::Transcript],
+) -> Vec<(String, bool, bool)> {
+    steps
+        .iter()
+        .map(|(path, r)| {
+            let (signed_ok, descends) = match reveal {
+                AnyReveal::V1(_) => (false, false),
+                AnyReveal::V2(v) => r.check(public_key, v, chain),
+            };
+            (format!("{} of {}", r.describe(), path.display()), signed_ok, descends)
+        })
+        .collect()
+}
+
+/// `--public-key`, `--signature` (hex digits of either case, 64 and 128 of them) and the
+/// `--receipt` files, or none.
+fn receipt_args(args: &VerifyArgs) -> anyhow::Result<Option<Signed>> {
+    let Some(key) = &args.public_key else { return Ok(None) };
+    let mut r = Signed { public_key: [0; 32], signature: None, steps: Vec::new(), certified: None };
     hex::decode_to_slice(key, &mut r.public_key)
         .map_err(|_| anyhow::anyhow!("--public-key: an Ed25519 public key is 64 hexadecimal digits"))?;
-    hex::decode_to_slice(sig, &mut r.signature)
-        .map_err(|_| anyhow::anyhow!("--signature: an Ed25519 signature is 128 hexadecimal digits"))?;
+    if let Some(sig) = &args.signature {
+        let mut bytes = [0u8; 64];
+        hex::decode_to_slice(sig, &mut bytes)
+            .map_err(|_| anyhow::anyhow!("--signature: an Ed25519 signature is 128 hexadecimal digits"))?;
+        r.signature = Some(bytes);
+    }
+    r.steps = read_step_receipts(&args.receipt)?;
+    if let Some(path) = &args.trusted_keys {
+        r.certified = Some(trusted_keys(path)?.contains(&r.public_key));
+    }
+    if r.signature.is_none() && r.steps.is_empty() {
+        bail!("--public-key: give --signature or --receipt to check with it");
+    }
     Ok(Some(r))
 }
 
@@ -193,7 +279,12 @@ fn expectations(args: &VerifyArgs) -> anyhow::Result<Expectations> {
         }
         Ok(())
     }
-    merge(&mut e.commitment, &args.expect_commitment, "commitment")?;
+    // Hex compares without regard to case, in the file as in the options.
+    let lower = |v: &Option<String>| v.as_ref().map(|t| t.to_ascii_lowercase());
+    for slot in [&mut e.commitment, &mut e.transcript, &mut e.rules_digest] {
+        *slot = lower(slot);
+    }
+    merge(&mut e.commitment, &lower(&args.expect_commitment), "commitment")?;
     merge(&mut e.client_seed, &args.expect_client_seed, "client-seed")?;
     let parsed =
         |v: &Option<String>, name: &str, parse: &dyn Fn(&str, &str) -> Result<_, reddog::fairness::FairnessError>| {
@@ -204,12 +295,21 @@ fn expectations(args: &VerifyArgs) -> anyhow::Result<Expectations> {
     let bets = args.expect_bets.as_deref().map(|t| text_amounts(t, "--expect-bets")).transpose()?;
     let returned = args.expect_returned.as_deref().map(|t| text_amounts(t, "--expect-returned")).transpose()?;
     let decisions = args.expect_decisions.as_deref().map(|t| text_decisions(t, "--expect-decisions")).transpose()?;
+    // Seats within a call in any order, in the file as in the option.
+    let by_seat = |d: Option<Vec<Vec<reddog::fairness::RevealDecision>>>| {
+        d.map(|mut calls| {
+            calls.iter_mut().for_each(|c| c.sort_by_key(|x| x.seat));
+            calls
+        })
+    };
+    let decisions = by_seat(decisions);
+    e.decisions = by_seat(e.decisions.take());
     merge(&mut e.nonce, &nonce, "nonce")?;
     merge(&mut e.round_id, &args.expect_round_id, "round-id")?;
     merge(&mut e.table_id, &args.expect_table_id, "table-id")?;
     merge(&mut e.decks, &decks, "decks")?;
-    merge(&mut e.transcript, &args.expect_transcript, "transcript")?;
-    merge(&mut e.rules_digest, &args.expect_rules_digest, "rules-digest")?;
+    merge(&mut e.transcript, &lower(&args.expect_transcript), "transcript")?;
+    merge(&mut e.rules_digest, &lower(&args.expect_rules_digest), "rules-digest")?;
     merge(&mut e.bets, &bets, "bets")?;
     merge(&mut e.returned, &returned, "returned")?;
     merge(&mut e.decisions, &decisions, "decisions")?;
@@ -239,19 +339,19 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let mismatches = expect.check(&reveal);
     // The signed receipt covers the settled transcript and the exact reveal bytes; a
     // version-1 reveal has no transcript, so no receipt covers it.
-    let signature_ok = signed.as_ref().map(|r| match &reveal {
-        AnyReveal::V1(_) => false,
-        AnyReveal::V2(v) => {
-            let mut transcript = [0u8; 32];
-            hex::decode_to_slice(&v.transcript, &mut transcript).is_ok()
-                && receipt::verify_settle(
-                    &r.public_key,
-                    &r.signature,
-                    &transcript,
-                    receipt::reveal_bytes(text.as_bytes()),
-                )
-        }
-    });
+    let signature_ok =
+        signed.as_ref().and_then(|r| Some((r.public_key, r.signature?))).map(|(key, sig)| match &reveal {
+            AnyReveal::V1(_) => false,
+            AnyReveal::V2(v) => {
+                let mut transcript = [0u8; 32];
+                hex::decode_to_slice(&v.transcript, &mut transcript).is_ok()
+                    && receipt::verify_settle(&key, &sig, &transcript, receipt::reveal_bytes(text.as_bytes()))
+            }
+        });
+    // Each step receipt: signed by the key, and the reveal descends from it.
+    let steps =
+        signed.as_ref().map_or_else(Vec::new, |r| check_steps(&r.public_key, &r.steps, &reveal, &verdict.chain));
+    let steps_ok = steps.iter().all(|&(_, s, d)| s && d);
 
     let mark = |ok: bool| if ok { "OK" } else { "MISMATCH" };
     let list = |cards: &[Card]| cards.iter().map(Card::to_string).collect::<Vec<_>>().join(" ");
@@ -320,11 +420,37 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     if let (Some(r), Some(ok)) = (&signed, signature_ok) {
         writeln!(out, "signature   ed25519 by {}  {}", hex::encode(r.public_key), mark(ok))?;
     }
+    if let Some(r) = &signed {
+        use sha2::Digest;
+        let fingerprint = hex::encode(sha2::Sha256::digest(r.public_key));
+        let whose = match r.certified {
+            Some(true) => "a certified key (in --trusted-keys)",
+            Some(false) => "a key the platform named (not in --trusted-keys)",
+            None => "a key the platform named (no --trusted-keys given)",
+        };
+        let signed_by = if signature_ok != Some(false) && steps_ok { "signed by " } else { "NOT signed by " };
+        writeln!(out, "key         {signed_by}{whose}, fingerprint SHA-256 {fingerprint}")?;
+    }
+    for (name, signed_ok, descends) in &steps {
+        let why = match (signed_ok, descends) {
+            (false, _) => "MISMATCH (not signed by this key)",
+            (true, false) => "MISMATCH (the reveal does not descend from this step)",
+            (true, true) => "OK",
+        };
+        writeln!(out, "receipt     {name}  {why}")?;
+    }
     for m in &mismatches {
         let revealed = m.revealed.as_deref().unwrap_or("(not in the reveal)");
         writeln!(out, "expected    {} {:?}, the reveal has {:?}  MISMATCH", m.field, m.expected, revealed)?;
     }
-    if verdict.ok() && mismatches.is_empty() && signature_ok != Some(false) {
+    if verdict.ok() && mismatches.is_empty() && signature_ok != Some(false) && steps_ok {
+        if signature_ok == Some(true) && steps.is_empty() && expect.transcript.is_none() {
+            writeln!(
+                out,
+                "note        the signature proves the engine produced this reveal, not that it is the round \
+                 played: give the last --receipt or --expect-transcript for that"
+            )?;
+        }
         writeln!(out, "verdict     VERIFIED")?;
         return Ok(ExitCode::from(VERIFIED));
     }
@@ -351,6 +477,9 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     }
     if signature_ok == Some(false) {
         why.push("the engine's signature does not cover this reveal (another reveal, or another key)");
+    }
+    if !steps_ok {
+        why.push("a step receipt is not signed by the key, or the reveal does not descend from the signed step");
     }
     eprintln!("not verified: {}", why.join("; "));
     Ok(ExitCode::from(NOT_VERIFIED))

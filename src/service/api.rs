@@ -34,9 +34,9 @@ use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{Cause, EngineError, Fault};
 use crate::fairness::commitment::{self, CurrencyRef, RoundRef, TableRef};
-use crate::fairness::receipt::CommitReceipt;
+use crate::fairness::receipt::{CommitReceipt, CommitReceiptJson, StepReceipt};
 use crate::fairness::{ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound};
-use crate::game::{Money, Round, Spread};
+use crate::game::{Decision, Money, Round, Spread};
 use std::collections::BTreeMap;
 
 /// What the service needs to run.
@@ -305,10 +305,9 @@ impl RedDogService {
             expires_at_unix_ms,
             sandbox: named.sandbox,
         }))?;
-        let (signing_key_id, signature) = match self.inner.ring.signer() {
-            Some(signer) => (
-                signer.id().to_string(),
-                signer.sign_commit(&CommitReceipt {
+        let (signing_key_id, signature, receipt_json) = match self.inner.ring.signer() {
+            Some(signer) => {
+                let receipt = CommitReceipt {
                     commitment: &committed.0,
                     round_id: &req.round_id,
                     nonce: req.nonce,
@@ -318,9 +317,14 @@ impl RedDogService {
                     expires_at_unix_ms,
                     algorithm: ALGORITHM,
                     sandbox: named.sandbox,
-                }),
-            ),
-            None => (String::new(), String::new()),
+                };
+                let signature = signer.sign_commit(&receipt);
+                // Serialising plain strings, integers and booleans cannot fail.
+                let json = serde_json::to_string(&CommitReceiptJson::new(&receipt, signer.id(), &signature))
+                    .unwrap_or_default();
+                (signer.id().to_string(), signature, json)
+            }
+            None => (String::new(), String::new(), String::new()),
         };
         let commitment = committed.to_hex();
         Ok(proto::CommitSeedResponse {
@@ -337,7 +341,23 @@ impl RedDogService {
             sandbox: named.sandbox,
             signing_key_id,
             signature,
+            receipt_json,
         })
+    }
+
+    /// The step receipt of the round in `state` after a step that took `decisions`: key id,
+    /// signature and JSON, or three empty strings without a signing key (FAIRNESS.md 4.7).
+    fn sign_step(&self, state: &RoundState, decisions: &[(usize, Decision)]) -> (String, String, String) {
+        let Some(signer) = self.inner.ring.signer() else { return (String::new(), String::new(), String::new()) };
+        let (signature, json) = signer.sign_step(&StepReceipt {
+            commitment: state.seed.commitment().0,
+            round_id: state.round_id.clone(),
+            step: state.step(),
+            transcript: state.transcript.0,
+            cards: state.dealt_cards(),
+            decisions: decisions.to_vec(),
+        });
+        (signer.id().to_string(), signature, json)
     }
 
     fn start_round(&self, peer: Peer, req: &proto::StartRoundRequest) -> Result<proto::StartRoundResponse, Status> {
@@ -420,6 +440,7 @@ impl RedDogService {
         if let Some(m) = self.inner.table_metrics.get(table_id) {
             m.round_started(class);
         }
+        let (signing_key_id, signature, receipt_json) = self.sign_step(&state, &[]);
         let commitment = commitment.to_hex();
         let transcript = state.transcript.to_hex();
         Ok(proto::StartRoundResponse {
@@ -431,6 +452,9 @@ impl RedDogService {
             transcript,
             table_id: state.table_id,
             currency: Some(currency(&dealt.currency)),
+            signing_key_id,
+            signature,
+            receipt_json,
         })
     }
 
@@ -505,6 +529,8 @@ impl RedDogService {
         }))?;
         let transcript = state.transcript.to_hex();
         let currency = self.currency_of(&state);
+        let (signing_key_id, signature, receipt_json) =
+            self.sign_step(&state, state.steps.last().map_or(&[][..], Vec::as_slice));
         Ok(proto::DecideResponse {
             round: Some(round_view(&state)?),
             step: state.step(),
@@ -514,6 +540,9 @@ impl RedDogService {
             transcript,
             currency,
             table_id: state.table_id,
+            signing_key_id,
+            signature,
+            receipt_json,
         })
     }
 

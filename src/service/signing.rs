@@ -12,7 +12,7 @@ use zeroize::Zeroize;
 
 use super::audit_sink::CheckpointSigner;
 use crate::error::EngineError;
-use crate::fairness::receipt::{CommitReceipt, SIGNATURE_ALGORITHM, settle_message};
+use crate::fairness::receipt::{CommitReceipt, SIGNATURE_ALGORITHM, StepReceipt, settle_message};
 
 /// An Ed25519 signing key with its id. The secret is zeroized on drop by the crate.
 pub struct ReceiptSigner {
@@ -89,6 +89,15 @@ impl ReceiptSigner {
     /// reveal always gets the same signature.
     pub fn sign_settle(&self, transcript: &[u8; 32], reveal_json: &[u8]) -> String {
         hex::encode(self.sign_bytes(&settle_message(transcript, reveal_json)))
+    }
+
+    /// A step receipt (`StartRound`, `Decide`): its signature (128 lower-case hex) and its
+    /// JSON with the signature, as the answer carries them (FAIRNESS.md 4.7).
+    pub fn sign_step(&self, receipt: &StepReceipt) -> (String, String) {
+        let signature = hex::encode(self.sign_bytes(&receipt.message()));
+        // Serialising plain strings, integers and arrays cannot fail.
+        let json = serde_json::to_string(&receipt.to_json(&self.id, &signature)).unwrap_or_default();
+        (signature, json)
     }
 
     /// The public key as the API publishes it.

@@ -238,8 +238,14 @@ fn the_genuine_round_matches_the_players_record_given_as_options_or_a_file() {
     ];
     let out = reddog(&args, reveal);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let reversed: Vec<Vec<serde_json::Value>> = r["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_array().unwrap().iter().rev().cloned().collect())
+        .collect();
     let record = serde_json::json!({
-        "transcript": r["transcript"], "rules_digest": r["rules_digest"], "decisions": r["decisions"],
+        "transcript": r["transcript"], "rules_digest": r["rules_digest"], "decisions": reversed,
         "bets": r["seats"].as_array().unwrap().iter().map(|s| s["bet"].clone()).collect::<Vec<_>>(),
         "returned": r["seats"].as_array().unwrap().iter().map(|s| s["returned"].clone()).collect::<Vec<_>>(),
     });
@@ -251,6 +257,26 @@ fn the_genuine_round_matches_the_players_record_given_as_options_or_a_file() {
     // An option that disagrees with the file is malformed input.
     let out = reddog(&["verify", "--expect", file.to_str().unwrap(), "--expect-bets", "1"], reveal);
     assert_eq!(out.status.code(), Some(2));
+    // Seats within a call in the order the player decided them; calls stay in order.
+    let out = reddog(&["verify", "--expect-decisions", "3:raise,0:stand;1:raise;5:stand,2:raise,4:raise"], reveal);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = reddog(&["verify", "--expect-decisions", "1:raise;3:raise,0:stand;5:stand,2:raise,4:raise"], reveal);
+    assert_eq!(out.status.code(), Some(1), "calls out of order are another round");
+    // Hex in either case, in an option and in the file alike: they agree.
+    let upper = r["transcript"].as_str().unwrap().to_uppercase();
+    let out = reddog(
+        &[
+            "verify",
+            "--expect",
+            file.to_str().unwrap(),
+            "--expect-transcript",
+            &upper,
+            "--expect-decisions",
+            "3:raise,0:stand;1:raise;5:stand,2:raise,4:raise",
+        ],
+        reveal,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// Finding 8: one text form for integers in `--expect-…` options (FAIRNESS.md 4.5): decimal

@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use crate::common::{Want, bound_commitment_token, classify, deal, req};
-use reddog::fairness::receipt::{CommitReceipt, verify_commit, verify_settle};
+use reddog::fairness::receipt::{CommitReceipt, StepReceiptJson, verify_commit, verify_settle, verify_step};
 use reddog::fairness::{AnyReveal, RevealDecision, StartInputs, TableRules, parse_reveal};
 use reddog::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Table};
 use reddog::service::proto;
@@ -88,6 +88,37 @@ fn play_raised_win(svc: &RedDogService, rt: &tokio::runtime::Runtime, settles: u
                 .into_inner()
         })
         .collect()
+}
+
+/// The raised win played through the service with its settle-older twin: the answers to
+/// StartRound and Decide (each with its step receipt), the Settle of the latest token (the
+/// honest reveal) and the Settle of the pre-raise token (a platform settling the branch the
+/// player did not play: no decision, the seat stands and is paid 2000 instead of 4000).
+struct TwoBranches {
+    started: proto::StartRoundResponse,
+    decided: proto::DecideResponse,
+    honest: proto::SettleResponse,
+    older: proto::SettleResponse,
+}
+
+fn play_both_branches(svc: &RedDogService, rt: &tokio::runtime::Runtime) -> TwoBranches {
+    let nonce = raised_win_nonce();
+    let token = bound_commitment_token(&signing_ring(), SEED, nonce);
+    let started = rt
+        .block_on(svc.start_round(Request::new(
+            req::start_round(token).client_seed(CLIENT_SEED).nonce(nonce).limits(1, u64::MAX).build(),
+        )))
+        .unwrap()
+        .into_inner();
+    let decided = rt
+        .block_on(svc.decide(Request::new(req::decide(started.round_token.clone()).raise(0).build())))
+        .unwrap()
+        .into_inner();
+    let settle =
+        |token: &[u8]| rt.block_on(svc.settle(Request::new(req::settle(token.to_vec()).build()))).unwrap().into_inner();
+    let honest = settle(&decided.round_token);
+    let older = settle(&started.round_token);
+    TwoBranches { started, decided, honest, older }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -205,6 +236,97 @@ fn a_signed_reveal_verifies_with_the_public_key_and_a_forgery_is_refused_by_it_a
     assert_eq!(only_key.status.code(), Some(2), "--public-key needs --signature");
 }
 
+/// `reddog verify` of a reveal with `--public-key`, its Settle `--signature` and these
+/// `--receipt` texts: exit status, stdout and stderr.
+fn verify_with_receipts(dir: &tempfile::TempDir, reveal: &str, signature: &str, receipts: &[&str]) -> Output {
+    let path = dir.path().join("reveal.json");
+    std::fs::write(&path, reveal).unwrap();
+    let mut args = vec!["verify".to_string(), path.to_str().unwrap().to_string(), "--public-key".into(), PUBLIC.into()];
+    if !signature.is_empty() {
+        args.extend(["--signature".to_string(), signature.to_string()]);
+    }
+    for (i, r) in receipts.iter().enumerate() {
+        let p = dir.path().join(format!("receipt-{i}.json"));
+        std::fs::write(&p, r).unwrap();
+        args.extend(["--receipt".to_string(), p.to_str().unwrap().to_string()]);
+    }
+    reddog(&args.iter().map(String::as_str).collect::<Vec<_>>(), "")
+}
+
+#[test]
+fn a_reveal_of_the_branch_not_played_is_refused_with_the_decide_receipt() {
+    let rt = runtime();
+    let svc = service(&signing_ring());
+    let b = play_both_branches(&svc, &rt);
+    // Every step is signed: StartRound and Decide carry a receipt that verifies.
+    for (id, sig, json) in [
+        (&b.started.signing_key_id, &b.started.signature, &b.started.receipt_json),
+        (&b.decided.signing_key_id, &b.decided.signature, &b.decided.receipt_json),
+    ] {
+        assert_eq!(id, "s1");
+        assert_eq!(sig.len(), 128, "a non-empty signature");
+        let (step, parsed_sig) = StepReceiptJson::parse(json).unwrap();
+        assert_eq!(hex::encode(parsed_sig), *sig);
+        assert!(verify_step(&unhex(PUBLIC), &parsed_sig, &step));
+    }
+    let (step1, _) = StepReceiptJson::parse(&b.decided.receipt_json).unwrap();
+    assert_eq!((step1.step, hex::encode(step1.transcript)), (1, b.decided.transcript.clone()));
+    assert_eq!(step1.decisions, vec![(0, Decision::Raise)]);
+    // The platform's two branches: both reveals carry a valid Settle signature.
+    assert_eq!((b.honest.total_returned, b.older.total_returned), (4000, 2000));
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(verify_signed(&dir, &b.older.reveal_json, PUBLIC, &b.older.signature), 0, "signature alone");
+    // With the Decide receipt the player kept: the older branch is refused, the honest passes.
+    let older = verify_with_receipts(&dir, &b.older.reveal_json, &b.older.signature, &[&b.decided.receipt_json]);
+    assert_eq!(older.status.code(), Some(1), "{}", String::from_utf8_lossy(&older.stdout));
+    let text = String::from_utf8_lossy(&older.stdout);
+    assert!(text.contains("does not descend from this step"), "{text}");
+    let honest = verify_with_receipts(&dir, &b.honest.reveal_json, &b.honest.signature, &[&b.decided.receipt_json]);
+    assert_eq!(honest.status.code(), Some(0), "{}", String::from_utf8_lossy(&honest.stdout));
+    // Both receipts together, without the Settle signature: the same answers.
+    let both = [b.started.receipt_json.as_str(), b.decided.receipt_json.as_str()];
+    assert_eq!(verify_with_receipts(&dir, &b.honest.reveal_json, "", &both).status.code(), Some(0));
+    assert_eq!(verify_with_receipts(&dir, &b.older.reveal_json, "", &both).status.code(), Some(1));
+    // The StartRound receipt alone cannot tell the branches apart: both descend from step 0.
+    assert_eq!(verify_with_receipts(&dir, &b.older.reveal_json, "", &both[..1]).status.code(), Some(0));
+    // A receipt altered in any value no longer verifies with the key; a malformed one is 2.
+    let altered = b.decided.receipt_json.replace("\"raise\"", "\"stand\"");
+    assert_ne!(altered, b.decided.receipt_json);
+    let out = verify_with_receipts(&dir, &b.honest.reveal_json, "", &[&altered]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not signed by this key"));
+    assert_eq!(verify_with_receipts(&dir, &b.honest.reveal_json, "", &["{}"]).status.code(), Some(2));
+    // Trusted keys got outside the platform: the output says whose key signed.
+    let trusted = dir.path().join("trusted.json");
+    std::fs::write(&trusted, format!(r#"[{{"key_id":"s1","algorithm":"ed25519","public_key_hex":"{PUBLIC}"}}]"#))
+        .unwrap();
+    let path = dir.path().join("reveal.json");
+    let receipt = dir.path().join("receipt-0.json");
+    let with_keys = |keys: &std::path::Path| {
+        let (p, r, k) = (path.to_str().unwrap(), receipt.to_str().unwrap(), keys.to_str().unwrap());
+        reddog(&["verify", p, "--public-key", PUBLIC, "--receipt", r, "--trusted-keys", k], "")
+    };
+    verify_with_receipts(&dir, &b.honest.reveal_json, "", &[&b.decided.receipt_json]);
+    let out = with_keys(&trusted);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("signed by a certified key"));
+    let other = dir.path().join("other.json");
+    let other_key = "fd1724385aa0c75b64fb78cd602fa1d991fdebf76b13c58ed702eac835e9f618";
+    std::fs::write(
+        &other,
+        format!(r#"{{"signing_keys":[{{"key_id":"x","algorithm":"ed25519","public_key_hex":"{other_key}"}}]}}"#),
+    )
+    .unwrap();
+    let out = with_keys(&other);
+    assert_eq!(out.status.code(), Some(0), "informational: the signature itself holds");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("signed by a key the platform named"));
+    std::fs::write(&other, "[{}]").unwrap();
+    assert_eq!(with_keys(&other).status.code(), Some(2));
+    // The signature alone is reported as what it proves, and no more.
+    let out = verify_with_receipts(&dir, &b.older.reveal_json, &b.older.signature, &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not that it is the round"));
+}
+
 #[test]
 fn a_retried_settle_returns_the_identical_signature() {
     let rt = runtime();
@@ -251,6 +373,27 @@ fn commit_seed_signs_the_commitment_and_what_it_binds() {
     );
     let tables = rt.block_on(svc.list_tables(Request::new(req::list_tables()))).unwrap().into_inner();
     assert!(tables.tables.iter().all(|t| t.signing_keys == rules.signing_keys));
+
+    // Its receipt_json, kept by the player, is checked by `reddog verify --receipt`: the
+    // round played under it descends from it (expiry shown); another round's reveal does not.
+    let started = rt
+        .block_on(svc.start_round(Request::new(
+            req::start_round(c.commitment_token.clone()).round("r-1").nonce(7).client_seed("x").build(),
+        )))
+        .unwrap()
+        .into_inner();
+    let settled = rt.block_on(svc.settle(Request::new(req::settle(started.round_token).build()))).unwrap().into_inner();
+    let other = play_raised_win(&svc, &rt, 1).remove(0);
+    let dir = tempfile::tempdir().unwrap();
+    let out = verify_with_receipts(&dir, &settled.reveal_json, "", &[&c.receipt_json]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(&format!("commit (expires at {} Unix ms)", c.expires_at_unix_ms)), "{text}");
+    assert_eq!(verify_with_receipts(&dir, &other.reveal_json, "", &[&c.receipt_json]).status.code(), Some(1));
+    let forged = c.receipt_json.replace("\"nonce\":7", "\"nonce\":8");
+    assert_ne!(forged, c.receipt_json);
+    let out = verify_with_receipts(&dir, &settled.reveal_json, "", &[&forged]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not signed by this key"));
 }
 
 #[test]
@@ -262,10 +405,17 @@ fn a_ring_without_a_signing_key_gives_empty_signature_fields_and_no_public_keys(
         .unwrap()
         .into_inner();
     assert_eq!((c.commitment.len(), c.commitment.bytes().all(|b| b.is_ascii_hexdigit())), (64, true));
-    assert_eq!((c.signing_key_id.as_str(), c.signature.as_str()), ("", ""));
+    assert_eq!((c.signing_key_id.as_str(), c.signature.as_str(), c.receipt_json.as_str()), ("", "", ""));
     let settled = play_raised_win(&service(&plain_ring()), &rt, 1).remove(0);
     assert_eq!(settled.total_returned, 4000, "the round is otherwise the same");
     assert_eq!((settled.signing_key_id.as_str(), settled.signature.as_str()), ("", ""));
+    let b = play_both_branches(&service(&plain_ring()), &rt);
+    for step in [
+        [&b.started.signing_key_id, &b.started.signature, &b.started.receipt_json],
+        [&b.decided.signing_key_id, &b.decided.signature, &b.decided.receipt_json],
+    ] {
+        assert!(step.iter().all(|f| f.is_empty()), "no step receipt without a signing key");
+    }
     let rules = rt.block_on(svc.get_rules(Request::new(req::get_rules().build()))).unwrap().into_inner();
     assert!(rules.signing_keys.is_empty());
 }
@@ -372,9 +522,40 @@ fn render_vectors() -> String {
         sandbox: false,
     };
     let case = |name: &str, reveal: &str, public_key: &str, signature: &str, verdict: &str| json!({"name": name, "reveal": reveal, "public_key": public_key, "signature": signature, "verdict": verdict});
+    let b = play_both_branches(&svc, &rt);
+    let (decide_receipt, _) = StepReceiptJson::parse(&b.decided.receipt_json).unwrap();
+    let mut sig_flipped: serde_json::Value = serde_json::from_str(&b.decided.receipt_json).unwrap();
+    let s0 = sig_flipped["signature"].as_str().unwrap().to_string();
+    sig_flipped["signature"] = json!(format!("{}{}", if s0.starts_with('0') { '1' } else { '0' }, &s0[1..]));
+    let (decided, started) = (b.decided.receipt_json.as_str(), b.started.receipt_json.as_str());
+    let stood = decided.replace("\"raise\"", "\"stand\"");
+    // The CommitSeed receipt of that round, as the engine signs it (fixed expiry).
+    let Ok(AnyReveal::V2(h)) = parse_reveal(&b.honest.reveal_json) else { panic!() };
+    let (c_bytes, d_bytes): ([u8; 32], [u8; 32]) = (unhex(&h.commitment), unhex(h.rules_digest.as_ref().unwrap()));
+    let round_commit = CommitReceipt {
+        commitment: &c_bytes,
+        round_id: &h.round_id,
+        nonce: h.nonce,
+        table_id: &h.table_id,
+        decks: h.decks,
+        rules_digest: &d_bytes,
+        expires_at_unix_ms: 1_796_169_600_000,
+        algorithm: "reddog-deal-v1",
+        sandbox: false,
+    };
+    let commit_json = serde_json::to_string(&reddog::fairness::receipt::CommitReceiptJson::new(
+        &round_commit,
+        "s1",
+        &signer.sign_commit(&round_commit),
+    ))
+    .unwrap();
+    let commit_json = commit_json.as_str();
+    let commit_altered = commit_json.replace(&format!("\"nonce\":{}", h.nonce), &format!("\"nonce\":{}", h.nonce + 1));
+    assert_ne!(commit_altered, commit_json);
+    let step = |name: &str, reveal: &str, signature: &str, receipts: &[&str], verdict: &str| json!({"name": name, "reveal": reveal, "public_key": PUBLIC, "signature": signature, "receipts": receipts, "verdict": verdict});
     let doc = json!({
         "format": "reddog-receipt-vectors-v1",
-        "note": "Signed receipts (docs/FAIRNESS.md 4.7). `secret` is RFC 8032 test 1's key. `commit`: the CommitSeed receipt's fields, the exact message signed and its signature. `cases`: a Settle receipt checked with the public key alone: give the verifier the reveal (exact bytes), --public-key and --signature; `verdict` is its answer (verified: exit 0, not_verified: 1). The genuine reveal is a round played through the engine (one seat of 1000 raised and won 4000); the forged one is it rewritten as a stand at odds 1 returning 2000 with its transcript and rules digest recomputed (it verifies without the key).",
+        "note": "Signed receipts (docs/FAIRNESS.md 4.7). `secret` is RFC 8032 test 1's key. `commit`: the CommitSeed receipt's fields, the exact message signed and its signature. `cases`: a Settle receipt checked with the public key alone: give the verifier the reveal (exact bytes), --public-key and --signature; `verdict` is its answer (verified: exit 0, not_verified: 1). `step_cases`: the same round's CommitSeed receipt (`commit/…`, expiry fixed) and step receipts (StartRound, Decide) and the reveal of the pre-raise token settled after the raise: give the reveal, --public-key, --signature unless empty and each of `receipts` as a --receipt file (malformed: exit 2); `step_message_hex` is the exact message the Decide receipt signs. The genuine reveal is a round played through the engine (one seat of 1000 raised and won 4000); the forged one is it rewritten as a stand at odds 1 returning 2000 with its transcript and rules digest recomputed (it verifies without the key).",
         "secret": SECRET,
         "key_id": "s1",
         "public_key": signer.public_key_hex(),
@@ -385,6 +566,22 @@ fn render_vectors() -> String {
             "message_hex": hex::encode(commit.message()), "signature": signer.sign_commit(&commit),
         },
         "settle_message_hex": settle_hex,
+        "step_message_hex": hex::encode(decide_receipt.message()),
+        "step_cases": [
+            step("step/honest-with-the-decide-receipt", &b.honest.reveal_json, &b.honest.signature, &[decided], "verified"),
+            step("step/honest-with-both-receipts-no-settle-signature", &b.honest.reveal_json, "", &[started, decided], "verified"),
+            step("step/settle-older-with-the-decide-receipt", &b.older.reveal_json, &b.older.signature, &[decided], "not_verified"),
+            step("step/settle-older-with-the-start-receipt-only", &b.older.reveal_json, &b.older.signature, &[started], "verified"),
+            step("step/forged-with-the-decide-receipt", &forged, "", &[decided], "not_verified"),
+            step("step/decide-receipt-signature-altered", &b.honest.reveal_json, "", &[&sig_flipped.to_string()], "not_verified"),
+            step("step/decide-receipt-raise-rewritten-as-stand", &b.honest.reveal_json, "", &[&stood], "not_verified"),
+            step("commit/honest-with-the-commit-receipt", &b.honest.reveal_json, "", &[commit_json], "verified"),
+            step("commit/settle-older-with-the-commit-receipt-only", &b.older.reveal_json, "", &[commit_json], "verified"),
+            step("commit/forged-rules-with-the-commit-receipt", &forged, "", &[commit_json], "not_verified"),
+            step("commit/receipt-nonce-altered", &b.honest.reveal_json, "", &[&commit_altered], "not_verified"),
+            step("commit/settle-older-with-commit-and-decide-receipts", &b.older.reveal_json, "", &[commit_json, decided], "not_verified"),
+            step("step/receipt-of-another-format", &b.honest.reveal_json, "", &[&decided.replace("reddog-step-receipt-v1", "reddog-step-receipt-v0")], "malformed"),
+        ],
         "cases": [
             case("settle/genuine", &genuine, PUBLIC, &sig, "verified"),
             case("settle/genuine-with-a-trailing-line-feed", &format!("{genuine}\n"), PUBLIC, &sig, "verified"),
@@ -435,6 +632,21 @@ fn every_receipt_vector_gets_its_verdict_from_reddog_verify() {
             case["signature"].as_str().unwrap(),
         );
         assert_eq!(got, want, "{}", case["name"]);
+    }
+    for case in doc["step_cases"].as_array().unwrap() {
+        let want = match case["verdict"].as_str().unwrap() {
+            "verified" => 0,
+            "not_verified" => 1,
+            _ => 2,
+        };
+        let receipts: Vec<&str> = case["receipts"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+        let out = verify_with_receipts(
+            &dir,
+            case["reveal"].as_str().unwrap(),
+            case["signature"].as_str().unwrap(),
+            &receipts,
+        );
+        assert_eq!(out.status.code(), Some(want), "{}", case["name"]);
     }
 }
 
@@ -566,4 +778,41 @@ async fn the_signing_secret_never_appears_in_trace_logs_or_the_audit_trail() {
         assert!(!text.to_lowercase().contains(SECRET), "the signing secret was written");
         assert!(!text.contains(TOKEN_KEY), "the token key was written");
     }
+}
+
+/// `reddog audit-log --reveal FILE --public-key HEX --receipt FILE`: the step receipts are
+/// checked against the disputed reveal too; the reveal of the branch not played does not
+/// descend from the Decide receipt.
+#[test]
+fn audit_log_checks_the_players_step_receipts_against_a_disputed_reveal() {
+    use reddog::service::audit_sink::{AuditOptions, AuditSink};
+    let out = Shared::default();
+    let tables = Tables::single(Table::default());
+    let audit = AuditSink::start(out.clone(), AuditOptions::local(), &tables).unwrap();
+    let svc = RedDogService::new(EngineConfig {
+        tables,
+        audit: audit.clone(),
+        key_ring: KeyRing::from_json(&signing_ring()).unwrap(),
+        commitment_ttl: Duration::from_secs(600),
+        clock: reddog::service::Clock::system(),
+    });
+    let b = play_both_branches(&svc, &runtime());
+    audit.stop(Duration::from_secs(10));
+    let dir = tempfile::tempdir().unwrap();
+    let trail = dir.path().join("trail.jsonl");
+    std::fs::write(&trail, out.0.lock().unwrap().clone()).unwrap();
+    let receipt = dir.path().join("decide.json");
+    std::fs::write(&receipt, &b.decided.receipt_json).unwrap();
+    let check = |reveal: &str| {
+        let path = dir.path().join("reveal.json");
+        std::fs::write(&path, reveal).unwrap();
+        let args = ["audit-log", trail.to_str().unwrap(), "--reveal", path.to_str().unwrap(), "--public-key", PUBLIC];
+        let out = reddog(&[&args[..], &["--json", "--receipt", receipt.to_str().unwrap()]].concat(), "");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON report");
+        (out.status.code(), v["receipts"][0]["signed"].clone(), v["receipts"][0]["descends"].clone())
+    };
+    let (_, signed, descends) = check(&b.honest.reveal_json);
+    assert_eq!((signed, descends), (json!(true), json!(true)));
+    let (code, signed, descends) = check(&b.older.reveal_json);
+    assert_eq!((code, signed, descends), (Some(1), json!(true), json!(false)));
 }

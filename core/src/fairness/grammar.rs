@@ -710,12 +710,23 @@ impl Expectations {
             returned.as_deref().map(list),
             self.returned.is_some() && self.returned == returned,
         );
+        // Calls in order; within a call, the seats in any order (a player writes them in the
+        // order decided, the reveal in ascending seat order).
+        let by_seat = |d: &[Vec<RevealDecision>]| {
+            d.iter()
+                .map(|c| {
+                    let mut c = c.clone();
+                    c.sort_by_key(|x| x.seat);
+                    c
+                })
+                .collect::<Vec<_>>()
+        };
         let decided = v2.map(|r| &r.decisions);
         cmp(
             "decisions",
             self.decisions.as_deref().map(calls),
             decided.map(|d| calls(d)),
-            self.decisions.is_some() && self.decisions.as_ref() == decided,
+            matches!((self.decisions.as_deref(), decided), (Some(a), Some(b)) if by_seat(a) == by_seat(b)),
         );
         out
     }

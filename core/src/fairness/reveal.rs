@@ -146,7 +146,7 @@ pub const fn action_text(d: Decision) -> &'static str {
     }
 }
 
-fn action_of(text: &str) -> Option<Decision> {
+pub(crate) fn action_of(text: &str) -> Option<Decision> {
     match text {
         "raise" => Some(Decision::Raise),
         "stand" => Some(Decision::Stand),
@@ -261,6 +261,9 @@ pub struct Verdict {
     pub rules_ok: Option<bool>,
     /// Version 2: each seat's settlement as the rules compute it, for display.
     pub expected_seats: Vec<RevealSeat>,
+    /// Version 2: the transcripts `t_0` … `t_m` recomputed from the reveal, one per step
+    /// (empty for version 1): what a step receipt is checked against.
+    pub chain: Vec<Transcript>,
 }
 
 impl Verdict {
@@ -359,6 +362,7 @@ pub fn verify_v1(reveal: &RevealV1) -> Result<Verdict, FairnessError> {
         transcript_ok: None,
         rules_ok: None,
         expected_seats: vec![],
+        chain: vec![],
     })
 }
 
@@ -452,8 +456,12 @@ pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, FairnessError> {
         bets: &bets,
         rules_digest: revealed_digest.as_ref(),
     };
-    let transcript = steps.iter().fold(start.transcript(), |t, step| t.decide(step));
-    let transcript_ok = transcript.to_hex() == reveal.transcript;
+    let mut chain = Vec::with_capacity(steps.len() + 1);
+    chain.push(start.transcript());
+    for step in &steps {
+        chain.push(chain[chain.len() - 1].decide(step));
+    }
+    let transcript_ok = chain[chain.len() - 1].to_hex() == reveal.transcript;
     Ok(Verdict {
         commitment_ok,
         recomputed,
@@ -462,6 +470,7 @@ pub fn verify_v2(reveal: &RevealV2) -> Result<Verdict, FairnessError> {
         transcript_ok: Some(transcript_ok),
         rules_ok,
         expected_seats: expected,
+        chain,
     })
 }
 
