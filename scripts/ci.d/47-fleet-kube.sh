@@ -85,12 +85,18 @@ cleanup() {
     "${PODMAN[@]}" volume rm -f "$vol" >/dev/null 2>&1 || true
   done
   "${PODMAN[@]}" rmi -f "$IMAGE:v1-$RUN" "$IMAGE:v2-$RUN" >/dev/null 2>&1 || true
+  # The builds' intermediate stage (the binary alone) is left untagged: remove the untagged
+  # images that were not there before.
+  for img in $("${PODMAN[@]}" images -q --filter dangling=true 2>/dev/null); do
+    grep -qx "$img" "$WORK/dangling-before" 2>/dev/null || "${PODMAN[@]}" rmi "$img" >/dev/null 2>&1 || true
+  done
   if [ "${REDDOG_FLEET_KEEP:-0}" = 1 ]; then echo "kept $WORK (REDDOG_FLEET_KEEP=1)"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 trap "exit 1" INT TERM
 bash scripts/container/base.sh > "$WORK/base" 2> "$WORK/base.err" || { cat "$WORK/base.err"; exit 1; }
 BASE=$(cat "$WORK/base")
+"${PODMAN[@]}" images -q --filter dangling=true > "$WORK/dangling-before" 2>/dev/null || true
 mkdir "$WORK/context"
 cp "$BIN" "$WORK/context/reddog"
 for v in v1 v2; do
@@ -268,6 +274,15 @@ touch "$WORK/stop"
 wait "$CLIENT_PID" || bad "the client exited non-zero"
 CLIENT_PID=""
 cat "$WORK/client.log"
+final=()
+for s in "${SLOTS[@]}"; do
+  ctr=${POD[$s]}-reddog
+  final+=("$("${PODMAN[@]}" inspect "$ctr" --format '{{.ImageName}}' 2>/dev/null | sed 's/.*://')")
+  "${PODMAN[@]}" logs "$ctr" 2>&1 >/dev/null | grep -m1 '"key ring loaded"' \
+    | grep -qF '"primary":"k2","keys":"[\"k2\"]"' || final+=("$s: not the ring {k2}")
+done
+check "after the rolls every pod runs the new image with the ring {k2} alone (${final[*]})" \
+  [ "${final[*]}" = "v2-$RUN v2-$RUN v2-$RUN" ]
 echo "  the fleet stopped, pod by pod:"
 for s in "${SLOTS[@]}"; do pod_stop "$s"; done
 
