@@ -164,6 +164,9 @@ pub fn commitment_token(ring: &KeyRing, seed: [u8; 32], round_id: &str, nonce: u
         minor_unit_exponent: u32::from(Currency::unspecified().minor_unit_exponent()),
         // No rules digest: StartRound deals under the table's current rules.
         rules_digest: vec![],
+        paytable: vec![],
+        min_bet: 0,
+        max_bet: 0,
         sandbox: false,
     };
     ring.seal(TokenKind::Commitment, &payload).unwrap()

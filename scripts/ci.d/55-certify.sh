@@ -6,7 +6,9 @@
 # with no console errors, no network request and at least one chart; report.json's exact RTP
 # fractions must equal `reddog odds --json`'s for the same table (run with the commands the
 # report itself names), its simulated RTP must equal `reddog simulate --json`'s for the
-# default table, and its binary digest must equal `sha256sum` of the binary. The reports are
+# default table, and its binary digest must equal `sha256sum` of the binary;
+# `serve --certified-rules` with its certified-rules.json starts on those tables and refuses
+# a copy with one paytable entry changed, naming the table and both digests. The reports are
 # left in target/certify/ (CI keeps them as artefacts). Prints "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -146,6 +148,45 @@ print(f"   {len(bom['components'])} components")
 PY
 }
 step "sbom.cdx.json is CycloneDX 1.5 naming the binary's digest and its dependencies" sbom_ok
+
+# certified-rules.json pins the served tables: the certified configuration starts, one
+# changed paytable entry is refused at start-up naming the table and both digests.
+serves_certified() { # table config, certified-rules.json; exit 0 once "listening on" is printed
+  local log="$OUT/serve-certified.log" ring="$OUT/ring.json" pid n
+  (umask 077; "$bin" keygen > "$ring")
+  REDDOG_KEY_RING_FILE="$ring" "$bin" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+    --audit-log /dev/null --table-config "$1" --certified-rules "$2" > "$log" 2>&1 &
+  pid=$!
+  for n in $(seq 100); do
+    if grep -q "^listening on" "$log"; then kill -TERM "$pid"; wait "$pid" || true; return 0; fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+  cat "$log"; return 1
+}
+refuses_changed() {
+  local changed="$OUT/tables-changed.json" log="$OUT/serve-refused.log" ring="$OUT/ring.json"
+  python3 - deploy/examples/tables.json "$changed" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+first = sorted(t["tables"])[0]
+p = t["tables"][first].setdefault("paytable", {"spread": [5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1], "three_of_a_kind": 11})
+p["spread"][2] = 1 if p["spread"][2] != 1 else 2
+json.dump(t, open(sys.argv[2], "w"))
+print(f"   changed spread 3 of table {first!r}")
+PY
+  if REDDOG_KEY_RING_FILE="$ring" timeout 30 "$bin" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+       --audit-log /dev/null --table-config "$changed" --certified-rules "$OUT/tables/certified-rules.json" \
+       > "$log" 2>&1; then
+    echo "   started"; return 1
+  fi
+  grep -o 'table "[^"]*": rules digest [0-9a-f]* is not certified (certified: [0-9a-f]*' "$log" | head -1 | sed 's/^/   /'
+  grep -q 'is not certified (certified: [0-9a-f]\{64\}' "$log"
+}
+step "serve --certified-rules tables/certified-rules.json on deploy/examples/tables.json: starts" \
+  serves_certified deploy/examples/tables.json "$OUT/tables/certified-rules.json"
+step "serve --certified-rules: one paytable entry changed: refused, naming the table and both digests" refuses_changed
 
 echo "certify: $passed passed, $failed failed ($(( $(date +%s) - T0 )) s)"
 [ "$failed" -eq 0 ]

@@ -1,5 +1,5 @@
 //! Money reports over the audit trail (`reddog report`; `docs/AUDIT.md`, "Reports"): per
-//! table, currency, UTC day and sandbox flag — rounds, seats, staked, returned, GGR, the
+//! table, rules digest, currency, UTC day and sandbox flag — rounds, seats, staked, returned, GGR, the
 //! observed return with its confidence interval, and the exact expected return of the rounds
 //! as dealt and decided; rounds started and never settled; and the reconciliation of the
 //! settled rounds against a platform's ledger.
@@ -8,6 +8,13 @@
 //! (any replica, any order): settlements are counted once per (`round_id`, `transcript`), on
 //! the UTC day of the earliest of their records. Two different transcripts settled for one
 //! round id (a fork, which `reddog audit-log` reports) are two settlements.
+//!
+//! **Rules from the trail.** Each `round_settled` record carries the decks and paytable the
+//! round was paid by, and its rules digest; each run's `audit_started` describes its tables'
+//! whole rules. Without a configuration a round's expectation follows from its own record,
+//! and the rules the trail describes must agree with every record of their digest (the
+//! report refuses otherwise, naming the digest). With a configuration (`--tables`), each
+//! record's digest must be its table's as configured: a cross-check.
 //!
 //! **Exact money.** Amounts are summed as `u128` with checked additions; a round's expected
 //! return is `base + swing · w / D` ([`crate::odds::round_expectation`]) with `D` the cards
@@ -58,11 +65,13 @@ pub struct Options {
     pub temp_dir: Option<PathBuf>,
 }
 
-/// A report row's key: the table, its currency, the UTC day (`YYYY-MM-DD`) and whether its
-/// rounds are sandbox rounds (never mixed with real ones).
+/// A report row's key: the table, the rules digest its rounds were played under, its
+/// currency, the UTC day (`YYYY-MM-DD`) and whether its rounds are sandbox rounds (never
+/// mixed with real ones).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct RowKey {
     pub table_id: String,
+    pub rules_digest: String,
     pub currency: String,
     pub day: String,
     pub sandbox: bool,
@@ -238,6 +247,11 @@ pub enum ReportError {
     DigestMismatch { place: String, table_id: String, record: String, configured: String },
     #[error("{place}: {detail}")]
     Ledger { place: String, detail: String },
+    #[error(
+        "{place}: rules digest {digest}: {detail}; the trail does not describe the rules its rounds were paid by \
+         (a record altered or mis-written)"
+    )]
+    RulesDisagree { place: String, digest: String, detail: String },
     #[error("overflow: {0}")]
     Overflow(&'static str),
 }
@@ -257,6 +271,73 @@ struct Scan {
     cards: Option<Vec<String>>,
     seats: Option<Vec<SeatMoney>>,
     sandbox: Option<bool>,
+    decks: Option<u8>,
+    paytable: Option<Paytable>,
+    /// `audit_started`: the tables' rules.
+    tables: Option<Vec<Described>>,
+}
+
+/// A table's rules as `audit_started` describes them (absent in a trail written before
+/// the trail described its rules).
+#[derive(Debug, Deserialize)]
+struct Described {
+    rules_digest: String,
+    decks: Option<u8>,
+    paytable: Option<Paytable>,
+    min_bet: Option<u64>,
+    max_bet: Option<u64>,
+    currency: Option<String>,
+    minor_unit_exponent: Option<u8>,
+}
+
+/// The rules of each digest the trail names: what its `audit_started` records describe, and
+/// what its `round_settled` records were paid by; every pair must agree.
+#[derive(Default)]
+struct TrailRules {
+    /// Digest → (decks, paytable) and where that was first read.
+    seen: HashMap<String, (u8, Paytable, String)>,
+}
+
+impl TrailRules {
+    /// Records that `digest` pays by (`decks`, `paytable`) at `place`; refuses a different
+    /// pair for one digest.
+    fn note(&mut self, digest: &str, decks: u8, paytable: &Paytable, place: &str) -> Result<(), ReportError> {
+        match self.seen.get(digest) {
+            Some((d, p, first)) if (*d, p) != (decks, paytable) => Err(ReportError::RulesDisagree {
+                place: place.to_string(),
+                digest: digest.to_string(),
+                detail: format!("{decks} deck(s) and paytable {paytable:?} here, {d} deck(s) and {p:?} at {first}"),
+            }),
+            Some(_) => Ok(()),
+            None => {
+                self.seen.insert(digest.to_string(), (decks, paytable.clone(), place.to_string()));
+                Ok(())
+            }
+        }
+    }
+
+    /// An `audit_started` table: its digest must be that of the rules it describes.
+    fn described(&mut self, t: Described, place: &str) -> Result<(), ReportError> {
+        let (Some(decks), Some(paytable), Some(min), Some(max), Some(currency), Some(exponent)) =
+            (t.decks, t.paytable, t.min_bet, t.max_bet, t.currency, t.minor_unit_exponent)
+        else {
+            return Ok(());
+        };
+        let bad = |detail: String| ReportError::RulesDisagree {
+            place: place.to_string(),
+            digest: t.rules_digest.clone(),
+            detail,
+        };
+        let d = Decks::new(u32::from(decks)).map_err(|e| bad(e.to_string()))?;
+        let limits = crate::game::BetLimits::new(Money(min), Money(max)).map_err(|e| bad(e.to_string()))?;
+        let rules =
+            crate::fairness::TableRules { decks: d, paytable: &paytable, limits, currency: &currency, exponent };
+        let computed = rules.digest().to_hex();
+        if computed != t.rules_digest {
+            return Err(bad(format!("the rules described hash to {computed}")));
+        }
+        self.note(&t.rules_digest, decks, &paytable, place)
+    }
 }
 
 /// A settlement, reduced to what the report sums.
@@ -315,7 +396,13 @@ pub fn utc_day(secs: i64) -> Option<String> {
 }
 
 /// Reduces a `round_settled` record to its fact; `Ok(None)` when it lacks a field.
-fn settled_fact(scan: Scan, at: (i64, u32), tables: &Configured, place: &str) -> Result<Option<Settled>, ReportError> {
+fn settled_fact(
+    scan: Scan,
+    at: (i64, u32),
+    tables: Option<&Configured>,
+    trail: &mut TrailRules,
+    place: &str,
+) -> Result<Option<Settled>, ReportError> {
     let (Some(round_id), Some(table_id), Some(currency), Some(commitment), Some(digest), Some(transcript)) =
         (scan.round_id, scan.table_id, scan.currency, scan.commitment, scan.rules_digest, scan.transcript)
     else {
@@ -324,17 +411,24 @@ fn settled_fact(scan: Scan, at: (i64, u32), tables: &Configured, place: &str) ->
     let (Some(cards), Some(seats), Some(sandbox)) = (scan.cards, scan.seats, scan.sandbox) else {
         return Ok(None);
     };
-    let Some(rules) = tables.get(&table_id) else {
-        return Err(ReportError::UnknownTable { place: place.to_string(), table_id });
+    let (Some(decks), Some(paytable)) = (scan.decks.and_then(|d| Decks::new(u32::from(d)).ok()), scan.paytable) else {
+        return Ok(None);
     };
-    if digest != rules.rules_digest {
-        return Err(ReportError::DigestMismatch {
-            place: place.to_string(),
-            table_id,
-            record: digest,
-            configured: rules.rules_digest.clone(),
-        });
+    trail.note(&digest, decks.get(), &paytable, place)?;
+    if let Some(tables) = tables {
+        let Some(rules) = tables.get(&table_id) else {
+            return Err(ReportError::UnknownTable { place: place.to_string(), table_id });
+        };
+        if digest != rules.rules_digest {
+            return Err(ReportError::DigestMismatch {
+                place: place.to_string(),
+                table_id,
+                record: digest,
+                configured: rules.rules_digest.clone(),
+            });
+        }
     }
+    let rules = TableRules { decks, paytable, rules_digest: digest };
     let (Some(a), Some(b)) =
         (cards.first().and_then(|c| Card::from_text(c)), cards.get(1).and_then(|c| Card::from_text(c)))
     else {
@@ -359,7 +453,7 @@ fn settled_fact(scan: Scan, at: (i64, u32), tables: &Configured, place: &str) ->
         transcript,
         commitment,
         at,
-        key: RowKey { table_id, currency, day, sandbox },
+        key: RowKey { table_id, rules_digest: rules.rules_digest, currency, day, sandbox },
         seats: seats.iter().map(|s| (s.stake, s.returned)).collect(),
         expected_numer,
         denominator: d,
@@ -607,9 +701,10 @@ impl Accumulated {
 pub fn report(
     inputs: Vec<Input>,
     ledger: Option<Input>,
-    tables: &Configured,
+    tables: Option<&Configured>,
     opts: &Options,
 ) -> Result<Report, ReportError> {
+    let mut trail = TrailRules::default();
     let total = inputs.iter().chain(ledger.iter()).try_fold(0u64, |sum, i| i.len.map(|l| sum.saturating_add(l)));
     let mut sink = Spill::new(partition_count(opts.mode, total), opts.temp_dir.as_deref(), "reddog-report-")?;
     let mut report = Report { files: inputs.len(), ..Report::default() };
@@ -637,7 +732,7 @@ pub fn report(
             match scan.event.as_deref() {
                 Some("round_settled") => {
                     report.settled_records += 1;
-                    match settled_fact(scan, at, tables, &place)? {
+                    match settled_fact(scan, at, tables, &mut trail, &place)? {
                         Some(f) => sink.push(Fact::Settled(f))?,
                         None => report.malformed_records += 1,
                     }
@@ -649,12 +744,18 @@ pub fn report(
                         report.malformed_records += 1;
                         continue;
                     };
+                    let rules_digest = scan.rules_digest.unwrap_or_default();
                     sink.push(Fact::Started(Started {
                         round_id,
                         commitment,
                         at,
-                        key: RowKey { table_id, currency, day, sandbox },
+                        key: RowKey { table_id, rules_digest, currency, day, sandbox },
                     }))?;
+                }
+                Some("audit_started") => {
+                    for t in scan.tables.unwrap_or_default() {
+                        trail.described(t, &place)?;
+                    }
                 }
                 _ => {}
             }
@@ -761,7 +862,7 @@ mod tests {
             len: Some(l.len() as u64),
             reader: Box::new(io::Cursor::new(l.as_bytes().to_vec())),
         });
-        report(vec![input("a.jsonl", lines)], ledger, &tables(), &Options { mode, temp_dir: None })
+        report(vec![input("a.jsonl", lines)], ledger, Some(&tables()), &Options { mode, temp_dir: None })
     }
 
     const SPREAD3_WIN: &[&str] = &["5h", "9s", "7d"];
@@ -891,8 +992,9 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        let one = report(inputs(), None, &tables, &Options { mode: Mode::InMemory, temp_dir: None }).unwrap();
-        let many = report(inputs(), None, &tables, &Options { mode: Mode::Partitions(7), temp_dir: None }).unwrap();
+        let one = report(inputs(), None, Some(&tables), &Options { mode: Mode::InMemory, temp_dir: None }).unwrap();
+        let many =
+            report(inputs(), None, Some(&tables), &Options { mode: Mode::Partitions(7), temp_dir: None }).unwrap();
         assert_eq!(many.partitions, 7);
         assert!(one.rows.iter().map(|r| r.sums.rounds).sum::<u64>() >= 300);
         assert!(one.repeated_settlements > 0, "the generator retries calls");

@@ -1,7 +1,8 @@
 //! `reddog certify`: writes the certification evidence ([`reddog::certify`]) for this binary
-//! and a table configuration into a directory: `report.json`, `report.html`, `sbom.cdx.json`
-//! and one `paytable-<id>.json` per table (the reproduction commands use them). Exits 0 when
-//! every check passed, 1 when any failed.
+//! and a table configuration into a directory: `report.json`, `report.html`, `sbom.cdx.json`,
+//! `certified-rules.json` (for `reddog serve --certified-rules`) and one `paytable-<id>.json`
+//! per table (the reproduction commands use them). Exits 0 when every check passed, 1 when
+//! any failed.
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use reddog::certify::{self, Options, Plan};
 use reddog::game::Table;
+use reddog::service::certified::CertifiedRules;
 use reddog::service::tables::Tables;
 
 #[derive(Debug, clap::Args)]
@@ -48,6 +50,7 @@ pub fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         None => (Tables::single(Table::default()), None),
     };
     let plan = if args.full { Plan::full() } else { Plan::quick() };
+    let certified = CertifiedRules::of(&tables, "");
     let options = Options { plan, seed: args.seed, tables, table_config, command_line: std::env::args().collect() };
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let show = !args.no_progress && (args.full || std::io::stderr().is_terminal());
@@ -70,6 +73,8 @@ pub fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     write("report.json", serde_json::to_string_pretty(&report)?)?;
     write("report.html", certify::html::render(&report))?;
     write("sbom.cdx.json", serde_json::to_string_pretty(&report.sbom())?)?;
+    let certified = CertifiedRules { binary_sha256: report.identity.binary_sha256.clone(), ..certified };
+    write("certified-rules.json", serde_json::to_string_pretty(&certified)?)?;
     for t in &report.tables {
         write(&t.reproduce.paytable_file, serde_json::to_string(&t.rules.paytable)?)?;
     }

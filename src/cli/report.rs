@@ -1,5 +1,6 @@
 //! `reddog report [--json | --csv] [--tables FILE] FILE…`: the money of the settled rounds in
-//! the audit trails ([`reddog::audit::report`]) per table, currency, UTC day and sandbox flag;
+//! the audit trails ([`reddog::audit::report`]) per table, rules digest, currency, UTC day and
+//! sandbox flag, from the rules the trails describe (`--tables`: a cross-check);
 //! `--reconcile LEDGER.csv` compares them with a platform's ledger instead, seat by seat.
 //! Exit status: 0 a report (or a ledger without difference); 1 a ledger with differences;
 //! 2 an input could not be read, a record's table is not configured as it was played, or the
@@ -12,7 +13,6 @@ use std::process::ExitCode;
 
 use reddog::audit;
 use reddog::audit::report::{self, Configured, Difference, Report, Row, Sums, TableRules, opt_decimal};
-use reddog::game::Table;
 use reddog::service::audit_record::rules_digest;
 use reddog::service::tables::Tables;
 
@@ -28,8 +28,9 @@ pub struct ReportArgs {
     /// Print the rows as CSV with a header line.
     #[arg(long, conflicts_with = "reconcile")]
     pub csv: bool,
-    /// The table configuration the rounds were played under (as `reddog serve
-    /// --table-config`); default: the engine's embedded default table.
+    /// Cross-check: the table configuration (as `reddog serve --table-config`) every record
+    /// must have been played under; refused (exit 2) when a record's rules digest differs.
+    /// Without it, the rules come from the trail alone.
     #[arg(long, value_name = "FILE")]
     pub tables: Option<PathBuf>,
     /// Compare the settled rounds with this ledger CSV (`round_id,seat,staked,credited`);
@@ -41,14 +42,9 @@ pub struct ReportArgs {
 }
 
 /// The configured tables' rules and digests.
-fn configured(path: Option<&PathBuf>) -> Result<Configured, String> {
-    let tables = match path {
-        None => Tables::single(Table::default()),
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            Tables::from_json(&text).map_err(|e| format!("{}: {e}", p.display()))?
-        }
-    };
+fn configured(p: &PathBuf) -> Result<Configured, String> {
+    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let tables = Tables::from_json(&text).map_err(|e| format!("{}: {e}", p.display()))?;
     Ok(tables
         .iter()
         .map(|t| {
@@ -67,7 +63,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!("report: {msg}");
         Ok(ExitCode::from(2))
     };
-    let tables = match configured(args.tables.as_ref()) {
+    let tables = match args.tables.as_ref().map(configured).transpose() {
         Ok(t) => t,
         Err(e) => return fail(format!("cannot read the table configuration {e}")),
     };
@@ -83,7 +79,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let opts = report::Options { mode: args.partitioning.mode(), temp_dir: args.partitioning.temp_dir.clone() };
-    let rep = match report::report(inputs, ledger, &tables, &opts) {
+    let rep = match report::report(inputs, ledger, tables.as_ref(), &opts) {
         Ok(r) => r,
         Err(e) => return fail(e.to_string()),
     };
@@ -124,7 +120,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The columns of a row, in the order of the CSV header.
-const COLUMNS: [&str; 16] = [
+const COLUMNS: [&str; 17] = [
     "table_id",
     "currency",
     "day",
@@ -141,6 +137,7 @@ const COLUMNS: [&str; 16] = [
     "expected_returned",
     "deviation_se",
     "open_rounds",
+    "rules_digest",
 ];
 
 /// Decimals of the return ratios and of the expected amount (in minor units).
@@ -152,6 +149,7 @@ fn row_json(r: &Row) -> serde_json::Value {
     let ci = s.observed_return_ci95();
     serde_json::json!({
         "table_id": r.key.table_id,
+        "rules_digest": r.key.rules_digest,
         "currency": r.key.currency,
         "day": r.key.day,
         "sandbox": r.key.sandbox,
@@ -237,6 +235,7 @@ fn cells(r: &Row) -> Vec<String> {
         opt_decimal(s.expected_returned(), AMOUNT_PLACES).unwrap_or_default(),
         float(s.deviation_se()),
         s.open_rounds.to_string(),
+        r.key.rules_digest.clone(),
     ]
 }
 
@@ -258,7 +257,7 @@ fn text(out: &mut impl Write, rep: &Report) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "{:<16} {:<4} {:<10} {:<7} {:>8} {:>8} {:>14} {:>14} {:>14} {:>9} {:>19} {:>9} {:>7} {:>5}",
+        "{:<16} {:<4} {:<10} {:<7} {:>8} {:>8} {:>14} {:>14} {:>14} {:>9} {:>19} {:>9} {:>7} {:>5} {:<12}",
         "table",
         "cur",
         "day",
@@ -272,7 +271,8 @@ fn text(out: &mut impl Write, rep: &Report) -> io::Result<()> {
         "95% interval",
         "expected",
         "dev/se",
-        "open"
+        "open",
+        "rules"
     )?;
     for r in &rep.rows {
         let c = cells(r);
@@ -280,7 +280,7 @@ fn text(out: &mut impl Write, rep: &Report) -> io::Result<()> {
         let dev = r.sums.deviation_se().map(|d| format!("{d:.2}")).unwrap_or_default();
         writeln!(
             out,
-            "{:<16} {:<4} {:<10} {:<7} {:>8} {:>8} {:>14} {:>14} {:>14} {:>9} {:>19} {:>9} {:>7} {:>5}",
+            "{:<16} {:<4} {:<10} {:<7} {:>8} {:>8} {:>14} {:>14} {:>14} {:>9} {:>19} {:>9} {:>7} {:>5} {:.12}",
             c[0],
             c[1],
             c[2],
@@ -294,7 +294,8 @@ fn text(out: &mut impl Write, rep: &Report) -> io::Result<()> {
             interval,
             c[12],
             dev,
-            c[15]
+            c[15],
+            c[16]
         )?;
     }
     for ((sandbox, currency), s) in totals(&rep.rows)? {

@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// minor_unit_exponent; all optional) or {"tables": {"<id>": {...}, ...}}.
     #[arg(long, env = "REDDOG_TABLE_CONFIG")]
     pub table_config: Option<PathBuf>,
+    /// `certified-rules.json` from `reddog certify --out`: refuse to start when a table's
+    /// rules digest is not certified for it.
+    #[arg(long, env = "REDDOG_CERTIFIED_RULES", value_name = "FILE")]
+    pub certified_rules: Option<PathBuf>,
     /// How long a commitment from CommitSeed stays usable, in seconds (1..=86400).
     #[arg(long, env = "REDDOG_COMMITMENT_TTL_SECS", default_value_t = 600)]
     pub commitment_ttl_secs: u64,
@@ -207,6 +211,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         key_ring,
         table_config: args.table_config.clone(),
         tables: None,
+        certified_rules: args.certified_rules.clone(),
         commitment_ttl: Duration::from_secs(args.commitment_ttl_secs),
         drain_timeout: Duration::from_secs(args.drain_timeout_secs),
         limits: TransportLimits {
@@ -289,6 +294,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let shutdown = shutdown_signal().context("installing the SIGTERM / SIGINT handlers")?;
     let tables = &app.engine().tables;
+    for t in tables.iter() {
+        let (rtp_exact, rtp_decimal, _) = reddog::service::rules::rtp(&t.table);
+        info!(
+            table = %t.id,
+            rules_digest = %t.digest(),
+            rtp_exact,
+            rtp_decimal,
+            certified = args.certified_rules.is_some(),
+            "table rules"
+        );
+    }
     let bound = app.local_addr();
     info!(
         tables = %tables.iter().map(|t| format!("{}({} decks, {}..={} {})", t.id, t.table.decks().get(),

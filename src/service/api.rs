@@ -35,9 +35,7 @@ use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{Cause, EngineError, Fault};
 use crate::fairness::commitment::{self, CurrencyRef, RoundRef, TableRef};
 use crate::fairness::receipt::CommitReceipt;
-use crate::fairness::{
-    ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, TableRules,
-};
+use crate::fairness::{ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound};
 use crate::game::{Money, Round, Spread};
 use std::collections::BTreeMap;
 
@@ -118,17 +116,6 @@ fn currency(c: &Currency) -> proto::Currency {
     proto::Currency { code: c.code().to_string(), minor_unit_exponent: Some(u32::from(c.minor_unit_exponent())) }
 }
 
-/// A configured table's rules, as its rules digest takes them.
-fn table_rules(t: &NamedTable) -> TableRules<'_> {
-    TableRules {
-        decks: t.table.decks(),
-        paytable: t.table.paytable(),
-        limits: t.table.limits(),
-        currency: t.currency.code(),
-        exponent: t.currency.minor_unit_exponent(),
-    }
-}
-
 /// A currency in an error message: `EUR (exponent 2)`.
 fn currency_ref(c: &Currency) -> CurrencyRef<'_> {
     CurrencyRef { code: c.code(), exponent: c.minor_unit_exponent() }
@@ -180,8 +167,7 @@ impl RedDogService {
 
     pub fn new(config: EngineConfig) -> RedDogService {
         let ttl_ms = i64::try_from(config.commitment_ttl.as_millis()).unwrap_or(i64::MAX);
-        let digests: BTreeMap<String, RulesDigest> =
-            config.tables.iter().map(|t| (t.id.clone(), table_rules(t).digest())).collect();
+        let digests: BTreeMap<String, RulesDigest> = config.tables.iter().map(|t| (t.id.clone(), t.digest())).collect();
         let signing_keys: Vec<proto::PublicKey> = config
             .key_ring
             .signer()
@@ -193,7 +179,7 @@ impl RedDogService {
             .tables
             .iter()
             .map(|t| {
-                let digest = table_rules(t).digest();
+                let digest = t.digest();
                 let mut rules =
                     super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency), digest);
                 rules.sandbox = t.sandbox;
@@ -235,7 +221,7 @@ impl RedDogService {
 
     /// A configured table's rules digest (computed at startup).
     fn digest_of(&self, named: &NamedTable) -> RulesDigest {
-        self.inner.digests.get(&named.id).copied().unwrap_or_else(|| table_rules(named).digest())
+        self.inner.digests.get(&named.id).copied().unwrap_or_else(|| named.digest())
     }
 
     /// The currency of a round's amounts: the one its token carries, else (a token sealed
@@ -302,6 +288,9 @@ impl RedDogService {
             currency: named.currency.code().to_string(),
             minor_unit_exponent: u32::from(named.currency.minor_unit_exponent()),
             rules_digest: rules_digest.0.to_vec(),
+            paytable: super::state::paytable_odds(table.paytable()),
+            min_bet: table.limits().min().0,
+            max_bet: table.limits().max().0,
             sandbox: named.sandbox,
         };
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
@@ -374,36 +363,12 @@ impl RedDogService {
                 invalid_token("commitment_token")
             })?;
         let (committed, binding, committed_sandbox) = payload;
-        let named = match &binding {
-            // Sealed before binding, by an engine whose only table was the default one: it
-            // deals there (its round id and nonce are free until it expires, FAIRNESS §7).
-            Binding::Unbound => {
-                commitment::check_table(DEFAULT_TABLE_ID, &req.table_id).map_err(EngineError::from)?;
-                self.table(DEFAULT_TABLE_ID)?
-            }
-            Binding::Bound { round_id, nonce, table_id, decks, currency: committed_currency, rules_digest } => {
-                let requested = RoundRef { round_id: &req.round_id, nonce: req.nonce, table_id: &req.table_id };
-                commitment::check_binding(&RoundRef { round_id, nonce: *nonce, table_id }, &requested)
-                    .map_err(EngineError::from)?;
-                let named = self.table(table_id)?;
-                let committed_table = TableRef {
-                    decks: *decks,
-                    currency: committed_currency.as_ref().map(currency_ref),
-                    rules_digest: *rules_digest,
-                };
-                let table_now = TableRef {
-                    decks: named.table.decks(),
-                    currency: Some(currency_ref(&named.currency)),
-                    rules_digest: Some(self.digest_of(named)),
-                };
-                commitment::check_table_unchanged(&committed_table, &table_now).map_err(EngineError::from)?;
-                named
-            }
-        };
-        let table_id = named.id.as_str();
-        sandbox::check_commitment(committed_sandbox, named.sandbox, table_id)?;
-        let table = convert::round_table(&named.table, req.player_limits.as_ref())?;
-        let requested = sandbox::requested_deal(&req.sandbox_cards, named.sandbox, table_id, table.decks())?;
+        let dealt = self.committed_table(&binding, req)?;
+        let (table_id, rules_digest) = (dealt.id.as_str(), dealt.digest());
+        let here = self.table(table_id).ok();
+        sandbox::check_commitment(committed_sandbox, here.is_some_and(|t| t.sandbox), table_id)?;
+        let table = convert::round_table(&dealt.table, req.player_limits.as_ref())?;
+        let requested = sandbox::requested_deal(&req.sandbox_cards, committed_sandbox, table_id, table.decks())?;
         let bets: Vec<Money> = req.seats.iter().map(|s| Money(s.bet)).collect();
         let inputs = DealInputs {
             server_seed: &committed,
@@ -426,9 +391,9 @@ impl RedDogService {
             paytable: table.paytable().clone(),
             steps: Vec::new(),
             transcript: crate::fairness::Transcript([0; 32]),
-            currency: Some(named.currency.clone()),
-            limits: Some(named.table.limits()),
-            sandbox: named.sandbox,
+            currency: Some(dealt.currency.clone()),
+            limits: Some(dealt.table.limits()),
+            sandbox: committed_sandbox,
         };
         state.transcript = state.start_transcript();
         let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
@@ -438,10 +403,10 @@ impl RedDogService {
         self.inner.audit.record(&Event::RoundStarted(record::RoundStarted {
             round_id: &state.round_id,
             table_id,
-            currency: named.currency.code(),
-            exponent: named.currency.minor_unit_exponent(),
+            currency: dealt.currency.code(),
+            exponent: dealt.currency.minor_unit_exponent(),
             commitment: Shown(&commitment),
-            rules_digest: Hex(self.digest(table_id)),
+            rules_digest: Hex(&rules_digest.0),
             nonce: state.nonce,
             decks: state.decks.get(),
             step: 0,
@@ -465,8 +430,57 @@ impl RedDogService {
             step: 0,
             transcript,
             table_id: state.table_id,
-            currency: Some(currency(&named.currency)),
+            currency: Some(currency(&dealt.currency)),
         })
+    }
+
+    /// The table a commitment deals at: the rules it carries (whatever this replica's table
+    /// says now), or — for a commitment sealed before rules travelled with it — this
+    /// replica's table, if its deck count, currency and digest are those committed. Refused
+    /// with `RULES_CHANGED` only when the operator withdrew the committed digest at this
+    /// table (`withdrawn_rules`), or when an old commitment's digest is not this table's.
+    fn committed_table(&self, binding: &Binding, req: &proto::StartRoundRequest) -> Result<NamedTable, EngineError> {
+        let Binding::Bound { round_id, nonce, table_id, decks, currency: committed_currency, rules_digest, rules } =
+            binding
+        else {
+            // Sealed before binding, by an engine whose only table was the default one: it
+            // deals there (its round id and nonce are free until it expires, FAIRNESS §7).
+            commitment::check_table(DEFAULT_TABLE_ID, &req.table_id)?;
+            return self.table(DEFAULT_TABLE_ID).cloned();
+        };
+        let requested = RoundRef { round_id: &req.round_id, nonce: req.nonce, table_id: &req.table_id };
+        commitment::check_binding(&RoundRef { round_id, nonce: *nonce, table_id }, &requested)?;
+        let here = self.table(table_id);
+        if let (Some(digest), Ok(named)) = (rules_digest, &here)
+            && self.inner.tables.is_withdrawn(&named.id, digest)
+        {
+            return Err(commitment::BindingError::RulesWithdrawn {
+                committed: digest.to_hex(),
+                table: self.digest_of(named).to_hex(),
+            }
+            .into());
+        }
+        if let (Some(table), Some(currency)) = (rules, committed_currency) {
+            return Ok(NamedTable {
+                id: table_id.clone(),
+                table: (**table).clone(),
+                currency: currency.clone(),
+                sandbox: false,
+            });
+        }
+        let named = here?;
+        let committed_table = TableRef {
+            decks: *decks,
+            currency: committed_currency.as_ref().map(currency_ref),
+            rules_digest: *rules_digest,
+        };
+        let table_now = TableRef {
+            decks: named.table.decks(),
+            currency: Some(currency_ref(&named.currency)),
+            rules_digest: Some(self.digest_of(named)),
+        };
+        commitment::check_table_unchanged(&committed_table, &table_now)?;
+        Ok(named.clone())
     }
 
     fn decide(&self, peer: Peer, req: &proto::DecideRequest) -> Result<proto::DecideResponse, Status> {
@@ -563,6 +577,10 @@ impl RedDogService {
             None => (String::new(), String::new()),
         };
         let currency = self.currency_of(&state);
+        // The rules the round was dealt under (a round sealed before rounds carried them:
+        // its table's, as configured here).
+        let rules_digest = state.rules().map_or_else(|| *self.digest(&state.table_id), |r| r.digest().0);
+        let rules_digest = RulesDigest(rules_digest);
         let (hand_class, spread) = record::hand_class(settlement.class);
         self.inner.audit.record(&Event::RoundSettled(record::RoundSettled {
             round_id: &state.round_id,
@@ -572,7 +590,7 @@ impl RedDogService {
                 .as_ref()
                 .map_or(0, |c| u8::try_from(c.minor_unit_exponent.unwrap_or(0)).unwrap_or(u8::MAX)),
             commitment: Shown(&state.seed.commitment()),
-            rules_digest: Hex(self.digest(&state.table_id)),
+            rules_digest: Hex(&rules_digest.0),
             decks: state.decks.get(),
             paytable: record::Odds(&state.paytable),
             step: state.step(),

@@ -161,6 +161,8 @@ pub struct Settings {
     pub table_config: Option<PathBuf>,
     /// The tables themselves (embedding, tests); when set, `table_config` must be `None`.
     pub tables: Option<Tables>,
+    /// `certified-rules.json` ([`super::certified`]): every table's digest must be in it.
+    pub certified_rules: Option<PathBuf>,
     /// How long a commitment from CommitSeed stays usable (1 s .. 1 day).
     pub commitment_ttl: Duration,
     /// Upper bound on graceful shutdown (1 s .. 1 h).
@@ -189,6 +191,7 @@ impl Settings {
             key_ring,
             table_config: None,
             tables: None,
+            certified_rules: None,
             commitment_ttl: Duration::from_secs(600),
             drain_timeout: Duration::from_secs(20),
             limits: TransportLimits::default(),
@@ -362,6 +365,14 @@ impl Application {
         let tables = settings.load_tables()?;
         super::sandbox::refuse_without_flag(&tables, settings.allow_sandbox)
             .map_err(|reason| SettingsError::Invalid { setting: "table-config", reason })?;
+        if let Some(path) = &settings.certified_rules {
+            let bad = |reason: String| SettingsError::Invalid { setting: "certified-rules", reason };
+            let text =
+                std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
+            let file = super::certified::CertifiedRules::from_json(&text)
+                .map_err(|e| bad(format!("{}: {e}", path.display())))?;
+            file.check(&tables).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+        }
         let tls = match &settings.tls {
             Some(t) => Some(
                 TlsReloader::load(TlsFiles {
@@ -398,6 +409,7 @@ impl Application {
                 None
             }
         };
+        super::metrics::rules_certified(&tables, settings.certified_rules.is_some());
         // After the metrics recorder, so the sink's counters are live.
         let signer = key_ring.signer().map(|s| Arc::clone(s) as Arc<dyn CheckpointSigner>);
         let audit = settings.audit.start(signer)?;

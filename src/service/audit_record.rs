@@ -53,11 +53,19 @@ impl Event<'_> {
     }
 }
 
-/// A table and its rules digest, in `audit_started`.
+/// A table, its rules digest and the rules it is computed from, in `audit_started`: the
+/// trail describes its own rules (`reddog report` reads them).
 #[derive(Debug, Serialize)]
 pub struct TableDigest<'a> {
     pub table_id: &'a str,
     pub rules_digest: Hex<'a>,
+    pub decks: u8,
+    pub paytable: Odds<'a>,
+    pub min_bet: u64,
+    pub max_bet: u64,
+    pub currency: &'a str,
+    pub minor_unit_exponent: u8,
+    pub sandbox: bool,
 }
 
 /// `audit_started`: what the run serves.

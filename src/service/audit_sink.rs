@@ -226,16 +226,29 @@ impl AuditSink {
         }
     }
 
-    /// Writes `audit_started` (the run's record 0) with each table's rules digest; a no-op
-    /// once it is written.
+    /// Writes `audit_started` (the run's record 0) with each table's rules and digest; a
+    /// no-op once it is written. (Tables change only by a restart, which starts a new run.)
     pub fn begin(&self, tables: &Tables) -> Result<(), AuditRefused> {
         if lock(&self.inner.chain).seq > 0 {
             return Ok(());
         }
         let digests: Vec<([u8; 32], &str)> =
             tables.iter().map(|t| (record::rules_digest(&t.table, &t.currency), t.id.as_str())).collect();
-        let listed: Vec<TableDigest<'_>> =
-            digests.iter().map(|(d, id)| TableDigest { table_id: id, rules_digest: Hex(d) }).collect();
+        let listed: Vec<TableDigest<'_>> = tables
+            .iter()
+            .zip(&digests)
+            .map(|(t, (d, id))| TableDigest {
+                table_id: id,
+                rules_digest: Hex(d),
+                decks: t.table.decks().get(),
+                paytable: record::Odds(t.table.paytable()),
+                min_bet: t.table.limits().min().0,
+                max_bet: t.table.limits().max().0,
+                currency: t.currency.code(),
+                minor_unit_exponent: t.currency.minor_unit_exponent(),
+                sandbox: t.sandbox,
+            })
+            .collect();
         self.record(&Event::AuditStarted(AuditStarted {
             engine_version: build_info::VERSION,
             git_commit: build_info::GIT_COMMIT,

@@ -17,7 +17,7 @@
 //! | `PlayerLimits(LimitsError)` | `OUT_OF_RANGE` | `player_limits.min_bet` / `player_limits.max_bet` | `BadRequest` + `ErrorInfo` (`min`, `max`) |
 //! | `BindingError::Mismatch` | `FAILED_PRECONDITION` | `round_id` / `nonce` / `table_id` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` |
 //! | `BindingError::{TableChanged, CurrencyChanged}` | `FAILED_PRECONDITION` | `commitment_token` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` |
-//! | `BindingError::RulesChanged` | `FAILED_PRECONDITION` | `commitment_token` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` reason `RULES_CHANGED` |
+//! | `BindingError::{RulesChanged, RulesWithdrawn}` | `FAILED_PRECONDITION` | `commitment_token` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` reason `RULES_CHANGED` |
 //! | `UnknownTable` | `NOT_FOUND` | `table_id` | `BadRequest` + `ErrorInfo` |
 //! | `TableError::TooLarge` and the other table settings (`LimitsError`, `CardError`, `PaytableError`) | `INVALID_ARGUMENT` / `OUT_OF_RANGE` | the setting (configuration; never a request) | `BadRequest` + `ErrorInfo` |
 //! | `InvalidToken`, `BindingError::Expired` | `INVALID_ARGUMENT`, always the same message | the token field | `BadRequest` + `ErrorInfo` reason `INVALID_TOKEN` |
@@ -190,7 +190,7 @@ fn describe_binding(b: &BindingError) -> Option<Described> {
         BindingError::TableChanged { .. } | BindingError::CurrencyChanged { .. } => {
             ("commitment_token".into(), what(), Report::Precondition("COMMITMENT_BINDING"))
         }
-        BindingError::RulesChanged { .. } => {
+        BindingError::RulesChanged { .. } | BindingError::RulesWithdrawn { .. } => {
             ("commitment_token".into(), what(), Report::PreconditionWithReason("COMMITMENT_BINDING", "RULES_CHANGED"))
         }
         BindingError::Expired { .. } => return None,
@@ -275,7 +275,7 @@ pub fn reason(err: &EngineError) -> &'static str {
         E::Binding(BindingError::Mismatch { .. }) => "COMMITMENT_MISMATCH",
         E::Binding(BindingError::TableChanged { .. }) => "TABLE_CHANGED",
         E::Binding(BindingError::CurrencyChanged { .. }) => "CURRENCY_CHANGED",
-        E::Binding(BindingError::RulesChanged { .. }) => "RULES_CHANGED",
+        E::Binding(BindingError::RulesChanged { .. } | BindingError::RulesWithdrawn { .. }) => "RULES_CHANGED",
         E::Binding(BindingError::Expired { .. }) | E::InvalidToken => "INVALID_TOKEN",
         E::Fairness(FairnessError::Malformed { .. }) => "INVALID_VALUE",
         E::Odds(OddsError::RankCountOutOfRange { .. }) => "VALUE_OUT_OF_RANGE",

@@ -16,7 +16,8 @@
 //! | `reddog_deal_probability` | gauge | `table`, `hand_class`, `spread` | exact probability of the deal class |
 //! | `reddog_third_card_probability` | gauge | `table`, `hand_class`, `spread` | exact P(third card wins \| deal class) |
 //! | `reddog_rtp_bound` | gauge | `table`, `definition`, `bound` | exact RTP range over every strategy |
-//! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent` | the configured tables |
+//! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent`, `rules_digest` | the configured tables |
+//! | `reddog_rules_certified` | gauge | `table`, `rules_digest` | 1: checked against `--certified-rules` at start-up; 0: started without it |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
 //! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`); the client gets one answer for all |
 //! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, handler not yet answered (the drain waits for these); calls still reading their request message count, although they hold no `--max-in-flight` slot |
@@ -466,6 +467,10 @@ fn describe() {
         "RedDog calls in progress: request headers arrived, handler not yet answered"
     );
     describe_gauge!("reddog_table_info", "Always 1; labels describe a configured table");
+    describe_gauge!(
+        "reddog_rules_certified",
+        "1 when the table's rules digest was checked against --certified-rules at start-up, 0 without that file"
+    );
     describe_gauge!("reddog_build_info", "Always 1; labels give the engine's version, git commit and build date");
     describe_counter!("reddog_token_rejections_total", "Tokens refused (tampered, unknown key, expired, wrong kind)");
     describe_counter!("reddog_audit_records_total", "Audit records written to the audit sink's batch");
@@ -491,6 +496,16 @@ fn describe() {
 /// Registers every counter whose label values are known in advance (an increment by 0: a
 /// series that exists keeps its value), so each series exists from start-up and a rule on
 /// `increase()` sees the first event, not a new series.
+/// `reddog_rules_certified` of every table: 1 when its digest was checked against a certified
+/// rules file at start-up, 0 when the engine started without one.
+pub fn rules_certified(tables: &super::tables::Tables, checked: bool) {
+    describe();
+    for t in tables.iter() {
+        gauge!("reddog_rules_certified", "table" => t.id.clone(), "rules_digest" => t.digest().to_hex())
+            .set(if checked { 1.0 } else { 0.0 });
+    }
+}
+
 fn register_zero_counters() {
     for method in [Method::StartRound, Method::Decide, Method::Settle] {
         for reason in ["expired", "unknown_key", "tampered", "malformed", "wrong_kind"] {
@@ -595,7 +610,8 @@ impl TableMetrics {
             "table" => id.clone(),
             "decks" => table.decks().get().to_string(),
             "currency" => currency.code().to_string(),
-            "minor_unit_exponent" => currency.minor_unit_exponent().to_string()
+            "minor_unit_exponent" => currency.minor_unit_exponent().to_string(),
+            "rules_digest" => hex::encode(super::audit_record::rules_digest(table, currency))
         )
         .set(1.0);
         for i in 0..DEALS {

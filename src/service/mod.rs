@@ -29,6 +29,7 @@ pub mod app;
 pub mod audit_record;
 pub mod audit_sink;
 pub mod build_info;
+pub mod certified;
 pub mod codec;
 pub mod convert;
 pub mod error;

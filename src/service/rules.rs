@@ -77,7 +77,7 @@ fn rtp_figures(table: &Table) -> Vec<proto::RtpFigure> {
 
 /// Exact RTP (reduced fraction, 10-place decimal) of the best strategy, and its raise rule in
 /// words, from the exact enumeration in [`crate::odds`].
-fn rtp(table: &Table) -> (String, String, String) {
+pub fn rtp(table: &Table) -> (String, String, String) {
     let analysis = Analysis::new(table.decks(), table.paytable());
     let raise = analysis.optimal_raise_set();
     let figures = analysis.figures(raise);

@@ -14,7 +14,7 @@ use super::tables::Currency;
 use crate::error::EngineError;
 use crate::fairness::{RulesDigest, ServerSeed, StartInputs, TableRules, Transcript};
 use crate::game::{
-    BetLimits, Card, Decision, Decks, MAX_SEATS, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Spread,
+    BetLimits, Card, Decision, Decks, MAX_SEATS, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Spread, Table,
 };
 
 /// The id of the default table.
@@ -52,6 +52,17 @@ pub struct CommitmentPayload {
     /// rules were bound.
     #[prost(bytes = "vec", tag = "9")]
     pub rules_digest: Vec<u8>,
+    /// The rest of the rules the commitment was made under, so that any replica deals the
+    /// round under them whatever its own table configuration says now: the paytable (odds for
+    /// spreads 1..=11, then three of a kind) and the table's bet limits. Empty and 0, 0 in a
+    /// commitment sealed before rules travelled with it (the replica's table must then have
+    /// the committed digest).
+    #[prost(uint32, repeated, tag = "10")]
+    pub paytable: Vec<u32>,
+    #[prost(uint64, tag = "11")]
+    pub min_bet: u64,
+    #[prost(uint64, tag = "12")]
+    pub max_bet: u64,
     /// Made at a sandbox table: the round it deals is a sandbox round (see
     /// [`super::sandbox`]); false in a commitment sealed before sandbox tables existed.
     #[prost(bool, tag = "20")]
@@ -66,7 +77,8 @@ pub enum Binding {
     Unbound,
     /// The one round the commitment may deal, the currency its bets are in (`None` in a
     /// commitment sealed before currencies were bound) and the table's rules digest (`None` in
-    /// a commitment sealed before rules were bound).
+    /// a commitment sealed before rules were bound), and — in a commitment sealed since rules
+    /// travel with it — the whole table the round is dealt at (`None` before).
     Bound {
         round_id: String,
         nonce: u64,
@@ -74,6 +86,7 @@ pub enum Binding {
         decks: Decks,
         currency: Option<Currency>,
         rules_digest: Option<RulesDigest>,
+        rules: Option<Box<Table>>,
     },
 }
 
@@ -93,17 +106,52 @@ impl CommitmentPayload {
                 Err(EngineError::InvalidToken)
             };
         }
+        let decks = Decks::new(self.decks).map_err(|_| EngineError::InvalidToken)?;
+        let currency = sealed_currency(&self.currency, self.minor_unit_exponent)?;
+        let rules_digest = match self.rules_digest.len() {
+            0 => None,
+            _ => Some(RulesDigest::from_slice(&self.rules_digest).ok_or(EngineError::InvalidToken)?),
+        };
+        let rules = self.carried_table(decks, currency.as_ref(), rules_digest)?;
         Ok(Binding::Bound {
             round_id: self.round_id.clone(),
             nonce: self.nonce,
             table_id: self.table_id.clone(),
-            decks: Decks::new(self.decks).map_err(|_| EngineError::InvalidToken)?,
-            currency: sealed_currency(&self.currency, self.minor_unit_exponent)?,
-            rules_digest: match self.rules_digest.len() {
-                0 => None,
-                _ => Some(RulesDigest::from_slice(&self.rules_digest).ok_or(EngineError::InvalidToken)?),
-            },
+            decks,
+            currency,
+            rules_digest,
+            rules,
         })
+    }
+
+    /// The table the commitment carries, checked against its digest; `None` in a commitment
+    /// sealed before rules travelled with it. Anything a genuine token could not hold is an
+    /// invalid token.
+    fn carried_table(
+        &self,
+        decks: Decks,
+        currency: Option<&Currency>,
+        digest: Option<RulesDigest>,
+    ) -> Result<Option<Box<Table>>, EngineError> {
+        let bad = || EngineError::InvalidToken;
+        if self.paytable.is_empty() && self.min_bet == 0 && self.max_bet == 0 {
+            return Ok(None);
+        }
+        let (Some(currency), Some(digest)) = (currency, digest) else { return Err(bad()) };
+        let paytable = paytable_from(&self.paytable)?;
+        let limits = BetLimits::new(Money(self.min_bet), Money(self.max_bet)).map_err(|_| bad())?;
+        let table = Table::new(decks, paytable, limits).map_err(|_| bad())?;
+        let rules = TableRules {
+            decks,
+            paytable: table.paytable(),
+            limits,
+            currency: currency.code(),
+            exponent: currency.minor_unit_exponent(),
+        };
+        if rules.digest() != digest {
+            return Err(bad());
+        }
+        Ok(Some(Box::new(table)))
     }
 }
 
@@ -173,6 +221,25 @@ pub struct RoundPayload {
     /// tables existed.
     #[prost(bool, tag = "20")]
     pub sandbox: bool,
+}
+
+/// A paytable as a token carries it: odds for spreads 1..=11, then three of a kind.
+fn paytable_from(odds: &[u32]) -> Result<Paytable, EngineError> {
+    let (Some(spread), Some(&three)) = (odds.get(..11), odds.get(11)) else { return Err(EngineError::InvalidToken) };
+    if odds.len() != 12 {
+        return Err(EngineError::InvalidToken);
+    }
+    let mut s = [0u32; 11];
+    s.copy_from_slice(spread);
+    Paytable::new(s, three).map_err(|_| EngineError::InvalidToken)
+}
+
+/// The odds of `paytable` as a token carries them.
+pub fn paytable_odds(paytable: &Paytable) -> Vec<u32> {
+    let mut odds = Vec::with_capacity(12);
+    odds.extend(Spread::all().map(|s| paytable.spread_odds(s)));
+    odds.push(paytable.three_of_a_kind_odds());
+    odds
 }
 
 /// A currency as a token carries it: `None` when absent (empty code, exponent 0); anything a
@@ -285,9 +352,7 @@ impl RoundState {
         let mut cards = Vec::with_capacity(3);
         cards.extend(snap.cards.iter().map(|c| c.code()));
         cards.extend(snap.third.map(|c| c.code()));
-        let mut paytable = Vec::with_capacity(12);
-        paytable.extend(Spread::all().map(|s| self.paytable.spread_odds(s)));
-        paytable.push(self.paytable.three_of_a_kind_odds());
+        let paytable = paytable_odds(&self.paytable);
         let mut decided_in = vec![0u8; snap.seats.len()];
         for (k, step) in self.steps.iter().enumerate() {
             for &(seat, _) in step {
@@ -351,9 +416,7 @@ impl RoundState {
             .collect::<Result<Vec<_>, _>>()?;
         let phase = if p.complete { Phase::Complete } else { Phase::AwaitingDecisions };
         let round = Round::restore(RoundSnapshot { phase, cards, third, seats }).map_err(|_| bad())?;
-        let mut spread = [0u32; 11];
-        spread.copy_from_slice(&p.paytable[..11]);
-        let paytable = Paytable::new(spread, p.paytable[11]).map_err(|_| bad())?;
+        let paytable = paytable_from(&p.paytable)?;
         let decks = Decks::new(p.decks).map_err(|_| bad())?;
         let legacy = p.transcript.is_empty();
         let steps = if legacy { legacy_steps(&p)? } else { steps_from(&p)? };

@@ -19,6 +19,11 @@
 //! above 1: the house loses money in the long run) is refused unless the table says
 //! `"allow_rtp_over_1": true` (promotions, test tables). Every error names the field:
 //! `tables.<id>.<field>`.
+//! `"withdrawn_rules": ["<64 hex>", …]` lists rules digests of this table that the operator
+//! has withdrawn: a commitment made under one of them is refused at StartRound
+//! (`RULES_CHANGED`); every other commitment deals under the rules it carries, whatever this
+//! table's configuration says now (docs/OPERATIONS.md, "Withdrawing rules"). The table's own
+//! current digest may not be listed.
 //! `"sandbox": true` marks a test table (requested deals, never fair rounds; see
 //! [`super::sandbox`]): served only by an engine started with `--allow-sandbox`.
 
@@ -27,6 +32,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::error::EngineError;
+use crate::fairness::{RulesDigest, TableRules};
 use crate::game::{Table, TableSpec};
 use crate::ids::MAX_TABLE_ID_BYTES;
 
@@ -92,12 +98,33 @@ pub struct NamedTable {
     pub sandbox: bool,
 }
 
+impl NamedTable {
+    /// The table's rules, as its rules digest takes them.
+    pub fn rules(&self) -> TableRules<'_> {
+        TableRules {
+            decks: self.table.decks(),
+            paytable: self.table.paytable(),
+            limits: self.table.limits(),
+            currency: self.currency.code(),
+            exponent: self.currency.minor_unit_exponent(),
+        }
+    }
+
+    /// The table's rules digest.
+    pub fn digest(&self) -> RulesDigest {
+        self.rules().digest()
+    }
+}
+
 /// The tables one process serves.
 ///
-/// Invariant: at least one table; ids are unique and valid table ids.
+/// Invariant: at least one table; ids are unique and valid table ids; no table's own digest
+/// is among its withdrawn ones.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tables {
     tables: BTreeMap<String, NamedTable>,
+    /// Per table id, the rules digests the operator withdrew (`withdrawn_rules`).
+    withdrawn: BTreeMap<String, Vec<RulesDigest>>,
 }
 
 /// One table in a configuration file: [`TableSpec`]'s fields plus the currency.
@@ -112,6 +139,7 @@ struct TableEntry {
     minor_unit_exponent: Option<u8>,
     allow_rtp_over_1: Option<bool>,
     sandbox: Option<bool>,
+    withdrawn_rules: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -120,7 +148,7 @@ struct MultiFile {
     tables: BTreeMap<String, serde_json::Value>,
 }
 
-fn entry(id: &str, value: serde_json::Value) -> Result<NamedTable, EngineError> {
+fn entry(id: &str, value: serde_json::Value) -> Result<(NamedTable, Vec<RulesDigest>), EngineError> {
     let field = format!("tables.{id}");
     let e = parse_entry(value, &field)?;
     let table =
@@ -153,14 +181,52 @@ fn entry(id: &str, value: serde_json::Value) -> Result<NamedTable, EngineError> 
             ));
         }
     };
-    Ok(NamedTable { id: id.to_string(), table, currency, sandbox: e.sandbox.unwrap_or(false) })
+    let named = NamedTable { id: id.to_string(), table, currency, sandbox: e.sandbox.unwrap_or(false) };
+    let withdrawn = withdrawn_digests(e.withdrawn_rules.as_deref().unwrap_or_default(), &named, &field)?;
+    Ok((named, withdrawn))
+}
+
+/// The `withdrawn_rules` of a table: 64 lower-case hex characters each, never the table's
+/// own current digest (that would refuse every round it commits).
+fn withdrawn_digests(list: &[String], named: &NamedTable, field: &str) -> Result<Vec<RulesDigest>, EngineError> {
+    let own = named.digest();
+    list.iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let at = format!("{field}.withdrawn_rules[{i}]");
+            let mut bytes = [0u8; 32];
+            if text.len() != 64
+                || text.bytes().any(|b| b.is_ascii_uppercase())
+                || hex::decode_to_slice(text, &mut bytes).is_err()
+            {
+                return Err(EngineError::invalid(at, "a rules digest is 64 lower-case hex characters"));
+            }
+            let digest = RulesDigest(bytes);
+            if digest == own {
+                return Err(EngineError::invalid(
+                    at,
+                    format!("{text} is this table's own rules digest: withdraw only earlier rules"),
+                ));
+            }
+            Ok(digest)
+        })
+        .collect()
 }
 
 fn parse_entry(value: serde_json::Value, field: &str) -> Result<TableEntry, EngineError> {
     // Field by field, so that an error names the field (`tables.vip.decks: invalid value:
     // integer `-1`, expected u32`), and unknown keys first, named as fields.
-    const KNOWN: [&str; 8] =
-        ["decks", "paytable", "min_bet", "max_bet", "currency", "minor_unit_exponent", "allow_rtp_over_1", "sandbox"];
+    const KNOWN: [&str; 9] = [
+        "decks",
+        "paytable",
+        "min_bet",
+        "max_bet",
+        "currency",
+        "minor_unit_exponent",
+        "allow_rtp_over_1",
+        "sandbox",
+        "withdrawn_rules",
+    ];
     let Some(obj) = value.as_object() else {
         return Err(EngineError::invalid(field.to_string(), "a table is a JSON object of its settings"));
     };
@@ -188,6 +254,7 @@ fn parse_entry(value: serde_json::Value, field: &str) -> Result<TableEntry, Engi
         minor_unit_exponent: get(obj, field, "minor_unit_exponent")?,
         allow_rtp_over_1: get(obj, field, "allow_rtp_over_1")?,
         sandbox: get(obj, field, "sandbox")?,
+        withdrawn_rules: get(obj, field, "withdrawn_rules")?,
     })
 }
 
@@ -282,7 +349,10 @@ impl Tables {
     /// One table, `default`, with a currency.
     pub fn single_with(table: Table, currency: Currency) -> Tables {
         let id = DEFAULT_TABLE_ID.to_string();
-        Tables { tables: BTreeMap::from([(id.clone(), NamedTable { id, table, currency, sandbox: false })]) }
+        Tables {
+            tables: BTreeMap::from([(id.clone(), NamedTable { id, table, currency, sandbox: false })]),
+            withdrawn: BTreeMap::new(),
+        }
     }
 
     /// Several tables; refuses an empty list, a repeated or invalid id.
@@ -298,7 +368,25 @@ impl Tables {
             }
             tables.insert(t.id.clone(), t);
         }
-        Ok(Tables { tables })
+        Ok(Tables { tables, withdrawn: BTreeMap::new() })
+    }
+
+    /// [`Tables::new`] with each table's withdrawn digests.
+    fn with_withdrawn(list: Vec<(NamedTable, Vec<RulesDigest>)>) -> Result<Tables, EngineError> {
+        let withdrawn = list.iter().filter(|(_, w)| !w.is_empty()).map(|(t, w)| (t.id.clone(), w.clone())).collect();
+        let mut tables = Tables::new(list.into_iter().map(|(t, _)| t).collect())?;
+        tables.withdrawn = withdrawn;
+        Ok(tables)
+    }
+
+    /// `true` when the operator withdrew `digest` at table `table_id`.
+    pub fn is_withdrawn(&self, table_id: &str, digest: &RulesDigest) -> bool {
+        self.withdrawn.get(table_id).is_some_and(|w| w.contains(digest))
+    }
+
+    /// The digests withdrawn at `table_id`.
+    pub fn withdrawn(&self, table_id: &str) -> &[RulesDigest] {
+        self.withdrawn.get(table_id).map_or(&[], Vec::as_slice)
     }
 
     /// Parses a table configuration file's text, either form (module docs). A repeated key
@@ -318,11 +406,9 @@ impl Tables {
                 valid_id(&id)?;
                 list.push(entry(&id, v)?);
             }
-            Tables::new(list)
+            Tables::with_withdrawn(list)
         } else {
-            let mut t = entry(DEFAULT_TABLE_ID, value)?;
-            t.id = DEFAULT_TABLE_ID.to_string();
-            Ok(Tables::new(vec![t])?)
+            Tables::with_withdrawn(vec![entry(DEFAULT_TABLE_ID, value)?])
         }
     }
 

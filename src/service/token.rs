@@ -156,6 +156,9 @@ pub const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
     + bytes_field(CURRENCY_CODE_LEN) // currency
     + varint_field(MAX_MINOR_UNIT_EXPONENT as u64)
     + bytes_field(32) // rules_digest
+    + bytes_field(12 * varint_len(MAX_ODDS as u64)) // paytable, packed
+    + varint_field(MAX_BET) // min_bet
+    + varint_field(MAX_BET) // max_bet
     + 1 + varint_field(1); // sandbox: tag 20, a two-byte key
 
 /// Longest token: header (version, kind, key id length, the longest key id), nonce, the
@@ -705,6 +708,9 @@ mod tests {
             currency: "XXX".into(),
             minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
             rules_digest: vec![0xff; 32],
+            paytable: vec![MAX_ODDS; 12],
+            min_bet: MAX_BET,
+            max_bet: MAX_BET,
             sandbox: true,
         };
         assert_eq!(commitment.encoded_len(), MAX_COMMITMENT_PAYLOAD_LEN);

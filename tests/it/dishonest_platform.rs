@@ -251,26 +251,63 @@ async fn commit_seed_binds_round_id_nonce_and_table() {
     server.stop().await;
 }
 
-/// The table's rules are bound at CommitSeed: an engine restarted on the same key ring with
-/// every odds set to 1 refuses StartRound on a commitment made under the standard paytable
-/// (FAILED_PRECONDITION on `commitment_token`, ErrorInfo reason `RULES_CHANGED`), naming both
-/// digests; the same restart with unchanged rules deals it; and so does a commitment sealed
-/// before rules were bound (no digest in its token: the migration window).
+/// The table's rules are bound at CommitSeed and travel in the commitment token: an engine
+/// restarted on the same key ring with every odds set to 1 and six decks deals a commitment
+/// made under the standard one-deck table under the committed rules (the answer's rules
+/// digest, the reveal's paytable and shoe are the committed ones). A commitment sealed before
+/// rules travelled (its digest only) is refused there (FAILED_PRECONDITION on
+/// `commitment_token`, ErrorInfo reason `RULES_CHANGED`, naming both digests), deals where the
+/// digest is unchanged, and one sealed before rules were bound (no digest) deals under the
+/// table's current rules.
 #[tokio::test]
-async fn a_paytable_change_after_commit_seed_refuses_start_round_on_the_old_commitment() {
+async fn a_table_change_after_commit_seed_deals_under_the_committed_rules() {
     use tonic_types::StatusExt;
     let standard = TestServer::start(&ring_a(), TTL).await;
     let committed = commit(&mut standard.client().await, "r-1", 3).await;
-    let kept = commit(&mut standard.client().await, "r-2", 4).await;
     standard.stop().await;
     assert_eq!(committed.rules_digest.len(), 64);
 
-    let all_ones = Table::default().with_paytable(Paytable::new([1; 11], 1).unwrap()).unwrap();
-    let changed = TestServer::start_with(&ring_a(), TTL, all_ones).await;
+    let changed = Table::try_from(TableSpec { decks: Some(6), ..Default::default() })
+        .unwrap()
+        .with_paytable(Paytable::new([1; 11], 1).unwrap())
+        .unwrap();
+    let changed = TestServer::start_with(&ring_a(), TTL, changed).await;
     let mut c = changed.client().await;
     let new_digest = c.get_rules(req::get_rules()).await.unwrap().rules_digest;
     assert_ne!(new_digest, committed.rules_digest);
-    let status = c.start_round(start(committed.commitment_token, "r-1", "seed".into(), 3, &[500])).await.unwrap_err();
+    let started = c.start_round(start(committed.commitment_token, "r-1", "seed".into(), 3, &[500])).await.unwrap();
+    let settled = c.settle(req::settle(started.round_token).round("r-1")).await.unwrap();
+    let reveal = settled.reveal.unwrap();
+    assert_eq!((reveal.rules_digest.as_str(), reveal.decks), (committed.rules_digest.as_str(), 1));
+    let standard: Vec<u32> = reddog::game::Spread::all().map(|s| Paytable::STANDARD.spread_odds(s)).collect();
+    assert_eq!(reveal.paytable.unwrap().spread, standard, "the committed paytable, not all ones");
+
+    // The same commitment as an engine before this change sealed it: the digest, no rules.
+    let digest_only = |round_id: &str, nonce: u64, digest: &str| {
+        reddog::service::KeyRing::from_json(&ring_a())
+            .unwrap()
+            .seal(
+                reddog::service::token::TokenKind::Commitment,
+                &reddog::service::state::CommitmentPayload {
+                    server_seed: SEED.to_vec(),
+                    expires_at_unix_ms: i64::MAX,
+                    round_id: round_id.into(),
+                    nonce,
+                    table_id: "default".into(),
+                    decks: 6,
+                    currency: "XXX".into(),
+                    minor_unit_exponent: 2,
+                    rules_digest: hex::decode(digest).unwrap(),
+                    paytable: vec![],
+                    min_bet: 0,
+                    max_bet: 0,
+                    sandbox: false,
+                },
+            )
+            .unwrap()
+    };
+    let old = digest_only("r-2", 4, &committed.rules_digest);
+    let status = c.start_round(start(old, "r-2", "seed".into(), 4, &[500])).await.unwrap_err();
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
     assert!(status.message().starts_with("commitment_token: the table's rules changed"), "{status:?}");
     assert!(status.message().contains(&committed.rules_digest), "{status:?}");
@@ -278,6 +315,9 @@ async fn a_paytable_change_after_commit_seed_refuses_start_round_on_the_old_comm
     let info = status.get_error_details().error_info().unwrap().clone();
     assert_eq!(info.reason, "RULES_CHANGED");
     assert_eq!(info.metadata["field"], "commitment_token");
+    c.start_round(start(digest_only("r-3", 5, &new_digest), "r-3", "seed".into(), 5, &[500]))
+        .await
+        .expect("an old commitment whose digest is the table's deals");
     // A commitment sealed before rules were bound (no digest) still deals, under the table's
     // current rules.
     let unbound_rules = reddog::service::KeyRing::from_json(&ring_a())
@@ -290,10 +330,13 @@ async fn a_paytable_change_after_commit_seed_refuses_start_round_on_the_old_comm
                 round_id: "r-9".into(),
                 nonce: 9,
                 table_id: "default".into(),
-                decks: 1,
+                decks: 6,
                 currency: String::new(),
                 minor_unit_exponent: 0,
                 rules_digest: vec![],
+                paytable: vec![],
+                min_bet: 0,
+                max_bet: 0,
                 sandbox: false,
             },
         )
@@ -302,37 +345,6 @@ async fn a_paytable_change_after_commit_seed_refuses_start_round_on_the_old_comm
         .await
         .expect("a commitment without a rules digest deals under the current rules");
     changed.stop().await;
-
-    // Restarted with the same rules: the other commitment still deals.
-    let same = TestServer::start(&ring_a(), TTL).await;
-    let started = same
-        .client()
-        .await
-        .start_round(start(kept.commitment_token, "r-2", "seed".into(), 4, &[500]))
-        .await
-        .expect("unchanged rules: the commitment deals");
-    assert_eq!(started.commitment, kept.commitment);
-    same.stop().await;
-}
-
-/// A table whose deck count changed between CommitSeed and StartRound refuses the
-/// commitment (on `commitment_token`) rather than dealing from another shoe than announced.
-#[tokio::test]
-async fn a_commitment_for_another_shoe_is_refused() {
-    let one_deck = TestServer::start(&ring_a(), TTL).await;
-    let committed = commit(&mut one_deck.client().await, "r-1", 3).await;
-    one_deck.stop().await;
-    let six = Table::try_from(TableSpec { decks: Some(6), ..Default::default() }).unwrap();
-    let six_decks = TestServer::start_with(&ring_a(), TTL, six).await;
-    let status = six_decks
-        .client()
-        .await
-        .start_round(start(committed.commitment_token, "r-1", "seed".into(), 3, &[500]))
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
-    assert!(status.message().starts_with("commitment_token"), "{status:?}");
-    six_decks.stop().await;
 }
 
 /// StartRound, Decide and Settle answer the step and the transcript t_step, which equal the

@@ -29,6 +29,7 @@ mod report;
 mod reveal_vectors;
 mod round_properties;
 mod rules_by_example;
+mod rules_travel;
 mod sandbox;
 mod service_errors;
 mod service_failover;

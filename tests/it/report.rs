@@ -1,7 +1,8 @@
 //! `reddog report` on generated `reddog-audit-v1` trails of several replicas
 //! (`reddog::audit::generate`, calls retried on other replicas): the JSON rows and the CSV
 //! carry the same figures, each settled round is counted once, a trail whose table is not
-//! configured as it was played exits 2 naming the table, and `--reconcile` exits 0 on a
+//! configured as it was played exits 2 naming the table (without `--tables` the rules come
+//! from the trail, and a record that disagrees with them exits 2), and `--reconcile` exits 0 on a
 //! ledger of exactly the settled seats and 1 on one with a planted difference, naming it.
 
 use std::collections::BTreeMap;
@@ -109,13 +110,18 @@ fn a_trail_played_under_other_rules_exits_2_naming_the_table() {
     assert_eq!(code, Some(2), "{out}{err}");
     assert!(err.contains("table \"default\": the record's rules digest"), "{err}");
     assert!(out.is_empty(), "no report on stdout: {out}");
-    // Without --tables: the embedded default table only; `vip` is not configured at all.
+    // Without --tables the rules come from the trail itself: the report is given.
+    let (code, out, err) = report(&[], &files);
+    assert_eq!(code, Some(0), "{out}{err}");
+    // A record whose paytable is not that of the other records of its digest is refused.
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let at = text.find("\"round_settled\"").unwrap();
+    let odds = at + text[at..].find("\"three_of_a_kind\":11").unwrap();
+    let altered = format!("{}\"three_of_a_kind\":12{}", &text[..odds], &text[odds + "\"three_of_a_kind\":11".len()..]);
+    std::fs::write(&files[0], altered).unwrap();
     let (code, out, err) = report(&[], &files);
     assert_eq!(code, Some(2), "{out}{err}");
-    assert!(
-        err.contains("table \"vip\" is not in the table configuration") || err.contains("table \"default\""),
-        "{err}"
-    );
+    assert!(err.contains("rules digest") && err.contains("three_of_a_kind: 12"), "{err}");
 }
 
 #[test]

@@ -237,6 +237,9 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
                 currency: c.currency.0.into(),
                 minor_unit_exponent: u32::from(c.currency.1),
                 rules_digest: vec![],
+                paytable: vec![],
+                min_bet: 0,
+                max_bet: 0,
                 sandbox: false,
             },
         )

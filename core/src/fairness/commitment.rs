@@ -57,6 +57,14 @@ pub enum BindingError {
     )]
     RulesChanged { committed: String, table: String },
 
+    /// The operator withdrew the rules the commitment was made under (the table's
+    /// `withdrawn_rules`): no round is dealt under them any more.
+    #[error(
+        "the rules the commitment was made under (rules digest {committed}) were withdrawn by the operator; the \
+         table's rules digest is now {table}; ask a new commitment"
+    )]
+    RulesWithdrawn { committed: String, table: String },
+
     /// The commitment's lifetime is over.
     #[error("the commitment expired at {expires_at_unix_ms} ms after the epoch; it is now {now_unix_ms}")]
     Expired { expires_at_unix_ms: i64, now_unix_ms: i64 },

@@ -119,6 +119,9 @@ pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
             currency: String::new(),
             minor_unit_exponent: 0,
             rules_digest: vec![],
+            paytable: vec![],
+            min_bet: 0,
+            max_bet: 0,
             sandbox: false,
         },
     )
@@ -143,6 +146,9 @@ pub fn bound_commitment_token(ring: &str, seed: [u8; 32], nonce: u64) -> Vec<u8>
                 currency: String::new(),
                 minor_unit_exponent: 0,
                 rules_digest: vec![],
+                paytable: vec![],
+                min_bet: 0,
+                max_bet: 0,
                 sandbox: false,
             },
         )
