@@ -5,7 +5,7 @@
 # rendered objects run with `podman kube play`, one pod per replica on ports of 127.0.0.1
 # (scripts/fleet/pods.py says why). While scripts/fleet/fleet_client.py plays rounds with each
 # call on a random ready replica, the step rolls, pod by pod — out of the endpoints, SIGTERM
-# with calls held in flight (drain), replaced, ready on gRPC health before the next:
+# (drain: the calls in flight finish, exit 0), replaced, ready on gRPC health before the next:
 #   1. a table change (max_bet and one paytable entry: a new ConfigMap);
 #   2. a key rotation in three rolls (add k2, make it primary, retire k1 once no round begun
 #      before k2 became primary is in flight: docs/OPERATIONS.md, "Rotating keys");
@@ -321,6 +321,18 @@ elif [ "$RULES_TRAVEL" = 0 ] && [ "$rec" -eq 2 ]; then
   echo "  known reddog report without rules in the trail cannot take a day of two digests: $(tail -1 <<< "$rec_out")"
 else
   bad "reddog report --reconcile: exit $rec"; tail -15 <<< "$rec_out"
+fi
+if [ "$RULES_TRAVEL" = 1 ]; then
+  "$BIN" report --json "$TRAILS"/*.log > "$WORK/report.json" 2>&1 || true
+  check "reddog report --json (no --tables): one row set per digest the client played, from the trails alone" \
+    "$PY" - "$WORK/report.json" "$WORK/summary.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+served = {r["rules_digest"][:12] for r in rows}
+played = {d for f in json.load(open(sys.argv[2]))["phases"].values() for d in f["digests"]}
+print("        report digests %s, client's %s" % (sorted(served), sorted(played)))
+sys.exit(0 if served == played and len(served) == 2 else 1)
+PY
 fi
 
 echo "fleet-kube took $(( $(date +%s) - START )) s"
