@@ -82,13 +82,13 @@ echo "-- reddog serve (127.0.0.1)"
 HEALTH_ARGS=()
 check "reddog serve --help names --listen" bash -c "'$BIN' serve --help | grep -q -- --listen"
 if "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/table.json \
-     --out "$WORK/probe.json"; then
-  ok "reddog serve starts with deploy/base/table.json and a keygen ring, serves health, exits 0 on SIGTERM"
+     --certified-rules deploy/base/certified-rules.json --out "$WORK/probe.json"; then
+  ok "reddog serve starts with deploy/base/table.json, its certified-rules.json and a keygen ring, serves health, exits 0 on SIGTERM"
   "$PY" -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["health"], open(sys.argv[2],"w"))' \
     "$WORK/probe.json" "$WORK/health.json"
   HEALTH_ARGS=(--health-json "$WORK/health.json")
 else
-  bad "reddog serve starts with deploy/base/table.json and a keygen ring, serves health, exits 0 on SIGTERM"
+  bad "reddog serve starts with deploy/base/table.json, its certified-rules.json and a keygen ring, serves health, exits 0 on SIGTERM"
 fi
 # The /metrics page of that fresh engine (no RedDog call yet): promtool's lint (HELP on every
 # metric, counter names, no _sum on a plain gauge), process_* metrics, and every counter with

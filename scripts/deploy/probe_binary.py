@@ -38,6 +38,7 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--quiet", action="store_true", help="print only on failure")
     ap.add_argument("--ring", help="use this key ring file instead of a fresh `reddog keygen` one")
+    ap.add_argument("--certified-rules", help="serve with --certified-rules FILE")
     a = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -55,6 +56,8 @@ def main() -> int:
         cmd = [a.binary, "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
                "--key-ring-file", str(ring), "--table-config", a.table,
                "--drain-timeout-secs", "5", "--log-format", "text"]
+        if a.certified_rules:
+            cmd += ["--certified-rules", a.certified_rules]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env={"RUST_LOG": "info", "PATH": "/usr/bin:/bin"})
         lines: list[str] = []

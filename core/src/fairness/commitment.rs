@@ -1,7 +1,8 @@
 //! The rules a commitment obeys between CommitSeed and StartRound (`docs/FAIRNESS.md` §7):
-//! it deals only the round it was made for (round id, nonce, table), only while the
-//! table's deck count, currency and rules digest are those it was made under, and only
-//! until it expires. The service opens the commitment token and calls these checks; each
+//! it deals only the round it was made for (round id, nonce, table), under the rules it was
+//! made under (carried in its token; a token sealed before rules travelled needs the table's
+//! deck count, currency and digest unchanged), never under rules the operator withdrew, and
+//! only until it expires. The service opens the commitment token and calls these checks; each
 //! refusal says what differed, with both values.
 
 use std::fmt;

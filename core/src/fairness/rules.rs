@@ -10,9 +10,9 @@
 //!                       ‖ field(currency code, ASCII) ‖ field(u8(exponent)) )
 //! ```
 //!
-//! The engine binds it into the commitment token at `CommitSeed`, shows it with the
-//! commitment, refuses `StartRound` when the table's digest changed since, hashes it into
-//! `t_0` and states it (with the limits and currency it is computed from) in the reveal.
+//! The engine binds it into the commitment token at `CommitSeed` with the rules it hashes
+//! (the round is dealt under them on any replica), shows it with the commitment, hashes it
+//! into `t_0` and states it (with the limits and currency it is computed from) in the reveal.
 //!
 //! Pure: no I/O, no transport.
 
