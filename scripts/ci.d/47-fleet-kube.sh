@@ -122,8 +122,13 @@ jq_py 'del r["keys"]["k1"]' < "$WORK/ring2.json" > "$WORK/ring3.json"
 for n in 0 1 2 3; do ring_dir "$n" < "$WORK/ring$n.json"; done
 rm -f "$WORK"/ring?.json
 cp deploy/base/table.json "$WORK/table0.json"
-# The table change: max_bet 30000 -> 20000 and spread 1 paying 4:1 instead of 5:1.
+cp deploy/base/certified-rules.json "$WORK/cert0.json"
+# The table change (docs/OPERATIONS.md, "Changing a table"): max_bet 30000 -> 20000 and
+# spread 1 paying 4:1 instead of 5:1, certified; the ConfigMap carries both files.
 jq_py 'r["max_bet"] = 20000; r["paytable"]["spread"][0] = 4' < deploy/base/table.json > "$WORK/table1.json"
+check "reddog certify --quick certifies the changed table" \
+  "$BIN" certify --quick --table-config "$WORK/table1.json" --out "$WORK/certify1" > "$WORK/certify1.log" 2>&1
+cp "$WORK/certify1/certified-rules.json" "$WORK/cert1.json"
 
 SLOTS=(a b c)
 declare -A GRPC HEALTH METRICS READY POD
@@ -137,11 +142,12 @@ for s in "${SLOTS[@]}"; do
   GRPC[$s]=${ports[$i]}; HEALTH[$s]=${ports[$((i + 1))]}; METRICS[$s]=${ports[$((i + 2))]}; i=$((i + 3))
 done
 
-# render REV TABLE RING IMAGE_TAG: the test overlay with this revision's table, key ring and
+# render REV TABLE RING IMAGE_TAG: the test overlay with this revision's table (and its
+# certified rules), key ring and
 # image, rendered by kustomize, then one kube file per replica.
 render() {
   local rev=$1 dir=$WORK/rev-$1
-  mkdir -p "$dir" && cp "$WORK/table$2.json" "$dir/table.json"
+  mkdir -p "$dir" && cp "$WORK/table$2.json" "$dir/table.json" && cp "$WORK/cert$2.json" "$dir/certified-rules.json"
   cat > "$dir/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -157,6 +163,7 @@ configMapGenerator:
     behavior: replace
     files:
       - table.json
+      - certified-rules.json
 patches:
   - target:
       kind: Deployment
