@@ -22,7 +22,7 @@ use tonic::{Request, Response, Status};
 use tracing::{debug, debug_span};
 
 use super::audit_record::{self as record, Event, Hex, Shown};
-use super::audit_sink::AuditSink;
+use super::audit_sink::{AuditRefused, AuditSink};
 use super::convert;
 use super::error::invalid_token;
 use super::metrics::{self, Method, Metrics, TableMetrics};
@@ -35,8 +35,10 @@ use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::error::{Cause, EngineError, Fault};
 use crate::fairness::commitment::{self, CurrencyRef, RoundRef, TableRef};
 use crate::fairness::receipt::{CommitReceipt, CommitReceiptJson, StepReceipt};
-use crate::fairness::{ALGORITHM, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound};
-use crate::game::{Decision, Money, Round, Spread};
+use crate::fairness::{
+    ALGORITHM, Commitment, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, Transcript,
+};
+use crate::game::{Card, Decision, Money, Round, Settlement, Spread};
 use std::collections::BTreeMap;
 
 /// What the service needs to run.
@@ -168,25 +170,7 @@ impl RedDogService {
     pub fn new(config: EngineConfig) -> RedDogService {
         let ttl_ms = i64::try_from(config.commitment_ttl.as_millis()).unwrap_or(i64::MAX);
         let digests: BTreeMap<String, RulesDigest> = config.tables.iter().map(|t| (t.id.clone(), t.digest())).collect();
-        let signing_keys: Vec<proto::PublicKey> = config
-            .key_ring
-            .signer()
-            .map(|s| s.published())
-            .map(|k| proto::PublicKey { key_id: k.key_id, algorithm: k.algorithm, public_key_hex: k.public_key_hex })
-            .into_iter()
-            .collect();
-        let rules = config
-            .tables
-            .iter()
-            .map(|t| {
-                let digest = t.digest();
-                let mut rules =
-                    super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency), digest);
-                rules.sandbox = t.sandbox;
-                rules.signing_keys = signing_keys.clone();
-                (t.id.clone(), rules)
-            })
-            .collect();
+        let rules = rules_per_table(&config);
         sandbox::register_metrics(&config.tables);
         let table_metrics = config
             .tables
@@ -274,68 +258,34 @@ impl RedDogService {
         convert::required_round_id("round_id", &req.round_id)?;
         convert::table_id(&req.table_id)?;
         let named = self.table(&req.table_id)?;
-        let (table, table_id) = (&named.table, named.id.as_str());
         let seed = ServerSeed::generate().map_err(EngineError::from)?;
         let rules_digest = self.digest_of(named);
         let expires_at_unix_ms = self.inner.clock.now_ms().checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
-        let payload = CommitmentPayload {
-            server_seed: seed.expose().to_vec(),
-            expires_at_unix_ms,
-            round_id: req.round_id.clone(),
-            nonce: req.nonce,
-            table_id: table_id.to_string(),
-            decks: u32::from(table.decks().get()),
-            currency: named.currency.code().to_string(),
-            minor_unit_exponent: u32::from(named.currency.minor_unit_exponent()),
-            rules_digest: rules_digest.0.to_vec(),
-            paytable: super::state::paytable_odds(table.paytable()),
-            min_bet: table.limits().min().0,
-            max_bet: table.limits().max().0,
-            sandbox: named.sandbox,
-        };
+        let payload = commitment_payload(&seed, req, named, &rules_digest, expires_at_unix_ms);
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
         let committed = seed.commitment();
-        self.inner.audit.record(&Event::SeedCommitted(record::SeedCommitted {
+        let receipt = CommitReceipt {
+            commitment: &committed.0,
             round_id: &req.round_id,
-            table_id,
             nonce: req.nonce,
-            decks: table.decks().get(),
-            commitment: Shown(&committed),
-            rules_digest: Hex(self.digest(table_id)),
+            table_id: &named.id,
+            decks: named.table.decks().get(),
+            rules_digest: &rules_digest.0,
             expires_at_unix_ms,
+            algorithm: ALGORITHM,
             sandbox: named.sandbox,
-        }))?;
-        let (signing_key_id, signature, receipt_json) = match self.inner.ring.signer() {
-            Some(signer) => {
-                let receipt = CommitReceipt {
-                    commitment: &committed.0,
-                    round_id: &req.round_id,
-                    nonce: req.nonce,
-                    table_id,
-                    decks: table.decks().get(),
-                    rules_digest: &rules_digest.0,
-                    expires_at_unix_ms,
-                    algorithm: ALGORITHM,
-                    sandbox: named.sandbox,
-                };
-                let signature = signer.sign_commit(&receipt);
-                // Serialising plain strings, integers and booleans cannot fail.
-                let json = serde_json::to_string(&CommitReceiptJson::new(&receipt, signer.id(), &signature))
-                    .unwrap_or_default();
-                (signer.id().to_string(), signature, json)
-            }
-            None => (String::new(), String::new(), String::new()),
         };
-        let commitment = committed.to_hex();
+        self.audit_seed_committed(&receipt, &committed)?;
+        let (signing_key_id, signature, receipt_json) = self.sign_commit(&receipt);
         Ok(proto::CommitSeedResponse {
             round_id: req.round_id.clone(),
-            commitment,
+            commitment: committed.to_hex(),
             commitment_token: token,
             expires_at_unix_ms,
             algorithm: ALGORITHM.to_string(),
             nonce: req.nonce,
-            table_id: table_id.to_string(),
-            decks: u32::from(table.decks().get()),
+            table_id: named.id.clone(),
+            decks: u32::from(named.table.decks().get()),
             currency: Some(currency(&named.currency)),
             rules_digest: rules_digest.to_hex(),
             sandbox: named.sandbox,
@@ -343,6 +293,30 @@ impl RedDogService {
             signature,
             receipt_json,
         })
+    }
+
+    /// Records a commitment in the audit trail.
+    fn audit_seed_committed(&self, receipt: &CommitReceipt<'_>, committed: &Commitment) -> Result<(), AuditRefused> {
+        self.inner.audit.record(&Event::SeedCommitted(record::SeedCommitted {
+            round_id: receipt.round_id,
+            table_id: receipt.table_id,
+            nonce: receipt.nonce,
+            decks: receipt.decks,
+            commitment: Shown(committed),
+            rules_digest: Hex(self.digest(receipt.table_id)),
+            expires_at_unix_ms: receipt.expires_at_unix_ms,
+            sandbox: receipt.sandbox,
+        }))
+    }
+
+    /// The commitment's receipt: key id, signature and JSON, or three empty strings without
+    /// a signing key (FAIRNESS.md 4.7).
+    fn sign_commit(&self, receipt: &CommitReceipt<'_>) -> (String, String, String) {
+        let Some(signer) = self.inner.ring.signer() else { return (String::new(), String::new(), String::new()) };
+        let signature = signer.sign_commit(receipt);
+        // Serialising plain strings, integers and booleans cannot fail.
+        let json = serde_json::to_string(&CommitReceiptJson::new(receipt, signer.id(), &signature)).unwrap_or_default();
+        (signer.id().to_string(), signature, json)
     }
 
     /// The step receipt of the round in `state` after a step that took `decisions`: key id,
@@ -365,10 +339,40 @@ impl RedDogService {
         convert::client_seed(&req.client_seed)?;
         convert::required_round_id("round_id", &req.round_id)?;
         convert::table_id(&req.table_id)?;
-        let payload = self
-            .inner
+        let (committed, binding, committed_sandbox) = self.resolve_commitment(peer, &req.commitment_token)?;
+        let dealt = self.committed_table(&binding, req)?;
+        let here = self.table(&dealt.id).ok();
+        sandbox::check_commitment(committed_sandbox, here.is_some_and(|t| t.sandbox), &dealt.id)?;
+        let bets: Vec<Money> = req.seats.iter().map(|s| Money(s.bet)).collect();
+        let state = deal(committed, committed_sandbox, &dealt, &bets, req)?;
+        let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
+        self.audit_round_started(&state, &dealt, &bets)?;
+        if let Some(m) = self.inner.table_metrics.get(&dealt.id) {
+            m.round_started(state.round.class());
+        }
+        let (signing_key_id, signature, receipt_json) = self.sign_step(&state, &[]);
+        Ok(proto::StartRoundResponse {
+            round: Some(round_view(&state)?),
+            commitment: state.seed.commitment().to_hex(),
+            transcript: state.transcript.to_hex(),
+            round_id: state.round_id,
+            round_token: token,
+            step: 0,
+            table_id: state.table_id,
+            currency: Some(currency(&dealt.currency)),
+            signing_key_id,
+            signature,
+            receipt_json,
+        })
+    }
+
+    /// Opens a commitment token: its server seed, what it is bound to and whether it is a
+    /// sandbox commitment. A token that is not this ring's, expired or malformed is counted,
+    /// logged within bounds and refused as an invalid `commitment_token`.
+    fn resolve_commitment(&self, peer: Peer, token: &[u8]) -> Result<(ServerSeed, Binding, bool), Status> {
+        self.inner
             .ring
-            .open_checked::<CommitmentPayload>(TokenKind::Commitment, &req.commitment_token)
+            .open_checked::<CommitmentPayload>(TokenKind::Commitment, token)
             .and_then(|p| {
                 commitment::check_expiry(p.expires_at_unix_ms, self.inner.clock.now_ms())
                     .map(|()| p)
@@ -381,81 +385,29 @@ impl RedDogService {
             .map_err(|why| {
                 self.token_refused(Method::StartRound, why.label(), peer);
                 invalid_token("commitment_token")
-            })?;
-        let (committed, binding, committed_sandbox) = payload;
-        let dealt = self.committed_table(&binding, req)?;
-        let (table_id, rules_digest) = (dealt.id.as_str(), dealt.digest());
-        let here = self.table(table_id).ok();
-        sandbox::check_commitment(committed_sandbox, here.is_some_and(|t| t.sandbox), table_id)?;
-        let table = convert::round_table(&dealt.table, req.player_limits.as_ref())?;
-        let requested = sandbox::requested_deal(&req.sandbox_cards, committed_sandbox, table_id, table.decks())?;
-        let bets: Vec<Money> = req.seats.iter().map(|s| Money(s.bet)).collect();
-        let inputs = DealInputs {
-            server_seed: &committed,
-            client_seed: req.client_seed.as_bytes(),
-            nonce: req.nonce,
-            decks: table.decks(),
-        };
-        let round = match requested {
-            Some(mut deck) => Round::start(&table, &bets, &mut deck).map_err(EngineError::from)?,
-            None => Round::start(&table, &bets, &mut FairShoe::new(&inputs)).map_err(EngineError::from)?,
-        };
-        let mut state = RoundState {
-            round,
-            seed: committed,
-            client_seed: req.client_seed.clone(),
-            nonce: req.nonce,
-            decks: table.decks(),
-            round_id: req.round_id.clone(),
-            table_id: table_id.to_string(),
-            paytable: table.paytable().clone(),
-            steps: Vec::new(),
-            transcript: crate::fairness::Transcript([0; 32]),
-            currency: Some(dealt.currency.clone()),
-            limits: Some(dealt.table.limits()),
-            sandbox: committed_sandbox,
-        };
-        state.transcript = state.start_transcript();
-        let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
-        let commitment = state.seed.commitment();
-        let class = state.round.class();
-        let (hand_class, spread) = record::hand_class(class);
+            })
+    }
+
+    /// Records a dealt round in the audit trail.
+    fn audit_round_started(&self, state: &RoundState, dealt: &NamedTable, bets: &[Money]) -> Result<(), AuditRefused> {
+        let (hand_class, spread) = record::hand_class(state.round.class());
         self.inner.audit.record(&Event::RoundStarted(record::RoundStarted {
             round_id: &state.round_id,
-            table_id,
+            table_id: &dealt.id,
             currency: dealt.currency.code(),
             exponent: dealt.currency.minor_unit_exponent(),
-            commitment: Shown(&commitment),
-            rules_digest: Hex(&rules_digest.0),
+            commitment: Shown(&state.seed.commitment()),
+            rules_digest: Hex(&dealt.digest().0),
             nonce: state.nonce,
             decks: state.decks.get(),
             step: 0,
             transcript: Shown(state.transcript),
-            bets: record::Amounts(&bets),
+            bets: record::Amounts(bets),
             cards: record::Cards(&state.round.cards()),
             hand_class,
             spread,
             sandbox: state.sandbox,
-        }))?;
-        if let Some(m) = self.inner.table_metrics.get(table_id) {
-            m.round_started(class);
-        }
-        let (signing_key_id, signature, receipt_json) = self.sign_step(&state, &[]);
-        let commitment = commitment.to_hex();
-        let transcript = state.transcript.to_hex();
-        Ok(proto::StartRoundResponse {
-            round: Some(round_view(&state)?),
-            round_id: state.round_id,
-            round_token: token,
-            commitment,
-            step: 0,
-            transcript,
-            table_id: state.table_id,
-            currency: Some(currency(&dealt.currency)),
-            signing_key_id,
-            signature,
-            receipt_json,
-        })
+        }))
     }
 
     /// The table a commitment deals at: the rules it carries (whatever this replica's table
@@ -475,14 +427,8 @@ impl RedDogService {
         let requested = RoundRef { round_id: &req.round_id, nonce: req.nonce, table_id: &req.table_id };
         commitment::check_binding(&RoundRef { round_id, nonce: *nonce, table_id }, &requested)?;
         let here = self.table(table_id);
-        if let (Some(digest), Ok(named)) = (rules_digest, &here)
-            && self.inner.tables.is_withdrawn(&named.id, digest)
-        {
-            return Err(commitment::BindingError::RulesWithdrawn {
-                committed: digest.to_hex(),
-                table: self.digest_of(named).to_hex(),
-            }
-            .into());
+        if let (Some(digest), Ok(named)) = (rules_digest, &here) {
+            self.check_not_withdrawn(named, digest)?;
         }
         if let (Some(table), Some(currency)) = (rules, committed_currency) {
             return Ok(NamedTable {
@@ -507,6 +453,18 @@ impl RedDogService {
         Ok(named.clone())
     }
 
+    /// Refuses (`RULES_CHANGED`) a commitment to rules the operator withdrew at this table.
+    fn check_not_withdrawn(&self, named: &NamedTable, digest: &RulesDigest) -> Result<(), EngineError> {
+        if !self.inner.tables.is_withdrawn(&named.id, digest) {
+            return Ok(());
+        }
+        Err(commitment::BindingError::RulesWithdrawn {
+            committed: digest.to_hex(),
+            table: self.digest_of(named).to_hex(),
+        }
+        .into())
+    }
+
     fn decide(&self, peer: Peer, req: &proto::DecideRequest) -> Result<proto::DecideResponse, Status> {
         let mut state = self.open_round(Method::Decide, peer, &req.round_token, &req.round_id)?;
         let decisions = convert::decisions(&req.decisions, state.round.seats().len())?;
@@ -515,18 +473,7 @@ impl RedDogService {
         state.transcript = parent.decide(&sorted);
         state.steps.push(sorted);
         let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
-        self.inner.audit.record(&Event::SeatsDecided(record::SeatsDecided {
-            round_id: &state.round_id,
-            table_id: &state.table_id,
-            commitment: Shown(&state.seed.commitment()),
-            parent_step,
-            parent_transcript: Shown(parent),
-            step: state.step(),
-            transcript: Shown(state.transcript),
-            decisions: record::Decisions(state.steps.last().map_or(&[][..], Vec::as_slice)),
-            raised_amount: raised.0,
-            complete: matches!(state.round, Round::Complete(_)),
-        }))?;
+        self.audit_decided(&state, parent_step, parent, raised)?;
         let transcript = state.transcript.to_hex();
         let currency = self.currency_of(&state);
         let (signing_key_id, signature, receipt_json) =
@@ -546,99 +493,46 @@ impl RedDogService {
         })
     }
 
+    /// Records a Decide step in the audit trail.
+    fn audit_decided(
+        &self,
+        state: &RoundState,
+        parent_step: u32,
+        parent: Transcript,
+        raised: Money,
+    ) -> Result<(), AuditRefused> {
+        self.inner.audit.record(&Event::SeatsDecided(record::SeatsDecided {
+            round_id: &state.round_id,
+            table_id: &state.table_id,
+            commitment: Shown(&state.seed.commitment()),
+            parent_step,
+            parent_transcript: Shown(parent),
+            step: state.step(),
+            transcript: Shown(state.transcript),
+            decisions: record::Decisions(state.steps.last().map_or(&[][..], Vec::as_slice)),
+            raised_amount: raised.0,
+            complete: matches!(state.round, Round::Complete(_)),
+        }))
+    }
+
     fn settle(&self, peer: Peer, req: &proto::SettleRequest) -> Result<proto::SettleResponse, Status> {
         let mut state = self.open_round(Method::Settle, peer, &req.round_token, &req.round_id)?;
         state.round.close();
         let settlement = state.round.settle(&state.paytable).map_err(EngineError::from)?;
-        let results = settlement
-            .seats
-            .iter()
-            .map(|s| proto::SeatResult {
-                seat: s.seat as u32,
-                bet: s.bet.0,
-                raised: s.raised,
-                stood_by_default: s.stood_by_default,
-                stake: s.stake.0,
-                outcome: convert::outcome(s.outcome) as i32,
-                rule: convert::rule(s.rule) as i32,
-                odds: s.odds,
-                returned: s.returned.0,
-            })
-            .collect();
         let cards = state.dealt_cards();
-        // A round started by an engine before round integrity may have no round id (it was
-        // optional then); a v2 reveal needs one, so such a round reveals in the v1 format
-        // (cards only), which is what that engine would have returned.
-        let (reveal_json, reveal_fields, signed) = if state.round_id.is_empty() {
-            let inputs = DealInputs {
-                server_seed: &state.seed,
-                client_seed: state.client_seed.as_bytes(),
-                nonce: state.nonce,
-                decks: state.decks,
-            };
-            let v1 = RevealV1::new(&inputs, &state.client_seed, &cards, None);
-            let json = serde_json::to_string(&v1).map_err(|e| EngineError::from(Fault::RevealJson(Cause::new(e))))?;
-            // A version-1 reveal has no transcript: no receipt covers it.
-            (json, reveal_message_v1(&v1), false)
-        } else {
-            let mut reveal = RevealV2::new(&SettledRound {
-                seed: &state.seed,
-                table_id: &state.table_id,
-                round_id: &state.round_id,
-                client_seed: &state.client_seed,
-                nonce: state.nonce,
-                decks: state.decks,
-                cards: &cards,
-                paytable: &state.paytable,
-                steps: &state.steps,
-                settlement: &settlement,
-                transcript: state.transcript,
-                rules: state.rules(),
-            });
-            if state.sandbox {
-                reveal.format = sandbox::SANDBOX_REVEAL_FORMAT.to_string();
-            }
-            // The JSON first, then the reveal's strings move into the message (no copies).
-            (reveal.to_json(), reveal_message(reveal), true)
-        };
+        let (reveal_json, reveal_fields, signed) = reveal(&state, &settlement, &cards)?;
         let (signing_key_id, signature) = match self.inner.ring.signer().filter(|_| signed) {
             Some(signer) => (signer.id().to_string(), signer.sign_settle(&state.transcript.0, reveal_json.as_bytes())),
             None => (String::new(), String::new()),
         };
         let currency = self.currency_of(&state);
-        // The rules the round was dealt under (a round sealed before rounds carried them:
-        // its table's, as configured here).
-        let rules_digest = state.rules().map_or_else(|| *self.digest(&state.table_id), |r| r.digest().0);
-        let rules_digest = RulesDigest(rules_digest);
-        let (hand_class, spread) = record::hand_class(settlement.class);
-        self.inner.audit.record(&Event::RoundSettled(record::RoundSettled {
-            round_id: &state.round_id,
-            table_id: &state.table_id,
-            currency: currency.as_ref().map_or("", |c| c.code.as_str()),
-            exponent: currency
-                .as_ref()
-                .map_or(0, |c| u8::try_from(c.minor_unit_exponent.unwrap_or(0)).unwrap_or(u8::MAX)),
-            commitment: Shown(&state.seed.commitment()),
-            rules_digest: Hex(&rules_digest.0),
-            decks: state.decks.get(),
-            paytable: record::Odds(&state.paytable),
-            step: state.step(),
-            transcript: Shown(state.transcript),
-            cards: record::Cards(&cards),
-            hand_class,
-            spread,
-            decisions: record::Steps(&state.steps),
-            seats: record::Seats(&settlement.seats),
-            total_staked: settlement.total_staked.0,
-            total_returned: settlement.total_returned.0,
-            sandbox: state.sandbox,
-        }))?;
+        self.audit_settled(&state, &settlement, &cards, currency.as_ref())?;
         if let Some(m) = self.inner.table_metrics.get(&state.table_id) {
             m.settled(&settlement, state.decks, &state.paytable);
         }
         Ok(proto::SettleResponse {
             round: Some(round_view(&state)?),
-            results,
+            results: seat_results(&settlement),
             total_staked: settlement.total_staked.0,
             total_returned: settlement.total_returned.0,
             step: state.step(),
@@ -652,6 +546,193 @@ impl RedDogService {
             signature,
         })
     }
+
+    /// Records a settled round in the audit trail, under the rules it was dealt with (a
+    /// round sealed before rounds carried them: its table's, as configured here).
+    fn audit_settled(
+        &self,
+        state: &RoundState,
+        settlement: &Settlement,
+        cards: &[Card],
+        currency: Option<&proto::Currency>,
+    ) -> Result<(), AuditRefused> {
+        let rules_digest = state.rules().map_or_else(|| *self.digest(&state.table_id), |r| r.digest().0);
+        let (hand_class, spread) = record::hand_class(settlement.class);
+        self.inner.audit.record(&Event::RoundSettled(record::RoundSettled {
+            round_id: &state.round_id,
+            table_id: &state.table_id,
+            currency: currency.map_or("", |c| c.code.as_str()),
+            exponent: currency.map_or(0, |c| u8::try_from(c.minor_unit_exponent.unwrap_or(0)).unwrap_or(u8::MAX)),
+            commitment: Shown(&state.seed.commitment()),
+            rules_digest: Hex(&rules_digest),
+            decks: state.decks.get(),
+            paytable: record::Odds(&state.paytable),
+            step: state.step(),
+            transcript: Shown(state.transcript),
+            cards: record::Cards(cards),
+            hand_class,
+            spread,
+            decisions: record::Steps(&state.steps),
+            seats: record::Seats(&settlement.seats),
+            total_staked: settlement.total_staked.0,
+            total_returned: settlement.total_returned.0,
+            sandbox: state.sandbox,
+        }))
+    }
+}
+
+/// A commitment token's payload: the seed and everything the round is bound to.
+fn commitment_payload(
+    seed: &ServerSeed,
+    req: &proto::CommitSeedRequest,
+    named: &NamedTable,
+    rules_digest: &RulesDigest,
+    expires_at_unix_ms: i64,
+) -> CommitmentPayload {
+    let table = &named.table;
+    CommitmentPayload {
+        server_seed: seed.expose().to_vec(),
+        expires_at_unix_ms,
+        round_id: req.round_id.clone(),
+        nonce: req.nonce,
+        table_id: named.id.clone(),
+        decks: u32::from(table.decks().get()),
+        currency: named.currency.code().to_string(),
+        minor_unit_exponent: u32::from(named.currency.minor_unit_exponent()),
+        rules_digest: rules_digest.0.to_vec(),
+        paytable: super::state::paytable_odds(table.paytable()),
+        min_bet: table.limits().min().0,
+        max_bet: table.limits().max().0,
+        sandbox: named.sandbox,
+    }
+}
+
+/// Deals the round a commitment was made for at `dealt` (the player's limits applied): from
+/// the fair shoe, or from the requested cards of a sandbox commitment; with its opening
+/// transcript.
+fn deal(
+    seed: ServerSeed,
+    sandbox_round: bool,
+    dealt: &NamedTable,
+    bets: &[Money],
+    req: &proto::StartRoundRequest,
+) -> Result<RoundState, EngineError> {
+    let table = convert::round_table(&dealt.table, req.player_limits.as_ref())?;
+    let requested = sandbox::requested_deal(&req.sandbox_cards, sandbox_round, &dealt.id, table.decks())?;
+    let round = match requested {
+        Some(mut deck) => Round::start(&table, bets, &mut deck)?,
+        None => {
+            let inputs = DealInputs {
+                server_seed: &seed,
+                client_seed: req.client_seed.as_bytes(),
+                nonce: req.nonce,
+                decks: table.decks(),
+            };
+            Round::start(&table, bets, &mut FairShoe::new(&inputs))?
+        }
+    };
+    let mut state = RoundState {
+        round,
+        seed,
+        client_seed: req.client_seed.clone(),
+        nonce: req.nonce,
+        decks: table.decks(),
+        round_id: req.round_id.clone(),
+        table_id: dealt.id.clone(),
+        paytable: table.paytable().clone(),
+        steps: Vec::new(),
+        transcript: Transcript([0; 32]),
+        currency: Some(dealt.currency.clone()),
+        limits: Some(dealt.table.limits()),
+        sandbox: sandbox_round,
+    };
+    state.transcript = state.start_transcript();
+    Ok(state)
+}
+
+/// Each seat's result as the API shows it.
+fn seat_results(settlement: &Settlement) -> Vec<proto::SeatResult> {
+    settlement
+        .seats
+        .iter()
+        .map(|s| proto::SeatResult {
+            seat: s.seat as u32,
+            bet: s.bet.0,
+            raised: s.raised,
+            stood_by_default: s.stood_by_default,
+            stake: s.stake.0,
+            outcome: convert::outcome(s.outcome) as i32,
+            rule: convert::rule(s.rule) as i32,
+            odds: s.odds,
+            returned: s.returned.0,
+        })
+        .collect()
+}
+
+/// The settled round's reveal: its JSON, its protobuf fields, and whether a settle
+/// signature covers it.
+///
+/// A round started by an engine before round integrity may have no round id (it was
+/// optional then); a v2 reveal needs one, so such a round reveals in the v1 format (cards
+/// only), which is what that engine would have returned. A version-1 reveal has no
+/// transcript: no receipt covers it.
+fn reveal(
+    state: &RoundState,
+    settlement: &Settlement,
+    cards: &[Card],
+) -> Result<(String, proto::Reveal, bool), EngineError> {
+    if state.round_id.is_empty() {
+        let inputs = DealInputs {
+            server_seed: &state.seed,
+            client_seed: state.client_seed.as_bytes(),
+            nonce: state.nonce,
+            decks: state.decks,
+        };
+        let v1 = RevealV1::new(&inputs, &state.client_seed, cards, None);
+        let json = serde_json::to_string(&v1).map_err(|e| EngineError::from(Fault::RevealJson(Cause::new(e))))?;
+        return Ok((json, reveal_message_v1(&v1), false));
+    }
+    let mut reveal = RevealV2::new(&SettledRound {
+        seed: &state.seed,
+        table_id: &state.table_id,
+        round_id: &state.round_id,
+        client_seed: &state.client_seed,
+        nonce: state.nonce,
+        decks: state.decks,
+        cards,
+        paytable: &state.paytable,
+        steps: &state.steps,
+        settlement,
+        transcript: state.transcript,
+        rules: state.rules(),
+    });
+    if state.sandbox {
+        reveal.format = sandbox::SANDBOX_REVEAL_FORMAT.to_string();
+    }
+    // The JSON first, then the reveal's strings move into the message (no copies).
+    Ok((reveal.to_json(), reveal_message(reveal, &state.steps), true))
+}
+
+/// GetRules' answer for each table, with the signing key the ring publishes.
+fn rules_per_table(config: &EngineConfig) -> BTreeMap<String, proto::GetRulesResponse> {
+    let signing_keys: Vec<proto::PublicKey> = config
+        .key_ring
+        .signer()
+        .map(|s| s.published())
+        .map(|k| proto::PublicKey { key_id: k.key_id, algorithm: k.algorithm, public_key_hex: k.public_key_hex })
+        .into_iter()
+        .collect();
+    config
+        .tables
+        .iter()
+        .map(|t| {
+            let digest = t.digest();
+            let mut rules = super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency), digest);
+            rules.sandbox = t.sandbox;
+            rules.signing_keys = signing_keys.clone();
+            (t.id.clone(), rules)
+        })
+        .collect()
 }
 
 /// The round as the table shows it, marked `sandbox` for a sandbox round.
@@ -675,8 +756,9 @@ fn reveal_message_v1(r: &RevealV1) -> proto::Reveal {
     }
 }
 
-/// The reveal as protobuf fields (the same content as `reveal_json`).
-fn reveal_message(r: RevealV2) -> proto::Reveal {
+/// The reveal as protobuf fields (the same content as `reveal_json`; the decisions from
+/// the round's `steps`, which the reveal's are written from).
+fn reveal_message(r: RevealV2, steps: &[Vec<(usize, Decision)>]) -> proto::Reveal {
     let paytable = &r.paytable;
     proto::Reveal {
         format: r.format,
@@ -698,16 +780,12 @@ fn reveal_message(r: RevealV2) -> proto::Reveal {
             .currency
             .map(|c| proto::Currency { code: c.code, minor_unit_exponent: Some(u32::from(c.exponent)) }),
         rules_digest: r.rules_digest.unwrap_or_default(),
-        decisions: r
-            .decisions
+        decisions: steps
             .iter()
             .map(|step| proto::RevealStep {
                 decisions: step
                     .iter()
-                    .map(|d| proto::SeatDecision {
-                        seat: d.seat as u32,
-                        action: if d.action == "raise" { proto::Action::Raise } else { proto::Action::Stand } as i32,
-                    })
+                    .map(|&(seat, d)| proto::SeatDecision { seat: seat as u32, action: convert::action(d) as i32 })
                     .collect(),
             })
             .collect(),
