@@ -351,14 +351,7 @@ fn as_v2(p: &Played) -> Played {
     let steps: Vec<Vec<(usize, Decision)>> = r
         .decisions
         .iter()
-        .map(|step| {
-            step.iter()
-                .map(|d| {
-                    let action = if d.action == "raise" { Decision::Raise } else { Decision::Stand };
-                    (d.seat, action)
-                })
-                .collect()
-        })
+        .map(|step| step.iter().map(|d| (d.seat, d.decision().expect("a vector's action is raise or stand"))).collect())
         .collect();
     let chain = reddog::fairness::transcript::chain(&start, &steps);
     r.transcript = chain.last().unwrap().to_hex();

@@ -79,6 +79,13 @@ pub struct RevealDecision {
     pub action: String,
 }
 
+impl RevealDecision {
+    /// The action as a [`Decision`] (`None` for a text that is neither `raise` nor `stand`).
+    pub fn decision(&self) -> Option<Decision> {
+        action_of(&self.action)
+    }
+}
+
 /// One seat's money in a [`RevealV2`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
