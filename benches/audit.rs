@@ -11,9 +11,9 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use reddog::fairness::{ServerSeed, Transcript};
 use reddog::game::{Card, Decision, HandClass, Money, Outcome, Rank, Rule, SeatSettlement, Spread, Suit, Table};
-use reddog::service::audit_record::{self as record, Event, Hex, Shown};
-use reddog::service::audit_sink::{AuditOptions, AuditSink};
-use reddog::service::tables::Tables;
+use reddog::service::Tables;
+use reddog::service::{AuditOptions, AuditSink};
+use reddog::testing::record::{self, Event, Hex, Shown};
 
 fn audit(c: &mut Criterion) {
     let table = Table::default();

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use reddog::game::Table;
-use reddog::service::audit_sink::{AuditOptions, AuditSink};
 use reddog::service::proto::red_dog_server::RedDog;
 use reddog::service::proto::{self, Action};
-use reddog::service::state::{RoundPayload, RoundState};
-use reddog::service::token::TokenKind;
+use reddog::service::{AuditOptions, AuditSink};
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
+use reddog::testing::TokenKind;
+use reddog::testing::{RoundPayload, RoundState};
 use tonic::Request;
 
 /// The token key both services share (so one round token works with either).
@@ -25,8 +25,8 @@ fn ring(signing: bool) -> KeyRing {
 /// The service, with an Ed25519 signing key in its ring when `signing` (signed receipts at
 /// CommitSeed and Settle, docs/FAIRNESS.md 4.7).
 fn service(signing: bool) -> RedDogService {
-    let _ = reddog::service::metrics::install();
-    let tables = reddog::service::tables::Tables::single(Table::default());
+    let _ = reddog::testing::install_metrics();
+    let tables = reddog::service::Tables::single(Table::default());
     // Every record is written (serialised, hashed, batched), to a sink that drops the bytes.
     let audit = AuditSink::start(std::io::sink(), AuditOptions::local(), &tables).expect("audit sink");
     RedDogService::new(EngineConfig {

@@ -15,7 +15,7 @@
 //!   audit trail on standard output: a pipe this program reads to the end); the **plain** baseline, `examples/plain_tonic.rs` (tonic's default
 //!   settings, no transport limits, no log subscriber); and the **engine-transport no-op**
 //!   (this program re-executed with `--serve-noop`), which serves through
-//!   [`reddog::service::server::serve_service`] — the engine's transport, limits, runtime and
+//!   [`reddog::testing::serve_service`] — the engine's transport, limits, runtime and
 //!   log subscriber — and does none of the engine's work. The plain server and the no-op
 //!   answer each RPC with a stored copy of the engine's real answer to the same request, so
 //!   all three move the same request and response bytes. The no-op against the plain server
@@ -156,19 +156,18 @@ use canned::{Canned, read_responses, write_responses};
 
 fn serve_noop(responses: &Path) {
     let canned = read_responses(responses);
-    let rt = reddog::service::server::runtime(0).expect("runtime");
+    let rt = reddog::service::runtime(0).expect("runtime");
     rt.block_on(async {
         // The same log subscriber as `reddog serve` (it logs nothing per call here).
-        let telemetry =
-            reddog::service::telemetry::init(reddog::service::telemetry::LogFormat::Text).expect("telemetry");
+        let telemetry = reddog::service::init_telemetry(reddog::service::LogFormat::Text).expect("telemetry");
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         println!("listening on {}", l.local_addr().expect("addr"));
         let _ = std::io::stdout().flush();
         let stop = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        let limits = reddog::service::app::TransportLimits::default();
-        reddog::service::server::serve_service(l, canned, limits, Duration::from_secs(1), stop).await.expect("serve");
+        let limits = reddog::service::TransportLimits::default();
+        reddog::testing::serve_service(l, canned, limits, Duration::from_secs(1), stop).await.expect("serve");
         telemetry.shutdown();
     });
 }

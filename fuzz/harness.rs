@@ -33,10 +33,10 @@ use reddog::game::table::largest_max_bet;
 use reddog::game::{BetLimits, Decks, MAX_SEATS, Money, Paytable, Table};
 use reddog::service::proto::red_dog_server::RedDog;
 use reddog::service::proto::{self, Action, Outcome};
-use reddog::service::state::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
-use reddog::service::tables::{Currency, Tables};
-use reddog::service::token::TokenKind;
+use reddog::service::{Currency, Tables};
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
+use reddog::testing::TokenKind;
+use reddog::testing::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 use tonic::{Code, Request, Status};
 
 /// The ring every engine here uses: two keys, `f1` primary.
@@ -116,9 +116,9 @@ pub fn engines() -> &'static [Engine] {
             .into_iter()
             .map(|table| Engine {
                 service: RedDogService::new(EngineConfig {
-                    audit: reddog::service::audit_sink::AuditSink::start(
+                    audit: reddog::service::AuditSink::start(
                         std::io::sink(),
-                        reddog::service::audit_sink::AuditOptions::local(),
+                        reddog::service::AuditOptions::local(),
                         &Tables::single(table.clone()),
                     )
                     .unwrap(),

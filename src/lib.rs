@@ -3,12 +3,16 @@
 //! `reddog-core`: the rules ([`game`]), exact odds ([`odds`]), a simulator ([`sim`]), the
 //! provably fair deal ([`fairness`]) and the ids and size limits every layer shares
 //! ([`ids`]), re-exported here so `reddog::game::…` paths hold.
+//! [`proto`] is the generated gRPC API; [`testing`] is what tests, fuzz targets, benches and
+//! examples use beyond [`service`]'s public items.
 #![forbid(unsafe_code)]
 
 pub mod audit;
 pub mod certify;
 pub mod error;
+pub mod proto;
 pub mod service;
+pub mod testing;
 
 pub use error::EngineError;
 pub use reddog_core::{fairness, game, ids, odds, sim};

@@ -12,8 +12,8 @@ use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use reddog::certify::{self, Options, Plan};
 use reddog::game::Table;
-use reddog::service::certified::CertifiedRules;
-use reddog::service::tables::Tables;
+use reddog::service::CertifiedRules;
+use reddog::service::Tables;
 
 #[derive(Debug, clap::Args)]
 pub struct CertifyArgs {

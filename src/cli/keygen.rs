@@ -16,8 +16,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use rand::TryRng;
-use reddog::service::signing::ReceiptSigner;
-use reddog::service::token::{KeyList, KeyRingFile, SigningEntry, valid_key_id};
+use reddog::service::ReceiptSigner;
+use reddog::service::{KeyList, KeyRingFile, SigningEntry, valid_key_id};
 use zeroize::Zeroize;
 
 #[derive(Debug, clap::Args)]

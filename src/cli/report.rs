@@ -13,8 +13,8 @@ use std::process::ExitCode;
 
 use reddog::audit;
 use reddog::audit::report::{self, Configured, Difference, Report, Row, Sums, TableRules, opt_decimal};
-use reddog::service::audit_record::rules_digest;
-use reddog::service::tables::Tables;
+use reddog::service::Tables;
+use reddog::service::rules_digest;
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use reddog::service::telemetry::{self, LogFormat};
 use reddog::service::{Application, AuditOutput, AuditSettings, KeyRingSource, Settings, TlsSettings, TransportLimits};
+use reddog::service::{LogFormat, init_telemetry};
 use tracing::{info, warn};
 
 /// Log format choice for `--log-format`.
@@ -235,7 +235,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
             } else {
                 AuditOutput::File(args.audit_log.clone())
             },
-            replica_id: args.replica_id.clone().unwrap_or_else(reddog::service::audit_sink::default_replica_id),
+            replica_id: args.replica_id.clone().unwrap_or_else(reddog::service::default_replica_id),
             checkpoint_interval: Duration::from_secs(args.audit_checkpoint_secs),
         },
         allow_sandbox: args.allow_sandbox,
@@ -268,7 +268,7 @@ fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let runtime = reddog::service::server::runtime(usize::from(args.worker_threads))?;
+    let runtime = reddog::service::runtime(usize::from(args.worker_threads))?;
     runtime.block_on(serve(args))
 }
 
@@ -277,7 +277,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         LogFormatArg::Text => LogFormat::Text,
         LogFormatArg::Json => LogFormat::Json,
     };
-    let telemetry = telemetry::init(format).map_err(|e| anyhow::anyhow!("starting logs and traces: {e}"))?;
+    let telemetry = init_telemetry(format).map_err(|e| anyhow::anyhow!("starting logs and traces: {e}"))?;
     let app = Application::build(settings(&args)?).await?;
     let ring = &app.engine().key_ring;
     if ring.is_development() {
@@ -295,7 +295,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = shutdown_signal().context("installing the SIGTERM / SIGINT handlers")?;
     let tables = &app.engine().tables;
     for t in tables.iter() {
-        let (rtp_exact, rtp_decimal, _) = reddog::service::rules::rtp(&t.table);
+        let (rtp_exact, rtp_decimal, _) = reddog::service::rtp(&t.table);
         info!(
             table = %t.id,
             rules_digest = %t.digest(),
@@ -311,7 +311,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             t.table.limits().min().0, t.table.limits().max().0, t.currency.code())).collect::<Vec<_>>().join(" "),
         otlp = telemetry.otlp_enabled(),
         tls = app.tls().is_some(),
-        worker_threads = reddog::service::server::worker_threads(usize::from(args.worker_threads)),
+        worker_threads = reddog::service::worker_threads(usize::from(args.worker_threads)),
         "listening on {bound}"
     );
     println!("listening on {bound}");

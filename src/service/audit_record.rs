@@ -16,7 +16,7 @@ use crate::game::{Card, Decision, HandClass, Money, Paytable, SeatSettlement, Sp
 /// The `schema` of every record.
 pub const SCHEMA: &str = "reddog-audit-v1";
 
-pub use crate::fairness::receipt::{CHECKPOINT_DOMAIN, checkpoint_message};
+pub use crate::fairness::receipt::checkpoint_message;
 
 /// One audit event: the key `event` names the variant, its fields follow in order.
 #[derive(Debug, Serialize)]

@@ -7,7 +7,6 @@ use crate::game::{BetLimits, Card, Decision, HandClass, Money, Outcome, Paytable
 use super::proto;
 
 use crate::ids::{IdError, check_client_seed, check_round_id, check_table_id};
-pub use crate::ids::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
 
 /// Checks a required platform round id: 1 to [`MAX_ROUND_ID_BYTES`] bytes, no control
 /// characters.

@@ -89,6 +89,7 @@ pub struct MoneyTotals {
 static MONEY: Mutex<BTreeMap<String, MoneyTotals>> = Mutex::new(BTreeMap::new());
 
 /// The money settled so far by this process at `table` (all services in it).
+#[cfg(test)]
 pub fn money_totals(table: &str) -> MoneyTotals {
     MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(table).copied().unwrap_or_default()
 }

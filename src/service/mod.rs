@@ -2,7 +2,7 @@
 //! fair deal. It keeps no per-round memory: every round travels in a sealed token, so any
 //! replica holding the key ring serves any call.
 //!
-//! - [`proto`]: the generated API types, client and server;
+//! - [`proto`] (re-exported from [`crate::proto`]): the generated API types, client and server;
 //! - [`convert`]: request validation and response building;
 //! - [`token`]: the key ring and the sealed token format;
 //! - [`state`]: what tokens carry;
@@ -23,36 +23,46 @@
 //!   accept back-off), the global concurrency cap with load shedding, the per-call timeout,
 //!   and TLS with reload.
 
-pub mod accept;
-pub mod api;
-pub mod app;
-pub mod audit_record;
-pub mod audit_sink;
-pub mod build_info;
-pub mod certified;
-pub mod codec;
-pub mod convert;
-pub mod error;
-pub mod guard;
-pub mod limits;
-pub mod log_writer;
-pub mod metrics;
-pub mod proto;
-pub mod refusal_log;
-pub mod rules;
-pub mod sandbox;
-pub mod server;
-pub mod signing;
-pub mod state;
-pub mod tables;
-pub mod telemetry;
-pub mod tls;
-pub mod token;
-pub mod transport;
+pub(crate) mod accept;
+pub(crate) mod api;
+pub(crate) mod app;
+pub(crate) mod audit_record;
+pub(crate) mod audit_sink;
+pub(crate) mod build_info;
+pub(crate) mod certified;
+pub(crate) mod codec;
+pub(crate) mod convert;
+pub(crate) mod error;
+pub(crate) mod guard;
+pub(crate) mod limits;
+pub(crate) mod log_writer;
+pub(crate) mod metrics;
+pub(crate) mod refusal_log;
+pub(crate) mod rules;
+pub(crate) mod sandbox;
+pub(crate) mod server;
+pub(crate) mod signing;
+pub(crate) mod state;
+pub(crate) mod tables;
+pub(crate) mod telemetry;
+pub(crate) mod tls;
+pub(crate) mod token;
+pub(crate) mod transport;
 
+// The public surface: what the binary (src/cli), an embedding program and the tests use.
+// Everything else stays inside the crate; what only tests, fuzz targets, benches and
+// examples need is in [`crate::testing`].
+pub use crate::proto;
 pub use api::{Clock, EngineConfig, RedDogService};
 pub use app::{
     Application, AuditOutput, AuditSettings, KeyRingSource, Settings, SettingsError, TlsSettings, TransportLimits,
 };
-pub use server::{LIVENESS, MAX_REQUEST_BYTES, SERVICE_NAME, ServeError};
-pub use token::KeyRing;
+pub use audit_record::rules_digest;
+pub use audit_sink::{AuditOptions, AuditSink, CheckpointSigner, default_replica_id};
+pub use certified::CertifiedRules;
+pub use rules::rtp;
+pub use server::{LIVENESS, MAX_REQUEST_BYTES, SERVICE_NAME, ServeError, runtime, worker_threads};
+pub use signing::ReceiptSigner;
+pub use tables::{Currency, NamedTable, Tables};
+pub use telemetry::{LogFormat, init as init_telemetry};
+pub use token::{KeyList, KeyRing, KeyRingFile, SEALS_PER_KEY_BUDGET, SigningEntry, valid_key_id};

@@ -149,8 +149,10 @@ impl Drop for Admitted {
 #[derive(Clone, Debug)]
 pub struct ConnInfo {
     pub remote_addr: Option<SocketAddr>,
+    #[allow(dead_code)] // unread since the module is crate-private
     pub local_addr: Option<SocketAddr>,
     /// Whether the connection is TLS.
+    #[allow(dead_code)] // unread since the module is crate-private
     pub tls: bool,
     pub activity: Arc<Activity>,
 }
@@ -184,6 +186,7 @@ impl Connections {
     }
 
     /// Whether no connection is open.
+    #[allow(dead_code)] // unused since the module is crate-private
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

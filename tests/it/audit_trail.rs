@@ -7,9 +7,9 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use reddog::service::audit_record::keys_in_order;
 use reddog::service::proto::{self, Action};
 use reddog::service::{Application, AuditSettings};
+use reddog::testing::record::keys_in_order;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

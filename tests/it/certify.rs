@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use reddog::certify::randomness::{self, DealSource, DieharderPlan, FairDeals, RandomnessPlan};
 use reddog::certify::{Options, Plan, run_with};
 use reddog::game::{Card, CardSource, Decks, Shoe, Table};
-use reddog::service::tables::Tables;
+use reddog::service::Tables;
 
 /// A shoe shuffled with modulo bias: position `i` swaps with `i + (r % (n − i))`, `r` 7 random
 /// bits (for the first card, 24 of the 52 picks are 3/2 as likely as the other 28).

@@ -287,8 +287,8 @@ async fn a_table_change_after_commit_seed_deals_under_the_committed_rules() {
         reddog::service::KeyRing::from_json(&ring_a())
             .unwrap()
             .seal(
-                reddog::service::token::TokenKind::Commitment,
-                &reddog::service::state::CommitmentPayload {
+                reddog::testing::TokenKind::Commitment,
+                &reddog::testing::CommitmentPayload {
                     server_seed: SEED.to_vec(),
                     expires_at_unix_ms: i64::MAX,
                     round_id: round_id.into(),
@@ -323,8 +323,8 @@ async fn a_table_change_after_commit_seed_deals_under_the_committed_rules() {
     let unbound_rules = reddog::service::KeyRing::from_json(&ring_a())
         .unwrap()
         .seal(
-            reddog::service::token::TokenKind::Commitment,
-            &reddog::service::state::CommitmentPayload {
+            reddog::testing::TokenKind::Commitment,
+            &reddog::testing::CommitmentPayload {
                 server_seed: SEED.to_vec(),
                 expires_at_unix_ms: i64::MAX,
                 round_id: "r-9".into(),
@@ -411,8 +411,8 @@ async fn every_step_answers_the_recomputed_transcript() {
 async fn a_rolling_update_loses_no_round() {
     use reddog::fairness::{AnyReveal, ServerSeed, StartInputs, parse_reveal};
     use reddog::game::{Decision, Decks, Money};
-    use reddog::service::state::RoundPayload;
-    use reddog::service::token::TokenKind;
+    use reddog::testing::RoundPayload;
+    use reddog::testing::TokenKind;
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
     // A version-1 commitment token: StartRound on the new engine.

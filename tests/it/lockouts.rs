@@ -113,7 +113,7 @@ async fn idle_connections_at_the_cap_make_room_and_the_health_port_answers() {
     }
     assert!(idle.len() > cap);
     // A connection is displaced only once it has been idle this long (the time is the rule).
-    tokio::time::sleep(reddog::service::transport::DISPLACE_MIN_IDLE).await;
+    tokio::time::sleep(reddog::testing::DISPLACE_MIN_IDLE).await;
     // A fresh client gets in (displacing the longest-idle connection) and every call works.
     let mut fresh = connect(server.addr).await;
     for _ in 0..20 {

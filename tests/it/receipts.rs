@@ -16,9 +16,9 @@ use crate::common::{Want, bound_commitment_token, classify, deal, req};
 use reddog::fairness::receipt::{CommitReceipt, StepReceiptJson, verify_commit, verify_settle, verify_step};
 use reddog::fairness::{AnyReveal, RevealDecision, StartInputs, TableRules, parse_reveal};
 use reddog::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Table};
+use reddog::service::Tables;
 use reddog::service::proto;
 use reddog::service::proto::red_dog_server::RedDog;
-use reddog::service::tables::Tables;
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
 use serde_json::json;
 use tonic::Request;
@@ -40,12 +40,8 @@ fn plain_ring() -> String {
 
 fn service(ring: &str) -> RedDogService {
     let tables = Tables::single(Table::default());
-    let audit = reddog::service::audit_sink::AuditSink::start(
-        std::io::sink(),
-        reddog::service::audit_sink::AuditOptions::local(),
-        &tables,
-    )
-    .unwrap();
+    let audit =
+        reddog::service::AuditSink::start(std::io::sink(), reddog::service::AuditOptions::local(), &tables).unwrap();
     RedDogService::new(EngineConfig {
         tables,
         audit,
@@ -225,7 +221,7 @@ fn a_signed_reveal_verifies_with_the_public_key_and_a_forgery_is_refused_by_it_a
     assert!(text.contains("signature") && text.contains("MISMATCH"), "{text}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("signature does not cover this reveal"));
     // Any other key, or a reveal changed by one byte of whitespace, fails too.
-    let other_key = hex::encode(reddog::service::signing::ReceiptSigner::new("x", &[9; 32]).unwrap().public_key());
+    let other_key = hex::encode(reddog::service::ReceiptSigner::new("x", &[9; 32]).unwrap().public_key());
     assert_eq!(verify_signed(&dir, genuine, &other_key, &settled.signature), 1);
     assert_eq!(verify_signed(&dir, &format!(" {genuine}"), PUBLIC, &settled.signature), 1);
     // The text forms: 64 and 128 hex digits, either case; anything else is malformed (2).
@@ -504,7 +500,7 @@ fn render_vectors() -> String {
     let signer = KeyRing::from_json(&signing_ring()).unwrap().signer().unwrap().clone();
     let transcript: [u8; 32] = unhex(&settled.transcript);
     let settle_hex = hex::encode(reddog::fairness::receipt::settle_message(&transcript, genuine.as_bytes()));
-    let other = reddog::service::signing::ReceiptSigner::new("x", &[9; 32]).unwrap();
+    let other = reddog::service::ReceiptSigner::new("x", &[9; 32]).unwrap();
     let Ok(AnyReveal::V2(f)) = parse_reveal(&forged) else { panic!() };
     let forged_signed_by_other = other.sign_settle(&unhex(&f.transcript), forged.as_bytes());
 
@@ -667,7 +663,7 @@ impl Write for Shared {
 /// An audit trail written by an engine whose ring has the signing key: two signed
 /// checkpoints.
 fn signed_trail() -> String {
-    use reddog::service::audit_sink::{AuditOptions, AuditSink, CheckpointSigner};
+    use reddog::service::{AuditOptions, AuditSink, CheckpointSigner};
     let out = Shared::default();
     let ring = KeyRing::from_json(&signing_ring()).unwrap();
     let signer = ring.signer().map(|s| std::sync::Arc::clone(s) as std::sync::Arc<dyn CheckpointSigner>);
@@ -715,7 +711,7 @@ fn audit_log_verifies_signed_checkpoints_with_the_public_key_and_says_when_it_di
     assert!(text.contains("signatures not checked"), "{text}");
 
     // Under another key every checkpoint is a finding (the chain itself is intact).
-    let other = hex::encode(reddog::service::signing::ReceiptSigner::new("x", &[9; 32]).unwrap().public_key());
+    let other = hex::encode(reddog::service::ReceiptSigner::new("x", &[9; 32]).unwrap().public_key());
     let out = reddog(&["audit-log", file, "--public-key", &other, "--json"], "");
     assert_eq!(out.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -785,7 +781,7 @@ async fn the_signing_secret_never_appears_in_trace_logs_or_the_audit_trail() {
 /// descend from the Decide receipt.
 #[test]
 fn audit_log_checks_the_players_step_receipts_against_a_disputed_reveal() {
-    use reddog::service::audit_sink::{AuditOptions, AuditSink};
+    use reddog::service::{AuditOptions, AuditSink};
     let out = Shared::default();
     let tables = Tables::single(Table::default());
     let audit = AuditSink::start(out.clone(), AuditOptions::local(), &tables).unwrap();

@@ -17,8 +17,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use reddog::service::Tables;
 use reddog::service::proto;
-use reddog::service::tables::Tables;
 use tonic::Code;
 
 use crate::common::*;

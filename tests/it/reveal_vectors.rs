@@ -26,9 +26,9 @@ use reddog::game::table::largest_max_bet;
 use reddog::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Table};
 use reddog::service::proto::red_dog_server::RedDog;
 
-use reddog::service::state::CommitmentPayload;
-use reddog::service::token::TokenKind;
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
+use reddog::testing::CommitmentPayload;
+use reddog::testing::TokenKind;
 use serde_json::{Value, json};
 use tonic::Request;
 
@@ -201,19 +201,15 @@ struct Played {
 
 /// Plays a case through the service.
 fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
-    let tables = reddog::service::tables::Tables::new(vec![reddog::service::tables::NamedTable {
+    let tables = reddog::service::Tables::new(vec![reddog::service::NamedTable {
         id: c.table_id.into(),
         table: c.table.clone(),
-        currency: reddog::service::tables::Currency::new(c.currency.0, c.currency.1, "currency").unwrap(),
+        currency: reddog::service::Currency::new(c.currency.0, c.currency.1, "currency").unwrap(),
         sandbox: false,
     }])
     .unwrap();
-    let audit = reddog::service::audit_sink::AuditSink::start(
-        std::io::sink(),
-        reddog::service::audit_sink::AuditOptions::local(),
-        &tables,
-    )
-    .unwrap();
+    let audit =
+        reddog::service::AuditSink::start(std::io::sink(), reddog::service::AuditOptions::local(), &tables).unwrap();
     let svc = RedDogService::new(EngineConfig {
         tables,
         audit,

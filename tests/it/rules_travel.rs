@@ -230,7 +230,7 @@ async fn only_withdrawn_rules_are_refused() {
     b.client.start_round(req::start_round(own.commitment_token).round("o").nonce(2)).await.unwrap();
     // The table's own digest may not be withdrawn.
     let own_digest = TABLE_A.replacen('{', &format!(r#"{{"withdrawn_rules":["{}"],"#, a.rules.rules_digest), 1);
-    let err = reddog::service::tables::Tables::from_json(&own_digest).unwrap_err();
+    let err = reddog::service::Tables::from_json(&own_digest).unwrap_err();
     assert_eq!(err.field().map(|f| f.to_string()).as_deref(), Some("tables.default.withdrawn_rules[0]"), "{err}");
     a.process.terminate().await;
     b.process.terminate().await;
@@ -253,8 +253,8 @@ async fn metrics_page(p: &ServerProcess) -> String {
 /// --quick --out` writes.)
 #[tokio::test]
 async fn certified_rules_pin_the_served_tables() {
-    use reddog::service::certified::CertifiedRules;
-    use reddog::service::tables::Tables;
+    use reddog::service::CertifiedRules;
+    use reddog::service::Tables;
     let dir = tempfile::tempdir().unwrap();
     let (config, certified) = (dir.path().join("tables.json"), dir.path().join("certified-rules.json"));
     let tables = Tables::from_json(TABLE_A).unwrap();
@@ -263,7 +263,7 @@ async fn certified_rules_pin_the_served_tables() {
     let args = ["--table-config", config.to_str().unwrap(), "--certified-rules", certified.to_str().unwrap()];
     let served = ServerProcess::builder().args(&args).env("REDDOG_KEY_RING", &ring_a()).log(Log::Keep).spawn();
     let digest = tables.get("default").unwrap().digest().to_hex();
-    let (rtp_exact, _, _) = reddog::service::rules::rtp(&tables.get("default").unwrap().table);
+    let (rtp_exact, _, _) = reddog::service::rtp(&tables.get("default").unwrap().table);
     served.wait_for_log("table rules", std::time::Duration::from_secs(10));
     let line = served.log_lines().into_iter().find(|l| l.contains("table rules")).unwrap();
     assert!(line.contains(&digest) && line.contains(&rtp_exact), "{line}");

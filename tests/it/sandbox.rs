@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use reddog::service::Tables;
 use reddog::service::proto;
-use reddog::service::tables::Tables;
 use reddog::service::{Application, KeyRingSource, Settings};
 use tonic::Code;
 use tonic_types::StatusExt;

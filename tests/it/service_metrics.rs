@@ -30,12 +30,12 @@ fn exchange(stream: &mut std::net::TcpStream, request: &str) -> (String, String)
 
 #[tokio::test]
 async fn metrics_endpoint_serves_the_text_format_and_404s_the_rest() {
-    let addr = reddog::service::metrics::spawn("127.0.0.1:0".parse().unwrap())
+    let addr = reddog::testing::spawn_metrics("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap()
         .expect("the recorder is installed");
     // Handles registered by a service show at 0 from the start.
-    let _svc = reddog::service::metrics::Metrics::register();
+    let _svc = reddog::testing::Metrics::register();
     let result = tokio::task::spawn_blocking(move || {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -75,7 +75,7 @@ async fn the_expected_return_counter_is_the_exact_sum_over_the_settled_rounds() 
     let srv = crate::common::TestServer::start_tables(
         &crate::common::ring_a(),
         std::time::Duration::from_secs(600),
-        reddog::service::tables::Tables::from_json(config).unwrap(),
+        reddog::service::Tables::from_json(config).unwrap(),
     )
     .await;
     let mut c = srv.client().await;
@@ -102,7 +102,7 @@ async fn the_expected_return_counter_is_the_exact_sum_over_the_settled_rounds() 
         variance += law.variance_f64();
     }
     assert!(classes.contains("non_consecutive"), "rounds with a raise were played: {classes:?}");
-    let text = reddog::service::metrics::render_payout();
+    let text = reddog::testing::render_payout();
     let value = |name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{name}{{table=\"{TABLE}\"}} ")))

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use reddog::service::Tables;
 use reddog::service::proto::{self, Limits};
-use reddog::service::tables::Tables;
 use tonic::Code;
 
 use crate::common::{TestServer, req, ring_a};

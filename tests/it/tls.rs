@@ -87,7 +87,7 @@ async fn tls_client(
 }
 
 fn tls_metric(reason: &str) -> f64 {
-    let text = reddog::service::metrics::install().unwrap().render();
+    let text = reddog::testing::install_metrics().unwrap().render();
     let series = format!("reddog_connections_closed_total{{reason=\"{reason}\"}}");
     text.lines().find_map(|l| l.strip_prefix(&series)?.trim().parse().ok()).unwrap_or(0.0)
 }

@@ -15,7 +15,7 @@ use reddog::game::table::largest_max_bet;
 use reddog::game::{BetLimits, Decks, Money, Paytable, Table};
 use reddog::service::proto::red_dog_server::RedDog;
 
-use reddog::service::token::MAX_TOKEN_LEN;
+use reddog::testing::MAX_TOKEN_LEN;
 
 use crate::common::req;
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
@@ -29,13 +29,9 @@ fn service() -> (RedDogService, u64) {
     let table = Table::new(Decks::new(8).unwrap(), paytable, BetLimits::new(Money(1), max_bet).unwrap()).unwrap();
     let id = "k".repeat(32);
     let ring = KeyRing::from_json(&format!(r#"{{"primary":"{id}","keys":{{"{id}":"{}"}}}}"#, "ab".repeat(32))).unwrap();
-    let tables = reddog::service::tables::Tables::single(table);
-    let audit = reddog::service::audit_sink::AuditSink::start(
-        std::io::sink(),
-        reddog::service::audit_sink::AuditOptions::local(),
-        &tables,
-    )
-    .unwrap();
+    let tables = reddog::service::Tables::single(table);
+    let audit =
+        reddog::service::AuditSink::start(std::io::sink(), reddog::service::AuditOptions::local(), &tables).unwrap();
     let svc = RedDogService::new(EngineConfig {
         audit,
         tables,

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut};
 use reddog::service::proto::{self, GetRulesRequest};
-use reddog::service::transport::DISPLACE_MIN_IDLE;
 use reddog::service::{Application, KeyRingSource, Settings};
+use reddog::testing::DISPLACE_MIN_IDLE;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;
@@ -72,7 +72,7 @@ async fn raw_call(ch: Channel, method: &'static str, bytes: Vec<u8>) -> Result<V
 
 /// The value of one Prometheus series in the process's metrics (0 if absent).
 fn metric(series: &str) -> f64 {
-    let text = reddog::service::metrics::install().expect("the test process's recorder").render();
+    let text = reddog::testing::install_metrics().expect("the test process's recorder").render();
     text.lines().find_map(|l| l.strip_prefix(series)?.trim().parse().ok()).unwrap_or(0.0)
 }
 

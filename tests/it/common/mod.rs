@@ -16,8 +16,8 @@ use reddog::fairness::{DealInputs, FairShoe, ServerSeed};
 use reddog::game::{Card, CardSource, Decks, HandClass};
 use reddog::service::KeyRing;
 use reddog::service::proto::{self, Limits};
-use reddog::service::state::CommitmentPayload;
-use reddog::service::token::TokenKind;
+use reddog::testing::CommitmentPayload;
+use reddog::testing::TokenKind;
 use tonic::transport::Channel;
 
 pub const KEY_A: &str = "1111111111111111111111111111111111111111111111111111111111111111";

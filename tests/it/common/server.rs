@@ -59,11 +59,11 @@ impl TestServer {
     }
 
     pub async fn start_with(ring: &str, ttl: Duration, table: Table) -> TestServer {
-        Self::start_tables(ring, ttl, reddog::service::tables::Tables::single(table)).await
+        Self::start_tables(ring, ttl, reddog::service::Tables::single(table)).await
     }
 
     /// A server with several named tables.
-    pub async fn start_tables(ring: &str, ttl: Duration, tables: reddog::service::tables::Tables) -> TestServer {
+    pub async fn start_tables(ring: &str, ttl: Duration, tables: reddog::service::Tables) -> TestServer {
         let mut s = settings(ring);
         s.commitment_ttl = ttl;
         s.tables = Some(tables);

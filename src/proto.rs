@@ -5,10 +5,10 @@
 tonic::include_proto!("reddog.v1");
 
 /// Marks each message the RPCs carry as a request or a response for the codec (see
-/// [`super::codec`]).
+/// [`crate::service::codec`]).
 macro_rules! api_messages {
     ($is_request:literal: $($message:ty),* $(,)?) => {$(
-        impl super::codec::ApiMessage for $message {
+        impl crate::service::codec::ApiMessage for $message {
             const IS_REQUEST: bool = $is_request;
         }
     )*};
