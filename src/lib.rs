@@ -6,6 +6,8 @@
 //! [`proto`] is the generated gRPC API; [`testing`] is what tests, fuzz targets, benches and
 //! examples use beyond [`service`]'s public items.
 #![forbid(unsafe_code)]
+// Module docs link to crate-private modules: read them with `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod audit;
 pub mod certify;
