@@ -5,6 +5,7 @@ Usage: scripts/fn-lengths.py FILE... [--max N]  (exit 1 if a function is longer 
 Relies on rustfmt's layout: a body ends at the first `}` line indented like its `fn`.
 """
 import re
+import signal
 import sys
 
 FN = re.compile(r"^(\s*)(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?fn\s+(\w+)")
@@ -39,4 +40,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main(sys.argv[1:]))
