@@ -22,8 +22,9 @@ if ! "$PY" -c 'import duckdb' 2>/dev/null; then
   "$TOOLS/duckdb-venv/bin/pip" install -q --disable-pip-version-check duckdb
 fi
 
-cargo build --locked --quiet --bin reddog
+cargo build --locked --quiet --bin reddog --bin audit-gen
 BIN="$ROOT/target/debug/reddog"
+GEN="$ROOT/target/debug/audit-gen"   # the generator (tools/), not in the shipped binary
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -76,7 +77,7 @@ PY
 
 gen() { # DIR ARGS... : a generated trail, one file per replica
   local dir=$1; shift
-  "$BIN" audit-gen --out "$dir" "$@" 2>/dev/null
+  "$GEN" --out "$dir" "$@" 2>/dev/null
 }
 
 gen "$tmp/clean" --rounds 1000 --replicas 3 --seed 11
