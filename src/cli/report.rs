@@ -308,14 +308,14 @@ fn cells(r: &Row) -> Vec<String> {
     ]
 }
 
-/// CSV: a header, then one line per row. No cell needs quoting: table ids are
-/// `[A-Za-z0-9._-]`, currencies three letters, the rest numbers and `true`/`false`.
+/// CSV (the `csv` crate: a field is quoted when it needs it): a header, then one line per row.
 fn csv(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
-    writeln!(out, "{}", COLUMNS.join(","))?;
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(COLUMNS)?;
     for r in rows {
-        writeln!(out, "{}", cells(r).join(","))?;
+        w.write_record(cells(r))?;
     }
-    Ok(())
+    w.flush()
 }
 
 fn text(out: &mut impl Write, rep: &Report) -> io::Result<()> {
