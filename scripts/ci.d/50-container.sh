@@ -38,10 +38,8 @@ lap "apt: ${need_apt[*]:-nothing to install}" "$t"
 export CONTAINERS_CONF=$TOOLS/container/containers.conf
 printf '[containers]\ndefault_ulimits = []\n\n[engine]\ncgroup_manager = "cgroupfs"\n' > "$CONTAINERS_CONF"
 PODMAN=(podman --runtime runc)
-[ -x "$TOOLS/venv/bin/python" ] || python3 -m venv "$TOOLS/venv"
+source scripts/ci.d/tools/pip.sh && pip_tools "$TOOLS/venv" grpcio grpcio-tools grpcio-health-checking grpcio-status
 PY=$TOOLS/venv/bin/python
-"$PY" -c "import grpc, grpc_tools, grpc_health, grpc_status" 2>/dev/null \
-  || "$TOOLS/venv/bin/pip" install --quiet grpcio grpcio-tools grpcio-health-checking grpcio-status
 echo "$(podman --version), runc $(runc --version | head -1 | cut -d' ' -f3)"
 
 echo "-- release binary (shared with the soak step)"
