@@ -20,6 +20,13 @@
 //!   most once a second); nothing runs per read. Calls are counted from request to the end of
 //!   the response body — RedDog calls by [`Guarded`], the others by [`Activity`] — so a health
 //!   `Watch` keeps its connection.
+//! - **Undelivered answers.** A RedDog answer holds its slot until it has been sent. A peer
+//!   that does not read (an HTTP/2 receive window of 0, a full TCP window) would hold its slots
+//!   for ever, so an answer still unsent [`DELIVERY_DEADLINE`] to 2 × [`DELIVERY_DEADLINE`]
+//!   after the handler produced it closes its connection outright (reads end, writes fail):
+//!   the slots of every call on it are released then, each counted in
+//!   `reddog_rpc_undelivered_total`. Per call this costs two atomic additions (a two-epoch
+//!   count per connection, flipped by the sweep), no timer.
 //! - **Drain.** [`Connections::abort_all`] ends every connection at once (reads end, writes
 //!   fail): the drain uses it once no call is in progress, so a peer that never reads cannot
 //!   hold the shutdown.
@@ -76,6 +83,10 @@ pub struct Activity {
     /// Writes fail too (the drain's last step: a peer that never reads cannot hold it).
     aborted: AtomicBool,
     waker: AtomicWaker,
+    /// Answers produced but not yet sent, by the delivery epoch they were produced in.
+    undelivered: [AtomicUsize; 2],
+    /// The delivery epoch (its low bit indexes `undelivered`), advanced by the sweep.
+    epoch: AtomicUsize,
 }
 
 impl Activity {
@@ -87,7 +98,26 @@ impl Activity {
             closing: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
             waker: AtomicWaker::new(),
+            undelivered: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            epoch: AtomicUsize::new(0),
         })
+    }
+
+    /// Counts an answer as undelivered until the returned guard is dropped (its body sent or
+    /// given up).
+    pub(crate) fn answered(self: &Arc<Self>) -> Undelivered {
+        let bucket = self.epoch.load(Ordering::Acquire) & 1;
+        self.undelivered[bucket].fetch_add(1, Ordering::AcqRel);
+        Undelivered(self.clone(), bucket)
+    }
+
+    /// Answers produced before the last epoch flip and still unsent, then flips: called every
+    /// [`DELIVERY_DEADLINE`], so a non-zero result means answers unsent for at least that long.
+    fn stale_answers(&self) -> usize {
+        let previous = (self.epoch.load(Ordering::Acquire) & 1) ^ 1;
+        let stale = self.undelivered[previous].load(Ordering::Acquire);
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        stale
     }
 
     /// Counts a call until the guard is dropped.
@@ -97,9 +127,11 @@ impl Activity {
     }
 
     /// Takes one of this connection's `share` of the global slots; `None` when it holds
-    /// them all already.
-    pub(crate) fn admit(self: &Arc<Self>, share: usize) -> Option<Admitted> {
-        if self.admitted.fetch_add(1, Ordering::AcqRel) >= share {
+    /// them all already, or holds as many as are still `free` (so however many connections
+    /// take slots greedily, some stay free for a newcomer: with `n` of them, about
+    /// `free / (n + 1)`).
+    pub(crate) fn admit(self: &Arc<Self>, share: usize, free: usize) -> Option<Admitted> {
+        if self.admitted.fetch_add(1, Ordering::AcqRel) >= share.min(free) {
             self.admitted.fetch_sub(1, Ordering::AcqRel);
             return None;
         }
@@ -142,6 +174,16 @@ pub(crate) struct Admitted(Arc<Activity>);
 impl Drop for Admitted {
     fn drop(&mut self) {
         self.0.admitted.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// One answer counted as undelivered on its connection (see [`Activity::answered`]).
+#[derive(Debug)]
+pub(crate) struct Undelivered(Arc<Activity>, usize);
+
+impl Drop for Undelivered {
+    fn drop(&mut self) {
+        self.0.undelivered[self.1].fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -219,6 +261,20 @@ impl Connections {
                 debug!("closing an idle connection");
                 metrics::connection_closed("idle");
                 a.close(false);
+            }
+        }
+    }
+
+    /// Closes (reads end, writes fail) every connection with answers unsent since before the
+    /// previous call; called every [`DELIVERY_DEADLINE`].
+    fn close_undelivered(&self) {
+        for a in self.live().values() {
+            let stale = a.stale_answers();
+            if stale > 0 && !a.closing.load(Ordering::Acquire) {
+                debug!(answers = stale, "closing a connection that does not read its answers");
+                metrics::connection_closed("undelivered");
+                metrics::undelivered(a.admitted.load(Ordering::Acquire));
+                a.close(true);
             }
         }
     }
@@ -412,10 +468,13 @@ pub fn incoming(
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(sweep);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut delivery = tokio::time::interval(DELIVERY_DEADLINE);
+        delivery.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = stopped(&mut sweep_stop) => break,
                 _ = tick.tick() => swept.close_idle(limits.idle_timeout),
+                _ = delivery.tick() => swept.close_undelivered(),
             }
         }
     });
@@ -444,6 +503,12 @@ pub fn incoming(
     });
     ReceiverStream::new(rx)
 }
+
+/// An answer the handler has produced and the peer has not taken within this time (at most
+/// twice this) closes its connection, releasing its slots (see the module docs). A reading
+/// peer takes a RedDog answer (a few KiB at most, under any HTTP/2 window it may announce)
+/// in a round trip.
+pub const DELIVERY_DEADLINE: Duration = Duration::from_secs(1);
 
 /// How long a connection that completed its handshake at the cap waits for the slot of the
 /// idle connection it displaced.

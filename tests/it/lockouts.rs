@@ -5,7 +5,9 @@
 //! - at the connection cap, a new connection gets in by closing the longest-idle one, and
 //!   the health-only port answers whatever the main port's connections do;
 //! - the `/metrics` accept loop backs off when file descriptors run out instead of spinning;
-//! - a drain does not wait for a peer that never reads its answers.
+//! - a drain does not wait for a peer that never reads its answers;
+//! - connections that never read their answers (receive window 0) leave slots free for a
+//!   fresh client, and are closed once their answers are past the delivery deadline.
 
 use std::net::SocketAddr;
 use std::process::Command;
@@ -205,4 +207,70 @@ async fn a_peer_that_never_reads_its_answers_does_not_hold_the_drain() {
     assert!(status.success(), "{status:?}");
     assert!(took < Duration::from_secs(5), "the drain waited {took:?} for a peer that never reads");
     eprintln!("drain with a peer that never reads: {took:?}");
+}
+
+/// An attacker's connection that grants no flow-control window: 100 GetRules calls on it,
+/// whose answers can never be sent. Returns when every call has ended (the server closed it).
+async fn deaf_connection_with_calls(addr: SocketAddr, calls: usize) {
+    let Ok(deaf) =
+        Endpoint::from_shared(format!("http://{addr}")).unwrap().initial_stream_window_size(0).connect().await
+    else {
+        return;
+    };
+    let mut pending = tokio::task::JoinSet::new();
+    for _ in 0..calls {
+        let mut c = RedDogClient::new(deaf.clone());
+        pending.spawn(async move { c.get_rules(GetRulesRequest::default()).await });
+    }
+    pending.join_all().await;
+}
+
+async fn non_reading_connections_lock_no_one_out(args: &[&str]) {
+    let server = spawn_binary(&[], args);
+    // Four attackers, each reconnecting as soon as the server closes its connection.
+    let addr = server.addr;
+    let attackers: Vec<_> = (0..4)
+        .map(|_| {
+            tokio::spawn(async move {
+                loop {
+                    deaf_connection_with_calls(addr, 100).await;
+                }
+            })
+        })
+        .collect();
+    // The held slots show in the gauge (the issue: it read 0 while every slot was held).
+    server.wait_for_metric("reddog_rpc_in_flight", 100.0, Duration::from_secs(30)).await;
+    let health = HealthClient::new(channel(server.addr).await);
+    let mut fresh = connect(server.addr).await;
+    let (mut ok, mut failed) = (0, Vec::new());
+    for _ in 0..20 {
+        match tokio::time::timeout(Duration::from_secs(1), fresh.get_rules(GetRulesRequest::default())).await {
+            Ok(Ok(_)) => ok += 1,
+            Ok(Err(status)) => failed.push(format!("{:?}", status.code())),
+            Err(_) => failed.push("no answer within 1 s".into()),
+        }
+        let serving = health.clone().check(HealthCheckRequest { service: String::new() }).await.unwrap();
+        assert_eq!(serving.into_inner().status, 1, "health SERVING during the attack");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("fresh client beside 4 non-reading connections: {ok}/20 OK, failures {failed:?}");
+    assert!(ok >= 18, "a fresh client got {ok}/20 answers within 1 s: {failed:?}");
+    // Past the delivery deadline the attackers' connections were closed and their slots
+    // released, each counted.
+    let bound = reddog::service::transport::DELIVERY_DEADLINE * 2 + Duration::from_secs(5);
+    server.wait_for_metric(r#"reddog_connections_closed_total{reason="undelivered"}"#, 1.0, bound).await;
+    server.wait_for_metric("reddog_rpc_undelivered_total", 1.0, bound).await;
+    for a in attackers {
+        a.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_read_lock_no_one_out() {
+    non_reading_connections_lock_no_one_out(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_read_lock_no_one_out_on_one_thread() {
+    non_reading_connections_lock_no_one_out(&["--worker-threads", "1"]).await;
 }
