@@ -274,3 +274,79 @@ async fn connections_that_never_read_lock_no_one_out() {
 async fn connections_that_never_read_lock_no_one_out_on_one_thread() {
     non_reading_connections_lock_no_one_out(&["--worker-threads", "1"]).await;
 }
+
+/// Commits seeds from 8 clients until one is refused for the audit trail's backlog (or, with
+/// `each`, until each client made that many calls); panics if a call fails otherwise or
+/// nothing stops it within 120 s. Returns the calls answered OK and whether one was refused.
+async fn commit_until_audit_unavailable(addr: SocketAddr, round: &str, each: Option<u64>) -> (usize, bool) {
+    use tonic_types::StatusExt;
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut clients = tokio::task::JoinSet::new();
+    for c in 0..8u64 {
+        let refused = refused.clone();
+        let round = round.to_string();
+        clients.spawn(async move {
+            let mut client = connect(addr).await;
+            let mut ok = 0;
+            for n in 0..each.unwrap_or(u64::MAX) {
+                if refused.load(std::sync::atomic::Ordering::Acquire) || Instant::now() > deadline {
+                    break;
+                }
+                let id = format!("{round}-{c}-{n}");
+                match client.commit_seed(req::commit_seed().round(id).nonce(n)).await {
+                    Ok(_) => ok += 1,
+                    Err(status) => {
+                        let reason = status.get_details_error_info().map(|i| i.reason);
+                        assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+                        assert_eq!(reason.as_deref(), Some("AUDIT_UNAVAILABLE"), "{status:?}");
+                        refused.store(true, std::sync::atomic::Ordering::Release);
+                    }
+                }
+            }
+            ok
+        });
+    }
+    let ok: usize = clients.join_all().await.into_iter().sum();
+    (ok, refused.load(std::sync::atomic::Ordering::Acquire))
+}
+
+/// The audit trail goes to stdout (the default). A consumer that stops reading fills the
+/// pipe and then the sink's backlog: calls are refused (`AUDIT_UNAVAILABLE`), never answered
+/// without their record; when it reads again, calls succeed again. Stalled once more (the
+/// sink's writer stuck in a write), the trail cannot hold the shutdown: SIGTERM exits within
+/// `--drain-timeout-secs` + 1 s, saying what it could not write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unread_audit_pipe_refuses_calls_recovers_and_does_not_hold_the_exit() {
+    let gate = StdoutGate::default();
+    let mut server = ServerProcess::builder()
+        .args(&["--drain-timeout-secs", "3"])
+        .env("REDDOG_KEY_RING", RING)
+        .env("RUST_LOG", "warn")
+        .log(Log::Keep)
+        .stdout_gate(&gate)
+        .spawn();
+    gate.set_reading(false);
+    let (answered, refused) = commit_until_audit_unavailable(server.addr, "stall-1", None).await;
+    assert!(refused, "no AUDIT_UNAVAILABLE within 120 s ({answered} calls answered)");
+    eprintln!("unread audit pipe: {answered} calls answered before AUDIT_UNAVAILABLE");
+    gate.set_reading(true);
+    // The sink's backlog drains in a few batches once the reader resumes.
+    let mut client = connect(server.addr).await;
+    let resumed = Instant::now();
+    while let Err(status) = client.commit_seed(req::commit_seed().round("resumed").nonce(1)).await {
+        assert!(resumed.elapsed() < Duration::from_secs(30), "still refused 30 s after the reader resumed: {status:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    eprintln!("unread audit pipe: calls succeed {:?} after the reader resumed", resumed.elapsed());
+    gate.set_reading(false);
+    // Enough records (about 0.4 MiB) to fill the pipe: the sink's writer is stuck in a write.
+    commit_until_audit_unavailable(server.addr, "stall-2", Some(100)).await;
+    let started = Instant::now();
+    server.signal("TERM");
+    let status = server.wait_exit(Duration::from_secs(10)).await;
+    let took = started.elapsed();
+    eprintln!("SIGTERM with an unread audit pipe: exit {status:?} after {took:?}");
+    assert!(took < Duration::from_secs(4), "exit took {took:?} with --drain-timeout-secs 3");
+    assert!(server.log_contains("exiting without the last records"), "{:?}", server.log_lines());
+}
