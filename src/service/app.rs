@@ -252,6 +252,15 @@ impl Settings {
                 format!("{}: must be 1..=100000", l.max_in_flight_per_connection),
             );
         }
+        if l.max_in_flight_per_connection > l.max_in_flight {
+            return invalid(
+                "max-in-flight-per-connection",
+                format!(
+                    "{}: larger than --max-in-flight {} (a connection's share of the slots is at most all of them)",
+                    l.max_in_flight_per_connection, l.max_in_flight
+                ),
+            );
+        }
         if !(MIN_PENDING_REQUEST_BYTES..=1 << 30).contains(&l.max_pending_request_bytes) {
             return invalid(
                 "max-pending-request-bytes",
