@@ -12,8 +12,10 @@
 //!   handshake. A connection that completes its handshake at the cap gets in by closing the
 //!   connection that has been idle longest (no call in progress for at least
 //!   [`DISPLACE_MIN_IDLE`]); when every connection has had a call in progress more recently,
-//!   it is closed instead. So idle connections never lock a new client out, and a client in
-//!   active use is not cut for a newcomer.
+//!   it is closed instead. A connection that never carried a call may be displaced once it is
+//!   [`UNUSED_MIN_AGE`] old, so a churn of fresh unused connections cannot keep newcomers out
+//!   either. So idle connections never lock a new client out, and a client in active use is
+//!   not cut for a newcomer.
 //! - **Idle deadline.** A connection with no call in progress for
 //!   [`TransportLimits::idle_timeout`] is closed (its reads end; the HTTP/2 server sends
 //!   GOAWAY and closes it). A sweep checks every connection a few times per idle timeout (at
@@ -76,6 +78,8 @@ fn now_ms() -> u64 {
 pub struct Activity {
     in_flight: AtomicUsize,
     last_ms: AtomicU64,
+    /// Whether a call has ever begun on it.
+    used: AtomicBool,
     /// RedDog calls of this connection holding a global in-flight slot (see `guard`).
     admitted: AtomicUsize,
     /// Reads end (a clean close: the HTTP/2 server answers with GOAWAY).
@@ -94,6 +98,7 @@ impl Activity {
         Arc::new(Activity {
             in_flight: AtomicUsize::new(0),
             last_ms: AtomicU64::new(now_ms()),
+            used: AtomicBool::new(false),
             admitted: AtomicUsize::new(0),
             closing: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
@@ -123,6 +128,9 @@ impl Activity {
     /// Counts a call until the guard is dropped.
     pub fn begin(self: &Arc<Self>) -> ActivityGuard {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
+        if !self.used.load(Ordering::Relaxed) {
+            self.used.store(true, Ordering::Relaxed);
+        }
         ActivityGuard(self.clone())
     }
 
@@ -230,18 +238,19 @@ impl Connections {
         self.len() == 0
     }
 
-    /// Closes the connection idle longest, if it has been idle for at least `min_idle` (none
-    /// if every one has a call in progress, is already closing or was busy more recently);
-    /// whether one was closed.
+    /// Closes the connection idle longest, if it has been idle for at least `min_idle`, or
+    /// for [`UNUSED_MIN_AGE`] if it never carried a call (none if every one has a call in
+    /// progress, is already closing or was busy more recently); whether one was closed.
     fn close_longest_idle(&self, min_idle: Duration) -> bool {
         let now = now_ms();
         let min_idle = u64::try_from(min_idle.as_millis()).unwrap_or(u64::MAX);
+        let unused_min = u64::try_from(UNUSED_MIN_AGE.as_millis()).unwrap_or(u64::MAX).min(min_idle);
         let live = self.live();
         let oldest = live
             .values()
             .filter(|a| !a.closing.load(Ordering::Acquire))
             .filter_map(|a| a.idle_for(now).map(|idle| (idle, a)))
-            .filter(|(idle, _)| *idle >= min_idle)
+            .filter(|(idle, a)| *idle >= if a.used.load(Ordering::Relaxed) { min_idle } else { unused_min })
             .max_by_key(|(idle, _)| *idle);
         match oldest {
             Some((_, a)) => {
@@ -523,6 +532,12 @@ const DISPLACE_WAIT: Duration = Duration::from_secs(2);
 /// connections that just got in: under `h2load -c 500 -m 100` at the cap, the connections
 /// past it are closed instead (`too_many_connections`).
 pub const DISPLACE_MIN_IDLE: Duration = Duration::from_secs(1);
+
+/// A connection that has never carried a call may be displaced at the cap once it is this
+/// old: a client calls within a round trip of connecting, so it is not cut before its first
+/// call, while connections opened and left unused (a churn of new connections) cannot keep
+/// newcomers out by being younger than [`DISPLACE_MIN_IDLE`].
+pub const UNUSED_MIN_AGE: Duration = Duration::from_millis(100);
 
 async fn admit(
     tcp: TcpStream,

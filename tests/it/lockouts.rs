@@ -350,3 +350,39 @@ async fn an_unread_audit_pipe_refuses_calls_recovers_and_does_not_hold_the_exit(
     assert!(took < Duration::from_secs(4), "exit took {took:?} with --drain-timeout-secs 3");
     assert!(server.log_contains("exiting without the last records"), "{:?}", server.log_lines());
 }
+
+/// A churn of new connections that never call (as fast as the test can open them, the
+/// oldest dropped past 200) does not keep fresh clients out at the connection cap: an unused
+/// connection may be displaced once `UNUSED_MIN_AGE` old.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_churn_of_unused_connections_does_not_keep_fresh_clients_out() {
+    let server = spawn_binary(&[], &[]);
+    let addr = server.addr;
+    let churn = tokio::spawn(async move {
+        let mut open = std::collections::VecDeque::new();
+        loop {
+            open.push_back(idle_connection(addr).await);
+            if open.len() > 200 {
+                open.pop_front();
+            }
+            tokio::task::yield_now().await;
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut failed = Vec::new();
+    for _ in 0..16 {
+        let call = async {
+            let mut c = TestClient::new(Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await?);
+            c.get_rules(GetRulesRequest::default()).await.map_err(|s| format!("{:?}", s.code()))?;
+            Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+        };
+        match tokio::time::timeout(Duration::from_secs(3), call).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failed.push(e.to_string()),
+            Err(_) => failed.push("no answer within 3 s".into()),
+        }
+    }
+    churn.abort();
+    eprintln!("fresh clients under a churn of unused connections: {}/16 in", 16 - failed.len());
+    assert!(failed.len() <= 1, "fresh clients kept out: {failed:?}");
+}
