@@ -147,13 +147,16 @@ check "Grafana dashboard: structure, PromQL, metric names, topics" "$PY" scripts
   --probe "$WORK/probe.json"
 
 # The key ring Secret exactly as docs/OPERATIONS.md creates it.
-"$BIN" keygen --id k1 > "$WORK/key-ring.json"
+"$BIN" keygen --id k1 --out "$WORK/key-ring.json"
 "$KUBECTL" create secret generic reddog-key-ring -n reddog --from-file=key-ring.json="$WORK/key-ring.json" \
   --dry-run=client -o yaml > "$WORK/secret.yaml"
 check "documented key ring Secret validates (kubernetes-validate --strict)" \
   "$CACHE/venv/bin/kubernetes-validate" --strict --quiet "$WORK/secret.yaml"
 # The rotation procedure of docs/OPERATIONS.md: every ring along the way starts the engine.
-"$BIN" keygen --add-to "$WORK/key-ring.json" --id k2 > "$WORK/ring-step1.json"
+# Every ring file private (0600): the engine refuses one others may read.
+saved_umask=$(umask)
+umask 077
+"$BIN" keygen --add-to "$WORK/key-ring.json" --id k2 --out "$WORK/ring-step1.json"
 "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); r["primary"]="k2"; json.dump(r, open(sys.argv[2],"w"))' \
   "$WORK/ring-step1.json" "$WORK/ring-step2.json"
 "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); del r["keys"]["k1"]; json.dump(r, open(sys.argv[2],"w"))' \
@@ -170,6 +173,7 @@ if "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/tabl
 else
   ok "a ring whose primary is not among its keys: the engine refuses to start"
 fi
+umask "$saved_umask"
 
 # ---- negative tests: a broken copy must fail ------------------------------------------------
 echo "-- negative tests (each breaks a copy of deploy/ and expects validation to FAIL)"

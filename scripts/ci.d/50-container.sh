@@ -75,8 +75,11 @@ lap "base + podman build" "$t"
 
 echo "-- run: --user 65532 --read-only --cap-drop ALL"
 t=$(now)
-"$BIN" keygen --id ci > "$WORK/key-ring.json"
-chmod 0444 "$WORK/key-ring.json"
+# The engine refuses a ring others may read: owned by the container's user, 0400.
+"$BIN" keygen --id ci --out "$WORK/key-ring.json"
+chmod 0400 "$WORK/key-ring.json"
+if [ "$(id -u)" = 0 ]; then chown 65532:65532 "$WORK/key-ring.json"
+else "${PODMAN[@]}" unshare chown 65532:65532 "$WORK/key-ring.json"; fi
 "${PODMAN[@]}" run -d --name "$NAME" \
   --user 65532:65532 --read-only --cap-drop ALL --security-opt no-new-privileges \
   --stop-timeout 30 \
