@@ -8,7 +8,8 @@
 //! `SOURCE_DATE_EPOCH` when set, for reproducible builds, else the time of the build). Both
 //! are compiled in: the binary never runs git. For `reddog certify`'s identity section it also
 //! records `REDDOG_RUSTC` (`rustc -V` of the compiler cargo uses), `REDDOG_TARGET` (the
-//! target triple) and `REDDOG_PROFILE` (`debug` or `release`).
+//! target triple) and `REDDOG_PROFILE` (`debug` or `release`), and writes the binary's real
+//! dependency graph to `OUT_DIR/dependencies.txt` (see [`dependency_graph`]).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -85,9 +86,61 @@ fn stamp() {
     }
 }
 
+/// The packages compiled into the `reddog` binary for this target, from `cargo tree` (its
+/// feature-aware resolution for this package alone): one line `KIND|NAME|VERSION|SOURCE|LICENCE`
+/// per package, the root included; KIND `normal` (code in the binary) or `build` (used only to
+/// build it: build scripts and their dependencies), SOURCE `registry` or `path` (no local path
+/// is recorded: the binary stays the same wherever it is built). Dev-dependencies and other platforms' crates are not
+/// there. Offline: without the package sources at hand, the file says `unavailable: WHY` and
+/// `reddog certify` fails its dependency check.
+fn dependency_graph(out: &std::path::Path) {
+    for f in ["Cargo.toml", "Cargo.lock", "core/Cargo.toml"] {
+        println!("cargo:rerun-if-changed={f}");
+    }
+    let tree = |edges: &str| -> Result<Vec<String>, String> {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        let manifest = format!("{}/Cargo.toml", std::env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
+        let target = std::env::var("TARGET").map_err(|e| e.to_string())?;
+        let out = Command::new(cargo)
+            .args(["tree", "--manifest-path", &manifest, "-p", "reddog", "-e", edges, "--target", &target])
+            .args(["--prefix", "none", "--locked", "--offline", "--format", "{p}|{l}"])
+            .output()
+            .map_err(|e| format!("cargo tree: {e}"))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Err(format!("cargo tree: {}", err.lines().last().unwrap_or("failed")));
+        }
+        let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim_end_matches(" (*)").to_string())
+            .filter(|l| !l.is_empty())
+            .collect();
+        lines.sort();
+        lines.dedup();
+        Ok(lines)
+    };
+    let text = match (tree("normal"), tree("normal,build")) {
+        (Ok(normal), Ok(all)) => all
+            .iter()
+            .map(|l| {
+                // `name vVERSION[ (/local/path)][ (proc-macro)]|licence`
+                let (package, licence) = l.split_once('|').unwrap_or((l, ""));
+                let mut words = package.split(' ');
+                let (name, version) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                let source = if package.contains(" (/") { "path" } else { "registry" };
+                let kind = if normal.contains(l) { "normal" } else { "build" };
+                format!("{kind}|{name}|{}|{source}|{licence}\n", version.trim_start_matches('v'))
+            })
+            .collect::<String>(),
+        (Err(e), _) | (_, Err(e)) => format!("unavailable: {e}\n"),
+    };
+    let _ = std::fs::write(out.join("dependencies.txt"), text);
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto");
     stamp();
+    dependency_graph(&PathBuf::from(std::env::var("OUT_DIR")?));
     let fds = protox::compile(["reddog/v1/reddog.proto"], ["proto"])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out.join("reddog_descriptor.bin"), prost::Message::encode_to_vec(&fds))?;

@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$1; shift
 BIN=${BIN:-target/release/reddog}
+GEN=${GEN:-target/release/audit-gen}   # cargo build --release --bin reddog --bin audit-gen
 mkdir -p "$dir"
 measure() { # OUT ARGS... : runs audit-log, prints "wall_s rss_mb"
   local out=$1; shift
@@ -19,7 +20,7 @@ echo "| rounds | records | input | partitions | wall (partitioned) | peak RSS (p
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 for n in "$@"; do
   d="$dir/$n"
-  [ -f "$d/replica-3.jsonl" ] || "$BIN" audit-gen --rounds "$n" --replicas 4 --misuse 10 --seed 7 --out "$d" 2>/dev/null
+  [ -f "$d/replica-3.jsonl" ] || "$GEN" --rounds "$n" --replicas 4 --misuse 10 --seed 7 --out "$d" 2>/dev/null
   size=$(du -cb "$d"/replica-*.jsonl | tail -1 | cut -f1)
   read -r pw pr <<< "$(measure "$d/part.json" "$d"/replica-*.jsonl)"
   read -r mw mr <<< "$(measure "$d/mem.json" --in-memory "$d"/replica-*.jsonl)"

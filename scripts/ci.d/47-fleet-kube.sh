@@ -18,7 +18,7 @@
 # --tables: those are printed as known and not counted.
 # Tools (pinned; apt versions as on Debian 12): podman 4.3.1+ds1-8+deb12u1, runc
 # 1.1.5+ds1-1+deb12u1, catatonit 0.1.7-1 (podman builds its pause image from it), kubectl
-# 1.35.2 (scripts/deploy/kubectl.sh), grpcio 1.85 (pip, .tools/fleet-venv). Closes with
+# 1.35.2 (scripts/deploy/kubectl.sh), grpcio 1.85 (pip, pinned by scripts/ci.d/tools/constraints.txt). Closes with
 # "fleet-kube: N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -44,13 +44,8 @@ fi
 export CONTAINERS_CONF=$TOOLS/container/containers.conf
 printf '[containers]\ndefault_ulimits = []\n\n[engine]\ncgroup_manager = "cgroupfs"\n' > "$CONTAINERS_CONF"
 PODMAN=(podman --runtime runc)
-PY_PKGS=(grpcio==1.85.3 grpcio-tools==1.85.1 grpcio-health-checking==1.85.1 grpcio-status==1.85.3 pyyaml==6.0.4)
 VENV=$TOOLS/fleet-venv
-if [ "$(cat "$VENV/.pins" 2>/dev/null)" != "${PY_PKGS[*]}" ]; then
-  echo "== pip install ${PY_PKGS[*]} (.tools/fleet-venv)"
-  rm -rf "$VENV" && python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "${PY_PKGS[@]}" && echo "${PY_PKGS[*]}" > "$VENV/.pins"
-fi
+source scripts/ci.d/tools/pip.sh && pip_tools "$VENV" grpcio grpcio-tools grpcio-health-checking grpcio-status pyyaml
 PY=$VENV/bin/python
 KUBECTL=$(bash scripts/deploy/kubectl.sh "$CACHE")
 echo "$(podman --version), runc $(runc --version | head -1 | cut -d' ' -f3), $("$KUBECTL" version --client | head -1)"

@@ -38,10 +38,8 @@ lap "apt: ${need_apt[*]:-nothing to install}" "$t"
 export CONTAINERS_CONF=$TOOLS/container/containers.conf
 printf '[containers]\ndefault_ulimits = []\n\n[engine]\ncgroup_manager = "cgroupfs"\n' > "$CONTAINERS_CONF"
 PODMAN=(podman --runtime runc)
-[ -x "$TOOLS/venv/bin/python" ] || python3 -m venv "$TOOLS/venv"
+source scripts/ci.d/tools/pip.sh && pip_tools "$TOOLS/venv" grpcio grpcio-tools grpcio-health-checking grpcio-status
 PY=$TOOLS/venv/bin/python
-"$PY" -c "import grpc, grpc_tools, grpc_health, grpc_status" 2>/dev/null \
-  || "$TOOLS/venv/bin/pip" install --quiet grpcio grpcio-tools grpcio-health-checking grpcio-status
 echo "$(podman --version), runc $(runc --version | head -1 | cut -d' ' -f3)"
 
 echo "-- release binary (shared with the soak step)"
@@ -77,8 +75,11 @@ lap "base + podman build" "$t"
 
 echo "-- run: --user 65532 --read-only --cap-drop ALL"
 t=$(now)
-"$BIN" keygen --id ci > "$WORK/key-ring.json"
-chmod 0444 "$WORK/key-ring.json"
+# The engine refuses a ring others may read: owned by the container's user, 0400.
+"$BIN" keygen --id ci --out "$WORK/key-ring.json"
+chmod 0400 "$WORK/key-ring.json"
+if [ "$(id -u)" = 0 ]; then chown 65532:65532 "$WORK/key-ring.json"
+else "${PODMAN[@]}" unshare chown 65532:65532 "$WORK/key-ring.json"; fi
 "${PODMAN[@]}" run -d --name "$NAME" \
   --user 65532:65532 --read-only --cap-drop ALL --security-opt no-new-privileges \
   --stop-timeout 30 \

@@ -44,11 +44,14 @@ a=$(t)
 # (If the engine's tests do not compile, scripts/test-all has failed already; build the binary
 # alone so that this step still reports on the demo.)
 cargo test --locked -p reddog --no-run >/dev/null 2>&1 || cargo build --locked -p reddog --bin reddog
-cargo build --locked -p reddog-demo
+# One build of the demo, with the recovery test's `crash-points` feature: its failpoints are
+# inert unless REDDOG_DEMO_CRASH_AT is set (only tests/recovery.rs sets it), so the same
+# binary serves the load run and the browser test.
+cargo build --locked -p reddog-demo --features crash-points
 echo "   build took $(( $(t) - a )) s"
 
 phase "cargo test -p reddog-demo (unit tests, crash recovery with the real binaries)"
-cargo test --locked -p reddog-demo --lib
+cargo test --locked -p reddog-demo --features crash-points --lib
 # --nocapture: the log shows the ledger after each crash and recovery.
 # The crash failpoints exist only with the `crash-points` feature (never in a release build).
 REDDOG_ENGINE_BIN="$ROOT/target/debug/reddog" cargo test --locked -p reddog-demo --features crash-points --test recovery -- --nocapture

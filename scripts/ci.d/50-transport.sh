@@ -16,10 +16,12 @@ if ! command -v h2load >/dev/null || ! command -v prlimit >/dev/null; then
 fi
 
 echo "-- build (release: the binary the floods measure, and the flood tool)"
-cargo build --locked --release --bin reddog --example flood
+# The flood tool is its own small crate (tools/) on the engine's dependencies: with the engine's
+# release build it adds two small binaries, not a release build of every dev-dependency.
+cargo build --locked --release --bin reddog --bin flood
 
 echo "-- floods"
-MAX_RSS_MIB=96 bash scripts/transport/floods.sh target/release/reddog target/release/examples/flood full
+MAX_RSS_MIB=96 bash scripts/transport/floods.sh target/release/reddog target/release/flood full
 echo "-- floods, one thread serving calls (what a pod limited to one CPU runs)"
 SERVER_ARGS="--worker-threads 1" MAX_RSS_MIB=96 \
-  bash scripts/transport/floods.sh target/release/reddog target/release/examples/flood full
+  bash scripts/transport/floods.sh target/release/reddog target/release/flood full

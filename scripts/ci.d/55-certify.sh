@@ -188,5 +188,41 @@ step "serve --certified-rules tables/certified-rules.json on deploy/examples/tab
   serves_certified deploy/examples/tables.json "$OUT/tables/certified-rules.json"
 step "serve --certified-rules: one paytable entry changed: refused, naming the table and both digests" refuses_changed
 
+# The SBOM is the binary's real dependency graph: as many packages as `cargo tree` gives for
+# the engine on this target — at least its normal dependencies, at most with its build ones —
+# each with a licence; no dev-dependency, no other platform's crate.
+deps_are_the_graph() {
+  local target normal all
+  target=$(rustc -vV | sed -n 's/^host: //p')
+  count() { cargo tree -p reddog -e "$1" --target "$target" --prefix none --locked -f '{p}' | sed 's/ (\*)$//' | sort -u | wc -l; }
+  normal=$(count normal)
+  all=$(count normal,build)
+  python3 - "$OUT/default/report.json" "$normal" "$all" <<'PY'
+import json, sys
+deps = json.load(open(sys.argv[1]))["identity"]["dependencies"]
+normal, everything = int(sys.argv[2]), int(sys.argv[3])
+names = {d["name"] for d in deps}
+print(f"   report.json: {len(deps)} dependencies ({sum(d['kind'] == 'normal' for d in deps)} normal); "
+      f"cargo tree -e normal: {normal} lines, -e normal,build: {everything} (each with the root)")
+assert normal <= len(deps) <= everything, "not the binary's graph"
+assert sum(d["kind"] == "normal" for d in deps) == normal - 1, "normal dependencies != cargo tree -e normal"
+assert all(d["licence"] for d in deps if d["source"] == "registry"), "a package without a licence"
+assert not names & {"proptest", "criterion", "rcgen", "windows-sys", "reddog-demo"}, names
+PY
+}
+step "report.json lists the binary's dependency graph (cargo tree), each with a licence" deps_are_the_graph
+
+vectors_run() {
+  python3 - "$OUT/default/report.json" <<'PY'
+import json, sys
+v = {x["file"]: x for x in json.load(open(sys.argv[1]))["protocol"]["vectors"]}
+for f in ("deal-v1", "reveal-v2", "reveal-v3", "reveal-negative", "receipt-v1"):
+    x = v[f"tests/vectors/{f}.json"]
+    print(f"   {f}: {x['passed']} of {x['cases']}")
+    assert x["cases"] > 0 and x["passed"] == x["cases"]
+PY
+}
+step "certify ran every vector file: deal, reveal v2 and v3, negative, receipts" vectors_run
+
 echo "certify: $passed passed, $failed failed ($(( $(date +%s) - T0 )) s)"
 [ "$failed" -eq 0 ]

@@ -12,18 +12,12 @@ ROOT=$PWD
 TOOLS="$ROOT/.tools"
 
 command -v python3 >/dev/null || { echo "python3 is required" >&2; exit 1; }
-if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-  apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
-fi
+source scripts/ci.d/tools/pip.sh && pip_tools "$TOOLS/duckdb-venv" duckdb
 PY="$TOOLS/duckdb-venv/bin/python"
-if ! "$PY" -c 'import duckdb' 2>/dev/null; then
-  echo "== pip install duckdb (.tools/duckdb-venv)"
-  python3 -m venv "$TOOLS/duckdb-venv"
-  "$TOOLS/duckdb-venv/bin/pip" install -q --disable-pip-version-check duckdb
-fi
 
-cargo build --locked --quiet --bin reddog
+cargo build --locked --quiet --bin reddog --bin audit-gen
 BIN="$ROOT/target/debug/reddog"
+GEN="$ROOT/target/debug/audit-gen"   # the generator (tools/), not in the shipped binary
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -76,7 +70,7 @@ PY
 
 gen() { # DIR ARGS... : a generated trail, one file per replica
   local dir=$1; shift
-  "$BIN" audit-gen --out "$dir" "$@" 2>/dev/null
+  "$GEN" --out "$dir" "$@" 2>/dev/null
 }
 
 gen "$tmp/clean" --rounds 1000 --replicas 3 --seed 11

@@ -127,8 +127,8 @@ def main() -> int:
     tmp = tempfile.mkdtemp()
     pb, pbg = stubs(tmp)
     ring = Path(tmp) / "ring.json"
-    ring.write_text(subprocess.run([a.binary, "keygen", "--id", "m"], check=True,
-                                   capture_output=True, text=True).stdout)
+    # `--out`: created 0600 (the engine refuses a ring others may read).
+    subprocess.run([a.binary, "keygen", "--id", "m", "--out", str(ring)], check=True)
     proc = subprocess.Popen([a.binary, "serve", "--listen", "127.0.0.1:0", "--metrics-listen",
                              "127.0.0.1:0", "--key-ring-file", str(ring), "--table-config",
                              str(ROOT / "deploy/base/table.json"), "--log-format", "json"],

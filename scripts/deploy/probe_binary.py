@@ -46,13 +46,11 @@ def main() -> int:
         if a.ring:
             ring = Path(a.ring)
         else:
-            kg = subprocess.run([a.binary, "keygen", "--id", "ci"], capture_output=True,
-                                text=True, timeout=30)
+            kg = subprocess.run([a.binary, "keygen", "--id", "ci", "--out", str(ring)],
+                                capture_output=True, text=True, timeout=30)
             if kg.returncode != 0:
                 print(f"reddog keygen failed: {kg.stderr.strip()}")
                 return 1
-            ring.write_text(kg.stdout)
-            ring.chmod(0o400)
         cmd = [a.binary, "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
                "--key-ring-file", str(ring), "--table-config", a.table,
                "--drain-timeout-secs", "5", "--log-format", "text"]

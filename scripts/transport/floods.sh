@@ -6,15 +6,15 @@
 #
 #   scripts/transport/floods.sh BINARY [FLOOD_TOOL] [quick]
 #
-# BINARY: the reddog binary to test; FLOOD_TOOL: the built examples/flood (default
-# target/release/examples/flood). `quick` runs smaller floods (CI). Needs h2load
+# BINARY: the reddog binary to test; FLOOD_TOOL: the built flood tool (tools/, default
+# target/release/flood). `quick` runs smaller floods (CI). Needs h2load
 # (apt-get install nghttp2-client) for the h2load runs. Prints one `flood:` line per flood and
 # exits non-zero if a flood took the server over MAX_RSS_MIB (default 96; the last flood, with
 # every limit reached at once, over MAX_RSS_ALL_MIB, default MAX_RSS_MIB + 16) or health failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${1:?usage: floods.sh BINARY [FLOOD_TOOL] [quick]}"
-FLOOD="${2:-target/release/examples/flood}"
+FLOOD="${2:-target/release/flood}"
 MODE="${3:-full}"
 MAX_RSS="${MAX_RSS_MIB:-96}"
 MAX_RSS_ALL="${MAX_RSS_ALL_MIB:-$((MAX_RSS + 16))}"

@@ -224,6 +224,8 @@ impl<W: Write> Writer<'_, W> {
     fn write_at(&mut self, r: usize, event: Event, offset_ns: i64) -> io::Result<()> {
         self.clock_ns += 1_000_000 + (self.records % 7) as i64 * 13_000;
         let at_ns = self.clock_ns + self.chains[r].skew_ns + offset_ns;
+        let at = format_timestamp(at_ns.div_euclid(1_000_000_000), at_ns.rem_euclid(1_000_000_000) as u32)
+            .ok_or_else(|| io::Error::other("the generator's clock left jiff's range"))?;
         let c = &mut self.chains[r];
         let record = Record {
             envelope: Envelope {
@@ -232,7 +234,7 @@ impl<W: Write> Writer<'_, W> {
                 run: c.run.clone(),
                 seq: c.seq,
                 prev: std::mem::take(&mut c.prev),
-                at: format_timestamp(at_ns.div_euclid(1_000_000_000), at_ns.rem_euclid(1_000_000_000) as u32),
+                at,
             },
             event,
         };

@@ -30,7 +30,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
-use std::io::{self, BufRead};
+use std::io;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -466,71 +466,26 @@ fn settled_fact(
     }))
 }
 
-/// Parses one ledger line (`round_id,seat,staked,credited`; RFC 4180 quoting for the round
-/// id). `Ok(None)` for the header.
-pub fn parse_ledger_line(line: &str) -> Result<Option<LedgerRow>, String> {
-    let fields = split_csv(line)?;
+/// Parses one ledger record (`round_id,seat,staked,credited`, read by the `csv` crate: RFC 4180
+/// quoting for the round id). `Ok(None)` for the header.
+pub fn parse_ledger_record(fields: &csv::StringRecord) -> Result<Option<LedgerRow>, String> {
     if fields.len() != 4 {
         return Err(format!("{} fields, expected 4: round_id,seat,staked,credited", fields.len()));
     }
-    if fields[0] == "round_id" && fields[1] == "seat" {
+    if &fields[0] == "round_id" && &fields[1] == "seat" {
         return Ok(None);
     }
     let number = |i: usize, name: &str| -> Result<u64, String> {
-        fields[i].trim().parse::<u64>().map_err(|_| format!("{name} {:?} is not a non-negative integer", fields[i]))
+        fields[i].trim().parse::<u64>().map_err(|_| format!("{name} {:?} is not a non-negative integer", &fields[i]))
     };
     if fields[0].is_empty() {
         return Err("an empty round_id".into());
     }
     Ok(Some(LedgerRow {
-        round_id: fields[0].clone(),
-        seat: u32::try_from(number(1, "seat")?).map_err(|_| format!("seat {:?} is too large", fields[1]))?,
+        round_id: fields[0].to_string(),
+        seat: u32::try_from(number(1, "seat")?).map_err(|_| format!("seat {:?} is too large", &fields[1]))?,
         amounts: LedgerAmounts { staked: number(2, "staked")?, credited: number(3, "credited")? },
     }))
-}
-
-/// Splits one CSV line (RFC 4180: a field may be quoted, `""` inside quotes is a quote).
-fn split_csv(line: &str) -> Result<Vec<String>, String> {
-    let mut fields = Vec::new();
-    let mut chars = line.chars().peekable();
-    loop {
-        let mut field = String::new();
-        if chars.peek() == Some(&'"') {
-            chars.next();
-            loop {
-                match chars.next() {
-                    None => return Err("a quoted field is not closed".into()),
-                    Some('"') if chars.peek() == Some(&'"') => {
-                        chars.next();
-                        field.push('"');
-                    }
-                    Some('"') => break,
-                    Some(c) => field.push(c),
-                }
-            }
-            match chars.next() {
-                None => {
-                    fields.push(field);
-                    return Ok(fields);
-                }
-                Some(',') => fields.push(field),
-                Some(c) => return Err(format!("{c:?} after a closing quote")),
-            }
-        } else {
-            loop {
-                match chars.next() {
-                    None => {
-                        fields.push(field);
-                        return Ok(fields);
-                    }
-                    Some(',') => break,
-                    Some('"') => return Err("a quote inside an unquoted field".into()),
-                    Some(c) => field.push(c),
-                }
-            }
-            fields.push(field);
-        }
-    }
 }
 
 /// The sums over every partition.
@@ -792,26 +747,34 @@ pub fn report(
         }
     }
     let reconcile = ledger.is_some();
-    if let Some(mut input) = ledger {
-        let mut text = String::new();
-        let mut line_no = 0u64;
+    if let Some(input) = ledger {
+        // Blank lines are skipped; a record's place is the line it starts on.
+        let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(input.reader);
+        let mut record = csv::StringRecord::new();
+        let mut first = true;
         loop {
-            text.clear();
-            if input.reader.read_line(&mut text)? == 0 {
-                break;
+            let place = |p: Option<&csv::Position>| format!("{}:{}", input.name, p.map_or(0, csv::Position::line));
+            match reader.read_record(&mut record) {
+                Ok(false) => break,
+                Ok(true) => {}
+                Err(e) if e.is_io_error() => {
+                    return Err(match e.into_kind() {
+                        csv::ErrorKind::Io(e) => ReportError::Io(e),
+                        kind => ReportError::Io(io::Error::other(format!("{kind:?}"))),
+                    });
+                }
+                Err(e) => return Err(ReportError::Ledger { place: place(e.position()), detail: e.to_string() }),
             }
-            line_no += 1;
-            let l = text.trim_end_matches(['\n', '\r']);
-            if l.trim().is_empty() {
-                continue;
-            }
-            let place = format!("{}:{line_no}", input.name);
-            match parse_ledger_line(l) {
+            match parse_ledger_record(&record) {
                 Ok(Some(row)) => sink.push(Fact::Ledger(row))?,
-                Ok(None) if line_no == 1 => {}
-                Ok(None) => return Err(ReportError::Ledger { place, detail: "a header line after the first".into() }),
-                Err(detail) => return Err(ReportError::Ledger { place, detail }),
+                Ok(None) if first => {}
+                Ok(None) => {
+                    let detail = "a header line after the first".into();
+                    return Err(ReportError::Ledger { place: place(record.position()), detail });
+                }
+                Err(detail) => return Err(ReportError::Ledger { place: place(record.position()), detail }),
             }
+            first = false;
         }
     }
     let mut acc = Accumulated { reconcile, ..Accumulated::default() };
@@ -1105,6 +1068,13 @@ mod tests {
         assert!(err.to_string().starts_with("ledger.csv:2: 3 fields"), "{err}");
         let err = run(&two_rounds(), Some("r-1,0,-5,0\n"), Mode::InMemory).unwrap_err();
         assert!(err.to_string().contains("staked \"-5\""), "{err}");
-        assert_eq!(split_csv("\"a\"\"b,c\",1").unwrap(), ["a\"b,c", "1"]);
+        let quoted = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader("\"a\"\"b,c\",1,2,3\n".as_bytes())
+            .records()
+            .next()
+            .unwrap()
+            .unwrap();
+        assert_eq!(parse_ledger_record(&quoted).unwrap().unwrap().round_id, "a\"b,c");
     }
 }

@@ -232,6 +232,9 @@ pub fn render(r: &Report) -> String {
         r.elapsed_seconds,
         cmd(&r.reproduce),
     );
+    for w in &r.warnings {
+        let _ = writeln!(o, "<p class=\"fail\">Warning: {}</p>", esc(w));
+    }
 
     // Identity.
     o.push_str("<h2 class=\"first\">1. Identity</h2>\n");
@@ -266,13 +269,15 @@ pub fn render(r: &Report) -> String {
         id.dependencies.len(),
         esc(&id.licences)
     );
-    head(&mut o, &["name", "version", "source", "checksum"]);
+    head(&mut o, &["name", "version", "kind", "licence", "source", "checksum"]);
     for p in &id.dependencies {
         row(
             &mut o,
             &[
                 esc(&p.name),
                 esc(&p.version),
+                esc(&p.kind),
+                esc(&p.licence),
                 esc(&p.source),
                 format!("<span class=\"mono\">{}</span>", esc(p.checksum.as_deref().unwrap_or("-"))),
             ],

@@ -1,10 +1,11 @@
 //! The identity section: which bytes are under test (the binary's SHA-256, read from
 //! `/proc/self/exe`), how they were built (version, git commit, rustc, target, profile — all
-//! compiled in by `build.rs`), from which dependencies (`Cargo.lock`, embedded at build time
-//! with `include_str!`: no cargo and no network at run time), for which tables (the table
+//! compiled in by `build.rs`), from which dependencies (the binary's dependency graph for its
+//! target, recorded by `build.rs` with `cargo tree`, and `Cargo.lock`'s checksums, both
+//! embedded at build time: no cargo and no network at run time), for which tables (the table
 //! configuration's digest and each table's rules digest), when and by which command.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -14,6 +15,9 @@ use crate::service::build_info;
 
 /// `Cargo.lock` as it was when the binary was built.
 pub const CARGO_LOCK: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"));
+/// The binary's dependency graph for its target, written by `build.rs`: one line
+/// `KIND|NAME|VERSION|SOURCE|LICENCE` per package, or `unavailable: WHY`.
+pub const DEPENDENCY_GRAPH: &str = include_str!(concat!(env!("OUT_DIR"), "/dependencies.txt"));
 /// `rustc -V` of the compiler that built the binary.
 pub const RUSTC: &str = env!("REDDOG_RUSTC");
 /// The target triple.
@@ -59,71 +63,64 @@ pub fn rules_digest(table: &Table, currency: &str, exponent: u8) -> String {
     .to_hex()
 }
 
-/// One package of `Cargo.lock`.
+/// One package the binary is built from.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Package {
     pub name: String,
     pub version: String,
-    /// `registry`, `git` or `path` (the workspace's own crates).
+    /// `registry` or `path` (the workspace's own crates).
     pub source: String,
-    /// The registry checksum (SHA-256 of the `.crate` file), when there is one.
+    /// `normal`: its code is in the binary; `build`: it only builds the binary (build scripts
+    /// and what they use).
+    pub kind: String,
+    /// The licence its manifest declares (an SPDX expression), empty when it declares none.
+    pub licence: String,
+    /// The registry checksum (SHA-256 of the `.crate` file) from `Cargo.lock`, when there is one.
     pub checksum: Option<String>,
 }
 
-/// The packages of `lock` reachable from `root` through its dependency lists (normal, build
-/// and dev dependencies alike: `Cargo.lock` does not tell them apart), `root` excluded.
-pub fn dependencies(lock: &str, root: &str) -> Result<Vec<Package>, String> {
+/// The packages of `graph` (the format of [`DEPENDENCY_GRAPH`]) other than `root`, with
+/// their checksums from `lock`.
+pub fn dependencies(graph: &str, lock: &str, root: &str) -> Result<Vec<Package>, String> {
+    if let Some(why) = graph.trim().strip_prefix("unavailable: ") {
+        return Err(format!("the build recorded no dependency graph ({why})"));
+    }
     let doc: toml_edit::DocumentMut = lock.parse().map_err(|e| format!("Cargo.lock: {e}"))?;
     let packages =
         doc.get("package").and_then(|p| p.as_array_of_tables()).ok_or("Cargo.lock has no [[package]] entries")?;
-    let mut all: BTreeMap<(String, String), (Package, Vec<String>)> = BTreeMap::new();
-    let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for p in packages.iter() {
-        let s = |k: &str| p.get(k).and_then(|v| v.as_str()).map(str::to_string);
-        let (Some(name), Some(version)) = (s("name"), s("version")) else { continue };
-        let source = match s("source") {
-            None => "path".to_string(),
-            Some(src) if src.starts_with("registry+") => "registry".to_string(),
-            Some(src) if src.starts_with("git+") => "git".to_string(),
-            Some(_) => "other".to_string(),
+    let checksums: BTreeMap<(&str, &str), &str> = packages
+        .iter()
+        .filter_map(|p| {
+            let s = |k: &str| p.get(k).and_then(|v| v.as_str());
+            Some(((s("name")?, s("version")?), s("checksum")?))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for line in graph.lines().filter(|l| !l.is_empty()) {
+        let [kind, name, version, source, licence] = line.splitn(5, '|').collect::<Vec<_>>()[..] else {
+            return Err(format!("dependency graph: malformed line {line:?}"));
         };
-        let deps = p
-            .get("dependencies")
-            .and_then(|d| d.as_array())
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_default();
-        by_name.entry(name.clone()).or_default().push(version.clone());
-        let pkg = Package { name: name.clone(), version: version.clone(), source, checksum: s("checksum") };
-        all.insert((name, version), (pkg, deps));
-    }
-    // A dependency entry is "name" (one version in the lock) or "name version [(source)]".
-    let resolve = |entry: &str| -> Option<(String, String)> {
-        let mut parts = entry.split_whitespace();
-        let name = parts.next()?.to_string();
-        let version = match parts.next() {
-            Some(v) => v.to_string(),
-            None => by_name.get(&name)?.first()?.clone(),
-        };
-        Some((name, version))
-    };
-    let root_key =
-        all.keys().find(|(n, _)| n == root).cloned().ok_or_else(|| format!("{root} is not in Cargo.lock"))?;
-    let mut seen = BTreeSet::new();
-    let mut stack = vec![root_key.clone()];
-    while let Some(key) = stack.pop() {
-        if !seen.insert(key.clone()) {
-            continue;
-        }
-        if let Some((_, deps)) = all.get(&key) {
-            stack.extend(deps.iter().filter_map(|d| resolve(d)));
+        if name != root {
+            out.push(Package {
+                name: name.to_string(),
+                version: version.to_string(),
+                source: source.to_string(),
+                kind: kind.to_string(),
+                licence: licence.to_string(),
+                checksum: checksums.get(&(name, version)).map(|c| c.to_string()),
+            });
         }
     }
-    seen.remove(&root_key);
-    Ok(seen.iter().filter_map(|k| all.get(k).map(|(p, _)| p.clone())).collect())
+    if out.len() + 1 != graph.lines().filter(|l| !l.is_empty()).count() {
+        return Err(format!("dependency graph: {root} is not in it"));
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// A CycloneDX 1.5 JSON SBOM of the binary: the application (with the binary's SHA-256) and
-/// every package of [`dependencies`], with its purl and registry checksum.
+/// every package of [`dependencies`], with its purl, licence and registry checksum; packages
+/// that only build the binary have the scope `excluded` (not in the binary).
 pub fn cyclonedx(binary_sha256: &str, timestamp: &str, packages: &[Package]) -> serde_json::Value {
     let components: Vec<serde_json::Value> = packages
         .iter()
@@ -138,6 +135,10 @@ pub fn cyclonedx(binary_sha256: &str, timestamp: &str, packages: &[Package]) -> 
             if let Some(sum) = &p.checksum {
                 c["hashes"] = serde_json::json!([{"alg": "SHA-256", "content": sum}]);
             }
+            if !p.licence.is_empty() {
+                c["licenses"] = serde_json::json!([{"expression": p.licence}]);
+            }
+            c["scope"] = serde_json::json!(if p.kind == "normal" { "required" } else { "excluded" });
             c
         })
         .collect();
@@ -180,9 +181,9 @@ pub struct Identity {
     pub target: String,
     pub profile: String,
     pub cargo_lock_sha256: String,
-    /// Packages reachable from `reddog` in the embedded `Cargo.lock`.
+    /// The binary's dependency graph for its target (normal and build dependencies).
     pub dependencies: Vec<Package>,
-    /// Licences are not recorded in `Cargo.lock`; where they are checked.
+    /// Where the licences come from and where they are checked.
     pub licences: String,
     /// SHA-256 of the table configuration file's bytes; `None` for the built-in table.
     pub table_config_sha256: Option<String>,
@@ -197,6 +198,8 @@ pub struct Identity {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
     use crate::game::{BetLimits, Decks, Money, Paytable};
 
@@ -216,16 +219,28 @@ mod tests {
     }
 
     #[test]
-    fn the_embedded_lock_lists_the_engines_dependencies_with_checksums() {
-        let deps = dependencies(CARGO_LOCK, "reddog").unwrap();
+    fn the_embedded_graph_lists_the_binarys_dependencies_with_licences_and_checksums() {
+        let deps = dependencies(DEPENDENCY_GRAPH, CARGO_LOCK, "reddog").unwrap();
         let names: BTreeSet<&str> = deps.iter().map(|p| p.name.as_str()).collect();
-        for needed in ["tonic", "sha2", "rand_chacha", "serde_json"] {
+        for needed in ["tonic", "sha2", "rand_chacha", "serde_json", "reddog-core"] {
             assert!(names.contains(needed), "{needed}");
         }
-        // The demo's own dependency is not the engine's.
-        assert!(!names.contains("reddog-demo"));
-        assert!(deps.iter().filter(|p| p.source == "registry").all(|p| p.checksum.is_some()));
+        // Not the binary's: the demo, dev-dependencies, the developer tools, the root itself.
+        for absent in ["reddog", "reddog-demo", "reddog-tools", "proptest", "criterion", "rcgen"] {
+            assert!(!names.contains(absent), "{absent}");
+        }
+        if TARGET.contains("linux") {
+            assert!(!names.contains("windows-sys"), "another platform's crate");
+        }
+        let kind = |p: &str| deps.iter().find(|d| d.name == p).map(|d| d.kind.as_str());
+        assert_eq!(kind("tonic"), Some("normal"));
+        assert_eq!(kind("protox"), Some("build"));
+        assert!(deps.iter().filter(|p| p.source == "registry").all(|p| p.checksum.is_some() && !p.licence.is_empty()));
         let bom = cyclonedx("ab", "2026-01-01T00:00:00Z", &deps);
-        assert_eq!(bom["components"].as_array().unwrap().len(), deps.len());
+        let components = bom["components"].as_array().unwrap();
+        assert_eq!(components.len(), deps.len());
+        let excluded = components.iter().filter(|c| c["scope"] == "excluded").count();
+        assert_eq!(excluded, deps.iter().filter(|p| p.kind == "build").count());
+        assert!(dependencies("unavailable: offline", CARGO_LOCK, "reddog").unwrap_err().contains("offline"));
     }
 }

@@ -111,6 +111,9 @@ pub struct Options {
     /// The configuration file's path and bytes; `None`: the built-in default table.
     pub table_config: Option<(String, Vec<u8>)>,
     pub command_line: Vec<String>,
+    /// `--strict`: a warning (a table whose best play returns more than the stake) fails the
+    /// verdict.
+    pub strict: bool,
 }
 
 /// One table's rules as configured.
@@ -174,6 +177,9 @@ pub struct Report {
     pub randomness: randomness::Randomness,
     pub protocol: protocol::Protocol,
     pub checks: Vec<Check>,
+    /// What a lab must look at though no check failed (with `--strict`, each is also a failed
+    /// check): a table whose best play returns more than the stake.
+    pub warnings: Vec<String>,
     pub verdict: Verdict,
     /// The command that reproduces the whole report.
     pub reproduce: String,
@@ -216,8 +222,8 @@ pub enum CertifyError {
     /// The running binary, whose hash the report states, cannot be read.
     #[error("cannot read the running binary")]
     Binary(#[source] std::io::Error),
-    /// The embedded `Cargo.lock` does not list the dependencies.
-    #[error("the embedded Cargo.lock: {0}")]
+    /// The dependency graph recorded at build time is missing or unreadable.
+    #[error("dependencies: {0}")]
     Dependencies(String),
     /// The simulator refused the table or failed.
     #[error(transparent)]
@@ -242,9 +248,11 @@ pub fn run_with<S: DealSource>(
     let started = std::time::Instant::now();
     let plan = &options.plan;
     let (binary_sha256, binary_path) = identity::binary_sha256().map_err(CertifyError::Binary)?;
-    let dependencies = identity::dependencies(identity::CARGO_LOCK, "reddog").map_err(CertifyError::Dependencies)?;
+    let dependencies = identity::dependencies(identity::DEPENDENCY_GRAPH, identity::CARGO_LOCK, "reddog")
+        .map_err(CertifyError::Dependencies)?;
     let mut rules_digests = std::collections::BTreeMap::new();
     let mut tables = Vec::new();
+    let mut warnings = Vec::new();
     let mut timings = std::collections::BTreeMap::new();
     let mut clock = std::time::Instant::now();
     let mut lap = |name: &str, timings: &mut std::collections::BTreeMap<String, f64>| {
@@ -257,6 +265,15 @@ pub fn run_with<S: DealSource>(
         let digest = identity::rules_digest(t, code, exp);
         rules_digests.insert(named.id.clone(), digest.clone());
         let seed = options.seed.wrapping_add(i as u64);
+        let best = crate::odds::Analysis::new(t.decks(), t.paytable()).policy(crate::odds::Policy::Optimal).rtp;
+        if best > Exact::from(1) {
+            warnings.push(format!(
+                "table {}: the best play returns {} per unit bet, more than the stake (RTP above 1: the house \
+                 loses in the long run; allowed by \"allow_rtp_over_1\")",
+                named.id,
+                crate::odds::decimal(&best, 6)
+            ));
+        }
         let game = game::figures(t);
         lap(&format!("game {}", named.id), &mut timings);
         let agreement = agreement::run(t, plan.sim_rounds, seed, progress)?;
@@ -297,8 +314,8 @@ pub fn run_with<S: DealSource>(
         profile: identity::PROFILE.to_string(),
         cargo_lock_sha256: identity::sha256_hex(identity::CARGO_LOCK.as_bytes()),
         dependencies,
-        licences: "Cargo.lock records no licences; `cargo deny check licenses` (deny.toml, CI step \
-                   60-supply-chain.sh) enforces the allowed set for this lock file"
+        licences: "each package's licence as its manifest declares it; `cargo deny check licenses` \
+                   (deny.toml, CI step 60-supply-chain.sh) enforces the allowed set"
             .to_string(),
         table_config_sha256: options.table_config.as_ref().map(|(_, b)| identity::sha256_hex(b)),
         table_config: options.table_config.as_ref().map_or("built-in default table".to_string(), |(p, _)| p.clone()),
@@ -308,7 +325,12 @@ pub fn run_with<S: DealSource>(
         date: now_rfc3339(),
         command_line: options.command_line.clone(),
     };
-    let checks = checks(&identity, &tables, &randomness, &protocol);
+    let mut checks = checks(&identity, &tables, &randomness, &protocol);
+    if options.strict {
+        checks.extend(warnings.iter().enumerate().map(|(i, w)| {
+            check(format!("strict.warning.{i}"), "game", "--strict: no warning".into(), false, w.clone())
+        }));
+    }
     let failed = checks.iter().filter(|c| !c.passed).count();
     let config = options.table_config.as_ref().map_or(String::new(), |(p, _)| format!(" --table-config {p}"));
     Ok(Report {
@@ -322,7 +344,13 @@ pub fn run_with<S: DealSource>(
         protocol,
         verdict: Verdict { passed: failed == 0, checks_passed: checks.len() - failed, checks_failed: failed },
         checks,
-        reproduce: format!("reddog certify --{}{config} --seed {} --out DIR", plan.name, options.seed),
+        warnings,
+        reproduce: format!(
+            "reddog certify --{}{config}{} --seed {} --out DIR",
+            plan.name,
+            if options.strict { " --strict" } else { "" },
+            options.seed
+        ),
         timings,
         elapsed_seconds: started.elapsed().as_secs_f64(),
     })

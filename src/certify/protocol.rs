@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::fairness::{DealInputs, Expectations, FairShoe, ServerSeed, derive_key, parse_reveal};
+use crate::fairness::{AnyReveal, DealInputs, Expectations, FairShoe, ServerSeed, derive_key, parse_reveal, receipt};
 use crate::game::{Decks, Spread};
 use crate::odds::Policy;
 use crate::service::proto::red_dog_client::RedDogClient;
@@ -27,6 +27,8 @@ recomputes the commitment, the cards, the money and the transcript and compares 
 const DEAL_VECTORS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/deal-v1.json"));
 const REVEAL_VECTORS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/reveal-v2.json"));
 const NEGATIVE_VECTORS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/reveal-negative.json"));
+const REVEAL_V3_VECTORS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/reveal-v3.json"));
+const RECEIPT_VECTORS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/receipt-v1.json"));
 
 /// One vector file's result.
 #[derive(Clone, Debug, Serialize)]
@@ -127,12 +129,80 @@ fn reveal_case(case: &Value) -> Result<(), String> {
     if case["verdict"] == verdict { Ok(()) } else { Err(format!("{verdict}, the vector says {}", case["verdict"])) }
 }
 
+/// A Settle receipt case: the reveal checked as `reddog verify --public-key --signature`
+/// does: verified only when the reveal verifies and the signature covers its exact bytes.
+fn receipt_case(case: &Value) -> Result<(), String> {
+    let text = case["reveal"].as_str().ok_or("no reveal")?;
+    let hex32 = |k: &str| -> Option<[u8; 32]> { hex::decode(case[k].as_str()?).ok()?.try_into().ok() };
+    let signature: Option<[u8; 64]> =
+        case["signature"].as_str().and_then(|s| hex::decode(s).ok()).and_then(|b| b.try_into().ok());
+    let (key, signature) = hex32("public_key").zip(signature).ok_or("no public_key or signature")?;
+    let verdict = match parse_reveal(text).and_then(|r| Ok((r.verify()?, r))) {
+        Err(_) => "malformed",
+        Ok((v, AnyReveal::V2(r))) if v.ok() => {
+            let transcript: Option<[u8; 32]> = hex::decode(&r.transcript).ok().and_then(|b| b.try_into().ok());
+            let signed = transcript
+                .is_some_and(|t| receipt::verify_settle(&key, &signature, &t, receipt::reveal_bytes(text.as_bytes())));
+            if signed { "verified" } else { "not_verified" }
+        }
+        Ok(_) => "not_verified",
+    };
+    if case["verdict"] == verdict { Ok(()) } else { Err(format!("{verdict}, the vector says {}", case["verdict"])) }
+}
+
+/// The receipt file's CommitSeed vector: the message built from its fields is the vector's
+/// bytes, and its signature verifies with the file's public key.
+fn commit_receipt(doc: &Value) -> Result<(), String> {
+    let c = &doc["commit"];
+    let s = |k: &str| c[k].as_str().ok_or_else(|| format!("commit.{k} missing"));
+    let n = |k: &str| c[k].as_i64().ok_or_else(|| format!("commit.{k} is not an integer"));
+    let raw32 = |v: &str| -> Result<[u8; 32], String> {
+        hex::decode(v).ok().and_then(|b| b.try_into().ok()).ok_or_else(|| format!("{v:?} is not 64 hex digits"))
+    };
+    let (commitment, rules_digest, key) = (
+        raw32(s("commitment")?)?,
+        raw32(s("rules_digest")?)?,
+        raw32(doc["public_key"].as_str().ok_or("no public_key")?)?,
+    );
+    let signature: [u8; 64] = hex::decode(s("signature")?)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or("commit.signature: not 128 hex digits")?;
+    let r = receipt::CommitReceipt {
+        commitment: &commitment,
+        round_id: s("round_id")?,
+        nonce: u64::try_from(n("nonce")?).map_err(|e| e.to_string())?,
+        table_id: s("table_id")?,
+        decks: u8::try_from(n("decks")?).map_err(|e| e.to_string())?,
+        rules_digest: &rules_digest,
+        expires_at_unix_ms: n("expires_at_unix_ms")?,
+        algorithm: s("algorithm")?,
+        sandbox: c["sandbox"].as_bool().ok_or("commit.sandbox is not a boolean")?,
+    };
+    if hex::encode(r.message()) != s("message_hex")? {
+        return Err("the CommitSeed message differs from the vector's bytes".into());
+    }
+    if !receipt::verify_commit(&key, &signature, &r) {
+        return Err("the CommitSeed signature does not verify".into());
+    }
+    Ok(())
+}
+
 /// Runs the embedded vectors through the built-in verifier.
 pub fn vectors() -> Vec<VectorFile> {
+    let mut receipts = file_result("tests/vectors/receipt-v1.json", RECEIPT_VECTORS, receipt_case);
+    let doc: Value = serde_json::from_str(RECEIPT_VECTORS).unwrap_or(Value::Null);
+    receipts.cases += 1;
+    match commit_receipt(&doc) {
+        Ok(()) => receipts.passed += 1,
+        Err(why) => receipts.failures.push(format!("commit: {why}")),
+    }
     vec![
         file_result("tests/vectors/deal-v1.json", DEAL_VECTORS, deal_case),
         file_result("tests/vectors/reveal-v2.json", REVEAL_VECTORS, reveal_case),
+        file_result("tests/vectors/reveal-v3.json", REVEAL_V3_VECTORS, reveal_case),
         file_result("tests/vectors/reveal-negative.json", NEGATIVE_VECTORS, reveal_case),
+        receipts,
     ]
 }
 

@@ -34,6 +34,9 @@ pub struct CertifyArgs {
     /// Seed of every simulation and deal of the run (same seed, same figures).
     #[arg(long, default_value_t = 20_261_202)]
     seed: u64,
+    /// Fail on warnings too (a table whose best play returns more than the stake).
+    #[arg(long)]
+    strict: bool,
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -51,7 +54,14 @@ pub fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     };
     let plan = if args.full { Plan::full() } else { Plan::quick() };
     let certified = CertifiedRules::of(&tables, "");
-    let options = Options { plan, seed: args.seed, tables, table_config, command_line: std::env::args().collect() };
+    let options = Options {
+        plan,
+        seed: args.seed,
+        tables,
+        table_config,
+        command_line: std::env::args().collect(),
+        strict: args.strict,
+    };
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let show = !args.no_progress && (args.full || std::io::stderr().is_terminal());
     let bar = if show {
@@ -78,16 +88,20 @@ pub fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     for t in &report.tables {
         write(&t.reproduce.paytable_file, serde_json::to_string(&t.rules.paytable)?)?;
     }
+    for w in &report.warnings {
+        eprintln!("WARNING {w}");
+    }
     for c in report.checks.iter().filter(|c| !c.passed) {
         eprintln!("FAIL {}: {}", c.description, c.detail);
     }
     println!(
-        "certify ({}, {} table{}): {} passed, {} failed; {} in {:.0} s -> {}",
+        "certify ({}, {} table{}): {} passed, {} failed, {} warning(s); {} in {:.0} s -> {}",
         report.plan.name,
         report.tables.len(),
         if report.tables.len() == 1 { "" } else { "s" },
         report.verdict.checks_passed,
         report.verdict.checks_failed,
+        report.warnings.len(),
         if report.verdict.passed { "PASS" } else { "FAIL" },
         report.elapsed_seconds,
         args.out.display()

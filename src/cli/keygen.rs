@@ -10,6 +10,10 @@
 //!   (refused if it has one);
 //! - `reddog keygen --public [FILE]`: reads a ring (FILE, or stdin for `-` or nothing) and
 //!   prints its public signing key as `ID ed25519 HEX` — never a secret.
+//!
+//! A ring is printed on stdout, or with `--out FILE` written to FILE created mode 0600
+//! whatever the umask (replacing it atomically: `--add-to ring.json --out ring.json` works).
+//! `reddog serve` refuses a ring file others may read or write.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -39,8 +43,12 @@ pub struct KeygenArgs {
     /// Print the public signing key of the ring in FILE (`-` or nothing: stdin) as
     /// `ID ed25519 HEX`, and nothing secret.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-",
-          conflicts_with_all = ["id", "add_to", "primary", "signing"])]
+          conflicts_with_all = ["id", "add_to", "primary", "signing", "out"])]
     pub public: Option<PathBuf>,
+    /// Write the ring to FILE, created mode 0600 whatever the umask (replaced atomically if
+    /// it exists), instead of printing it.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// 32 fresh bytes from the OS, as hex.
@@ -102,8 +110,37 @@ pub fn run(args: KeygenArgs) -> anyhow::Result<()> {
             ring
         }
     };
-    println!("{}", serde_json::to_string_pretty(&ring)?);
+    let text = zeroize::Zeroizing::new(serde_json::to_string_pretty(&ring)? + "\n");
+    match &args.out {
+        None => print!("{}", text.as_str()),
+        Some(path) => write_private(path, text.as_bytes())?,
+    }
     Ok(())
+}
+
+/// Writes `bytes` to `path` through a new file of mode 0600 in the same directory, renamed
+/// over `path` once complete.
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let name = path.file_name().with_context(|| format!("--out {}: not a file name", path.display()))?;
+    let tmp = path.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = (|| {
+        let mut file = options.open(&tmp)?;
+        // The mode given to open(2) is masked by the umask; set it exactly.
+        #[cfg(unix)]
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.with_context(|| format!("writing the key ring to {}", path.display()))
 }
 
 /// `--public`: the ring's public signing key, one line `ID ed25519 HEX`.

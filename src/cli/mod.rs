@@ -52,9 +52,6 @@ enum Command {
     /// as text, JSON or CSV; with --reconcile LEDGER.csv, list every difference from a
     /// platform's ledger (exit 1 when any).
     Report(report::ReportArgs),
-    /// Write generated audit trails (honest rounds and planted misuse), for tests and benchmarks.
-    #[command(hide = true)]
-    AuditGen(audit_log::AuditGenArgs),
     /// Write the certification evidence (report.json, report.html, SBOM) for this binary and
     /// a table configuration; exit 1 when any check fails.
     Certify(certify::CertifyArgs),
@@ -70,7 +67,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(args) => return fairness::verify(args),
         Command::AuditLog(args) => return audit_log::run(args),
         Command::Report(args) => return report::run(args),
-        Command::AuditGen(args) => audit_log::gen_run(args),
         Command::Certify(args) => return certify::run(args),
         Command::Commit(args) => fairness::commit(args),
         Command::RngDump(args) => fairness::rng_dump(args),

@@ -102,8 +102,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             u8::from(!diffs.is_empty())
         }
         None if args.json => {
-            serde_json::to_writer(&mut out, &report_json(&rep)?)?;
-            writeln!(out)?;
+            write_json(&mut out, &rep)?;
             0
         }
         None if args.csv => {
@@ -144,27 +143,71 @@ const COLUMNS: [&str; 17] = [
 const RATIO_PLACES: u32 = 6;
 const AMOUNT_PLACES: u32 = 2;
 
-fn row_json(r: &Row) -> serde_json::Value {
+/// An exact integer in JSON, every digit kept whatever its size. serde_json writes `u128` and
+/// `i128` only up to 64 bits ("number out of range" beyond); a larger sum goes out as a raw
+/// JSON number (JSON sets no size limit; Python's `json` and serde's `u128` read it exactly).
+struct JsonInt(i128);
+
+impl serde::Serialize for JsonInt {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if let Ok(n) = u64::try_from(self.0) {
+            s.serialize_u64(n)
+        } else if let Ok(n) = i64::try_from(self.0) {
+            s.serialize_i64(n)
+        } else {
+            let raw =
+                serde_json::value::RawValue::from_string(self.0.to_string()).map_err(serde::ser::Error::custom)?;
+            raw.serialize(s)
+        }
+    }
+}
+
+/// A sum of minor units (`u128`) as an exact JSON integer; sums past `i128` cannot occur (the
+/// report's additions are checked and stop there).
+fn amount(v: u128) -> JsonInt {
+    JsonInt(i128::try_from(v).unwrap_or(i128::MAX))
+}
+
+#[derive(serde::Serialize)]
+struct RowJson<'a> {
+    table_id: &'a str,
+    rules_digest: &'a str,
+    currency: &'a str,
+    day: &'a str,
+    sandbox: bool,
+    rounds: u64,
+    seats: u64,
+    staked: JsonInt,
+    returned: JsonInt,
+    ggr: Option<JsonInt>,
+    observed_return: Option<String>,
+    observed_return_ci95: Option<[f64; 2]>,
+    expected_return: Option<String>,
+    expected_returned: Option<String>,
+    deviation_se: Option<f64>,
+    open_rounds: u64,
+}
+
+fn row_json(r: &Row) -> RowJson<'_> {
     let s = &r.sums;
-    let ci = s.observed_return_ci95();
-    serde_json::json!({
-        "table_id": r.key.table_id,
-        "rules_digest": r.key.rules_digest,
-        "currency": r.key.currency,
-        "day": r.key.day,
-        "sandbox": r.key.sandbox,
-        "rounds": s.rounds,
-        "seats": s.seats,
-        "staked": s.staked,
-        "returned": s.returned,
-        "ggr": s.ggr(),
-        "observed_return": opt_decimal(s.observed_return(), RATIO_PLACES),
-        "observed_return_ci95": ci.map(|(lo, hi)| [lo, hi]),
-        "expected_return": opt_decimal(s.expected_return(), RATIO_PLACES),
-        "expected_returned": opt_decimal(s.expected_returned(), AMOUNT_PLACES),
-        "deviation_se": s.deviation_se(),
-        "open_rounds": s.open_rounds,
-    })
+    RowJson {
+        table_id: &r.key.table_id,
+        rules_digest: &r.key.rules_digest,
+        currency: &r.key.currency,
+        day: &r.key.day,
+        sandbox: r.key.sandbox,
+        rounds: s.rounds,
+        seats: s.seats,
+        staked: amount(s.staked),
+        returned: amount(s.returned),
+        ggr: s.ggr().map(JsonInt),
+        observed_return: opt_decimal(s.observed_return(), RATIO_PLACES),
+        observed_return_ci95: s.observed_return_ci95().map(|(lo, hi)| [lo, hi]),
+        expected_return: opt_decimal(s.expected_return(), RATIO_PLACES),
+        expected_returned: opt_decimal(s.expected_returned(), AMOUNT_PLACES),
+        deviation_se: s.deviation_se(),
+        open_rounds: s.open_rounds,
+    }
 }
 
 /// Totals per currency and sandbox flag: sandbox rounds are never added to real ones, and
@@ -184,33 +227,59 @@ fn totals(rows: &[Row]) -> io::Result<BTreeMap<(bool, String), Sums>> {
     Ok(t)
 }
 
-fn report_json(rep: &Report) -> io::Result<serde_json::Value> {
-    let totals: Vec<serde_json::Value> = totals(&rep.rows)?
-        .iter()
-        .map(|((sandbox, currency), s)| {
-            serde_json::json!({
-                "currency": currency,
-                "sandbox": sandbox,
-                "rounds": s.rounds,
-                "seats": s.seats,
-                "staked": s.staked,
-                "returned": s.returned,
-                "ggr": s.ggr(),
-                "open_rounds": s.open_rounds,
+#[derive(serde::Serialize)]
+struct TotalJson<'a> {
+    currency: &'a str,
+    sandbox: bool,
+    rounds: u64,
+    seats: u64,
+    staked: JsonInt,
+    returned: JsonInt,
+    ggr: Option<JsonInt>,
+    open_rounds: u64,
+}
+
+#[derive(serde::Serialize)]
+struct ReportJson<'a> {
+    files: usize,
+    lines: u64,
+    records: u64,
+    malformed_records: u64,
+    settled_records: u64,
+    repeated_settlements: u64,
+    partitions: usize,
+    rows: Vec<RowJson<'a>>,
+    totals: Vec<TotalJson<'a>>,
+}
+
+/// Writes the report as one JSON object and a newline.
+fn write_json(out: &mut impl Write, rep: &Report) -> io::Result<()> {
+    let totals = totals(&rep.rows)?;
+    let report = ReportJson {
+        files: rep.files,
+        lines: rep.lines,
+        records: rep.records,
+        malformed_records: rep.malformed_records,
+        settled_records: rep.settled_records,
+        repeated_settlements: rep.repeated_settlements,
+        partitions: rep.partitions,
+        rows: rep.rows.iter().map(row_json).collect(),
+        totals: totals
+            .iter()
+            .map(|((sandbox, currency), s)| TotalJson {
+                currency,
+                sandbox: *sandbox,
+                rounds: s.rounds,
+                seats: s.seats,
+                staked: amount(s.staked),
+                returned: amount(s.returned),
+                ggr: s.ggr().map(JsonInt),
+                open_rounds: s.open_rounds,
             })
-        })
-        .collect();
-    Ok(serde_json::json!({
-        "files": rep.files,
-        "lines": rep.lines,
-        "records": rep.records,
-        "malformed_records": rep.malformed_records,
-        "settled_records": rep.settled_records,
-        "repeated_settlements": rep.repeated_settlements,
-        "partitions": rep.partitions,
-        "rows": rep.rows.iter().map(row_json).collect::<Vec<_>>(),
-        "totals": totals,
-    }))
+            .collect(),
+    };
+    serde_json::to_writer(&mut *out, &report)?;
+    writeln!(out)
 }
 
 /// One row's cells, in [`COLUMNS`] order, as text.
@@ -239,14 +308,14 @@ fn cells(r: &Row) -> Vec<String> {
     ]
 }
 
-/// CSV: a header, then one line per row. No cell needs quoting: table ids are
-/// `[A-Za-z0-9._-]`, currencies three letters, the rest numbers and `true`/`false`.
+/// CSV (the `csv` crate: a field is quoted when it needs it): a header, then one line per row.
 fn csv(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
-    writeln!(out, "{}", COLUMNS.join(","))?;
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(COLUMNS)?;
     for r in rows {
-        writeln!(out, "{}", cells(r).join(","))?;
+        w.write_record(cells(r))?;
     }
-    Ok(())
+    w.flush()
 }
 
 fn text(out: &mut impl Write, rep: &Report) -> io::Result<()> {

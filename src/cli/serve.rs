@@ -131,6 +131,10 @@ pub struct ServeArgs {
     /// rounds). A flag only, no environment variable: never set it in production.
     #[arg(long)]
     pub allow_sandbox: bool,
+    /// Start even when the key ring file or the TLS private key is readable or writable by
+    /// others (mode o+r or o+w): development only, logged as an error at every start.
+    #[arg(long, env = "REDDOG_ALLOW_INSECURE_KEY_FILES", value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_insecure_key_files: bool,
 }
 
 const fn millis(d: Duration) -> u64 {
@@ -159,26 +163,55 @@ pub fn listen_addr(text: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("the host name in {text:?} resolves to no address"))
 }
 
-/// Warns when the key ring file may be read by its group or by others (any of the mode bits
-/// 0o077): whoever reads it can unseal every round token. A Kubernetes Secret mounted with
-/// `defaultMode: 0440` and an `fsGroup` is group-readable by design, so this warns, never
-/// refuses.
-fn warn_if_others_can_read(path: &std::path::Path) {
+/// Refuses a key ring file or TLS private key that others may read or write (mode o+r or
+/// o+w): anyone on the host could unseal every round token or impersonate the server. Group
+/// bits are accepted: the shipped Deployment mounts the ring 0440 with the pod's `fsGroup`.
+/// With `allow` (development) each such file is logged as an error instead.
+fn check_key_files(args: &ServeArgs) -> anyhow::Result<()> {
+    let files = [("key ring file", &args.key_ring_file), ("TLS private key", &args.tls_key)];
+    for (what, path) in files.into_iter().filter_map(|(what, p)| Some((what, p.as_ref()?))) {
+        let Some(mode) = others_mode(path) else { continue };
+        if allow_insecure(args.allow_insecure_key_files, what, path, mode) {
+            continue;
+        }
+        anyhow::bail!(
+            "refusing to start: the {what} {} has mode {mode:04o}, readable or writable by every user of this \
+             host; make it 0600 (chmod 600 {0}), or 0640/0440 for a group-shared mount (Kubernetes: defaultMode \
+             0440 with the pod's fsGroup). --allow-insecure-key-files (REDDOG_ALLOW_INSECURE_KEY_FILES=1) \
+             starts anyway, for development only",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// The file's permission bits when others may read or write it (`None` otherwise, or when it
+/// cannot be read: the loader reports that).
+fn others_mode(path: &std::path::Path) -> Option<u32> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::metadata(path)
-            && meta.permissions().mode() & 0o077 != 0
-        {
-            warn!(
-                path = %path.display(),
-                mode = format!("{:04o}", meta.permissions().mode() & 0o7777),
-                "the key ring file is readable by its group or by others: anyone who can read it can unseal \
-                 every round token; make it 0600 (chmod 600) or, in Kubernetes, a Secret readable by the \
-                 engine's group only"
-            );
-        }
+        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o7777;
+        (mode & 0o006 != 0).then_some(mode)
     }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// With `allow`, logs the insecure file as an error and returns true.
+fn allow_insecure(allow: bool, what: &str, path: &std::path::Path, mode: u32) -> bool {
+    if allow {
+        tracing::error!(
+            path = %path.display(),
+            mode = format!("{mode:04o}"),
+            "INSECURE: the {what} is readable or writable by every user of this host, allowed by \
+             --allow-insecure-key-files; never run so in production"
+        );
+    }
+    allow
 }
 
 /// Flags and environment → settings (validated later by `Application::build`).
@@ -278,6 +311,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         LogFormatArg::Json => LogFormat::Json,
     };
     let telemetry = init_telemetry(format).map_err(|e| anyhow::anyhow!("starting logs and traces: {e}"))?;
+    check_key_files(&args)?;
     let app = Application::build(settings(&args)?).await?;
     let ring = &app.engine().key_ring;
     if ring.is_development() {
@@ -288,9 +322,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
     } else {
         info!(primary = ring.primary_id(), keys = ?ring.ids().collect::<Vec<_>>(), "key ring loaded");
-    }
-    if let Some(path) = &args.key_ring_file {
-        warn_if_others_can_read(path);
     }
     let shutdown = shutdown_signal().context("installing the SIGTERM / SIGINT handlers")?;
     let tables = &app.engine().tables;

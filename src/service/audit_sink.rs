@@ -376,7 +376,9 @@ impl AuditSink {
         self.inner.out.flush(timeout);
     }
 
-    /// Writes `audit_stopped` (once), flushes, and refuses records from then on.
+    /// Writes `audit_stopped` (once), flushes (at most `timeout`: an output that takes
+    /// nothing cannot hold the exit; what it did not take is logged as an error), and refuses
+    /// records from then on.
     pub fn stop(&self, timeout: Duration) {
         let mut chain = lock(&self.inner.chain);
         if !chain.stopped {
@@ -387,7 +389,14 @@ impl AuditSink {
             chain.stopped = true;
         }
         drop(chain);
-        self.inner.out.close(timeout);
+        if let Err(unwritten) = self.inner.out.close(timeout) {
+            tracing::error!(
+                unwritten_bytes = unwritten,
+                timeout_ms = timeout.as_millis(),
+                "the audit trail's output took nothing for the whole flush timeout; exiting without the last \
+                 records (their calls were answered; they are not in the trail)"
+            );
+        }
     }
 }
 

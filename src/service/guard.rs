@@ -7,12 +7,15 @@
 //!   INVALID_ARGUMENT. Then it takes a slot within its connection's share
 //!   ([`CallLimits::per_connection`]) and under the global cap ([`CallLimits::max_in_flight`]);
 //!   a call over either is answered RESOURCE_EXHAUSTED (`OVERLOADED`, with a retry hint) at
-//!   once — load shedding — and the slot is held until its answer has been sent. The whole
+//!   once — load shedding — and the slot is held until its answer has been sent. A
+//!   connection never takes a slot while it holds as many as are free, so connections that
+//!   take slots greedily (or cannot drain their answers) always leave some to a newcomer. The whole
 //!   call, request body included, is bounded by the per-call timeout (DEADLINE_EXCEEDED).
 //!   (A message prost cannot decode is answered by the codec, [`super::codec`].) Health and
 //!   reflection are not behind the cap: health stays answerable under any load.
 //! - [`CallsInProgress`] counts RedDog calls from arrival until the handler has answered; the
-//!   drain waits for it to reach zero.
+//!   drain waits for it to reach zero. Its gauge, `reddog_rpc_in_flight`, counts them until
+//!   the answer has been sent, so it includes every held slot.
 //! - [`EndOnStop`] wraps the health service: when the server drains, a response stream still
 //!   open (a `Watch`) ends with UNAVAILABLE after the messages already due (the NOT_SERVING
 //!   update), so it does not hold the drain.
@@ -128,10 +131,30 @@ impl CallsInProgress {
 /// One call counted in [`CallsInProgress`] until dropped.
 struct InProgress(Arc<CallsInProgress>);
 
+impl InProgress {
+    /// The handler has answered: the drain no longer waits for the call, but the gauge
+    /// counts it until the returned guard is dropped (its answer sent or given up).
+    fn answered(self) -> Sending {
+        let calls = self.0.clone();
+        std::mem::forget(self);
+        calls.count.fetch_sub(1, Ordering::AcqRel);
+        Sending(calls)
+    }
+}
+
 impl Drop for InProgress {
     fn drop(&mut self) {
         self.0.gauge.decrement(1.0);
         self.0.count.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A call whose answer is being sent, counted in `reddog_rpc_in_flight` until dropped.
+struct Sending(Arc<CallsInProgress>);
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        self.0.gauge.decrement(1.0);
     }
 }
 
@@ -311,7 +334,7 @@ where
             }
             // 2. A slot: within the connection's share, then under the global cap.
             let share = match &conn {
-                Some(activity) => match activity.admit(limits.per_connection) {
+                Some(activity) => match activity.admit(limits.per_connection, permits.available_permits()) {
                     Some(share) => Some(share),
                     None => {
                         metrics::load_shed();
@@ -337,10 +360,13 @@ where
                     timed_out(limits.timeout).into_http()
                 }
             };
-            drop(progress);
+            let sending = progress.answered();
             // The slot is held until the response has been sent (its body dropped): a call
-            // whose answer still waits to be written counts, and so does its buffer.
-            Ok(answer.map(|body| Body::new(Held { inner: body, _guard: (permit, share, active) })))
+            // whose answer still waits to be written counts, and so does its buffer. An answer
+            // the peer does not take closes its connection (`transport::DELIVERY_DEADLINE`).
+            let undelivered = conn.as_ref().map(|c| c.answered());
+            let guard = (permit, share, active, sending, undelivered);
+            Ok(answer.map(|body| Body::new(Held { inner: body, _guard: guard })))
         })
     }
 }

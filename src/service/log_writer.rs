@@ -16,7 +16,9 @@
 //! started, lines go straight to the output under the lock.
 //!
 //! What can be lost is what any user-space buffer loses: up to [`FLUSH_EVERY`] of lines if
-//! the process is killed with SIGKILL. A normal exit flushes ([`BatchWriter::flush`]).
+//! the process is killed with SIGKILL. A normal exit flushes ([`BatchWriter::close`]), within
+//! a bound: an output that takes nothing (an unread pipe) cannot hold the exit, and what it
+//! did not take is reported.
 //!
 //! The writer is format-agnostic: the diagnostic logs (tracing-subscriber's fmt layer) and
 //! the audit trail ([`super::audit_sink`]) each have one. The audit sink appends with
@@ -45,6 +47,9 @@ struct State {
     direct: bool,
     /// A write to the output failed (sticky).
     failed: bool,
+    /// Closed while the writer thread was stuck in a write (an unread pipe, a stuck disk):
+    /// later lines are refused rather than wait for it.
+    abandoned: bool,
 }
 
 struct Shared {
@@ -88,6 +93,7 @@ impl BatchWriter {
                 flushed: 0,
                 direct: false,
                 failed: false,
+                abandoned: false,
             }),
             work: Condvar::new(),
             done: Condvar::new(),
@@ -132,6 +138,9 @@ impl BatchWriter {
     /// Writes directly (no writer thread), holding the batch lock so direct lines never
     /// interleave; a failed write is remembered.
     fn write_direct(s: &Shared, st: &mut State, line: &[u8]) -> std::io::Result<()> {
+        if st.abandoned {
+            return Err(std::io::Error::other("the output stalled and was abandoned at close"));
+        }
         let mut out = lock(&s.out);
         let written = out.write_all(line).and_then(|()| out.flush());
         if written.is_err() {
@@ -168,25 +177,42 @@ impl BatchWriter {
         lock(&self.shared.state).failed
     }
 
-    /// Writes everything logged so far and waits (at most `timeout`) until it is written.
-    pub fn flush(&self, timeout: Duration) {
+    /// Writes everything logged so far and waits (at most `timeout`) until it is written;
+    /// whether it was.
+    pub fn flush(&self, timeout: Duration) -> bool {
         let s = &*self.shared;
         let mut st = lock(&s.state);
         if st.direct {
-            return;
+            return !st.abandoned;
         }
         st.flush_requested += 1;
         let target = st.flush_requested;
         s.work.notify_one();
-        let _ = s.done.wait_timeout_while(st, timeout, |st| st.flushed < target && !st.direct);
+        let (st, _) = s
+            .done
+            .wait_timeout_while(st, timeout, |st| st.flushed < target && !st.direct)
+            .unwrap_or_else(PoisonError::into_inner);
+        st.flushed >= target
     }
 
-    /// Flushes, stops the writer thread and writes any later line directly.
-    pub fn close(&self, timeout: Duration) {
-        self.flush(timeout);
+    /// Flushes (waiting at most `timeout`), stops the writer thread and writes any later
+    /// line directly. When the flush did not complete in time (the writer thread is stuck in
+    /// a write: an unread pipe, a stuck disk), returns the bytes left unwritten instead of
+    /// waiting for it, and refuses every later line: the process can exit.
+    pub fn close(&self, timeout: Duration) -> Result<(), usize> {
+        let flushed = self.flush(timeout);
         let s = &*self.shared;
         let mut st = lock(&s.state);
         st.direct = true;
+        if !flushed {
+            st.abandoned = true;
+            st.failed = true;
+            let unwritten = st.buf.len();
+            drop(st);
+            s.work.notify_one();
+            s.done.notify_all();
+            return Err(unwritten);
+        }
         // Whatever was logged since the flush goes out now, before any direct line.
         let rest = std::mem::take(&mut st.buf);
         let mut out = lock(&s.out);
@@ -197,6 +223,7 @@ impl BatchWriter {
         drop(out);
         s.work.notify_one();
         s.done.notify_all();
+        Ok(())
     }
 }
 
@@ -362,7 +389,7 @@ mod tests {
         *gate.0.lock().unwrap() = true;
         gate.1.notify_all();
         logger.join().unwrap();
-        w.close(Duration::from_secs(10));
+        w.close(Duration::from_secs(10)).unwrap();
         assert_eq!(rec.0.lock().unwrap().0.len(), total * line.len(), "nothing lost");
     }
 
@@ -371,8 +398,44 @@ mod tests {
         let rec = Recorder::default();
         let mut w = BatchWriter::start(rec.clone());
         w.write_all(b"before\n").unwrap();
-        w.close(Duration::from_secs(10));
+        w.close(Duration::from_secs(10)).unwrap();
         w.write_all(b"after\n").unwrap();
         assert_eq!(rec.0.lock().unwrap().0, b"before\nafter\n");
+    }
+}
+
+#[cfg(test)]
+mod stalled_close {
+    use super::*;
+
+    /// An output whose first write never returns (an unread pipe).
+    struct Stuck;
+    impl Write for Stuck {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            loop {
+                std::thread::park();
+            }
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn close_on_a_stuck_output_returns_in_time_and_later_lines_are_refused() {
+        let w = BatchWriter::start(Stuck);
+        w.try_append(b"first\n").unwrap();
+        // The writer thread takes the first batch and blocks in its write.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !lock(&w.shared.state).buf.is_empty() {
+            assert!(std::time::Instant::now() < deadline, "the writer never took the batch");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        w.try_append(b"second\n").unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(w.close(Duration::from_millis(200)), Err(7), "the second line was never written");
+        assert!(started.elapsed() < Duration::from_secs(2), "close waited {:?}", started.elapsed());
+        assert_eq!(w.try_append(b"third\n"), Err(Full));
+        assert!(w.failed());
     }
 }

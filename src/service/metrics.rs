@@ -20,11 +20,12 @@
 //! | `reddog_rules_certified` | gauge | `table`, `rules_digest` | 1: checked against `--certified-rules` at start-up; 0: started without it |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
 //! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`); the client gets one answer for all |
-//! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, handler not yet answered (the drain waits for these); calls still reading their request message count, although they hold no `--max-in-flight` slot |
+//! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, answer not yet sent (so every held `--max-in-flight` slot); calls still reading their request message count, although they hold no slot |
+//! | `reddog_rpc_undelivered_total` | counter | | slots released by closing a connection that left its answers unread for 1–2 s (`undelivered` below) |
 //! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED because the server was at `--max-in-flight` |
 //! | `reddog_request_timeouts_total` | counter | | RedDog calls cut at `--request-timeout-ms` (DEADLINE_EXCEEDED) |
 //! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
-//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections` (at the cap, every connection busy within the last second), `displaced` (the longest-idle connection, idle for a second at least, closed at the cap to let a new one in), `idle` |
+//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections` (at the cap, every connection busy within the last second), `displaced` (the longest-idle connection, idle for a second at least, closed at the cap to let a new one in), `idle`, `undelivered` (answers unread for 1–2 s) |
 //! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made an accept loop (gRPC, health or `/metrics`) back off |
 //! | `reddog_log_writer_waits_total` | counter | | log lines that waited for a stalled stderr (`log_writer`; never dropped) |
 //! | `reddog_audit_records_total` | counter | | audit records written (`audit_sink`) |
@@ -463,10 +464,7 @@ fn describe() {
         "reddog_rtp_bound",
         "Exact lowest (bound=worst) and highest (bound=best) RTP of any strategy at the table, per definition"
     );
-    describe_gauge!(
-        "reddog_rpc_in_flight",
-        "RedDog calls in progress: request headers arrived, handler not yet answered"
-    );
+    describe_gauge!("reddog_rpc_in_flight", "RedDog calls in progress: request headers arrived, answer not yet sent");
     describe_gauge!("reddog_table_info", "Always 1; labels describe a configured table");
     describe_gauge!(
         "reddog_rules_certified",
@@ -481,6 +479,10 @@ fn describe() {
     );
     describe_counter!("reddog_token_seals_total", "Tokens sealed, by key id");
     describe_counter!("reddog_load_shed_total", "RedDog calls answered RESOURCE_EXHAUSTED at --max-in-flight");
+    describe_counter!(
+        "reddog_rpc_undelivered_total",
+        "Slots released by closing a connection whose answers went unread past the delivery deadline"
+    );
     describe_counter!("reddog_request_timeouts_total", "RedDog calls cut at --request-timeout-ms (DEADLINE_EXCEEDED)");
     describe_counter!(
         "reddog_undecodable_requests_total",
@@ -514,13 +516,21 @@ fn register_zero_counters() {
         }
     }
     counter!("reddog_load_shed_total").increment(0);
+    counter!("reddog_rpc_undelivered_total").increment(0);
     counter!("reddog_request_timeouts_total").increment(0);
     for code in [tonic::Code::InvalidArgument, tonic::Code::ResourceExhausted] {
         counter!("reddog_undecodable_requests_total", "code" => code_name(code)).increment(0);
     }
-    for reason in
-        ["handshake_timeout", "tls", "not_http2", "too_many_handshakes", "too_many_connections", "displaced", "idle"]
-    {
+    for reason in [
+        "handshake_timeout",
+        "tls",
+        "not_http2",
+        "too_many_handshakes",
+        "too_many_connections",
+        "displaced",
+        "idle",
+        "undelivered",
+    ] {
         counter!("reddog_connections_closed_total", "reason" => reason).increment(0);
     }
     counter!("reddog_accept_backoffs_total").increment(0);
@@ -704,10 +714,15 @@ pub fn token_rejected(method: Method, reason: &'static str) {
     counter!("reddog_token_rejections_total", "method" => method.name(), "reason" => reason).increment(1);
 }
 
-/// The gauge of RedDog calls in progress (request headers arrived, handler not yet answered). A
+/// The gauge of RedDog calls in progress (request headers arrived, answer not yet sent). A
 /// handle: updating it is an atomic operation, no lookup.
 pub fn in_flight_gauge() -> Gauge {
     gauge!("reddog_rpc_in_flight")
+}
+
+/// Records `n` slots released because their answers could not be delivered.
+pub fn undelivered(n: usize) {
+    counter!("reddog_rpc_undelivered_total").increment(n as u64);
 }
 
 /// Records a call shed at the global concurrency cap.

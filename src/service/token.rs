@@ -387,7 +387,22 @@ impl KeyRing {
         }
         shape?;
         let mut file: KeyRingFile = serde_json::from_str(text).map_err(|e| {
-            EngineError::invalid("key_ring", format!("not a key ring (line {}, column {})", e.line(), e.column()))
+            // The shape is checked above, so what is left is a field given twice (serde's
+            // message names it; a JSON value would keep the last silently).
+            let message = e.to_string();
+            let twice = message.strip_prefix("duplicate field `").and_then(|m| m.split('`').next());
+            match twice {
+                Some(name @ ("primary" | "keys" | "signing")) => {
+                    EngineError::invalid(format!("key_ring.{name}"), "given twice: keep one")
+                }
+                Some(name @ ("id" | "secret")) => {
+                    EngineError::invalid(format!("key_ring.signing.{name}"), "given twice: keep one")
+                }
+                _ => EngineError::invalid(
+                    "key_ring",
+                    format!("not a key ring (line {}, column {})", e.line(), e.column()),
+                ),
+            }
         })?;
         let mut keys = Vec::with_capacity(file.keys.0.len());
         let mut bad = None;
@@ -407,6 +422,12 @@ impl KeyRing {
                 "a key is 64 hexadecimal characters (32 bytes)",
             ));
         }
+        if let Some(entry) = &file.signing
+            && let Err(e) = Self::check_signing_apart(entry, &keys)
+        {
+            keys.iter_mut().for_each(|(_, k)| k.zeroize());
+            return Err(e);
+        }
         let signing = match file.signing.as_mut() {
             None => None,
             Some(entry) => Some(ReceiptSigner::from_hex(&entry.id, &mut entry.secret)),
@@ -414,6 +435,28 @@ impl KeyRing {
         let mut ring = KeyRing::new(keys, &file.primary)?;
         ring.signing = signing.transpose()?.map(std::sync::Arc::new);
         Ok(ring)
+    }
+
+    /// The signing key shares neither its id nor its secret with a token key: one secret
+    /// serving two purposes, or one id naming two keys, is a configuration mistake.
+    fn check_signing_apart(entry: &SigningEntry, keys: &[(String, [u8; 32])]) -> Result<(), EngineError> {
+        if keys.iter().any(|(id, _)| *id == entry.id) {
+            return Err(EngineError::invalid(
+                "key_ring.signing.id",
+                format!("{:?} is also a token key's id in keys: give the signing key its own id", entry.id),
+            ));
+        }
+        let mut secret = [0u8; 32];
+        let same = hex::decode_to_slice(entry.secret.trim(), &mut secret).is_ok()
+            && keys.iter().any(|(_, k)| bool::from(k.ct_eq(&secret)));
+        secret.zeroize();
+        if same {
+            return Err(EngineError::invalid(
+                "key_ring.signing.secret",
+                "the signing secret is also a token key in keys: generate it apart (`reddog keygen --signing`)",
+            ));
+        }
+        Ok(())
     }
 
     /// The Ed25519 signing key, when the ring has one.
@@ -440,6 +483,7 @@ impl KeyRing {
                 return Err(EngineError::invalid("key_ring.primary", "must be a string: the id of a key in keys"));
             }
         }
+        Self::check_signing_shape(obj.get("signing"))?;
         match obj.get("keys") {
             None => Err(EngineError::invalid("key_ring.keys", format!("missing; {SHAPE}"))),
             Some(Value::Object(keys)) => match keys.iter().find(|(_, v)| !v.is_string()) {
@@ -451,6 +495,41 @@ impl KeyRing {
             },
             Some(_) => Err(EngineError::invalid("key_ring.keys", format!("must be an object; {SHAPE}"))),
         }
+    }
+
+    /// The optional `signing` entry's shape: absent, or an object of exactly `id` and
+    /// `secret`, both strings (`null` is refused: omit the field for no signing key).
+    fn check_signing_shape(signing: Option<&serde_json::Value>) -> Result<(), EngineError> {
+        use serde_json::Value;
+        const SIGNING: &str = r#"signing is {"id": "<key id>", "secret": "<64 hex>"}, or absent for no signing key"#;
+        let entry = match signing {
+            None => return Ok(()),
+            Some(Value::Object(entry)) => entry,
+            Some(_) => return Err(EngineError::invalid("key_ring.signing", SIGNING)),
+        };
+        if let Some(unknown) = entry.keys().find(|k| !["id", "secret"].contains(&k.as_str())) {
+            let field =
+                if valid_key_id(unknown) { format!("key_ring.signing.{unknown}") } else { "key_ring.signing".into() };
+            return Err(EngineError::invalid(field, format!("unknown field; {SIGNING}")));
+        }
+        for name in ["id", "secret"] {
+            match entry.get(name) {
+                Some(Value::String(_)) => {}
+                Some(_) => {
+                    return Err(EngineError::invalid(
+                        format!("key_ring.signing.{name}"),
+                        "must be a string (in quotes)",
+                    ));
+                }
+                None => {
+                    return Err(EngineError::invalid(
+                        format!("key_ring.signing.{name}"),
+                        format!("missing; {SIGNING}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A fresh random one-key ring for development: tokens die with the process.
@@ -878,6 +957,54 @@ mod tests {
         assert_eq!(signer.id(), "s1");
         assert!(!format!("{ring:?}").contains(&secret), "Debug shows no secret");
         assert!(format!("{ring:?}").contains(&signer.public_key_hex()));
+    }
+
+    /// Each malformed or contradictory ring is refused naming its field, never echoing a secret.
+    #[test]
+    fn malformed_signing_entries_and_repeated_fields_name_the_field() {
+        let (k, s) = ("22".repeat(32), "5a".repeat(32));
+        let cases = [
+            (format!(r#"{{"primary":"k0","primary":"k0","keys":{{"k0":"{k}"}}}}"#), "key_ring.primary", "twice"),
+            (
+                format!(r#"{{"primary":"k0","keys":{{"k0":"{k}"}},"signing":{{"id":"s1","secret":12345}}}}"#),
+                "key_ring.signing.secret",
+                "string",
+            ),
+            (
+                format!(r#"{{"primary":"k0","keys":{{"k0":"{k}"}},"signing":{{"secret":"{s}"}}}}"#),
+                "key_ring.signing.id",
+                "missing",
+            ),
+            (
+                format!(r#"{{"primary":"k0","keys":{{"k0":"{k}"}},"signing":{{"id":"s1","secret":"{s}","x":1}}}}"#),
+                "key_ring.signing.x",
+                "unknown field",
+            ),
+            (
+                format!(r#"{{"primary":"k0","keys":{{"k0":"{k}"}},"signing":{{"id":"s1","secret":"{k}"}}}}"#),
+                "key_ring.signing.secret",
+                "also a token key",
+            ),
+            (
+                format!(r#"{{"primary":"k0","keys":{{"k0":"{k}"}},"signing":{{"id":"k0","secret":"{s}"}}}}"#),
+                "key_ring.signing.id",
+                "also a token key's id",
+            ),
+            (format!(r#"{{"primary":"k0","keys":{{"k0":"{k}"}},"signing":null}}"#), "key_ring.signing", "absent"),
+            (
+                format!(r#"{{"primary":"k0","keys":{{"k0":"{k}"}},"signing":{{"id":"s1","id":"s2","secret":"{s}"}}}}"#),
+                "key_ring.signing.id",
+                "twice",
+            ),
+        ];
+        for (json, field, says) in cases {
+            let err = KeyRing::from_json(&json).err().unwrap_or_else(|| panic!("accepted: {json}"));
+            let text = format!("{err} {err:?}");
+            assert!(text.contains(field) && text.contains(says), "{json}: {text}");
+            assert!(!text.contains(&k) && !text.contains(&s) && !text.contains("12345"), "{text}");
+        }
+        let good = format!(r#"{{"primary":"k0","keys":{{"k0":"{k}"}},"signing":{{"id":"s1","secret":"{s}"}}}}"#);
+        assert!(KeyRing::from_json(&good).is_ok());
     }
 
     #[test]

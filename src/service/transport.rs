@@ -12,14 +12,23 @@
 //!   handshake. A connection that completes its handshake at the cap gets in by closing the
 //!   connection that has been idle longest (no call in progress for at least
 //!   [`DISPLACE_MIN_IDLE`]); when every connection has had a call in progress more recently,
-//!   it is closed instead. So idle connections never lock a new client out, and a client in
-//!   active use is not cut for a newcomer.
+//!   it is closed instead. A connection that never carried a call may be displaced once it is
+//!   [`UNUSED_MIN_AGE`] old, so a churn of fresh unused connections cannot keep newcomers out
+//!   either. So idle connections never lock a new client out, and a client in active use is
+//!   not cut for a newcomer.
 //! - **Idle deadline.** A connection with no call in progress for
 //!   [`TransportLimits::idle_timeout`] is closed (its reads end; the HTTP/2 server sends
 //!   GOAWAY and closes it). A sweep checks every connection a few times per idle timeout (at
 //!   most once a second); nothing runs per read. Calls are counted from request to the end of
 //!   the response body — RedDog calls by [`Guarded`], the others by [`Activity`] — so a health
 //!   `Watch` keeps its connection.
+//! - **Undelivered answers.** A RedDog answer holds its slot until it has been sent. A peer
+//!   that does not read (an HTTP/2 receive window of 0, a full TCP window) would hold its slots
+//!   for ever, so an answer still unsent [`DELIVERY_DEADLINE`] to 2 × [`DELIVERY_DEADLINE`]
+//!   after the handler produced it closes its connection outright (reads end, writes fail):
+//!   the slots of every call on it are released then, each counted in
+//!   `reddog_rpc_undelivered_total`. Per call this costs two atomic additions (a two-epoch
+//!   count per connection, flipped by the sweep), no timer.
 //! - **Drain.** [`Connections::abort_all`] ends every connection at once (reads end, writes
 //!   fail): the drain uses it once no call is in progress, so a peer that never reads cannot
 //!   hold the shutdown.
@@ -69,6 +78,8 @@ fn now_ms() -> u64 {
 pub struct Activity {
     in_flight: AtomicUsize,
     last_ms: AtomicU64,
+    /// Whether a call has ever begun on it.
+    used: AtomicBool,
     /// RedDog calls of this connection holding a global in-flight slot (see `guard`).
     admitted: AtomicUsize,
     /// Reads end (a clean close: the HTTP/2 server answers with GOAWAY).
@@ -76,6 +87,10 @@ pub struct Activity {
     /// Writes fail too (the drain's last step: a peer that never reads cannot hold it).
     aborted: AtomicBool,
     waker: AtomicWaker,
+    /// Answers produced but not yet sent, by the delivery epoch they were produced in.
+    undelivered: [AtomicUsize; 2],
+    /// The delivery epoch (its low bit indexes `undelivered`), advanced by the sweep.
+    epoch: AtomicUsize,
 }
 
 impl Activity {
@@ -83,23 +98,48 @@ impl Activity {
         Arc::new(Activity {
             in_flight: AtomicUsize::new(0),
             last_ms: AtomicU64::new(now_ms()),
+            used: AtomicBool::new(false),
             admitted: AtomicUsize::new(0),
             closing: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
             waker: AtomicWaker::new(),
+            undelivered: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            epoch: AtomicUsize::new(0),
         })
+    }
+
+    /// Counts an answer as undelivered until the returned guard is dropped (its body sent or
+    /// given up).
+    pub(crate) fn answered(self: &Arc<Self>) -> Undelivered {
+        let bucket = self.epoch.load(Ordering::Acquire) & 1;
+        self.undelivered[bucket].fetch_add(1, Ordering::AcqRel);
+        Undelivered(self.clone(), bucket)
+    }
+
+    /// Answers produced before the last epoch flip and still unsent, then flips: called every
+    /// [`DELIVERY_DEADLINE`], so a non-zero result means answers unsent for at least that long.
+    fn stale_answers(&self) -> usize {
+        let previous = (self.epoch.load(Ordering::Acquire) & 1) ^ 1;
+        let stale = self.undelivered[previous].load(Ordering::Acquire);
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        stale
     }
 
     /// Counts a call until the guard is dropped.
     pub fn begin(self: &Arc<Self>) -> ActivityGuard {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
+        if !self.used.load(Ordering::Relaxed) {
+            self.used.store(true, Ordering::Relaxed);
+        }
         ActivityGuard(self.clone())
     }
 
     /// Takes one of this connection's `share` of the global slots; `None` when it holds
-    /// them all already.
-    pub(crate) fn admit(self: &Arc<Self>, share: usize) -> Option<Admitted> {
-        if self.admitted.fetch_add(1, Ordering::AcqRel) >= share {
+    /// them all already, or holds as many as are still `free` (so however many connections
+    /// take slots greedily, some stay free for a newcomer: with `n` of them, about
+    /// `free / (n + 1)`).
+    pub(crate) fn admit(self: &Arc<Self>, share: usize, free: usize) -> Option<Admitted> {
+        if self.admitted.fetch_add(1, Ordering::AcqRel) >= share.min(free) {
             self.admitted.fetch_sub(1, Ordering::AcqRel);
             return None;
         }
@@ -142,6 +182,16 @@ pub(crate) struct Admitted(Arc<Activity>);
 impl Drop for Admitted {
     fn drop(&mut self) {
         self.0.admitted.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// One answer counted as undelivered on its connection (see [`Activity::answered`]).
+#[derive(Debug)]
+pub(crate) struct Undelivered(Arc<Activity>, usize);
+
+impl Drop for Undelivered {
+    fn drop(&mut self) {
+        self.0.undelivered[self.1].fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -191,18 +241,19 @@ impl Connections {
         self.len() == 0
     }
 
-    /// Closes the connection idle longest, if it has been idle for at least `min_idle` (none
-    /// if every one has a call in progress, is already closing or was busy more recently);
-    /// whether one was closed.
+    /// Closes the connection idle longest, if it has been idle for at least `min_idle`, or
+    /// for [`UNUSED_MIN_AGE`] if it never carried a call (none if every one has a call in
+    /// progress, is already closing or was busy more recently); whether one was closed.
     fn close_longest_idle(&self, min_idle: Duration) -> bool {
         let now = now_ms();
         let min_idle = u64::try_from(min_idle.as_millis()).unwrap_or(u64::MAX);
+        let unused_min = u64::try_from(UNUSED_MIN_AGE.as_millis()).unwrap_or(u64::MAX).min(min_idle);
         let live = self.live();
         let oldest = live
             .values()
             .filter(|a| !a.closing.load(Ordering::Acquire))
             .filter_map(|a| a.idle_for(now).map(|idle| (idle, a)))
-            .filter(|(idle, _)| *idle >= min_idle)
+            .filter(|(idle, a)| *idle >= if a.used.load(Ordering::Relaxed) { min_idle } else { unused_min })
             .max_by_key(|(idle, _)| *idle);
         match oldest {
             Some((_, a)) => {
@@ -222,6 +273,20 @@ impl Connections {
                 debug!("closing an idle connection");
                 metrics::connection_closed("idle");
                 a.close(false);
+            }
+        }
+    }
+
+    /// Closes (reads end, writes fail) every connection with answers unsent since before the
+    /// previous call; called every [`DELIVERY_DEADLINE`].
+    fn close_undelivered(&self) {
+        for a in self.live().values() {
+            let stale = a.stale_answers();
+            if stale > 0 && !a.closing.load(Ordering::Acquire) {
+                debug!(answers = stale, "closing a connection that does not read its answers");
+                metrics::connection_closed("undelivered");
+                metrics::undelivered(a.admitted.load(Ordering::Acquire));
+                a.close(true);
             }
         }
     }
@@ -415,10 +480,13 @@ pub fn incoming(
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(sweep);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut delivery = tokio::time::interval(DELIVERY_DEADLINE);
+        delivery.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = stopped(&mut sweep_stop) => break,
                 _ = tick.tick() => swept.close_idle(limits.idle_timeout),
+                _ = delivery.tick() => swept.close_undelivered(),
             }
         }
     });
@@ -448,6 +516,12 @@ pub fn incoming(
     ReceiverStream::new(rx)
 }
 
+/// An answer the handler has produced and the peer has not taken within this time (at most
+/// twice this) closes its connection, releasing its slots (see the module docs). A reading
+/// peer takes a RedDog answer (a few KiB at most, under any HTTP/2 window it may announce)
+/// in a round trip.
+pub const DELIVERY_DEADLINE: Duration = Duration::from_secs(1);
+
 /// How long a connection that completed its handshake at the cap waits for the slot of the
 /// idle connection it displaced.
 const DISPLACE_WAIT: Duration = Duration::from_secs(2);
@@ -461,6 +535,12 @@ const DISPLACE_WAIT: Duration = Duration::from_secs(2);
 /// connections that just got in: under `h2load -c 500 -m 100` at the cap, the connections
 /// past it are closed instead (`too_many_connections`).
 pub const DISPLACE_MIN_IDLE: Duration = Duration::from_secs(1);
+
+/// A connection that has never carried a call may be displaced at the cap once it is this
+/// old: a client calls within a round trip of connecting, so it is not cut before its first
+/// call, while connections opened and left unused (a churn of new connections) cannot keep
+/// newcomers out by being younger than [`DISPLACE_MIN_IDLE`].
+pub const UNUSED_MIN_AGE: Duration = Duration::from_millis(100);
 
 async fn admit(
     tcp: TcpStream,

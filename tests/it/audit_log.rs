@@ -64,6 +64,21 @@ fn opts(rounds: u64, replicas: usize, misuse: u32, seed: u64) -> generate::Optio
     generate::Options { rounds, replicas, misuse, seed, ..generate::Options::default() }
 }
 
+/// The generator is a developer tool (`tools/`), not part of the shipped binary: the binary
+/// refuses `audit-gen` and its help does not name it (run against the release binary by
+/// scripts/ci.d/70-soak-faults.sh).
+#[test]
+fn the_shipped_binary_has_no_audit_gen() {
+    let bin = crate::common::reddog_binary();
+    let out = Command::new(&bin).args(["audit-gen", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unrecognized subcommand 'audit-gen'"));
+    let help = Command::new(&bin).arg("--help").output().unwrap();
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("audit-log") && !help.contains("audit-gen"), "{help}");
+}
+
 #[test]
 fn every_planted_misuse_is_found_for_its_round_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();

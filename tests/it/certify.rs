@@ -68,6 +68,7 @@ fn a_biased_shuffle_fails_the_randomness_section_and_the_verdict() {
         tables: Tables::single(Table::default()),
         table_config: None,
         command_line: vec!["test".into()],
+        strict: false,
     };
     let report = run_with(&options, &ModuloBiased, None, &|_| {}).unwrap();
     let failed: Vec<&str> = report.checks.iter().filter(|c| !c.passed).map(|c| c.id.as_str()).collect();
@@ -89,4 +90,31 @@ fn the_production_deal_passes_the_same_tests() {
         r.tests().iter().filter(|t| !t.passed).map(|t| format!("{} p={}", t.name, t.p_value)).collect();
     assert!(failed.is_empty(), "{failed:?}");
     assert!(r.dieharder_passed(), "dieharder was not asked for");
+}
+
+/// A table whose best play returns more than the stake (allowed with `allow_rtp_over_1`) is a
+/// warning that names it; with `--strict` it fails the verdict, and nothing else does.
+#[test]
+fn an_rtp_above_1_warns_and_fails_only_with_strict() {
+    let config = r#"{"tables": {"promo": {"decks": 6, "allow_rtp_over_1": true,
+        "paytable": {"spread": [50, 40, 20, 10, 10, 10, 10, 10, 10, 10, 10], "three_of_a_kind": 50}}}}"#;
+    let mut options = Options {
+        plan: small_plan(),
+        seed: 7,
+        tables: Tables::from_json(config).unwrap(),
+        table_config: None,
+        command_line: vec!["test".into()],
+        strict: false,
+    };
+    let fair = FairDeals { seed: 7 };
+    let report = run_with(&options, &fair, Some(&fair), &|_| {}).unwrap();
+    assert!(report.verdict.passed, "{:?}", report.checks.iter().filter(|c| !c.passed).collect::<Vec<_>>());
+    let [w] = &report.warnings[..] else { panic!("one warning: {:?}", report.warnings) };
+    assert!(w.contains("table promo") && w.contains("more than the stake"), "{w}");
+    options.strict = true;
+    let strict = run_with(&options, &fair, Some(&fair), &|_| {}).unwrap();
+    let failed: Vec<&str> = strict.checks.iter().filter(|c| !c.passed).map(|c| c.detail.as_str()).collect();
+    assert_eq!(failed, [w.as_str()]);
+    assert_eq!(strict.exit_code(), 1);
+    assert!(strict.reproduce.contains("--strict"));
 }

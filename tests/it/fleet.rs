@@ -55,6 +55,8 @@ impl RingFile {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("key-ring.json");
         std::fs::write(&path, json).unwrap();
+        // Private (0600): the engine refuses a ring file others may read.
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         RingFile { _dir: dir, path }
     }
 }

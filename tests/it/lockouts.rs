@@ -5,7 +5,9 @@
 //! - at the connection cap, a new connection gets in by closing the longest-idle one, and
 //!   the health-only port answers whatever the main port's connections do;
 //! - the `/metrics` accept loop backs off when file descriptors run out instead of spinning;
-//! - a drain does not wait for a peer that never reads its answers.
+//! - a drain does not wait for a peer that never reads its answers;
+//! - connections that never read their answers (receive window 0) leave slots free for a
+//!   fresh client, and are closed once their answers are past the delivery deadline.
 
 use std::net::SocketAddr;
 use std::process::Command;
@@ -205,4 +207,182 @@ async fn a_peer_that_never_reads_its_answers_does_not_hold_the_drain() {
     assert!(status.success(), "{status:?}");
     assert!(took < Duration::from_secs(5), "the drain waited {took:?} for a peer that never reads");
     eprintln!("drain with a peer that never reads: {took:?}");
+}
+
+/// An attacker's connection that grants no flow-control window: 100 GetRules calls on it,
+/// whose answers can never be sent. Returns when every call has ended (the server closed it).
+async fn deaf_connection_with_calls(addr: SocketAddr, calls: usize) {
+    let Ok(deaf) =
+        Endpoint::from_shared(format!("http://{addr}")).unwrap().initial_stream_window_size(0).connect().await
+    else {
+        return;
+    };
+    let mut pending = tokio::task::JoinSet::new();
+    for _ in 0..calls {
+        let mut c = RedDogClient::new(deaf.clone());
+        pending.spawn(async move { c.get_rules(GetRulesRequest::default()).await });
+    }
+    pending.join_all().await;
+}
+
+async fn non_reading_connections_lock_no_one_out(args: &[&str]) {
+    let server = spawn_binary(&[], args);
+    // Four attackers, each reconnecting as soon as the server closes its connection.
+    let addr = server.addr;
+    let attackers: Vec<_> = (0..4)
+        .map(|_| {
+            tokio::spawn(async move {
+                loop {
+                    deaf_connection_with_calls(addr, 100).await;
+                }
+            })
+        })
+        .collect();
+    // The held slots show in the gauge (the issue: it read 0 while every slot was held).
+    server.wait_for_metric("reddog_rpc_in_flight", 100.0, Duration::from_secs(30)).await;
+    let health = HealthClient::new(channel(server.addr).await);
+    let mut fresh = connect(server.addr).await;
+    let (mut ok, mut failed) = (0, Vec::new());
+    for _ in 0..20 {
+        match tokio::time::timeout(Duration::from_secs(1), fresh.get_rules(GetRulesRequest::default())).await {
+            Ok(Ok(_)) => ok += 1,
+            Ok(Err(status)) => failed.push(format!("{:?}", status.code())),
+            Err(_) => failed.push("no answer within 1 s".into()),
+        }
+        let serving = health.clone().check(HealthCheckRequest { service: String::new() }).await.unwrap();
+        assert_eq!(serving.into_inner().status, 1, "health SERVING during the attack");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("fresh client beside 4 non-reading connections: {ok}/20 OK, failures {failed:?}");
+    assert!(ok >= 18, "a fresh client got {ok}/20 answers within 1 s: {failed:?}");
+    // Past the delivery deadline the attackers' connections were closed and their slots
+    // released, each counted.
+    let bound = reddog::testing::DELIVERY_DEADLINE * 2 + Duration::from_secs(5);
+    server.wait_for_metric(r#"reddog_connections_closed_total{reason="undelivered"}"#, 1.0, bound).await;
+    server.wait_for_metric("reddog_rpc_undelivered_total", 1.0, bound).await;
+    for a in attackers {
+        a.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_read_lock_no_one_out() {
+    non_reading_connections_lock_no_one_out(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_read_lock_no_one_out_on_one_thread() {
+    non_reading_connections_lock_no_one_out(&["--worker-threads", "1"]).await;
+}
+
+/// Commits seeds from 8 clients until one is refused for the audit trail's backlog (or, with
+/// `each`, until each client made that many calls); panics if a call fails otherwise or
+/// nothing stops it within 120 s. Returns the calls answered OK and whether one was refused.
+async fn commit_until_audit_unavailable(addr: SocketAddr, round: &str, each: Option<u64>) -> (usize, bool) {
+    use tonic_types::StatusExt;
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut clients = tokio::task::JoinSet::new();
+    for c in 0..8u64 {
+        let refused = refused.clone();
+        let round = round.to_string();
+        clients.spawn(async move {
+            let mut client = connect(addr).await;
+            let mut ok = 0;
+            for n in 0..each.unwrap_or(u64::MAX) {
+                if refused.load(std::sync::atomic::Ordering::Acquire) || Instant::now() > deadline {
+                    break;
+                }
+                let id = format!("{round}-{c}-{n}");
+                match client.commit_seed(req::commit_seed().round(id).nonce(n)).await {
+                    Ok(_) => ok += 1,
+                    Err(status) => {
+                        let reason = status.get_details_error_info().map(|i| i.reason);
+                        assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+                        assert_eq!(reason.as_deref(), Some("AUDIT_UNAVAILABLE"), "{status:?}");
+                        refused.store(true, std::sync::atomic::Ordering::Release);
+                    }
+                }
+            }
+            ok
+        });
+    }
+    let ok: usize = clients.join_all().await.into_iter().sum();
+    (ok, refused.load(std::sync::atomic::Ordering::Acquire))
+}
+
+/// The audit trail goes to stdout (the default). A consumer that stops reading fills the
+/// pipe and then the sink's backlog: calls are refused (`AUDIT_UNAVAILABLE`), never answered
+/// without their record; when it reads again, calls succeed again. Stalled once more (the
+/// sink's writer stuck in a write), the trail cannot hold the shutdown: SIGTERM exits within
+/// `--drain-timeout-secs` + 1 s, saying what it could not write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unread_audit_pipe_refuses_calls_recovers_and_does_not_hold_the_exit() {
+    let gate = StdoutGate::default();
+    let mut server = ServerProcess::builder()
+        .args(&["--drain-timeout-secs", "3"])
+        .env("REDDOG_KEY_RING", RING)
+        .env("RUST_LOG", "warn")
+        .log(Log::Keep)
+        .stdout_gate(&gate)
+        .spawn();
+    gate.set_reading(false);
+    let (answered, refused) = commit_until_audit_unavailable(server.addr, "stall-1", None).await;
+    assert!(refused, "no AUDIT_UNAVAILABLE within 120 s ({answered} calls answered)");
+    eprintln!("unread audit pipe: {answered} calls answered before AUDIT_UNAVAILABLE");
+    gate.set_reading(true);
+    // The sink's backlog drains in a few batches once the reader resumes.
+    let mut client = connect(server.addr).await;
+    let resumed = Instant::now();
+    while let Err(status) = client.commit_seed(req::commit_seed().round("resumed").nonce(1)).await {
+        assert!(resumed.elapsed() < Duration::from_secs(30), "still refused 30 s after the reader resumed: {status:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    eprintln!("unread audit pipe: calls succeed {:?} after the reader resumed", resumed.elapsed());
+    gate.set_reading(false);
+    // Enough records (about 0.4 MiB) to fill the pipe: the sink's writer is stuck in a write.
+    commit_until_audit_unavailable(server.addr, "stall-2", Some(100)).await;
+    let started = Instant::now();
+    server.signal("TERM");
+    let status = server.wait_exit(Duration::from_secs(10)).await;
+    let took = started.elapsed();
+    eprintln!("SIGTERM with an unread audit pipe: exit {status:?} after {took:?}");
+    assert!(took < Duration::from_secs(4), "exit took {took:?} with --drain-timeout-secs 3");
+    assert!(server.log_contains("exiting without the last records"), "{:?}", server.log_lines());
+}
+
+/// A churn of new connections that never call (as fast as the test can open them, the
+/// oldest dropped past 200) does not keep fresh clients out at the connection cap: an unused
+/// connection may be displaced once `UNUSED_MIN_AGE` old.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_churn_of_unused_connections_does_not_keep_fresh_clients_out() {
+    let server = spawn_binary(&[], &[]);
+    let addr = server.addr;
+    let churn = tokio::spawn(async move {
+        let mut open = std::collections::VecDeque::new();
+        loop {
+            open.push_back(idle_connection(addr).await);
+            if open.len() > 200 {
+                open.pop_front();
+            }
+            tokio::task::yield_now().await;
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut failed = Vec::new();
+    for _ in 0..16 {
+        let call = async {
+            let mut c = TestClient::new(Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await?);
+            c.get_rules(GetRulesRequest::default()).await.map_err(|s| format!("{:?}", s.code()))?;
+            Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+        };
+        match tokio::time::timeout(Duration::from_secs(3), call).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failed.push(e.to_string()),
+            Err(_) => failed.push("no answer within 3 s".into()),
+        }
+    }
+    churn.abort();
+    eprintln!("fresh clients under a churn of unused connections: {}/16 in", 16 - failed.len());
+    assert!(failed.len() <= 1, "fresh clients kept out: {failed:?}");
 }

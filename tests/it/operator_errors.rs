@@ -137,16 +137,56 @@ fn start_up_log(path: &str) -> String {
     server.log_lines().join("\n")
 }
 
+/// A key ring file others may read or write is refused, naming the file and its mode; the
+/// override starts anyway with an ERROR line; the shipped Deployment's mode (0440, group
+/// from `fsGroup`) and 0600 start without a word about it.
 #[test]
-fn a_key_ring_file_readable_by_others_starts_with_a_warning_and_a_private_one_without() {
+fn a_key_ring_file_readable_by_others_is_refused_unless_allowed_and_0440_is_accepted() {
     let ring = format!(r#"{{"primary":"k1","keys":{{"k1":"{KEY_1}"}}}}"#);
-    let (_open_dir, open) = ring_file(&ring, 0o644);
-    let log = start_up_log(&open);
-    assert!(log.contains("WARN") && log.contains("readable by its group or by others"), "{log}");
-    assert!(log.contains("0644"), "the mode is named: {log}");
-    let (_private_dir, private) = ring_file(&ring, 0o600);
-    let log = start_up_log(&private);
-    assert!(!log.contains("readable by its group or by others"), "{log}");
+    for mode in [0o644, 0o602] {
+        let (_dir, open) = ring_file(&ring, mode);
+        let text = serve_with(&["--key-ring-file", &open], &[]);
+        assert!(text.contains("refusing to start") && text.contains(&open), "{text}");
+        assert!(text.contains(&format!("mode {mode:04o}")), "the mode is named: {text}");
+        let allowed =
+            ServerProcess::builder().args(&["--key-ring-file", &open]).env("REDDOG_ALLOW_INSECURE_KEY_FILES", "1");
+        let server = allowed.env("RUST_LOG", "info").log(Log::Keep).spawn();
+        server.wait_for_log("listening on", std::time::Duration::from_secs(30));
+        let log = server.log_lines().join("\n");
+        assert!(log.contains("ERROR") && log.contains("INSECURE") && log.contains(&open), "{log}");
+    }
+    for mode in [0o440, 0o600] {
+        let (_dir, private) = ring_file(&ring, mode);
+        let log = start_up_log(&private);
+        assert!(!log.contains("INSECURE") && !log.contains("readable"), "{log}");
+    }
+}
+
+/// A TLS private key others may read is refused the same way.
+#[test]
+fn a_tls_private_key_readable_by_others_is_refused() {
+    let (_dir, key) = ring_file("not read: refused before", 0o644);
+    let (_cert_dir, cert) = ring_file("not read either", 0o644);
+    let text = serve_with(&["--tls-cert", &cert, "--tls-key", &key], &[("REDDOG_KEY_RING", "{}")]);
+    assert!(text.contains("TLS private key") && text.contains(&key) && text.contains("mode 0644"), "{text}");
+}
+
+/// `reddog keygen --out` creates the ring 0600 whatever the umask, and the engine starts on it.
+#[test]
+fn keygen_out_writes_a_private_ring_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ring.json");
+    let status = std::process::Command::new("sh")
+        .args(["-c", "umask 000; exec \"$0\" keygen --id k1 --out \"$1\""])
+        .arg(crate::common::reddog_binary())
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o600, "{mode:04o}");
+    start_up_log(path.to_str().unwrap());
 }
 
 #[test]

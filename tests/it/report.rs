@@ -159,3 +159,93 @@ fn reconcile_exits_0_on_the_settled_seats_and_1_naming_a_planted_difference() {
     assert_eq!(diffs[0]["seat"], 0);
     assert_eq!(diffs[0]["ledger"]["credited"].as_u64().unwrap(), diffs[0]["audit"]["credited"].as_u64().unwrap() + 100);
 }
+
+/// The largest table the engine accepts: 8 decks, every entry of the paytable at the largest
+/// odds, `max_bet` the largest those odds allow, 7 seats at it, every seat raising. A few
+/// rounds return more than `u64::MAX` minor units in all: the report's JSON and CSV sums must
+/// be exact and equal the Settle answers.
+#[tokio::test]
+async fn report_sums_past_64_bits_at_the_largest_table_equal_the_settle_answers() {
+    use reddog::game::paytable::{MAX_ODDS, PaytableSpec};
+    use reddog::game::{MAX_DECKS, MAX_SEATS, Paytable, largest_max_bet};
+    use reddog::service::proto::Action;
+
+    use crate::common::{ServerProcess, connect, req, ring_a};
+
+    let paytable = Paytable::try_from(PaytableSpec { spread: vec![MAX_ODDS; 11], three_of_a_kind: MAX_ODDS }).unwrap();
+    let max_bet = largest_max_bet(&paytable).0;
+    let dir = tempfile::tempdir().unwrap();
+    let tables = dir.path().join("tables.json");
+    let table = serde_json::json!({"tables": {"max": {
+        "decks": MAX_DECKS, "min_bet": 1, "max_bet": max_bet, "paytable": paytable,
+        "allow_rtp_over_1": true, "currency": "EUR", "minor_unit_exponent": 2,
+    }}});
+    std::fs::write(&tables, table.to_string()).unwrap();
+    let trail = dir.path().join("audit.jsonl");
+    let ring = ring_a();
+    let server = ServerProcess::spawn(
+        &[
+            ("REDDOG_KEY_RING", ring.as_str()),
+            ("REDDOG_TABLE_CONFIG", tables.to_str().unwrap()),
+            ("REDDOG_AUDIT_LOG", trail.to_str().unwrap()),
+        ],
+        std::process::Stdio::null(),
+    );
+    let mut c = connect(server.addr).await;
+    let bets = vec![max_bet; MAX_SEATS];
+    let (mut rounds, mut seats, mut staked, mut returned) = (0u64, 0u64, 0u128, 0u128);
+    while returned <= u128::from(u64::MAX) || rounds < 3 {
+        assert!(rounds < 400, "no sum past 64 bits in {rounds} rounds");
+        let id = format!("max-{rounds}");
+        let committed = c.commit_seed(req::commit_seed().round(&id).nonce(rounds).table("max")).await.unwrap();
+        let start = req::start_round(committed.commitment_token).round(&id).nonce(rounds).bets(&bets);
+        let started = c.start_round(start.limits(1, max_bet).table("max")).await.unwrap();
+        let mut token = started.round_token;
+        if started.round.unwrap().awaiting_decisions {
+            for seat in 0..MAX_SEATS as u32 {
+                token = c.decide(req::decide(token).action(seat, Action::Raise)).await.unwrap().round_token;
+            }
+        }
+        let settled = c.settle(req::settle(token)).await.unwrap();
+        rounds += 1;
+        for r in &settled.results {
+            seats += 1;
+            staked += u128::from(r.stake);
+            returned += u128::from(r.returned);
+        }
+    }
+    drop(c);
+    assert!(server.terminate().await.success());
+
+    let files = [trail];
+    let tables = tables.to_str().unwrap();
+    let (code, json, err) = report(&["--json", "--tables", tables], &files);
+    assert_eq!(code, Some(0), "{err}");
+    #[derive(serde::Deserialize)]
+    struct Sums {
+        rounds: u64,
+        seats: u64,
+        staked: u128,
+        returned: u128,
+        ggr: i128,
+    }
+    #[derive(serde::Deserialize)]
+    struct Report {
+        rows: Vec<Sums>,
+        totals: Vec<Sums>,
+    }
+    let rep: Report = serde_json::from_str(&json).unwrap();
+    for sums in [&rep.rows, &rep.totals] {
+        let [s] = &sums[..] else { panic!("one row and one total: {json}") };
+        assert_eq!((s.rounds, s.seats, s.staked, s.returned), (rounds, seats, staked, returned), "{json}");
+        assert_eq!(s.ggr, staked as i128 - returned as i128);
+    }
+    let (code, csv, err) = report(&["--csv", "--tables", tables], &files);
+    assert_eq!(code, Some(0), "{err}");
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let want = [rounds.to_string(), seats.to_string(), staked.to_string(), returned.to_string()];
+    assert_eq!(row[4..8], want.each_ref().map(String::as_str), "{csv}");
+    assert_eq!(row[8], (staked as i128 - returned as i128).to_string());
+    let (code, _, err) = report(&["--tables", tables], &files);
+    assert_eq!(code, Some(0), "{err}");
+}

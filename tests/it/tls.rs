@@ -50,8 +50,10 @@ fn leaf(ca: &Ca, name: &str, server: bool, expired: bool) -> (String, String) {
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     // Write then rename, as a Secret volume update does, so a reader never sees half a file.
+    // Private (0600): the engine refuses a private key others may read.
     let tmp = dir.join(format!(".{name}.tmp"));
     std::fs::write(&tmp, text).unwrap();
+    std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     std::fs::rename(&tmp, &path).unwrap();
     path
 }

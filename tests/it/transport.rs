@@ -114,6 +114,7 @@ async fn until_shed(c: &TestClient) -> Status {
 async fn the_global_cap_sheds_at_once_and_recovers() {
     let mut s = settings(&ring_a());
     s.limits.max_in_flight = 2;
+    s.limits.max_in_flight_per_connection = 2;
     let server = TestServer::spawn(s).await;
     let ch = channel(server.addr).await;
     let mut c = TestClient::new(ch.clone());
@@ -514,6 +515,7 @@ async fn nonsense_settings_are_refused_with_a_message_naming_them() {
         ("commitment-ttl-secs", Box::new(|s| s.commitment_ttl = Duration::ZERO)),
         ("drain-timeout-secs", Box::new(|s| s.drain_timeout = Duration::ZERO)),
         ("max-in-flight", Box::new(|s| s.limits.max_in_flight = 0)),
+        ("max-in-flight-per-connection", Box::new(|s| s.limits.max_in_flight_per_connection = 300)),
         ("max-pending-request-bytes", Box::new(|s| s.limits.max_pending_request_bytes = 1000)),
         ("max-concurrent-streams", Box::new(|s| s.limits.max_concurrent_streams_per_connection = 0)),
         ("request-timeout-ms", Box::new(|s| s.limits.request_timeout = Duration::ZERO)),

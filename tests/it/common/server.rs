@@ -97,6 +97,22 @@ pub enum Log {
     To(Stdio),
 }
 
+/// Whether the test reads a [`ServerProcess`]'s stdout (where the audit trail goes): closed,
+/// the reader stops after its current line and the pipe fills, as with a stalled consumer.
+#[derive(Clone, Default)]
+pub struct StdoutGate(Arc<(Mutex<bool>, Condvar)>);
+
+impl StdoutGate {
+    pub fn set_reading(&self, reading: bool) {
+        *self.0.0.lock().unwrap() = !reading;
+        self.0.1.notify_all();
+    }
+    fn wait_open(&self) {
+        let (closed, cv) = &*self.0;
+        drop(cv.wait_while(closed.lock().unwrap(), |closed| *closed).unwrap());
+    }
+}
+
 /// How a [`ServerProcess`] starts: `reddog serve` on `127.0.0.1:0` (gRPC and `/metrics`)
 /// with an empty environment plus what the test adds.
 pub struct ProcessBuilder {
@@ -105,6 +121,7 @@ pub struct ProcessBuilder {
     args: Vec<String>,
     env: Vec<(String, String)>,
     log: Log,
+    stdout: StdoutGate,
 }
 
 impl ProcessBuilder {
@@ -131,6 +148,11 @@ impl ProcessBuilder {
     }
     pub fn log(mut self, log: Log) -> Self {
         self.log = log;
+        self
+    }
+    /// Its stdout is read only while `gate` is open (default: always read).
+    pub fn stdout_gate(mut self, gate: &StdoutGate) -> Self {
+        self.stdout = gate.clone();
         self
     }
 
@@ -210,8 +232,10 @@ impl ProcessBuilder {
         }
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        let gate = self.stdout.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                gate.wait_open();
                 for (prefix, which) in [("listening on ", 0), ("metrics on ", 1)] {
                     if let Some(a) = line.strip_prefix(prefix) {
                         let _ = tx.send((which, a.trim().parse::<SocketAddr>().unwrap()));
@@ -242,7 +266,14 @@ pub struct ServerProcess {
 
 impl ServerProcess {
     pub fn builder() -> ProcessBuilder {
-        ProcessBuilder { listen: "127.0.0.1:0".into(), wrapper: vec![], args: vec![], env: vec![], log: Log::Discard }
+        ProcessBuilder {
+            listen: "127.0.0.1:0".into(),
+            wrapper: vec![],
+            args: vec![],
+            env: vec![],
+            log: Log::Discard,
+            stdout: StdoutGate::default(),
+        }
     }
 
     /// Starts the binary with `env`, its log going to `stderr`.

@@ -3,10 +3,10 @@
 //! throughout. Loopback only: every run is bounded in frames and time and stops by itself.
 //!
 //! ```text
-//! cargo run --release --example flood -- --target 127.0.0.1:50051 --pid PID headers --streams 50000
-//! cargo run --release --example flood -- --target ... --pid PID bodies --conns 40 --streams 100
-//! cargo run --release --example flood -- --target ... --pid PID priority --frames 100000
-//! cargo run --release --example flood -- --target ... --pid PID idle --conns 2000 --hold-secs 10
+//! cargo run --release -p reddog-tools --bin flood -- --target 127.0.0.1:50051 --pid PID headers --streams 50000
+//! cargo run --release -p reddog-tools --bin flood -- --target ... --pid PID bodies --conns 40 --streams 100
+//! cargo run --release -p reddog-tools --bin flood -- --target ... --pid PID priority --frames 100000
+//! cargo run --release -p reddog-tools --bin flood -- --target ... --pid PID idle --conns 2000 --hold-secs 10
 //! ```
 //!
 //! - `headers`: one connection opens `--streams` CommitSeed streams, HEADERS only (no body,
