@@ -144,6 +144,18 @@ fn undecodable(error: &prost::DecodeError) -> Status {
     EngineError::invalid(field, format!("the request message is not valid protobuf: {rest}")).into()
 }
 
+/// Marks each message the RPCs carry as a request or a response for the codec.
+macro_rules! api_messages {
+    ($is_request:literal: $($message:ident),* $(,)?) => {$(
+        impl ApiMessage for crate::proto::$message {
+            const IS_REQUEST: bool = $is_request;
+        }
+    )*};
+}
+
+api_messages!(true: GetRulesRequest, ListTablesRequest, CommitSeedRequest, StartRoundRequest, DecideRequest, SettleRequest);
+api_messages!(false: GetRulesResponse, ListTablesResponse, CommitSeedResponse, StartRoundResponse, DecideResponse, SettleResponse);
+
 #[cfg(test)]
 mod tests {
     use tonic::Code;
