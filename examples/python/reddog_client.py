@@ -502,8 +502,9 @@ def play(stub, pb, args):
         print("FAILED: %d round(s) with stakes hanging" % hanging)
         failures += 1
     staked, returned, transactions = platform.totals()
-    print("rounds %d, hand classes %s, debited %d, credited %d, wallet transactions %d, hanging stakes %d, failures %d"
-          % (args.rounds, classes, staked or 0, returned or 0, transactions, hanging, failures))
+    dealt = platform.db.execute("SELECT COUNT(*) FROM rounds WHERE started IS NOT NULL").fetchone()[0]
+    print("rounds %d, dealt %d, hand classes %s, debited %d, credited %d, wallet transactions %d, hanging stakes %d, "
+          "failures %d" % (args.rounds, dealt, classes, staked or 0, returned or 0, transactions, hanging, failures))
     return failures
 
 
