@@ -501,6 +501,7 @@ async function main() {
       const ctx = await browser.newContext({ viewport: { width: W, height: H }, isMobile: mobile, hasTouch: mobile,
         deviceScaleFactor: 1, storageState: await context.storageState(), locale: "en-US" });
       const p = await ctx.newPage();
+      watch(p); // its rounds count below, so its answers are checked for tokens too
       p.on("pageerror", (e) => pageErrors.push(String(e)));
       try {
         await p.goto(URL);
@@ -637,6 +638,7 @@ async function main() {
       const ctx = await browser.newContext({ viewport: { width: W, height: H }, isMobile: true, hasTouch: true,
         deviceScaleFactor: 1, storageState: await context.storageState(), ...(lang ? { locale: lang } : {}) });
       const p = await ctx.newPage();
+      watch(p); // its rounds count below, so its answers are checked for tokens too
       p.on("pageerror", (e) => pageErrors.push(String(e)));
       try {
         await p.goto(URL);
