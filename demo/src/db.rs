@@ -47,6 +47,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0006_sessions", include_str!("../migrations/0006_sessions.sql")),
     ("0007_receipts", include_str!("../migrations/0007_receipts.sql")),
     ("0008_session_hashes", include_str!("../migrations/0008_session_hashes.sql")),
+    ("0009_drop_single_seat_columns", include_str!("../migrations/0009_drop_single_seat_columns.sql")),
 ];
 
 /// Opens (creating if needed) the database file and brings its schema up to date.
@@ -303,6 +304,98 @@ mod tests {
         let failures: i64 =
             conn.query_row("SELECT pin_failures FROM players WHERE name = 'old'", [], |r| r.get(0)).unwrap();
         assert_eq!(failures, 0, "the new column exists, with its default, on the existing row");
+    }
+
+    /// A database built by the first `n` migrations, as an older platform left it.
+    fn database_at_version(path: &Path, n: usize) -> Connection {
+        let mut conn = Connection::open(path).unwrap();
+        for (k, (_name, sql)) in MIGRATIONS[..n].iter().enumerate() {
+            let tx = conn.transaction().unwrap();
+            tx.execute_batch(sql).unwrap();
+            tx.pragma_update(None, "user_version", i64::try_from(k + 1).unwrap()).unwrap();
+            tx.commit().unwrap();
+        }
+        conn
+    }
+
+    #[test]
+    fn a_version_8_database_keeps_every_seat_when_the_single_seat_columns_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v8.sqlite");
+        {
+            let conn = database_at_version(&path, 8);
+            conn.execute("INSERT INTO players (name, pin_hash, created_ms) VALUES ('old', 'h', 0)", []).unwrap();
+            let insert = "INSERT INTO rounds (round_id, player_id, state, nonce, table_id, decks, commitment,
+                              commitment_token, commit_expires_ms, bet, decision, stake, outcome, rule, odds,
+                              returned, seats, created_ms, updated_ms)
+                          VALUES (?1, 1, ?2, ?3, 't', 1, 'c', x'00', 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, 0)";
+            let none: Option<&str> = None;
+            let no: Option<i64> = None;
+            // Settled before version 4: its one seat only in the columns.
+            conn.execute(
+                insert,
+                rusqlite::params!["pre4", "settled", 0, 500, "raise", 1000, "win", "third_card_between", 2, 3000, "[]"],
+            )
+            .unwrap();
+            // Still `deciding` from before version 4: its decision was not sent yet.
+            conn.execute(
+                insert,
+                rusqlite::params!["pre4-open", "deciding", 1, 700, "stand", 700, none, none, no, no, "[]"],
+            )
+            .unwrap();
+            // Two seats (version 4 on): the columns held the first seat's result only.
+            let two = r#"[{"bet":500,"decision":"stand","sent":true,"stake":500,"outcome":"lose","rule":"third_card_outside","odds":null,"returned":0},
+                          {"bet":600,"decision":"raise","sent":true,"stake":1200,"outcome":"win","rule":"third_card_between","odds":1,"returned":2400}]"#;
+            conn.execute(
+                insert,
+                rusqlite::params!["two", "settled", 2, 1100, none, 1700, "lose", "third_card_outside", no, 2400, two],
+            )
+            .unwrap();
+            // An unused commitment has no seat.
+            conn.execute(insert, rusqlite::params!["unused", "expired", 3, no, none, no, none, none, no, no, "[]"])
+                .unwrap();
+        }
+        let conn = open(&path).unwrap();
+        let seats = |id: &str| -> Vec<crate::rounds::Seat> {
+            let json: String =
+                conn.query_row("SELECT seats FROM rounds WHERE round_id = ?1", [id], |r| r.get(0)).unwrap();
+            serde_json::from_str(&json).unwrap()
+        };
+        use crate::round_state::Decision;
+        let pre4 = seats("pre4");
+        assert_eq!(pre4.len(), 1);
+        let s = &pre4[0];
+        assert_eq!((s.bet, s.decision, s.sent, s.stake), (500, Some(Decision::Raise), true, 1000));
+        assert_eq!(
+            (s.outcome.as_deref(), s.rule.as_deref(), s.odds, s.returned),
+            (Some("win"), Some("third_card_between"), Some(2), Some(3000))
+        );
+        let open_round = seats("pre4-open");
+        assert_eq!(open_round.len(), 1);
+        let s = &open_round[0];
+        assert_eq!(
+            (s.bet, s.decision, s.sent, s.stake, s.outcome.as_deref()),
+            (700, Some(Decision::Stand), false, 700, None)
+        );
+        let two = seats("two");
+        assert_eq!((two.len(), two[1].returned, two[1].decision), (2, Some(2400), Some(Decision::Raise)), "untouched");
+        assert!(seats("unused").is_empty());
+        // The columns are gone.
+        let columns: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info('rounds')")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        for gone in ["decision", "outcome", "rule", "odds"] {
+            assert!(!columns.iter().any(|c| c == gone), "{gone} still in {columns:?}");
+        }
+        for kept in ["bet", "stake", "returned", "seats", "state"] {
+            assert!(columns.iter().any(|c| c == kept), "{kept} missing from {columns:?}");
+        }
+        let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(v, latest_version());
     }
 
     #[test]

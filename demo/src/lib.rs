@@ -17,5 +17,6 @@ pub mod engine;
 pub mod ledger;
 pub mod limits;
 pub mod players;
+pub mod round_state;
 pub mod rounds;
 pub mod web;

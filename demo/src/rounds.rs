@@ -19,6 +19,8 @@ use crate::engine::{self, Engine, EngineError, Rules};
 use crate::ledger::{self, LedgerError};
 use crate::limits::{self, TableLimits};
 use crate::players;
+use crate::round_state::{Decision, RoundState};
+use crate::terminal_states_sql;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -92,7 +94,7 @@ impl From<EngineError> for RoundError {
 struct Row {
     round_id: String,
     player_id: i64,
-    state: String,
+    state: RoundState,
     nonce: i64,
     table_id: String,
     decks: i64,
@@ -111,11 +113,7 @@ struct Row {
     hand_class: Option<String>,
     spread: Option<i64>,
     spread_odds: Option<i64>,
-    decision: Option<String>,
     stake: Option<i64>,
-    outcome: Option<String>,
-    rule: Option<String>,
-    odds: Option<i64>,
     returned: Option<i64>,
     reveal_json: Option<String>,
     balance_after: Option<i64>,
@@ -124,7 +122,7 @@ struct Row {
     created_ms: i64,
     updated_ms: i64,
     transcripts: String,
-    seats: String,
+    seats: Vec<Seat>,
     signature: Option<String>,
     signing_key_id: Option<String>,
 }
@@ -136,7 +134,7 @@ pub struct Seat {
     pub bet: i64,
     /// `raise`, `stand`, `default` (stood because the round was settled without a decision),
     /// or none yet.
-    pub decision: Option<String>,
+    pub decision: Option<Decision>,
     /// The decision has reached the engine (a `Decide` answered).
     #[serde(default)]
     pub sent: bool,
@@ -152,27 +150,6 @@ pub struct Seat {
     pub returned: Option<i64>,
 }
 
-/// The seats of a stored round (a round from before schema version 4 has its one seat in
-/// the columns).
-fn seats_of(r: &Row) -> Vec<Seat> {
-    if let Ok(seats) = serde_json::from_str::<Vec<Seat>>(&r.seats)
-        && !seats.is_empty()
-    {
-        return seats;
-    }
-    let Some(bet) = r.bet else { return vec![] };
-    vec![Seat {
-        bet,
-        decision: r.decision.clone(),
-        sent: r.decision.is_some() && r.state != "deciding",
-        stake: r.stake.unwrap_or(bet),
-        outcome: r.outcome.clone(),
-        rule: r.rule.clone(),
-        odds: r.odds,
-        returned: r.returned,
-    }]
-}
-
 fn seats_json(seats: &[Seat]) -> String {
     serde_json::to_string(seats).unwrap_or_else(|_| "[]".into())
 }
@@ -186,7 +163,7 @@ macro_rules! round_columns {
     () => {
         "round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token, \
     commit_expires_ms, client_seed, bet, limit_min, limit_max, round_token, step, transcript, cards, hand_class, \
-    spread, spread_odds, decision, stake, outcome, rule, odds, returned, reveal_json, balance_after, recovered, note, \
+    spread, spread_odds, stake, returned, reveal_json, balance_after, recovered, note, \
     created_ms, updated_ms, transcripts, seats, rules_digest, signature, signing_key_id"
     };
 }
@@ -229,6 +206,19 @@ macro_rules! at {
     };
 }
 
+/// The seats of a stored round (`rounds.seats`; migration 0009 moved the one seat of a
+/// round from before schema version 4 there). JSON that is not a list of seats is a read
+/// error naming the column.
+fn seats_from_json(json: &str) -> rusqlite::Result<Vec<Seat>> {
+    serde_json::from_str(json).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(
+            at!("seats"),
+            rusqlite::types::Type::Text,
+            format!("rounds.seats: not a list of seats: {e}").into(),
+        )
+    })
+}
+
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok(Row {
         round_id: r.get(at!("round_id"))?,
@@ -252,11 +242,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         hand_class: r.get(at!("hand_class"))?,
         spread: r.get(at!("spread"))?,
         spread_odds: r.get(at!("spread_odds"))?,
-        decision: r.get(at!("decision"))?,
         stake: r.get(at!("stake"))?,
-        outcome: r.get(at!("outcome"))?,
-        rule: r.get(at!("rule"))?,
-        odds: r.get(at!("odds"))?,
         returned: r.get(at!("returned"))?,
         reveal_json: r.get(at!("reveal_json"))?,
         balance_after: r.get(at!("balance_after"))?,
@@ -265,7 +251,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         created_ms: r.get(at!("created_ms"))?,
         updated_ms: r.get(at!("updated_ms"))?,
         transcripts: r.get(at!("transcripts"))?,
-        seats: r.get(at!("seats"))?,
+        seats: seats_from_json(&r.get::<_, String>(at!("seats"))?)?,
         signature: r.get(at!("signature"))?,
         signing_key_id: r.get(at!("signing_key_id"))?,
     })
@@ -282,7 +268,7 @@ pub struct RoundView {
     /// The platform's round id (also bound into the commitment).
     pub round_id: String,
     /// `committed`, `betting`, `dealt`, `deciding`, `settling`, `settled`, `expired`, `voided`.
-    pub state: String,
+    pub state: RoundState,
     /// The nonce, as a decimal string (a u64 does not fit a JavaScript number).
     pub nonce: String,
     /// The table id.
@@ -320,7 +306,7 @@ pub struct RoundView {
     pub awaiting_decision: bool,
     /// One seat: `raise`, `stand` or `default` (stood because the round was settled without
     /// a decision); several seats: none (see `seats`).
-    pub decision: Option<String>,
+    pub decision: Option<Decision>,
     /// The whole stake, all seats.
     pub stake: Option<i64>,
     /// The first seat's `win`, `lose` or `push` (every seat's in `seats`).
@@ -361,11 +347,12 @@ impl From<Row> for RoundView {
     fn from(r: Row) -> Self {
         let cards = r.cards.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
         let transcripts = serde_json::from_str(&r.transcripts).unwrap_or_default();
-        let seats = seats_of(&r);
-        let renew_in_ms = (r.state == "committed")
+        let seats = r.seats;
+        let first = seats.first().cloned().unwrap_or_default();
+        let renew_in_ms = (r.state == RoundState::Committed)
             .then(|| r.commit_expires_ms.saturating_sub(EXPIRY_MARGIN_MS).saturating_sub(now_ms()).max(0));
         RoundView {
-            awaiting_decision: r.state == "dealt",
+            awaiting_decision: r.state == RoundState::Dealt,
             round_id: r.round_id,
             state: r.state,
             nonce: r.nonce.to_string(),
@@ -377,17 +364,17 @@ impl From<Row> for RoundView {
             renew_in_ms,
             client_seed: r.client_seed,
             bet: r.bet,
+            decision: if seats.len() == 1 { first.decision } else { None },
+            outcome: first.outcome,
+            rule: first.rule,
+            odds: first.odds,
             seats,
             limits: r.limit_min.zip(r.limit_max),
             cards,
             hand_class: r.hand_class,
             spread: r.spread,
             spread_odds: r.spread_odds,
-            decision: r.decision,
             stake: r.stake,
-            outcome: r.outcome,
-            rule: r.rule,
-            odds: r.odds,
             returned: r.returned,
             reveal_json: r.reveal_json,
             signature: r.signature.filter(|s| !s.is_empty()),
@@ -430,7 +417,7 @@ pub struct HistoryPage {
 }
 
 /// An unfinished round as recovery finds it: id, player, state.
-type OpenRound = (String, i64, String);
+type OpenRound = (String, i64, RoundState);
 
 /// What a recovery pass did.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -588,7 +575,8 @@ impl Platform {
                     concat!(
                         "SELECT ",
                         round_columns!(),
-                        " FROM rounds WHERE player_id = ?1 AND state NOT IN ('settled', 'expired', 'voided')"
+                        " FROM rounds WHERE player_id = ?1 AND state NOT IN ",
+                        terminal_states_sql!()
                     ),
                     [player],
                     row,
@@ -606,18 +594,18 @@ impl Platform {
     /// expiry is expired. The round when it waits for the player (`committed`, `dealt`).
     async fn resume(&self, r: Row) -> Result<Option<RoundView>, RoundError> {
         let r = self.advance_from(r).await?;
-        if r.state == "committed" && r.commit_expires_ms <= now_ms() + EXPIRY_MARGIN_MS {
+        if r.state == RoundState::Committed && r.commit_expires_ms <= now_ms() + EXPIRY_MARGIN_MS {
             let round_id = r.round_id;
             self.db(move |c| {
                 c.execute_cached(
-                    "UPDATE rounds SET state = 'expired', updated_ms = ?2 WHERE round_id = ?1",
-                    params![round_id, now_ms()],
+                    "UPDATE rounds SET state = ?3, updated_ms = ?2 WHERE round_id = ?1",
+                    params![round_id, now_ms(), RoundState::Expired],
                 )
             })
             .await?;
             return Ok(None);
         }
-        Ok(matches!(r.state.as_str(), "committed" | "dealt").then(|| r.into()))
+        Ok(r.state.waits_for_player().then(|| r.into()))
     }
 
     /// The open round, or a new one: `CommitSeed` for a fresh round id and the player's next
@@ -643,7 +631,7 @@ impl Platform {
                 tx.execute_cached(
                 "INSERT INTO rounds (round_id, player_id, state, nonce, table_id, decks, commitment, commitment_token,
                                      commit_expires_ms, created_ms, updated_ms, rules_digest)
-                 VALUES (?1, ?2, 'committed', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
+                 VALUES (?1, ?2, ?11, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
                 params![
                     round_id,
                     player,
@@ -654,7 +642,8 @@ impl Platform {
                     c.token,
                     c.expires_ms,
                     now,
-                    c.rules_digest
+                    c.rules_digest,
+                    RoundState::Committed
                 ],
             )?;
                 tx.execute_cached("UPDATE players SET next_nonce = ?2 WHERE id = ?1", params![player, nonce + 1])?;
@@ -683,61 +672,75 @@ impl Platform {
         let max_seed = usize::try_from(self.rules.max_client_seed_bytes).unwrap_or(1024);
         let max_seats = usize::try_from(self.rules.max_seats).unwrap_or(1);
         let (id, seed, wanted_bets) = (round_id.to_string(), client_seed.to_string(), bets.to_vec());
-        let (proceed, row) = self.db(move |c| -> Result<(bool, Row), RoundError> {
-            let (round_id, client_seed, bets) = (id.as_str(), seed.as_str(), wanted_bets.as_slice());
-            let tx = c.savepoint()?;
-            let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
-            if r.state != "committed" {
-                let same_bets = seats_of(&r).iter().map(|s| s.bet).eq(bets.iter().copied());
-                if r.client_seed.as_deref() == Some(client_seed) && same_bets {
-                    return Ok((false, r)); // a retry: report the round as it is
+        let (proceed, row) = self
+            .db(move |c| -> Result<(bool, Row), RoundError> {
+                let (round_id, client_seed, bets) = (id.as_str(), seed.as_str(), wanted_bets.as_slice());
+                let tx = c.savepoint()?;
+                let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
+                if r.state != RoundState::Committed {
+                    let same_bets = r.seats.iter().map(|s| s.bet).eq(bets.iter().copied());
+                    if r.client_seed.as_deref() == Some(client_seed) && same_bets {
+                        return Ok((false, r)); // a retry: report the round as it is
+                    }
+                    if r.state == RoundState::Expired {
+                        // Expired unused (e.g. by a recovery pass while the page sat idle):
+                        // nothing was dealt or debited, and the page is shown a new commitment.
+                        return Err(RoundError::Expired);
+                    }
+                    return Err(RoundError::Conflict("round_id: this round was already dealt".into()));
                 }
-                if r.state == "expired" {
-                    // Expired unused (e.g. by a recovery pass while the page sat idle):
-                    // nothing was dealt or debited, and the page is shown a new commitment.
+                if r.commit_expires_ms <= now + EXPIRY_MARGIN_MS {
+                    tx.execute_cached(
+                        "UPDATE rounds SET state = ?3, updated_ms = ?2 WHERE round_id = ?1",
+                        params![round_id, now, RoundState::Expired],
+                    )?;
+                    tx.commit()?;
                     return Err(RoundError::Expired);
                 }
-                return Err(RoundError::Conflict("round_id: this round was already dealt".into()));
-            }
-            if r.commit_expires_ms <= now + EXPIRY_MARGIN_MS {
-                tx.execute_cached("UPDATE rounds SET state = 'expired', updated_ms = ?2 WHERE round_id = ?1", params![round_id, now])?;
-                tx.commit()?;
-                return Err(RoundError::Expired);
-            }
-            if client_seed.is_empty() || client_seed.len() > max_seed {
-                return Err(RoundError::BadClientSeed(format!("1 to {max_seed} bytes of UTF-8")));
-            }
-            if bets.is_empty() || bets.len() > max_seats {
-                return Err(RoundError::BadSeats(format!("bets: 1 to {max_seats} seats, one bet each")));
-            }
-            let limit = players::limit(&tx, player)?;
-            let (min, max) = limit.effective(table);
-            let mut total: i64 = 0;
-            for &bet in bets {
-                let bet_u = u64::try_from(bet).map_err(|_| RoundError::BetOutOfRange { min, max })?;
-                limits::check_bet(table, &limit, bet_u).map_err(|(min, max)| RoundError::BetOutOfRange { min, max })?;
-                total = total.checked_add(bet).ok_or(RoundError::Ledger(LedgerError::Overflow))?;
-            }
-            let wallet = ledger::player_account(&tx, player)?;
-            let house = ledger::system_account(&tx, "house")?;
-            let balance = ledger::balance(&tx, wallet)?;
-            if balance < total {
-                return Err(RoundError::InsufficientFunds { balance, needed: total });
-            }
-            for (k, &bet) in bets.iter().enumerate() {
-                let key = format!("{round_id}:seat{k}:bet");
-                ledger::post(&tx, &key, "bet", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
-            }
-            let seats: Vec<Seat> = bets.iter().map(|&bet| Seat { bet, stake: bet, ..Seat::default() }).collect();
-            tx.execute_cached(
-                "UPDATE rounds SET state = 'betting', client_seed = ?2, bet = ?3, stake = ?3, limit_min = ?4, limit_max = ?5,
+                if client_seed.is_empty() || client_seed.len() > max_seed {
+                    return Err(RoundError::BadClientSeed(format!("1 to {max_seed} bytes of UTF-8")));
+                }
+                if bets.is_empty() || bets.len() > max_seats {
+                    return Err(RoundError::BadSeats(format!("bets: 1 to {max_seats} seats, one bet each")));
+                }
+                let limit = players::limit(&tx, player)?;
+                let (min, max) = limit.effective(table);
+                let mut total: i64 = 0;
+                for &bet in bets {
+                    let bet_u = u64::try_from(bet).map_err(|_| RoundError::BetOutOfRange { min, max })?;
+                    limits::check_bet(table, &limit, bet_u)
+                        .map_err(|(min, max)| RoundError::BetOutOfRange { min, max })?;
+                    total = total.checked_add(bet).ok_or(RoundError::Ledger(LedgerError::Overflow))?;
+                }
+                let wallet = ledger::player_account(&tx, player)?;
+                let house = ledger::system_account(&tx, "house")?;
+                let balance = ledger::balance(&tx, wallet)?;
+                if balance < total {
+                    return Err(RoundError::InsufficientFunds { balance, needed: total });
+                }
+                for (k, &bet) in bets.iter().enumerate() {
+                    let key = format!("{round_id}:seat{k}:bet");
+                    ledger::post(&tx, &key, "bet", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
+                }
+                let seats: Vec<Seat> = bets.iter().map(|&bet| Seat { bet, stake: bet, ..Seat::default() }).collect();
+                tx.execute_cached(
+                "UPDATE rounds SET state = ?8, client_seed = ?2, bet = ?3, stake = ?3, limit_min = ?4, limit_max = ?5,
                                    updated_ms = ?6, seats = ?7 WHERE round_id = ?1",
-                params![round_id, client_seed, total, i64_of(min)?, i64_of(max)?, now, seats_json(&seats)],
+                params![
+                    round_id,
+                    client_seed,
+                    total,
+                    i64_of(min)?,
+                    i64_of(max)?,
+                    now,
+                    seats_json(&seats),
+                    RoundState::Betting
+                ],
             )?;
-            tx.commit()?;
-            Ok((true, load(c, round_id)?.ok_or(RoundError::NotFound)?))
-        })
-        .await?;
+                tx.commit()?;
+                Ok((true, load(c, round_id)?.ok_or(RoundError::NotFound)?))
+            })
+            .await?;
         if proceed {
             self.crash_point("after_bet_debit");
         }
@@ -750,47 +753,50 @@ impl Platform {
     pub async fn decide(&self, player: i64, round_id: &str, seat: usize, raise: bool) -> Result<RoundView, RoundError> {
         let _guard = self.player_lock(player).await;
         let now = now_ms();
-        let wanted = if raise { "raise" } else { "stand" };
+        let wanted = if raise { Decision::Raise } else { Decision::Stand };
         let id = round_id.to_string();
-        let (proceed, row) = self.db(move |c| -> Result<(bool, Row), RoundError> {
-            let round_id = id.as_str();
-            let tx = c.savepoint()?;
-            let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
-            let mut seats = seats_of(&r);
-            let Some(this) = seats.get(seat) else {
-                return Err(RoundError::BadSeats(format!("seat: this round has seats 0 to {}", seats.len().saturating_sub(1))));
-            };
-            if this.decision.as_deref() == Some(wanted) {
-                return Ok((false, r)); // a retry
-            }
-            if r.state != "dealt" || this.decision.is_some() {
-                return Err(RoundError::Conflict(format!(
-                    "action: seat {seat} is not waiting for a decision (the round is {})",
-                    r.state
-                )));
-            }
-            let bet = this.bet;
-            let stake = if raise {
-                let wallet = ledger::player_account(&tx, player)?;
-                let house = ledger::system_account(&tx, "house")?;
-                let key = format!("{round_id}:seat{seat}:raise");
-                ledger::post(&tx, &key, "raise", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
-                bet.checked_mul(2).ok_or(RoundError::Ledger(LedgerError::Overflow))?
-            } else {
-                bet
-            };
-            seats[seat].decision = Some(wanted.to_string());
-            seats[seat].stake = stake;
-            let total = total_stake(&seats)?;
-            let single = (seats.len() == 1).then_some(wanted);
-            tx.execute_cached(
-                "UPDATE rounds SET state = 'deciding', decision = ?2, stake = ?3, updated_ms = ?4, seats = ?5 WHERE round_id = ?1",
-                params![round_id, single, total, now, seats_json(&seats)],
-            )?;
-            tx.commit()?;
-            Ok((true, load(c, round_id)?.ok_or(RoundError::NotFound)?))
-        })
-        .await?;
+        let (proceed, row) = self
+            .db(move |c| -> Result<(bool, Row), RoundError> {
+                let round_id = id.as_str();
+                let tx = c.savepoint()?;
+                let r = load(&tx, round_id)?.filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
+                let mut seats = r.seats.clone();
+                let Some(this) = seats.get(seat) else {
+                    return Err(RoundError::BadSeats(format!(
+                        "seat: this round has seats 0 to {}",
+                        seats.len().saturating_sub(1)
+                    )));
+                };
+                if this.decision == Some(wanted) {
+                    return Ok((false, r)); // a retry
+                }
+                if r.state != RoundState::Dealt || this.decision.is_some() {
+                    return Err(RoundError::Conflict(format!(
+                        "action: seat {seat} is not waiting for a decision (the round is {})",
+                        r.state
+                    )));
+                }
+                let bet = this.bet;
+                let stake = if raise {
+                    let wallet = ledger::player_account(&tx, player)?;
+                    let house = ledger::system_account(&tx, "house")?;
+                    let key = format!("{round_id}:seat{seat}:raise");
+                    ledger::post(&tx, &key, "raise", Some(round_id), &[(wallet, -bet), (house, bet)], now)?;
+                    bet.checked_mul(2).ok_or(RoundError::Ledger(LedgerError::Overflow))?
+                } else {
+                    bet
+                };
+                seats[seat].decision = Some(wanted);
+                seats[seat].stake = stake;
+                let total = total_stake(&seats)?;
+                tx.execute_cached(
+                    "UPDATE rounds SET state = ?2, stake = ?3, updated_ms = ?4, seats = ?5 WHERE round_id = ?1",
+                    params![round_id, RoundState::Deciding, total, now, seats_json(&seats)],
+                )?;
+                tx.commit()?;
+                Ok((true, load(c, round_id)?.ok_or(RoundError::NotFound)?))
+            })
+            .await?;
         if proceed && raise {
             self.crash_point("after_raise_debit");
         }
@@ -812,11 +818,15 @@ impl Platform {
     /// as written, so no step reads it again).
     async fn advance_from(&self, mut r: Row) -> Result<Row, RoundError> {
         for _ in 0..4 {
-            r = match r.state.as_str() {
-                "betting" => self.step_start(&r).await?,
-                "deciding" => self.step_decide(&r).await?,
-                "settling" => self.step_settle(&r).await?,
-                _ => return Ok(r),
+            r = match r.state {
+                RoundState::Betting => self.step_start(&r).await?,
+                RoundState::Deciding => self.step_decide(&r).await?,
+                RoundState::Settling => self.step_settle(&r).await?,
+                RoundState::Committed
+                | RoundState::Dealt
+                | RoundState::Settled
+                | RoundState::Expired
+                | RoundState::Voided => return Ok(r),
             };
         }
         Ok(r)
@@ -833,8 +843,7 @@ impl Platform {
         let (Some(seed), Some(min), Some(max)) = (&r.client_seed, r.limit_min, r.limit_max) else {
             return Err(RoundError::Conflict("round is missing its deal inputs".into()));
         };
-        let seats = seats_of(r);
-        let bets = seats.iter().map(|s| u64_of(s.bet)).collect::<Result<Vec<_>, _>>()?;
+        let bets = r.seats.iter().map(|s| u64_of(s.bet)).collect::<Result<Vec<_>, _>>()?;
         let answer = self
             .engine
             .start(r.commitment_token.clone(), seed, u64_of(r.nonce)?, &r.round_id, &bets, (u64_of(min)?, u64_of(max)?))
@@ -849,7 +858,7 @@ impl Platform {
                 for c in [&view.first_card, &view.second_card, &view.third_card].into_iter().flatten() {
                     cards.push(c.code.clone());
                 }
-                let state = if view.awaiting_decisions { "dealt" } else { "settling" };
+                let state = if view.awaiting_decisions { RoundState::Dealt } else { RoundState::Settling };
                 let round_id = r.round_id.clone();
                 let cards = serde_json::to_string(&cards).unwrap_or_default();
                 self.db(move |c| -> rusqlite::Result<Option<Row>> {
@@ -888,7 +897,7 @@ impl Platform {
 
     async fn void_and_refund(&self, r: &Row, note: String) -> Result<(), RoundError> {
         let now = now_ms();
-        let seats = seats_of(r);
+        let seats = r.seats.clone();
         let r = r.clone();
         self.db(move |c| -> Result<(), RoundError> {
             let tx = c.savepoint()?;
@@ -902,8 +911,8 @@ impl Platform {
             }
             let balance = ledger::balance(&tx, wallet)?;
             tx.execute_cached(
-                "UPDATE rounds SET state = 'voided', note = ?2, returned = ?3, balance_after = ?4, updated_ms = ?5 WHERE round_id = ?1",
-                params![r.round_id, note, refunded, balance, now],
+                "UPDATE rounds SET state = ?6, note = ?2, returned = ?3, balance_after = ?4, updated_ms = ?5 WHERE round_id = ?1",
+                params![r.round_id, note, refunded, balance, now, RoundState::Voided],
             )?;
             tx.commit()?;
             Ok(())
@@ -913,12 +922,12 @@ impl Platform {
 
     async fn step_decide(&self, r: &Row) -> Result<Row, RoundError> {
         let token = r.round_token.clone().ok_or_else(|| RoundError::Conflict("round has no token".into()))?;
-        let mut seats = seats_of(r);
+        let mut seats = r.seats.clone();
         // The decisions recorded but not yet sent, in ascending seat order.
         let mut pending = vec![];
         for (k, s) in seats.iter().enumerate() {
-            if let (Some(d), false) = (s.decision.as_deref(), s.sent) {
-                pending.push((u32::try_from(k).unwrap_or(u32::MAX), d == "raise"));
+            if let (Some(d), false) = (s.decision, s.sent) {
+                pending.push((u32::try_from(k).unwrap_or(u32::MAX), d == Decision::Raise));
             }
         }
         match self.engine.decide(token, &r.round_id, &pending).await {
@@ -930,7 +939,7 @@ impl Platform {
                     }
                 }
                 let more = resp.round.as_ref().is_some_and(|v| v.awaiting_decisions);
-                let state = if more { "dealt" } else { "settling" };
+                let state = if more { RoundState::Dealt } else { RoundState::Settling };
                 let now = now_ms();
                 let round_id = r.round_id.clone();
                 let seats = seats_json(&seats);
@@ -960,22 +969,28 @@ impl Platform {
                         let Some(s) = seats.get_mut(k as usize) else { continue };
                         if raised {
                             let key = format!("{}:seat{k}:refund", r.round_id);
-                            ledger::post(&tx, &key, "refund", Some(&r.round_id), &[(house, -s.bet), (wallet, s.bet)], now)?;
+                            ledger::post(
+                                &tx,
+                                &key,
+                                "refund",
+                                Some(&r.round_id),
+                                &[(house, -s.bet), (wallet, s.bet)],
+                                now,
+                            )?;
                         }
-                        s.decision = Some("default".into());
+                        s.decision = Some(Decision::Default);
                         s.stake = s.bet;
                         s.sent = true;
                     }
                     let total = total_stake(&seats)?;
-                    let single = (seats.len() == 1).then_some("default");
                     tx.execute_cached(
-                        "UPDATE rounds SET state = 'settling', decision = ?4, stake = ?5, note = ?2, updated_ms = ?3, seats = ?6
+                        "UPDATE rounds SET state = ?4, stake = ?5, note = ?2, updated_ms = ?3, seats = ?6
                          WHERE round_id = ?1",
                         params![
                             r.round_id,
                             format!("the engine refused the decision ({}); settled as a stand", status.message()),
                             now,
-                            single,
+                            RoundState::Settling,
                             total,
                             seats_json(&seats)
                         ],
@@ -1011,7 +1026,7 @@ impl Platform {
         for c in [&view.first_card, &view.second_card, &view.third_card].into_iter().flatten() {
             cards.push(c.code.clone());
         }
-        let mut seats = seats_of(r);
+        let mut seats = r.seats.clone();
         let mut note = r.note.clone();
         for result in &resp.results {
             let k = result.seat as usize;
@@ -1029,7 +1044,7 @@ impl Platform {
             }
             s.stake = engine_stake;
             if result.stood_by_default {
-                s.decision = Some("default".into());
+                s.decision = Some(Decision::Default);
             }
             s.outcome = Some(engine::outcome_name(result.outcome).to_string());
             s.rule = Some(engine::rule_name(result.rule).to_string());
@@ -1039,8 +1054,6 @@ impl Platform {
         let returned = seats.iter().try_fold(0i64, |a, s| a.checked_add(s.returned.unwrap_or(0)));
         let returned = returned.ok_or(RoundError::Ledger(LedgerError::Overflow))?;
         let stake = total_stake(&seats)?;
-        let first = seats.first().cloned().unwrap_or_default();
-        let decision = if seats.len() == 1 { first.decision.clone() } else { None };
         let now = now_ms();
         let r = r.clone();
         self.db(move |c| -> Result<Row, RoundError> {
@@ -1056,18 +1069,15 @@ impl Platform {
             }
             let balance = ledger::balance(&tx, wallet)?;
             tx.execute_cached(
-                "UPDATE rounds SET state = 'settled', cards = ?2, decision = ?3, outcome = ?4, rule = ?5, odds = ?6,
-                        returned = ?7, reveal_json = ?8, balance_after = ?9, note = ?10, stake = ?11, updated_ms = ?12,
-                        step = ?13, transcript = ?14, transcripts = json_insert(transcripts, '$[#]', ?14), seats = ?15,
-                        signature = ?16, signing_key_id = ?17
+                "UPDATE rounds SET state = ?3, cards = ?2, returned = ?4, reveal_json = ?5, balance_after = ?6, note = ?7,
+                        stake = ?8, updated_ms = ?9, step = ?10, transcript = ?11,
+                        transcripts = json_insert(transcripts, '$[#]', ?11), seats = ?12, signature = ?13,
+                        signing_key_id = ?14
                  WHERE round_id = ?1",
                 params![
                     r.round_id,
                     serde_json::to_string(&cards).unwrap_or_default(),
-                    decision,
-                    first.outcome,
-                    first.rule,
-                    first.odds,
+                    RoundState::Settled,
                     returned,
                     resp.reveal_json,
                     balance,
@@ -1099,33 +1109,36 @@ impl Platform {
         let (expired, open) = self
             .db(move |c| -> rusqlite::Result<(usize, Vec<OpenRound>)> {
                 let expired = c.execute_cached(
-                    "UPDATE rounds SET state = 'expired', updated_ms = ?1 WHERE state = 'committed' AND commit_expires_ms <= ?2",
-                    params![now, now + EXPIRY_MARGIN_MS],
+                    "UPDATE rounds SET state = ?3, updated_ms = ?1 WHERE state = ?4 AND commit_expires_ms <= ?2",
+                    params![now, now + EXPIRY_MARGIN_MS, RoundState::Expired, RoundState::Committed],
                 )?;
-                let mut stmt = c.prepare(
-                    "SELECT round_id, player_id, state FROM rounds WHERE state IN ('betting', 'dealt', 'deciding', 'settling')
-                     ORDER BY created_ms",
-                )?;
-                let rows =
-                    stmt.query_map([], |r| Ok((r.get("round_id")?, r.get("player_id")?, r.get("state")?)))?;
+                // Every round dealt and not finished (an unused commitment owes nothing).
+                let mut stmt = c.prepare(concat!(
+                    "SELECT round_id, player_id, state FROM rounds WHERE state NOT IN ",
+                    terminal_states_sql!(),
+                    " AND state <> ?1 ORDER BY created_ms"
+                ))?;
+                let rows = stmt.query_map([RoundState::Committed], |r| {
+                    Ok((r.get("round_id")?, r.get("player_id")?, r.get("state")?))
+                })?;
                 Ok((expired, rows.collect::<rusqlite::Result<Vec<_>>>()?))
             })
             .await?;
         report.expired = expired;
         for (round_id, player, state) in open {
-            if state == "dealt" && !at_startup {
+            if state == RoundState::Dealt && !at_startup {
                 continue;
             }
             let _guard = self.player_lock(player).await;
             // The player's own request may have finished the round while this pass waited
             // for the lock: only a round still where it was is recovered.
-            let (id, was) = (round_id.clone(), state.clone());
+            let id = round_id.clone();
             let still = self
                 .db(move |c| -> rusqlite::Result<bool> {
-                    let now: Option<String> = c
+                    let now: Option<RoundState> = c
                         .query_row_cached("SELECT state FROM rounds WHERE round_id = ?1", [&id], |r| r.get("state"))
                         .optional()?;
-                    let still = now.as_deref() == Some(was.as_str());
+                    let still = now == Some(state);
                     if still {
                         c.execute_cached("UPDATE rounds SET recovered = 1 WHERE round_id = ?1", [&id])?;
                     }
@@ -1138,14 +1151,14 @@ impl Platform {
             let mut result = self.advance(&round_id).await;
             // At start, a round waiting for the player's decision (found so, or dealt just
             // now by recovery) is settled: the engine stands an undecided seat.
-            if at_startup && result.as_ref().is_ok_and(|r| r.state == "dealt") {
+            if at_startup && result.as_ref().is_ok_and(|r| r.state == RoundState::Dealt) {
                 let id = round_id.clone();
                 self.db(move |c| {
                     c.execute_cached(
-                        "UPDATE rounds SET state = 'settling', updated_ms = ?2,
+                        "UPDATE rounds SET state = ?3, updated_ms = ?2,
                                 note = 'the platform restarted during the round: settled with no decision (stand)'
-                         WHERE round_id = ?1 AND state = 'dealt'",
-                        params![id, now_ms()],
+                         WHERE round_id = ?1 AND state = ?4",
+                        params![id, now_ms(), RoundState::Settling, RoundState::Dealt],
                     )
                 })
                 .await?;
@@ -1171,7 +1184,7 @@ impl Platform {
     pub async fn round_status(&self, player: i64, round_id: &str) -> Result<RoundView, RoundError> {
         let _guard = self.player_lock(player).await;
         let r = Some(self.load(round_id).await?).filter(|r| r.player_id == player).ok_or(RoundError::NotFound)?;
-        if matches!(r.state.as_str(), "betting" | "deciding" | "settling") {
+        if r.state.owes_engine_call() {
             match self.advance(round_id).await {
                 Ok(done) => return Ok(done.into()),
                 Err(RoundError::EngineUnavailable(_)) => {}
@@ -1189,14 +1202,19 @@ impl Platform {
     pub async fn history(&self, player: i64, limit: i64, at: HistoryAt) -> Result<HistoryPage, RoundError> {
         let limit = limit.max(1);
         self.read(move |c| {
-            const DEALT: &str = "player_id = ?1 AND state NOT IN ('committed', 'expired')";
+            // Dealt rounds: not an unused commitment, used or expired.
+            let dealt = format!(
+                "player_id = ?1 AND state NOT IN ('{}', '{}')",
+                RoundState::Committed.as_str(),
+                RoundState::Expired.as_str()
+            );
             let (bound, order, nonce) = match at {
                 HistoryAt::Newest => ("", "DESC", 0),
                 HistoryAt::Before(n) => ("AND nonce < ?3", "DESC", n),
                 HistoryAt::After(n) => ("AND nonce > ?3", "ASC", n),
             };
             let mut stmt = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM rounds WHERE {DEALT} {bound} ORDER BY nonce {order} LIMIT ?2"
+                "SELECT {COLUMNS} FROM rounds WHERE {dealt} {bound} ORDER BY nonce {order} LIMIT ?2"
             ))?;
             let rows = if bound.is_empty() {
                 stmt.query_map(params![player, limit], row)?.collect::<rusqlite::Result<Vec<_>>>()?
@@ -1213,7 +1231,7 @@ impl Platform {
             let before: Option<Option<i64>> = c
                 .query_row_cached(
                     &format!(
-                        "SELECT balance_after FROM rounds WHERE {DEALT} AND nonce < ?2 ORDER BY nonce DESC LIMIT 1"
+                        "SELECT balance_after FROM rounds WHERE {dealt} AND nonce < ?2 ORDER BY nonce DESC LIMIT 1"
                     ),
                     params![player, oldest],
                     |r| r.get("balance_after"),
@@ -1221,7 +1239,7 @@ impl Platform {
                 .optional()?;
             let newer: Option<i64> = c
                 .query_row_cached(
-                    &format!("SELECT nonce FROM rounds WHERE {DEALT} AND nonce > ?2 LIMIT 1"),
+                    &format!("SELECT nonce FROM rounds WHERE {dealt} AND nonce > ?2 LIMIT 1"),
                     params![player, newest],
                     |r| r.get("nonce"),
                 )
@@ -1296,7 +1314,7 @@ mod tests {
         let conn = crate::db::open_in_memory().unwrap();
         let stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM rounds")).unwrap();
         let names = stmt.column_names();
-        assert_eq!(names.len(), 37);
+        assert_eq!(names.len(), 33);
         for (position, name) in names.iter().enumerate() {
             assert_eq!(column(name), position, "{name}");
         }
