@@ -4,6 +4,7 @@
 //! process's metrics recorder, the bare transport and its timing constants. Not for
 //! production code: nothing here is stable.
 
+pub use crate::service::log_writer::{BatchWriter, Full};
 pub use crate::service::metrics::{Metrics, install as install_metrics, render_payout, spawn as spawn_metrics};
 pub use crate::service::server::serve_service;
 pub use crate::service::state::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};

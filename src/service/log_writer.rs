@@ -1,13 +1,14 @@
 //! The log writer: log lines are appended to a shared in-memory batch by the thread that
 //! logs them, and one background thread writes each batch with a single `write(2)`.
 //!
-//! Why not a channel of lines (such as `tracing-appender`'s
-//! non-blocking writer): it copies each line into a fresh `Vec` and, whenever the writer
-//! thread has caught up and sleeps, wakes it once per line — a futex wake, a context switch
-//! and a `write(2)` per audit event. On a loaded core that cost as much as the RPC itself
-//! (docs/BENCHMARKS.md). Here a line costs an uncontended mutex and a `memcpy` into a buffer
-//! whose capacity is kept across batches; the writer thread is woken once per batch and
-//! lets a batch gather for up to [`FLUSH_EVERY`] (or until it holds [`HIGH_WATER`] bytes).
+//! Why not a channel of lines (such as `tracing-appender`'s non-blocking writer): it copies
+//! each line into a fresh `Vec`, makes one `write(2)` per line and, whenever its thread has
+//! caught up and sleeps, wakes it again; it cannot refuse a line when its backlog is full
+//! (lossless: the logger blocks), and with stdout an unread pipe its shutdown hangs
+//! (docs/BENCHMARKS.md, "The log writer against tracing-appender": measured there, 3.9 to 12
+//! times this writer's thread CPU per line). Here a line costs a mutex and a `memcpy` into
+//! a buffer whose capacity is kept across batches; the writer thread is woken once per batch
+//! and lets a batch gather for up to [`FLUSH_EVERY`] (or until it holds [`HIGH_WATER`] bytes).
 //!
 //! Lossless: when the batch reaches [`CAPACITY`] bytes (the output is slower than the
 //! logging — a stalled pipe, say), loggers wait for the writer instead of dropping lines;
