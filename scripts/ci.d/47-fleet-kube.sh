@@ -18,7 +18,7 @@
 # --tables: those are printed as known and not counted.
 # Tools (pinned; apt versions as on Debian 12): podman 4.3.1+ds1-8+deb12u1, runc
 # 1.1.5+ds1-1+deb12u1, catatonit 0.1.7-1 (podman builds its pause image from it), kubectl
-# 1.35.2 (scripts/deploy/kubectl.sh), grpcio 1.85 (pip, pinned by scripts/ci.d/tools/constraints.txt). Closes with
+# 1.35.2 (scripts/deploy/kubectl.sh), grpcio 1.85 (pip, locked with hashes by scripts/ci.d/tools/requirements.txt). Closes with
 # "fleet-kube: N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
