@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Layers: no import loop between modules of the engine's crates, at the top level or inside one
-# (scripts/check-layers.py), and the check itself fails on a loop planted in a copy.
+# (scripts/check-layers.py), and the check itself fails on a loop planted in a copy; no
+# function of src/service/api.rs (the RPC handlers) longer than 40 lines (scripts/fn-lengths.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 python3 scripts/check-layers.py --strict
+# RPC handlers stay short: a function of src/service/api.rs over 40 lines is printed and fails.
+python3 scripts/fn-lengths.py src/service/api.rs --max 40 | awk '$1 > 40 { print "FAIL: " $0 }'
+echo "ok   no function of src/service/api.rs is over 40 lines"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
