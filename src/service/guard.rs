@@ -10,9 +10,10 @@
 //!   once — load shedding — and the slot is held until its answer has been sent. A call
 //!   that has waited longer than [`CallLimits::max_queue_wait`] since its headers reached
 //!   this service (for a thread to run it, and for its message) is answered the same way
-//!   instead of run: under a flood the runtime's queue of ready calls grows with the streams
-//!   open (connections × streams each), and without this bound a call waited seconds for a
-//!   thread and then ran anyway. A
+//!   instead of run, so no call runs after its client may have given up. (Under `h2load -c
+//!   500 -m 100` that wait stayed under 100 ms: the seconds such a flood adds are spent
+//!   before hyper hands a call to this service, where no service sees them; see
+//!   docs/RELIABILITY.md, "Overload".) A
 //!   connection never takes a slot while it holds as many as are free, so connections that
 //!   take slots greedily (or cannot drain their answers) always leave some to a newcomer. The whole
 //!   call, request body included, is bounded by the per-call timeout (DEADLINE_EXCEEDED).
@@ -24,7 +25,7 @@
 //! - [`EndOnStop`] wraps the health service: when the server drains, a response stream still
 //!   open (a `Watch`) ends with UNAVAILABLE after the messages already due (the NOT_SERVING
 //!   update), so it does not hold the drain.
-//! - [`Activity`] counts the calls in progress on each connection (see
+//! - [`Activity`] counts the calls in progress on each connection, marking health checks (see
 //!   [`super::transport`]: the idle deadline and the connection cap) for the services other
 //!   than RedDog, whose [`Guarded`] counts its own.
 //!
