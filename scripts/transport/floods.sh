@@ -11,6 +11,13 @@
 # (apt-get install nghttp2-client) for the h2load runs. Prints one `flood:` line per flood and
 # exits non-zero if a flood took the server over MAX_RSS_MIB (default 96; the last flood, with
 # every limit reached at once, over MAX_RSS_ALL_MIB, default MAX_RSS_MIB + 16) or health failed.
+# During the h2load floods health over a connection idle 1.5 s between checks must answer
+# SERVING every time; a RedDog client in use (a CommitSeed every 100 ms over a connection
+# opened before the flood) and fresh clients (one every 500 ms) are timed and printed, with
+# the server's in-process queue wait (reddog_rpc_queue_wait_seconds) and its sheds. With
+# MAX_OK_CALL_MS set, the client in use must get every answer within it, OK or
+# RESOURCE_EXHAUSTED (not by default: the waits are not the engine's to bound, see
+# docs/RELIABILITY.md, "Overload").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${1:?usage: floods.sh BINARY [FLOOD_TOOL] [quick]}"
@@ -18,6 +25,7 @@ FLOOD="${2:-target/release/flood}"
 MODE="${3:-full}"
 MAX_RSS="${MAX_RSS_MIB:-96}"
 MAX_RSS_ALL="${MAX_RSS_ALL_MIB:-$((MAX_RSS + 16))}"
+OK_CHECK=(); [ -n "${MAX_OK_CALL_MS:-}" ] && OK_CHECK=(--max-ok-call-ms "$MAX_OK_CALL_MS")
 EXTRA=(${SERVER_ARGS:-})
 RING='{"primary":"f","keys":{"f":"5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"}}'
 failures=0
@@ -89,23 +97,38 @@ h2load_flood() { # h2load_flood LABEL MAX_RSS: h2load on CommitSeed against the 
   local max_rss="$2"
   body="$(mktemp)"; printf '\x00\x00\x00\x00\x08\x0a\x06h2load' >"$body"
   ok0="$(metric 'reddog_rpc_requests_total{method="CommitSeed",code="OK"}')"
-  h2load -n "$H2N" -c "$H2C" -m "$H2M" -d "$body" -H 'content-type: application/grpc' -H 'te: trailers' \
-    "http://$ADDR/reddog.v1.RedDog/CommitSeed" >"$OUT.h2load" 2>&1 &
+  shed0="$(metric 'reddog_load_shed_total')"; queued0="$(metric 'reddog_load_shed_queued_total')"
+  # h2load starts 2 s after the watcher, whose connections (health, the client in use) are
+  # then open before the flood; `exec` keeps the pid the watcher waits for.
+  (sleep 2; exec h2load -n "$H2N" -c "$H2C" -m "$H2M" -d "$body" -H 'content-type: application/grpc' \
+    -H 'te: trailers' "http://$ADDR/reddog.v1.RedDog/CommitSeed" >"$OUT.h2load" 2>&1) &
   H2PID=$!
-  "$FLOOD" --target "$ADDR" --pid "$PID" --health --max-rss-mib "$max_rss" --settle-secs 0 \
+  "$FLOOD" --target "$ADDR" --pid "$PID" --health --health-every-ms 1500 --call-every-ms 100 \
+    "${OK_CHECK[@]}" --fresh-every-ms 500 --max-rss-mib "$max_rss" --settle-secs 0 \
     watch --secs 600 --while-pid "$H2PID" >"$OUT.watch" 2>"$OUT.flood" &
   WPID=$!
   wait "$H2PID"
   wait "$WPID"; wrc=$?
   ok1="$(metric 'reddog_rpc_requests_total{method="CommitSeed",code="OK"}')"
-  shed="$(metric 'reddog_load_shed_total')"
+  shed="$(awk -v a="$(metric 'reddog_load_shed_total')" -v b="$shed0" 'BEGIN { print a - b }')"
+  queued="$(awk -v a="$(metric 'reddog_load_shed_queued_total')" -v b="$queued0" 'BEGIN { print a - b }')"
   hwm="$(awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/"$PID"/status)"
-  echo "flood[h2load -n $H2N -c $H2C -m $H2M CommitSeed$1]: $(grep -E '^requests:' "$OUT.h2load") grpc_ok=$((ok1 - ok0)) grpc_resource_exhausted=$shed vmhwm_mib=$hwm"
+  echo "flood[h2load -n $H2N -c $H2C -m $H2M CommitSeed$1]: $(grep -E '^requests:' "$OUT.h2load") grpc_ok=$(awk -v a="$ok1" -v b="$ok0" 'BEGIN { print a - b }') grpc_resource_exhausted=$shed (queued_too_long=$queued) vmhwm_mib=$hwm"
   echo "  watch: $(cat "$OUT.watch")"
   h2fail=0
   [ "$wrc" -eq 0 ] || { h2fail=1; tail -5 "$OUT.flood" | sed 's/^/  /'; }
-  grep -E '^(finished in|status codes)' "$OUT.h2load" | sed 's/^/  /'
+  grep -E '^(finished in|status codes|time for request)' "$OUT.h2load" | sed 's/^/  /'
   awk -v m="$max_rss" -v h="$hwm" 'BEGIN { exit !(h > m) }' && { echo "  FAIL: VmHWM $hwm MiB > $max_rss MiB"; h2fail=1; }
+  python3 - "$METRICS" <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen("http://%s/metrics" % sys.argv[1], timeout=5).read().decode()
+b = [(l.split('le="')[1].split('"')[0], float(l.split()[-1])) for l in text.splitlines()
+     if l.startswith("reddog_rpc_queue_wait_seconds_bucket")]
+total = b[-1][1] if b else 0
+print("  in-process queue wait (headers at the service to handler start): "
+      + ", ".join("<=%s s: %d" % (le, n) for le, n in b if le in ("0.001", "0.01", "0.1", "0.25", "+Inf"))
+      + " of %d calls" % total)
+PY
   runs=$((runs + 1)); failures=$((failures + h2fail))
   rm -f "$body"
 }

@@ -92,6 +92,10 @@ pub struct ServeArgs {
     /// Slots of --max-in-flight one connection may hold; its calls beyond are answered RESOURCE_EXHAUSTED.
     #[arg(long, env = "REDDOG_MAX_IN_FLIGHT_PER_CONNECTION", default_value_t = TransportLimits::default().max_in_flight_per_connection)]
     pub max_in_flight_per_connection: usize,
+    /// Longest wait of a RedDog call in the server before its handler starts, in
+    /// milliseconds; a call that waited longer is answered RESOURCE_EXHAUSTED.
+    #[arg(long, env = "REDDOG_MAX_QUEUE_WAIT_MS", default_value_t = millis(TransportLimits::default().max_queue_wait))]
+    pub max_queue_wait_ms: u64,
     /// Request bytes held for calls whose message is still arriving, across all connections;
     /// a call that would pass it is answered RESOURCE_EXHAUSTED.
     #[arg(long, env = "REDDOG_MAX_PENDING_REQUEST_BYTES", default_value_t = TransportLimits::default().max_pending_request_bytes)]
@@ -253,6 +257,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
             request_timeout: Duration::from_millis(args.request_timeout_ms),
             max_in_flight: args.max_in_flight,
             max_in_flight_per_connection: args.max_in_flight_per_connection,
+            max_queue_wait: Duration::from_millis(args.max_queue_wait_ms),
             max_pending_request_bytes: args.max_pending_request_bytes,
             handshake_timeout: Duration::from_millis(args.handshake_timeout_ms),
             max_pending_handshakes: args.max_pending_handshakes,

@@ -281,6 +281,7 @@ impl Settings {
         }
         for (setting, value, max) in [
             ("request-timeout-ms", l.request_timeout, Duration::from_secs(600)),
+            ("max-queue-wait-ms", l.max_queue_wait, Duration::from_secs(600)),
             ("handshake-timeout-ms", l.handshake_timeout, Duration::from_secs(600)),
             ("idle-timeout-secs", l.idle_timeout, Duration::from_secs(86_400)),
             ("keepalive-interval-secs", l.keepalive_interval, Duration::from_secs(86_400)),

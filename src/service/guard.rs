@@ -7,7 +7,13 @@
 //!   INVALID_ARGUMENT. Then it takes a slot within its connection's share
 //!   ([`CallLimits::per_connection`]) and under the global cap ([`CallLimits::max_in_flight`]);
 //!   a call over either is answered RESOURCE_EXHAUSTED (`OVERLOADED`, with a retry hint) at
-//!   once — load shedding — and the slot is held until its answer has been sent. A
+//!   once — load shedding — and the slot is held until its answer has been sent. A call
+//!   that has waited longer than [`CallLimits::max_queue_wait`] since its headers reached
+//!   this service (for a thread to run it, and for its message) is answered the same way
+//!   instead of run, so no call runs after its client may have given up. (Under `h2load -c
+//!   500 -m 100` that wait stayed under 100 ms: the seconds such a flood adds are spent
+//!   before hyper hands a call to this service, where no service sees them; see
+//!   docs/RELIABILITY.md, "Overload".) A
 //!   connection never takes a slot while it holds as many as are free, so connections that
 //!   take slots greedily (or cannot drain their answers) always leave some to a newcomer. The whole
 //!   call, request body included, is bounded by the per-call timeout (DEADLINE_EXCEEDED).
@@ -19,7 +25,7 @@
 //! - [`EndOnStop`] wraps the health service: when the server drains, a response stream still
 //!   open (a `Watch`) ends with UNAVAILABLE after the messages already due (the NOT_SERVING
 //!   update), so it does not hold the drain.
-//! - [`Activity`] counts the calls in progress on each connection (see
+//! - [`Activity`] counts the calls in progress on each connection, marking health checks (see
 //!   [`super::transport`]: the idle deadline and the connection cap) for the services other
 //!   than RedDog, whose [`Guarded`] counts its own.
 //!
@@ -36,7 +42,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::{HeaderMap, Request, Response};
 use http_body::Frame;
@@ -63,6 +69,19 @@ pub fn overloaded() -> Status {
     Status::with_error_details(
         Code::ResourceExhausted,
         "the server is at its limit of calls in progress; retry later",
+        d,
+    )
+}
+
+/// The answer to a call that waited longer than `bound` before its handler could start:
+/// RESOURCE_EXHAUSTED with `ErrorInfo` reason `OVERLOADED` (`max_queue_wait_ms`) and the
+/// same retry hint as [`overloaded`].
+pub fn queued_too_long(bound: Duration) -> Status {
+    let mut d = ErrorDetails::with_retry_info(Some(Duration::from_millis(100)));
+    d.set_error_info("OVERLOADED", ERROR_DOMAIN, [("max_queue_wait_ms".to_string(), bound.as_millis().to_string())]);
+    Status::with_error_details(
+        Code::ResourceExhausted,
+        format!("the call waited over the server's {} ms bound before it could start; retry later", bound.as_millis()),
         d,
     )
 }
@@ -165,6 +184,8 @@ pub struct CallLimits {
     pub max_in_flight: usize,
     /// Slots one connection may hold at once.
     pub per_connection: usize,
+    /// Longest wait from the call's arrival at this service until its handler starts.
+    pub max_queue_wait: Duration,
     /// Longest call, request body included.
     pub timeout: Duration,
     /// Largest request message (the decode limit the inner service was given).
@@ -253,6 +274,7 @@ impl http_body::Body for Budgeted {
 pub struct Guarded<S> {
     inner: S,
     permits: Arc<Semaphore>,
+    queue_wait: ::metrics::Histogram,
     pending: Arc<PendingBytes>,
     limits: CallLimits,
     calls: Arc<CallsInProgress>,
@@ -262,7 +284,14 @@ impl<S> Guarded<S> {
     /// `inner` under `limits`, its calls counted in `calls`.
     pub fn new(inner: S, limits: CallLimits, calls: Arc<CallsInProgress>) -> Guarded<S> {
         let pending = Arc::new(PendingBytes { used: AtomicUsize::new(0), max: limits.max_pending_bytes });
-        Guarded { inner, permits: Arc::new(Semaphore::new(limits.max_in_flight)), pending, limits, calls }
+        Guarded {
+            inner,
+            permits: Arc::new(Semaphore::new(limits.max_in_flight)),
+            queue_wait: metrics::queue_wait_histogram(),
+            pending,
+            limits,
+            calls,
+        }
     }
 }
 
@@ -288,6 +317,9 @@ where
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
+        // hyper calls this on the connection's task as it accepts the stream (its headers
+        // read); the returned future then waits, spawned, for a thread to run it.
+        let arrived = Instant::now();
         let progress = self.calls.begin();
         let conn = request.extensions().get::<ConnInfo>().map(|c| c.activity.clone());
         // The call counts as its connection's activity from arrival until its answer has
@@ -299,6 +331,7 @@ where
         let permits = self.permits.clone();
         let reserved = Reserved { pool: self.pending.clone(), bytes: 0 };
         let limits = self.limits;
+        let queue_wait = self.queue_wait.clone();
         Box::pin(async move {
             let deadline = tokio::time::sleep(limits.timeout);
             tokio::pin!(deadline);
@@ -332,7 +365,17 @@ where
                 metrics::bad_request(status.code());
                 return Ok(status.into_http());
             }
-            // 2. A slot: within the connection's share, then under the global cap.
+            // 2. Not a call that waited too long to start (in the runtime's queue, or for its
+            //    message): its client may have given up, and running it would make every call
+            //    queued behind it wait longer still. Checked in the same poll as the handler
+            //    starts (steps 3 and 4 do not yield).
+            let waited = arrived.elapsed();
+            queue_wait.record(waited.as_secs_f64());
+            if waited > limits.max_queue_wait {
+                metrics::queue_shed();
+                return Ok(queued_too_long(limits.max_queue_wait).into_http());
+            }
+            // 3. A slot: within the connection's share, then under the global cap.
             let share = match &conn {
                 Some(activity) => match activity.admit(limits.per_connection, permits.available_permits()) {
                     Some(share) => Some(share),
@@ -347,7 +390,7 @@ where
                 metrics::load_shed();
                 return Ok(overloaded().into_http());
             };
-            // 3. The call itself, within what is left of the deadline.
+            // 4. The call itself, within what is left of the deadline.
             let request = Request::from_parts(parts, Body::new(Full::new(bytes)));
             let answer = tokio::select! {
                 biased;
@@ -470,20 +513,29 @@ pub struct ActivityLayer;
 impl<S> tower::Layer<S> for ActivityLayer {
     type Service = Activity<S>;
     fn layer(&self, inner: S) -> Activity<S> {
-        Activity { inner }
+        Activity::new(inner)
     }
 }
 
-/// See [`ActivityLayer`]; also wraps one service ([`Activity::new`]).
+/// See [`ActivityLayer`]; also wraps one service ([`Activity::new`], [`Activity::health`]).
 #[derive(Clone, Debug)]
 pub struct Activity<S> {
     inner: S,
+    /// Its calls are health checks (a connection that carried only those is displaced later
+    /// at the connection cap: `transport::HEALTH_DISPLACE_MIN_IDLE`).
+    health: bool,
 }
 
 impl<S> Activity<S> {
     /// `inner`, its calls counted as their connection's activity.
     pub fn new(inner: S) -> Activity<S> {
-        Activity { inner }
+        Activity { inner, health: false }
+    }
+
+    /// The health service `inner`, its calls counted as their connection's activity and
+    /// marked as health checks.
+    pub fn health(inner: S) -> Activity<S> {
+        Activity { inner, health: true }
     }
 }
 
@@ -505,7 +557,11 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let guard = request.extensions().get::<ConnInfo>().map(|c| c.activity.begin());
+        let health = self.health;
+        let guard = request
+            .extensions()
+            .get::<ConnInfo>()
+            .map(|c| if health { c.activity.begin_health() } else { c.activity.begin() });
         let future = self.inner.call(request);
         Box::pin(async move {
             let response = future.await?;

@@ -5,6 +5,7 @@
 //! |---|---|---|---|
 //! | `reddog_rpc_requests_total` | counter | `method`, `code` | RPCs answered, by gRPC status code name |
 //! | `reddog_rpc_duration_seconds` | histogram | `method` | handler latency |
+//! | `reddog_rpc_queue_wait_seconds` | histogram | | how long each RedDog call waited in the server before it could start: from its headers reaching the service until its message had arrived and a thread ran it (calls shed past `--max-queue-wait-ms` included) |
 //! | `reddog_rounds_started_total` | counter | `table`, `hand_class`, `spread` | StartRound answers by deal class (a retried StartRound counts again) |
 //! | `reddog_rounds_settled_total` | counter | `table`, `hand_class`, `spread`, `rule` | Settle answers by deal class and deciding rule |
 //! | `reddog_seats_settled_total` | counter | `table`, `hand_class`, `outcome`, `rule` | seat results returned by `Settle` |
@@ -22,7 +23,8 @@
 //! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`); the client gets one answer for all |
 //! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, answer not yet sent (so every held `--max-in-flight` slot); calls still reading their request message count, although they hold no slot |
 //! | `reddog_rpc_undelivered_total` | counter | | slots released by closing a connection that left its answers unread for 1–2 s (`undelivered` below) |
-//! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED because the server was at `--max-in-flight` |
+//! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED (`OVERLOADED`): at `--max-in-flight`, at `--max-pending-request-bytes`, or after waiting over `--max-queue-wait-ms` |
+//! | `reddog_load_shed_queued_total` | counter | | of those, the calls that waited over `--max-queue-wait-ms` before they could start |
 //! | `reddog_request_timeouts_total` | counter | | RedDog calls cut at `--request-timeout-ms` (DEADLINE_EXCEEDED) |
 //! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
 //! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections` (at the cap, every connection busy within the last second), `displaced` (the longest-idle connection, idle for a second at least, closed at the cap to let a new one in), `idle`, `undelivered` (answers unread for 1–2 s) |
@@ -263,6 +265,11 @@ pub fn install() -> Option<PrometheusHandle> {
                     Matcher::Full("reddog_rpc_duration_seconds".into()),
                     &[0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.05, 0.25],
                 )
+                .ok()?
+                .set_buckets_for_metric(
+                    Matcher::Full("reddog_rpc_queue_wait_seconds".into()),
+                    &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0],
+                )
                 .ok()?;
             let recorder = builder.build_recorder();
             let handle = recorder.handle();
@@ -439,6 +446,11 @@ fn rule_fits(i: usize, rule: Rule) -> bool {
 fn describe() {
     describe_counter!("reddog_rpc_requests_total", "RPCs answered, by method and gRPC status code name");
     describe_histogram!("reddog_rpc_duration_seconds", Unit::Seconds, "RPC handler latency");
+    describe_histogram!(
+        "reddog_rpc_queue_wait_seconds",
+        Unit::Seconds,
+        "Time a RedDog call waited in the server (headers to handler start) before it could start"
+    );
     describe_counter!(
         "reddog_rounds_started_total",
         "Rounds dealt by StartRound, by table, hand class and spread (0 unless non-consecutive)"
@@ -478,7 +490,14 @@ fn describe() {
         "Audit records refused (the call answered UNAVAILABLE): backlog, output_failed or stopped"
     );
     describe_counter!("reddog_token_seals_total", "Tokens sealed, by key id");
-    describe_counter!("reddog_load_shed_total", "RedDog calls answered RESOURCE_EXHAUSTED at --max-in-flight");
+    describe_counter!(
+        "reddog_load_shed_total",
+        "RedDog calls answered RESOURCE_EXHAUSTED (OVERLOADED): at --max-in-flight, pending request bytes or queue wait"
+    );
+    describe_counter!(
+        "reddog_load_shed_queued_total",
+        "RedDog calls answered RESOURCE_EXHAUSTED because they waited over --max-queue-wait-ms to start"
+    );
     describe_counter!(
         "reddog_rpc_undelivered_total",
         "Slots released by closing a connection whose answers went unread past the delivery deadline"
@@ -516,6 +535,7 @@ fn register_zero_counters() {
         }
     }
     counter!("reddog_load_shed_total").increment(0);
+    counter!("reddog_load_shed_queued_total").increment(0);
     counter!("reddog_rpc_undelivered_total").increment(0);
     counter!("reddog_request_timeouts_total").increment(0);
     for code in [tonic::Code::InvalidArgument, tonic::Code::ResourceExhausted] {
@@ -720,6 +740,12 @@ pub fn in_flight_gauge() -> Gauge {
     gauge!("reddog_rpc_in_flight")
 }
 
+/// The histogram of RedDog calls' waits before they could start (a handle: recording takes
+/// no lookup).
+pub fn queue_wait_histogram() -> Histogram {
+    histogram!("reddog_rpc_queue_wait_seconds")
+}
+
 /// Records `n` slots released because their answers could not be delivered.
 pub fn undelivered(n: usize) {
     counter!("reddog_rpc_undelivered_total").increment(n as u64);
@@ -728,6 +754,12 @@ pub fn undelivered(n: usize) {
 /// Records a call shed at the global concurrency cap.
 pub fn load_shed() {
     counter!("reddog_load_shed_total").increment(1);
+}
+
+/// Records a call shed because it waited over `--max-queue-wait-ms` to start.
+pub fn queue_shed() {
+    counter!("reddog_load_shed_total").increment(1);
+    counter!("reddog_load_shed_queued_total").increment(1);
 }
 
 /// Records a call cut at the per-call timeout.

@@ -179,6 +179,7 @@ async fn serve_with<S: RedDog>(
         CallLimits {
             max_in_flight: limits.max_in_flight,
             per_connection: limits.max_in_flight_per_connection,
+            max_queue_wait: limits.max_queue_wait,
             max_pending_bytes: limits.max_pending_request_bytes,
             timeout: limits.request_timeout,
             max_message: MAX_REQUEST_BYTES,
@@ -217,7 +218,7 @@ async fn serve_with<S: RedDog>(
         })
     });
 
-    let conns = Connections::new(limits.max_connections);
+    let conns = Connections::with_health_min_idle(limits.max_connections, transport::HEALTH_DISPLACE_MIN_IDLE);
     let incoming = transport::incoming(listeners.main, &limits, tls, conns.clone(), stop_rx.clone());
     let mut stopped = stop_rx.clone();
     let serve = Server::builder()
@@ -228,7 +229,7 @@ async fn serve_with<S: RedDog>(
         .initial_connection_window_size(CONNECTION_WINDOW)
         .http2_max_local_error_reset_streams(Some(limits.max_local_error_resets))
         // RedDog calls count as their connection's activity in `Guarded`; the others here.
-        .add_service(Activity::new(DrainStreams::new(health_service, stop_rx.clone())))
+        .add_service(Activity::health(DrainStreams::new(health_service, stop_rx.clone())))
         .add_service(Activity::new(reflection_v1))
         .add_service(Activity::new(reflection_v1alpha))
         .add_service(service)

@@ -14,8 +14,11 @@
 //!   [`DISPLACE_MIN_IDLE`]); when every connection has had a call in progress more recently,
 //!   it is closed instead. A connection that never carried a call may be displaced once it is
 //!   [`UNUSED_MIN_AGE`] old, so a churn of fresh unused connections cannot keep newcomers out
-//!   either. So idle connections never lock a new client out, and a client in active use is
-//!   not cut for a newcomer.
+//!   either. A connection whose calls have all been health checks may be displaced only once
+//!   idle for the table's health threshold ([`HEALTH_DISPLACE_MIN_IDLE`] on the gRPC port), so
+//!   a prober checking less often than once a second is not cut by a connection flood. So idle
+//!   connections never lock a new client out, and a client in active use is not cut for a
+//!   newcomer.
 //! - **Idle deadline.** A connection with no call in progress for
 //!   [`TransportLimits::idle_timeout`] is closed (its reads end; the HTTP/2 server sends
 //!   GOAWAY and closes it). A sweep checks every connection a few times per idle timeout (at
@@ -80,6 +83,8 @@ pub struct Activity {
     last_ms: AtomicU64,
     /// Whether a call has ever begun on it.
     used: AtomicBool,
+    /// Whether a call other than a health check has ever begun on it.
+    not_health: AtomicBool,
     /// RedDog calls of this connection holding a global in-flight slot (see `guard`).
     admitted: AtomicUsize,
     /// Reads end (a clean close: the HTTP/2 server answers with GOAWAY).
@@ -99,6 +104,7 @@ impl Activity {
             in_flight: AtomicUsize::new(0),
             last_ms: AtomicU64::new(now_ms()),
             used: AtomicBool::new(false),
+            not_health: AtomicBool::new(false),
             admitted: AtomicUsize::new(0),
             closing: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
@@ -125,8 +131,16 @@ impl Activity {
         stale
     }
 
-    /// Counts a call until the guard is dropped.
+    /// Counts a call (not a health check) until the guard is dropped.
     pub fn begin(self: &Arc<Self>) -> ActivityGuard {
+        if !self.not_health.load(Ordering::Relaxed) {
+            self.not_health.store(true, Ordering::Relaxed);
+        }
+        self.begin_health()
+    }
+
+    /// Counts a health check until the guard is dropped.
+    pub fn begin_health(self: &Arc<Self>) -> ActivityGuard {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         if !self.used.load(Ordering::Relaxed) {
             self.used.store(true, Ordering::Relaxed);
@@ -212,15 +226,26 @@ pub struct ConnInfo {
 #[derive(Debug)]
 pub struct Connections {
     slots: Arc<Semaphore>,
+    /// How long a connection that carried only health checks must be idle to be displaced.
+    health_min_idle: Duration,
     next_id: AtomicU64,
     live: Mutex<HashMap<u64, Arc<Activity>>>,
 }
 
 impl Connections {
-    /// A table for at most `max` connections.
+    /// A table for at most `max` connections, where a connection that carried only health
+    /// checks is displaced like any other (the health-only port's table).
     pub fn new(max: usize) -> Arc<Connections> {
+        Connections::with_health_min_idle(max, DISPLACE_MIN_IDLE)
+    }
+
+    /// A table for at most `max` connections, where a connection that carried only health
+    /// checks may be displaced once idle for `health_min_idle` (the gRPC port's table:
+    /// [`HEALTH_DISPLACE_MIN_IDLE`]).
+    pub fn with_health_min_idle(max: usize, health_min_idle: Duration) -> Arc<Connections> {
         Arc::new(Connections {
             slots: Arc::new(Semaphore::new(max)),
+            health_min_idle,
             next_id: AtomicU64::new(0),
             live: Mutex::default(),
         })
@@ -241,19 +266,31 @@ impl Connections {
         self.len() == 0
     }
 
-    /// Closes the connection idle longest, if it has been idle for at least `min_idle`, or
-    /// for [`UNUSED_MIN_AGE`] if it never carried a call (none if every one has a call in
+    /// Closes the connection idle longest, if it has been idle for at least `min_idle` (for
+    /// the table's health threshold if it carried only health checks), or for
+    /// [`UNUSED_MIN_AGE`] if it never carried a call (none if every one has a call in
     /// progress, is already closing or was busy more recently); whether one was closed.
     fn close_longest_idle(&self, min_idle: Duration) -> bool {
         let now = now_ms();
-        let min_idle = u64::try_from(min_idle.as_millis()).unwrap_or(u64::MAX);
-        let unused_min = u64::try_from(UNUSED_MIN_AGE.as_millis()).unwrap_or(u64::MAX).min(min_idle);
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let min_idle = ms(min_idle);
+        let unused_min = ms(UNUSED_MIN_AGE).min(min_idle);
+        let health_min = ms(self.health_min_idle).max(min_idle);
+        let threshold = |a: &Activity| {
+            if !a.used.load(Ordering::Relaxed) {
+                unused_min
+            } else if a.not_health.load(Ordering::Relaxed) {
+                min_idle
+            } else {
+                health_min
+            }
+        };
         let live = self.live();
         let oldest = live
             .values()
             .filter(|a| !a.closing.load(Ordering::Acquire))
             .filter_map(|a| a.idle_for(now).map(|idle| (idle, a)))
-            .filter(|(idle, a)| *idle >= if a.used.load(Ordering::Relaxed) { min_idle } else { unused_min })
+            .filter(|(idle, a)| *idle >= threshold(a))
             .max_by_key(|(idle, _)| *idle);
         match oldest {
             Some((_, a)) => {
@@ -535,6 +572,13 @@ const DISPLACE_WAIT: Duration = Duration::from_secs(2);
 /// connections that just got in: under `h2load -c 500 -m 100` at the cap, the connections
 /// past it are closed instead (`too_many_connections`).
 pub const DISPLACE_MIN_IDLE: Duration = Duration::from_secs(1);
+
+/// How long a connection on the gRPC port whose calls have all been health checks must have
+/// had no call in progress before a new connection at the cap may displace it: a prober that
+/// checks at least once a minute (Kubernetes' default period is 10 s) keeps its connection
+/// through a connection flood, where a RedDog client must call once a second. Not longer: an
+/// attacker holding connections with health checks pays one call a minute for each.
+pub const HEALTH_DISPLACE_MIN_IDLE: Duration = Duration::from_secs(60);
 
 /// A connection that has never carried a call may be displaced at the cap once it is this
 /// old: a client calls within a round trip of connecting, so it is not cut before its first

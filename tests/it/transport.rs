@@ -3,12 +3,14 @@
 //! - the global cap sheds at once with RESOURCE_EXHAUSTED and recovers when calls finish,
 //!   and one connection holds at most its share of the slots;
 //! - a call that stalls is cut at the per-call timeout (DEADLINE_EXCEEDED);
+//! - a call that waited past the queue bound before it could start is answered
+//!   RESOURCE_EXHAUSTED (OVERLOADED), not run;
 //! - a request tonic cannot decode is INVALID_ARGUMENT naming the field, an oversize one
 //!   RESOURCE_EXHAUSTED with a QuotaFailure (tonic alone says INTERNAL / OUT_OF_RANGE);
 //! - a connection that never sends the HTTP/2 preface is closed at the handshake deadline and
 //!   does not hold the drain; an idle HTTP/2 connection is closed at the idle deadline; at
 //!   the connection cap a new connection closes the longest-idle one, never one that had a
-//!   call within the last second;
+//!   call within the last second nor one used only for health checks;
 //! - token refusals are counted by reason while the caller sees one answer;
 //! - start-up refuses nonsense settings with a message naming them.
 
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BufMut};
 use reddog::service::proto::{self, GetRulesRequest};
 use reddog::service::{Application, KeyRingSource, Settings};
-use reddog::testing::DISPLACE_MIN_IDLE;
+use reddog::testing::{DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;
@@ -208,6 +210,39 @@ async fn a_stalled_call_is_cut_at_the_request_timeout() {
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
     assert_eq!(error_reason(&status), "REQUEST_TIMEOUT");
     assert!(started.elapsed() >= Duration::from_millis(250), "{:?}", started.elapsed());
+    server.stop().await;
+}
+
+/// A call counts as waiting from its headers' arrival until it can start, its message's
+/// arrival included (in a flood, the wait is for a thread: `floods.sh` shows that from
+/// outside). A call whose message comes after the bound is answered RESOURCE_EXHAUSTED
+/// (`OVERLOADED`, naming the bound, with a retry hint) instead of run; a prompt call is run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_waited_past_the_queue_bound_is_shed_not_run() {
+    let bound = Duration::from_millis(200);
+    let mut s = settings(&ring_a());
+    s.limits.max_queue_wait = bound;
+    let server = TestServer::spawn(s).await;
+    let queued_before = metric("reddog_load_shed_queued_total");
+    let (tx, call) = held_call(channel(server.addr).await);
+    // The time is the rule itself here (the bound is measured on the monotonic clock).
+    tokio::time::sleep(bound + Duration::from_millis(100)).await;
+    tx.send(GetRulesRequest::default()).await.unwrap();
+    drop(tx);
+    let status = call.await.unwrap().expect_err("a call that waited past the bound is not run");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    let details = status.get_error_details();
+    let info = details.error_info().expect("ErrorInfo");
+    assert_eq!(info.reason, "OVERLOADED");
+    assert_eq!(info.metadata.get("max_queue_wait_ms").map(String::as_str), Some("200"));
+    assert!(details.retry_info().is_some(), "{status:?}");
+    assert!(metric("reddog_load_shed_queued_total") > queued_before);
+    // A call whose message comes with its headers starts at once on an idle server.
+    let client = &server.client().await;
+    eventually_async(Duration::from_secs(10), "a prompt call run", || async move {
+        client.clone().get_rules(req::get_rules()).await.is_ok()
+    })
+    .await;
     server.stop().await;
 }
 
@@ -488,6 +523,77 @@ async fn at_the_cap_a_new_connection_closes_the_longest_idle_one_but_not_one_in_
     server.stop().await;
 }
 
+/// A channel over a connector that counts the TCP connections it opens: a channel whose
+/// connection the server closed opens a new one for its next call.
+async fn counted_channel(addr: std::net::SocketAddr) -> (Channel, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let connector = CountingConnector { addr, opened: Default::default() };
+    let opened = connector.opened.clone();
+    let ch = tonic::transport::Endpoint::from_static("http://reddog").connect_with_connector(connector).await.unwrap();
+    (ch, opened)
+}
+
+/// See [`counted_channel`].
+#[derive(Clone)]
+struct CountingConnector {
+    addr: std::net::SocketAddr,
+    opened: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl tower::Service<tonic::codegen::http::Uri> for CountingConnector {
+    type Response = hyper_util::rt::TokioIo<tokio::net::TcpStream>;
+    type Error = std::io::Error;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<Self::Response>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: tonic::codegen::http::Uri) -> Self::Future {
+        self.opened.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let addr = self.addr;
+        Box::pin(async move { tokio::net::TcpStream::connect(addr).await.map(hyper_util::rt::TokioIo::new) })
+    }
+}
+
+/// At the cap, a connection whose calls have all been health checks is not displaced after a
+/// second idle, as RedDog connections are, but only after `HEALTH_DISPLACE_MIN_IDLE`: a prober
+/// that checks less than once a second keeps its connection through a connection flood (the
+/// health connection is the one idle longest here, so before that rule it was the one closed).
+#[tokio::test]
+async fn at_the_cap_a_connection_used_only_for_health_checks_is_not_displaced() {
+    assert!(HEALTH_DISPLACE_MIN_IDLE >= Duration::from_secs(30), "{HEALTH_DISPLACE_MIN_IDLE:?}");
+    let mut s = settings(&ring_a());
+    s.limits.max_connections = 2;
+    let server = TestServer::spawn(s).await;
+    let (probe, probe_connections) = counted_channel(server.addr).await;
+    let mut health = tonic_health::pb::health_client::HealthClient::new(probe);
+    let check = tonic_health::pb::HealthCheckRequest { service: String::new() };
+    assert_eq!(health.check(check.clone()).await.unwrap().into_inner().status, 1);
+    let (client, client_connections) = counted_channel(server.addr).await;
+    let mut b = proto::red_dog_client::RedDogClient::new(client);
+    b.get_rules(GetRulesRequest::default()).await.unwrap();
+    // Both idle past the RedDog threshold (the time is the rule itself here).
+    tokio::time::sleep(DISPLACE_MIN_IDLE + Duration::from_millis(100)).await;
+    // A newcomer gets in by closing the RedDog connection, not the health one idle longer.
+    let mut c = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
+    c.get_rules(GetRulesRequest::default()).await.expect("a new connection at the cap");
+    for _ in 0..3 {
+        let status = health.check(check.clone()).await.expect("health over the probe's connection");
+        assert_eq!(status.into_inner().status, 1);
+    }
+    assert_eq!(probe_connections.load(std::sync::atomic::Ordering::SeqCst), 1, "the probe's connection was closed");
+    // The RedDog connection was the one closed: a call after it needs a new connection (the
+    // channel may first fail one call on the closed one).
+    for _ in 0..3 {
+        if client_connections.load(std::sync::atomic::Ordering::SeqCst) >= 2 {
+            break;
+        }
+        let _ = b.get_rules(GetRulesRequest::default()).await;
+    }
+    assert!(client_connections.load(std::sync::atomic::Ordering::SeqCst) >= 2, "the RedDog connection was kept");
+    server.stop().await;
+}
+
 /// A new connection plays a call within 5 s (retried while the server frees a slot).
 async fn eventually_connects(addr: std::net::SocketAddr) {
     let endpoint = &tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
@@ -519,6 +625,7 @@ async fn nonsense_settings_are_refused_with_a_message_naming_them() {
         ("max-pending-request-bytes", Box::new(|s| s.limits.max_pending_request_bytes = 1000)),
         ("max-concurrent-streams", Box::new(|s| s.limits.max_concurrent_streams_per_connection = 0)),
         ("request-timeout-ms", Box::new(|s| s.limits.request_timeout = Duration::ZERO)),
+        ("max-queue-wait-ms", Box::new(|s| s.limits.max_queue_wait = Duration::ZERO)),
         (
             "metrics-listen",
             Box::new(|s| {

@@ -30,9 +30,13 @@ pub struct TestServer {
     task: tokio::task::JoinHandle<Result<(), reddog::service::ServeError>>,
 }
 
-/// Settings for a test server: 127.0.0.1:0, the ring given as JSON, default limits.
+/// Settings for a test server: 127.0.0.1:0, the ring given as JSON, default limits but a
+/// 10 s queue bound (`--max-queue-wait-ms`): the tests in this process share its CPU, and a
+/// call shed because another test hogged it is not what they test.
 pub fn settings(ring: &str) -> Settings {
-    Settings::local(KeyRingSource::json(ring))
+    let mut s = Settings::local(KeyRingSource::json(ring));
+    s.limits.max_queue_wait = Duration::from_secs(10);
+    s
 }
 
 impl TestServer {

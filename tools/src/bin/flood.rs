@@ -19,10 +19,14 @@
 //! - `watch`: no flood, only the sampling (to watch another tool's load, such as h2load).
 //!
 //! With `--pid` it samples the server's VmRSS every 50 ms (and reads VmHWM) and its CPU time;
-//! with `--health` it asks grpc.health.v1.Health/Check every 250 ms during the flood over a
-//! connection opened before it, and once over a new connection at the end. It prints one
-//! summary line `flood: key=value ...` and exits non-zero if `--max-rss-mib` is exceeded or a
-//! health check failed.
+//! with `--health` it asks grpc.health.v1.Health/Check every `--health-every-ms` (250) during
+//! the flood over a connection opened before it, and once over a new connection at the end.
+//! With `--call-every-ms` it also times a CommitSeed call that often over a connection opened
+//! before the flood (an RedDog client in use), and with `--fresh-every-ms` one over a new
+//! connection each time (a client arriving during the flood). It prints one summary line
+//! `flood: key=value ...` and exits non-zero if `--max-rss-mib` is exceeded, a health check
+//! failed, or (with `--max-ok-call-ms`) a CommitSeed over the open connection was answered OK
+//! after more than that or failed otherwise than RESOURCE_EXHAUSTED.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -31,6 +35,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
+use reddog::service::proto::CommitSeedRequest;
+use reddog::service::proto::red_dog_client::RedDogClient;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
@@ -48,6 +54,19 @@ struct Args {
     /// Check health during the flood.
     #[arg(long)]
     health: bool,
+    /// Interval between those health checks, in milliseconds (the connection is idle between).
+    #[arg(long, default_value_t = 250)]
+    health_every_ms: u64,
+    /// Time a CommitSeed this often during the flood, over a connection opened before it.
+    #[arg(long)]
+    call_every_ms: Option<u64>,
+    /// Fail if one of those calls was answered OK after more than this many milliseconds.
+    #[arg(long)]
+    max_ok_call_ms: Option<u64>,
+    /// Time a CommitSeed over a new connection this often during the flood (not a failure
+    /// when refused: a connection past the cap is closed).
+    #[arg(long)]
+    fresh_every_ms: Option<u64>,
     /// Fail if the server's peak RSS during the flood exceeds this many MiB.
     #[arg(long)]
     max_rss_mib: Option<f64>,
@@ -301,6 +320,65 @@ struct Health {
     max_ms: AtomicU64,
 }
 
+/// CommitSeed calls timed during the flood: answered OK, RESOURCE_EXHAUSTED (shed), or
+/// otherwise (failed: a transport error, a connection closed at the cap, ...).
+#[derive(Default)]
+struct Calls {
+    ok: AtomicU64,
+    shed: AtomicU64,
+    failed: AtomicU64,
+    ok_max_ms: AtomicU64,
+    shed_max_ms: AtomicU64,
+    failed_max_ms: AtomicU64,
+    first_failure: std::sync::Mutex<Option<String>>,
+}
+
+impl Calls {
+    fn record(&self, took: Duration, result: Result<(), tonic::Status>) {
+        let ms = took.as_millis() as u64;
+        let (count, max) = match &result {
+            Ok(()) => (&self.ok, &self.ok_max_ms),
+            Err(s) if s.code() == tonic::Code::ResourceExhausted => (&self.shed, &self.shed_max_ms),
+            Err(s) => {
+                let mut first = self.first_failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                first.get_or_insert_with(|| format!("{:?}: {}", s.code(), s.message()));
+                (&self.failed, &self.failed_max_ms)
+            }
+        };
+        count.fetch_add(1, Ordering::Relaxed);
+        max.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    fn summary(&self, name: &str) -> String {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        format!(
+            " {name}_ok={} {name}_ok_max_ms={} {name}_shed={} {name}_shed_max_ms={} {name}_failed={} {name}_failed_max_ms={}",
+            l(&self.ok),
+            l(&self.ok_max_ms),
+            l(&self.shed),
+            l(&self.shed_max_ms),
+            l(&self.failed),
+            l(&self.failed_max_ms)
+        )
+    }
+}
+
+/// One CommitSeed over `ch` (10 s deadline), timed, recorded in `calls`.
+async fn timed_commit(ch: tonic::transport::Channel, n: u64, calls: &Calls) {
+    let started = Instant::now();
+    let mut req = tonic::Request::new(CommitSeedRequest {
+        round_id: format!("flood-probe-{n}"),
+        nonce: n,
+        table_id: String::new(),
+    });
+    req.set_timeout(Duration::from_secs(10));
+    let result = match tokio::time::timeout(Duration::from_secs(11), RedDogClient::new(ch).commit_seed(req)).await {
+        Ok(r) => r.map(|_| ()),
+        Err(_) => Err(tonic::Status::deadline_exceeded("no answer within 11 s")),
+    };
+    calls.record(started.elapsed(), result);
+}
+
 async fn check_health(ch: tonic::transport::Channel) -> Result<Duration, String> {
     let started = Instant::now();
     let mut client = HealthClient::new(ch);
@@ -489,6 +567,7 @@ async fn main() -> std::process::ExitCode {
     // Health over a connection opened before the flood.
     let health = Arc::new(Health::default());
     let mut health_task = None;
+    let health_every = args.health_every_ms;
     if args.health {
         match fresh_channel(args.target).await {
             Ok(ch) => {
@@ -505,7 +584,7 @@ async fn main() -> std::process::ExitCode {
                                 h.failed.fetch_add(1, Ordering::Relaxed);
                             }
                         }
-                        tokio::time::sleep(Duration::from_millis(250)).await;
+                        tokio::time::sleep(Duration::from_millis(health_every)).await;
                     }
                 }));
             }
@@ -514,6 +593,42 @@ async fn main() -> std::process::ExitCode {
                 health.failed.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    // CommitSeed over a connection opened before the flood, and over fresh ones.
+    let calls = Arc::new(Calls::default());
+    let fresh_calls = Arc::new(Calls::default());
+    let mut call_tasks = Vec::new();
+    if let Some(every) = args.call_every_ms {
+        match fresh_channel(args.target).await {
+            Ok(ch) => {
+                let (stop, calls) = (stop.clone(), calls.clone());
+                call_tasks.push(tokio::spawn(async move {
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        timed_commit(ch.clone(), n, &calls).await;
+                        n += 1;
+                        tokio::time::sleep(Duration::from_millis(every)).await;
+                    }
+                }));
+            }
+            Err(e) => calls.record(Duration::ZERO, Err(tonic::Status::unavailable(e))),
+        }
+    }
+    if let Some(every) = args.fresh_every_ms {
+        let (stop, calls, target) = (stop.clone(), fresh_calls.clone(), args.target);
+        call_tasks.push(tokio::spawn(async move {
+            let mut n = 1 << 32;
+            while !stop.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                match fresh_channel(target).await {
+                    Ok(ch) => timed_commit(ch, n, &calls).await,
+                    Err(e) => calls.record(started.elapsed(), Err(tonic::Status::unavailable(e))),
+                }
+                n += 1;
+                tokio::time::sleep(Duration::from_millis(every)).await;
+            }
+        }));
     }
 
     let bound = Duration::from_secs_f64(args.max_secs);
@@ -572,6 +687,9 @@ async fn main() -> std::process::ExitCode {
     if let Some(t) = health_task {
         let _ = t.await;
     }
+    for t in call_tasks {
+        let _ = t.await;
+    }
     let answers = summary(&seen).await;
     let mut line = format!("flood: secs={flood_secs:.1} {answers}");
     let mut failed = false;
@@ -604,6 +722,31 @@ async fn main() -> std::process::ExitCode {
             health.max_ms.load(Ordering::Relaxed)
         );
         failed |= bad > 0;
+    }
+    if args.call_every_ms.is_some() {
+        line += &calls.summary("call");
+        if args.max_ok_call_ms.is_some() && calls.failed.load(Ordering::Relaxed) > 0 {
+            let first = calls.first_failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+            eprintln!("FAIL: a CommitSeed over the open connection failed: {}", first.unwrap_or_default());
+            failed = true;
+        }
+        if let Some(max) = args.max_ok_call_ms
+            && calls.ok_max_ms.load(Ordering::Relaxed) > max
+        {
+            eprintln!(
+                "FAIL: a CommitSeed was answered OK after {} ms > {max} ms",
+                calls.ok_max_ms.load(Ordering::Relaxed)
+            );
+            failed = true;
+        }
+    }
+    if args.fresh_every_ms.is_some() {
+        line += &fresh_calls.summary("fresh");
+        if let Some(first) =
+            fresh_calls.first_failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
+        {
+            line += &format!(" fresh_first_failure={first:?}");
+        }
     }
     println!("{line}");
     if failed { std::process::ExitCode::FAILURE } else { std::process::ExitCode::SUCCESS }
