@@ -5,6 +5,7 @@
 //! (one `write(2)` per batch, here to a sink) is not on the handler's thread; the gRPC
 //! benchmark (`scripts/bench-grpc.sh`) measures the whole process.
 
+use std::borrow::Cow;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use reddog::fairness::{ServerSeed, Transcript};
 use reddog::game::{Card, Decision, HandClass, Money, Outcome, Rank, Rule, SeatSettlement, Spread, Suit, Table};
 use reddog::service::Tables;
 use reddog::service::{AuditOptions, AuditSink};
-use reddog::testing::record::{self, Event, Hex, Shown};
+use reddog::testing::record::{self, DealClass, Event, Hex32, SeatMoney};
 
 fn audit(c: &mut Criterion) {
     let table = Table::default();
@@ -35,31 +36,32 @@ fn audit(c: &mut Criterion) {
         odds: 1,
         returned: Money(4000),
     }];
-    let (hand_class, spread) = record::hand_class(HandClass::NonConsecutive(Spread::new(5).unwrap()));
+    let (hand_class, spread) = DealClass::of(HandClass::NonConsecutive(Spread::new(5).unwrap()));
     let mut g = c.benchmark_group("audit_record");
     g.bench_function("round_settled", |b| {
         b.iter(|| {
+            let mut money = [SeatMoney::default(); reddog::game::MAX_SEATS];
             let event = Event::RoundSettled(record::RoundSettled {
-                round_id: black_box("bench-round-0001"),
-                table_id: "default",
-                currency: "EUR",
+                round_id: Cow::Borrowed(black_box("bench-round-0001")),
+                table_id: Cow::Borrowed("default"),
+                currency: Cow::Borrowed("EUR"),
                 exponent: 2,
-                commitment: Shown(&commitment),
-                rules_digest: Hex(&digest),
+                commitment: commitment.into(),
+                rules_digest: Hex32(digest),
                 decks: 6,
-                paytable: record::Odds(table.paytable()),
+                paytable: record::Odds(Cow::Borrowed(table.paytable())),
                 step: 1,
-                transcript: Shown(Transcript([9; 32])),
-                cards: record::Cards(&cards),
+                transcript: Transcript([9; 32]).into(),
+                cards: record::Cards(Cow::Borrowed(&cards)),
                 hand_class,
                 spread,
-                decisions: record::Steps(&steps),
-                seats: record::Seats(&seats),
+                decisions: record::Steps(Cow::Borrowed(&steps)),
+                seats: SeatMoney::all(&seats, &mut money),
                 total_staked: 2000,
                 total_returned: 4000,
                 sandbox: false,
             });
-            sink.record(black_box(&event)).expect("recorded")
+            sink.record(black_box(event)).expect("recorded")
         })
     });
     g.finish();

@@ -35,6 +35,7 @@ fn service(signing: bool) -> RedDogService {
         key_ring: ring(signing),
         commitment_ttl: Duration::from_secs(24 * 3600),
         clock: reddog::service::Clock::system(),
+        money: Default::default(),
     })
 }
 

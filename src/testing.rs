@@ -5,15 +5,11 @@
 //! production code: nothing here is stable.
 
 pub use crate::service::log_writer::{BatchWriter, Full};
-pub use crate::service::metrics::{Metrics, install as install_metrics, render_payout, spawn as spawn_metrics};
+pub use crate::service::metrics::{Metrics, install as install_metrics, spawn as spawn_metrics};
 pub use crate::service::server::serve_service;
 pub use crate::service::state::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 pub use crate::service::token::{MAX_TOKEN_LEN, TokenKind};
 pub use crate::service::transport::{DELIVERY_DEADLINE, DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE};
 
-/// The audit trail's record types, as the engine writes them.
-pub mod record {
-    pub use crate::service::audit_record::{
-        Cards, Event, Hex, Odds, RoundSettled, Seats, Shown, Steps, hand_class, keys_in_order,
-    };
-}
+/// The audit trail's record types, as the engine writes them and the readers read them.
+pub use crate::audit::record;

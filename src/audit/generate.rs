@@ -9,20 +9,20 @@
 //! replica; planted misuse ([`Plant`]) adds each pattern `audit-log` reports, and
 //! [`Summary::expected`] lists the findings they must produce.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use sha2::{Digest, Sha256};
 
 use super::check::Kind;
 use super::record::{
-    AuditStarted, AuditStopped, Checkpoint, Envelope, Event, PaytableOdds, Record, RoundSettled, RoundStarted, SCHEMA,
-    SeatAction, SeatMoney, SeatsDecided, SeedCommitted, TableDigest, ZERO_HASH, line_hash,
+    Amounts, At, AuditStarted, AuditStopped, Cards, Checkpoint, DealClass, Decisions, Envelope, Event, Hex32, Odds,
+    Record, RoundSettled, RoundStarted, SCHEMA, SeatMoney, SeatsDecided, SeedCommitted, Steps, TableDigest,
 };
-use super::time::format_timestamp;
 use crate::fairness::{
-    DealInputs, FairShoe, RevealV2, ServerSeed, SettledRound, StartInputs, TableRules, Transcript, action_text,
+    Commitment, DealInputs, FairShoe, RevealV2, ServerSeed, SettledRound, StartInputs, TableRules, Transcript,
 };
-use crate::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Round, Spread, Table};
+use crate::game::{BetLimits, Decision, Decks, Money, Paytable, Round, Table};
 
 /// What to generate.
 #[derive(Clone, Debug)]
@@ -140,7 +140,7 @@ struct GenTable {
     table: Table,
     currency: &'static str,
     exponent: u8,
-    digest: String,
+    digest: [u8; 32],
 }
 
 /// The rules digest (`docs/design/evidence-contract.md` §3), hex, as the engine binds it.
@@ -160,7 +160,7 @@ fn tables() -> Vec<GenTable> {
         .filter_map(|(id, decks, currency, exponent, min, max)| {
             let limits = BetLimits::new(Money(min), Money(max)).ok()?;
             let table = Table::new(Decks::new(decks).ok()?, Paytable::STANDARD, limits).ok()?;
-            let digest = rules_digest(&table, currency, exponent);
+            let digest = table_rules(&table, currency, exponent).digest().0;
             Some(GenTable { id, table, currency, exponent, digest })
         })
         .collect()
@@ -193,7 +193,8 @@ struct Chain {
     replica: String,
     run: String,
     seq: u64,
-    prev: String,
+    /// SHA-256 of the last line.
+    prev: [u8; 32],
     skew_ns: i64,
     line: Vec<u8>,
 }
@@ -210,37 +211,37 @@ struct Writer<'a, W: Write> {
 impl<W: Write> Writer<'_, W> {
     /// Writes `event` on replica `r` (its output is `outs[r % outs.len()]`) at the shared
     /// clock plus `r`'s skew, then advances the clock.
-    fn write(&mut self, r: usize, event: Event) -> io::Result<()> {
+    fn write(&mut self, r: usize, event: Event<'_>) -> io::Result<()> {
         self.write_at(r, event, 0)?;
         if self.checkpoint_every > 0 && self.chains[r].seq.is_multiple_of(self.checkpoint_every) {
             let c = &self.chains[r];
             let event =
-                Event::Checkpoint(Checkpoint { records: c.seq, head: c.prev.clone(), key_id: None, signature: None });
+                Event::Checkpoint(Checkpoint { records: c.seq, head: Hex32(c.prev), key_id: None, signature: None });
             self.write_at(r, event, 0)?;
         }
         Ok(())
     }
 
-    fn write_at(&mut self, r: usize, event: Event, offset_ns: i64) -> io::Result<()> {
+    fn write_at(&mut self, r: usize, event: Event<'_>, offset_ns: i64) -> io::Result<()> {
         self.clock_ns += 1_000_000 + (self.records % 7) as i64 * 13_000;
         let at_ns = self.clock_ns + self.chains[r].skew_ns + offset_ns;
-        let at = format_timestamp(at_ns.div_euclid(1_000_000_000), at_ns.rem_euclid(1_000_000_000) as u32)
-            .ok_or_else(|| io::Error::other("the generator's clock left jiff's range"))?;
+        let at = jiff::Timestamp::from_nanosecond(i128::from(at_ns))
+            .map_err(|_| io::Error::other("the generator's clock left jiff's range"))?;
         let c = &mut self.chains[r];
         let record = Record {
             envelope: Envelope {
-                schema: SCHEMA.into(),
-                replica: c.replica.clone(),
-                run: c.run.clone(),
+                schema: Cow::Borrowed(SCHEMA),
+                replica: Cow::Borrowed(&c.replica),
+                run: Cow::Borrowed(&c.run),
                 seq: c.seq,
-                prev: std::mem::take(&mut c.prev),
-                at,
+                prev: Hex32(c.prev),
+                at: At(at),
             },
             event,
         };
         c.line.clear();
         serde_json::to_writer(&mut c.line, &record)?;
-        c.prev = line_hash(&c.line);
+        c.prev = Sha256::digest(&c.line).into();
         c.seq += 1;
         c.line.push(b'\n');
         let n = self.outs.len();
@@ -254,7 +255,7 @@ impl<W: Write> Writer<'_, W> {
 struct Play<'t> {
     t: &'t GenTable,
     seed: ServerSeed,
-    commitment: String,
+    commitment: Commitment,
     round_id: String,
     nonce: u64,
     client_seed: String,
@@ -291,7 +292,7 @@ impl<'t> Play<'t> {
         .transcript();
         Ok(Play {
             t,
-            commitment: commitment.to_hex(),
+            commitment,
             seed,
             round_id,
             nonce,
@@ -307,42 +308,42 @@ impl<'t> Play<'t> {
         matches!(self.round, Round::AwaitingDecisions(_))
     }
 
-    fn committed(&self) -> Event {
+    fn committed(&self) -> Event<'static> {
         Event::SeedCommitted(SeedCommitted {
-            round_id: self.round_id.clone(),
+            round_id: self.round_id.clone().into(),
             table_id: self.t.id.into(),
             nonce: self.nonce,
             decks: self.t.table.decks().get(),
-            commitment: self.commitment.clone(),
-            rules_digest: self.t.digest.clone(),
+            commitment: self.commitment.into(),
+            rules_digest: Hex32(self.t.digest),
             expires_at_unix_ms: 0,
             sandbox: false,
         })
     }
 
-    fn started(&self) -> Event {
-        let class = self.round.class();
+    fn started(&self) -> Event<'static> {
+        let (hand_class, spread) = DealClass::of(self.round.class());
         Event::RoundStarted(RoundStarted {
-            round_id: self.round_id.clone(),
+            round_id: self.round_id.clone().into(),
             table_id: self.t.id.into(),
             currency: self.t.currency.into(),
             exponent: self.t.exponent,
-            commitment: self.commitment.clone(),
-            rules_digest: self.t.digest.clone(),
+            commitment: self.commitment.into(),
+            rules_digest: Hex32(self.t.digest),
             nonce: self.nonce,
             decks: self.t.table.decks().get(),
             step: 0,
-            transcript: self.transcripts[0].to_hex(),
-            bets: self.bets.iter().map(|b| b.0).collect(),
-            cards: self.round.cards().iter().map(|c| c.text().to_owned()).collect(),
-            hand_class: class_name(class).into(),
-            spread: class.spread().map_or(0, Spread::get),
+            transcript: self.transcripts[0].into(),
+            bets: Amounts(Cow::Owned(self.bets.clone())),
+            cards: Cards(Cow::Owned(self.round.cards().to_vec())),
+            hand_class,
+            spread,
             sandbox: false,
         })
     }
 
     /// Applies a Decide from the latest token; returns its record.
-    fn decide(&mut self, decisions: &[(usize, Decision)]) -> io::Result<Event> {
+    fn decide(&mut self, decisions: &[(usize, Decision)]) -> io::Result<Event<'static>> {
         let mut sorted = decisions.to_vec();
         sorted.sort_by_key(|d| d.0);
         let raised =
@@ -354,14 +355,14 @@ impl<'t> Play<'t> {
         self.transcripts.push(next);
         let step = u32::try_from(self.steps.len()).unwrap_or(u32::MAX);
         Ok(Event::SeatsDecided(SeatsDecided {
-            round_id: self.round_id.clone(),
+            round_id: self.round_id.clone().into(),
             table_id: self.t.id.into(),
-            commitment: self.commitment.clone(),
+            commitment: self.commitment.into(),
             parent_step: step - 1,
-            parent_transcript: parent.to_hex(),
+            parent_transcript: parent.into(),
             step,
-            transcript: next.to_hex(),
-            decisions: actions(&sorted),
+            transcript: next.into(),
+            decisions: Decisions(Cow::Owned(sorted)),
             raised_amount: raised,
             complete: !self.awaiting(),
         }))
@@ -369,37 +370,29 @@ impl<'t> Play<'t> {
 
     /// The record of settling the token after `steps` Decide calls (an older token settles
     /// the round as it stood then: undecided seats stand).
-    fn settled(&self, steps: usize) -> io::Result<Event> {
+    fn settled(&self, steps: usize) -> io::Result<Event<'static>> {
         let mut round = self.replay(steps)?;
         round.close();
         let settlement = round.settle(self.t.table.paytable()).map_err(invalid)?;
-        let class = settlement.class;
-        let mut cards: Vec<String> = settlement.cards.iter().map(|c| c.text().to_owned()).collect();
-        cards.extend(settlement.third.map(|c| c.text().to_owned()));
-        let p = self.t.table.paytable();
+        let (hand_class, spread) = DealClass::of(settlement.class);
+        let mut cards = settlement.cards.to_vec();
+        cards.extend(settlement.third);
         Ok(Event::RoundSettled(RoundSettled {
-            round_id: self.round_id.clone(),
+            round_id: self.round_id.clone().into(),
             table_id: self.t.id.into(),
             currency: self.t.currency.into(),
             exponent: self.t.exponent,
-            commitment: self.commitment.clone(),
-            rules_digest: self.t.digest.clone(),
+            commitment: self.commitment.into(),
+            rules_digest: Hex32(self.t.digest),
             decks: self.t.table.decks().get(),
-            paytable: PaytableOdds {
-                spread: Spread::all().map(|s| p.spread_odds(s)).collect(),
-                three_of_a_kind: p.three_of_a_kind_odds(),
-            },
+            paytable: Odds(Cow::Owned(self.t.table.paytable().clone())),
             step: u32::try_from(steps).unwrap_or(u32::MAX),
-            transcript: self.transcripts[steps].to_hex(),
-            cards,
-            hand_class: class_name(class).into(),
-            spread: class.spread().map_or(0, Spread::get),
-            decisions: self.steps[..steps].iter().map(|s| actions(s)).collect(),
-            seats: settlement
-                .seats
-                .iter()
-                .map(|s| SeatMoney { bet: s.bet.0, raised: s.raised, stake: s.stake.0, returned: s.returned.0 })
-                .collect(),
+            transcript: self.transcripts[steps].into(),
+            cards: Cards(Cow::Owned(cards)),
+            hand_class,
+            spread,
+            decisions: Steps(Cow::Owned(self.steps[..steps].to_vec())),
+            seats: Cow::Owned(settlement.seats.iter().map(SeatMoney::of).collect()),
             total_staked: settlement.total_staked.0,
             total_returned: settlement.total_returned.0,
             sandbox: false,
@@ -450,7 +443,7 @@ impl<'t> Play<'t> {
             kind,
             table_id: self.t.id.into(),
             round_id: self.round_id.clone(),
-            commitment: Some(self.commitment.clone()),
+            commitment: Some(self.commitment.to_hex()),
         }
     }
 }
@@ -459,18 +452,6 @@ impl<'t> Play<'t> {
 /// rounds; if they did, its own arithmetic would be wrong, reported as an error.
 fn invalid(e: crate::game::GameError) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("the generator built a round the rules refuse: {e}"))
-}
-
-fn class_name(class: HandClass) -> &'static str {
-    match class {
-        HandClass::Pair => "pair",
-        HandClass::Consecutive => "consecutive",
-        HandClass::NonConsecutive(_) => "spread",
-    }
-}
-
-fn actions(step: &[(usize, Decision)]) -> Vec<SeatAction> {
-    step.iter().map(|&(seat, d)| SeatAction { seat, action: action_text(d).into() }).collect()
 }
 
 /// A 32-byte value derived from the generator's seed and a label.
@@ -496,7 +477,7 @@ pub fn generate<W: Write>(opts: &Options, outs: &mut [W]) -> io::Result<Summary>
             replica: format!("replica-{r}"),
             run: hex::encode(&derive(opts.seed, "run", r as u64)[..16]),
             seq: 0,
-            prev: ZERO_HASH.into(),
+            prev: [0; 32],
             skew_ns: opts.skew_ms.get(r).copied().unwrap_or(0).saturating_mul(1_000_000),
             line: Vec::with_capacity(2048),
         })
@@ -514,7 +495,17 @@ pub fn generate<W: Write>(opts: &Options, outs: &mut [W]) -> io::Result<Summary>
             git_commit: "generated".into(),
             tables: tables
                 .iter()
-                .map(|t| TableDigest { table_id: t.id.into(), rules_digest: t.digest.clone() })
+                .map(|t| TableDigest {
+                    table_id: t.id.into(),
+                    rules_digest: Hex32(t.digest),
+                    decks: t.table.decks().get(),
+                    paytable: Odds(Cow::Borrowed(t.table.paytable())),
+                    min_bet: t.table.limits().min().0,
+                    max_bet: t.table.limits().max().0,
+                    currency: t.currency.into(),
+                    minor_unit_exponent: t.exponent,
+                    sandbox: false,
+                })
                 .collect(),
             checkpoint_interval_secs: 60,
         });
@@ -734,7 +725,7 @@ fn plant_misuse<W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::record::Record;
+    use crate::audit::record::{Record, ZERO_HASH, line_hash};
 
     #[test]
     fn every_generated_line_is_a_typed_record_written_in_the_contract_order_and_chained() {
@@ -750,7 +741,7 @@ mod tests {
                 // and format are the types'.
                 assert_eq!(serde_json::to_vec(&record).unwrap(), line);
                 assert!(line.starts_with(b"{\"schema\":\"reddog-audit-v1\",\"replica\":"));
-                assert_eq!((record.envelope.seq, record.envelope.prev.as_str()), (seq as u64, prev.as_str()));
+                assert_eq!((record.envelope.seq, record.envelope.prev.to_hex()), (seq as u64, prev.clone()));
                 prev = line_hash(line);
                 total += 1;
             }

@@ -15,30 +15,31 @@
 //! - `Settle` on a token always returns the same settlement and reveal, and — with a signing
 //!   key in the ring — the same signature (Ed25519 is deterministic; FAIRNESS.md 4.7).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tonic::{Request, Response, Status};
 use tracing::{debug, debug_span};
 
-use super::audit_record::{self as record, Event, Hex, Shown};
 use super::audit_sink::{AuditRefused, AuditSink};
 use super::convert;
 use super::error::invalid_token;
-use super::metrics::{self, Method, Metrics, TableMetrics};
+use super::metrics::{self, Method, Metrics, MoneyMetrics, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
 use super::refusal_log::{Peer, REFUSAL_LOG_INTERVAL, RefusalLog};
 use super::sandbox;
 use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 use super::tables::{Currency, NamedTable, Tables};
 use super::token::{KeyRing, TokenKind, TokenRefusal};
+use crate::audit::record::{self, Amounts, Cards, DealClass, Decisions, Event, Hex32, Odds, SeatMoney, Steps};
 use crate::error::{Cause, EngineError, Fault};
 use crate::fairness::commitment::{self, CurrencyRef, RoundRef, TableRef};
 use crate::fairness::receipt::{CommitReceipt, CommitReceiptJson, StepReceipt};
 use crate::fairness::{
     ALGORITHM, Commitment, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, Transcript,
 };
-use crate::game::{Card, Decision, Money, Round, Settlement, Spread};
+use crate::game::{Card, Decision, MAX_SEATS, Money, Round, Settlement, Spread};
 use std::collections::BTreeMap;
 
 /// What the service needs to run.
@@ -55,6 +56,10 @@ pub struct EngineConfig {
     pub audit: AuditSink,
     /// The wall clock commitments expire by ([`Clock::system`] but in tests).
     pub clock: Clock,
+    /// The exact money and payout sums the service adds each settlement to: its
+    /// [`super::Application`]'s, which its `/metrics` shows (`Default::default()` for a
+    /// service of its own).
+    pub money: Arc<MoneyMetrics>,
 }
 
 /// Wall-clock time in Unix milliseconds, as the engine reads it for a commitment's expiry.
@@ -175,7 +180,7 @@ impl RedDogService {
         let table_metrics = config
             .tables
             .iter()
-            .map(|t| (t.id.clone(), TableMetrics::register(&t.id, &t.table, &t.currency)))
+            .map(|t| (t.id.clone(), TableMetrics::register(&t.id, &t.table, &t.currency, &config.money)))
             .collect();
         RedDogService {
             inner: Arc::new(Inner {
@@ -297,13 +302,13 @@ impl RedDogService {
 
     /// Records a commitment in the audit trail.
     fn audit_seed_committed(&self, receipt: &CommitReceipt<'_>, committed: &Commitment) -> Result<(), AuditRefused> {
-        self.inner.audit.record(&Event::SeedCommitted(record::SeedCommitted {
-            round_id: receipt.round_id,
-            table_id: receipt.table_id,
+        self.inner.audit.record(Event::SeedCommitted(record::SeedCommitted {
+            round_id: Cow::Borrowed(receipt.round_id),
+            table_id: Cow::Borrowed(receipt.table_id),
             nonce: receipt.nonce,
             decks: receipt.decks,
-            commitment: Shown(committed),
-            rules_digest: Hex(self.digest(receipt.table_id)),
+            commitment: Hex32(committed.0),
+            rules_digest: Hex32(*self.digest(receipt.table_id)),
             expires_at_unix_ms: receipt.expires_at_unix_ms,
             sandbox: receipt.sandbox,
         }))
@@ -390,20 +395,20 @@ impl RedDogService {
 
     /// Records a dealt round in the audit trail.
     fn audit_round_started(&self, state: &RoundState, dealt: &NamedTable, bets: &[Money]) -> Result<(), AuditRefused> {
-        let (hand_class, spread) = record::hand_class(state.round.class());
-        self.inner.audit.record(&Event::RoundStarted(record::RoundStarted {
-            round_id: &state.round_id,
-            table_id: &dealt.id,
-            currency: dealt.currency.code(),
+        let (hand_class, spread) = DealClass::of(state.round.class());
+        self.inner.audit.record(Event::RoundStarted(record::RoundStarted {
+            round_id: Cow::Borrowed(&state.round_id),
+            table_id: Cow::Borrowed(&dealt.id),
+            currency: Cow::Borrowed(dealt.currency.code()),
             exponent: dealt.currency.minor_unit_exponent(),
-            commitment: Shown(&state.seed.commitment()),
-            rules_digest: Hex(&dealt.digest().0),
+            commitment: state.seed.commitment().into(),
+            rules_digest: Hex32(dealt.digest().0),
             nonce: state.nonce,
             decks: state.decks.get(),
             step: 0,
-            transcript: Shown(state.transcript),
-            bets: record::Amounts(bets),
-            cards: record::Cards(&state.round.cards()),
+            transcript: state.transcript.into(),
+            bets: Amounts(Cow::Borrowed(bets)),
+            cards: Cards(Cow::Borrowed(&state.round.cards())),
             hand_class,
             spread,
             sandbox: state.sandbox,
@@ -501,15 +506,15 @@ impl RedDogService {
         parent: Transcript,
         raised: Money,
     ) -> Result<(), AuditRefused> {
-        self.inner.audit.record(&Event::SeatsDecided(record::SeatsDecided {
-            round_id: &state.round_id,
-            table_id: &state.table_id,
-            commitment: Shown(&state.seed.commitment()),
+        self.inner.audit.record(Event::SeatsDecided(record::SeatsDecided {
+            round_id: Cow::Borrowed(&state.round_id),
+            table_id: Cow::Borrowed(&state.table_id),
+            commitment: state.seed.commitment().into(),
             parent_step,
-            parent_transcript: Shown(parent),
+            parent_transcript: parent.into(),
             step: state.step(),
-            transcript: Shown(state.transcript),
-            decisions: record::Decisions(state.steps.last().map_or(&[][..], Vec::as_slice)),
+            transcript: state.transcript.into(),
+            decisions: Decisions(Cow::Borrowed(state.steps.last().map_or(&[][..], Vec::as_slice))),
             raised_amount: raised.0,
             complete: matches!(state.round, Round::Complete(_)),
         }))
@@ -557,23 +562,24 @@ impl RedDogService {
         currency: Option<&proto::Currency>,
     ) -> Result<(), AuditRefused> {
         let rules_digest = state.rules().map_or_else(|| *self.digest(&state.table_id), |r| r.digest().0);
-        let (hand_class, spread) = record::hand_class(settlement.class);
-        self.inner.audit.record(&Event::RoundSettled(record::RoundSettled {
-            round_id: &state.round_id,
-            table_id: &state.table_id,
-            currency: currency.map_or("", |c| c.code.as_str()),
+        let (hand_class, spread) = DealClass::of(settlement.class);
+        let mut seats = [SeatMoney::default(); MAX_SEATS];
+        self.inner.audit.record(Event::RoundSettled(record::RoundSettled {
+            round_id: Cow::Borrowed(&state.round_id),
+            table_id: Cow::Borrowed(&state.table_id),
+            currency: Cow::Borrowed(currency.map_or("", |c| c.code.as_str())),
             exponent: currency.map_or(0, |c| u8::try_from(c.minor_unit_exponent.unwrap_or(0)).unwrap_or(u8::MAX)),
-            commitment: Shown(&state.seed.commitment()),
-            rules_digest: Hex(&rules_digest),
+            commitment: state.seed.commitment().into(),
+            rules_digest: Hex32(rules_digest),
             decks: state.decks.get(),
-            paytable: record::Odds(&state.paytable),
+            paytable: Odds(Cow::Borrowed(&state.paytable)),
             step: state.step(),
-            transcript: Shown(state.transcript),
-            cards: record::Cards(cards),
+            transcript: state.transcript.into(),
+            cards: Cards(Cow::Borrowed(cards)),
             hand_class,
             spread,
-            decisions: record::Steps(&state.steps),
-            seats: record::Seats(&settlement.seats),
+            decisions: Steps(Cow::Borrowed(&state.steps)),
+            seats: SeatMoney::all(&settlement.seats, &mut seats),
             total_staked: settlement.total_staked.0,
             total_returned: settlement.total_returned.0,
             sandbox: state.sandbox,

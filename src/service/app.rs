@@ -410,12 +410,13 @@ impl Application {
             })?),
             None => None,
         };
+        // This application's money and payout sums: its service adds to them, its `/metrics`
+        // shows them (the `metrics` recorder is the process's: see `metrics`' docs).
+        let money = Arc::new(super::metrics::MoneyMetrics::default());
         let metrics_addr = match settings.metrics_listen {
-            Some(addr) => super::metrics::spawn(addr).await.map_err(|source| SettingsError::Bind {
-                what: "the metrics listener",
-                addr,
-                source,
-            })?,
+            Some(addr) => super::metrics::spawn(addr, Arc::clone(&money))
+                .await
+                .map_err(|source| SettingsError::Bind { what: "the metrics listener", addr, source })?,
             None => {
                 super::metrics::install();
                 None
@@ -435,6 +436,7 @@ impl Application {
                 commitment_ttl: settings.commitment_ttl,
                 audit: audit.clone(),
                 clock: settings.clock.clone(),
+                money,
             },
             audit,
             drain_timeout: settings.drain_timeout,

@@ -2,7 +2,8 @@
 //! logs (docs/AUDIT.md, "The sink"). No log level, filter or subscriber decides whether a
 //! record is written.
 //!
-//! Each record ([`super::audit_record::Event`]) is serialised by serde, behind its envelope,
+//! Each record ([`crate::audit::record::Record`]: its envelope, then the handler's
+//! [`Event`]) is serialised by serde
 //! into one buffer the sink keeps, under the sink's lock: the lock gives the record its `seq`,
 //! its `prev` (the SHA-256 of the previous line) and its place in the output, so the chain in
 //! the file is the chain in memory. The line is then appended to a [`BatchWriter`] batch that
@@ -25,19 +26,23 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use metrics::{Counter, counter};
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
-use super::audit_record::{self as record, AuditStarted, AuditStopped, Checkpoint, Event, Hex, SCHEMA, TableDigest};
+use std::borrow::Cow;
+
+use super::audit_record::{checkpoint_message, rules_digest};
 use super::build_info;
 use super::error::ERROR_DOMAIN;
 use super::log_writer::BatchWriter;
 use super::tables::Tables;
+use crate::audit::record::{
+    At, AuditStarted, AuditStopped, Checkpoint, Envelope, Event, Hex32, HexBytes, Odds, Record, SCHEMA, TableDigest,
+};
 
 /// Signs checkpoints: the key ring's signing key, when it has one (Ed25519 over
-/// [`record::checkpoint_message`]; `reddog audit-log --public-key` verifies it); without it
+/// [`checkpoint_message`]; `reddog audit-log --public-key` verifies it); without it
 /// checkpoints carry no `key_id` and no `signature`.
 pub trait CheckpointSigner: Send + Sync {
     /// The key's id, as listed with its public key.
@@ -150,28 +155,6 @@ impl std::fmt::Debug for AuditSink {
     }
 }
 
-/// The envelope and the event, serialised as one object: the envelope's keys first.
-#[derive(Serialize)]
-struct Line<'a> {
-    schema: &'static str,
-    replica: &'a str,
-    run: &'a str,
-    seq: u64,
-    prev: Hex<'a>,
-    at: At,
-    #[serde(flatten)]
-    event: &'a Event<'a>,
-}
-
-/// The time of writing, RFC 3339 UTC with nanoseconds.
-struct At(jiff::Timestamp);
-
-impl Serialize for At {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{:.9}", self.0))
-    }
-}
-
 fn lock(m: &Mutex<Chain>) -> MutexGuard<'_, Chain> {
     // A panic while holding the lock happens before the chain advances: the state is whole.
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -232,27 +215,24 @@ impl AuditSink {
         if lock(&self.inner.chain).seq > 0 {
             return Ok(());
         }
-        let digests: Vec<([u8; 32], &str)> =
-            tables.iter().map(|t| (record::rules_digest(&t.table, &t.currency), t.id.as_str())).collect();
         let listed: Vec<TableDigest<'_>> = tables
             .iter()
-            .zip(&digests)
-            .map(|(t, (d, id))| TableDigest {
-                table_id: id,
-                rules_digest: Hex(d),
+            .map(|t| TableDigest {
+                table_id: Cow::Borrowed(&t.id),
+                rules_digest: Hex32(rules_digest(&t.table, &t.currency)),
                 decks: t.table.decks().get(),
-                paytable: record::Odds(t.table.paytable()),
+                paytable: Odds(Cow::Borrowed(t.table.paytable())),
                 min_bet: t.table.limits().min().0,
                 max_bet: t.table.limits().max().0,
-                currency: t.currency.code(),
+                currency: Cow::Borrowed(t.currency.code()),
                 minor_unit_exponent: t.currency.minor_unit_exponent(),
                 sandbox: t.sandbox,
             })
             .collect();
-        self.record(&Event::AuditStarted(AuditStarted {
-            engine_version: build_info::VERSION,
-            git_commit: build_info::GIT_COMMIT,
-            tables: &listed,
+        self.record(Event::AuditStarted(AuditStarted {
+            engine_version: Cow::Borrowed(build_info::VERSION),
+            git_commit: Cow::Borrowed(build_info::GIT_COMMIT),
+            tables: listed,
             checkpoint_interval_secs: self.inner.checkpoint_interval.as_secs(),
         }))
     }
@@ -273,7 +253,7 @@ impl AuditSink {
     }
 
     /// Writes one record, or refuses it (see the module docs); refusals are counted.
-    pub fn record(&self, event: &Event<'_>) -> Result<(), AuditRefused> {
+    pub fn record(&self, event: Event<'_>) -> Result<(), AuditRefused> {
         let mut chain = lock(&self.inner.chain);
         let written = self.write(&mut chain, event);
         drop(chain);
@@ -284,7 +264,7 @@ impl AuditSink {
     }
 
     /// Serialises, hashes and appends one record under the chain lock.
-    fn write(&self, chain: &mut Chain, event: &Event<'_>) -> Result<(), AuditRefused> {
+    fn write(&self, chain: &mut Chain, event: Event<'_>) -> Result<(), AuditRefused> {
         if chain.stopped {
             return Err(AuditRefused::Stopped);
         }
@@ -294,19 +274,22 @@ impl AuditSink {
         if chain.seq == 0 && !matches!(event, Event::AuditStarted(_)) {
             return Err(AuditRefused::NotStarted);
         }
+        let round_record = !matches!(event, Event::Checkpoint(_) | Event::AuditStarted(_));
         let Chain { seq, prev, line, .. } = chain;
         line.clear();
-        let l = Line {
-            schema: SCHEMA,
-            replica: &self.inner.replica,
-            run: &self.inner.run,
-            seq: *seq,
-            prev: Hex(prev),
-            at: At(jiff::Timestamp::now()),
+        let record = Record {
+            envelope: Envelope {
+                schema: Cow::Borrowed(SCHEMA),
+                replica: Cow::Borrowed(&self.inner.replica),
+                run: Cow::Borrowed(&self.inner.run),
+                seq: *seq,
+                prev: Hex32(*prev),
+                at: At(jiff::Timestamp::now()),
+            },
             event,
         };
         // Serialising strings, integers, booleans and arrays into a Vec cannot fail.
-        serde_json::to_writer(&mut *line, &l).map_err(|_| AuditRefused::OutputFailed)?;
+        serde_json::to_writer(&mut *line, &record).map_err(|_| AuditRefused::OutputFailed)?;
         let hash: [u8; 32] = Sha256::digest(line.as_slice()).into();
         line.push(b'\n');
         self.inner
@@ -315,7 +298,7 @@ impl AuditSink {
             .map_err(|_| if self.inner.out.failed() { AuditRefused::OutputFailed } else { AuditRefused::Backlog })?;
         chain.seq += 1;
         chain.prev = hash;
-        if !matches!(event, Event::Checkpoint(_) | Event::AuditStarted(_)) {
+        if round_record {
             chain.since_checkpoint += 1;
         }
         self.inner.written.increment(1);
@@ -330,16 +313,18 @@ impl AuditSink {
             return Ok(false);
         }
         let (seq, head) = (chain.seq, chain.prev);
-        let signed = self.inner.signer.as_ref().map(|s| {
-            (s.key_id(), s.sign(&record::checkpoint_message(&self.inner.replica, &self.inner.run, seq, &head)))
-        });
+        let signed = self
+            .inner
+            .signer
+            .as_ref()
+            .map(|s| (s.key_id(), s.sign(&checkpoint_message(&self.inner.replica, &self.inner.run, seq, &head))));
         let event = Event::Checkpoint(Checkpoint {
             records: seq,
-            head: Hex(&head),
-            key_id: signed.as_ref().map(|(id, _)| *id),
-            signature: signed.as_ref().map(|(_, sig)| Hex(sig)),
+            head: Hex32(head),
+            key_id: signed.as_ref().map(|(id, _)| Cow::Borrowed(*id)),
+            signature: signed.as_ref().map(|(_, sig)| HexBytes(Cow::Borrowed(sig))),
         });
-        let written = self.write(&mut chain, &event);
+        let written = self.write(&mut chain, event);
         if written.is_ok() {
             chain.since_checkpoint = 0;
         }
@@ -383,7 +368,7 @@ impl AuditSink {
         let mut chain = lock(&self.inner.chain);
         if !chain.stopped {
             let records = chain.seq;
-            if self.write(&mut chain, &Event::AuditStopped(AuditStopped { records })).is_err() {
+            if self.write(&mut chain, Event::AuditStopped(AuditStopped { records })).is_err() {
                 counter!("reddog_audit_refused_total", "reason" => "stop").increment(1);
             }
             chain.stopped = true;
@@ -450,7 +435,7 @@ mod tests {
         let sink = AuditSink::start(rec.clone(), options(), &Tables::single(Table::default())).unwrap();
         for _ in 0..3 {
             sink.checkpoint().unwrap();
-            sink.record(&stop_event()).unwrap();
+            sink.record(stop_event()).unwrap();
         }
         sink.stop(Duration::from_secs(5));
         let lines = lines(&rec);
@@ -458,7 +443,7 @@ mod tests {
         let mut prev = "0".repeat(64);
         for (seq, line) in lines.iter().enumerate() {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
-            let keys = record::keys_in_order(line).unwrap();
+            let keys = crate::audit::record::keys_in_order(line).unwrap();
             assert_eq!(keys[..7], ["schema", "replica", "run", "seq", "prev", "at", "event"], "{line}");
             assert_eq!(v["schema"], "reddog-audit-v1");
             assert_eq!(v["replica"], "replica-a");
@@ -480,12 +465,159 @@ mod tests {
         assert_eq!(last["records"], lines.len() as u64 - 1, "records written before it");
     }
 
+    /// The one record type, both ways: a record of each kind the handlers write, built from
+    /// a real round (two seats, one raise), written by the sink and read back from its line as
+    /// a [`Record`], is the value written, with the chained envelope; and a parsed record,
+    /// serialised, gives its line's bytes back and parses to the same value again.
+    #[test]
+    fn each_kind_of_record_the_sink_writes_parses_back_to_the_value_written() {
+        use crate::audit::record::{
+            Amounts, Cards, DealClass, Decisions, RoundSettled, RoundStarted, SeatMoney, SeatsDecided, SeedCommitted,
+            Steps,
+        };
+        use crate::fairness::{ServerSeed, Transcript};
+        use crate::game::{Card, Decision, MAX_SEATS, Money, Round, StackedDeck};
+
+        let table = Table::default();
+        let card = |t: &str| Card::from_text(t).unwrap();
+        // 4 and 10: spread 5, decided, then the 7 falls between.
+        let mut deck = StackedDeck::new([card("4c"), card("Th"), card("7s")]);
+        let bets = [Money(500), Money(1_000)];
+        let mut round = Round::start(&table, &bets, &mut deck).unwrap();
+        let dealt = round.cards();
+        let (class, spread) = DealClass::of(round.class());
+        assert_eq!((class, spread), (DealClass::Spread, 5));
+        let step = vec![(0, Decision::Raise), (1, Decision::Stand)];
+        round.decide_all(&step).unwrap();
+        round.close();
+        let settlement = round.settle(table.paytable()).unwrap();
+        let mut cards = settlement.cards.to_vec();
+        cards.extend(settlement.third);
+        let steps = vec![step.clone()];
+        let mut money = [SeatMoney::default(); MAX_SEATS];
+        let commitment = ServerSeed::from_bytes([7; 32]).commitment();
+        let digest = rules_digest(&table, &super::super::tables::Currency::unspecified());
+        let (t0, t1) = (Transcript([1; 32]), Transcript([2; 32]));
+        let written = [
+            Event::SeedCommitted(SeedCommitted {
+                round_id: Cow::Borrowed("rt-1"),
+                table_id: Cow::Borrowed("default"),
+                nonce: 9,
+                decks: 1,
+                commitment: commitment.into(),
+                rules_digest: Hex32(digest),
+                expires_at_unix_ms: 1_796_083_200_000,
+                sandbox: false,
+            }),
+            Event::RoundStarted(RoundStarted {
+                round_id: Cow::Borrowed("rt-1"),
+                table_id: Cow::Borrowed("default"),
+                currency: Cow::Borrowed("EUR"),
+                exponent: 2,
+                commitment: commitment.into(),
+                rules_digest: Hex32(digest),
+                nonce: 9,
+                decks: 1,
+                step: 0,
+                transcript: t0.into(),
+                bets: Amounts(Cow::Borrowed(&bets)),
+                cards: Cards(Cow::Borrowed(&dealt)),
+                hand_class: class,
+                spread,
+                sandbox: false,
+            }),
+            Event::SeatsDecided(SeatsDecided {
+                round_id: Cow::Borrowed("rt-1"),
+                table_id: Cow::Borrowed("default"),
+                commitment: commitment.into(),
+                parent_step: 0,
+                parent_transcript: t0.into(),
+                step: 1,
+                transcript: t1.into(),
+                decisions: Decisions(Cow::Borrowed(&step)),
+                raised_amount: 500,
+                complete: true,
+            }),
+            Event::RoundSettled(RoundSettled {
+                round_id: Cow::Borrowed("rt-1"),
+                table_id: Cow::Borrowed("default"),
+                currency: Cow::Borrowed("EUR"),
+                exponent: 2,
+                commitment: commitment.into(),
+                rules_digest: Hex32(digest),
+                decks: 1,
+                paytable: Odds(Cow::Borrowed(table.paytable())),
+                step: 1,
+                transcript: t1.into(),
+                cards: Cards(Cow::Borrowed(&cards)),
+                hand_class: class,
+                spread,
+                decisions: Steps(Cow::Borrowed(&steps)),
+                seats: SeatMoney::all(&settlement.seats, &mut money),
+                total_staked: settlement.total_staked.0,
+                total_returned: settlement.total_returned.0,
+                sandbox: false,
+            }),
+        ];
+        let rec = Recorder::default();
+        let sink = AuditSink::start(rec.clone(), options(), &Tables::single(table.clone())).unwrap();
+        for e in &written {
+            sink.record(e.clone()).unwrap();
+        }
+        sink.checkpoint().unwrap();
+        sink.stop(Duration::from_secs(5));
+        let lines = lines(&rec);
+        let names: Vec<&str> = lines
+            .iter()
+            .map(|l| {
+                serde_json::from_str::<Record<'_>>(l).map(|r| r.event.name()).unwrap_or_else(|e| panic!("{e}: {l}"))
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "audit_started",
+                "seed_committed",
+                "round_started",
+                "seats_decided",
+                "round_settled",
+                "checkpoint",
+                "audit_stopped"
+            ]
+        );
+        let mut prev = Hex32([0; 32]);
+        for (seq, line) in lines.iter().enumerate() {
+            let parsed: Record<'static> = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&parsed).unwrap(), *line, "the type writes the line back");
+            let again: Record<'static> = serde_json::from_str(&serde_json::to_string(&parsed).unwrap()).unwrap();
+            assert_eq!(again, parsed);
+            let e = &parsed.envelope;
+            assert_eq!((e.schema.as_ref(), e.replica.as_ref(), e.run.as_ref()), (SCHEMA, "replica-a", sink.run()));
+            assert_eq!((e.seq, e.prev), (seq as u64, prev));
+            prev = Hex32(Sha256::digest(line.as_bytes()).into());
+            match (seq, &parsed.event) {
+                (0, Event::AuditStarted(a)) => {
+                    let [t] = &a.tables[..] else { panic!("one table: {line}") };
+                    assert_eq!((t.table_id.as_ref(), t.rules_digest), ("default", Hex32(digest)));
+                    assert_eq!((&*t.paytable.0, t.decks, t.min_bet), (table.paytable(), 1, table.limits().min().0));
+                }
+                (1..=4, event) => assert_eq!(*event, written[seq - 1], "record {seq} as written"),
+                (5, Event::Checkpoint(c)) => assert_eq!((c.records, c.key_id.as_ref()), (5, None)),
+                (6, Event::AuditStopped(a)) => assert_eq!(a.records, 6),
+                (_, other) => panic!("record {seq}: {other:?}"),
+            }
+        }
+        let Event::RoundSettled(settled) = &written[3] else { unreachable!() };
+        assert_eq!(settled.seats.len(), 2);
+        assert_eq!(settled.seats[0], SeatMoney { bet: 500, raised: true, stake: 1_000, returned: 2_000 });
+    }
+
     #[test]
     fn a_checkpoint_vouches_for_the_head_and_only_after_new_records() {
         let rec = Recorder::default();
         let sink = AuditSink::start(rec.clone(), options(), &Tables::single(Table::default())).unwrap();
         assert!(!sink.checkpoint().unwrap(), "nothing since start: no checkpoint");
-        sink.record(&stop_event()).unwrap();
+        sink.record(stop_event()).unwrap();
         assert!(sink.checkpoint().unwrap());
         assert!(!sink.checkpoint().unwrap(), "nothing new since the last one");
         sink.flush(Duration::from_secs(5));
@@ -512,12 +644,12 @@ mod tests {
         let rec = Recorder::default();
         let opts = AuditOptions { signer: Some(Arc::new(Fake)), ..options() };
         let sink = AuditSink::start(rec.clone(), opts, &Tables::single(Table::default())).unwrap();
-        sink.record(&stop_event()).unwrap();
+        sink.record(stop_event()).unwrap();
         sink.checkpoint().unwrap();
         sink.flush(Duration::from_secs(5));
         let cp: serde_json::Value = serde_json::from_str(&lines(&rec)[2]).unwrap();
         let head: [u8; 32] = hex::decode(cp["head"].as_str().unwrap()).unwrap().try_into().unwrap();
-        let message = record::checkpoint_message("replica-a", sink.run(), 2, &head);
+        let message = checkpoint_message("replica-a", sink.run(), 2, &head);
         assert_eq!(cp["key_id"], "k9");
         assert_eq!(cp["signature"].as_str().unwrap(), hex::encode(Sha256::digest(&message)));
     }
@@ -546,7 +678,7 @@ mod tests {
         // The writer thread holds one batch at the gate; the next fills to CAPACITY.
         let mut refused = 0;
         for _ in 0..(2 * CAPACITY / 100) {
-            match sink.record(&stop_event()) {
+            match sink.record(stop_event()) {
                 Ok(()) => {}
                 Err(AuditRefused::Backlog) => refused += 1,
                 Err(e) => panic!("{e}"),
@@ -561,7 +693,7 @@ mod tests {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
             assert_eq!(v["seq"], seq as u64, "no seq skipped for a refused record");
         }
-        assert_eq!(sink.record(&stop_event()), Err(AuditRefused::Stopped), "nothing after audit_stopped");
+        assert_eq!(sink.record(stop_event()), Err(AuditRefused::Stopped), "nothing after audit_stopped");
     }
 
     #[test]
@@ -577,7 +709,7 @@ mod tests {
         }
         let sink = AuditSink::start(Broken, options(), &Tables::single(Table::default())).unwrap();
         sink.flush(Duration::from_secs(5));
-        assert_eq!(sink.record(&stop_event()), Err(AuditRefused::OutputFailed));
+        assert_eq!(sink.record(stop_event()), Err(AuditRefused::OutputFailed));
         let status = Status::from(AuditRefused::OutputFailed);
         assert_eq!(status.code(), Code::Unavailable);
         assert_eq!(status.get_details_error_info().unwrap().reason, "AUDIT_UNAVAILABLE");

@@ -43,11 +43,19 @@
 //! `1`…`11`.
 //! No metric carries a seed, key, token or round id.
 //!
+//! **Two registries.** The `metrics` crate's recorder (the Prometheus exporter, [`install`])
+//! is process-global: `counter!` and friends reach it from anywhere, so every counter, gauge
+//! and histogram above except the money and payout sums is per process, shared by every
+//! [`super::Application`] in it (one per process in production; tests that build several
+//! see their RPC and round counts summed). The money and payout sums are not in it: each
+//! `Application` owns a [`MoneyMetrics`], passed to its service ([`super::EngineConfig`]) and
+//! to its `/metrics` listener, so two `Application`s in one process keep separate totals.
+//!
 //! **The money counters never wrap.** A `metrics` counter is a `u64` that wraps at 2^64, and
 //! one round at the largest table allowed returns nearly 2^64 minor units, so two such rounds
 //! would wrap it to a small, wrong number. The two money counters are therefore not
-//! `metrics` counters: they are exact `u128` sums kept here ([`MoneyTotals`]) and rendered
-//! by [`serve`] after the exporter's text, as Prometheus counters. A `u128` sum of `u64`
+//! `metrics` counters: they are exact `u128` sums ([`MoneyTotals`], in [`MoneyMetrics`])
+//! rendered by [`serve`] after the exporter's text, as Prometheus counters. A `u128` sum of `u64`
 //! amounts needs more than 2^64 settlements to reach 2^128; the sums are checked anyway, and
 //! a sum that would overflow is left unchanged and logged (never wrapped, never clamped).
 //! Prometheus stores samples as float64, so values above 2^53 lose low digits there — never
@@ -62,7 +70,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use http_body_util::Full;
@@ -79,47 +87,81 @@ use super::tables::Currency;
 use crate::game::{Decks, HandClass, Paytable, Rule, Settlement, Spread, Table};
 use crate::odds::{Analysis, Exact, RtpDefinition, decimal, round_expectation, to_f64};
 
+/// The exporter's handle. The `metrics` crate has one global recorder per process, so this is
+/// process-wide too (see the module docs); nothing else here is.
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
-/// The exact sums of the money settled by this process, in minor units.
+/// The exact sums of the money settled at one table, in minor units.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MoneyTotals {
     pub staked: u128,
     pub returned: u128,
 }
 
-/// Per table id (a `BTreeMap`: rendered in a stable order).
-static MONEY: Mutex<BTreeMap<String, MoneyTotals>> = Mutex::new(BTreeMap::new());
-
-/// The money settled so far by this process at `table` (all services in it).
-#[cfg(test)]
-pub fn money_totals(table: &str) -> MoneyTotals {
-    MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(table).copied().unwrap_or_default()
+/// The exact money sums and the payout monitor's sums of one [`super::Application`], per
+/// table id (see the module docs): its own, not the process's, so two `Application`s in one
+/// process show their own totals on their own `/metrics`.
+///
+/// The sums are kept here rather than as `metrics` counters because they must stay exact:
+/// a `metrics` counter is a `u64` (two rounds at the largest table wrap it) and the
+/// exporter's values are `f64`, exact only up to 2^53 minor units — a payout monitor that
+/// compares returned with expected money to the minor unit cannot use either. Only the
+/// staked and returned totals and the expected return are exact (`u128`); the variance and
+/// the RTP moments are statistics, kept as `f64`.
+#[derive(Debug, Default)]
+pub struct MoneyMetrics {
+    /// Per table id (a `BTreeMap`: rendered in a stable order). Each table's sums have their
+    /// own lock, held by its [`TableMetrics`]: a settlement takes that lock only.
+    tables: Mutex<BTreeMap<String, Arc<Mutex<TableSums>>>>,
 }
 
-/// Adds a settlement's totals to the table's money sums, exactly.
-fn add_money(table: &str, staked: u64, returned: u64) {
-    let mut all = MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let Some(m) = entry(&mut all, table) else { return };
-    match (m.staked.checked_add(u128::from(staked)), m.returned.checked_add(u128::from(returned))) {
-        (Some(s), Some(r)) => *m = MoneyTotals { staked: s, returned: r },
-        _ => tracing::error!(table, "money metric sums would overflow 128 bits; left unchanged"),
+/// One table's sums.
+#[derive(Clone, Debug, Default)]
+struct TableSums {
+    money: MoneyTotals,
+    payout: Payout,
+}
+
+impl MoneyMetrics {
+    /// The sums of `table`, made (at 0, so its counters show before its first settlement)
+    /// when missing.
+    fn table(&self, table: &str) -> Arc<Mutex<TableSums>> {
+        let mut all = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(all.entry(table.to_string()).or_default())
+    }
+
+    /// Every table's sums now.
+    fn snapshot(&self) -> Vec<(String, TableSums)> {
+        let all = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
+        all.iter().map(|(id, t)| (id.clone(), t.lock().unwrap_or_else(PoisonError::into_inner).clone())).collect()
+    }
+
+    /// The money settled so far at `table` (zeros for a table it never saw).
+    pub fn money_totals(&self, table: &str) -> MoneyTotals {
+        let all = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
+        all.get(table).map(|t| t.lock().unwrap_or_else(PoisonError::into_inner).money).unwrap_or_default()
+    }
+
+    /// The money counters in Prometheus text format.
+    pub fn render_money(&self) -> String {
+        render_money(&self.snapshot())
+    }
+
+    /// The payout monitor's sums and the RTP moments in Prometheus text format.
+    pub fn render_payout(&self) -> String {
+        render_payout(&self.snapshot())
     }
 }
 
-/// The table's entry, made when missing (always `Some`). Tables are registered at start, so
-/// a settlement finds its entry without allocating the key.
-fn entry<'a, T: Default>(all: &'a mut BTreeMap<String, T>, table: &str) -> Option<&'a mut T> {
-    if !all.contains_key(table) {
-        all.insert(table.to_string(), T::default());
+impl TableSums {
+    /// Adds a settlement's totals to the money sums, exactly.
+    fn add_money(&mut self, table: &str, staked: u64, returned: u64) {
+        let m = &mut self.money;
+        match (m.staked.checked_add(u128::from(staked)), m.returned.checked_add(u128::from(returned))) {
+            (Some(s), Some(r)) => *m = MoneyTotals { staked: s, returned: r },
+            _ => tracing::error!(table, "money metric sums would overflow 128 bits; left unchanged"),
+        }
     }
-    all.get_mut(table)
-}
-
-/// Makes a table's money counters visible at 0 before its first settlement.
-fn register_money(table: &str) {
-    MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(table.to_string()).or_default();
-    PAYOUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(table.to_string()).or_default();
 }
 
 /// The payout monitor's sums and the RTP moments of one table (see the module docs).
@@ -141,24 +183,24 @@ impl Default for Payout {
     }
 }
 
-/// Per table id.
-static PAYOUT: Mutex<BTreeMap<String, Payout>> = Mutex::new(BTreeMap::new());
-
-/// Adds a settled round to the table's payout sums: its exact expected return given the
-/// deal and stakes, its variance, and the RTP moments.
-fn add_payout(table: &str, s: &Settlement, decks: Decks, paytable: &Paytable) {
+/// Adds a settled round to the table's sums: its staked and returned money, and for the
+/// payout monitor its exact expected return given the deal and stakes, its variance, and the
+/// RTP moments.
+fn add_settlement(sums: &Mutex<TableSums>, table: &str, s: &Settlement, decks: Decks, paytable: &Paytable) {
     let law = match round_expectation(decks, s.class, paytable, s.seats.iter().map(|seat| seat.stake)) {
-        Ok(law) => law,
+        Ok(law) => Some(law),
         Err(e) => {
             tracing::error!(table, error = %e, "payout monitor: expected return not computed; round left out");
-            return;
+            None
         }
     };
-    let expected = law.expected();
+    let expected = law.as_ref().map(|law| (law.expected(), law.variance_f64()));
+    let mut sums = sums.lock().unwrap_or_else(PoisonError::into_inner);
+    sums.add_money(table, s.total_staked.0, s.total_returned.0);
+    let Some((expected, variance)) = expected else { return };
     let whole = expected.to_integer();
     let (r, st) = (s.total_returned.0 as f64, s.total_staked.0 as f64);
-    let mut all = PAYOUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let Some(p) = entry(&mut all, table) else { return };
+    let p = &mut sums.payout;
     let mut fraction = p.expected_fraction + (expected - Exact::from(whole));
     let mut carry = 0u128;
     if fraction >= Exact::from(1) {
@@ -173,21 +215,21 @@ fn add_payout(table: &str, s: &Settlement, decks: Decks, paytable: &Paytable) {
         }
         None => tracing::error!(table, "payout monitor sums would overflow 128 bits; left unchanged"),
     }
-    p.variance += law.variance_f64();
+    p.variance += variance;
     p.moments[0] += r * r;
     p.moments[1] += r * st;
     p.moments[2] += st * st;
 }
 
 /// The payout monitor's sums and the RTP moments in Prometheus text format.
-pub fn render_payout() -> String {
-    let all = PAYOUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+fn render_payout(all: &[(String, TableSums)]) -> String {
     let mut out = String::from(
         "# HELP reddog_expected_returned_minor_units_total Sum over Settle answers of the exact expected return \
          given the round's deal and decisions, in the table's minor units.\n\
          # TYPE reddog_expected_returned_minor_units_total counter\n",
     );
-    for (table, p) in &all {
+    for (table, t) in all {
+        let p = &t.payout;
         // decimal() rounds half up: 0.9999995 and above shows as "1.000000".
         let frac = decimal(&p.expected_fraction, 6);
         let (carry, digits) = frac.split_once('.').unwrap_or(("0", "000000"));
@@ -202,11 +244,11 @@ pub fn render_payout() -> String {
          the round's return given its deal and decisions, minor units squared.\n\
          # TYPE reddog_returned_variance_minor_units_squared_total counter\n",
     );
-    for (table, p) in &all {
+    for (table, t) in all {
         out.push_str(&format!(
             "reddog_returned_variance_minor_units_squared_total{{table=\"{}\"}} {:e}\n",
             label_value(table),
-            p.variance
+            t.payout.variance
         ));
     }
     out.push_str(
@@ -215,8 +257,8 @@ pub fn render_payout() -> String {
          observed RTP.\n\
          # TYPE reddog_settled_round_moments_total counter\n",
     );
-    for (table, p) in &all {
-        for (m, v) in ["rr", "rs", "ss"].iter().zip(p.moments) {
+    for (table, t) in all {
+        for (m, v) in ["rr", "rs", "ss"].iter().zip(t.payout.moments) {
             out.push_str(&format!(
                 "reddog_settled_round_moments_total{{table=\"{}\",moment=\"{m}\"}} {v:e}\n",
                 label_value(table)
@@ -227,24 +269,27 @@ pub fn render_payout() -> String {
 }
 
 /// The money counters in Prometheus text format.
-pub fn render_money() -> String {
-    let all = MONEY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+fn render_money(all: &[(String, TableSums)]) -> String {
     let mut out = String::from(
         "# HELP reddog_staked_minor_units_total Sum of the stakes settled, in the table's minor units (exact).\n\
          # TYPE reddog_staked_minor_units_total counter\n",
     );
-    for (table, m) in &all {
-        out.push_str(&format!("reddog_staked_minor_units_total{{table=\"{}\"}} {}\n", label_value(table), m.staked));
+    for (table, t) in all {
+        out.push_str(&format!(
+            "reddog_staked_minor_units_total{{table=\"{}\"}} {}\n",
+            label_value(table),
+            t.money.staked
+        ));
     }
     out.push_str(
         "# HELP reddog_returned_minor_units_total Sum returned to players, in the table's minor units (exact).\n\
          # TYPE reddog_returned_minor_units_total counter\n",
     );
-    for (table, m) in &all {
+    for (table, t) in all {
         out.push_str(&format!(
             "reddog_returned_minor_units_total{{table=\"{}\"}} {}\n",
             label_value(table),
-            m.returned
+            t.money.returned
         ));
     }
     out
@@ -279,10 +324,11 @@ pub fn install() -> Option<PrometheusHandle> {
         .clone()
 }
 
-/// Serves `GET /metrics` (Prometheus text format) on `listener` until the task is dropped,
-/// with hyper's HTTP/1.1 server (keep-alive, pipelining and malformed requests are hyper's
-/// business, not ours). `GET /` answers a pointer to `/metrics`; anything else is 404.
-pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
+/// Serves `GET /metrics` (Prometheus text format: the process's exporter, then `money`'s
+/// sums) on `listener` until the task is dropped, with hyper's HTTP/1.1 server (keep-alive,
+/// pipelining and malformed requests are hyper's business, not ours). `GET /` answers a
+/// pointer to `/metrics`; anything else is 404.
+pub async fn serve(listener: TcpListener, handle: PrometheusHandle, money: Arc<MoneyMetrics>) {
     let upkeep = handle.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(5));
@@ -296,10 +342,10 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
     let mut backoff = super::accept::AcceptBackoff::new("metrics", accept_backoff_counter());
     loop {
         let (stream, _) = backoff.accept(&listener).await;
-        let handle = handle.clone();
+        let (handle, money) = (handle.clone(), Arc::clone(&money));
         let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-            let handle = handle.clone();
-            async move { Ok::<_, std::convert::Infallible>(respond(&req, &handle)) }
+            let (handle, money) = (handle.clone(), Arc::clone(&money));
+            async move { Ok::<_, std::convert::Infallible>(respond(&req, &handle, &money)) }
         });
         tokio::spawn(async move {
             let conn = hyper::server::conn::http1::Builder::new()
@@ -311,9 +357,13 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
     }
 }
 
-fn respond<B>(req: &hyper::Request<B>, handle: &PrometheusHandle) -> hyper::Response<Full<Bytes>> {
+fn respond<B>(
+    req: &hyper::Request<B>,
+    handle: &PrometheusHandle,
+    money: &MoneyMetrics,
+) -> hyper::Response<Full<Bytes>> {
     let (status, body) = match (req.method(), req.uri().path()) {
-        (&hyper::Method::GET, "/metrics") => (hyper::StatusCode::OK, render_all(handle)),
+        (&hyper::Method::GET, "/metrics") => (hyper::StatusCode::OK, render_all(handle, money)),
         (&hyper::Method::GET, "/") => (hyper::StatusCode::OK, "reddog metrics: see /metrics\n".to_string()),
         _ => (hyper::StatusCode::NOT_FOUND, "not found\n".to_string()),
     };
@@ -326,10 +376,11 @@ fn respond<B>(req: &hyper::Request<B>, handle: &PrometheusHandle) -> hyper::Resp
 }
 
 /// The whole `/metrics` page: the process metrics sampled now, the exporter's text, then the
-/// exact money and payout sums.
-fn render_all(handle: &PrometheusHandle) -> String {
+/// exact money and payout sums of `money`'s application.
+fn render_all(handle: &PrometheusHandle, money: &MoneyMetrics) -> String {
     process_collector().collect();
-    handle.render() + &render_money() + &render_payout()
+    let sums = money.snapshot();
+    handle.render() + &render_money(&sums) + &render_payout(&sums)
 }
 
 /// The `process_*` collector (metrics-process), described once.
@@ -342,12 +393,13 @@ fn process_collector() -> &'static metrics_process::Collector {
     })
 }
 
-/// Binds the metrics listener and serves it in the background; returns the bound address.
-pub async fn spawn(addr: SocketAddr) -> std::io::Result<Option<SocketAddr>> {
+/// Binds the metrics listener and serves it in the background (the process's recorder and
+/// `money`'s sums); returns the bound address.
+pub async fn spawn(addr: SocketAddr, money: Arc<MoneyMetrics>) -> std::io::Result<Option<SocketAddr>> {
     let Some(handle) = install() else { return Ok(None) };
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    tokio::spawn(serve(listener, handle));
+    tokio::spawn(serve(listener, handle, money));
     Ok(Some(bound))
 }
 
@@ -617,8 +669,10 @@ pub struct TableMetrics {
     rounds_settled: [[Option<Counter>; 6]; DEALS],
     /// By rule, in the order of `RULES`.
     seats_settled: [Counter; 6],
-    /// The table id (label `table`); its money and payout sums live in `MONEY` and `PAYOUT`.
+    /// The table id (label `table`).
     id: String,
+    /// Its money and payout sums, in its application's [`MoneyMetrics`].
+    sums: Arc<Mutex<TableSums>>,
 }
 
 impl std::fmt::Debug for TableMetrics {
@@ -628,13 +682,13 @@ impl std::fmt::Debug for TableMetrics {
 }
 
 impl TableMetrics {
-    /// Registers the table's handles and sets its exact figures (computed once here from the
-    /// odds module: probabilities of every deal class and of the third card winning, and the
-    /// RTP range over every strategy).
-    pub fn register(id: &str, table: &Table, currency: &Currency) -> TableMetrics {
+    /// Registers the table's handles (its money sums in `money`) and sets its exact figures
+    /// (computed once here from the odds module: probabilities of every deal class and of the
+    /// third card winning, and the RTP range over every strategy).
+    pub fn register(id: &str, table: &Table, currency: &Currency, money: &MoneyMetrics) -> TableMetrics {
         describe();
         let id = id.to_string();
-        register_money(&id);
+        let sums = money.table(&id);
         let analysis = Analysis::new(table.decks(), table.paytable());
         gauge!(
             "reddog_table_info",
@@ -698,6 +752,7 @@ impl TableMetrics {
                 )
             }),
             id: id.clone(),
+            sums,
         }
     }
 
@@ -722,8 +777,7 @@ impl TableMetrics {
                 self.seats_settled[i].increment(1);
             }
         }
-        add_money(&self.id, s.total_staked.0, s.total_returned.0);
-        add_payout(&self.id, s, decks, paytable);
+        add_settlement(&self.sums, &self.id, s, decks, paytable);
     }
 }
 
@@ -811,21 +865,34 @@ mod tests {
 
     #[test]
     fn the_money_sums_do_not_wrap_past_u64() {
-        let before = money_totals("wrap-test");
-        add_money("wrap-test", u64::MAX, u64::MAX);
-        add_money("wrap-test", u64::MAX, 1);
-        let after = money_totals("wrap-test");
-        // Other tests may settle meanwhile: the sums only grow, by at least these amounts.
-        assert!(after.staked - before.staked >= 2 * u128::from(u64::MAX));
-        assert!(after.returned - before.returned > u128::from(u64::MAX));
-        let text = render_money();
+        let money = MoneyMetrics::default();
+        let sums = money.table("wrap-test");
+        for (staked, returned) in [(u64::MAX, u64::MAX), (u64::MAX, 1)] {
+            sums.lock().unwrap().add_money("wrap-test", staked, returned);
+        }
+        let want = MoneyTotals { staked: 2 * u128::from(u64::MAX), returned: u128::from(u64::MAX) + 1 };
+        assert_eq!(money.money_totals("wrap-test"), want);
+        let text = money.render_money();
         assert!(text.contains("# TYPE reddog_staked_minor_units_total counter"));
-        let value: u128 = text
-            .lines()
-            .find_map(|l| l.strip_prefix("reddog_staked_minor_units_total{table=\"wrap-test\"} "))
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!(value > u128::from(u64::MAX), "rendered above 2^64, not wrapped: {value}");
+        let value = |name: &str| -> u128 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}{{table=\"wrap-test\"}} ")))
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(value("reddog_staked_minor_units_total"), want.staked, "rendered above 2^64, not wrapped");
+        assert_eq!(value("reddog_returned_minor_units_total"), want.returned);
+    }
+
+    #[test]
+    fn a_table_registered_shows_zero_sums_and_two_registries_are_apart() {
+        let (a, b) = (MoneyMetrics::default(), MoneyMetrics::default());
+        a.table("t").lock().unwrap().add_money("t", 700, 1_400);
+        b.table("t");
+        assert_eq!(a.money_totals("t"), MoneyTotals { staked: 700, returned: 1_400 });
+        assert_eq!(b.money_totals("t"), MoneyTotals::default());
+        assert!(b.render_money().contains("reddog_staked_minor_units_total{table=\"t\"} 0\n"));
+        assert!(b.render_payout().contains("reddog_expected_returned_minor_units_total{table=\"t\"} 0.000000\n"));
     }
 }

@@ -10,8 +10,9 @@
 //! - [`api`]: the RPC handlers;
 //! - [`error`]: `EngineError` → gRPC status with `google.rpc` details;
 //! - [`build_info`]: version, commit and build date compiled in;
-//! - [`audit_record`], [`audit_sink`]: the audit trail — typed records, chained by hash,
-//!   written by their own sink whatever the log level;
+//! - [`audit_record`], [`audit_sink`]: the audit trail — the records typed in
+//!   [`crate::audit::record`], chained by hash, written by their own sink whatever the log
+//!   level;
 //! - [`metrics`], [`telemetry`], [`log_writer`], [`refusal_log`]: Prometheus metrics,
 //!   diagnostic logs (tracing-subscriber's formats, written in batches off the RPC path,
 //!   client-triggered lines bounded) and OTLP traces;
@@ -60,6 +61,7 @@ pub use app::{
 pub use audit_record::rules_digest;
 pub use audit_sink::{AuditOptions, AuditSink, CheckpointSigner, default_replica_id};
 pub use certified::CertifiedRules;
+pub use metrics::MoneyMetrics;
 pub use rules::rtp;
 pub use server::{LIVENESS, MAX_REQUEST_BYTES, SERVICE_NAME, ServeError, runtime, worker_threads};
 pub use signing::ReceiptSigner;

@@ -9,76 +9,12 @@ use std::time::{Duration, Instant};
 
 use reddog::service::proto::{self, Action};
 use reddog::service::{Application, AuditSettings};
-use reddog::testing::record::keys_in_order;
+use reddog::testing::record::Record;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::common::*;
 use crate::fleet::{Logs, Replica, RingFile};
-
-const ENVELOPE: [&str; 7] = ["schema", "replica", "run", "seq", "prev", "at", "event"];
-
-/// The fields of each event after the envelope, in order (docs/design/evidence-contract.md §1).
-fn contract_fields(event: &str) -> &'static [&'static str] {
-    match event {
-        "audit_started" => &["engine_version", "git_commit", "tables", "checkpoint_interval_secs"],
-        "seed_committed" => {
-            &["round_id", "table_id", "nonce", "decks", "commitment", "rules_digest", "expires_at_unix_ms", "sandbox"]
-        }
-        "round_started" => &[
-            "round_id",
-            "table_id",
-            "currency",
-            "exponent",
-            "commitment",
-            "rules_digest",
-            "nonce",
-            "decks",
-            "step",
-            "transcript",
-            "bets",
-            "cards",
-            "hand_class",
-            "spread",
-            "sandbox",
-        ],
-        "seats_decided" => &[
-            "round_id",
-            "table_id",
-            "commitment",
-            "parent_step",
-            "parent_transcript",
-            "step",
-            "transcript",
-            "decisions",
-            "raised_amount",
-            "complete",
-        ],
-        "round_settled" => &[
-            "round_id",
-            "table_id",
-            "currency",
-            "exponent",
-            "commitment",
-            "rules_digest",
-            "decks",
-            "paytable",
-            "step",
-            "transcript",
-            "cards",
-            "hand_class",
-            "spread",
-            "decisions",
-            "seats",
-            "total_staked",
-            "total_returned",
-            "sandbox",
-        ],
-        "checkpoint" => &["records", "head"],
-        "audit_stopped" => &["records"],
-        other => panic!("unknown event {other:?}"),
-    }
-}
 
 /// An output the test reads while the server writes it.
 #[derive(Clone, Default)]
@@ -100,19 +36,19 @@ impl Shared {
     }
 }
 
-/// Checks one run's chain: every line a record with the envelope first and exactly the
-/// contract's fields, `seq` from 0, each `prev` the SHA-256 of the line before; returns the
+/// Checks one run's chain: every line a [`Record`] (the format's one definition: the
+/// envelope first, then exactly its event's fields, in order) that serialises back to the
+/// line's very bytes, `seq` from 0, each `prev` the SHA-256 of the line before; returns the
 /// records.
 fn check_chain(lines: &[String], replica: &str) -> Vec<Value> {
     assert!(!lines.is_empty(), "no audit records");
     let mut prev = "0".repeat(64);
     let mut records: Vec<Value> = Vec::new();
     for (seq, line) in lines.iter().enumerate() {
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        let keys = keys_in_order(line).unwrap();
-        let event = v["event"].as_str().unwrap();
-        let want: Vec<&str> = ENVELOPE.iter().chain(contract_fields(event)).copied().collect();
-        assert_eq!(keys, want, "the contract's keys in its order: {line}");
+        let record: Record = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(serde_json::to_string(&record).unwrap(), *line, "the record type's fields, order and format");
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["event"], record.event.name());
         assert_eq!(v["schema"], "reddog-audit-v1");
         assert_eq!(v["replica"], replica);
         if let Some(first) = records.first() {

@@ -48,6 +48,7 @@ fn service(ring: &str) -> RedDogService {
         key_ring: KeyRing::from_json(ring).unwrap(),
         commitment_ttl: Duration::from_secs(600),
         clock: reddog::service::Clock::system(),
+        money: Default::default(),
     })
 }
 
@@ -676,6 +677,7 @@ fn signed_trail() -> String {
         key_ring: ring,
         commitment_ttl: Duration::from_secs(600),
         clock: reddog::service::Clock::system(),
+        money: Default::default(),
     });
     let rt = runtime();
     for n in 0..3 {
@@ -791,6 +793,7 @@ fn audit_log_checks_the_players_step_receipts_against_a_disputed_reveal() {
         key_ring: KeyRing::from_json(&signing_ring()).unwrap(),
         commitment_ttl: Duration::from_secs(600),
         clock: reddog::service::Clock::system(),
+        money: Default::default(),
     });
     let b = play_both_branches(&svc, &runtime());
     audit.stop(Duration::from_secs(10));
