@@ -12,10 +12,13 @@
 //! What it does:
 //! - starts three servers, each pinned with `taskset` to the server core: `reddog serve` as
 //!   shipped (the release binary, default flags, default `info` logging to a file, the
-//!   audit trail on standard output: a pipe this program reads to the end); the **plain** baseline, `examples/plain_tonic.rs` (tonic's default
-//!   settings, no transport limits, no log subscriber); and the **engine-transport no-op**
-//!   (this program re-executed with `--serve-noop`), which serves through
-//!   [`reddog::testing::serve_service`] — the engine's transport, limits, runtime and
+//!   audit trail on standard output: a pipe this program reads to the end); the **plain**
+//!   baseline, `bench/plain-tonic` (its own crate, no engine code: `#[tokio::main]`,
+//!   `Server::builder()`, the service tonic-prost-build generates with its default settings,
+//!   hence tonic's own codec; `--plain PATH`, by default `plain-tonic` next to the
+//!   `examples/` directory this program runs from); and the **engine-transport no-op** (this
+//!   program re-executed with `--serve-noop`), which serves through
+//!   [`reddog::testing::serve_service`] — the engine's transport, codec, limits, runtime and
 //!   log subscriber — and does none of the engine's work. The plain server and the no-op
 //!   answer each RPC with a stored copy of the engine's real answer to the same request, so
 //!   all three move the same request and response bytes. The no-op against the plain server
@@ -57,6 +60,7 @@ const RPCS: [&str; 5] = ["GetRules", "CommitSeed", "StartRound", "Decide", "Sett
 
 struct Opts {
     engine: PathBuf,
+    plain: PathBuf,
     rounds: usize,
     calls: u64,
     warmup: u64,
@@ -77,16 +81,23 @@ struct Opts {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: grpc_ratio [--engine PATH] [--rounds N] [--calls N] [--warmup N] [-c CONNS] [-m STREAMS] \
+        "usage: grpc_ratio [--engine PATH] [--plain PATH] [--rounds N] [--calls N] [--warmup N] [-c CONNS] [-m STREAMS] \
          [--rate CALLS_PER_S] [--latency-secs S] [--server-cpu N] [--client-cpu N] [--rpc NAME]... \
          [--engine-env K=V]... [--engine-arg ARG]... [--log FILE] [--callgrind N1,N2] [--out DIR]"
     );
     std::process::exit(2)
 }
 
+/// `plain-tonic` in the profile directory above this example's (`target/PROFILE/examples/`).
+fn plain_default() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    exe.parent().and_then(Path::parent).map_or_else(|| PathBuf::from("plain-tonic"), |d| d.join("plain-tonic"))
+}
+
 fn opts() -> Opts {
     let mut o = Opts {
         engine: PathBuf::from("target/release/reddog"),
+        plain: plain_default(),
         rounds: 5,
         calls: 100_000,
         warmup: 4_000,
@@ -109,6 +120,7 @@ fn opts() -> Opts {
         let mut v = || it.next().unwrap_or_else(|| usage());
         match a.as_str() {
             "--engine" => o.engine = v().into(),
+            "--plain" => o.plain = v().into(),
             "--rounds" => o.rounds = v().parse().unwrap_or_else(|_| usage()),
             "--calls" => o.calls = v().parse().unwrap_or_else(|_| usage()),
             "--warmup" => o.warmup = v().parse().unwrap_or_else(|_| usage()),
@@ -286,16 +298,16 @@ fn start_noop_with(o: &Opts, responses: &Path, log: &Path, callgrind_out: Option
 
 fn start_plain_with(o: &Opts, responses: &Path, log: &Path, callgrind_out: Option<&Path>) -> Server {
     let err = std::fs::File::create(log).expect("plain log file");
-    let exe = std::env::current_exe().expect("current exe").with_file_name("plain_tonic");
+    let exe = &o.plain;
     let mut child = launcher(o, callgrind_out)
-        .arg(&exe)
+        .arg(exe)
         .arg(responses)
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(err)
         .spawn()
-        .unwrap_or_else(|e| panic!("starting {} (cargo build --release --example plain_tonic): {e}", exe.display()));
+        .unwrap_or_else(|e| panic!("starting {} (cargo build --release -p plain-tonic): {e}", exe.display()));
     let (addr, _) = wait_ready(&mut child, false);
     Server { name: "plain", child, addr, metrics: None, log: log.into() }
 }
@@ -741,8 +753,9 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     println!(
-        "# gRPC benchmark: engine (`{}`) vs plain tonic (defaults), and the engine-transport no-op",
-        o.engine.display()
+        "# gRPC benchmark: engine (`{}`) vs plain tonic (`{}`: tonic's defaults and codec), and the engine-transport no-op",
+        o.engine.display(),
+        o.plain.display()
     );
     println!(
         "machine: {}; commit {commit}; server core {}, h2load core {}; scheduling {}; load average at start {}",

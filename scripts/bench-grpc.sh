@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The gRPC benchmark of docs/BENCHMARKS.md: each RPC of the real `reddog serve` binary against
-# a plain tonic server with tonic's defaults (examples/plain_tonic.rs) and the engine's own
+# a plain tonic server with tonic's defaults and codec (bench/plain-tonic, no engine code) and the engine's own
 # transport around canned answers (the no-op), all pinned to one core, h2load and the
 # latency client on the other. Arguments go to examples/grpc_ratio.rs (see its header), e.g.
 #   scripts/bench-grpc.sh --rounds 5 --calls 40000
@@ -20,12 +20,14 @@ if ! command -v h2load >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >/dev/null
 fi
 if [ "${BENCH_PROFILE:-release}" = dev ]; then
-  OUT_DIR=target/debug
-  nice -n 10 cargo build --locked --bin reddog --example grpc_ratio --example plain_tonic
+  OUT_DIR=target/debug PROFILE=()
 else
-  OUT_DIR=target/release
-  nice -n 10 cargo build --release --locked --bin reddog --example grpc_ratio --example plain_tonic
+  OUT_DIR=target/release PROFILE=(--release)
 fi
+# Two builds: the plain server's tonic gets tonic's default features only, not the engine's
+# (one build would unify them), and the engine binary is the one `cargo build --bin reddog` makes.
+nice -n 10 cargo build "${PROFILE[@]}" --locked --bin reddog --example grpc_ratio
+nice -n 10 cargo build "${PROFILE[@]}" --locked -p plain-tonic
 CLIENT_CPU="${CLIENT_CPU:-1}"
 ENGINE="${ENGINE:-$OUT_DIR/reddog}"
 export CLIENT_CPU ENGINE OUT_DIR BENCH_NICE="${BENCH_NICE:--15}"
@@ -35,5 +37,6 @@ exec setsid --wait bash -c '
   else
     echo "scheduling: could not set the autogroup nice (not root?): figures share the cores with everything else" >&2
   fi
-  exec taskset -c "$CLIENT_CPU" "$OUT_DIR/examples/grpc_ratio" --engine "$ENGINE" --client-cpu "$CLIENT_CPU" "$@"
+  exec taskset -c "$CLIENT_CPU" "$OUT_DIR/examples/grpc_ratio" --engine "$ENGINE" --plain "$OUT_DIR/plain-tonic" \
+    --client-cpu "$CLIENT_CPU" "$@"
 ' bench-grpc "$@"

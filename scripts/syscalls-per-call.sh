@@ -6,12 +6,12 @@
 #   scripts/syscalls-per-call.sh SERVER RPC FIXTURES [CALLS] [-- SERVE_ARGS...]
 #
 # SERVER is a `reddog` binary (run as `reddog serve`, with the benchmark's key ring) or the
-# `plain_tonic` example (given FIXTURES/responses.bin). FIXTURES is the directory
+# plain baseline `plain-tonic` (bench/plain-tonic, given FIXTURES/responses.bin). FIXTURES is the directory
 # `grpc_ratio --out DIR` fills (RPC.bin, responses.bin), e.g.
 #   target/release/examples/grpc_ratio --engine target/release/reddog --rounds 1 --rpc GetRules --out /tmp/fx
 #   scripts/syscalls-per-call.sh target/release/reddog CommitSeed /tmp/fx 100000
 #   scripts/syscalls-per-call.sh target/release/reddog CommitSeed /tmp/fx 100000 -- --worker-threads 2
-#   scripts/syscalls-per-call.sh target/release/examples/plain_tonic CommitSeed /tmp/fx 100000
+#   scripts/syscalls-per-call.sh target/release/plain-tonic CommitSeed /tmp/fx 100000
 # Needs perf (Debian's linux-perf), h2load (nghttp2-client), taskset and 2 cores; root for
 # the tracepoints.
 set -euo pipefail
@@ -22,7 +22,7 @@ shift $(( $# >= 4 ? 4 : 3 ))
 work=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 export REDDOG_KEY_RING='{"primary":"bench","keys":{"bench":"4242424242424242424242424242424242424242424242424242424242424242"}}'
-if [[ $(basename "$server") == plain_tonic* ]]; then
+if [[ $(basename "$server") == plain-tonic* ]]; then
   taskset -c 0 "$server" "$fixtures/responses.bin" >"$work/out" 2>"$work/err" &
 else
   taskset -c 0 "$server" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --audit-log /dev/null "$@" \

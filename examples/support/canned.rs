@@ -1,7 +1,8 @@
-//! The canned answers both benchmark baselines serve (`grpc_ratio --serve-noop` behind the
-//! engine's transport, `plain_tonic` behind tonic's defaults): the engine's real answers to the
-//! benchmark's requests, stored in a file as a 4-byte big-endian length and the encoded message
-//! each (GetRules, CommitSeed, StartRound, Decide, Settle), answered without doing any work.
+//! The canned answers the benchmark's baselines serve (`grpc_ratio --serve-noop` behind the
+//! engine's transport here; `bench/plain-tonic` reads the same file into its own generated
+//! messages): the engine's real answers to the benchmark's requests, stored in a file as a
+//! 4-byte big-endian length and the encoded message each (GetRules, CommitSeed, StartRound,
+//! Decide, Settle), answered without doing any work.
 
 use std::path::Path;
 
@@ -52,7 +53,6 @@ impl RedDog for Canned {
     }
 }
 
-#[allow(dead_code)] // plain_tonic only reads the file grpc_ratio writes.
 pub fn write_responses(path: &Path, c: &Canned) {
     let mut out = Vec::new();
     for m in [

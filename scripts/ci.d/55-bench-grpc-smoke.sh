@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SMOKE run of the gRPC benchmark (scripts/bench-grpc.sh, examples/grpc_ratio.rs and
-# examples/plain_tonic.rs), not a measurement: the debug build, one round of few calls per
+# bench/plain-tonic), not a measurement: the debug build, one round of few calls per
 # RPC, so the harness cannot rot. It still checks what every run checks: every call of the
 # run answered OK by the engine's own counters, the three servers moving the same bytes.
 # Its figures mean nothing; real measurements: docs/BENCHMARKS.md.
