@@ -1,6 +1,7 @@
-//! A generator of audit trails (`reddog audit-gen`): valid `reddog-audit-v1` records for any
-//! number of rounds across any number of replica chains, without running the engine — for
-//! tests, the SQL cross-check and the memory benchmarks of `reddog audit-log`.
+//! A generator of audit trails (the developer tool `audit-gen`, `tools/`): valid
+//! `reddog-audit-v1` records for any number of rounds across any number of replica chains,
+//! without running the engine — for tests, the SQL cross-check and the memory benchmarks of
+//! `reddog audit-log`.
 //!
 //! Every round is real: its server seed gives the commitment, the deal comes from
 //! [`FairShoe`], the money from [`Round::settle`], the transcripts from
