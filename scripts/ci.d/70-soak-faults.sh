@@ -11,7 +11,11 @@
 #   - the evidence checks, with every `reddog` process the release binary: a forged reveal
 #     refused given the player's record, signed receipts, audit-log's findings (the
 #     settle-older fork, a 50 ms clock skew, tampered and truncated trails, open rounds, a
-#     disputed reveal), RUST_LOG=warn keeping the whole trail, reports and reconciliation.
+#     disputed reveal), RUST_LOG=warn keeping the whole trail, reports and reconciliation;
+#   - the lockouts (tests/it/lockouts.rs: four connections that never read, stalled calls,
+#     a churn of unused connections, an unread audit pipe and SIGTERM with
+#     --drain-timeout-secs 3) and the key-file modes refused at start-up, on the release
+#     binary as an attacker or an operator meets it.
 # Prints each run's figures; exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,10 +33,10 @@ grep -E '^(soak|sigkill|sigterm|rotation):|^test |test result' "$log" || true
 [ "$status" -eq 0 ] || grep -E -A4 'panicked' "$log" | head -40
 echo "-- evidence checks against $REDDOG_TEST_BIN"
 evidence=0
-cargo test --locked --test it -- audit_log:: fairness_cli:: receipts:: report:: \
+cargo test --locked --test it -- --nocapture audit_log:: fairness_cli:: receipts:: report:: \
   audit_trail::rust_log_warn_keeps_the_whole_trail_and_sigterm_ends_it_with_audit_stopped \
-  >"$log" 2>&1 || evidence=$?
-grep -E 'test result' "$log" || true
+  lockouts:: operator_errors:: >"$log" 2>&1 || evidence=$?
+grep -E '^(fresh client|unread audit pipe|SIGTERM with)|test result' "$log" || true
 [ "$evidence" -eq 0 ] || { grep -E -A6 'panicked|FAILED' "$log" | head -60; status=$evidence; }
 echo "soak and faults took $(( $(date +%s) - START )) s"
 exit "$status"
