@@ -9,6 +9,7 @@ each verifier command; each must exit with the case's status (0 verified, 1 not 
     python3 verify/cross_check.py VECTOR_DIR 'target/debug/reddog verify' 'python3 verify/verify.py'
 """
 
+import concurrent.futures
 import json
 import os
 import shlex
@@ -60,19 +61,25 @@ def main(argv):
     directory, commands = argv[0], [shlex.split(c) for c in argv[1:]]
     checked = disagreements = 0
     with tempfile.TemporaryDirectory() as tmp:
-        reveal_path = os.path.join(tmp, "reveal.json")
-        expect_path = os.path.join(tmp, "expect.json")
-        for name, text, expect, verdict, extra in cases(directory, tmp):
+        # Each case in files of its own, so the runs (a process each) can go side by side.
+        runs = []
+        for n, (name, text, expect, verdict, extra) in enumerate(cases(directory, tmp)):
+            reveal_path = os.path.join(tmp, "reveal-%d.json" % n)
             with open(reveal_path, "w", encoding="utf-8", newline="") as f:
                 f.write(text)
             extra = list(extra)
             if expect is not None:
+                expect_path = os.path.join(tmp, "expect-%d.json" % n)
                 with open(expect_path, "w", encoding="utf-8") as f:
                     json.dump(expect, f, ensure_ascii=False)
                 extra += ["--expect", expect_path]
-            for cmd in commands:
-                got = subprocess.run(cmd + [reveal_path] + extra, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL).returncode
+            runs += [(name, verdict, cmd + [reveal_path] + extra) for cmd in commands]
+
+        def run(r):
+            return subprocess.run(r[2], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            for (name, verdict, cmd), got in zip(runs, pool.map(run, runs)):
                 checked += 1
                 if got != STATUS[verdict]:
                     disagreements += 1
