@@ -37,15 +37,18 @@ ENV CARGO_TERM_COLOR=never \
     CARGO_INCREMENTAL=0
 # Manifests first, then the sources the crate needs (see .dockerignore: an allow-list).
 # The workspace's other members (core/, the engine's core crate; demo/, the reference
-# platform; tools/, the developer tools) must be present for cargo to read the workspace;
-# only their manifests are needed to fetch, with empty stand-in targets.
+# platform; tools/, the developer tools; bench/plain-tonic, the gRPC benchmark's baseline)
+# must be present for cargo to read the workspace; only their manifests are needed to
+# fetch, with empty stand-in targets.
 COPY Cargo.toml Cargo.lock ./
 COPY core/Cargo.toml core/Cargo.toml
 COPY demo/Cargo.toml demo/Cargo.toml
 COPY tools/Cargo.toml tools/Cargo.toml
+COPY bench/plain-tonic/Cargo.toml bench/plain-tonic/Cargo.toml
 RUN --mount=type=cache,id=reddog-cargo-registry,target=/usr/local/cargo/registry \
     --mount=type=cache,id=reddog-cargo-git,target=/usr/local/cargo/git \
-    mkdir -p core/src demo/src tools/src && touch core/src/lib.rs demo/src/main.rs tools/src/lib.rs \
+    mkdir -p core/src demo/src tools/src bench/plain-tonic/src \
+    && touch core/src/lib.rs demo/src/main.rs tools/src/lib.rs bench/plain-tonic/src/main.rs \
     && cargo fetch --locked
 COPY . .
 # The commit goes into the binary (GetRules, reddog_build_info): the context has no .git.
