@@ -92,7 +92,7 @@ pub struct ServeArgs {
     /// Slots of --max-in-flight one connection may hold; its calls beyond are answered RESOURCE_EXHAUSTED.
     #[arg(long, env = "REDDOG_MAX_IN_FLIGHT_PER_CONNECTION", default_value_t = TransportLimits::default().max_in_flight_per_connection)]
     pub max_in_flight_per_connection: usize,
-    /// Longest wait of a RedDog call in the server before its handler starts, in
+    /// Longest wait of a RedDog call in the server for a thread before it first runs, in
     /// milliseconds; a call that waited longer is answered RESOURCE_EXHAUSTED.
     #[arg(long, env = "REDDOG_MAX_QUEUE_WAIT_MS", default_value_t = millis(TransportLimits::default().max_queue_wait))]
     pub max_queue_wait_ms: u64,

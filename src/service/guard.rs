@@ -8,9 +8,11 @@
 //!   ([`CallLimits::per_connection`]) and under the global cap ([`CallLimits::max_in_flight`]);
 //!   a call over either is answered RESOURCE_EXHAUSTED (`OVERLOADED`, with a retry hint) at
 //!   once — load shedding — and the slot is held until its answer has been sent. A call
-//!   that has waited longer than [`CallLimits::max_queue_wait`] since its headers reached
-//!   this service (for a thread to run it, and for its message) is answered the same way
-//!   instead of run, so no call runs after its client may have given up. (Under `h2load -c
+//!   that waited longer than [`CallLimits::max_queue_wait`] from its headers reaching this
+//!   service until a thread first ran it is answered the same way instead of run, so no
+//!   call runs after its client may have given up. The wait for the request message is not
+//!   counted: a client that sends its message late is slow, not a sign of overload, and the
+//!   per-call timeout bounds it. (Under `h2load -c
 //!   500 -m 100` that wait stayed under 100 ms: the seconds such a flood adds are spent
 //!   before hyper hands a call to this service, where no service sees them; see
 //!   docs/RELIABILITY.md, "Overload".) A
@@ -42,7 +44,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use http::{HeaderMap, Request, Response};
 use http_body::Frame;
@@ -184,7 +188,8 @@ pub struct CallLimits {
     pub max_in_flight: usize,
     /// Slots one connection may hold at once.
     pub per_connection: usize,
-    /// Longest wait from the call's arrival at this service until its handler starts.
+    /// Longest wait from the call's arrival at this service until a thread first runs it
+    /// (the wait for its request message not counted).
     pub max_queue_wait: Duration,
     /// Longest call, request body included.
     pub timeout: Duration,
@@ -333,6 +338,8 @@ where
         let limits = self.limits;
         let queue_wait = self.queue_wait.clone();
         Box::pin(async move {
+            // The wait for a thread: from the headers' arrival until this future first runs.
+            let waited = arrived.elapsed();
             let deadline = tokio::time::sleep(limits.timeout);
             tokio::pin!(deadline);
             // 1. The request message, without a slot: a peer that sends headers and never its
@@ -365,11 +372,10 @@ where
                 metrics::bad_request(status.code());
                 return Ok(status.into_http());
             }
-            // 2. Not a call that waited too long to start (in the runtime's queue, or for its
-            //    message): its client may have given up, and running it would make every call
-            //    queued behind it wait longer still. Checked in the same poll as the handler
-            //    starts (steps 3 and 4 do not yield).
-            let waited = arrived.elapsed();
+            // 2. Not a call that waited too long for a thread before it first ran: its client
+            //    may have given up, and running it would make every call queued behind it
+            //    wait longer still. (Checked after the message was read, so that a message
+            //    over the size limit is still answered as such.)
             queue_wait.record(waited.as_secs_f64());
             if waited > limits.max_queue_wait {
                 metrics::queue_shed();
@@ -591,5 +597,80 @@ impl<G: Send + Unpin + 'static> http_body::Body for Held<G> {
     }
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Inner = tower::util::BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>;
+
+    const BOUND: Duration = Duration::from_millis(250);
+
+    fn guarded() -> (Guarded<Inner>, Arc<AtomicUsize>) {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counter = ran.clone();
+        let inner = tower::service_fn(move |_req: Request<Body>| {
+            counter.fetch_add(1, Ordering::AcqRel);
+            async { Ok::<_, Infallible>(Response::new(Body::empty())) }
+        });
+        let limits = CallLimits {
+            max_in_flight: 4,
+            per_connection: 4,
+            max_queue_wait: BOUND,
+            timeout: Duration::from_secs(10),
+            max_message: 1024,
+            max_pending_bytes: 1 << 20,
+        };
+        (Guarded::new(tower::util::BoxCloneSyncService::new(inner), limits, CallsInProgress::new()), ran)
+    }
+
+    /// A 1-byte gRPC message (prefix and payload).
+    fn message() -> Bytes {
+        Bytes::from_static(&[0, 0, 0, 0, 1, 0])
+    }
+
+    fn grpc_status(response: &Response<Body>) -> Option<&str> {
+        response.headers().get("grpc-status").map(|v| v.to_str().unwrap())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_waited_for_a_thread_past_the_bound_is_shed_not_run() {
+        let (mut service, ran) = guarded();
+        let call = tower::Service::call(&mut service, Request::new(Body::new(Full::new(message()))));
+        // Nothing runs the call's future for longer than the bound (a busy runtime).
+        tokio::time::advance(BOUND + Duration::from_millis(1)).await;
+        let response = call.await.unwrap();
+        let status = Status::from_header_map(response.headers()).expect("a gRPC status");
+        assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+        let details = status.get_error_details();
+        let info = details.error_info().expect("ErrorInfo");
+        assert_eq!(info.reason, "OVERLOADED");
+        assert_eq!(info.metadata.get("max_queue_wait_ms").map(String::as_str), Some("250"));
+        assert!(details.retry_info().is_some(), "{status:?}");
+        assert_eq!(ran.load(Ordering::Acquire), 0, "the handler never ran");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_whose_message_comes_late_is_run_not_shed() {
+        let (mut service, ran) = guarded();
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Status>>(1);
+        let body = Body::new(http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx)));
+        let call = tokio::spawn(tower::Service::call(&mut service, Request::new(body)));
+        tokio::time::sleep(BOUND * 4).await;
+        tx.send(Ok(Frame::data(message()))).await.unwrap();
+        drop(tx);
+        let response = call.await.unwrap().unwrap();
+        assert_eq!(grpc_status(&response), None, "answered by the handler");
+        assert_eq!(ran.load(Ordering::Acquire), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_prompt_call_is_run() {
+        let (mut service, ran) = guarded();
+        let response = tower::Service::call(&mut service, Request::new(Body::new(Full::new(message())))).await.unwrap();
+        assert_eq!(grpc_status(&response), None);
+        assert_eq!(ran.load(Ordering::Acquire), 1);
     }
 }

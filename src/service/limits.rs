@@ -21,9 +21,10 @@ pub struct TransportLimits {
     /// Slots of `max_in_flight` one connection may hold at once; its calls beyond it are
     /// answered RESOURCE_EXHAUSTED at once, so one peer cannot take every slot.
     pub max_in_flight_per_connection: usize,
-    /// Longest time a RedDog call may wait in the server, from its headers reaching the
-    /// service until its handler starts (its message's arrival included); a call that waited
-    /// longer is answered RESOURCE_EXHAUSTED instead of run, so no call queues for longer.
+    /// Longest time a RedDog call may wait in the server for a thread, from its headers
+    /// reaching the service until it first runs (its request message's arrival is bounded by
+    /// the request timeout instead); a call that waited longer is answered RESOURCE_EXHAUSTED
+    /// instead of run, so no call queues for longer.
     pub max_queue_wait: Duration,
     /// Request bytes the server holds for calls whose message is still arriving, across all
     /// connections (a call holds no slot meanwhile). A call whose next bytes would pass it is

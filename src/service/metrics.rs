@@ -5,7 +5,7 @@
 //! |---|---|---|---|
 //! | `reddog_rpc_requests_total` | counter | `method`, `code` | RPCs answered, by gRPC status code name |
 //! | `reddog_rpc_duration_seconds` | histogram | `method` | handler latency |
-//! | `reddog_rpc_queue_wait_seconds` | histogram | | how long each RedDog call waited in the server before it could start: from its headers reaching the service until its message had arrived and a thread ran it (calls shed past `--max-queue-wait-ms` included) |
+//! | `reddog_rpc_queue_wait_seconds` | histogram | | how long each RedDog call waited in the server before it could start: from its headers reaching the service until a thread first ran it (calls shed past `--max-queue-wait-ms` included) |
 //! | `reddog_rounds_started_total` | counter | `table`, `hand_class`, `spread` | StartRound answers by deal class (a retried StartRound counts again) |
 //! | `reddog_rounds_settled_total` | counter | `table`, `hand_class`, `spread`, `rule` | Settle answers by deal class and deciding rule |
 //! | `reddog_seats_settled_total` | counter | `table`, `hand_class`, `outcome`, `rule` | seat results returned by `Settle` |

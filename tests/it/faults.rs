@@ -128,10 +128,7 @@ async fn sigterm_under_load_drains() {
     const HELD: usize = 4;
     let load = size();
     let ring = RingFile::new(&ring_json("a", &[("a", KEY_A)]));
-    // The held calls send their message long after their headers, on purpose: off the queue
-    // bound (`--max-queue-wait-ms` counts the message's arrival), they would be shed, not held.
-    let held_args = ["--drain-timeout-secs", "20", "--max-queue-wait-ms", "600000"];
-    let mut draining = Replica::spawn("draining", &ring.path, &held_args, Logs::Keep);
+    let mut draining = Replica::spawn("draining", &ring.path, &["--drain-timeout-secs", "20"], Logs::Keep);
     let other = Replica::spawn("other", &ring.path, &[], Logs::Keep);
     let pool = Pool::new();
     pool.add(&draining);

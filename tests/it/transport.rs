@@ -213,36 +213,22 @@ async fn a_stalled_call_is_cut_at_the_request_timeout() {
     server.stop().await;
 }
 
-/// A call counts as waiting from its headers' arrival until it can start, its message's
-/// arrival included (in a flood, the wait is for a thread: `floods.sh` shows that from
-/// outside). A call whose message comes after the bound is answered RESOURCE_EXHAUSTED
-/// (`OVERLOADED`, naming the bound, with a retry hint) instead of run; a prompt call is run.
+/// The queue bound counts the wait for a thread, not for the request message: a call whose
+/// message comes well after the bound (a slow client, or a drain test's held call) is run,
+/// not shed; `reddog_rpc_queue_wait_seconds` counts it. (The shed itself, with its
+/// `OVERLOADED` details, is unit-tested on paused time in `src/service/guard.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_that_waited_past_the_queue_bound_is_shed_not_run() {
+async fn a_call_whose_message_comes_after_the_queue_bound_is_run() {
     let bound = Duration::from_millis(200);
     let mut s = settings(&ring_a());
     s.limits.max_queue_wait = bound;
     let server = TestServer::spawn(s).await;
-    let queued_before = metric("reddog_load_shed_queued_total");
     let (tx, call) = held_call(channel(server.addr).await);
     // The time is the rule itself here (the bound is measured on the monotonic clock).
-    tokio::time::sleep(bound + Duration::from_millis(100)).await;
+    tokio::time::sleep(bound * 2).await;
     tx.send(GetRulesRequest::default()).await.unwrap();
     drop(tx);
-    let status = call.await.unwrap().expect_err("a call that waited past the bound is not run");
-    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
-    let details = status.get_error_details();
-    let info = details.error_info().expect("ErrorInfo");
-    assert_eq!(info.reason, "OVERLOADED");
-    assert_eq!(info.metadata.get("max_queue_wait_ms").map(String::as_str), Some("200"));
-    assert!(details.retry_info().is_some(), "{status:?}");
-    assert!(metric("reddog_load_shed_queued_total") > queued_before);
-    // A call whose message comes with its headers starts at once on an idle server.
-    let client = &server.client().await;
-    eventually_async(Duration::from_secs(10), "a prompt call run", || async move {
-        client.clone().get_rules(req::get_rules()).await.is_ok()
-    })
-    .await;
+    call.await.unwrap().expect("a call whose message came late is run");
     server.stop().await;
 }
 
