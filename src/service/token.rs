@@ -562,6 +562,9 @@ impl KeyRing {
     /// Seals `payload` into a version-2 token of `kind` under the primary key. A token over
     /// [`MAX_TOKEN_LEN`] is refused ([`EngineError::TokenTooLarge`], an internal error that
     /// accepted requests cannot reach).
+    // Kept out of line (one call per token) so that a profile names the sealing apart from
+    // the handler that calls it: scripts/callgrind-split.py, docs/BENCHMARKS.md.
+    #[inline(never)]
     pub fn seal(&self, kind: TokenKind, payload: &impl Message) -> Result<Vec<u8>, EngineError> {
         let key = &self.keys[self.primary];
         let mut token = frame(TOKEN_VERSION, kind, &key.id, payload)?;
@@ -612,6 +615,7 @@ impl KeyRing {
 
     /// Opens a token of `kind`, saying why it is refused. The reason is for the operator's
     /// metric and log only: the client always gets the one answer ([`EngineError::InvalidToken`]).
+    #[inline(never)] // named apart in a profile, as `seal`
     pub fn open_checked<M: Message + Default>(&self, kind: TokenKind, token: &[u8]) -> Result<M, TokenRefusal> {
         use TokenRefusal::{Malformed, Tampered, UnknownKey, WrongKind};
         if token.len() > MAX_TOKEN_LEN || token.len() < 3 {
