@@ -54,10 +54,16 @@ def split(path, rpc):
     largest = {}
     for cost, _, fn in rows:
         largest[fn] = max(largest.get(fn, 0), cost)
-    handler = largest.get(handler_fn, 0)
+    if handler_fn not in largest:
+        sys.exit(f"{path}: no {handler_fn} (renamed? a build without symbols?)")
+    handler = largest[handler_fn]
     audit = largest.get("reddog::service::audit_sink::AuditSink::record", 0)
     # Each monomorphised seal or open is a function of its own; neither calls the other.
     sealing = sum(cost for fn, cost in largest.items() if TOKEN_FN.search(fn))
+    if rpc != "GetRules" and not (audit and sealing):
+        # Every round RPC seals or opens a token and writes an audit record: a zero here means
+        # the functions were renamed or inlined, and the split would be wrong without a word.
+        sys.exit(f"{path}: no AuditSink::record or KeyRing::seal/open_checked found")
     return {"total": total, "transport": total - handler, "sealing": sealing, "audit": audit,
             "rest": handler - sealing - audit}
 
@@ -78,7 +84,8 @@ def main():
         if min(per.values()) < -1:
             print(f"warning: {rpc}: a negative share ({per}); the runs differ in more than their calls",
                   file=sys.stderr)
-        cells = " | ".join(f"{per[k]:,.0f} ({per[k] / per['total']:.0%})" for k in ("transport", "sealing", "audit", "rest"))
+        cells = " | ".join(f"{max(per[k], 0):,.0f} ({max(per[k], 0) / per['total']:.0%})"
+                           for k in ("transport", "sealing", "audit", "rest"))
         print(f"| {rpc} | {per['total']:,.0f} | {cells} |")
 
 
