@@ -9,7 +9,7 @@ pub use crate::service::metrics::{Metrics, install as install_metrics, spawn as 
 pub use crate::service::server::serve_service;
 pub use crate::service::state::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 pub use crate::service::token::{MAX_TOKEN_LEN, TokenKind};
-pub use crate::service::transport::{DELIVERY_DEADLINE, DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE};
+pub use crate::service::transport::{DELIVERY_DEADLINE, DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE, UNUSED_MIN_AGE};
 
 /// The audit trail's record types, as the engine writes them and the readers read them.
 pub use crate::audit::record;

@@ -13,12 +13,13 @@
 //!   connection that has been idle longest (no call in progress for at least
 //!   [`DISPLACE_MIN_IDLE`]); when every connection has had a call in progress more recently,
 //!   it is closed instead. A connection that never carried a call may be displaced once it is
-//!   [`UNUSED_MIN_AGE`] old, so a churn of fresh unused connections cannot keep newcomers out
-//!   either. A connection whose calls have all been health checks may be displaced only once
-//!   idle for the table's health threshold ([`HEALTH_DISPLACE_MIN_IDLE`] on the gRPC port), so
-//!   a prober checking less often than once a second is not cut by a connection flood. So idle
-//!   connections never lock a new client out, and a client in active use is not cut for a
-//!   newcomer.
+//!   [`UNUSED_MIN_AGE`] old, so a churn of fresh unused connections slower than the cap
+//!   divided by [`UNUSED_MIN_AGE`] cannot keep newcomers out either (a faster one shares those
+//!   admissions with them). A connection whose calls have all been health checks may be
+//!   displaced only once idle for the table's health threshold ([`HEALTH_DISPLACE_MIN_IDLE`]
+//!   on the gRPC port), so a prober checking less often than once a second is not cut by a
+//!   connection flood. So idle connections never lock a new client out, and a client in
+//!   active use is not cut for a newcomer.
 //! - **Idle deadline.** A connection with no call in progress for
 //!   [`TransportLimits::idle_timeout`] is closed (its reads end; the HTTP/2 server sends
 //!   GOAWAY and closes it). A sweep checks every connection a few times per idle timeout (at
