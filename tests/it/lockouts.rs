@@ -5,7 +5,7 @@
 //! - at the connection cap, a new connection gets in by closing the longest-idle one, and
 //!   the health-only port answers whatever the main port's connections do;
 //! - a churn of unused connections below the rate the cap recycles them keeps no fresh
-//!   client out, and no churn cuts a client that calls every 200 ms;
+//!   client out, and no churn fails a call of a client that calls every 200 ms;
 //! - the `/metrics` accept loop backs off when file descriptors run out instead of spinning;
 //! - a drain does not wait for a peer that never reads its answers;
 //! - connections that never read their answers (receive window 0) leave slots free for a
@@ -390,8 +390,9 @@ fn churn_unused_connections(
 ///   times meanwhile) keeps no fresh client out: 16 of 16, each connecting and calling once;
 /// - a churn above it (the churner unpaced) shares those admissions with the fresh clients,
 ///   so some are closed (printed, not asserted: the share depends on the churner's speed);
-/// - through both, a client that connected before and calls every 200 ms keeps its
-///   connection: every one of its calls succeeds.
+/// - through both, every call of a client that connected before and calls every 200 ms
+///   succeeds (its connection, never idle for `DISPLACE_MIN_IDLE`, is not displaced; a
+///   reconnect would have to get in beside the unpaced churn).
 ///
 /// [`UNUSED_MIN_AGE`]: reddog::testing::UNUSED_MIN_AGE
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
