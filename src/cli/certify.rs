@@ -24,7 +24,7 @@ pub struct CertifyArgs {
     /// Directory for the report (created if missing; existing report files are replaced).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
-    /// The quick plan (the default): about a minute on two cores; what CI runs.
+    /// The quick plan (the default): seconds on two cores; what CI runs.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
     /// The lab-grade plan: 10^8 simulated rounds per table, large statistical samples and
