@@ -170,3 +170,48 @@ test("platform notes read in each language", async () => {
     setLang("en");
   }
 });
+
+// One term per thing, the sheet's (issue 47): the spread is "Разница" in Russian (never
+// "спред"), "Wertunterschied" in German (never "Spread"), "spread" in Italian (never
+// "scarto"); the chips are "gettoni" in Italian (never "fiches"); German Clear reads as a
+// button ("Wetten entfernen", not the sheet's key-table phrase "Entfernt Wetten"). Checked
+// in every catalogue text and in the rules page's article of that language.
+const FORBIDDEN = {
+  ru: [/спред/i],
+  it: [/\bfiches?\b/i, /\bscart[oi]\b/i],
+  de: [/\bSpread\b/, /Entfernt Wetten/],
+};
+test("each sheet's term, and no other, in the catalogues and the rules page", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  const path = await import("node:path");
+  const html = readFileSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../static/rules.html"), "utf8");
+  const article = (lang) => new RegExp(`<article lang="${lang}"[^>]*>([\\s\\S]*?)</article>`).exec(html)[1];
+  const texts = (v) => (typeof v === "string" ? [v] : Array.isArray(v) ? v : Object.values(v));
+  let n = 0;
+  for (const [lang, patterns] of Object.entries(FORBIDDEN)) {
+    const all = Object.entries(CATALOGUES[lang]).flatMap(([k, v]) => texts(v).map((t) => [k, t])).concat([["rules.html", article(lang)]]);
+    for (const [key, text] of all) for (const re of patterns) { n++; assert.doesNotMatch(text, re, `${lang} ${key}`); }
+  }
+  assert.ok(n > 1000, `${n} texts checked`);
+  assert.equal(CATALOGUES.de.clear, "Wetten entfernen");
+  assert.equal(CATALOGUES.de.k_clear, "Wetten entfernen");
+  assert.match(CATALOGUES.it.chips_label, /^Gettoni\b/);
+  assert.match(article("it"), /con i gettoni/);
+});
+
+// The rules page's notes on the sheets: the Japanese note quotes its own sheet's line that
+// no third card follows a pair (ゲームの遊び方) and resolves it; the German note places the
+// same line in its sheet's "Spielerklärung", where it is, not in the "Überblick".
+test("the ja and de notes name their sheet's no-third-card line where the sheet has it", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  const path = await import("node:path");
+  const html = readFileSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../static/rules.html"), "utf8");
+  const note = (lang) => new RegExp(`<article lang="${lang}"[^>]*>[\\s\\S]*?<p class="note">([\\s\\S]*?)</p>[\\s\\S]*?</article>`).exec(html)[1];
+  // The ja sheet (000), section ゲームの遊び方, verbatim.
+  assert.ok(note("ja").includes("ディーラーがペアか、続き数字のカードを引いた場合、3枚目のカードは引かれません"), note("ja"));
+  assert.ok(note("ja").includes("ゲームの遊び方") && note("ja").includes("ペアの後には必ず3枚目"), note("ja"));
+  assert.ok(note("de").includes("Spielerklärung") && !note("de").includes("Überblick"), note("de"));
+  assert.ok(note("de").includes("nach einem Paar folgt immer eine dritte Karte"), note("de"));
+});
