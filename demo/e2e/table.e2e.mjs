@@ -791,28 +791,38 @@ async function main() {
 
   // Sign-in guessing spread over addresses (the platform trusts 127.0.0.1 as a proxy, so
   // X-Forwarded-For names the client): 12 wrong PINs for one name from 12 addresses, then a
-  // 13th address is made to wait before its PIN is checked; the player's own address still
-  // signs in; the guessing is alerted in the log and counted at /metrics.
-  await step("12 wrong PINs for one name from 12 forwarded addresses: the 13th waits (429, retry_after_ms), the player does not", async () => {
-    const login = async (from, pin) => {
-      const res = await fetch(`${URL}/api/login`, { method: "POST", body: JSON.stringify({ name: "guessed", pin }),
-        headers: { "content-type": "application/json", "x-forwarded-for": from } });
-      return { status: res.status, body: await res.json() };
+  // 13th address (a new device) is made to wait before its PIN is checked; the player's
+  // trusted device (its device cookie) signs in from yet another address, and a new device
+  // with the recovery code from sign-up signs in too (and gets a new code); the guessing is
+  // alerted in the log and counted at /metrics.
+  await step("12 wrong PINs for one name from 12 forwarded addresses: a new device waits (429 account), the player's device and recovery code do not", async () => {
+    const login = async (from, pin, { device, code } = {}) => {
+      const res = await fetch(`${URL}/api/login`, { method: "POST", body: JSON.stringify({ name: "guessed", pin, recovery_code: code }),
+        headers: { "content-type": "application/json", "x-forwarded-for": from, ...(device ? { cookie: device } : {}) } });
+      const cookies = res.headers.getSetCookie();
+      return { status: res.status, body: await res.json(), device: cookies.find((c) => c.startsWith("rd_device="))?.split(";")[0] };
     };
-    await fetch(`${URL}/api/register`, { method: "POST", headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name: "guessed", pin: "4826" }) });
-    eq((await login("198.18.0.200", "4826")).status, 200, "the player signs in from home");
+    const signUp = await (await fetch(`${URL}/api/register`, { method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "guessed", pin: "4826" }) })).json();
+    const home = await login("198.18.0.200", "4826");
+    eq(home.status, 200, "the player signs in from home");
+    assert(home.device, "the browser gets a device cookie");
     const statuses = [];
     for (let k = 1; k <= 12; k++) statuses.push((await login(`198.18.0.${k}`, "1111")).status);
     assert(statuses.every((x) => x === 401 || x === 429) && statuses.slice(0, 10).every((x) => x === 401), `wrong PINs: ${statuses}`);
     const thirteenth = await login("198.18.0.13", "4826");
-    eq(thirteenth.status, 429, `the 13th address, even with the right PIN: ${JSON.stringify(thirteenth.body)}`);
+    eq(thirteenth.status, 429, `the 13th address, a new device, even with the right PIN: ${JSON.stringify(thirteenth.body)}`);
     eq(thirteenth.body.error, "too_many_attempts", "code");
+    eq(thirteenth.body.scope, "account", "the wait is the name's, not this device's doing");
     assert(Number.isInteger(thirteenth.body.retry_after_ms) && thirteenth.body.retry_after_ms > 0, `retry_after_ms: ${JSON.stringify(thirteenth.body)}`);
-    eq((await login("198.18.0.200", "4826")).status, 200, "the player, from their own address, lifts the lock");
+    eq((await login("198.18.0.201", "4826", { device: home.device })).status, 200, "the player's trusted device, from a new address, signs in at once");
+    const back = await login("198.18.0.14", "4826", { code: signUp.recovery_code });
+    eq(back.status, 200, `a new device with the recovery code: ${JSON.stringify(back.body)}`);
+    assert(back.body.recovered === true && back.body.recovery_code && back.body.recovery_code !== signUp.recovery_code, `a new code: ${JSON.stringify(back.body)}`);
     const metrics = await (await fetch(`${URL}/metrics`)).text();
     assert(/^reddog_demo_sign_in_guessing_alerts_total 1$/m.test(metrics), `alert counted: ${metrics}`);
     assert(/^reddog_demo_accounts_guessed_across_addresses 1$/m.test(metrics), `guessed account: ${metrics}`);
+    assert(/^reddog_demo_recovery_sign_ins_total 1$/m.test(metrics), `recovery counted: ${metrics}`);
     const log = readFileSync(path.join(WORK, "platform.log"), "utf8");
     assert(log.split("\n").some((l) => l.includes("sign_in_guessing") && l.includes("guessed")), "the alert, naming the name, in the platform's log");
   });
