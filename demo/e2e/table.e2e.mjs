@@ -48,10 +48,12 @@ const { CATALOGUES } = await import("../static/i18n.js");
 // not depend on figures).
 const lead = (text) => text.split("{")[0];
 const tail = (text) => text.split("}").pop();
-// The "Checks and reveal" line of seat 0's bet, and the pattern it has in a catalogue's words.
-const seatBetCheckLine = (page) => page.$$eval("#verify-checks li",
-  (lis) => lis.map((li) => li.textContent).find((t) => t.includes("seats[0].bet")));
-const seatBetCheckPattern = (C) => new RegExp(`^✔ seats\\[0\\]\\.bet: ${C.vc_bet.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{\w+\}/g, "\\d+")}$`);
+// The "Checks and reveal" line of seat 0's bet, and the pattern it has in a catalogue's words:
+// the check's name and its amounts in the language (money as Intl writes it, never minor units).
+const seatBetCheckLine = (page) => page.$eval('#verify-checks li[data-check="seats[0].bet"]', (li) => li.textContent);
+const reQuote = (text) => text.replace(/[.*+?^$()|[\]\\]/g, "\\$&");
+const MONEY_RE = "(?:€[\\s\u00a0]?)?\\d[\\d.,\u00a0\u202f ]*(?:[\\s\u00a0]?€)?";
+const seatBetCheckPattern = (C) => new RegExp(`^✔ ${reQuote(C.cn_seat.replace("{n}", "1").replace("{what}", C.cn_bet))}: ${reQuote(C.vc_bet).replace(/\{\w+\}/g, MONEY_RE)}$`);
 
 let passed = 0, failed = 0;
 const procs = [];
@@ -531,14 +533,17 @@ async function main() {
         rounds++;
         let sawDeciding = false;
         while (r.deciding) {
-          // The deciding seat is highlighted, its bet in the circle; on a phone Stand is next to it.
-          const d = await p.evaluate(() => {
-            const spot = document.querySelector("#seats .spot.deciding");
-            return { seat: spot?.dataset.seat, standInSpot: Boolean(spot?.contains(document.querySelector("#stand"))),
-              circle: document.querySelector("#circle-amount").textContent };
-          });
+          // The deciding seat is highlighted, its bet in the circle; on a phone Stand is on
+          // screen (the rail sticks to the foot of the screen) and names the seat.
+          await p.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished)));
+          const d = await p.evaluate((H) => {
+            const spot = document.querySelector("#seats .spot.deciding"), stand = document.querySelector("#stand").getBoundingClientRect();
+            return { seat: spot?.dataset.seat, standOnScreen: stand.top >= 0 && stand.bottom <= H,
+              label: document.querySelector("#stand-label").textContent, circle: document.querySelector("#circle-amount").textContent };
+          }, H);
           assert(d.seat !== undefined, "the deciding seat is highlighted");
-          if (mobile) assert(d.standInSpot, "on a phone Stand is on the deciding seat's spot");
+          if (mobile) assert(d.standOnScreen, "on a phone Stand is on screen");
+          if (seats > 1) eq(d.label, `Stand seat ${Number(d.seat) + 1}`, "Stand names the deciding seat");
           if (!sawDeciding) problems = problems.concat(await targets("deciding"));
           sawDeciding = true;
           await p.click("#stand");
@@ -553,10 +558,11 @@ async function main() {
           return { seat: spot.dataset.seat, text: res?.textContent || "", inside: Boolean(b && b.width > 0 && b.left >= s.left && b.right <= s.right
             && b.top >= s.top && b.bottom <= s.bottom), onScreen: Boolean(b && b.left >= 0 && b.right <= innerWidth) };
         }));
-        const euros = (minor) => new Intl.NumberFormat("en", { style: "currency", currency: "EUR" }).format((minor / 100).toFixed(2));
+        // Each seat's net: what it won or lost, a push zero (issue 47).
+        const net = (minor) => new Intl.NumberFormat("en", { style: "currency", currency: "EUR", signDisplay: "exceptZero" }).format((minor / 100).toFixed(2));
         reveal.seats.forEach((x, k) => {
           x.outcome = x.returned > x.stake ? "win" : x.returned > 0 ? "push" : "lose";
-          const want = x.outcome === "win" ? `Win +${euros(x.returned)}` : x.outcome === "push" ? `Push +${euros(x.returned)}` : "Lose";
+          const want = `${{ win: "Win", push: "Push", lose: "Lose" }[x.outcome]} ${net(x.returned - x.stake)}`;
           eq(shown[k]?.seat, String(k), `spot ${k}`);
           assert(shown[k].text.startsWith(want), `seat ${k + 1}: "${shown[k].text}", want "${want}"`);
           assert(shown[k].inside && shown[k].onScreen, `seat ${k + 1}'s result inside its spot, on screen`);
@@ -660,8 +666,12 @@ async function main() {
           const visible = (e) => e && !e.hidden && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden";
           const box = (e) => { const r = e.getBoundingClientRect(); return { l: r.left + scrollX, r: r.right + scrollX, t: r.top + scrollY, b: r.bottom + scrollY }; };
           const name = (e) => e.id || e.dataset.value || e.textContent.trim().slice(0, 20) || e.tagName;
-          const must = ["#card1", "#card2", "#card3", "#marker", "#paytable", "#outcome", "#info-balance", "#deal", "#raise", "#stand",
-            "#clear", "#repeat", "#client-seed", ...[...document.querySelectorAll("#chips button")].map((b) => `#chips button[data-value="${b.dataset.value}"]`)];
+          // On a phone (portrait up to 600 px wide, landscape up to 500 px high) a deciding
+          // seat's rail holds Raise and Stand only: the betting controls are back after it.
+          const phoneDeciding = (W <= 600 || innerHeight <= 500) && document.querySelector("#game").dataset.phase === "deciding";
+          const betting = ["#deal", "#clear", "#repeat", ...[...document.querySelectorAll("#chips button")].map((b) => `#chips button[data-value="${b.dataset.value}"]`)];
+          const must = ["#card1", "#card2", "#card3", "#marker", "#paytable", "#outcome", "#info-balance", "#raise", "#stand",
+            "#client-seed", ...(phoneDeciding ? [] : betting)];
           for (const sel of must) {
             const e = document.querySelector(sel);
             if (!visible(e)) { if (sel !== "#marker") problems.push(`${phase}: ${sel} not visible`); continue; }
@@ -931,7 +941,7 @@ async function main() {
         // The history page in the language: its status words, summary and dates.
         await p.goto(`${URL}/history`);
         await p.waitForFunction(() => document.querySelector("#summary").dataset.rounds);
-        const row = await p.$eval("#rounds tbody tr", (tr) => ({ time: tr.cells[0].textContent, status: tr.cells[9].textContent,
+        const row = await p.$eval("#rounds tbody tr", (tr) => ({ time: tr.cells[0].textContent, status: tr.cells[10].textContent,
           summary: document.querySelector("#summary").textContent, head: document.querySelector("#rounds th").textContent }));
         eq(row.status, C.h_settled, "history status in the language");
         eq(row.head, C.col_time, "history column in the language");

@@ -1,5 +1,5 @@
 // Small helpers shared by the table and the history page.
-import { t, hasKey, formatMoney, formatNumber, formatDate, cardWords, setCurrency, EASTERN } from "./i18n.js";
+import { t, hasKey, formatMoney, formatNet, formatNumber, formatDate, cardWords, setCurrency, EASTERN } from "./i18n.js";
 import { verifyReveal, verifyReceipt } from "./verify.js";
 import { describeField } from "./record.js";
 
@@ -141,6 +141,7 @@ export async function api(path, body) {
     err.code = data.error;
     err.status = res.status;
     if (Number.isInteger(data.retry_after_ms)) err.retryAfterMs = data.retry_after_ms;
+    if (typeof data.scope === "string") err.scope = data.scope;
     throw err;
   }
   return data;
@@ -204,6 +205,29 @@ export function describeOutcome(round) {
   return t("lose", { stake: money(round.stake), why });
 }
 
+// A settled seat's result on its spot: the outcome word and the NET amount — what the seat
+// won or lost, the stake counted — so that a push reads "Push €0.00", never as a gain
+// ("Win +€5.00", "Lose -€5.00"); a voided round's seat was refunded: net zero. The amount
+// credited is in the outcome line and the history. Returns [word, amount].
+export function seatResult(x, voided = false) {
+  if (voided) return [t("seat_voided"), formatNet(0)];
+  if (!x?.outcome) return ["", ""];
+  const net = BigInt(x.returned || 0) - BigInt(x.stake || 0);
+  const word = x.outcome === "win" ? t("seat_win") : x.outcome === "push" ? t("seat_push") : t("seat_lose");
+  return [word, formatNet(net)];
+}
+
+// A line of the player's record checks ("Checks and reveal"): amounts as money, outcomes in
+// the language; `shown / expected`.
+export function recordCheckValue(field, value) {
+  const key = /^seat\d+\.(\w+)$/.exec(field)?.[1] ?? field;
+  const text = String(value ?? "");
+  if (["bet", "stake", "returned"].includes(key) && /^\d+$/.test(text)) return formatMoney(text);
+  if (key === "balance") return text.replace(/\d+/g, (d) => formatMoney(d));
+  if (key === "outcome" && hasKey(`vc_o_${text}`)) return t(`vc_o_${text}`);
+  return text;
+}
+
 // A record field in the player's language ("seat 2: the amount credited").
 export function fieldWords(field) {
   const words = {};
@@ -253,5 +277,8 @@ export function errorText(e, params = {}) {
       break;
     default:
   }
+  // A sign-in's wait, worded by its scope: the name's wait (not the player's doing, with the
+  // way back), this device's, the recovery code's; a pair's or an address's by the default.
+  if (code === "too_many_attempts" && hasKey(`err_too_many_${e?.scope}`)) return t(`err_too_many_${e.scope}`, p);
   return code && hasKey(`err_${code}`) ? t(`err_${code}`, p) : text;
 }
