@@ -10,7 +10,7 @@
 // Env: E2E_HAND_ROUNDS (rounds for the motion check, default 15), E2E_MAX_ROUNDS (bound on
 // the rounds played to see a push with 7 seats, default 100: P(push) = 32/221 + 1/17·48/50
 // ≈ 0.20 a round, so 100 rounds miss one with probability 0.8^100 ≈ 2·10⁻¹⁰).
-import { step, assert, eq, servers, launch, waitRound, shownCommitment, atRest, finish, stop } from "./harness.mjs";
+import { step, assert, eq, servers, launch, waitRound, shownCommitment, atRest, finish, stop, axeSerious } from "./harness.mjs";
 
 const { CATALOGUES } = await import("../static/i18n.js");
 const MOTION_ROUNDS = Number(process.env.E2E_HAND_ROUNDS || 15);
@@ -263,6 +263,48 @@ async function main() {
       }
     });
   }
+
+  // axe-core on the phone's new parts: 7 seats deciding (the seat grid, the rail stuck to the
+  // foot, the focus on a spot) and settled with the checks open; the sign-in form with the
+  // recovery field open; the recovery code shown.
+  await step("axe-core at 375 px: no serious or critical violation, 7 seats deciding and settled, the recovery field and code", async () => {
+    const ctx = await browser.newContext({ viewport: { width: 375, height: 667 }, isMobile: true, hasTouch: true, bypassCSP: true });
+    const p = await ctx.newPage();
+    let found = [];
+    try {
+      await p.goto(URL);
+      await p.click("#recovery-box summary");
+      found = found.concat((await axeSerious(p)).map((v) => `sign-in: ${v}`));
+      await p.fill("#login-name", fresh());
+      await p.fill("#login-pin", "2468");
+      await p.click("#register-button");
+      await p.waitForSelector("#game:not([hidden])");
+      await shownCommitment(p);
+      assert(await p.isVisible("#recovery-note"), "the recovery code is shown");
+      found = found.concat((await axeSerious(p)).map((v) => `recovery code: ${v}`));
+      await p.click("#recovery-done");
+      await seats(p, 7);
+      let decided = false;
+      for (let k = 0; k < 20 && !decided; k++) {
+        if (await p.isDisabled("#deal")) await p.tap('#chips button[data-value="500"]');
+        await p.tap("#deal");
+        let r = await waitRound(p);
+        if (r.deciding) {
+          decided = true;
+          await atRest(p);
+          found = found.concat((await axeSerious(p)).map((v) => `deciding: ${v}`));
+        }
+        while (r.deciding) { await p.tap("#stand"); r = await waitRound(p); }
+      }
+      assert(decided, "no spread in 20 rounds");
+      await p.click("#checks-summary");
+      await atRest(p);
+      found = found.concat((await axeSerious(p)).map((v) => `settled: ${v}`));
+      eq(found.length, 0, found.join("\n        "));
+    } finally {
+      await ctx.close();
+    }
+  });
 
   // The way back: a name guessed from many addresses makes a new device wait, in words that say
   // it is not the player's doing, and opens the recovery field; the recovery code from sign-up

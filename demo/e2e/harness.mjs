@@ -4,7 +4,7 @@
 // /usr/bin/chromium), E2E_ONLY (a regular expression: run only the steps it matches).
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
-import { createWriteStream, existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import os from "node:os";
 import path from "node:path";
@@ -101,6 +101,17 @@ export async function atRest(page) {
     const tick = () => { if (scrollY === last) still++; else { still = 0; last = scrollY; } if (still >= 3) resolve(); else requestAnimationFrame(tick); };
     requestAnimationFrame(tick);
   }));
+}
+
+// axe-core in the page: the serious and critical violations (none allowed). The context
+// needs `bypassCSP: true` (the page's strict CSP refuses the injected script).
+let axeSource = null;
+export async function axeSerious(page) {
+  axeSource ||= readFileSync(createRequire(path.join(TOOLS, "package.json")).resolve("axe-core/axe.min.js"), "utf8");
+  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ content: axeSource });
+  const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  return res.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
 }
 
 export async function finish() {

@@ -866,6 +866,7 @@ function paintVerification() {
 // ------------------------------------------------------------------ sign in
 function showLogin() {
   $("login").hidden = false;
+  $("recovery-note").hidden = true;
   $("game").hidden = true;
   $("logout").hidden = true;
   $("logout-all").hidden = true;
