@@ -17,12 +17,13 @@
 // P(raise wins) ≈ 0.276 per round, so the chance that 300 rounds miss one of them is below
 // 2·10⁻⁸. Every round, whatever it is, is verified in the browser and checked against the
 // ledger.
-import { spawn, execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
-import { mkdtempSync, mkdirSync, createWriteStream, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import os from "node:os";
 import path from "node:path";
+import { bad, step, assert, eq, start, stop, finish } from "./harness.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const TOOLS = process.env.E2E_TOOLS || path.join(ROOT, ".tools/e2e");
@@ -55,39 +56,7 @@ const reQuote = (text) => text.replace(/[.*+?^$()|[\]\\]/g, "\\$&");
 const MONEY_RE = "(?:€[\\s\u00a0]?)?\\d[\\d.,\u00a0\u202f ]*(?:[\\s\u00a0]?€)?";
 const seatBetCheckPattern = (C) => new RegExp(`^✔ ${reQuote(C.cn_seat.replace("{n}", "1").replace("{what}", C.cn_bet))}: ${reQuote(C.vc_bet).replace(/\{\w+\}/g, MONEY_RE)}$`);
 
-let passed = 0, failed = 0;
-const procs = [];
-function ok(name) { passed++; console.log(`  ok    ${name}`); }
-function bad(name, e) { failed++; console.log(`  FAIL  ${name}: ${e?.stack || e}`); }
-async function step(name, fn) { try { await fn(); ok(name); } catch (e) { bad(name, e); } }
-function assert(cond, msg) { if (!cond) throw new Error(msg); }
-function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: got ${JSON.stringify(a)}, want ${JSON.stringify(b)}`); }
-
-// Starts a process and waits (bounded) for a stdout line matching `re`.
-function start(bin, args, { env = {}, stderrFile, re, timeoutMs = 30000 }) {
-  const p = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  procs.push(p);
-  if (stderrFile) p.stderr.pipe(createWriteStream(stderrFile, { flags: "a" })); else p.stderr.resume();
-  return new Promise((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`${path.basename(bin)}: no ${re} within ${timeoutMs} ms`)), timeoutMs);
-    p.stdout.on("data", (d) => {
-      out += d;
-      const m = re.exec(out);
-      if (m) { clearTimeout(timer); resolve({ proc: p, match: m }); }
-    });
-    p.on("exit", (code) => { clearTimeout(timer); reject(new Error(`${path.basename(bin)} exited ${code} before ready`)); });
-  });
-}
-
-function stop(p) {
-  return new Promise((resolve) => {
-    if (p.exitCode !== null || p.signalCode !== null) return resolve();
-    const t = setTimeout(() => { p.kill("SIGKILL"); }, 10000);
-    p.once("exit", () => { clearTimeout(t); resolve(); });
-    p.kill("SIGTERM");
-  });
-}
+// Steps, processes and the pass/fail count: ./harness.mjs (E2E_ONLY=REGEX runs the steps it matches).
 
 // The ledger, recomputed from its entries by `reddog-demo ledger` (a separate process
 // reading the database file).
@@ -1164,8 +1133,5 @@ try {
   await main();
 } catch (e) {
   bad("e2e run", e);
-} finally {
-  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+process.exit((await finish()) ? 1 : 0);
