@@ -281,3 +281,29 @@ test("check names and amounts in each language", async () => {
     setCurrency("XXX", 2);
   }
 });
+
+// A sign-in's wait is worded by its scope (issue 47): the name's wait says it is not the
+// player's doing and names the recovery code; every wait but the recovery code's own offers
+// the code; the seconds as the language writes them.
+test("a sign-in's wait in each language, by its scope", async () => {
+  const { setLang } = await import("../static/i18n.js");
+  const { errorText } = await import("../static/ui.js");
+  const keys = { pair: "err_too_many_attempts", address: "err_too_many_address", account: "err_too_many_account",
+    device: "err_too_many_device", recovery: "err_too_many_recovery" };
+  try {
+    for (const lang of Object.keys(CATALOGUES)) {
+      setLang(lang);
+      const C = CATALOGUES[lang];
+      for (const [scope, key] of Object.entries(keys)) {
+        const e = Object.assign(new Error("too many wrong sign-ins; try again in 32 s"), { code: "too_many_attempts", scope, retryAfterMs: 31_200 });
+        assert.equal(errorText(e), C[key].replace("{secs}", new Intl.NumberFormat(lang).format(32)), `${lang} ${scope}`);
+      }
+      assert.notEqual(C.err_too_many_account, C.err_too_many_attempts);
+      for (const key of ["err_too_many_attempts", "err_too_many_address", "err_too_many_account"]) {
+        assert.ok(C[key].includes(C.recovery_code) || C[key].toLowerCase().includes(C.recovery_code.toLowerCase()), `${lang} ${key} names the recovery code (${C.recovery_code})`);
+      }
+    }
+  } finally {
+    setLang("en");
+  }
+});
