@@ -178,6 +178,10 @@ async function main() {
     await page.click("#register-button");
     await page.waitForSelector("#game:not([hidden])");
     await page.waitForFunction(() => document.querySelector("#info-balance").dataset.minor !== "");
+    // The recovery code is shown once (issue 47); noted, it goes.
+    assert(/^[0-9A-Z]{4}(-[0-9A-Z]{4}){4}$/.test((await page.textContent("#recovery-code")).trim()), "the recovery code is shown");
+    await page.click("#recovery-done");
+    eq(await page.isVisible("#recovery-note"), false, "the recovery code, noted, is gone");
     eq(await shownBalance(page), 1000000, "starting balance");
     eq(ledgerBalance(NAME), 1000000, "ledger starting balance");
   });
@@ -276,6 +280,7 @@ async function main() {
         eq(v.verdict, "not_verified", `badge: ${v.text}`);
         assert(v.failed.split(",").includes(field), `failed fields ${v.failed} name ${field}`);
         assert(v.text.startsWith("✘ Not verified:"), `plain-language text: ${v.text}`);
+        assert(!/\(\d{3,}\)/.test(v.text), `amounts as money, not minor units: ${v.text}`);
         assert(v.passed.split(",").includes("transcripts"), `passed checks listed: ${v.passed}`);
       } finally {
         await page.unroute("**/api/round/deal", handler);

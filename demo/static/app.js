@@ -843,7 +843,7 @@ function paintVerification() {
     box.textContent = t("not_seen");
   } else {
     const wrong = rec.checks.filter((c) => c.seen && !c.ok).map((c) =>
-      t("mismatch", { field: fieldWords(c.field), shown: c.shown, expected: c.expected }));
+      t("mismatch", { field: fieldWords(c.field), shown: recordCheckValue(c.field, c.shown), expected: recordCheckValue(c.field, c.expected) }));
     box.textContent = t("not_verified", { wrong: wrong.join("; ") })
       + t("reveal_ok", { rest: passedWords.length ? t("and_so_do", { fields: passedWords.join(t("list_sep")) }) : "" });
   }
