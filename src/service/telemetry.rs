@@ -28,6 +28,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
 pub use super::log_writer::BatchWriter;
+use super::metrics::MetricsRegistry;
 
 /// Log line format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -86,13 +87,16 @@ impl Drop for Telemetry {
 const OTLP_FILTER: &str = "info,reddog::service::api=debug";
 
 /// Installs the global subscriber: the fmt layer (text or JSON) over a [`BatchWriter`] on
-/// stderr, filtered by `RUST_LOG`, and the OTLP layer when an endpoint is set. Must run
-/// inside the tokio runtime (the OTLP exporter needs it). Fails if a global subscriber is
-/// already set.
-pub fn init(format: LogFormat) -> Result<Telemetry, Box<dyn std::error::Error + Send + Sync>> {
+/// stderr (its waits counted in `metrics`), filtered by `RUST_LOG`, and the OTLP layer when
+/// an endpoint is set. Must run inside the tokio runtime (the OTLP exporter needs it). Fails
+/// if a global subscriber is already set.
+pub fn init(
+    format: LogFormat,
+    metrics: &MetricsRegistry,
+) -> Result<Telemetry, Box<dyn std::error::Error + Send + Sync>> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let logs = BatchWriter::start(std::io::stderr());
+    let logs = BatchWriter::start_counting_waits(std::io::stderr(), metrics.log_writer_waits());
     let fmt = fmt_layer(format, ansi, logs.clone());
     let endpoint_set = std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some_and(|v| !v.is_empty())
         || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some_and(|v| !v.is_empty());
