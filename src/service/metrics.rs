@@ -34,8 +34,8 @@
 //! | `reddog_audit_refused_total` | counter | `reason` | audit records refused, and their calls answered UNAVAILABLE (`backlog`, `output_failed`, `stopped`, `not_started`) |
 //! | `process_*` | | | the process's CPU, memory, file descriptors, threads and start time (metrics-process) |
 //!
-//! Every counter with a fixed label set is registered at 0 when the service starts, so a rule
-//! sees it before its first event; `reddog_rpc_requests_total` is at 0 for code `OK` of every
+//! Every counter with a fixed label set is registered at 0 when the registry is made (before
+//! the service starts), so a rule sees it before its first event; `reddog_rpc_requests_total` is at 0 for code `OK` of every
 //! method, and other codes appear at their first answer.
 //!
 //! Settlement counters count `Settle` answers: a retried `Settle` counts again. Deal classes
@@ -49,19 +49,21 @@
 //! ([`MoneyMetrics`]). It is passed in to everything that records (the service, the
 //! transport and guard, the audit sink, the log writer: the binary creates it and hands it
 //! to the log writer and to [`super::Settings`]), and its `/metrics` listener renders it.
-//! No `counter!` macro reaches a global recorder and no `static` holds a handle, so two
-//! `Application`s in one process (tests) each count only their own calls, rounds and money.
-//! The `process_*` metrics are sampled at each scrape into the registry being rendered.
+//! No `counter!` macro reaches a global recorder and no `static` holds a handle (the test
+//! `service_metrics::no_file_under_src_holds_a_static_metrics_handle_or_reaches_a_global_recorder`
+//! scans src/), so two `Application`s in one process (tests) each count only their own calls,
+//! rounds and money. The `process_*` metrics (of the whole process, whoever asks) are
+//! sampled into the registry being rendered at each scrape.
 //!
 //! **The money counters never wrap.** A `metrics` counter is a `u64` that wraps at 2^64, and
 //! one round at the largest table allowed returns nearly 2^64 minor units, so two such rounds
 //! would wrap it to a small, wrong number. The two money counters are therefore not
 //! `metrics` counters: they are exact `u128` sums ([`MoneyTotals`], in [`MoneyMetrics`])
-//! rendered by [`MetricsRegistry::render`] after the exporter's text, as Prometheus counters. A `u128` sum of `u64`
-//! amounts needs more than 2^64 settlements to reach 2^128; the sums are checked anyway, and
-//! a sum that would overflow is left unchanged and logged (never wrapped, never clamped).
-//! Prometheus stores samples as float64, so values above 2^53 lose low digits there — never
-//! their magnitude.
+//! rendered by [`MetricsRegistry::render`] after the exporter's text, as Prometheus counters.
+//! A `u128` sum of `u64` amounts needs more than 2^64 settlements to reach 2^128; the sums
+//! are checked anyway, and a sum that would overflow is left unchanged and logged (never
+//! wrapped, never clamped). Prometheus stores samples as float64, so values above 2^53 lose
+//! low digits there — never their magnitude.
 //!
 //! **The payout monitor.** For each settled round the expected return given its first two
 //! cards and every seat's final stake is an exact fraction ([`crate::odds::round_expectation`]);
@@ -95,8 +97,7 @@ pub struct MoneyTotals {
 }
 
 /// The exact money sums and the payout monitor's sums of one [`super::Application`], per
-/// table id (see the module docs): its own, not the process's, so two `Application`s in one
-/// process show their own totals on their own `/metrics`.
+/// table id (see the module docs), in its [`MetricsRegistry`].
 ///
 /// The sums are kept here rather than as `metrics` counters because they must stay exact:
 /// a `metrics` counter is a `u64` (two rounds at the largest table wrap it) and the
