@@ -4,6 +4,8 @@
 //! process's metrics recorder, the bare transport and its timing constants. Not for
 //! production code: nothing here is stable.
 
+pub use crate::service::audit_sink::AuditRefused;
+pub use crate::service::guard::{overloaded, queued_too_long, timed_out, too_large};
 pub use crate::service::log_writer::{BatchWriter, Full};
 pub use crate::service::metrics::{Metrics, install as install_metrics, spawn as spawn_metrics};
 pub use crate::service::server::serve_service;

@@ -248,7 +248,8 @@ impl RedDogService {
                 invalid_token("round_token")
             })?;
         if !round_id.is_empty() && round_id != state.round_id {
-            return Err(EngineError::invalid("round_id", "does not match the round id carried in round_token").into());
+            let reason = "does not match the round id carried in round_token".into();
+            return Err(EngineError::InvalidRoundId { field: "round_id", reason }.into());
         }
         Ok(state)
     }

@@ -141,7 +141,7 @@ fn undecodable(error: &prost::DecodeError) -> Status {
     }
     path.reverse();
     let field = if path.is_empty() { "request".to_string() } else { path.join(".") };
-    EngineError::invalid(field, format!("the request message is not valid protobuf: {rest}")).into()
+    EngineError::MalformedRequest { field, reason: format!("the request message is not valid protobuf: {rest}") }.into()
 }
 
 /// Marks each message the RPCs carry as a request or a response for the codec.

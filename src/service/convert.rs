@@ -12,7 +12,7 @@ use crate::ids::{IdError, check_client_seed, check_round_id, check_table_id};
 /// characters.
 pub fn required_round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
     if id.is_empty() {
-        return Err(EngineError::invalid(field, "required: the platform's id of the round"));
+        return Err(EngineError::Missing { field, what: "required: the platform's id of the round" });
     }
     round_id(field, id)
 }
@@ -22,7 +22,7 @@ pub fn required_round_id(field: &'static str, id: &str) -> Result<(), EngineErro
 pub fn table_id(id: &str) -> Result<(), EngineError> {
     match check_table_id(id) {
         Ok(()) | Err(IdError::Empty) => Ok(()),
-        Err(e) => Err(EngineError::invalid("table_id", e.to_string())),
+        Err(e) => Err(EngineError::InvalidTableId { reason: e.to_string() }),
     }
 }
 
@@ -30,28 +30,31 @@ pub fn table_id(id: &str) -> Result<(), EngineError> {
 pub fn round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
     match check_round_id(id) {
         Ok(()) | Err(IdError::Empty) => Ok(()),
-        Err(e) => Err(EngineError::invalid(field, e.to_string())),
+        Err(e) => Err(EngineError::InvalidRoundId { field, reason: e.to_string().into() }),
     }
 }
 
 /// Checks that a required token field is present.
 pub fn required_token(field: &'static str, token: &[u8]) -> Result<(), EngineError> {
-    if token.is_empty() { Err(EngineError::invalid(field, "required")) } else { Ok(()) }
+    if token.is_empty() { Err(EngineError::Missing { field, what: "required" }) } else { Ok(()) }
 }
 
 /// Checks a client seed: 1 to [`MAX_CLIENT_SEED_BYTES`] bytes (UTF-8 is guaranteed by protobuf).
 pub fn client_seed(seed: &str) -> Result<(), EngineError> {
     match check_client_seed(seed) {
         Ok(()) => Ok(()),
-        Err(IdError::Empty) => Err(EngineError::invalid("client_seed", "required: the player's client seed")),
-        Err(e) => Err(EngineError::invalid("client_seed", format!("{e} of UTF-8"))),
+        Err(IdError::Empty) => {
+            Err(EngineError::Missing { field: "client_seed", what: "required: the player's client seed" })
+        }
+        Err(e) => Err(EngineError::InvalidClientSeed { reason: format!("{e} of UTF-8") }),
     }
 }
 
 /// The table a round is dealt at: the engine's table narrowed to the player's limits
 /// ([`BetLimits::for_player`], [`Table::narrowed_to`]).
 pub fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Table, EngineError> {
-    let limits = limits.ok_or_else(|| EngineError::invalid("player_limits", "required: the player's bet limits"))?;
+    let limits =
+        limits.ok_or(EngineError::Missing { field: "player_limits", what: "required: the player's bet limits" })?;
     let player =
         BetLimits::for_player(Money(limits.min_bet), Money(limits.max_bet)).map_err(EngineError::PlayerLimits)?;
     Ok(table.narrowed_to(player)?)
@@ -60,26 +63,21 @@ pub fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Tabl
 /// Validated decisions: at least one, known actions, each seat once and within the round.
 pub fn decisions(list: &[proto::SeatDecision], seats: usize) -> Result<Vec<(usize, Decision)>, EngineError> {
     if list.is_empty() {
-        return Err(EngineError::invalid("decisions", "at least one decision is required"));
+        return Err(EngineError::Missing { field: "decisions", what: "at least one decision is required" });
     }
     let mut out: Vec<(usize, Decision)> = Vec::with_capacity(list.len());
     for (i, d) in list.iter().enumerate() {
         let seat = d.seat as usize;
         if seat >= seats {
-            return Err(EngineError::out_of_range(format!("decisions[{i}].seat"), d.seat, 0, seats as u64 - 1));
+            return Err(EngineError::UnknownSeat { index: i, seat: d.seat, seats });
         }
         if out.iter().any(|&(s, _)| s == seat) {
-            return Err(EngineError::invalid(format!("decisions[{i}].seat"), "the same seat appears twice"));
+            return Err(EngineError::DuplicateSeat { index: i });
         }
         let decision = match proto::Action::try_from(d.action) {
             Ok(proto::Action::Raise) => Decision::Raise,
             Ok(proto::Action::Stand) => Decision::Stand,
-            _ => {
-                return Err(EngineError::invalid(
-                    format!("decisions[{i}].action"),
-                    "must be ACTION_RAISE or ACTION_STAND",
-                ));
-            }
+            _ => return Err(EngineError::InvalidAction { index: i }),
         };
         out.push((seat, decision));
     }
@@ -205,15 +203,13 @@ mod tests {
     #[test]
     fn ids_keep_their_request_field_and_reason() {
         assert_eq!(table_id(""), Ok(()));
-        assert_eq!(table_id("a b"), Err(EngineError::invalid("table_id", "only the characters A-Z a-z 0-9 . _ -")));
-        assert_eq!(table_id(&"t".repeat(65)), Err(EngineError::invalid("table_id", "at most 64 bytes")));
-        assert_eq!(
-            round_id("round_id", "a\u{1}"),
-            Err(EngineError::invalid("round_id", "must not contain control characters"))
-        );
-        assert_eq!(
-            client_seed(&"s".repeat(1025)),
-            Err(EngineError::invalid("client_seed", "at most 1024 bytes of UTF-8"))
-        );
+        let text = |r: Result<(), EngineError>| r.unwrap_err().to_string();
+        assert_eq!(text(table_id("a b")), "table_id: only the characters A-Z a-z 0-9 . _ -");
+        assert_eq!(text(table_id(&"t".repeat(65))), "table_id: at most 64 bytes");
+        assert_eq!(text(round_id("round_id", "a\u{1}")), "round_id: must not contain control characters");
+        assert_eq!(text(client_seed(&"s".repeat(1025))), "client_seed: at most 1024 bytes of UTF-8");
+        assert!(matches!(table_id("a b"), Err(EngineError::InvalidTableId { .. })));
+        assert!(matches!(round_id("round_id", "a\u{1}"), Err(EngineError::InvalidRoundId { field: "round_id", .. })));
+        assert!(matches!(client_seed(""), Err(EngineError::Missing { field: "client_seed", .. })));
     }
 }

@@ -58,7 +58,7 @@ use tonic::server::NamedService;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
-use super::error::ERROR_DOMAIN;
+use super::error::{ERROR_DOMAIN, ErrorReason};
 use super::metrics;
 use super::transport::ConnInfo;
 use crate::error::EngineError;
@@ -69,7 +69,7 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// `OVERLOADED` and a `RetryInfo` hint.
 pub fn overloaded() -> Status {
     let mut d = ErrorDetails::with_retry_info(Some(Duration::from_millis(100)));
-    d.set_error_info("OVERLOADED", ERROR_DOMAIN, []);
+    d.set_error_info(ErrorReason::Overloaded.as_str_name(), ERROR_DOMAIN, []);
     Status::with_error_details(
         Code::ResourceExhausted,
         "the server is at its limit of calls in progress; retry later",
@@ -82,7 +82,8 @@ pub fn overloaded() -> Status {
 /// same retry hint as [`overloaded`].
 pub fn queued_too_long(bound: Duration) -> Status {
     let mut d = ErrorDetails::with_retry_info(Some(Duration::from_millis(100)));
-    d.set_error_info("OVERLOADED", ERROR_DOMAIN, [("max_queue_wait_ms".to_string(), bound.as_millis().to_string())]);
+    let wait = [("max_queue_wait_ms".to_string(), bound.as_millis().to_string())];
+    d.set_error_info(ErrorReason::Overloaded.as_str_name(), ERROR_DOMAIN, wait);
     Status::with_error_details(
         Code::ResourceExhausted,
         format!("the call waited over the server's {} ms bound before it could start; retry later", bound.as_millis()),
@@ -93,7 +94,8 @@ pub fn queued_too_long(bound: Duration) -> Status {
 /// The answer to a call that took longer than the per-call timeout.
 pub fn timed_out(limit: Duration) -> Status {
     let mut d = ErrorDetails::new();
-    d.set_error_info("REQUEST_TIMEOUT", ERROR_DOMAIN, [("timeout_ms".to_string(), limit.as_millis().to_string())]);
+    let timeout = [("timeout_ms".to_string(), limit.as_millis().to_string())];
+    d.set_error_info(ErrorReason::RequestTimeout.as_str_name(), ERROR_DOMAIN, timeout);
     Status::with_error_details(
         Code::DeadlineExceeded,
         format!("the call did not complete within the server's {} ms limit", limit.as_millis()),
@@ -107,7 +109,7 @@ pub fn too_large(limit: usize) -> Status {
     let mut d =
         ErrorDetails::with_quota_failure_violation("request", format!("a request message is at most {limit} bytes"));
     d.set_error_info(
-        "REQUEST_TOO_LARGE",
+        ErrorReason::RequestTooLarge.as_str_name(),
         ERROR_DOMAIN,
         [("field".to_string(), "request".to_string()), ("limit_bytes".to_string(), limit.to_string())],
     );
@@ -368,7 +370,11 @@ where
                 }
             };
             if bytes.is_empty() {
-                let status: Status = EngineError::invalid("request", "the call carried no request message").into();
+                let status: Status = EngineError::MalformedRequest {
+                    field: "request".into(),
+                    reason: "the call carried no request message".into(),
+                }
+                .into();
                 metrics::bad_request(status.code());
                 return Ok(status.into_http());
             }
