@@ -112,6 +112,11 @@ pub enum EngineError {
     #[error("round or commitment token is not valid")]
     InvalidToken,
 
+    /// A genuine token older than the support window (`service::token::SUPPORT_WINDOW_MS`),
+    /// by its issue time or its format: `age` says how.
+    #[error("{field}: {age}")]
+    TokenTooOld { field: &'static str, age: String },
+
     /// A sealed token would be longer than the engine accepts back. Unreachable: requests
     /// that could produce one are refused up front (see `service::token::MAX_TOKEN_LEN`).
     #[error("a {len}-byte token exceeds the {max}-byte budget")]
@@ -212,6 +217,7 @@ impl EngineError {
                 Cow::Borrowed(field)
             }
             E::MalformedRequest { field, .. } => Cow::Borrowed(field),
+            E::TokenTooOld { field, .. } => Cow::Borrowed(field),
             E::InvalidTableId { .. } => Cow::Borrowed("table_id"),
             E::InvalidClientSeed { .. } => Cow::Borrowed("client_seed"),
             E::InvalidAction { index } => Cow::Owned(format!("decisions[{index}].action")),

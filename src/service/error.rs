@@ -24,6 +24,7 @@
 //! | `UnknownTable` | `NOT_FOUND` | `UNKNOWN_TABLE` | `table_id` | `BadRequest` |
 //! | `InvalidArgument`, `OutOfRange`, the table settings' errors, the odds' and a reveal document's | `INVALID_ARGUMENT` / `OUT_OF_RANGE` | `INVALID_VALUE`, `VALUE_OUT_OF_RANGE`, `TABLE_TOO_LARGE` | the setting (configuration; never a request) | `BadRequest` |
 //! | `InvalidToken`, `BindingError::Expired` | `INVALID_ARGUMENT`, always the same message | `INVALID_TOKEN` | the token field | `BadRequest` |
+//! | `TokenTooOld` | `INVALID_ARGUMENT` | `TOKEN_TOO_OLD` | the token field | `BadRequest` |
 //! | `TokenTooLarge`, `Internal`, the core's broken invariants (overflow, a missing card, the OS random source) | `INTERNAL`, generic message (the cause chain is logged, never sent) | — | — | none |
 //!
 //! The status message is `"<field>: <what happened>"`. A token that is tampered, truncated,
@@ -211,6 +212,7 @@ pub fn refusal(err: &EngineError) -> Option<Refusal> {
         E::Odds(o) => return odds(o),
         E::UnknownTable { .. } => Refusal::bad(Code::NotFound, R::UnknownTable, "table_id", err.to_string()),
         E::InvalidToken => Refusal::token("token"),
+        E::TokenTooOld { field, age } => Refusal::invalid(R::TokenTooOld, *field, age.clone()),
         E::Fairness(FairnessError::RandomSource(_)) | E::TokenTooLarge { .. } | E::Internal(_) => return None,
     })
 }

@@ -91,7 +91,8 @@ fn produced(reason: ErrorReason) -> Option<Status> {
             let (committed, table) = digests();
             binding(BindingError::RulesWithdrawn { committed, table })
         }
-        R::CurrencyChanged => binding(BindingError::CurrencyChanged { committed: "EUR".into(), table: "JPY".into() }),
+        // Reserved: a commitment carries its currency since tokens carry their table's rules.
+        R::CurrencyChanged => None,
         R::LimitsDoNotOverlap => status(EngineError::Game(GameError::Table(TableError::LimitsDoNotOverlap {
             player: BetLimits::new(Money(40_000), Money(50_000)).unwrap(),
             table: BetLimits::STANDARD,
@@ -112,6 +113,9 @@ fn produced(reason: ErrorReason) -> Option<Status> {
         R::Overloaded => Some(overloaded()),
         R::RequestTimeout => Some(timed_out(Duration::from_secs(30))),
         R::AuditUnavailable => Some(Status::from(AuditRefused::Backlog)),
+        R::TokenTooOld => {
+            status(EngineError::TokenTooOld { field: "round_token", age: "sealed in format version 1".into() })
+        }
     }
 }
 

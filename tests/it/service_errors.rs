@@ -44,7 +44,7 @@ type Mutation = Box<dyn Fn(&mut proto::StartRoundRequest)>;
 /// A valid StartRound as the generated struct: the cases below break one field of it each,
 /// which a builder would not let them express.
 fn good_start(nonce: u64) -> proto::StartRoundRequest {
-    req::start_round(commitment_token(&ring_a(), SEED, 60_000)).nonce(nonce).bets(&[500, 500]).build()
+    req::start_round(commitment_token(&ring_a(), SEED, nonce, 60_000)).nonce(nonce).bets(&[500, 500]).build()
 }
 
 #[tokio::test]
@@ -122,16 +122,16 @@ async fn start_round_refuses_each_bad_field_precisely() {
 async fn every_unusable_token_gets_the_same_answer() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
-    let good = commitment_token(&ring_a(), SEED, 60_000);
+    let good = commitment_token(&ring_a(), SEED, 1, 60_000);
     let round = c.start_round(good_start(1)).await.unwrap().round_token;
     let mut tampered = good.clone();
     let last = tampered.len() - 1;
     tampered[last] ^= 0x40;
     let mut tampered_mid = good.clone();
     tampered_mid[good.len() / 2] ^= 1;
-    let foreign = commitment_token(&ring_json("a", &[("a", KEY_B)]), SEED, 60_000);
-    let unknown_id = commitment_token(&ring_json("zz", &[("zz", KEY_A)]), SEED, 60_000);
-    let expired = commitment_token(&ring_a(), SEED, -1);
+    let foreign = commitment_token(&ring_json("a", &[("a", KEY_B)]), SEED, 1, 60_000);
+    let unknown_id = commitment_token(&ring_json("zz", &[("zz", KEY_A)]), SEED, 1, 60_000);
+    let expired = commitment_token(&ring_a(), SEED, 1, -1);
     let bad_commitments: Vec<(&str, Vec<u8>)> = vec![
         ("tampered tag", tampered),
         ("tampered body", tampered_mid),
@@ -186,7 +186,7 @@ async fn decide_refuses_bad_decisions_all_or_nothing() {
     let mut c = server.client().await;
     let start = |want: Want| {
         let nonce = nonce_for(want);
-        req::start_round(commitment_token(&ring_a(), SEED, 60_000)).nonce(nonce).bets(&[500, 500])
+        req::start_round(commitment_token(&ring_a(), SEED, nonce, 60_000)).nonce(nonce).bets(&[500, 500])
     };
     let open = c.start_round(start(Want::Outside)).await.unwrap().round_token;
     let on_open = || req::decide(open.clone());
