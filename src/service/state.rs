@@ -39,27 +39,23 @@ pub struct CommitmentPayload {
     pub nonce: u64,
     #[prost(string, tag = "5")]
     pub table_id: String,
-    /// Decks of the table when the commitment was made; 0 in an unbound (pre-binding)
-    /// commitment.
+    /// Decks of the table when the commitment was made.
     #[prost(uint32, tag = "6")]
     pub decks: u32,
     /// The table's currency when the commitment was made (the CommitSeed answer promised
-    /// StartRound's bets in it); empty in a commitment sealed before currencies were bound.
+    /// StartRound's bets in it).
     #[prost(string, tag = "7")]
     pub currency: String,
-    /// Its minor-unit exponent (0 when `currency` is empty).
+    /// Its minor-unit exponent.
     #[prost(uint32, tag = "8")]
     pub minor_unit_exponent: u32,
-    /// The table's rules digest when the commitment was made (32 bytes; StartRound refuses
-    /// the commitment if the table's digest changed); empty in a commitment sealed before
-    /// rules were bound.
+    /// The table's rules digest when the commitment was made (32 bytes), over the rules
+    /// below: StartRound refuses the commitment if the operator withdrew it.
     #[prost(bytes = "vec", tag = "9")]
     pub rules_digest: Vec<u8>,
     /// The rest of the rules the commitment was made under, so that any replica deals the
     /// round under them whatever its own table configuration says now: the paytable (odds for
-    /// spreads 1..=11, then three of a kind) and the table's bet limits. Empty and 0, 0 in a
-    /// commitment sealed before rules travelled with it (the replica's table must then have
-    /// the committed digest).
+    /// spreads 1..=11, then three of a kind) and the table's bet limits.
     #[prost(uint32, repeated, tag = "10")]
     pub paytable: Vec<u32>,
     #[prost(uint64, tag = "11")]
