@@ -10,7 +10,7 @@ use crate::ids::{IdError, check_client_seed, check_round_id, check_table_id};
 
 /// Checks a required platform round id: 1 to [`MAX_ROUND_ID_BYTES`] bytes, no control
 /// characters.
-pub fn required_round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
+pub(crate) fn required_round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
     if id.is_empty() {
         return Err(EngineError::Missing { field, what: "required: the platform's id of the round" });
     }
@@ -19,7 +19,7 @@ pub fn required_round_id(field: &'static str, id: &str) -> Result<(), EngineErro
 
 /// Checks a table id: empty (the default table) or 1 to [`MAX_TABLE_ID_BYTES`] bytes of
 /// `[A-Za-z0-9._-]`.
-pub fn table_id(id: &str) -> Result<(), EngineError> {
+pub(crate) fn table_id(id: &str) -> Result<(), EngineError> {
     match check_table_id(id) {
         Ok(()) | Err(IdError::Empty) => Ok(()),
         Err(e) => Err(EngineError::InvalidTableId { reason: e.to_string() }),
@@ -27,7 +27,7 @@ pub fn table_id(id: &str) -> Result<(), EngineError> {
 }
 
 /// Checks an optional platform round id (empty, or as [`required_round_id`]).
-pub fn round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
+pub(crate) fn round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
     match check_round_id(id) {
         Ok(()) | Err(IdError::Empty) => Ok(()),
         Err(e) => Err(EngineError::InvalidRoundId { field, reason: e.to_string().into() }),
@@ -35,12 +35,12 @@ pub fn round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
 }
 
 /// Checks that a required token field is present.
-pub fn required_token(field: &'static str, token: &[u8]) -> Result<(), EngineError> {
+pub(crate) fn required_token(field: &'static str, token: &[u8]) -> Result<(), EngineError> {
     if token.is_empty() { Err(EngineError::Missing { field, what: "required" }) } else { Ok(()) }
 }
 
 /// Checks a client seed: 1 to [`MAX_CLIENT_SEED_BYTES`] bytes (UTF-8 is guaranteed by protobuf).
-pub fn client_seed(seed: &str) -> Result<(), EngineError> {
+pub(crate) fn client_seed(seed: &str) -> Result<(), EngineError> {
     match check_client_seed(seed) {
         Ok(()) => Ok(()),
         Err(IdError::Empty) => {
@@ -52,7 +52,7 @@ pub fn client_seed(seed: &str) -> Result<(), EngineError> {
 
 /// The table a round is dealt at: the engine's table narrowed to the player's limits
 /// ([`BetLimits::for_player`], [`Table::narrowed_to`]).
-pub fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Table, EngineError> {
+pub(crate) fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Table, EngineError> {
     let limits =
         limits.ok_or(EngineError::Missing { field: "player_limits", what: "required: the player's bet limits" })?;
     let player =
@@ -61,7 +61,7 @@ pub fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Tabl
 }
 
 /// Validated decisions: at least one, known actions, each seat once and within the round.
-pub fn decisions(list: &[proto::SeatDecision], seats: usize) -> Result<Vec<(usize, Decision)>, EngineError> {
+pub(crate) fn decisions(list: &[proto::SeatDecision], seats: usize) -> Result<Vec<(usize, Decision)>, EngineError> {
     if list.is_empty() {
         return Err(EngineError::Missing { field: "decisions", what: "at least one decision is required" });
     }
@@ -85,7 +85,7 @@ pub fn decisions(list: &[proto::SeatDecision], seats: usize) -> Result<Vec<(usiz
 }
 
 /// A card as the API shows it.
-pub fn card(c: Card) -> proto::Card {
+pub(crate) fn card(c: Card) -> proto::Card {
     let suit = match c.suit() {
         Suit::Clubs => proto::Suit::Clubs,
         Suit::Diamonds => proto::Suit::Diamonds,
@@ -95,7 +95,7 @@ pub fn card(c: Card) -> proto::Card {
     proto::Card { code: c.text().to_owned(), rank: u32::from(c.rank().value()), suit: suit as i32 }
 }
 
-pub fn hand_class(c: HandClass) -> proto::HandClass {
+pub(crate) fn hand_class(c: HandClass) -> proto::HandClass {
     match c {
         HandClass::Pair => proto::HandClass::Pair,
         HandClass::Consecutive => proto::HandClass::Consecutive,
@@ -103,14 +103,14 @@ pub fn hand_class(c: HandClass) -> proto::HandClass {
     }
 }
 
-pub fn action(d: Decision) -> proto::Action {
+pub(crate) fn action(d: Decision) -> proto::Action {
     match d {
         Decision::Raise => proto::Action::Raise,
         Decision::Stand => proto::Action::Stand,
     }
 }
 
-pub fn outcome(o: Outcome) -> proto::Outcome {
+pub(crate) fn outcome(o: Outcome) -> proto::Outcome {
     match o {
         Outcome::Win => proto::Outcome::Win,
         Outcome::Lose => proto::Outcome::Lose,
@@ -118,7 +118,7 @@ pub fn outcome(o: Outcome) -> proto::Outcome {
     }
 }
 
-pub fn rule(r: Rule) -> proto::Rule {
+pub(crate) fn rule(r: Rule) -> proto::Rule {
     match r {
         Rule::ThreeOfAKind => proto::Rule::ThreeOfAKind,
         Rule::PairNoMatch => proto::Rule::PairNoMatch,
@@ -130,7 +130,7 @@ pub fn rule(r: Rule) -> proto::Rule {
 }
 
 /// The round as the table shows it: never the face-down third card.
-pub fn round_view(round: &Round, paytable: &Paytable) -> Result<proto::RoundView, EngineError> {
+pub(crate) fn round_view(round: &Round, paytable: &Paytable) -> Result<proto::RoundView, EngineError> {
     let [first, second] = round.cards();
     let class = round.class();
     let spread = class.spread();

@@ -44,12 +44,12 @@ use crate::fairness::{BindingError, BoundField, FairnessError};
 use crate::game::table::MAX_BET;
 use crate::game::{CardError, GameError, LimitsError, MAX_DECKS, MAX_SEATS, PaytableError, TableError};
 use crate::odds::OddsError;
-pub use crate::proto::ErrorReason;
+pub(crate) use crate::proto::ErrorReason;
 
 /// `ErrorInfo.domain` of every error the engine sends.
-pub const ERROR_DOMAIN: &str = "reddog.v1";
+pub(crate) const ERROR_DOMAIN: &str = "reddog.v1";
 /// The one message for every unusable token.
-pub const INVALID_TOKEN_MESSAGE: &str = "token is not valid";
+pub(crate) const INVALID_TOKEN_MESSAGE: &str = "token is not valid";
 
 /// `PreconditionFailure` violation types: the round's phase or a seat's decision forbids the
 /// step; player and table limits; the commitment was made for another round, table or table
@@ -73,7 +73,7 @@ enum Violation {
 
 /// What a caller is told about an error: its code, reason, field and violation.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub code: Code,
     pub reason: ErrorReason,
     field: Cow<'static, str>,
@@ -141,7 +141,7 @@ impl Refusal {
 
     /// The status: the message, an `ErrorInfo` (reason, domain, `field` and — for a number —
     /// `min` and `max`) and the violation.
-    pub fn into_status(self) -> Status {
+    pub(crate) fn into_status(self) -> Status {
         let Refusal { code, reason, field, what, message, violation } = self;
         let mut meta = vec![("field".to_string(), field.to_string())];
         let mut details = match violation {
@@ -166,7 +166,7 @@ impl Refusal {
 
 /// What a caller is told about `err`; `None` for an internal error, answered with
 /// `INTERNAL` and no details.
-pub fn refusal(err: &EngineError) -> Option<Refusal> {
+pub(crate) fn refusal(err: &EngineError) -> Option<Refusal> {
     use EngineError as E;
     use ErrorReason as R;
     Some(match err {
@@ -340,7 +340,7 @@ fn odds(o: &OddsError) -> Option<Refusal> {
 }
 
 /// The StartRound field that carries a value a commitment is bound to.
-pub const fn bound_field(field: BoundField) -> &'static str {
+pub(crate) const fn bound_field(field: BoundField) -> &'static str {
     match field {
         BoundField::RoundId => "round_id",
         BoundField::Nonce => "nonce",
@@ -377,7 +377,7 @@ impl From<EngineError> for Status {
 
 /// The uniform answer to an unusable token in request field `field` (`commitment_token` or
 /// `round_token`): the same for every reason the token is unusable.
-pub fn invalid_token(field: &'static str) -> Status {
+pub(crate) fn invalid_token(field: &'static str) -> Status {
     Refusal::token(field).into_status()
 }
 

@@ -123,24 +123,24 @@ pub fn too_large(limit: usize) -> Status {
 /// RedDog calls in progress on one server: from the request's arrival until the handler has
 /// answered (the response may still be on its way). The drain waits until there are none.
 #[derive(Debug)]
-pub struct CallsInProgress {
+pub(crate) struct CallsInProgress {
     count: AtomicUsize,
     gauge: ::metrics::Gauge,
 }
 
 impl CallsInProgress {
     /// A counter at zero, mirrored in the `reddog_rpc_in_flight` gauge.
-    pub fn new() -> Arc<CallsInProgress> {
+    pub(crate) fn new() -> Arc<CallsInProgress> {
         Arc::new(CallsInProgress { count: AtomicUsize::new(0), gauge: metrics::in_flight_gauge() })
     }
 
     /// Calls in progress now.
-    pub fn get(&self) -> usize {
+    pub(crate) fn get(&self) -> usize {
         self.count.load(Ordering::Acquire)
     }
 
     /// Resolves once no call is in progress (checked every 10 ms: only the drain waits).
-    pub async fn none(&self) {
+    pub(crate) async fn none(&self) {
         while self.get() > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -185,7 +185,7 @@ impl Drop for Sending {
 
 /// The limits [`Guarded`] applies.
 #[derive(Clone, Copy, Debug)]
-pub struct CallLimits {
+pub(crate) struct CallLimits {
     /// Calls holding a slot at once, across all connections.
     pub max_in_flight: usize,
     /// Slots one connection may hold at once.
@@ -278,7 +278,7 @@ impl http_body::Body for Budgeted {
 
 /// The RedDog service behind the global cap and the per-call timeout (see the module docs).
 #[derive(Clone, Debug)]
-pub struct Guarded<S> {
+pub(crate) struct Guarded<S> {
     inner: S,
     permits: Arc<Semaphore>,
     queue_wait: ::metrics::Histogram,
@@ -289,7 +289,7 @@ pub struct Guarded<S> {
 
 impl<S> Guarded<S> {
     /// `inner` under `limits`, its calls counted in `calls`.
-    pub fn new(inner: S, limits: CallLimits, calls: Arc<CallsInProgress>) -> Guarded<S> {
+    pub(crate) fn new(inner: S, limits: CallLimits, calls: Arc<CallsInProgress>) -> Guarded<S> {
         let pending = Arc::new(PendingBytes { used: AtomicUsize::new(0), max: limits.max_pending_bytes });
         Guarded {
             inner,
@@ -428,7 +428,7 @@ where
 
 /// A response body that ends with UNAVAILABLE once the server drains, after whatever the
 /// inner body has ready.
-pub struct EndOnStop {
+pub(crate) struct EndOnStop {
     inner: Body,
     stop: BoxFuture<()>,
     ended: bool,
@@ -470,13 +470,13 @@ impl http_body::Body for EndOnStop {
 
 /// A service whose response bodies end when `stop` turns true (for the health service).
 #[derive(Clone, Debug)]
-pub struct DrainStreams<S> {
+pub(crate) struct DrainStreams<S> {
     inner: S,
     stop: watch::Receiver<bool>,
 }
 
 impl<S> DrainStreams<S> {
-    pub fn new(inner: S, stop: watch::Receiver<bool>) -> DrainStreams<S> {
+    pub(crate) fn new(inner: S, stop: watch::Receiver<bool>) -> DrainStreams<S> {
         DrainStreams { inner, stop }
     }
 }
@@ -520,7 +520,7 @@ where
 
 /// Counts each call on its connection from request until its response body is dropped.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ActivityLayer;
+pub(crate) struct ActivityLayer;
 
 impl<S> tower::Layer<S> for ActivityLayer {
     type Service = Activity<S>;
@@ -531,7 +531,7 @@ impl<S> tower::Layer<S> for ActivityLayer {
 
 /// See [`ActivityLayer`]; also wraps one service ([`Activity::new`], [`Activity::health`]).
 #[derive(Clone, Debug)]
-pub struct Activity<S> {
+pub(crate) struct Activity<S> {
     inner: S,
     /// Its calls are health checks (a connection that carried only those is displaced later
     /// at the connection cap: `transport::HEALTH_DISPLACE_MIN_IDLE`).
@@ -540,13 +540,13 @@ pub struct Activity<S> {
 
 impl<S> Activity<S> {
     /// `inner`, its calls counted as their connection's activity.
-    pub fn new(inner: S) -> Activity<S> {
+    pub(crate) fn new(inner: S) -> Activity<S> {
         Activity { inner, health: false }
     }
 
     /// The health service `inner`, its calls counted as their connection's activity and
     /// marked as health checks.
-    pub fn health(inner: S) -> Activity<S> {
+    pub(crate) fn health(inner: S) -> Activity<S> {
         Activity { inner, health: true }
     }
 }

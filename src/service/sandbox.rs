@@ -22,14 +22,14 @@ use super::tables::Tables;
 use crate::error::EngineError;
 use crate::game::{Card, Decks, HandClass, StackedDeck};
 
-pub use crate::fairness::SANDBOX_REVEAL_FORMAT;
+pub(crate) use crate::fairness::SANDBOX_REVEAL_FORMAT;
 
 /// The request field of the requested deal.
-pub const FIELD: &str = "sandbox_cards";
+pub(crate) const FIELD: &str = "sandbox_cards";
 
 /// Refuses a configuration with a sandbox table on an engine started without
 /// `--allow-sandbox`, naming the first such table.
-pub fn refuse_without_flag(tables: &Tables, allow_sandbox: bool) -> Result<(), String> {
+pub(crate) fn refuse_without_flag(tables: &Tables, allow_sandbox: bool) -> Result<(), String> {
     match tables.iter().find(|t| t.sandbox) {
         Some(t) if !allow_sandbox => Err(format!(
             "table {:?} is marked \"sandbox\": true (requested deals, never fair rounds), but the engine was \
@@ -44,7 +44,7 @@ pub fn refuse_without_flag(tables: &Tables, allow_sandbox: bool) -> Result<(), S
 /// Publishes `reddog_table_sandbox{table}`: 1 for a sandbox table, 0 for a fair one. Every
 /// per-table metric carries the `table` label, so dashboards and alerts leave sandbox rounds
 /// out with `unless on(table) reddog_table_sandbox == 1`.
-pub fn register_metrics(tables: &Tables) {
+pub(crate) fn register_metrics(tables: &Tables) {
     metrics::describe_gauge!(
         "reddog_table_sandbox",
         "1 for a sandbox table (requested deals, never fair rounds), 0 for a fair table"
@@ -57,7 +57,11 @@ pub fn register_metrics(tables: &Tables) {
 /// The precondition a commitment and its table must meet: a commitment made at a sandbox
 /// table deals only there, and a fair one only at a fair table (the table may have been
 /// re-configured between `CommitSeed` and `StartRound`).
-pub fn check_commitment(committed_sandbox: bool, table_sandbox: bool, table_id: &str) -> Result<(), EngineError> {
+pub(crate) fn check_commitment(
+    committed_sandbox: bool,
+    table_sandbox: bool,
+    table_id: &str,
+) -> Result<(), EngineError> {
     if committed_sandbox == table_sandbox {
         return Ok(());
     }
@@ -68,7 +72,7 @@ pub fn check_commitment(committed_sandbox: bool, table_sandbox: bool, table_id: 
 /// list). Refused: any card at a table that is not a sandbox table (`FAILED_PRECONDITION`),
 /// a card that is not a canonical code, the wrong number of cards for the hand, or a card
 /// more often than a shoe of `decks` holds it (`INVALID_ARGUMENT`).
-pub fn requested_deal(
+pub(crate) fn requested_deal(
     cards: &[String],
     sandbox_table: bool,
     table_id: &str,

@@ -205,7 +205,7 @@ fn paytable_from(odds: &[u32]) -> Result<Paytable, TokenRefusal> {
 }
 
 /// The odds of `paytable` as a token carries them.
-pub fn paytable_odds(paytable: &Paytable) -> Vec<u32> {
+pub(crate) fn paytable_odds(paytable: &Paytable) -> Vec<u32> {
     let mut odds = Vec::with_capacity(12);
     odds.extend(Spread::all().map(|s| paytable.spread_odds(s)));
     odds.push(paytable.three_of_a_kind_odds());

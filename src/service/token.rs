@@ -85,15 +85,15 @@ use crate::ids::{
 };
 
 /// The token format version this engine seals and reads.
-pub const TOKEN_VERSION: u8 = 2;
+pub(crate) const TOKEN_VERSION: u8 = 2;
 /// How long after its issue time a token is accepted: 30 days. A round not settled by then
 /// cannot be settled by any engine (the platform's sweeper settles abandoned rounds within
 /// minutes); a key that stopped being primary can leave the ring once the window has passed.
-pub const SUPPORT_WINDOW_MS: i64 = 30 * 24 * 60 * 60 * 1000;
+pub(crate) const SUPPORT_WINDOW_MS: i64 = 30 * 24 * 60 * 60 * 1000;
 /// The issue time of a token sealed before payloads carried one (2026-12-07T00:00:00Z, when
 /// they started to): such tokens are refused from 2027-01-06 on, when this constant and the
 /// one line that reads it can be deleted.
-pub const UNDATED_ISSUED_AT_MS: i64 = 1_796_601_600_000;
+pub(crate) const UNDATED_ISSUED_AT_MS: i64 = 1_796_601_600_000;
 /// HKDF salt of the version-2 subkeys.
 const HKDF_SALT: &[u8] = b"reddog/token/v2";
 /// HKDF info of the AEAD key.
@@ -105,10 +105,10 @@ pub const SEALS_PER_KEY_BUDGET: u64 = 1 << 40;
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
 /// Longest key id ([`crate::ids::MAX_KEY_ID_BYTES`]).
-pub const MAX_KEY_ID_LEN: usize = crate::ids::MAX_KEY_ID_BYTES;
+pub(crate) const MAX_KEY_ID_LEN: usize = crate::ids::MAX_KEY_ID_BYTES;
 
 /// Bytes of a protobuf varint holding `v`.
-pub const fn varint_len(v: u64) -> usize {
+pub(crate) const fn varint_len(v: u64) -> usize {
     let mut n = 1;
     let mut v = v >> 7;
     while v != 0 {
@@ -131,7 +131,7 @@ const fn varint_field(max: u64) -> usize {
 /// The longest encoded [`super::state::RoundPayload`] any accepted request can produce: the
 /// largest client seed, round id and table id the API accepts, 7 seats at the largest bet any
 /// table allows, every seat decided (each in its own Decide call), the largest odds.
-pub const MAX_ROUND_PAYLOAD_LEN: usize = {
+pub(crate) const MAX_ROUND_PAYLOAD_LEN: usize = {
     let seats = MAX_SEATS;
     bytes_field(32) // server_seed
         + bytes_field(MAX_CLIENT_SEED_BYTES)
@@ -156,7 +156,7 @@ pub const MAX_ROUND_PAYLOAD_LEN: usize = {
 };
 
 /// The longest encoded [`super::state::CommitmentPayload`].
-pub const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
+pub(crate) const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
     + varint_field(u64::MAX) // expires_at_unix_ms (int64: 10 bytes when negative)
     + bytes_field(MAX_ROUND_ID_BYTES)
     + varint_field(u64::MAX) // nonce
@@ -712,7 +712,7 @@ impl fmt::Display for Age {
 
 /// Refuses a token issued at `issued_at_unix_ms` (0: before payloads carried it) once the
 /// support window has passed at `now_unix_ms`.
-pub fn check_age(issued_at_unix_ms: i64, now_unix_ms: i64) -> Result<(), TokenRefusal> {
+pub(crate) fn check_age(issued_at_unix_ms: i64, now_unix_ms: i64) -> Result<(), TokenRefusal> {
     let issued = if issued_at_unix_ms == 0 { UNDATED_ISSUED_AT_MS } else { issued_at_unix_ms };
     if now_unix_ms.saturating_sub(issued) > SUPPORT_WINDOW_MS {
         return Err(TokenRefusal::TooOld(Age::IssuedAt(issued)));
