@@ -459,7 +459,7 @@ async function main() {
 
   // A refused call, as a platform sees it: status, message and the decoded details.
   try {
-    await call(client, 'settle', { roundToken: Buffer.from([1, 2, 3]) });
+    await call(client, 'settle', { roundToken: Buffer.from([2, 1, 2, 3]) }); // not a token: INVALID_TOKEN
     failures++;
     console.log('a bad round token was accepted');
   } catch (err) {

@@ -571,7 +571,7 @@ def play(stub, pb, args):
     failures += refused_decide_rolls_back(stub, pb, rules, platform, rng)
     # A tampered token is refused with INVALID_TOKEN.
     try:
-        call(stub.Settle, pb.SettleRequest(round_token=b"\x01r\x01a" + b"\x00" * 40))
+        call(stub.Settle, pb.SettleRequest(round_token=b"\x02r\x01a" + b"\x00" * 40))
         print("FAILED: a forged token was accepted")
         failures += 1
     except Refused as e:

@@ -138,7 +138,7 @@ else
   check "node client through the fault proxy: $proxied_ok of $proxied_runs calls answered INTERNAL/UNKNOWN/CANCELLED after forwarding were retried, the wallet equals every Settle answer" \
     test "$proxied_ok" -eq "$proxied_runs"
   # Reflection also describes google.rpc's detail types, so generic tools decode them.
-  "$TOOLS/grpcurl-venv/bin/grpcurl" -plaintext -d '{"round_token":"AXIDZGV2"}' "$ADDR" reddog.v1.RedDog/Settle \
+  "$TOOLS/grpcurl-venv/bin/grpcurl" -plaintext -d '{"round_token":"AnIDZGV2"}' "$ADDR" reddog.v1.RedDog/Settle \
     >"$WORK/grpcurl.log" 2>&1 || true
   check "grpcurl decodes a refused call's google.rpc details through reflection" \
     grep -q '"reason":"INVALID_TOKEN"' "$WORK/grpcurl.log"
