@@ -328,7 +328,7 @@ pub fn install() -> Option<PrometheusHandle> {
 /// sums) on `listener` until the task is dropped, with hyper's HTTP/1.1 server (keep-alive,
 /// pipelining and malformed requests are hyper's business, not ours). `GET /` answers a
 /// pointer to `/metrics`; anything else is 404.
-pub async fn serve(listener: TcpListener, handle: PrometheusHandle, money: Arc<MoneyMetrics>) {
+pub(crate) async fn serve(listener: TcpListener, handle: PrometheusHandle, money: Arc<MoneyMetrics>) {
     let upkeep = handle.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(5));
@@ -572,7 +572,7 @@ fn describe() {
 /// `increase()` sees the first event, not a new series.
 /// `reddog_rules_certified` of every table: 1 when its digest was checked against a certified
 /// rules file at start-up, 0 when the engine started without one.
-pub fn rules_certified(tables: &super::tables::Tables, checked: bool) {
+pub(crate) fn rules_certified(tables: &super::tables::Tables, checked: bool) {
     describe();
     for t in tables.iter() {
         gauge!("reddog_rules_certified", "table" => t.id.clone(), "rules_digest" => t.digest().to_hex())
@@ -661,7 +661,7 @@ impl Metrics {
 
 /// The game metrics of one table, labelled `table`: what was dealt and settled, and the exact
 /// figures the fairness alerts compare them with (docs/OPERATIONS.md, "Metrics and alerts").
-pub struct TableMetrics {
+pub(crate) struct TableMetrics {
     /// By deal class.
     rounds_started: [Counter; DEALS],
     /// By deal class and rule (in the order of `RULES`); `None` where the rule cannot end
@@ -685,7 +685,7 @@ impl TableMetrics {
     /// Registers the table's handles (its money sums in `money`) and sets its exact figures
     /// (computed once here from the odds module: probabilities of every deal class and of the
     /// third card winning, and the RTP range over every strategy).
-    pub fn register(id: &str, table: &Table, currency: &Currency, money: &MoneyMetrics) -> TableMetrics {
+    pub(crate) fn register(id: &str, table: &Table, currency: &Currency, money: &MoneyMetrics) -> TableMetrics {
         describe();
         let id = id.to_string();
         let sums = money.table(&id);
@@ -757,7 +757,7 @@ impl TableMetrics {
     }
 
     /// Records a dealt round.
-    pub fn round_started(&self, class: HandClass) {
+    pub(crate) fn round_started(&self, class: HandClass) {
         self.rounds_started[deal_index(class)].increment(1);
     }
 
@@ -765,7 +765,7 @@ impl TableMetrics {
     /// sums (exact, see the module docs), the round's exact expected return and variance
     /// given its deal (`decks` and `paytable` are the round's own, from its token) and the
     /// RTP moments (as `f64`: statistics, never money).
-    pub fn settled(&self, s: &Settlement, decks: Decks, paytable: &Paytable) {
+    pub(crate) fn settled(&self, s: &Settlement, decks: Decks, paytable: &Paytable) {
         let deal = deal_index(s.class);
         if let Some(rule) = s.seats.first().map(|seat| seat.rule)
             && let Some(Some(c)) = RULES.iter().position(|&r| r == rule).map(|i| &self.rounds_settled[deal][i])
@@ -784,55 +784,55 @@ impl TableMetrics {
 /// Records a refused token (every one; the log line is bounded by
 /// [`super::refusal_log::RefusalLog`]). `reason` is one of the
 /// [`crate::service::token::TokenRefusal`] labels.
-pub fn token_rejected(method: Method, reason: &'static str) {
+pub(crate) fn token_rejected(method: Method, reason: &'static str) {
     counter!("reddog_token_rejections_total", "method" => method.name(), "reason" => reason).increment(1);
 }
 
 /// The gauge of RedDog calls in progress (request headers arrived, answer not yet sent). A
 /// handle: updating it is an atomic operation, no lookup.
-pub fn in_flight_gauge() -> Gauge {
+pub(crate) fn in_flight_gauge() -> Gauge {
     gauge!("reddog_rpc_in_flight")
 }
 
 /// The histogram of RedDog calls' waits before they could start (a handle: recording takes
 /// no lookup).
-pub fn queue_wait_histogram() -> Histogram {
+pub(crate) fn queue_wait_histogram() -> Histogram {
     histogram!("reddog_rpc_queue_wait_seconds")
 }
 
 /// Records `n` slots released because their answers could not be delivered.
-pub fn undelivered(n: usize) {
+pub(crate) fn undelivered(n: usize) {
     counter!("reddog_rpc_undelivered_total").increment(n as u64);
 }
 
 /// Records a call shed at the global concurrency cap.
-pub fn load_shed() {
+pub(crate) fn load_shed() {
     counter!("reddog_load_shed_total").increment(1);
 }
 
 /// Records a call shed because it waited over `--max-queue-wait-ms` to start.
-pub fn queue_shed() {
+pub(crate) fn queue_shed() {
     counter!("reddog_load_shed_total").increment(1);
     counter!("reddog_load_shed_queued_total").increment(1);
 }
 
 /// Records a call cut at the per-call timeout.
-pub fn request_timed_out() {
+pub(crate) fn request_timed_out() {
     counter!("reddog_request_timeouts_total").increment(1);
 }
 
 /// Records a request tonic could not decode, by the code it was answered with.
-pub fn bad_request(code: tonic::Code) {
+pub(crate) fn bad_request(code: tonic::Code) {
     counter!("reddog_undecodable_requests_total", "code" => code_name(code)).increment(1);
 }
 
 /// Records a connection the server closed, by why.
-pub fn connection_closed(reason: &'static str) {
+pub(crate) fn connection_closed(reason: &'static str) {
     counter!("reddog_connections_closed_total", "reason" => reason).increment(1);
 }
 
 /// The counter of accept-loop back-offs, for [`super::accept::AcceptBackoff::new`].
-pub fn accept_backoff_counter() -> Counter {
+pub(crate) fn accept_backoff_counter() -> Counter {
     counter!("reddog_accept_backoffs_total")
 }
 

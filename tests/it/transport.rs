@@ -394,9 +394,9 @@ async fn token_refusals_are_counted_by_reason_and_answered_alike() {
     let series = |reason: &str| format!("reddog_token_rejections_total{{method=\"StartRound\",reason=\"{reason}\"}}");
     let before: Vec<f64> =
         ["expired", "unknown_key", "tampered", "malformed"].iter().map(|r| metric(&series(r))).collect();
-    let expired = commitment_token(&ring_a(), SEED, -1_000);
-    let foreign = commitment_token(&ring_json("zz", &[("zz", KEY_B)]), SEED, 60_000);
-    let mut tampered = commitment_token(&ring_a(), SEED, 60_000);
+    let expired = commitment_token(&ring_a(), SEED, 0, -1_000);
+    let foreign = commitment_token(&ring_json("zz", &[("zz", KEY_B)]), SEED, 0, 60_000);
+    let mut tampered = commitment_token(&ring_a(), SEED, 0, 60_000);
     *tampered.last_mut().unwrap() ^= 1;
     let malformed = b"not a token".to_vec();
     let mut answers = Vec::new();
