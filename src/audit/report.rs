@@ -798,7 +798,7 @@ pub fn opt_decimal(r: Option<Exact>, places: u32) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::generate;
+    use reddog_tools::generate;
 
     const DIGEST: &str = "aa11";
 

@@ -8,7 +8,7 @@
 use super::tables::Currency;
 use crate::game::Table;
 
-pub use crate::fairness::receipt::checkpoint_message;
+pub(crate) use crate::fairness::receipt::checkpoint_message;
 
 /// The table's rules digest (docs/design/evidence-contract.md §3), as the commitment token
 /// and `t_0` bind it: [`crate::fairness::TableRules::digest`].

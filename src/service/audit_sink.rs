@@ -34,7 +34,7 @@ use std::borrow::Cow;
 
 use super::audit_record::{checkpoint_message, rules_digest};
 use super::build_info;
-use super::error::ERROR_DOMAIN;
+use super::error::{ERROR_DOMAIN, ErrorReason};
 use super::log_writer::BatchWriter;
 use super::metrics::MetricsRegistry;
 use super::tables::Tables;
@@ -86,7 +86,7 @@ impl From<AuditRefused> for Status {
     /// `ErrorInfo` of reason `AUDIT_UNAVAILABLE` and the cause in its metadata.
     fn from(why: AuditRefused) -> Status {
         let details = ErrorDetails::with_error_info(
-            "AUDIT_UNAVAILABLE",
+            ErrorReason::AuditUnavailable.as_str_name(),
             ERROR_DOMAIN,
             [("cause".to_string(), why.label().to_string())],
         );

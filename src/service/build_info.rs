@@ -2,9 +2,9 @@
 //! reported by `GetRules` and as the `reddog_build_info` metric.
 
 /// The crate version, e.g. `0.1.0`.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The git commit the binary was built from (40 hex), or `unknown` when built outside a
 /// repository without `REDDOG_GIT_COMMIT`.
-pub const GIT_COMMIT: &str = env!("REDDOG_GIT_COMMIT");
+pub(crate) const GIT_COMMIT: &str = env!("REDDOG_GIT_COMMIT");
 /// When it was built, RFC 3339 UTC (`SOURCE_DATE_EPOCH` when set).
-pub const BUILD_DATE: &str = env!("REDDOG_BUILD_DATE");
+pub(crate) const BUILD_DATE: &str = env!("REDDOG_BUILD_DATE");

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::tables::Tables;
 
 /// The `format` of the file.
-pub const FORMAT: &str = "reddog-certified-rules-v1";
+pub(crate) const FORMAT: &str = "reddog-certified-rules-v1";
 
 /// The file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -60,7 +60,7 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
 use super::codec::UNDECODABLE;
-use super::error::ERROR_DOMAIN;
+use super::error::{ERROR_DOMAIN, ErrorReason};
 use super::metrics::MetricsRegistry;
 use super::transport::ConnInfo;
 use crate::error::EngineError;
@@ -71,7 +71,7 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// `OVERLOADED` and a `RetryInfo` hint.
 pub fn overloaded() -> Status {
     let mut d = ErrorDetails::with_retry_info(Some(Duration::from_millis(100)));
-    d.set_error_info("OVERLOADED", ERROR_DOMAIN, []);
+    d.set_error_info(ErrorReason::Overloaded.as_str_name(), ERROR_DOMAIN, []);
     Status::with_error_details(
         Code::ResourceExhausted,
         "the server is at its limit of calls in progress; retry later",
@@ -84,7 +84,8 @@ pub fn overloaded() -> Status {
 /// same retry hint as [`overloaded`].
 pub fn queued_too_long(bound: Duration) -> Status {
     let mut d = ErrorDetails::with_retry_info(Some(Duration::from_millis(100)));
-    d.set_error_info("OVERLOADED", ERROR_DOMAIN, [("max_queue_wait_ms".to_string(), bound.as_millis().to_string())]);
+    let wait = [("max_queue_wait_ms".to_string(), bound.as_millis().to_string())];
+    d.set_error_info(ErrorReason::Overloaded.as_str_name(), ERROR_DOMAIN, wait);
     Status::with_error_details(
         Code::ResourceExhausted,
         format!("the call waited over the server's {} ms bound before it could start; retry later", bound.as_millis()),
@@ -95,7 +96,8 @@ pub fn queued_too_long(bound: Duration) -> Status {
 /// The answer to a call that took longer than the per-call timeout.
 pub fn timed_out(limit: Duration) -> Status {
     let mut d = ErrorDetails::new();
-    d.set_error_info("REQUEST_TIMEOUT", ERROR_DOMAIN, [("timeout_ms".to_string(), limit.as_millis().to_string())]);
+    let timeout = [("timeout_ms".to_string(), limit.as_millis().to_string())];
+    d.set_error_info(ErrorReason::RequestTimeout.as_str_name(), ERROR_DOMAIN, timeout);
     Status::with_error_details(
         Code::DeadlineExceeded,
         format!("the call did not complete within the server's {} ms limit", limit.as_millis()),
@@ -109,7 +111,7 @@ pub fn too_large(limit: usize) -> Status {
     let mut d =
         ErrorDetails::with_quota_failure_violation("request", format!("a request message is at most {limit} bytes"));
     d.set_error_info(
-        "REQUEST_TOO_LARGE",
+        ErrorReason::RequestTooLarge.as_str_name(),
         ERROR_DOMAIN,
         [("field".to_string(), "request".to_string()), ("limit_bytes".to_string(), limit.to_string())],
     );
@@ -123,24 +125,24 @@ pub fn too_large(limit: usize) -> Status {
 /// RedDog calls in progress on one server: from the request's arrival until the handler has
 /// answered (the response may still be on its way). The drain waits until there are none.
 #[derive(Debug)]
-pub struct CallsInProgress {
+pub(crate) struct CallsInProgress {
     count: AtomicUsize,
     gauge: ::metrics::Gauge,
 }
 
 impl CallsInProgress {
     /// A counter at zero, mirrored in `metrics`' `reddog_rpc_in_flight` gauge.
-    pub fn new(metrics: &MetricsRegistry) -> Arc<CallsInProgress> {
+    pub(crate) fn new(metrics: &MetricsRegistry) -> Arc<CallsInProgress> {
         Arc::new(CallsInProgress { count: AtomicUsize::new(0), gauge: metrics.in_flight_gauge() })
     }
 
     /// Calls in progress now.
-    pub fn get(&self) -> usize {
+    pub(crate) fn get(&self) -> usize {
         self.count.load(Ordering::Acquire)
     }
 
     /// Resolves once no call is in progress (checked every 10 ms: only the drain waits).
-    pub async fn none(&self) {
+    pub(crate) async fn none(&self) {
         while self.get() > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -185,7 +187,7 @@ impl Drop for Sending {
 
 /// The limits [`Guarded`] applies.
 #[derive(Clone, Copy, Debug)]
-pub struct CallLimits {
+pub(crate) struct CallLimits {
     /// Calls holding a slot at once, across all connections.
     pub max_in_flight: usize,
     /// Slots one connection may hold at once.
@@ -278,7 +280,7 @@ impl http_body::Body for Budgeted {
 
 /// The RedDog service behind the global cap and the per-call timeout (see the module docs).
 #[derive(Clone, Debug)]
-pub struct Guarded<S> {
+pub(crate) struct Guarded<S> {
     inner: S,
     permits: Arc<Semaphore>,
     /// Where its sheds, timeouts, refused requests and queue waits are counted.
@@ -290,7 +292,12 @@ pub struct Guarded<S> {
 
 impl<S> Guarded<S> {
     /// `inner` under `limits`, its calls counted in `calls`, its metrics in `metrics`.
-    pub fn new(inner: S, limits: CallLimits, calls: Arc<CallsInProgress>, metrics: MetricsRegistry) -> Guarded<S> {
+    pub(crate) fn new(
+        inner: S,
+        limits: CallLimits,
+        calls: Arc<CallsInProgress>,
+        metrics: MetricsRegistry,
+    ) -> Guarded<S> {
         let pending = Arc::new(PendingBytes { used: AtomicUsize::new(0), max: limits.max_pending_bytes });
         Guarded { inner, permits: Arc::new(Semaphore::new(limits.max_in_flight)), metrics, pending, limits, calls }
     }
@@ -364,7 +371,11 @@ where
                 }
             };
             if bytes.is_empty() {
-                let status: Status = EngineError::invalid("request", "the call carried no request message").into();
+                let status: Status = EngineError::MalformedRequest {
+                    field: "request".into(),
+                    reason: "the call carried no request message".into(),
+                }
+                .into();
                 metrics.bad_request(status.code());
                 return Ok(status.into_http());
             }
@@ -428,7 +439,7 @@ fn counted_undecodable(mut response: Response<Body>, metrics: &MetricsRegistry) 
 
 /// A response body that ends with UNAVAILABLE once the server drains, after whatever the
 /// inner body has ready.
-pub struct EndOnStop {
+pub(crate) struct EndOnStop {
     inner: Body,
     stop: BoxFuture<()>,
     ended: bool,
@@ -470,13 +481,13 @@ impl http_body::Body for EndOnStop {
 
 /// A service whose response bodies end when `stop` turns true (for the health service).
 #[derive(Clone, Debug)]
-pub struct DrainStreams<S> {
+pub(crate) struct DrainStreams<S> {
     inner: S,
     stop: watch::Receiver<bool>,
 }
 
 impl<S> DrainStreams<S> {
-    pub fn new(inner: S, stop: watch::Receiver<bool>) -> DrainStreams<S> {
+    pub(crate) fn new(inner: S, stop: watch::Receiver<bool>) -> DrainStreams<S> {
         DrainStreams { inner, stop }
     }
 }
@@ -520,7 +531,7 @@ where
 
 /// Counts each call on its connection from request until its response body is dropped.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ActivityLayer;
+pub(crate) struct ActivityLayer;
 
 impl<S> tower::Layer<S> for ActivityLayer {
     type Service = Activity<S>;
@@ -531,7 +542,7 @@ impl<S> tower::Layer<S> for ActivityLayer {
 
 /// See [`ActivityLayer`]; also wraps one service ([`Activity::new`], [`Activity::health`]).
 #[derive(Clone, Debug)]
-pub struct Activity<S> {
+pub(crate) struct Activity<S> {
     inner: S,
     /// Its calls are health checks (a connection that carried only those is displaced later
     /// at the connection cap: `transport::HEALTH_DISPLACE_MIN_IDLE`).
@@ -540,13 +551,13 @@ pub struct Activity<S> {
 
 impl<S> Activity<S> {
     /// `inner`, its calls counted as their connection's activity.
-    pub fn new(inner: S) -> Activity<S> {
+    pub(crate) fn new(inner: S) -> Activity<S> {
         Activity { inner, health: false }
     }
 
     /// The health service `inner`, its calls counted as their connection's activity and
     /// marked as health checks.
-    pub fn health(inner: S) -> Activity<S> {
+    pub(crate) fn health(inner: S) -> Activity<S> {
         Activity { inner, health: true }
     }
 }

@@ -34,11 +34,11 @@ use metrics::Counter;
 use tracing_subscriber::fmt::MakeWriter;
 
 /// Longest a line waits in memory before the writer thread writes its batch.
-pub const FLUSH_EVERY: Duration = Duration::from_millis(10);
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(10);
 /// A batch this large is written at once, without waiting for [`FLUSH_EVERY`].
-pub const HIGH_WATER: usize = 64 * 1024;
+pub(crate) const HIGH_WATER: usize = 64 * 1024;
 /// A batch this large makes loggers wait for the writer (backpressure, never loss).
-pub const CAPACITY: usize = 4 * 1024 * 1024;
+pub(crate) const CAPACITY: usize = 4 * 1024 * 1024;
 
 struct State {
     buf: Vec<u8>,

@@ -20,7 +20,7 @@
 //! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent`, `rules_digest` | the configured tables |
 //! | `reddog_rules_certified` | gauge | `table`, `rules_digest` | 1: checked against `--certified-rules` at start-up; 0: started without it |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
-//! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`); the client gets one answer for all |
+//! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`; `too_old`: issued before the support window, or of a retired format); the client gets one answer for all but `too_old` |
 //! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, answer not yet sent (so every held `--max-in-flight` slot); calls still reading their request message count, although they hold no slot |
 //! | `reddog_rpc_undelivered_total` | counter | | slots released by closing a connection that left its answers unread for 1–2 s (`undelivered` below) |
 //! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED (`OVERLOADED`): at `--max-in-flight`, at `--max-pending-request-bytes`, or after waiting over `--max-queue-wait-ms` |
@@ -450,7 +450,7 @@ impl MetricsRegistry {
     /// `increase()` sees the first event, not a new series.
     fn register_zero_counters(&self) {
         for method in [Method::StartRound, Method::Decide, Method::Settle] {
-            for reason in ["expired", "unknown_key", "tampered", "malformed", "wrong_kind"] {
+            for reason in ["expired", "unknown_key", "tampered", "malformed", "wrong_kind", "too_old"] {
                 self.counter("reddog_token_rejections_total", &[("method", method.name()), ("reason", reason)])
                     .increment(0);
             }
@@ -559,7 +559,7 @@ impl MetricsRegistry {
 /// until the task is dropped, with hyper's HTTP/1.1 server (keep-alive, pipelining and
 /// malformed requests are hyper's business, not ours). `GET /` answers a pointer to
 /// `/metrics`; anything else is 404.
-pub async fn serve(listener: TcpListener, registry: MetricsRegistry) {
+pub(crate) async fn serve(listener: TcpListener, registry: MetricsRegistry) {
     // Out of file descriptors, accept fails at once until one is freed: back off like the
     // gRPC listener instead of spinning a core.
     let mut backoff = super::accept::AcceptBackoff::new("metrics", registry.accept_backoff_counter());
@@ -596,7 +596,7 @@ fn respond<B>(req: &hyper::Request<B>, registry: &MetricsRegistry) -> hyper::Res
 
 /// Binds the metrics listener and serves `registry` on it in the background; returns the
 /// bound address.
-pub async fn spawn(addr: SocketAddr, registry: MetricsRegistry) -> std::io::Result<SocketAddr> {
+pub(crate) async fn spawn(addr: SocketAddr, registry: MetricsRegistry) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     tokio::spawn(serve(listener, registry));
@@ -605,7 +605,7 @@ pub async fn spawn(addr: SocketAddr, registry: MetricsRegistry) -> std::io::Resu
 
 /// The RPCs of `reddog.v1.RedDog`, as metric labels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     GetRules,
     CommitSeed,
     StartRound,
@@ -619,7 +619,7 @@ impl Method {
         [Method::GetRules, Method::CommitSeed, Method::StartRound, Method::Decide, Method::Settle, Method::ListTables];
 
     /// The span name OpenTelemetry's RPC conventions ask for: `reddog.v1.RedDog/<Method>`.
-    pub const fn full_name(self) -> &'static str {
+    pub(crate) const fn full_name(self) -> &'static str {
         match self {
             Method::GetRules => "reddog.v1.RedDog/GetRules",
             Method::CommitSeed => "reddog.v1.RedDog/CommitSeed",
@@ -630,7 +630,7 @@ impl Method {
         }
     }
 
-    pub const fn name(self) -> &'static str {
+    pub(crate) const fn name(self) -> &'static str {
         match self {
             Method::GetRules => "GetRules",
             Method::CommitSeed => "CommitSeed",
@@ -812,7 +812,7 @@ fn describe(r: &PrometheusRecorder) {
 /// Handles to the metrics every RPC touches, registered once when the service is built, so
 /// a call only increments atomics (registering would build, hash and look up a labelled key
 /// on every call). Registering eagerly also makes every series visible at 0 from the start.
-pub struct Metrics {
+pub(crate) struct Metrics {
     ok: [Counter; 6],
     duration: [Histogram; 6],
     /// `reddog_token_seals_total{key_id}` of the key tokens are sealed with, registered at
@@ -829,7 +829,7 @@ impl std::fmt::Debug for Metrics {
 
 impl Metrics {
     /// Registers the per-RPC handles with `registry`.
-    pub fn register(registry: &MetricsRegistry) -> Metrics {
+    pub(crate) fn register(registry: &MetricsRegistry) -> Metrics {
         Metrics {
             ok: Method::ALL
                 .map(|m| registry.counter("reddog_rpc_requests_total", &[("method", m.name()), ("code", "OK")])),
@@ -840,7 +840,7 @@ impl Metrics {
     }
 
     /// Records one answered RPC.
-    pub fn rpc(&self, method: Method, code: tonic::Code, started: Instant) {
+    pub(crate) fn rpc(&self, method: Method, code: tonic::Code, started: Instant) {
         let i = method as usize;
         if code == tonic::Code::Ok {
             self.ok[i].increment(1);
@@ -854,21 +854,21 @@ impl Metrics {
 
     /// Records a token sealed with the key `key_id`: the service's primary key, the same for
     /// every seal of the process.
-    pub fn sealed(&self, key_id: &str) {
+    pub(crate) fn sealed(&self, key_id: &str) {
         self.seals
             .get_or_init(|| self.registry.counter("reddog_token_seals_total", &[("key_id", key_id.to_string())]))
             .increment(1);
     }
 
     /// Records a refused token (see [`MetricsRegistry::token_rejected`]).
-    pub fn token_rejected(&self, method: Method, reason: &'static str) {
+    pub(crate) fn token_rejected(&self, method: Method, reason: &'static str) {
         self.registry.token_rejected(method, reason);
     }
 }
 
 /// The game metrics of one table, labelled `table`: what was dealt and settled, and the exact
 /// figures the fairness alerts compare them with (docs/OPERATIONS.md, "Metrics and alerts").
-pub struct TableMetrics {
+pub(crate) struct TableMetrics {
     /// By deal class.
     rounds_started: [Counter; DEALS],
     /// By deal class and rule (in the order of `RULES`); `None` where the rule cannot end
@@ -892,7 +892,7 @@ impl TableMetrics {
     /// Registers the table's handles (its money sums in `money`) and sets its exact figures
     /// (computed once here from the odds module: probabilities of every deal class and of the
     /// third card winning, and the RTP range over every strategy).
-    pub fn register(id: &str, table: &Table, currency: &Currency, registry: &MetricsRegistry) -> TableMetrics {
+    pub(crate) fn register(id: &str, table: &Table, currency: &Currency, registry: &MetricsRegistry) -> TableMetrics {
         let id = id.to_string();
         let sums = registry.money().table(&id);
         let analysis = Analysis::new(table.decks(), table.paytable());
@@ -968,7 +968,7 @@ impl TableMetrics {
     }
 
     /// Records a dealt round.
-    pub fn round_started(&self, class: HandClass) {
+    pub(crate) fn round_started(&self, class: HandClass) {
         self.rounds_started[deal_index(class)].increment(1);
     }
 
@@ -976,7 +976,7 @@ impl TableMetrics {
     /// sums (exact, see the module docs), the round's exact expected return and variance
     /// given its deal (`decks` and `paytable` are the round's own, from its token) and the
     /// RTP moments (as `f64`: statistics, never money).
-    pub fn settled(&self, s: &Settlement, decks: Decks, paytable: &Paytable) {
+    pub(crate) fn settled(&self, s: &Settlement, decks: Decks, paytable: &Paytable) {
         let deal = deal_index(s.class);
         if let Some(rule) = s.seats.first().map(|seat| seat.rule)
             && let Some(Some(c)) = RULES.iter().position(|&r| r == rule).map(|i| &self.rounds_settled[deal][i])

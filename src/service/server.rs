@@ -47,14 +47,14 @@ pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 /// send before the server has read it. A stream's window holds one largest request (64 KiB
 /// and the 5-byte gRPC prefix); the connection's bounds what a connection can make the server
 /// buffer (hyper's default is 1 MiB each).
-pub const STREAM_WINDOW: u32 = 80 * 1024;
+pub(crate) const STREAM_WINDOW: u32 = 80 * 1024;
 /// See [`STREAM_WINDOW`].
-pub const CONNECTION_WINDOW: u32 = 128 * 1024;
+pub(crate) const CONNECTION_WINDOW: u32 = 128 * 1024;
 /// How long the server waits for a PING answer before it drops the connection.
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// In a drain, how long answers already produced may take to be written once no call is in
 /// progress, before the remaining connections are closed.
-pub const DRAIN_WRITE_GRACE: Duration = Duration::from_millis(500);
+pub(crate) const DRAIN_WRITE_GRACE: Duration = Duration::from_millis(500);
 
 /// The health-only listener's limits: a few probes and operators' checks, never RedDog load.
 fn health_limits(main: &TransportLimits) -> TransportLimits {

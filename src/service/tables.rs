@@ -39,7 +39,7 @@ use crate::ids::MAX_TABLE_ID_BYTES;
 /// The id of the default table: the one an empty `table_id` selects.
 pub const DEFAULT_TABLE_ID: &str = "default";
 
-pub use crate::ids::MAX_MINOR_UNIT_EXPONENT;
+pub(crate) use crate::ids::MAX_MINOR_UNIT_EXPONENT;
 
 /// A table's currency.
 ///

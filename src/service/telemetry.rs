@@ -27,7 +27,7 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-pub use super::log_writer::BatchWriter;
+pub(crate) use super::log_writer::BatchWriter;
 use super::metrics::MetricsRegistry;
 
 /// Log line format.
@@ -48,7 +48,7 @@ pub struct Telemetry {
 
 /// tracing-subscriber's stock fmt layer of `format` writing to `writer`: what `init`
 /// installs.
-pub fn fmt_layer<S, W>(format: LogFormat, ansi: bool, writer: W) -> Box<dyn Layer<S> + Send + Sync>
+pub(crate) fn fmt_layer<S, W>(format: LogFormat, ansi: bool, writer: W) -> Box<dyn Layer<S> + Send + Sync>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
@@ -140,7 +140,7 @@ impl Extractor for MetadataExtractor<'_> {
 /// Makes the caller's span — the W3C `traceparent` in `metadata`, with its `tracestate` —
 /// the parent of `span`. Without a valid `traceparent` the span starts a new trace. A no-op
 /// unless the OpenTelemetry layer is installed.
-pub fn continue_trace(span: &tracing::Span, metadata: &tonic::metadata::MetadataMap) {
+pub(crate) fn continue_trace(span: &tracing::Span, metadata: &tonic::metadata::MetadataMap) {
     if metadata.get("traceparent").is_none() {
         return;
     }
@@ -151,7 +151,7 @@ pub fn continue_trace(span: &tracing::Span, metadata: &tonic::metadata::Metadata
 
 /// Whether a status is a server fault, for the span status (OpenTelemetry's gRPC server
 /// conventions): a caller's mistake (INVALID_ARGUMENT, …) leaves the span unset.
-pub fn is_server_error(code: tonic::Code) -> bool {
+pub(crate) fn is_server_error(code: tonic::Code) -> bool {
     use tonic::Code::*;
     matches!(code, Unknown | DeadlineExceeded | Unimplemented | Internal | Unavailable | DataLoss)
 }

@@ -64,7 +64,7 @@ use super::metrics::MetricsRegistry;
 use super::tls::TlsReloader;
 
 /// The HTTP/2 client connection preface (RFC 9113 §3.4).
-pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub(crate) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 fn base() -> Instant {
     static BASE: OnceLock<Instant> = OnceLock::new();
@@ -79,7 +79,7 @@ fn now_ms() -> u64 {
 /// progress, when the last one ended, its share of the global in-flight slots, and whether
 /// the server has decided to close it.
 #[derive(Debug)]
-pub struct Activity {
+pub(crate) struct Activity {
     in_flight: AtomicUsize,
     last_ms: AtomicU64,
     /// Whether a call has ever begun on it.
@@ -133,7 +133,7 @@ impl Activity {
     }
 
     /// Counts a call (not a health check) until the guard is dropped.
-    pub fn begin(self: &Arc<Self>) -> ActivityGuard {
+    pub(crate) fn begin(self: &Arc<Self>) -> ActivityGuard {
         if !self.not_health.load(Ordering::Relaxed) {
             self.not_health.store(true, Ordering::Relaxed);
         }
@@ -141,7 +141,7 @@ impl Activity {
     }
 
     /// Counts a health check until the guard is dropped.
-    pub fn begin_health(self: &Arc<Self>) -> ActivityGuard {
+    pub(crate) fn begin_health(self: &Arc<Self>) -> ActivityGuard {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         if !self.used.load(Ordering::Relaxed) {
             self.used.store(true, Ordering::Relaxed);
@@ -181,7 +181,7 @@ impl Activity {
 
 /// Keeps one call counted on its connection.
 #[derive(Debug)]
-pub struct ActivityGuard(Arc<Activity>);
+pub(crate) struct ActivityGuard(Arc<Activity>);
 
 impl Drop for ActivityGuard {
     fn drop(&mut self) {
@@ -212,7 +212,7 @@ impl Drop for Undelivered {
 
 /// What a request knows about its connection (a request extension).
 #[derive(Clone, Debug)]
-pub struct ConnInfo {
+pub(crate) struct ConnInfo {
     pub remote_addr: Option<SocketAddr>,
     #[allow(dead_code)] // unread since the module is crate-private
     pub local_addr: Option<SocketAddr>,
@@ -225,7 +225,7 @@ pub struct ConnInfo {
 /// The connections past the handshake: the cap's slots and each connection's [`Activity`],
 /// for the idle sweep, for closing the longest-idle one at the cap, and for the drain.
 #[derive(Debug)]
-pub struct Connections {
+pub(crate) struct Connections {
     slots: Arc<Semaphore>,
     /// How long a connection that carried only health checks must be idle to be displaced.
     health_min_idle: Duration,
@@ -239,14 +239,18 @@ impl Connections {
     /// A table for at most `max` connections, where a connection that carried only health
     /// checks is displaced like any other (the health-only port's table), counted in
     /// `metrics`.
-    pub fn new(max: usize, metrics: MetricsRegistry) -> Arc<Connections> {
+    pub(crate) fn new(max: usize, metrics: MetricsRegistry) -> Arc<Connections> {
         Connections::with_health_min_idle(max, DISPLACE_MIN_IDLE, metrics)
     }
 
     /// A table for at most `max` connections, where a connection that carried only health
     /// checks may be displaced once idle for `health_min_idle` (the gRPC port's table:
     /// [`HEALTH_DISPLACE_MIN_IDLE`]), counted in `metrics`.
-    pub fn with_health_min_idle(max: usize, health_min_idle: Duration, metrics: MetricsRegistry) -> Arc<Connections> {
+    pub(crate) fn with_health_min_idle(
+        max: usize,
+        health_min_idle: Duration,
+        metrics: MetricsRegistry,
+    ) -> Arc<Connections> {
         Arc::new(Connections {
             slots: Arc::new(Semaphore::new(max)),
             health_min_idle,
@@ -261,13 +265,13 @@ impl Connections {
     }
 
     /// Connections open now.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.live().len()
     }
 
     /// Whether no connection is open.
     #[allow(dead_code)] // unused since the module is crate-private
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
@@ -334,7 +338,7 @@ impl Connections {
     }
 
     /// Ends every open connection at once: reads end and writes fail, whatever the peer does.
-    pub fn abort_all(&self) {
+    pub(crate) fn abort_all(&self) {
         for a in self.live().values() {
             a.close(true);
         }
@@ -408,7 +412,7 @@ impl AsyncWrite for Stream {
 /// An admitted connection: the preface already read is replayed to the HTTP/2 server, then
 /// reads and writes pass through until the server closes it (idle, displaced at the cap, or
 /// the drain's last step): then reads end and, when aborted, writes fail.
-pub struct ConnIo {
+pub(crate) struct ConnIo {
     inner: Stream,
     replayed: usize,
     info: ConnInfo,
@@ -507,7 +511,7 @@ impl Connected for ConnIo {
 /// `tls`, then the HTTP/2 preface) in time, until `stop` turns true; then the listener and
 /// every connection still in its handshake are closed and the stream ends. `conns` is the
 /// table the admitted connections join (the caller keeps it for the drain).
-pub fn incoming(
+pub(crate) fn incoming(
     listener: TcpListener,
     limits: &TransportLimits,
     tls: Option<TlsReloader>,

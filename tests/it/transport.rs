@@ -396,12 +396,12 @@ async fn token_refusals_are_counted_by_reason_and_answered_alike() {
     let mut c = server.client().await;
     let series = |reason: &str| format!("reddog_token_rejections_total{{method=\"StartRound\",reason=\"{reason}\"}}");
     // The server's own registry: registered at 0, and only this test's calls count.
-    for reason in ["expired", "unknown_key", "tampered", "malformed", "wrong_kind"] {
+    for reason in ["expired", "unknown_key", "tampered", "malformed", "wrong_kind", "too_old"] {
         assert_eq!(server.metric(&series(reason)), Some(0.0), "{reason} registered at 0");
     }
-    let expired = commitment_token(&ring_a(), SEED, -1_000);
-    let foreign = commitment_token(&ring_json("zz", &[("zz", KEY_B)]), SEED, 60_000);
-    let mut tampered = commitment_token(&ring_a(), SEED, 60_000);
+    let expired = commitment_token(&ring_a(), SEED, 0, -1_000);
+    let foreign = commitment_token(&ring_json("zz", &[("zz", KEY_B)]), SEED, 0, 60_000);
+    let mut tampered = commitment_token(&ring_a(), SEED, 0, 60_000);
     *tampered.last_mut().unwrap() ^= 1;
     let malformed = b"not a token".to_vec();
     let mut answers = Vec::new();
@@ -418,6 +418,7 @@ async fn token_refusals_are_counted_by_reason_and_answered_alike() {
         assert_eq!(server.metric(&series(reason)), Some(1.0), "{reason} counted once");
     }
     assert_eq!(server.metric(&series("wrong_kind")), Some(0.0));
+    assert_eq!(server.metric(&series("too_old")), Some(0.0));
     server.stop().await;
 }
 
