@@ -378,7 +378,8 @@ mod tests {
         }
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let rec = Recorder::default();
-        let w = BatchWriter::start(Gated(gate.clone(), rec.clone()));
+        let metrics = crate::service::metrics::MetricsRegistry::new();
+        let w = BatchWriter::start_counting_waits(Gated(gate.clone(), rec.clone()), metrics.log_writer_waits());
         let line = vec![b'x'; 1023].into_iter().chain([b'\n']).collect::<Vec<u8>>();
         // Twice the capacity plus one: the writer holds one batch, the buffer fills, the
         // logger must wait until the gate opens.
@@ -403,6 +404,8 @@ mod tests {
         logger.join().unwrap();
         w.close(Duration::from_secs(10)).unwrap();
         assert_eq!(rec.0.lock().unwrap().0.len(), total * line.len(), "nothing lost");
+        let waits = metrics.value("reddog_log_writer_waits_total").unwrap();
+        assert!(waits >= 1.0, "the wait is counted in the writer's registry: {waits}");
     }
 
     #[test]
