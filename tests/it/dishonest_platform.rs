@@ -385,9 +385,18 @@ async fn tokens_older_than_the_support_window_get_a_precise_refusal() {
     };
 
     // A round issued now (its commitment's CommitSeed time): usable for exactly the window.
-    let nonce = nonce_for(Want::Between);
-    let committed = c.commit_seed(req::commit_seed().nonce(nonce)).await.unwrap();
-    let started = c.start_round(req::start_round(committed.commitment_token).nonce(nonce)).await.unwrap();
+    // The engine draws the seed, so commit until a deal that waits for a decision comes up
+    // (about three tries in four).
+    let mut started = None;
+    for nonce in 0..64 {
+        let committed = c.commit_seed(req::commit_seed().nonce(nonce)).await.unwrap();
+        let round = c.start_round(req::start_round(committed.commitment_token).nonce(nonce)).await.unwrap();
+        if round.round.as_ref().is_some_and(|r| r.awaiting_decisions) {
+            started = Some(round);
+            break;
+        }
+    }
+    let started = started.expect("a deal awaiting a decision within 64 rounds");
     let token = started.round_token;
     clock.advance(Duration::from_millis(WINDOW_MS as u64));
     let decided = c.decide(req::decide(token.clone()).raise(0)).await.expect("usable at the window's last instant");
