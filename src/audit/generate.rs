@@ -144,13 +144,9 @@ struct GenTable {
     digest: [u8; 32],
 }
 
-/// The rules digest (`docs/design/evidence-contract.md` §3), hex, as the engine binds it.
-pub fn rules_digest(table: &Table, currency: &str, exponent: u8) -> String {
-    table_rules(table, currency, exponent).digest().to_hex()
-}
-
+/// The generated tables' rules, as the engine hashes them (never sandbox tables).
 fn table_rules<'a>(table: &'a Table, currency: &'a str, exponent: u8) -> TableRules<'a> {
-    TableRules { decks: table.decks(), paytable: table.paytable(), limits: table.limits(), currency, exponent }
+    TableRules::of(table, currency, exponent, false)
 }
 
 fn tables() -> Vec<GenTable> {
@@ -762,10 +758,9 @@ mod tests {
         let other_odds =
             Table::new(base.decks(), Paytable::new([5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 2], 11).unwrap(), base.limits())
                 .unwrap();
-        let d = rules_digest(base, "EUR", 2);
-        assert_eq!(d.len(), 64);
-        assert_ne!(rules_digest(&other_odds, "EUR", 2), d);
-        assert_ne!(rules_digest(base, "USD", 2), d);
-        assert_ne!(rules_digest(base, "EUR", 3), d);
+        let d = table_rules(base, "EUR", 2).digest();
+        assert_ne!(table_rules(&other_odds, "EUR", 2).digest(), d);
+        assert_ne!(table_rules(base, "USD", 2).digest(), d);
+        assert_ne!(table_rules(base, "EUR", 3).digest(), d);
     }
 }

@@ -35,7 +35,7 @@ use super::token::{KeyRing, TokenKind, TokenRefusal};
 use crate::audit::record::{self, Amounts, Cards, DealClass, Decisions, Event, Hex32, Odds, SeatMoney, Steps};
 use crate::error::{Cause, EngineError, Fault};
 use crate::fairness::commitment::{self, CurrencyRef, RoundRef, TableRef};
-use crate::fairness::receipt::{CommitReceipt, CommitReceiptJson, StepReceipt};
+use crate::fairness::receipt::{CommitReceipt, StepReceipt};
 use crate::fairness::{
     ALGORITHM, Commitment, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, Transcript,
 };
@@ -180,7 +180,7 @@ impl RedDogService {
         let table_metrics = config
             .tables
             .iter()
-            .map(|t| (t.id.clone(), TableMetrics::register(&t.id, &t.table, &t.currency, &config.money)))
+            .map(|t| (t.id.clone(), TableMetrics::register(&t.id, &t.table, &t.currency, t.digest(), &config.money)))
             .collect();
         RedDogService {
             inner: Arc::new(Inner {
@@ -270,6 +270,7 @@ impl RedDogService {
         let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
         let committed = seed.commitment();
         let receipt = CommitReceipt {
+            key_id: self.inner.ring.signer().map_or("", |s| s.id()),
             commitment: &committed.0,
             round_id: &req.round_id,
             nonce: req.nonce,
@@ -318,23 +319,27 @@ impl RedDogService {
     /// a signing key (FAIRNESS.md 4.7).
     fn sign_commit(&self, receipt: &CommitReceipt<'_>) -> (String, String, String) {
         let Some(signer) = self.inner.ring.signer() else { return (String::new(), String::new(), String::new()) };
-        let signature = signer.sign_commit(receipt);
-        // Serialising plain strings, integers and booleans cannot fail.
-        let json = serde_json::to_string(&CommitReceiptJson::new(receipt, signer.id(), &signature)).unwrap_or_default();
+        let (signature, json) = signer.sign_commit(receipt);
         (signer.id().to_string(), signature, json)
     }
 
     /// The step receipt of the round in `state` after a step that took `decisions`: key id,
     /// signature and JSON, or three empty strings without a signing key (FAIRNESS.md 4.7).
+    /// It signs what the table shows ([`crate::game::Round::shown`]): the face-down card of
+    /// a round whose seats are deciding is not reachable from here.
     fn sign_step(&self, state: &RoundState, decisions: &[(usize, Decision)]) -> (String, String, String) {
         let Some(signer) = self.inner.ring.signer() else { return (String::new(), String::new(), String::new()) };
         let (signature, json) = signer.sign_step(&StepReceipt {
+            key_id: signer.id(),
             commitment: state.seed.commitment().0,
-            round_id: state.round_id.clone(),
+            table_id: &state.table_id,
+            round_id: &state.round_id,
+            rules_digest: state.rules().map(|r| r.digest().0),
+            sandbox: state.sandbox,
             step: state.step(),
             transcript: state.transcript.0,
-            cards: state.dealt_cards(),
-            decisions: decisions.to_vec(),
+            shown: state.round.shown(),
+            decisions,
         });
         (signer.id().to_string(), signature, json)
     }

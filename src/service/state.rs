@@ -147,6 +147,7 @@ impl CommitmentPayload {
             limits,
             currency: currency.code(),
             exponent: currency.minor_unit_exponent(),
+            sandbox: self.sandbox,
         };
         if rules.digest() != digest {
             return Err(bad());
@@ -305,6 +306,7 @@ impl RoundState {
             limits,
             currency: currency.code(),
             exponent: currency.minor_unit_exponent(),
+            sandbox: self.sandbox,
         })
     }
 
