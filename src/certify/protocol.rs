@@ -402,3 +402,30 @@ async fn play(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The signed-receipt vectors — settle, step and CommitSeed cases, trusted keys, leaked
+    /// cards, sandbox rounds, small-order keys — run through the one verdict and are counted.
+    #[test]
+    fn certification_runs_and_counts_every_signed_receipt_vector() {
+        let files = vectors();
+        for name in ["tests/vectors/receipt-v1.json", "tests/vectors/receipt-v2.json"] {
+            let f = files.iter().find(|f| f.file == name).expect(name);
+            assert!(f.failures.is_empty(), "{name}: {:?}", f.failures);
+            assert_eq!(f.passed, f.cases, "{name}");
+        }
+        let v2 = files.iter().find(|f| f.file.ends_with("receipt-v2.json")).unwrap();
+        let doc: Value = serde_json::from_str(RECEIPT_V2_VECTORS).unwrap();
+        let steps = doc["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["name"].as_str().unwrap().starts_with("step/"))
+            .count();
+        assert!(steps >= 10, "{steps} step-receipt cases");
+        assert_eq!(v2.cases, doc["cases"].as_array().unwrap().len() + 1, "every case and the CommitSeed message");
+    }
+}

@@ -77,7 +77,7 @@ pub enum Round {
 /// receipt, an answer — cannot name that card (docs/FAIRNESS.md, "What each party may know,
 /// and when"). Its fields are private and it has no other constructor:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0451
 /// use reddog_core::game::{Card, round::ShownCards};
 /// let c = Card::from_code(0).unwrap();
 /// let _ = ShownCards { first: [c, c], third: Some(c) }; // private fields: does not compile
