@@ -267,10 +267,9 @@ impl RedDogService {
         let rules_digest = self.digest_of(named);
         let expires_at_unix_ms = self.inner.clock.now_ms().checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
         let payload = commitment_payload(&seed, req, named, &rules_digest, expires_at_unix_ms);
-        let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
-        let committed = seed.commitment();
+        let (token, committed) = (self.inner.ring.seal(TokenKind::Commitment, &payload)?, seed.commitment());
         let receipt = CommitReceipt {
-            key_id: self.inner.ring.signer().map_or("", |s| s.id()),
+            key_id: "", // the signer puts its own id in (`ReceiptSigner::sign_commit`)
             commitment: &committed.0,
             round_id: &req.round_id,
             nonce: req.nonce,
