@@ -685,7 +685,13 @@ impl TableMetrics {
     /// Registers the table's handles (its money sums in `money`) and sets its exact figures
     /// (computed once here from the odds module: probabilities of every deal class and of the
     /// third card winning, and the RTP range over every strategy).
-    pub(crate) fn register(id: &str, table: &Table, currency: &Currency, money: &MoneyMetrics) -> TableMetrics {
+    pub(crate) fn register(
+        id: &str,
+        table: &Table,
+        currency: &Currency,
+        digest: crate::fairness::RulesDigest,
+        money: &MoneyMetrics,
+    ) -> TableMetrics {
         describe();
         let id = id.to_string();
         let sums = money.table(&id);
@@ -696,7 +702,7 @@ impl TableMetrics {
             "decks" => table.decks().get().to_string(),
             "currency" => currency.code().to_string(),
             "minor_unit_exponent" => currency.minor_unit_exponent().to_string(),
-            "rules_digest" => hex::encode(super::audit_record::rules_digest(table, currency))
+            "rules_digest" => digest.to_hex()
         )
         .set(1.0);
         for i in 0..DEALS {
