@@ -178,6 +178,7 @@ async fn static_file(Path(file): Path<String>) -> Response {
         "verify-core.js" => ("text/javascript; charset=utf-8", include_str!("../static/verify-core.js")),
         "ui.js" => ("text/javascript; charset=utf-8", include_str!("../static/ui.js")),
         "record.js" => ("text/javascript; charset=utf-8", include_str!("../static/record.js")),
+        "pin.js" => ("text/javascript; charset=utf-8", include_str!("../static/pin.js")),
         "i18n.js" => ("text/javascript; charset=utf-8", include_str!("../static/i18n.js")),
         "rules.js" => ("text/javascript; charset=utf-8", include_str!("../static/rules.js")),
         "style.css" => ("text/css; charset=utf-8", include_str!("../static/style.css")),

@@ -667,9 +667,9 @@ function deal() {
     startRecord(S.round, { before: balance(), debited: 0, bets });
     const res = await api("/api/round/deal", { round_id: S.round.round_id, client_seed: seed, bets });
     noteAnswer(res.round);
-    // The seats show the round's bets while deciding: the record holds what is shown, so the
-    // badge checks it against the reveal (a platform showing another bet turns it red).
-    displaySeats(res.round).forEach((x, k) => { if (S.record.seats[k]) S.record.seats[k].bet = String(x.bet); });
+    // The record keeps the bet the player SENT (`bet`) and the bet the seats show
+    // (`shown_bet`): the badge checks both against the reveal (record.js).
+    displaySeats(res.round).forEach((x, k) => { if (S.record.seats[k]) S.record.seats[k].shown_bet = String(x.bet); });
     S.state.player.balance = res.balance;
     S.lastBets = bets;
     S.round = res.round;

@@ -1,33 +1,14 @@
 // Small helpers shared by the table and the history page.
 import { t, hasKey, formatMoney, formatNet, formatNumber, formatDate, cardWords, setCurrency, EASTERN } from "./i18n.js";
-import { verifyReveal, verifyReceipt } from "./verify.js";
+import { verifyPinned } from "./pin.js";
 import { describeField } from "./record.js";
 
-// Verifies a settled round's reveal against `expect`; when the engine signs receipts (its
-// GetRules lists `signing_keys`), the round's signature too, with the listed key it names
-// (verify.js verifyReceipt). A round that should carry a signature and does not, or names a
-// key the engine does not list, fails the "signature" check: a platform cannot drop it.
+// Verifies a settled round's reveal against `expect`; when the engine signs receipts, the
+// round's signature too, with the key this browser pinned for the table (pin.js): a round
+// unsigned, or signed by another key, after a key was seen fails the "signature" check — a
+// platform can neither drop the signature nor swap in its own key.
 export async function verifyRound(round, expect, signingKeys = []) {
-  const keys = signingKeys || [];
-  if (round.signature) {
-    const key = keys.find((k) => k.key_id === round.signing_key_id);
-    if (key) return verifyReceipt(round.reveal_json, key.public_key_hex, round.signature, expect);
-    return failSignature(await verifyReveal(round.reveal_json, expect),
-      `signed with key "${round.signing_key_id}", which the engine does not list`, ["vc_sig_unknown_key", { key: round.signing_key_id }]);
-  }
-  const out = await verifyReveal(round.reveal_json, expect);
-  if (keys.length && out.verdict !== "malformed" && out.format !== "reddog-reveal-v1") {
-    return failSignature(out, "the engine signs every settlement, but this round came without its signature", ["vc_sig_missing"]);
-  }
-  return out;
-}
-
-// The check's English `detail` (as the verifiers write it) and its catalogue form `say`.
-function failSignature(out, detail, say) {
-  out.checks.push({ name: "signature", ok: false, detail, say });
-  out.errors.push(`signature: ${detail}`);
-  out.verdict = "not_verified";
-  return out;
+  return verifyPinned(round, expect, signingKeys);
 }
 
 // "passed", "failed" or "none" (the round carries no signature check).

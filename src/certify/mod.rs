@@ -262,7 +262,7 @@ pub fn run_with<S: DealSource>(
     for (i, named) in options.tables.iter().enumerate() {
         let t = &named.table;
         let (code, exp) = (named.currency.code(), named.currency.minor_unit_exponent());
-        let digest = identity::rules_digest(t, code, exp);
+        let digest = named.digest().to_hex();
         rules_digests.insert(named.id.clone(), digest.clone());
         let seed = options.seed.wrapping_add(i as u64);
         let best = crate::odds::Analysis::new(t.decks(), t.paytable()).policy(crate::odds::Policy::Optimal).rtp;
@@ -320,8 +320,9 @@ pub fn run_with<S: DealSource>(
         table_config_sha256: options.table_config.as_ref().map(|(_, b)| identity::sha256_hex(b)),
         table_config: options.table_config.as_ref().map_or("built-in default table".to_string(), |(p, _)| p.clone()),
         rules_digests,
-        rules_digest_method: "docs/design/evidence-contract.md section 3, computed by certify::identity::rules_digest"
-            .to_string(),
+        rules_digest_method:
+            "docs/design/evidence-contract.md section 3, computed by fairness::TableRules::of (the engine's own)"
+                .to_string(),
         date: now_rfc3339(),
         command_line: options.command_line.clone(),
     };

@@ -35,7 +35,7 @@ use super::token::{KeyRing, TokenKind, TokenRefusal, check_age};
 use crate::audit::record::{self, Amounts, Cards, DealClass, Decisions, Event, Hex32, Odds, SeatMoney, Steps};
 use crate::error::EngineError;
 use crate::fairness::commitment::{self, RoundRef};
-use crate::fairness::receipt::{CommitReceipt, CommitReceiptJson, StepReceipt};
+use crate::fairness::receipt::{CommitReceipt, StepReceipt};
 use crate::fairness::{
     ALGORITHM, Commitment, DealInputs, FairShoe, RevealV2, RulesDigest, ServerSeed, SettledRound, Transcript,
 };
@@ -175,7 +175,7 @@ impl RedDogService {
         let table_metrics = config
             .tables
             .iter()
-            .map(|t| (t.id.clone(), TableMetrics::register(&t.id, &t.table, &t.currency, &config.metrics)))
+            .map(|t| (t.id.clone(), TableMetrics::register(&t.id, &t.table, &t.currency, t.digest(), &config.metrics)))
             .collect();
         RedDogService {
             inner: Arc::new(Inner {
@@ -263,12 +263,11 @@ impl RedDogService {
         let named = self.table(&req.table_id)?;
         let seed = ServerSeed::generate().map_err(EngineError::from)?;
         let rules_digest = self.digest_of(named);
-        let issued_at_unix_ms = self.inner.clock.now_ms();
-        let expires_at_unix_ms = issued_at_unix_ms.checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
+        let (issued_at_unix_ms, expires_at_unix_ms) = self.commitment_validity();
         let payload = commitment_payload(&seed, req, named, &rules_digest, (issued_at_unix_ms, expires_at_unix_ms));
-        let token = self.seal(TokenKind::Commitment, &payload)?;
-        let committed = seed.commitment();
+        let (token, committed) = (self.seal(TokenKind::Commitment, &payload)?, seed.commitment());
         let receipt = CommitReceipt {
+            key_id: "", // the signer puts its own id in (`ReceiptSigner::sign_commit`)
             commitment: &committed.0,
             round_id: &req.round_id,
             nonce: req.nonce,
@@ -299,6 +298,12 @@ impl RedDogService {
         })
     }
 
+    /// A new commitment's issue time and its expiry (`--commitment-ttl-secs` later), in Unix ms.
+    fn commitment_validity(&self) -> (i64, i64) {
+        let issued_at_unix_ms = self.inner.clock.now_ms();
+        (issued_at_unix_ms, issued_at_unix_ms.checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX))
+    }
+
     /// Records a commitment in the audit trail.
     fn audit_seed_committed(&self, receipt: &CommitReceipt<'_>, committed: &Commitment) -> Result<(), AuditRefused> {
         self.inner.audit.record(Event::SeedCommitted(record::SeedCommitted {
@@ -317,23 +322,27 @@ impl RedDogService {
     /// a signing key (FAIRNESS.md 4.7).
     fn sign_commit(&self, receipt: &CommitReceipt<'_>) -> (String, String, String) {
         let Some(signer) = self.inner.ring.signer() else { return (String::new(), String::new(), String::new()) };
-        let signature = signer.sign_commit(receipt);
-        // Serialising plain strings, integers and booleans cannot fail.
-        let json = serde_json::to_string(&CommitReceiptJson::new(receipt, signer.id(), &signature)).unwrap_or_default();
+        let (signature, json) = signer.sign_commit(receipt);
         (signer.id().to_string(), signature, json)
     }
 
     /// The step receipt of the round in `state` after a step that took `decisions`: key id,
     /// signature and JSON, or three empty strings without a signing key (FAIRNESS.md 4.7).
+    /// It signs what the table shows ([`crate::game::Round::shown`]): the face-down card of
+    /// a round whose seats are deciding is not reachable from here.
     fn sign_step(&self, state: &RoundState, decisions: &[(usize, Decision)]) -> (String, String, String) {
         let Some(signer) = self.inner.ring.signer() else { return (String::new(), String::new(), String::new()) };
         let (signature, json) = signer.sign_step(&StepReceipt {
+            key_id: signer.id(),
             commitment: state.seed.commitment().0,
-            round_id: state.round_id.clone(),
+            table_id: &state.table_id,
+            round_id: &state.round_id,
+            rules_digest: Some(state.rules().digest().0),
+            sandbox: state.sandbox,
             step: state.step(),
             transcript: state.transcript.0,
-            cards: state.dealt_cards(),
-            decisions: decisions.to_vec(),
+            shown: state.round.shown(),
+            decisions,
         });
         (signer.id().to_string(), signature, json)
     }

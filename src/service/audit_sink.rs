@@ -32,7 +32,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use std::borrow::Cow;
 
-use super::audit_record::{checkpoint_message, rules_digest};
+use super::audit_record::checkpoint_message;
 use super::build_info;
 use super::error::{ERROR_DOMAIN, ErrorReason};
 use super::log_writer::BatchWriter;
@@ -230,7 +230,7 @@ impl AuditSink {
             .iter()
             .map(|t| TableDigest {
                 table_id: Cow::Borrowed(&t.id),
-                rules_digest: Hex32(rules_digest(&t.table, &t.currency)),
+                rules_digest: Hex32(t.digest().0),
                 decks: t.table.decks().get(),
                 paytable: Odds(Cow::Borrowed(t.table.paytable())),
                 min_bet: t.table.limits().min().0,
@@ -512,7 +512,11 @@ mod tests {
         let steps = vec![step.clone()];
         let mut money = [SeatMoney::default(); MAX_SEATS];
         let commitment = ServerSeed::from_bytes([7; 32]).commitment();
-        let digest = rules_digest(&table, &super::super::tables::Currency::unspecified());
+        let unspecified = super::super::tables::Currency::unspecified();
+        let digest =
+            crate::fairness::TableRules::of(&table, unspecified.code(), unspecified.minor_unit_exponent(), false)
+                .digest()
+                .0;
         let (t0, t1) = (Transcript([1; 32]), Transcript([2; 32]));
         let written = [
             Event::SeedCommitted(SeedCommitted {

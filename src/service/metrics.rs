@@ -889,10 +889,16 @@ impl std::fmt::Debug for TableMetrics {
 }
 
 impl TableMetrics {
-    /// Registers the table's handles (its money sums in `money`) and sets its exact figures
-    /// (computed once here from the odds module: probabilities of every deal class and of the
-    /// third card winning, and the RTP range over every strategy).
-    pub(crate) fn register(id: &str, table: &Table, currency: &Currency, registry: &MetricsRegistry) -> TableMetrics {
+    /// Registers the table's handles in `registry` (its money sums there too) and sets its
+    /// exact figures (computed once here from the odds module: probabilities of every deal
+    /// class and of the third card winning, and the RTP range over every strategy).
+    pub(crate) fn register(
+        id: &str,
+        table: &Table,
+        currency: &Currency,
+        digest: crate::fairness::RulesDigest,
+        registry: &MetricsRegistry,
+    ) -> TableMetrics {
         let id = id.to_string();
         let sums = registry.money().table(&id);
         let analysis = Analysis::new(table.decks(), table.paytable());
@@ -904,7 +910,7 @@ impl TableMetrics {
                     ("decks", table.decks().get().to_string()),
                     ("currency", currency.code().to_string()),
                     ("minor_unit_exponent", currency.minor_unit_exponent().to_string()),
-                    ("rules_digest", hex::encode(super::audit_record::rules_digest(table, currency))),
+                    ("rules_digest", digest.to_hex()),
                 ],
             )
             .set(1.0);

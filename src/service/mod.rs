@@ -58,7 +58,6 @@ pub use api::{Clock, EngineConfig, RedDogService};
 pub use app::{
     Application, AuditOutput, AuditSettings, KeyRingSource, Settings, SettingsError, TlsSettings, TransportLimits,
 };
-pub use audit_record::rules_digest;
 pub use audit_sink::{AuditOptions, AuditSink, CheckpointSigner, default_replica_id};
 pub use certified::CertifiedRules;
 pub use metrics::MetricsRegistry;

@@ -109,6 +109,7 @@ impl CommitmentPayload {
             limits,
             currency: currency.code(),
             exponent: currency.minor_unit_exponent(),
+            sandbox: self.sandbox,
         };
         if rules.digest() != digest {
             return Err(TokenRefusal::Malformed);
@@ -269,6 +270,7 @@ impl RoundState {
             limits: self.limits,
             currency: self.currency.code(),
             exponent: self.currency.minor_unit_exponent(),
+            sandbox: self.sandbox,
         }
     }
 

@@ -107,6 +107,7 @@ impl NamedTable {
             limits: self.table.limits(),
             currency: self.currency.code(),
             exponent: self.currency.minor_unit_exponent(),
+            sandbox: self.sandbox,
         }
     }
 

@@ -326,6 +326,7 @@ async fn every_step_answers_the_recomputed_transcript() {
         limits: reddog::game::BetLimits::STANDARD,
         currency: "XXX",
         exponent: 2,
+        sandbox: false,
     }
     .digest();
     let rules = c.get_rules(req::get_rules()).await.unwrap();

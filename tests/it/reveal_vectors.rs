@@ -265,6 +265,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
         limits: c.table.limits(),
         currency: c.currency.0,
         exponent: c.currency.1,
+        sandbox: false,
     };
     let digest = rules.digest();
     let start = StartInputs {

@@ -26,7 +26,6 @@ use reddog::fairness::{
     Transcript,
 };
 use reddog::game::{BetLimits, Decision, Decks, Money, Paytable, Round, Table};
-use reddog::service::Currency;
 
 /// What to generate.
 #[derive(Clone, Debug)]
@@ -147,9 +146,9 @@ struct GenTable {
     digest: [u8; 32],
 }
 
-/// The rules a reveal states: the table's, in its currency.
+/// The generated tables' rules, as the engine hashes them (never sandbox tables).
 fn table_rules<'a>(table: &'a Table, currency: &'a str, exponent: u8) -> TableRules<'a> {
-    TableRules { decks: table.decks(), paytable: table.paytable(), limits: table.limits(), currency, exponent }
+    TableRules::of(table, currency, exponent, false)
 }
 
 fn tables() -> Vec<GenTable> {
@@ -160,8 +159,8 @@ fn tables() -> Vec<GenTable> {
         .filter_map(|(id, decks, currency, exponent, min, max)| {
             let limits = BetLimits::new(Money(min), Money(max)).ok()?;
             let table = Table::new(Decks::new(decks).ok()?, Paytable::STANDARD, limits).ok()?;
-            // The engine's own digest of the table's rules (never a copy of its definition).
-            let digest = reddog::service::rules_digest(&table, &Currency::new(currency, exponent, "currency").ok()?);
+            // The engine's own digest of the table's rules (core's one definition).
+            let digest = table_rules(&table, currency, exponent).digest().0;
             Some(GenTable { id, table, currency, exponent, digest })
         })
         .collect()
@@ -755,12 +754,15 @@ mod tests {
     }
 
     #[test]
-    fn the_tables_rules_digests_are_the_engines() {
+    fn the_rules_digest_changes_with_every_rule() {
         let t = tables();
-        assert_ne!(t[0].digest, t[1].digest);
-        for g in &t {
-            let rules = table_rules(&g.table, g.currency, g.exponent);
-            assert_eq!(rules.digest().0, g.digest, "{}", g.id);
-        }
+        let base = &t[0].table;
+        let other_odds =
+            Table::new(base.decks(), Paytable::new([5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 2], 11).unwrap(), base.limits())
+                .unwrap();
+        let d = table_rules(base, "EUR", 2).digest();
+        assert_ne!(table_rules(&other_odds, "EUR", 2).digest(), d);
+        assert_ne!(table_rules(base, "USD", 2).digest(), d);
+        assert_ne!(table_rules(base, "EUR", 3).digest(), d);
     }
 }
