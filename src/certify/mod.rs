@@ -69,6 +69,7 @@ impl Plan {
                 alpha: 1e-6,
                 dieharder: DieharderPlan::Tests(vec![0]),
                 dieharder_required: false,
+                dieharder_parallel: 1,
             },
             self_test_rounds: 30,
         }
@@ -87,6 +88,7 @@ impl Plan {
                 alpha: 1e-6,
                 dieharder: DieharderPlan::All,
                 dieharder_required: true,
+                dieharder_parallel: crate::service::worker_threads(0),
             },
             self_test_rounds: 500,
         }
@@ -102,10 +104,13 @@ impl Plan {
     }
 }
 
-/// Progress weight of one dealt 52-card shoe, in simulated rounds.
-const DEAL_WEIGHT: u64 = 30;
-/// Progress weight of one live round, in simulated rounds.
-const LIVE_WEIGHT: u64 = 5_000;
+/// Progress weight of one dealt 52-card shoe, in simulated rounds: their CPU costs' ratio,
+/// measured with the release build (`reddog simulate` plays 10,750 rounds per CPU
+/// millisecond, the randomness section deals 42 shoes: [`randomness::DEALS_PER_CPU_MS`]), so
+/// the progress bar's ETA holds across sections, dieharder's included.
+const DEAL_WEIGHT: u64 = 256;
+/// Progress weight of one live round (a gRPC round trip per call), in simulated rounds.
+const LIVE_WEIGHT: u64 = 20_000;
 
 /// What to certify.
 #[derive(Clone, Debug)]

@@ -55,6 +55,7 @@ fn small_plan() -> Plan {
             alpha: 1e-6,
             dieharder: DieharderPlan::Skip,
             dieharder_required: false,
+            dieharder_parallel: 1,
         },
         self_test_rounds: 3,
     }
@@ -380,4 +381,31 @@ fn a_malformed_certified_rules_file_is_refused_naming_the_field() {
         assert!(!status.success(), "{out}");
         assert!(out.contains(&format!("{field}: ")), "{field}: {out}");
     }
+}
+
+/// `--full` runs dieharder's whole battery as `-a` does (80 processes) and its progress bar
+/// counts each process at its measured cost, so the ETA includes the battery, which is most
+/// of the plan's work: one core's 33 minutes, run two at a time on two cores.
+#[test]
+fn the_full_plans_progress_counts_the_whole_battery_at_its_measured_cost() {
+    let full = Plan::full();
+    let r = &full.randomness;
+    assert_eq!(r.dieharder.jobs(), randomness::all_jobs());
+    let reference = randomness::dieharder_reference_ms();
+    let battery = r.dieharder_work();
+    assert_eq!(battery, reference * randomness::DEALS_PER_DIEHARDER_MS);
+    let share = battery as f64 / r.work(&[1]) as f64;
+    println!("battery: {} CPU-s on one core, {:.0} % of the one-deck randomness work", reference / 1000, share * 100.0);
+    assert!(share > 0.8, "{share}");
+    assert!((25 * 60_000..40 * 60_000).contains(&reference), "{reference} ms");
+    // The whole plan's CPU time on the reference machine (work / 10,750 simulated rounds per
+    // ms), run on two cores, ends well within an hour.
+    let minutes = |tables: &Tables| full.work(tables) as f64 / 10_750.0 / 1000.0 / 60.0 / 2.0;
+    let one = minutes(&Tables::single(Table::default()));
+    let examples =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/examples/tables.json"))
+            .unwrap();
+    let three = minutes(&Tables::from_json(&examples).unwrap());
+    println!("--full: about {one:.0} minutes for one table, {three:.0} for deploy/examples/tables.json, on two cores");
+    assert!(one < 40.0 && three < 45.0, "{one} {three}");
 }
