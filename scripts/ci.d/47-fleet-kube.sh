@@ -66,16 +66,21 @@ RULES_TRAVEL=0
 "$BIN" serve --help | grep -q -- --certified-rules && RULES_TRAVEL=1
 WORK=$(mktemp -d)
 chmod 0755 "$WORK"
-# v1 is kept aside: the v2 build below replaces target/release/reddog (the next step's
-# `cargo build --release` builds v1 again).
+# Each image's build context holds only its binary. v2 is built in a copy of the release
+# target directory (cargo's fingerprints do not depend on its path: only the reddog crates,
+# whose version string changes, are compiled), so target/release keeps v1 for later steps.
 mkdir -p "$WORK/bin-v1" "$WORK/bin-v2"
 cp "$BIN" "$WORK/bin-v1/reddog"
 BIN=$WORK/bin-v1/reddog
 V1=$("$BIN" --version | awk '{print $2}')
 V2="$V1-fleet.2"
 t=$(now)
-REDDOG_VERSION="$V2" cargo build --release --locked --quiet --bin reddog
-cp "${CARGO_TARGET_DIR:-$ROOT/target}/release/reddog" "$WORK/bin-v2/reddog"
+V2_TARGET=$WORK/target-v2
+mkdir -p "$V2_TARGET"
+[ -d "${CARGO_TARGET_DIR:-$ROOT/target}/release" ] && cp -a "${CARGO_TARGET_DIR:-$ROOT/target}/release" "$V2_TARGET/"
+REDDOG_VERSION="$V2" CARGO_TARGET_DIR="$V2_TARGET" cargo build --release --locked --quiet --bin reddog
+cp "$V2_TARGET/release/reddog" "$WORK/bin-v2/reddog"
+rm -rf "$V2_TARGET"
 BIN2=$WORK/bin-v2/reddog
 printf '  v2 built in %.0f s\n' "$(awk "BEGIN { print $(now) - $t }")"
 check "the v2 binary says $V2 (v1: $V1) and differs from v1" sh -c \
