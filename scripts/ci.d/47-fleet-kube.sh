@@ -146,8 +146,9 @@ for n in 0 1 2 3; do ring_dir "$n" < "$WORK/ring$n.json"; done
 rm -f "$WORK"/ring?.json
 cp deploy/base/table.json "$WORK/table0.json"
 # The rules in force, certified by the v1 binary (docs/OPERATIONS.md, "Releasing").
-check "reddog certify --quick (v1) certifies deploy/base/table.json" \
-  "$BIN" certify --quick --no-progress --table-config "$WORK/table0.json" --out "$WORK/certify0" > "$WORK/certify0.log" 2>&1
+logged() { local log=$1; shift; "$@" > "$log" 2>&1 || { tail -5 "$log"; return 1; }; }  # LOG command...
+check "reddog certify --quick (v1) certifies deploy/base/table.json" logged "$WORK/certify0.log" \
+  "$BIN" certify --quick --no-progress --table-config "$WORK/table0.json" --out "$WORK/certify0"
 cp "$WORK/certify0/certified-rules.json" "$WORK/cert0.json"
 # The table change (docs/OPERATIONS.md, "Changing a table"): max_bet 30000 -> 20000 and
 # spread 1 paying 4:1 instead of 5:1, certified against the rules in force: the entry and
@@ -157,15 +158,15 @@ check "reddog certify --against the rules in force refuses the change without --
   ! '$BIN' certify --quick --no-progress --table-config '$WORK/table1.json' --against '$WORK/cert0.json' \
       --out '$WORK/certify1' > '$WORK/certify1-refused.log' 2>&1 &&
   grep -q 'paytable.spread\[1\]: 5 -> 4' '$WORK/certify1-refused.log' && grep -q 'NOT APPROVED' '$WORK/certify1-refused.log'"
-check "reddog certify --against ... --approve certifies the changed table" \
+check "reddog certify --against ... --approve certifies the changed table" logged "$WORK/certify1.log" \
   "$BIN" certify --quick --no-progress --table-config "$WORK/table1.json" --against "$WORK/cert0.json" \
-    --approve "CI fleet roll: spread 1 pays 4 to 1, max_bet 200.00" --out "$WORK/certify1" > "$WORK/certify1.log" 2>&1
+    --approve "CI fleet roll: spread 1 pays 4 to 1, max_bet 200.00" --out "$WORK/certify1"
 cp "$WORK/certify1/certified-rules.json" "$WORK/cert1.json"
 # The new version certifies the rules in force itself ("Upgrading"): nothing changes, so no
 # note is needed; its file names the v2 binary.
-check "reddog certify (v2) --against the rules in force: no change, certified for v2" \
+check "reddog certify (v2) --against the rules in force: no change, certified for v2" logged "$WORK/certify2.log" \
   "$BIN2" certify --quick --no-progress --table-config "$WORK/table1.json" --against "$WORK/cert1.json" \
-    --out "$WORK/certify2" > "$WORK/certify2.log" 2>&1
+    --out "$WORK/certify2"
 cp "$WORK/certify2/certified-rules.json" "$WORK/cert2.json"
 
 SLOTS=(a b c)
