@@ -99,6 +99,8 @@ sys.exit(0 if c["approval"] and len(c["needs_approval"]) == 2 and t["fields"][0]
 PY
 }
 step "the same with --approve: certified, the file records the change and the note" typo_approved
+step "typo (approved): report.html with its change section in Chromium" sh -c \
+  "node scripts/certify/check-html.mjs '$OUT/typo/report.html' && grep -q 'Change against the certified rules in force' '$OUT/typo/report.html'"
 
 rtp_over_1_refused() {
   local cfg="$OUT/rtp282.json" rc=0
