@@ -106,11 +106,12 @@ impl Plan {
 
 /// Progress weight of one dealt 52-card shoe, in simulated rounds: their CPU costs' ratio,
 /// measured with the release build (`reddog simulate` plays 10,750 rounds per CPU
-/// millisecond, the randomness section deals 42 shoes: [`randomness::DEALS_PER_CPU_MS`]), so
-/// the progress bar's ETA holds across sections, dieharder's included.
-const DEAL_WEIGHT: u64 = 256;
-/// Progress weight of one live round (a gRPC round trip per call), in simulated rounds.
-const LIVE_WEIGHT: u64 = 20_000;
+/// millisecond, the randomness section deals 534 shoes: [`randomness::DEALS_PER_CPU_MS`]),
+/// so the progress bar's ETA holds across sections, dieharder's included.
+const DEAL_WEIGHT: u64 = 20;
+/// Progress weight of one live round (four calls through gRPC, about 1.4 ms), in simulated
+/// rounds.
+const LIVE_WEIGHT: u64 = 15_000;
 
 /// What to certify.
 #[derive(Clone, Debug)]

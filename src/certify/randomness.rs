@@ -779,9 +779,10 @@ fn run_dieharder_job(job: &DieharderJob, key: &[u8; 32]) -> Result<String, Strin
 
 /// Deals (whole 52-card shoes) the randomness section makes per CPU millisecond with the
 /// release build, measured on the reference machine as [`DieharderJob::cost_ms`] was: `reddog
-/// certify --quick` on one one-deck table spends 1.6 s of CPU, nearly all of it on its 55,129
-/// deals.
-pub const DEALS_PER_CPU_MS: u64 = 42;
+/// certify --full` on one one-deck table without dieharder took 33.3 CPU-seconds, of which
+/// the randomness section's share of the wall time (47.9 of 70.1 s) is 22.8 s for its
+/// 12,176,470 deals.
+pub const DEALS_PER_CPU_MS: u64 = 534;
 
 /// Reference CPU milliseconds of each job (see [`DieharderJob::cost_ms`]): dieharder's own CPU
 /// time per test on the reference machine, measured once (dieharder 3.31.1, `-g 200` fed a
