@@ -18,7 +18,10 @@
 //! | `reddog_third_card_probability` | gauge | `table`, `hand_class`, `spread` | exact P(third card wins \| deal class) |
 //! | `reddog_rtp_bound` | gauge | `table`, `definition`, `bound` | exact RTP range over every strategy |
 //! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent`, `rules_digest` | the configured tables |
-//! | `reddog_rules_certified` | gauge | `table`, `rules_digest` | 1: checked against `--certified-rules` at start-up; 0: started without it |
+//! | `reddog_rules_certified` | gauge | `table`, `rules_digest` | 1: checked at start-up against `--certified-rules` naming this binary; 0: started without it, or with `--allow-uncertified-binary` on another binary's file |
+//! | `reddog_binary_certified` | gauge | | 1: `--certified-rules` names this binary's SHA-256; 0 otherwise (same cases) |
+//! | `reddog_otlp_export_failures_total` | counter | | OTLP trace exports that failed (each a dropped batch of spans; logged as one WARN a minute at most) |
+//! | `reddog_serving` | gauge | | 1 while the overall health status (readiness) is SERVING, 0 from the moment a drain starts |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
 //! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`); the client gets one answer for all |
 //! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, answer not yet sent (so every held `--max-in-flight` slot); calls still reading their request message count, although they hold no slot |
@@ -534,6 +537,12 @@ fn describe() {
         "reddog_rules_certified",
         "1 when the table's rules digest was checked against --certified-rules at start-up, 0 without that file"
     );
+    describe_gauge!(
+        "reddog_binary_certified",
+        "1 when --certified-rules names this binary's SHA-256 and certifies every table, 0 otherwise"
+    );
+    describe_counter!("reddog_otlp_export_failures_total", "OTLP trace exports that failed (their spans dropped)");
+    describe_gauge!("reddog_serving", "1 while health reports SERVING (readiness), 0 from the start of a drain");
     describe_gauge!("reddog_build_info", "Always 1; labels give the engine's version, git commit and build date");
     describe_counter!("reddog_token_rejections_total", "Tokens refused (tampered, unknown key, expired, wrong kind)");
     describe_counter!("reddog_audit_records_total", "Audit records written to the audit sink's batch");
@@ -570,14 +579,22 @@ fn describe() {
 /// Registers every counter whose label values are known in advance (an increment by 0: a
 /// series that exists keeps its value), so each series exists from start-up and a rule on
 /// `increase()` sees the first event, not a new series.
-/// `reddog_rules_certified` of every table: 1 when its digest was checked against a certified
-/// rules file at start-up, 0 when the engine started without one.
-pub(crate) fn rules_certified(tables: &super::tables::Tables, checked: bool) {
+/// `reddog_rules_certified` of every table: 1 when its digest was checked at start-up against
+/// a certified rules file naming this binary, 0 otherwise (no file, or a file of another
+/// binary served with `--allow-uncertified-binary`); `reddog_binary_certified` likewise.
+pub(crate) fn rules_certified(tables: &super::tables::Tables, certified: bool) {
     describe();
+    let value = if certified { 1.0 } else { 0.0 };
     for t in tables.iter() {
-        gauge!("reddog_rules_certified", "table" => t.id.clone(), "rules_digest" => t.digest().to_hex())
-            .set(if checked { 1.0 } else { 0.0 });
+        gauge!("reddog_rules_certified", "table" => t.id.clone(), "rules_digest" => t.digest().to_hex()).set(value);
     }
+    gauge!("reddog_binary_certified").set(value);
+}
+
+/// `reddog_serving`: 1 while the overall health status (what readiness asks) is SERVING, 0
+/// from the moment a drain starts.
+pub(crate) fn serving(yes: bool) {
+    gauge!("reddog_serving").set(if yes { 1.0 } else { 0.0 });
 }
 
 fn register_zero_counters() {
@@ -587,6 +604,7 @@ fn register_zero_counters() {
         }
     }
     counter!("reddog_load_shed_total").increment(0);
+    counter!("reddog_otlp_export_failures_total").increment(0);
     counter!("reddog_load_shed_queued_total").increment(0);
     counter!("reddog_rpc_undelivered_total").increment(0);
     counter!("reddog_request_timeouts_total").increment(0);
