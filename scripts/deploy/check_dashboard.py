@@ -9,8 +9,9 @@
 3. every reddog_* metric an expr names is exported by the real binary (probe_binary.py's
    scrape, or a counter!/gauge!/histogram! call in src/), and every reddog:* series is
    recorded by a rule in the PrometheusRule;
-4. the topics the issue asks for are there: calls, errors, latency, rounds, observed RTP,
-   deal class frequencies.
+4. the topics the issues ask for are there: calls, errors, latency, rounds, observed RTP,
+   deal class frequencies; per pod, the rules digest and certified state, and the build;
+   seals per key, audit refusals, readiness.
 
   check_dashboard.py --dashboard FILE --rules RULES [--probe PROBE.json]
 """
@@ -105,7 +106,10 @@ def main() -> int:
     text = json.dumps([e for _, e in exprs])
     for topic, needle in (("calls", "reddog_rpc_requests_total"), ("errors", 'code!='),
                           ("latency", "reddog_rpc_duration_seconds_bucket"), ("rounds", "reddog_rounds_started_total"),
-                          ("observed RTP", "reddog:rtp_observed"), ("deal class frequencies", "reddog:deals")):
+                          ("observed RTP", "reddog:rtp_observed"), ("deal class frequencies", "reddog:deals"),
+                          ("rules digest and certified state per pod", "max by (pod, table, rules_digest) (reddog_rules_certified"),
+                          ("builds per pod", "max by (pod, version"), ("seals per key", "reddog_token_seals_total"),
+                          ("audit refusals", "reddog_audit_refused_total"), ("readiness", "reddog_serving")):
         if needle not in text:
             problems.append(f"no panel shows {topic} ({needle})")
     for p in problems:

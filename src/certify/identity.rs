@@ -30,19 +30,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// The SHA-256 of the running executable: `/proc/self/exe` (Linux), else the path
-/// `std::env::current_exe` names.
+/// `std::env::current_exe` names — the digest `reddog serve --certified-rules` compares.
 pub fn binary_sha256() -> Result<(String, String), std::io::Error> {
-    let path = std::path::PathBuf::from("/proc/self/exe");
-    let (path, bytes) = match std::fs::read(&path) {
-        Ok(b) => (path, b),
-        Err(_) => {
-            let p = std::env::current_exe()?;
-            let b = std::fs::read(&p)?;
-            (p, b)
-        }
-    };
-    let shown = std::fs::read_link(&path).unwrap_or(path);
-    Ok((sha256_hex(&bytes), shown.display().to_string()))
+    crate::service::certified::own_binary_sha256()
 }
 
 /// One package the binary is built from.

@@ -250,7 +250,10 @@ pub const SELF_TEST_METHOD: &str = "The gRPC service built by Application::build
 these tables and a fresh development key ring, on 127.0.0.1:0, in this process; a tonic client plays each round: \
 CommitSeed, StartRound (1 to 3 seats at the table minimum), Decide by the optimal raise rule when the hand is \
 non-consecutive, Settle. Each reveal must verify with the built-in verifier and match what the client was shown: \
-the commitment, client seed, nonce, round id, table, deck count, the first two cards and each seat's returned amount.";
+the commitment, client seed, nonce, round id, table, deck count, the first two cards and each seat's returned amount. \
+At a sandbox table (served with --allow-sandbox, as only a test engine is) every round must instead show itself a \
+sandbox round and its reveal must be refused by the verifier as one: a sandbox table is certified as a sandbox, \
+never as fair.";
 
 /// Plays `rounds_per_table` rounds at every table through the in-process service.
 pub fn self_test(tables: &Tables, rounds_per_table: u64, progress: &(dyn Fn(u64) + Sync)) -> SelfTest {
@@ -271,6 +274,7 @@ pub fn self_test(tables: &Tables, rounds_per_table: u64, progress: &(dyn Fn(u64)
     runtime.block_on(async {
         let mut settings = Settings::local(KeyRingSource::Development);
         settings.tables = Some(tables.clone());
+        settings.allow_sandbox = tables.iter().any(|t| t.sandbox);
         let app = match Application::build(settings).await {
             Ok(a) => a,
             Err(e) => {
@@ -308,6 +312,23 @@ pub fn self_test(tables: &Tables, rounds_per_table: u64, progress: &(dyn Fn(u64)
         }
     });
     out
+}
+
+/// A round at a sandbox table: shown as a sandbox round, its reveal in the sandbox format and
+/// refused by the verifier.
+fn sandbox_round(view: &proto::RoundView, reveal_json: &str) -> Result<(), String> {
+    if !view.sandbox {
+        return Err("a round at a sandbox table is not marked sandbox".into());
+    }
+    let format = serde_json::from_str::<Value>(reveal_json).ok().and_then(|v| v["format"].as_str().map(String::from));
+    if format.as_deref() != Some(crate::fairness::SANDBOX_REVEAL_FORMAT) {
+        return Err(format!("a sandbox round's reveal has format {format:?}"));
+    }
+    match parse_reveal(reveal_json) {
+        Err(e) if e.to_string().contains(crate::fairness::SANDBOX_REVEAL_FORMAT) => Ok(()),
+        Err(e) => Err(format!("a sandbox reveal refused for another reason: {e}")),
+        Ok(_) => Err("the verifier accepted a sandbox round's reveal as a fair round".into()),
+    }
 }
 
 async fn play(
@@ -369,6 +390,9 @@ async fn play(
         .await
         .map_err(|s| err("Settle", s))?
         .into_inner();
+    if named.sandbox {
+        return sandbox_round(&view, &settled.reveal_json);
+    }
     let reveal = parse_reveal(&settled.reveal_json).map_err(|e| format!("reveal is malformed: {e}"))?;
     let verdict = reveal.verify().map_err(|e| format!("reveal does not verify: {e}"))?;
     if !verdict.ok() {

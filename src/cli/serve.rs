@@ -53,9 +53,14 @@ pub struct ServeArgs {
     #[arg(long, env = "REDDOG_TABLE_CONFIG")]
     pub table_config: Option<PathBuf>,
     /// `certified-rules.json` from `reddog certify --out`: refuse to start when a table's
-    /// rules digest is not certified for it.
+    /// rules digest is not certified for it, or when the file certifies another binary.
     #[arg(long, env = "REDDOG_CERTIFIED_RULES", value_name = "FILE")]
     pub certified_rules: Option<PathBuf>,
+    /// Serve a --certified-rules file that names another binary's SHA-256 (its tables must
+    /// still match): the pod reports itself uncertified (reddog_binary_certified 0, a warning).
+    #[arg(long, env = "REDDOG_ALLOW_UNCERTIFIED_BINARY", requires = "certified_rules",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_uncertified_binary: bool,
     /// How long a commitment from CommitSeed stays usable, in seconds (1..=86400).
     #[arg(long, env = "REDDOG_COMMITMENT_TTL_SECS", default_value_t = 600)]
     pub commitment_ttl_secs: u64,
@@ -250,6 +255,7 @@ fn settings(args: &ServeArgs, metrics: MetricsRegistry) -> anyhow::Result<Settin
         table_config: args.table_config.clone(),
         tables: None,
         certified_rules: args.certified_rules.clone(),
+        allow_uncertified_binary: args.allow_uncertified_binary,
         commitment_ttl: Duration::from_secs(args.commitment_ttl_secs),
         drain_timeout: Duration::from_secs(args.drain_timeout_secs),
         limits: TransportLimits {
@@ -342,7 +348,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             rules_digest = %t.digest(),
             rtp_exact,
             rtp_decimal,
-            certified = args.certified_rules.is_some(),
+            certified = app.certified(),
             "table rules"
         );
     }

@@ -169,8 +169,12 @@ pub struct Settings {
     pub table_config: Option<PathBuf>,
     /// The tables themselves (embedding, tests); when set, `table_config` must be `None`.
     pub tables: Option<Tables>,
-    /// `certified-rules.json` ([`super::certified`]): every table's digest must be in it.
+    /// `certified-rules.json` ([`super::certified`]): every table's digest must be in it,
+    /// and its binary digest must be this executable's.
     pub certified_rules: Option<PathBuf>,
+    /// Start although `certified_rules` names another binary (`--allow-uncertified-binary`):
+    /// the pod then reports itself uncertified (`reddog_binary_certified 0`, a warning).
+    pub allow_uncertified_binary: bool,
     /// How long a commitment from CommitSeed stays usable (1 s .. 1 day).
     pub commitment_ttl: Duration,
     /// Upper bound on graceful shutdown (1 s .. 1 h).
@@ -205,6 +209,7 @@ impl Settings {
             table_config: None,
             tables: None,
             certified_rules: None,
+            allow_uncertified_binary: false,
             commitment_ttl: Duration::from_secs(600),
             drain_timeout: Duration::from_secs(20),
             limits: TransportLimits::default(),
@@ -368,6 +373,8 @@ pub struct Application {
     tls: Option<TlsReloader>,
     reload_on_sighup: bool,
     audit: AuditSink,
+    /// Every table checked against certified rules naming this binary.
+    certified: bool,
 }
 
 impl std::fmt::Debug for Application {
@@ -389,14 +396,11 @@ impl Application {
         let tables = settings.load_tables()?;
         super::sandbox::refuse_without_flag(&tables, settings.allow_sandbox)
             .map_err(|reason| SettingsError::Invalid { setting: "table-config", reason })?;
-        if let Some(path) = &settings.certified_rules {
-            let bad = |reason: String| SettingsError::Invalid { setting: "certified-rules", reason };
-            let text =
-                std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
-            let file = super::certified::CertifiedRules::from_json(&text)
-                .map_err(|e| bad(format!("{}: {e}", path.display())))?;
-            file.check(&tables).map_err(|e| bad(format!("{}: {e}", path.display())))?;
-        }
+        let certified = match &settings.certified_rules {
+            Some(path) => super::certified::load(path, &tables, settings.allow_uncertified_binary)
+                .map_err(|reason| SettingsError::Invalid { setting: "certified-rules", reason })?,
+            None => super::certified::Certified::NotChecked,
+        };
         let tls = match &settings.tls {
             Some(t) => Some(
                 TlsReloader::load(TlsFiles {
@@ -435,7 +439,7 @@ impl Application {
             }
             None => None,
         };
-        metrics.rules_certified(&tables, settings.certified_rules.is_some());
+        metrics.rules_certified(&tables, certified == super::certified::Certified::Yes);
         let signer = key_ring.signer().map(|s| Arc::clone(s) as Arc<dyn CheckpointSigner>);
         let audit = settings.audit.start(signer, metrics.clone())?;
         // Its histograms are drained every few seconds even if nothing scrapes them; the task
@@ -458,7 +462,14 @@ impl Application {
             limits: settings.limits,
             tls,
             reload_on_sighup: settings.reload_on_sighup,
+            certified: certified == super::certified::Certified::Yes,
         })
+    }
+
+    /// `true` when every table was checked at start-up against `--certified-rules` naming
+    /// this binary (as `reddog_binary_certified` says).
+    pub fn certified(&self) -> bool {
+        self.certified
     }
 
     /// The bound gRPC address.

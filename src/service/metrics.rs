@@ -18,7 +18,10 @@
 //! | `reddog_third_card_probability` | gauge | `table`, `hand_class`, `spread` | exact P(third card wins \| deal class) |
 //! | `reddog_rtp_bound` | gauge | `table`, `definition`, `bound` | exact RTP range over every strategy |
 //! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent`, `rules_digest` | the configured tables |
-//! | `reddog_rules_certified` | gauge | `table`, `rules_digest` | 1: checked against `--certified-rules` at start-up; 0: started without it |
+//! | `reddog_rules_certified` | gauge | `table`, `rules_digest` | 1: checked at start-up against `--certified-rules` naming this binary; 0: started without it, or with `--allow-uncertified-binary` on another binary's file |
+//! | `reddog_binary_certified` | gauge | | 1: `--certified-rules` names this binary's SHA-256; 0 otherwise (same cases) |
+//! | `reddog_otlp_export_failures_total` | counter | | OTLP trace exports that failed (each a dropped batch of spans; logged as one WARN a minute at most) |
+//! | `reddog_serving` | gauge | | 1 while the overall health status (readiness) is SERVING, 0 from the moment a drain starts |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
 //! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`; `too_old`: issued before the support window, or of a retired format); the client gets one answer for all but `too_old` |
 //! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, answer not yet sent (so every held `--max-in-flight` slot); calls still reading their request message count, although they hold no slot |
@@ -47,13 +50,15 @@
 //! a Prometheus recorder of its own (metrics-exporter-prometheus, never installed as the
 //! process's global `metrics` recorder) and its exact money and payout sums
 //! ([`MoneyMetrics`]). It is passed in to everything that records (the service, the
-//! transport and guard, the audit sink, the log writer: the binary creates it and hands it
-//! to the log writer and to [`super::Settings`]), and its `/metrics` listener renders it.
+//! transport and guard, the audit sink, the log writer and the OTLP exporter: the binary
+//! creates it and hands it to [`super::telemetry::init`] and to [`super::Settings`]), and its
+//! `/metrics` listener renders it.
 //! No `counter!` macro reaches a global recorder and no `static` holds a handle (the test
 //! `service_metrics::no_file_under_src_holds_a_static_metrics_handle_or_reaches_a_global_recorder`
 //! scans src/), so two `Application`s in one process (tests) each count only their own calls,
-//! rounds and money. The `process_*` metrics (of the whole process, whoever asks) are
-//! sampled into the registry being rendered at each scrape.
+//! rounds and money, and each reports its own readiness (`reddog_serving`). The `process_*`
+//! metrics (of the whole process, whoever asks) are sampled into the registry being rendered
+//! at each scrape.
 //!
 //! **The money counters never wrap.** A `metrics` counter is a `u64` that wraps at 2^64, and
 //! one round at the largest table allowed returns nearly 2^64 minor units, so two such rounds
@@ -329,6 +334,8 @@ struct Registered {
     accept_backoffs: Counter,
     log_writer_waits: Counter,
     audit_records: Counter,
+    otlp_export_failures: Counter,
+    serving: Gauge,
 }
 
 impl std::fmt::Debug for MetricsRegistry {
@@ -370,6 +377,8 @@ impl MetricsRegistry {
             accept_backoffs: counter("reddog_accept_backoffs_total"),
             log_writer_waits: counter("reddog_log_writer_waits_total"),
             audit_records: counter("reddog_audit_records_total"),
+            otlp_export_failures: counter("reddog_otlp_export_failures_total"),
+            serving: recorder.register_gauge(&Key::from_static_name("reddog_serving"), &METADATA),
             process,
             money: MoneyMetrics::default(),
             recorder,
@@ -475,13 +484,28 @@ impl MetricsRegistry {
         }
     }
 
-    /// `reddog_rules_certified` of every table: 1 when its digest was checked against a
-    /// certified rules file at start-up, 0 when the engine started without one.
-    pub(crate) fn rules_certified(&self, tables: &super::tables::Tables, checked: bool) {
+    /// `reddog_rules_certified` of every table: 1 when its digest was checked at start-up
+    /// against a certified rules file naming this binary, 0 otherwise (no file, or a file of
+    /// another binary served with `--allow-uncertified-binary`); `reddog_binary_certified`
+    /// likewise.
+    pub(crate) fn rules_certified(&self, tables: &super::tables::Tables, certified: bool) {
+        let value = if certified { 1.0 } else { 0.0 };
         for t in tables.iter() {
             self.gauge("reddog_rules_certified", &[("table", t.id.clone()), ("rules_digest", t.digest().to_hex())])
-                .set(if checked { 1.0 } else { 0.0 });
+                .set(value);
         }
+        self.inner.recorder.register_gauge(&Key::from_static_name("reddog_binary_certified"), &METADATA).set(value);
+    }
+
+    /// The `reddog_serving` gauge: 1 while the overall health status (what readiness asks) is
+    /// SERVING, 0 before serving starts and from the moment a drain starts.
+    pub(crate) fn serving_gauge(&self) -> Gauge {
+        self.inner.serving.clone()
+    }
+
+    /// The counter of failed OTLP trace exports, for [`super::telemetry::init`].
+    pub(crate) fn otlp_export_failures(&self) -> Counter {
+        self.inner.otlp_export_failures.clone()
     }
 
     /// Records a refused token (every one; the log line is bounded by
@@ -749,6 +773,21 @@ fn describe(r: &PrometheusRecorder) {
         "reddog_rules_certified".into(),
         None,
         "1 when the table's rules digest was checked against --certified-rules at start-up, 0 without that file".into(),
+    );
+    r.describe_gauge(
+        "reddog_binary_certified".into(),
+        None,
+        "1 when --certified-rules names this binary's SHA-256 and certifies every table, 0 otherwise".into(),
+    );
+    r.describe_counter(
+        "reddog_otlp_export_failures_total".into(),
+        None,
+        "OTLP trace exports that failed (their spans dropped)".into(),
+    );
+    r.describe_gauge(
+        "reddog_serving".into(),
+        None,
+        "1 while health reports SERVING (readiness), 0 from the start of a drain".into(),
     );
     r.describe_gauge(
         "reddog_build_info".into(),

@@ -173,6 +173,8 @@ async fn serve_with<S: RedDog>(
     health.set_service_status("", ServingStatus::Serving).await;
     health.set_service_status(SERVICE_NAME, ServingStatus::Serving).await;
     health.set_service_status(LIVENESS, ServingStatus::Serving).await;
+    let serving = metrics.serving_gauge();
+    serving.set(1.0);
 
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
@@ -267,6 +269,7 @@ async fn serve_with<S: RedDog>(
             info!("shutting down: health NOT_SERVING, draining in-flight calls");
             health.set_service_status("", ServingStatus::NotServing).await;
             health.set_service_status(SERVICE_NAME, ServingStatus::NotServing).await;
+            serving.set(0.0);
             let _ = stop_tx.send(true);
             let drain = async {
                 tokio::select! {

@@ -445,7 +445,80 @@ fn steps_from(p: &RoundPayload) -> Result<Vec<Vec<(usize, Decision)>>, TokenRefu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::EngineError;
+    use crate::game::paytable::MAX_ODDS;
+    use crate::game::table::MAX_BET;
+    use crate::game::{MAX_DECKS, MAX_SEATS};
     use crate::game::{StackedDeck, Table};
+    use crate::ids::{MAX_CLIENT_SEED_BYTES, MAX_MINOR_UNIT_EXPONENT, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
+    use crate::service::token::{
+        KeyRing, MAX_COMMITMENT_PAYLOAD_LEN, MAX_KEY_ID_LEN, MAX_ROUND_PAYLOAD_LEN, MAX_TOKEN_LEN, TokenKind,
+    };
+    use prost::Message;
+
+    /// The largest round payload any accepted request can produce: every field at its
+    /// maximum at once.
+    fn largest_round_payload() -> RoundPayload {
+        RoundPayload {
+            server_seed: vec![0xff; 32],
+            client_seed: "\u{10ffff}".repeat(MAX_CLIENT_SEED_BYTES / 4),
+            nonce: u64::MAX,
+            decks: u32::from(MAX_DECKS),
+            round_id: "r".repeat(MAX_ROUND_ID_BYTES),
+            complete: true,
+            cards: vec![51, 50, 49],
+            bets: vec![MAX_BET; MAX_SEATS],
+            decisions: vec![1; MAX_SEATS],
+            paytable: vec![MAX_ODDS; 12],
+            table_id: "t".repeat(MAX_TABLE_ID_BYTES),
+            step: MAX_SEATS as u32,
+            transcript: vec![0xff; 32],
+            decided_in: (1..=MAX_SEATS as u8).collect(),
+            currency: "XXX".into(),
+            minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
+            min_bet: MAX_BET,
+            max_bet: MAX_BET,
+            sandbox: true,
+            issued_at_unix_ms: -1,
+        }
+    }
+
+    #[test]
+    fn the_token_budget_is_exactly_the_largest_token_an_accepted_request_makes() {
+        let payload = largest_round_payload();
+        assert_eq!(payload.client_seed.len(), MAX_CLIENT_SEED_BYTES);
+        assert_eq!(payload.encoded_len(), MAX_ROUND_PAYLOAD_LEN, "the const budget is tight");
+        let id = "k".repeat(MAX_KEY_ID_LEN);
+        let ring = KeyRing::new(vec![(id.clone(), [7; 32])], &id).unwrap();
+        let token = ring.seal(TokenKind::Round, &payload).unwrap();
+        assert_eq!(token.len(), MAX_TOKEN_LEN);
+        assert!(ring.open::<RoundPayload>(TokenKind::Round, &token).is_ok());
+        let commitment = CommitmentPayload {
+            server_seed: vec![0xff; 32],
+            expires_at_unix_ms: -1,
+            round_id: "r".repeat(MAX_ROUND_ID_BYTES),
+            nonce: u64::MAX,
+            table_id: "t".repeat(MAX_TABLE_ID_BYTES),
+            decks: u32::from(MAX_DECKS),
+            currency: "XXX".into(),
+            minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
+            rules_digest: vec![0xff; 32],
+            paytable: vec![MAX_ODDS; 12],
+            min_bet: MAX_BET,
+            max_bet: MAX_BET,
+            sandbox: true,
+            issued_at_unix_ms: -1,
+        };
+        assert_eq!(commitment.encoded_len(), MAX_COMMITMENT_PAYLOAD_LEN);
+        const { assert!(MAX_COMMITMENT_PAYLOAD_LEN < MAX_ROUND_PAYLOAD_LEN) };
+        // One byte more than the budget is refused at seal time, as an internal error.
+        let mut over = largest_round_payload();
+        over.client_seed.push('x');
+        assert_eq!(
+            ring.seal(TokenKind::Round, &over),
+            Err(EngineError::TokenTooLarge { len: MAX_TOKEN_LEN + 1, max: MAX_TOKEN_LEN })
+        );
+    }
 
     fn state() -> RoundState {
         let table = Table::default();

@@ -126,7 +126,7 @@ const fn varint_field(max: u64) -> usize {
     1 + varint_len(max)
 }
 
-/// The longest encoded [`super::state::RoundPayload`] any accepted request can produce: the
+/// The longest encoded round payload (`state::RoundPayload`) any accepted request can produce: the
 /// largest client seed, round id and table id the API accepts, 7 seats at the largest bet any
 /// table allows, every seat decided (each in its own Decide call), the largest odds.
 pub(crate) const MAX_ROUND_PAYLOAD_LEN: usize = {
@@ -153,7 +153,8 @@ pub(crate) const MAX_ROUND_PAYLOAD_LEN: usize = {
         + 1 + varint_field(u64::MAX) // issued_at_unix_ms: tag 21 (int64: 10 bytes when negative)
 };
 
-/// The longest encoded [`super::state::CommitmentPayload`].
+/// The longest encoded commitment payload (`state::CommitmentPayload`); both budgets are
+/// checked against the largest payloads in `state`'s tests.
 pub(crate) const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
     + varint_field(u64::MAX) // expires_at_unix_ms (int64: 10 bytes when negative)
     + bytes_field(MAX_ROUND_ID_BYTES)
@@ -757,70 +758,6 @@ mod tests {
             "01".repeat(32)
         ))
         .unwrap()
-    }
-
-    /// The largest round payload any accepted request can produce: every field at its
-    /// maximum at once.
-    fn largest_round_payload() -> crate::service::state::RoundPayload {
-        crate::service::state::RoundPayload {
-            server_seed: vec![0xff; 32],
-            client_seed: "\u{10ffff}".repeat(MAX_CLIENT_SEED_BYTES / 4),
-            nonce: u64::MAX,
-            decks: u32::from(MAX_DECKS),
-            round_id: "r".repeat(MAX_ROUND_ID_BYTES),
-            complete: true,
-            cards: vec![51, 50, 49],
-            bets: vec![MAX_BET; MAX_SEATS],
-            decisions: vec![1; MAX_SEATS],
-            paytable: vec![MAX_ODDS; 12],
-            table_id: "t".repeat(MAX_TABLE_ID_BYTES),
-            step: MAX_SEATS as u32,
-            transcript: vec![0xff; 32],
-            decided_in: (1..=MAX_SEATS as u8).collect(),
-            currency: "XXX".into(),
-            minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
-            min_bet: MAX_BET,
-            max_bet: MAX_BET,
-            sandbox: true,
-            issued_at_unix_ms: -1,
-        }
-    }
-
-    #[test]
-    fn the_token_budget_is_exactly_the_largest_token_an_accepted_request_makes() {
-        let payload = largest_round_payload();
-        assert_eq!(payload.client_seed.len(), MAX_CLIENT_SEED_BYTES);
-        assert_eq!(payload.encoded_len(), MAX_ROUND_PAYLOAD_LEN, "the const budget is tight");
-        let id = "k".repeat(MAX_KEY_ID_LEN);
-        let ring = KeyRing::new(vec![(id.clone(), [7; 32])], &id).unwrap();
-        let token = ring.seal(TokenKind::Round, &payload).unwrap();
-        assert_eq!(token.len(), MAX_TOKEN_LEN);
-        assert!(ring.open::<crate::service::state::RoundPayload>(TokenKind::Round, &token).is_ok());
-        let commitment = crate::service::state::CommitmentPayload {
-            server_seed: vec![0xff; 32],
-            expires_at_unix_ms: -1,
-            round_id: "r".repeat(MAX_ROUND_ID_BYTES),
-            nonce: u64::MAX,
-            table_id: "t".repeat(MAX_TABLE_ID_BYTES),
-            decks: u32::from(MAX_DECKS),
-            currency: "XXX".into(),
-            minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
-            rules_digest: vec![0xff; 32],
-            paytable: vec![MAX_ODDS; 12],
-            min_bet: MAX_BET,
-            max_bet: MAX_BET,
-            sandbox: true,
-            issued_at_unix_ms: -1,
-        };
-        assert_eq!(commitment.encoded_len(), MAX_COMMITMENT_PAYLOAD_LEN);
-        const { assert!(MAX_COMMITMENT_PAYLOAD_LEN < MAX_ROUND_PAYLOAD_LEN) };
-        // One byte more than the budget is refused at seal time, as an internal error.
-        let mut over = largest_round_payload();
-        over.client_seed.push('x');
-        assert_eq!(
-            ring.seal(TokenKind::Round, &over),
-            Err(EngineError::TokenTooLarge { len: MAX_TOKEN_LEN + 1, max: MAX_TOKEN_LEN })
-        );
     }
 
     #[test]

@@ -228,7 +228,8 @@ fn assert_counts(page: &str, p: Played, who: &str) -> usize {
 /// Two `Application`s in one process, each with its own registry and `/metrics`: rounds
 /// played on one leave every count of the other at zero (RPCs, latencies, rounds, seats,
 /// seals, audit records, money), and each shows exactly its own — no sum of the process's
-/// servers. Building them installed no process-wide `metrics` recorder.
+/// servers; stopping one sets only its own `reddog_serving` to 0. Building them installed no
+/// process-wide `metrics` recorder.
 #[tokio::test]
 async fn two_applications_in_one_process_count_only_their_own_calls_rounds_and_money() {
     let apart = |mut s: Settings| {
@@ -257,8 +258,13 @@ async fn two_applications_in_one_process_count_only_their_own_calls_rounds_and_m
     // Nothing installed a process-wide recorder: the global slot is still free.
     assert!(metrics::set_global_recorder(metrics::NoopRecorder).is_ok(), "a global metrics recorder was installed");
 
+    // Readiness is each application's own: draining a leaves b's `reddog_serving` at 1.
+    let serving = |page: String| page.lines().find_map(|l| l.strip_prefix("reddog_serving ")?.parse::<f64>().ok());
+    assert_eq!((serving(scrape(a_metrics).await), serving(scrape(b_metrics).await)), (Some(1.0), Some(1.0)));
     drop((ca, cb));
     a.stop().await;
+    assert_eq!(serving(scrape(a_metrics).await), Some(0.0), "a drained");
+    assert_eq!(serving(scrape(b_metrics).await), Some(1.0), "a's drain is not b's");
     b.stop().await;
 }
 
