@@ -810,7 +810,13 @@ fn describe(r: &PrometheusRecorder) {
         "Audit records refused (the call answered UNAVAILABLE): backlog, output_failed or stopped".into(),
     );
     r.describe_counter("reddog_token_seals_total".into(), None, "Tokens sealed, by key id".into());
-    r.describe_counter("reddog_load_shed_total".into(), None, "RedDog calls answered RESOURCE_EXHAUSTED (OVERLOADED): at --max-in-flight, pending request bytes or queue wait".into());
+    r.describe_counter(
+        "reddog_load_shed_total".into(),
+        None,
+        "RedDog calls answered RESOURCE_EXHAUSTED (OVERLOADED): at --max-in-flight, pending request bytes or queue \
+         wait"
+            .into(),
+    );
     r.describe_counter(
         "reddog_load_shed_queued_total".into(),
         None,
