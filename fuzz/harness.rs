@@ -126,7 +126,7 @@ pub fn engines() -> &'static [Engine] {
                     key_ring: KeyRing::from_json(RING).unwrap(),
                     commitment_ttl: std::time::Duration::from_secs(3600),
                     clock: reddog::service::Clock::system(),
-                    money: Default::default(),
+                    metrics: Default::default(),
                 }),
                 ring: KeyRing::from_json(RING).unwrap(),
                 table,

@@ -1,13 +1,11 @@
 //! What the tests (tests/it), fuzz targets (fuzz/), benches and examples reach that is not
 //! the service's public API ([`crate::service`]): sealing token payloads by hand (to forge,
 //! replay or age a token), the audit record types (to write a trail without an engine), the
-//! process's metrics recorder, the bare transport and its timing constants. Not for
-//! production code: nothing here is stable.
+//! bare transport and its timing constants. Not for production code: nothing here is stable.
 
 pub use crate::service::audit_sink::AuditRefused;
 pub use crate::service::guard::{overloaded, queued_too_long, timed_out, too_large};
 pub use crate::service::log_writer::{BatchWriter, Full};
-pub use crate::service::metrics::{Metrics, install as install_metrics, spawn as spawn_metrics};
 pub use crate::service::server::serve_service;
 pub use crate::service::state::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 pub use crate::service::token::{MAX_TOKEN_LEN, TokenKind};

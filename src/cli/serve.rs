@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use reddog::service::{Application, AuditOutput, AuditSettings, KeyRingSource, Settings, TlsSettings, TransportLimits};
-use reddog::service::{LogFormat, init_telemetry};
+use reddog::service::{LogFormat, MetricsRegistry, init_telemetry};
 use tracing::{info, warn};
 
 /// Log format choice for `--log-format`.
@@ -223,8 +223,9 @@ fn allow_insecure(allow: bool, what: &str, path: &std::path::Path, mode: u32) ->
     allow
 }
 
-/// Flags and environment → settings (validated later by `Application::build`).
-fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
+/// Flags and environment → settings (validated later by `Application::build`), recording
+/// into `metrics`.
+fn settings(args: &ServeArgs, metrics: MetricsRegistry) -> anyhow::Result<Settings> {
     let inline = std::env::var(KEY_RING_ENV).ok().filter(|s| !s.trim().is_empty());
     let key_ring = match (&args.key_ring_file, inline) {
         // Name both sources: a variable set elsewhere (a shell profile, a pod spec) is the usual
@@ -284,6 +285,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         },
         allow_sandbox: args.allow_sandbox,
         clock: reddog::service::Clock::system(),
+        metrics,
     })
 }
 
@@ -321,9 +323,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         LogFormatArg::Text => LogFormat::Text,
         LogFormatArg::Json => LogFormat::Json,
     };
-    let telemetry = init_telemetry(format).map_err(|e| anyhow::anyhow!("starting logs and traces: {e}"))?;
+    // The process's one registry: the log writer counts its waits in it, the application
+    // everything else, and `/metrics` shows it.
+    let metrics = MetricsRegistry::new();
+    let telemetry = init_telemetry(format, &metrics).map_err(|e| anyhow::anyhow!("starting logs and traces: {e}"))?;
     check_key_files(&args)?;
-    let app = Application::build(settings(&args)?).await?;
+    let app = Application::build(settings(&args, metrics)?).await?;
     let ring = &app.engine().key_ring;
     if ring.is_development() {
         warn!(

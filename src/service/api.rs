@@ -25,7 +25,7 @@ use tracing::{debug, debug_span};
 use super::audit_sink::{AuditRefused, AuditSink};
 use super::convert;
 use super::error::invalid_token;
-use super::metrics::{self, Method, Metrics, MoneyMetrics, TableMetrics};
+use super::metrics::{Method, Metrics, MetricsRegistry, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
 use super::refusal_log::{Peer, REFUSAL_LOG_INTERVAL, RefusalLog};
 use super::sandbox;
@@ -56,10 +56,10 @@ pub struct EngineConfig {
     pub audit: AuditSink,
     /// The wall clock commitments expire by ([`Clock::system`] but in tests).
     pub clock: Clock,
-    /// The exact money and payout sums the service adds each settlement to: its
-    /// [`super::Application`]'s, which its `/metrics` shows (`Default::default()` for a
-    /// service of its own).
-    pub money: Arc<MoneyMetrics>,
+    /// The metrics the service records (its rounds, money, RPCs, tokens): its
+    /// [`super::Application`]'s registry, which its `/metrics` shows (`Default::default()`
+    /// for a registry of its own).
+    pub metrics: MetricsRegistry,
 }
 
 /// Wall-clock time in Unix milliseconds, as the engine reads it for a commitment's expiry.
@@ -171,11 +171,11 @@ impl RedDogService {
         let ttl_ms = i64::try_from(config.commitment_ttl.as_millis()).unwrap_or(i64::MAX);
         let digests: BTreeMap<String, RulesDigest> = config.tables.iter().map(|t| (t.id.clone(), t.digest())).collect();
         let rules = rules_per_table(&config);
-        sandbox::register_metrics(&config.tables);
+        sandbox::register_metrics(&config.tables, &config.metrics);
         let table_metrics = config
             .tables
             .iter()
-            .map(|t| (t.id.clone(), TableMetrics::register(&t.id, &t.table, &t.currency, t.digest(), &config.money)))
+            .map(|t| (t.id.clone(), TableMetrics::register(&t.id, &t.table, &t.currency, t.digest(), &config.metrics)))
             .collect();
         RedDogService {
             inner: Arc::new(Inner {
@@ -185,7 +185,7 @@ impl RedDogService {
                 clock: config.clock,
                 rules,
                 digests,
-                metrics: Metrics::register(),
+                metrics: Metrics::register(&config.metrics),
                 table_metrics,
                 audit: config.audit,
                 refusals: RefusalLog::new(REFUSAL_LOG_INTERVAL),
@@ -238,11 +238,18 @@ impl RedDogService {
         Ok(state)
     }
 
+    /// Seals a token under the primary key, counted in `reddog_token_seals_total{key_id}`.
+    fn seal(&self, kind: TokenKind, payload: &impl prost::Message) -> Result<Vec<u8>, EngineError> {
+        let token = self.inner.ring.seal(kind, payload)?;
+        self.inner.metrics.sealed(self.inner.ring.primary_id());
+        Ok(token)
+    }
+
     /// Counts a refused token in request field `field`, logs it within the refusal log's
     /// bound, and answers: the one uniform answer, or — for a token older than the support
     /// window — the precise one.
     fn token_refused(&self, method: Method, why: TokenRefusal, peer: Peer, field: &'static str) -> Status {
-        metrics::token_rejected(method, why.label());
+        self.inner.metrics.token_rejected(method, why.label());
         self.inner.refusals.refused(method, why.label(), peer);
         match why {
             TokenRefusal::TooOld(_) => why.error(field).into(),
@@ -258,7 +265,7 @@ impl RedDogService {
         let rules_digest = self.digest_of(named);
         let (issued_at_unix_ms, expires_at_unix_ms) = self.commitment_validity();
         let payload = commitment_payload(&seed, req, named, &rules_digest, (issued_at_unix_ms, expires_at_unix_ms));
-        let (token, committed) = (self.inner.ring.seal(TokenKind::Commitment, &payload)?, seed.commitment());
+        let (token, committed) = (self.seal(TokenKind::Commitment, &payload)?, seed.commitment());
         let receipt = CommitReceipt {
             key_id: "", // the signer puts its own id in (`ReceiptSigner::sign_commit`)
             commitment: &committed.0,
@@ -353,7 +360,7 @@ impl RedDogService {
         let bets: Vec<Money> = req.seats.iter().map(|s| Money(s.bet)).collect();
         let mut state = deal(committed, committed_sandbox, &dealt, &bets, req)?;
         state.issued_at_unix_ms = issued_at;
-        let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
+        let token = self.seal(TokenKind::Round, &state.to_payload())?;
         self.audit_round_started(&state, &dealt, &bets)?;
         if let Some(m) = self.inner.table_metrics.get(&dealt.id) {
             m.round_started(state.round.class());
@@ -447,7 +454,7 @@ impl RedDogService {
         let (parent_step, parent) = (state.step(), state.transcript);
         state.transcript = parent.decide(&sorted);
         state.steps.push(sorted);
-        let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
+        let token = self.seal(TokenKind::Round, &state.to_payload())?;
         self.audit_decided(&state, parent_step, parent, raised)?;
         let transcript = state.transcript.to_hex();
         let currency = Some(currency(&state.currency));

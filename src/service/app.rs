@@ -15,6 +15,7 @@ use zeroize::Zeroizing;
 use super::api::{Clock, EngineConfig};
 use super::audit_sink::{AuditOptions, AuditSink, CheckpointSigner};
 pub use super::limits::TransportLimits;
+use super::metrics::MetricsRegistry;
 use super::server::{self, ServeError};
 use super::tables::Tables;
 use super::tls::{TlsFiles, TlsReloader};
@@ -115,10 +116,15 @@ impl AuditSettings {
     }
 
     /// Opens the output and starts the sink's writer (`audit_started` is written when the
-    /// server starts serving).
+    /// server starts serving), counting in `metrics`.
     /// Checkpoints are signed with `signer`, the key ring's signing key, when it has one.
-    fn start(self, signer: Option<Arc<dyn CheckpointSigner>>) -> Result<AuditSink, SettingsError> {
-        let options = AuditOptions { replica: self.replica_id, checkpoint_interval: self.checkpoint_interval, signer };
+    fn start(
+        self,
+        signer: Option<Arc<dyn CheckpointSigner>>,
+        metrics: MetricsRegistry,
+    ) -> Result<AuditSink, SettingsError> {
+        let options =
+            AuditOptions { replica: self.replica_id, checkpoint_interval: self.checkpoint_interval, signer, metrics };
         Ok(match self.output {
             AuditOutput::Stdout => AuditSink::new(std::io::stdout(), options),
             AuditOutput::File(path) => {
@@ -184,6 +190,11 @@ pub struct Settings {
     pub allow_sandbox: bool,
     /// The wall clock commitments expire by: [`Clock::system`]; tests set their own.
     pub clock: Clock,
+    /// The application's metrics registry (see [`super::metrics`]): everything the
+    /// application records goes here and its `/metrics` listener shows it. The binary creates
+    /// it first, to count its log writer's waits in it too; [`Settings::local`] makes a new
+    /// one.
+    pub metrics: MetricsRegistry,
 }
 
 impl Settings {
@@ -207,6 +218,7 @@ impl Settings {
             audit: AuditSettings::to_writer(std::io::sink()),
             allow_sandbox: false,
             clock: Clock::system(),
+            metrics: MetricsRegistry::new(),
         }
     }
 
@@ -414,22 +426,25 @@ impl Application {
             })?),
             None => None,
         };
-        // This application's money and payout sums: its service adds to them, its `/metrics`
-        // shows them (the `metrics` recorder is the process's: see `metrics`' docs).
-        let money = Arc::new(super::metrics::MoneyMetrics::default());
+        // This application's registry: everything below records into it, its `/metrics` shows
+        // it (no process-wide recorder: see `metrics`' docs).
+        let metrics = settings.metrics;
         let metrics_addr = match settings.metrics_listen {
-            Some(addr) => super::metrics::spawn(addr, Arc::clone(&money))
-                .await
-                .map_err(|source| SettingsError::Bind { what: "the metrics listener", addr, source })?,
-            None => {
-                super::metrics::install();
-                None
+            Some(addr) => {
+                Some(super::metrics::spawn(addr, metrics.clone()).await.map_err(|source| SettingsError::Bind {
+                    what: "the metrics listener",
+                    addr,
+                    source,
+                })?)
             }
+            None => None,
         };
-        super::metrics::rules_certified(&tables, certified == super::certified::Certified::Yes);
-        // After the metrics recorder, so the sink's counters are live.
+        metrics.rules_certified(&tables, certified == super::certified::Certified::Yes);
         let signer = key_ring.signer().map(|s| Arc::clone(s) as Arc<dyn CheckpointSigner>);
-        let audit = settings.audit.start(signer)?;
+        let audit = settings.audit.start(signer, metrics.clone())?;
+        // Its histograms are drained every few seconds even if nothing scrapes them; the task
+        // ends with the registry.
+        metrics.spawn_upkeep();
         Ok(Application {
             listener,
             health_listener,
@@ -440,7 +455,7 @@ impl Application {
                 commitment_ttl: settings.commitment_ttl,
                 audit: audit.clone(),
                 clock: settings.clock.clone(),
-                money,
+                metrics,
             },
             audit,
             drain_timeout: settings.drain_timeout,
@@ -467,10 +482,14 @@ impl Application {
         self.health_listener.as_ref().and_then(|l| l.local_addr().ok())
     }
 
-    /// The bound metrics address (`None` without a metrics listener, or when another
-    /// `metrics` recorder was installed first).
+    /// The bound metrics address (`None` without a metrics listener).
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// The application's metrics registry: what its `/metrics` listener shows.
+    pub fn metrics(&self) -> &MetricsRegistry {
+        &self.engine.metrics
     }
 
     /// The engine configuration (table, ring, commitment lifetime).

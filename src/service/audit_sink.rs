@@ -25,7 +25,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use metrics::{Counter, counter};
+use metrics::Counter;
 use sha2::{Digest, Sha256};
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
@@ -36,6 +36,7 @@ use super::audit_record::checkpoint_message;
 use super::build_info;
 use super::error::{ERROR_DOMAIN, ErrorReason};
 use super::log_writer::BatchWriter;
+use super::metrics::MetricsRegistry;
 use super::tables::Tables;
 use crate::audit::record::{
     At, AuditStarted, AuditStopped, Checkpoint, Envelope, Event, Hex32, HexBytes, Odds, Record, SCHEMA, TableDigest,
@@ -101,12 +102,20 @@ pub struct AuditOptions {
     pub checkpoint_interval: Duration,
     /// Signs checkpoints, when a signing key exists.
     pub signer: Option<Arc<dyn CheckpointSigner>>,
+    /// Where records written and refused are counted: the application's registry.
+    pub metrics: MetricsRegistry,
 }
 
 impl AuditOptions {
-    /// Replica `local`, checkpoints every 60 s, unsigned (tests, benchmarks, embedding).
+    /// Replica `local`, checkpoints every 60 s, unsigned, counted in a registry of its own
+    /// (tests, benchmarks, embedding).
     pub fn local() -> AuditOptions {
-        AuditOptions { replica: "local".to_string(), checkpoint_interval: Duration::from_secs(60), signer: None }
+        AuditOptions {
+            replica: "local".to_string(),
+            checkpoint_interval: Duration::from_secs(60),
+            signer: None,
+            metrics: MetricsRegistry::new(),
+        }
     }
 }
 
@@ -141,6 +150,7 @@ struct Inner {
     out: BatchWriter,
     chain: Mutex<Chain>,
     written: Counter,
+    metrics: MetricsRegistry,
 }
 
 /// The audit sink (see the module docs). Cheap to clone; clones share one chain.
@@ -204,7 +214,8 @@ impl AuditSink {
                     stopped: false,
                     line: Vec::with_capacity(2048),
                 }),
-                written: counter!("reddog_audit_records_total"),
+                written: options.metrics.audit_records(),
+                metrics: options.metrics,
             }),
         }
     }
@@ -258,7 +269,7 @@ impl AuditSink {
         let written = self.write(&mut chain, event);
         drop(chain);
         if let Err(why) = written {
-            counter!("reddog_audit_refused_total", "reason" => why.label()).increment(1);
+            self.inner.metrics.audit_refused(why.label());
         }
         written
     }
@@ -330,7 +341,7 @@ impl AuditSink {
         }
         drop(chain);
         if let Err(why) = written {
-            counter!("reddog_audit_refused_total", "reason" => why.label()).increment(1);
+            self.inner.metrics.audit_refused(why.label());
         }
         written.map(|()| true)
     }
@@ -369,7 +380,7 @@ impl AuditSink {
         if !chain.stopped {
             let records = chain.seq;
             if self.write(&mut chain, Event::AuditStopped(AuditStopped { records })).is_err() {
-                counter!("reddog_audit_refused_total", "reason" => "stop").increment(1);
+                self.inner.metrics.audit_refused("stop");
             }
             chain.stopped = true;
         }
@@ -418,7 +429,12 @@ mod tests {
     }
 
     fn options() -> AuditOptions {
-        AuditOptions { replica: "replica-a".into(), checkpoint_interval: Duration::from_secs(60), signer: None }
+        AuditOptions {
+            replica: "replica-a".into(),
+            checkpoint_interval: Duration::from_secs(60),
+            signer: None,
+            metrics: MetricsRegistry::new(),
+        }
     }
 
     fn lines(rec: &Recorder) -> Vec<String> {

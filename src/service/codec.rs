@@ -9,6 +9,11 @@
 //! next to the generated code in `proto`), so a new RPC whose messages are not marked does not
 //! compile.
 //!
+//! The generated server builds the codec with `Default`, so the codec holds no handle on its
+//! application's metrics: it marks an undecodable request's answer with the [`UNDECODABLE`]
+//! header, and [`super::guard::Guarded`] counts it in `reddog_undecodable_requests_total`
+//! and removes the header before the answer leaves.
+//!
 //! The codec also sizes each call's buffers to its message ([`CALL_BUFFER_BYTES`]) instead of
 //! tonic's default 8 KiB per call.
 
@@ -19,8 +24,11 @@ use tonic::Status;
 use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic_prost::ProstEncoder;
 
-use super::metrics;
 use crate::error::EngineError;
+
+/// The header marking the answer to a request the codec could not decode (see the module
+/// docs): removed by [`super::guard::Guarded`], never sent.
+pub(crate) const UNDECODABLE: &str = "reddog-undecodable";
 
 /// The first allocation of a call's encode buffer and of its decode buffer, in bytes.
 ///
@@ -105,8 +113,8 @@ impl<U: ApiMessage> Decoder for ApiDecoder<U> {
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         U::decode(buf).map(Some).map_err(|e| {
             if U::IS_REQUEST {
-                let status = undecodable(&e);
-                metrics::bad_request(status.code());
+                let mut status = undecodable(&e);
+                status.metadata_mut().insert(UNDECODABLE, tonic::metadata::MetadataValue::from_static("1"));
                 status
             } else {
                 Status::internal(e.to_string())

@@ -19,7 +19,8 @@
 //!   connection never takes a slot while it holds as many as are free, so connections that
 //!   take slots greedily (or cannot drain their answers) always leave some to a newcomer. The whole
 //!   call, request body included, is bounded by the per-call timeout (DEADLINE_EXCEEDED).
-//!   (A message prost cannot decode is answered by the codec, [`super::codec`].) Health and
+//!   (A message prost cannot decode is answered by the codec, [`super::codec`], and counted
+//!   here.) Health and
 //!   reflection are not behind the cap: health stays answerable under any load.
 //! - [`CallsInProgress`] counts RedDog calls from arrival until the handler has answered; the
 //!   drain waits for it to reach zero. Its gauge, `reddog_rpc_in_flight`, counts them until
@@ -58,8 +59,9 @@ use tonic::server::NamedService;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
+use super::codec::UNDECODABLE;
 use super::error::{ERROR_DOMAIN, ErrorReason};
-use super::metrics;
+use super::metrics::MetricsRegistry;
 use super::transport::ConnInfo;
 use crate::error::EngineError;
 
@@ -129,9 +131,9 @@ pub(crate) struct CallsInProgress {
 }
 
 impl CallsInProgress {
-    /// A counter at zero, mirrored in the `reddog_rpc_in_flight` gauge.
-    pub(crate) fn new() -> Arc<CallsInProgress> {
-        Arc::new(CallsInProgress { count: AtomicUsize::new(0), gauge: metrics::in_flight_gauge() })
+    /// A counter at zero, mirrored in `metrics`' `reddog_rpc_in_flight` gauge.
+    pub(crate) fn new(metrics: &MetricsRegistry) -> Arc<CallsInProgress> {
+        Arc::new(CallsInProgress { count: AtomicUsize::new(0), gauge: metrics.in_flight_gauge() })
     }
 
     /// Calls in progress now.
@@ -281,24 +283,23 @@ impl http_body::Body for Budgeted {
 pub(crate) struct Guarded<S> {
     inner: S,
     permits: Arc<Semaphore>,
-    queue_wait: ::metrics::Histogram,
+    /// Where its sheds, timeouts, refused requests and queue waits are counted.
+    metrics: MetricsRegistry,
     pending: Arc<PendingBytes>,
     limits: CallLimits,
     calls: Arc<CallsInProgress>,
 }
 
 impl<S> Guarded<S> {
-    /// `inner` under `limits`, its calls counted in `calls`.
-    pub(crate) fn new(inner: S, limits: CallLimits, calls: Arc<CallsInProgress>) -> Guarded<S> {
+    /// `inner` under `limits`, its calls counted in `calls`, its metrics in `metrics`.
+    pub(crate) fn new(
+        inner: S,
+        limits: CallLimits,
+        calls: Arc<CallsInProgress>,
+        metrics: MetricsRegistry,
+    ) -> Guarded<S> {
         let pending = Arc::new(PendingBytes { used: AtomicUsize::new(0), max: limits.max_pending_bytes });
-        Guarded {
-            inner,
-            permits: Arc::new(Semaphore::new(limits.max_in_flight)),
-            queue_wait: metrics::queue_wait_histogram(),
-            pending,
-            limits,
-            calls,
-        }
+        Guarded { inner, permits: Arc::new(Semaphore::new(limits.max_in_flight)), metrics, pending, limits, calls }
     }
 }
 
@@ -338,7 +339,7 @@ where
         let permits = self.permits.clone();
         let reserved = Reserved { pool: self.pending.clone(), bytes: 0 };
         let limits = self.limits;
-        let queue_wait = self.queue_wait.clone();
+        let metrics = self.metrics.clone();
         Box::pin(async move {
             // The wait for a thread: from the headers' arrival until this future first runs.
             let waited = arrived.elapsed();
@@ -354,18 +355,18 @@ where
                 read = read => match read {
                     Ok(collected) => collected.to_bytes(),
                     Err(e) if e.is::<LengthLimitError>() => {
-                        metrics::bad_request(Code::ResourceExhausted);
+                        metrics.bad_request(Code::ResourceExhausted);
                         return Ok(too_large(limits.max_message).into_http());
                     }
                     Err(e) if e.is::<PendingFull>() => {
-                        metrics::load_shed();
+                        metrics.load_shed();
                         return Ok(overloaded().into_http());
                     }
                     // The client reset the stream: nobody reads this answer.
                     Err(_) => return Ok(Status::cancelled("the request stream was reset").into_http()),
                 },
                 () = &mut deadline => {
-                    metrics::request_timed_out();
+                    metrics.request_timed_out();
                     return Ok(timed_out(limits.timeout).into_http());
                 }
             };
@@ -375,16 +376,16 @@ where
                     reason: "the call carried no request message".into(),
                 }
                 .into();
-                metrics::bad_request(status.code());
+                metrics.bad_request(status.code());
                 return Ok(status.into_http());
             }
             // 2. Not a call that waited too long for a thread before it first ran: its client
             //    may have given up, and running it would make every call queued behind it
             //    wait longer still. (Checked after the message was read, so that a message
             //    over the size limit is still answered as such.)
-            queue_wait.record(waited.as_secs_f64());
+            metrics.queue_waited(waited);
             if waited > limits.max_queue_wait {
-                metrics::queue_shed();
+                metrics.queue_shed();
                 return Ok(queued_too_long(limits.max_queue_wait).into_http());
             }
             // 3. A slot: within the connection's share, then under the global cap.
@@ -392,14 +393,14 @@ where
                 Some(activity) => match activity.admit(limits.per_connection, permits.available_permits()) {
                     Some(share) => Some(share),
                     None => {
-                        metrics::load_shed();
+                        metrics.load_shed();
                         return Ok(overloaded().into_http());
                     }
                 },
                 None => None,
             };
             let Ok(permit) = permits.try_acquire_owned() else {
-                metrics::load_shed();
+                metrics.load_shed();
                 return Ok(overloaded().into_http());
             };
             // 4. The call itself, within what is left of the deadline.
@@ -407,11 +408,11 @@ where
             let answer = tokio::select! {
                 biased;
                 response = inner.call(request) => match response {
-                    Ok(response) => response,
+                    Ok(response) => counted_undecodable(response, &metrics),
                     Err(never) => match never {},
                 },
                 () = &mut deadline => {
-                    metrics::request_timed_out();
+                    metrics.request_timed_out();
                     timed_out(limits.timeout).into_http()
                 }
             };
@@ -424,6 +425,16 @@ where
             Ok(answer.map(|body| Body::new(Held { inner: body, _guard: guard })))
         })
     }
+}
+
+/// `response`, without the codec's [`UNDECODABLE`] mark; a marked answer (a request the
+/// codec could not decode) is counted in `reddog_undecodable_requests_total` by its code.
+fn counted_undecodable(mut response: Response<Body>, metrics: &MetricsRegistry) -> Response<Body> {
+    if response.headers_mut().remove(UNDECODABLE).is_some() {
+        let code = response.headers().get("grpc-status").and_then(|v| v.to_str().ok()?.parse::<i32>().ok());
+        metrics.bad_request(code.map_or(Code::InvalidArgument, Code::from));
+    }
+    response
 }
 
 /// A response body that ends with UNAVAILABLE once the server drains, after whatever the
@@ -629,7 +640,9 @@ mod tests {
             max_message: 1024,
             max_pending_bytes: 1 << 20,
         };
-        (Guarded::new(tower::util::BoxCloneSyncService::new(inner), limits, CallsInProgress::new()), ran)
+        let metrics = MetricsRegistry::new();
+        let calls = CallsInProgress::new(&metrics);
+        (Guarded::new(tower::util::BoxCloneSyncService::new(inner), limits, calls, metrics), ran)
     }
 
     /// A 1-byte gRPC message (prefix and payload).
@@ -656,6 +669,11 @@ mod tests {
         assert_eq!(info.metadata.get("max_queue_wait_ms").map(String::as_str), Some("250"));
         assert!(details.retry_info().is_some(), "{status:?}");
         assert_eq!(ran.load(Ordering::Acquire), 0, "the handler never ran");
+        // Counted in this service's registry, as shed for its wait.
+        let m = &service.metrics;
+        assert_eq!(m.value("reddog_load_shed_total"), Some(1.0));
+        assert_eq!(m.value("reddog_load_shed_queued_total"), Some(1.0));
+        assert_eq!(m.value("reddog_rpc_queue_wait_seconds_count"), Some(1.0));
     }
 
     #[tokio::test(start_paused = true)]
@@ -678,5 +696,8 @@ mod tests {
         let response = tower::Service::call(&mut service, Request::new(Body::new(Full::new(message())))).await.unwrap();
         assert_eq!(grpc_status(&response), None);
         assert_eq!(ran.load(Ordering::Acquire), 1);
+        let m = &service.metrics;
+        assert_eq!(m.value("reddog_load_shed_total"), Some(0.0));
+        assert_eq!(m.value("reddog_rpc_queue_wait_seconds_count"), Some(1.0));
     }
 }

@@ -60,7 +60,7 @@ pub use app::{
 };
 pub use audit_sink::{AuditOptions, AuditSink, CheckpointSigner, default_replica_id};
 pub use certified::{Certified, CertifiedRules, CertifiedTable, Change, RulesSpec, own_binary_sha256};
-pub use metrics::MoneyMetrics;
+pub use metrics::MetricsRegistry;
 pub use rules::rtp;
 pub use server::{LIVENESS, MAX_REQUEST_BYTES, SERVICE_NAME, ServeError, runtime, worker_threads};
 pub use signing::ReceiptSigner;

@@ -18,6 +18,7 @@
 //! often as the table's shoe holds it (once per deck). The rules then play the round exactly
 //! as a fair one: decisions, settlement and payouts are the game core's.
 
+use super::metrics::MetricsRegistry;
 use super::tables::Tables;
 use crate::error::EngineError;
 use crate::game::{Card, Decks, HandClass, StackedDeck};
@@ -41,16 +42,16 @@ pub(crate) fn refuse_without_flag(tables: &Tables, allow_sandbox: bool) -> Resul
     }
 }
 
-/// Publishes `reddog_table_sandbox{table}`: 1 for a sandbox table, 0 for a fair one. Every
-/// per-table metric carries the `table` label, so dashboards and alerts leave sandbox rounds
-/// out with `unless on(table) reddog_table_sandbox == 1`.
-pub(crate) fn register_metrics(tables: &Tables) {
-    metrics::describe_gauge!(
+/// Publishes `reddog_table_sandbox{table}` in `metrics`: 1 for a sandbox table, 0 for a fair
+/// one. Every per-table metric carries the `table` label, so dashboards and alerts leave
+/// sandbox rounds out with `unless on(table) reddog_table_sandbox == 1`.
+pub(crate) fn register_metrics(tables: &Tables, metrics: &MetricsRegistry) {
+    metrics.describe_gauge(
         "reddog_table_sandbox",
-        "1 for a sandbox table (requested deals, never fair rounds), 0 for a fair table"
+        "1 for a sandbox table (requested deals, never fair rounds), 0 for a fair table",
     );
     for t in tables.iter() {
-        metrics::gauge!("reddog_table_sandbox", "table" => t.id.clone()).set(if t.sandbox { 1.0 } else { 0.0 });
+        metrics.gauge("reddog_table_sandbox", &[("table", t.id.clone())]).set(if t.sandbox { 1.0 } else { 0.0 });
     }
 }
 

@@ -40,6 +40,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
 pub(crate) use super::log_writer::BatchWriter;
+use super::metrics::MetricsRegistry;
 
 /// Log line format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,8 +63,10 @@ pub struct Telemetry {
 pub(crate) const FLUSH_BOUND: Duration = Duration::from_millis(500);
 
 /// Whether OTLP exports succeed, and when a failure was last reported.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct ExportHealth {
+    /// `reddog_otlp_export_failures_total` of the registry given to [`init`].
+    failures: metrics::Counter,
     failing: AtomicBool,
     /// Failures since the last WARN.
     unreported: AtomicU64,
@@ -74,6 +77,16 @@ pub(crate) struct ExportHealth {
 pub(crate) const EXPORT_WARNING_INTERVAL: Duration = Duration::from_secs(60);
 
 impl ExportHealth {
+    /// No export yet; failures count in `failures`.
+    pub(crate) fn new(failures: metrics::Counter) -> ExportHealth {
+        ExportHealth {
+            failures,
+            failing: AtomicBool::new(false),
+            unreported: AtomicU64::new(0),
+            last_warning: Mutex::new(None),
+        }
+    }
+
     /// `true` while the last export failed.
     pub(crate) fn failing(&self) -> bool {
         self.failing.load(Ordering::Relaxed)
@@ -94,7 +107,7 @@ impl ExportHealth {
                 false
             }
             Err(e) => {
-                metrics::counter!("reddog_otlp_export_failures_total").increment(1);
+                self.failures.increment(1);
                 self.failing.store(true, Ordering::Relaxed);
                 let failures = self.unreported.fetch_add(1, Ordering::Relaxed) + 1;
                 let mut last = self.last_warning.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -185,17 +198,20 @@ impl Drop for Telemetry {
 const OTLP_FILTER: &str = "info,reddog::service::api=debug";
 
 /// Installs the global subscriber: the fmt layer (text or JSON) over a [`BatchWriter`] on
-/// stderr, filtered by `RUST_LOG`, and the OTLP layer when an endpoint is set. Must run
-/// inside the tokio runtime (the OTLP exporter needs it). Fails if a global subscriber is
-/// already set.
-pub fn init(format: LogFormat) -> Result<Telemetry, Box<dyn std::error::Error + Send + Sync>> {
+/// stderr (its waits counted in `metrics`), filtered by `RUST_LOG`, and the OTLP layer when
+/// an endpoint is set. Must run inside the tokio runtime (the OTLP exporter needs it). Fails
+/// if a global subscriber is already set.
+pub fn init(
+    format: LogFormat,
+    metrics: &MetricsRegistry,
+) -> Result<Telemetry, Box<dyn std::error::Error + Send + Sync>> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let logs = BatchWriter::start(std::io::stderr());
+    let logs = BatchWriter::start_counting_waits(std::io::stderr(), metrics.log_writer_waits());
     let fmt = fmt_layer(format, ansi, logs.clone());
     let endpoint_set = std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some_and(|v| !v.is_empty())
         || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some_and(|v| !v.is_empty());
-    let export = Arc::new(ExportHealth::default());
+    let export = Arc::new(ExportHealth::new(metrics.otlp_export_failures()));
     let provider = if endpoint_set {
         let inner = opentelemetry_otlp::SpanExporter::builder().with_tonic().build()?;
         let exporter = QuietExporter { inner, health: Arc::clone(&export) };
@@ -260,19 +276,24 @@ pub(crate) fn is_server_error(code: tonic::Code) -> bool {
 mod tests {
     use super::*;
 
-    /// Failures every 5 s for 10 minutes (120 of them) give 10 warnings, one a minute; a
-    /// success logs the recovery and the next failure warns at once.
+    /// Failures every 5 s for 10 minutes (120 of them) give 10 warnings, one a minute, and
+    /// count 120 in the registry's `reddog_otlp_export_failures_total`; a success logs the
+    /// recovery and the next failure warns at once.
     #[test]
     fn export_failures_warn_at_most_once_a_minute() {
-        let health = ExportHealth::default();
+        let registry = MetricsRegistry::new();
+        let health = ExportHealth::new(registry.otlp_export_failures());
+        assert_eq!(registry.value("reddog_otlp_export_failures_total"), Some(0.0), "registered at 0");
         let start = Instant::now();
         let fail: OTelSdkResult = Err(opentelemetry_sdk::error::OTelSdkError::InternalFailure("refused".into()));
         let warnings = (0..120u64).filter(|i| health.record(&fail, start + Duration::from_secs(5 * i))).count();
         assert_eq!(warnings, 10);
+        assert_eq!(registry.value("reddog_otlp_export_failures_total"), Some(120.0));
         assert!(health.failing());
         // The last warning was at 540 s: without the recovery, 597 s would be too soon.
         assert!(!health.record(&Ok(()), start + Duration::from_secs(596)));
         assert!(!health.failing());
         assert!(health.record(&fail, start + Duration::from_secs(597)), "the first failure after a recovery warns");
+        assert_eq!(registry.value("reddog_otlp_export_failures_total"), Some(121.0), "a success counts nothing");
     }
 }

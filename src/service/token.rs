@@ -61,8 +61,6 @@
 
 use std::fmt;
 
-use std::sync::OnceLock;
-
 use aes_gcm::aead::{AeadInOut, KeyInit};
 use aes_gcm_siv::Aes256GcmSiv;
 use hkdf::Hkdf;
@@ -209,9 +207,6 @@ struct RingKey {
     siv: Aes256GcmSiv,
     /// HMAC-SHA256 under the HKDF-derived nonce key.
     siv_nonce_mac: Hmac<Sha256>,
-    /// `reddog_token_seals_total{key_id}`, registered at the first seal (the recorder is
-    /// installed after the ring is loaded).
-    seals: OnceLock<metrics::Counter>,
 }
 
 impl RingKey {
@@ -226,7 +221,7 @@ impl RingKey {
         let siv_nonce_mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&nonce_key).map_err(|e| setup(Cause::new(e)))?;
         aead_key.zeroize();
         nonce_key.zeroize();
-        Ok(RingKey { id, siv, siv_nonce_mac, seals: OnceLock::new() })
+        Ok(RingKey { id, siv, siv_nonce_mac })
     }
 }
 
@@ -580,9 +575,6 @@ impl KeyRing {
             .encrypt_inout_detached(&aes_gcm_siv::Nonce::from(nonce), head, plaintext.into())
             .map_err(|e| Fault::Seal(Cause::new(e)))?;
         token.extend_from_slice(tag.as_slice());
-        key.seals
-            .get_or_init(|| metrics::counter!("reddog_token_seals_total", "key_id" => key.id.clone()))
-            .increment(1);
         Ok(token)
     }
 

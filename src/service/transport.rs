@@ -60,7 +60,7 @@ use tracing::debug;
 
 use super::accept::{AcceptBackoff, stopped};
 use super::limits::TransportLimits;
-use super::metrics;
+use super::metrics::MetricsRegistry;
 use super::tls::TlsReloader;
 
 /// The HTTP/2 client connection preface (RFC 9113 §3.4).
@@ -231,24 +231,32 @@ pub(crate) struct Connections {
     health_min_idle: Duration,
     next_id: AtomicU64,
     live: Mutex<HashMap<u64, Arc<Activity>>>,
+    /// Where closed connections, undelivered answers and accept back-offs are counted.
+    metrics: MetricsRegistry,
 }
 
 impl Connections {
     /// A table for at most `max` connections, where a connection that carried only health
-    /// checks is displaced like any other (the health-only port's table).
-    pub(crate) fn new(max: usize) -> Arc<Connections> {
-        Connections::with_health_min_idle(max, DISPLACE_MIN_IDLE)
+    /// checks is displaced like any other (the health-only port's table), counted in
+    /// `metrics`.
+    pub(crate) fn new(max: usize, metrics: MetricsRegistry) -> Arc<Connections> {
+        Connections::with_health_min_idle(max, DISPLACE_MIN_IDLE, metrics)
     }
 
     /// A table for at most `max` connections, where a connection that carried only health
     /// checks may be displaced once idle for `health_min_idle` (the gRPC port's table:
-    /// [`HEALTH_DISPLACE_MIN_IDLE`]).
-    pub(crate) fn with_health_min_idle(max: usize, health_min_idle: Duration) -> Arc<Connections> {
+    /// [`HEALTH_DISPLACE_MIN_IDLE`]), counted in `metrics`.
+    pub(crate) fn with_health_min_idle(
+        max: usize,
+        health_min_idle: Duration,
+        metrics: MetricsRegistry,
+    ) -> Arc<Connections> {
         Arc::new(Connections {
             slots: Arc::new(Semaphore::new(max)),
             health_min_idle,
             next_id: AtomicU64::new(0),
             live: Mutex::default(),
+            metrics,
         })
     }
 
@@ -309,7 +317,7 @@ impl Connections {
         for a in self.live().values() {
             if !a.closing.load(Ordering::Acquire) && a.idle_for(now).is_some_and(|i| i >= limit) {
                 debug!("closing an idle connection");
-                metrics::connection_closed("idle");
+                self.metrics.connection_closed("idle");
                 a.close(false);
             }
         }
@@ -322,8 +330,8 @@ impl Connections {
             let stale = a.stale_answers();
             if stale > 0 && !a.closing.load(Ordering::Acquire) {
                 debug!(answers = stale, "closing a connection that does not read its answers");
-                metrics::connection_closed("undelivered");
-                metrics::undelivered(a.admitted.load(Ordering::Acquire));
+                self.metrics.connection_closed("undelivered");
+                self.metrics.undelivered(a.admitted.load(Ordering::Acquire));
                 a.close(true);
             }
         }
@@ -531,14 +539,14 @@ pub(crate) fn incoming(
     let limits = limits.clone();
     tokio::spawn(async move {
         let mut pending: JoinSet<()> = JoinSet::new();
-        let mut backoff = AcceptBackoff::new("grpc", metrics::accept_backoff_counter());
+        let mut backoff = AcceptBackoff::new("grpc", conns.metrics.accept_backoff_counter());
         loop {
             tokio::select! {
                 () = stopped(&mut stop) => break,
                 Some(_) = pending.join_next(), if !pending.is_empty() => {}
                 (tcp, peer) = backoff.accept(&listener) => {
                     if pending.len() >= limits.max_pending_handshakes {
-                        metrics::connection_closed("too_many_handshakes");
+                        conns.metrics.connection_closed("too_many_handshakes");
                         debug!(%peer, "closing a connection: too many connections in their handshake");
                         continue;
                     }
@@ -612,12 +620,12 @@ async fn admit(
     let stream = match tokio::time::timeout(limits.handshake_timeout, handshake).await {
         Ok(Ok(stream)) => stream,
         Ok(Err((reason, e))) => {
-            metrics::connection_closed(reason);
+            conns.metrics.connection_closed(reason);
             debug!(%peer, reason, error = %e, "closing a connection before HTTP/2");
             return;
         }
         Err(_) => {
-            metrics::connection_closed("handshake_timeout");
+            conns.metrics.connection_closed("handshake_timeout");
             debug!(%peer, "closing a connection: no HTTP/2 preface within the handshake timeout");
             return;
         }
@@ -625,18 +633,18 @@ async fn admit(
     let slot = match conns.slots.clone().try_acquire_owned() {
         Ok(slot) => slot,
         Err(_) if conns.close_longest_idle(DISPLACE_MIN_IDLE) => {
-            metrics::connection_closed("displaced");
+            conns.metrics.connection_closed("displaced");
             debug!(%peer, "at the connection cap: closed the longest-idle connection");
             match tokio::time::timeout(DISPLACE_WAIT, conns.slots.clone().acquire_owned()).await {
                 Ok(Ok(slot)) => slot,
                 _ => {
-                    metrics::connection_closed("too_many_connections");
+                    conns.metrics.connection_closed("too_many_connections");
                     return;
                 }
             }
         }
         Err(_) => {
-            metrics::connection_closed("too_many_connections");
+            conns.metrics.connection_closed("too_many_connections");
             debug!(%peer, "closing a connection: at the connection cap, every connection busy");
             return;
         }

@@ -50,7 +50,7 @@ fn service(ring: &str) -> RedDogService {
         key_ring: KeyRing::from_json(ring).unwrap(),
         commitment_ttl: Duration::from_secs(600),
         clock: reddog::service::Clock::system(),
-        money: Default::default(),
+        metrics: Default::default(),
     })
 }
 
@@ -1025,7 +1025,12 @@ fn signed_trail() -> String {
     let ring = KeyRing::from_json(&signing_ring()).unwrap();
     let signer = ring.signer().map(|s| std::sync::Arc::clone(s) as std::sync::Arc<dyn CheckpointSigner>);
     let tables = Tables::single(Table::default());
-    let options = AuditOptions { replica: "replica-a".into(), checkpoint_interval: Duration::from_secs(3600), signer };
+    let options = AuditOptions {
+        replica: "replica-a".into(),
+        checkpoint_interval: Duration::from_secs(3600),
+        signer,
+        ..AuditOptions::local()
+    };
     let audit = AuditSink::start(out.clone(), options, &tables).unwrap();
     let svc = RedDogService::new(EngineConfig {
         tables,
@@ -1033,7 +1038,7 @@ fn signed_trail() -> String {
         key_ring: ring,
         commitment_ttl: Duration::from_secs(600),
         clock: reddog::service::Clock::system(),
-        money: Default::default(),
+        metrics: Default::default(),
     });
     let rt = runtime();
     for n in 0..3 {
@@ -1149,7 +1154,7 @@ fn audit_log_checks_the_players_step_receipts_against_a_disputed_reveal() {
         key_ring: KeyRing::from_json(&signing_ring()).unwrap(),
         commitment_ttl: Duration::from_secs(600),
         clock: reddog::service::Clock::system(),
-        money: Default::default(),
+        metrics: Default::default(),
     });
     let b = play_both_branches(&svc, &runtime());
     audit.stop(Duration::from_secs(10));

@@ -216,7 +216,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
         key_ring: KeyRing::from_json(RING).unwrap(),
         commitment_ttl: Duration::from_secs(600),
         clock: reddog::service::Clock::system(),
-        money: Default::default(),
+        metrics: Default::default(),
     });
     let nonce = nonce_for(c);
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;

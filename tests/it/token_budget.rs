@@ -38,7 +38,7 @@ fn service() -> (RedDogService, u64) {
         key_ring: ring,
         commitment_ttl: Duration::from_secs(600),
         clock: reddog::service::Clock::system(),
-        money: Default::default(),
+        metrics: Default::default(),
     });
     (svc, max_bet.0)
 }
