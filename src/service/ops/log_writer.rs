@@ -378,7 +378,7 @@ mod tests {
         }
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let rec = Recorder::default();
-        let metrics = crate::service::metrics::MetricsRegistry::new();
+        let metrics = crate::service::ops::metrics::MetricsRegistry::new();
         let w = BatchWriter::start_counting_waits(Gated(gate.clone(), rec.clone()), metrics.log_writer_waits());
         let line = vec![b'x'; 1023].into_iter().chain([b'\n']).collect::<Vec<u8>>();
         // Twice the capacity plus one: the writer holds one batch, the buffer fills, the

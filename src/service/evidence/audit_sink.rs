@@ -8,9 +8,9 @@
 //! its `prev` (the SHA-256 of the previous line) and its place in the output, so the chain in
 //! the file is the chain in memory. The line is then appended to a [`BatchWriter`] batch that
 //! a dedicated thread writes (one `write(2)` per batch, at most
-//! [`super::log_writer::FLUSH_EVERY`] later). The handler never waits for the output.
+//! [`crate::service::ops::log_writer::FLUSH_EVERY`] later). The handler never waits for the output.
 //!
-//! When the output cannot keep up (the batch holds [`super::log_writer::CAPACITY`] bytes) or
+//! When the output cannot keep up (the batch holds [`crate::service::ops::log_writer::CAPACITY`] bytes) or
 //! has failed, or the sink has stopped, the record is refused and so is the call that wanted
 //! it: `UNAVAILABLE` with reason `AUDIT_UNAVAILABLE` (the platform retries, on this replica or
 //! another), counted in `reddog_audit_refused_total{reason}`. A call is never answered without
@@ -32,15 +32,15 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use std::borrow::Cow;
 
-use super::audit_record::checkpoint_message;
-use super::build_info;
-use super::error::{ERROR_DOMAIN, ErrorReason};
-use super::log_writer::BatchWriter;
-use super::metrics::MetricsRegistry;
-use super::tables::Tables;
 use crate::audit::record::{
     At, AuditStarted, AuditStopped, Checkpoint, Envelope, Event, Hex32, HexBytes, Odds, Record, SCHEMA, TableDigest,
 };
+use crate::service::build_info;
+use crate::service::error::{ERROR_DOMAIN, ErrorReason};
+use crate::service::evidence::audit_record::checkpoint_message;
+use crate::service::ops::log_writer::BatchWriter;
+use crate::service::ops::metrics::MetricsRegistry;
+use crate::service::rules::tables::Tables;
 
 /// Signs checkpoints: the key ring's signing key, when it has one (Ed25519 over
 /// [`checkpoint_message`]; `reddog audit-log --public-key` verifies it); without it
@@ -412,7 +412,7 @@ pub fn default_replica_id() -> String {
 mod tests {
     use super::*;
     use crate::game::Table;
-    use crate::service::log_writer::CAPACITY;
+    use crate::service::ops::log_writer::CAPACITY;
 
     /// An output that keeps what it was given.
     #[derive(Clone, Default)]
@@ -512,7 +512,7 @@ mod tests {
         let steps = vec![step.clone()];
         let mut money = [SeatMoney::default(); MAX_SEATS];
         let commitment = ServerSeed::from_bytes([7; 32]).commitment();
-        let unspecified = super::super::tables::Currency::unspecified();
+        let unspecified = crate::service::rules::tables::Currency::unspecified();
         let digest =
             crate::fairness::TableRules::of(&table, unspecified.code(), unspecified.minor_unit_exponent(), false)
                 .digest()
