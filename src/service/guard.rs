@@ -1,26 +1,28 @@
 //! Tower services around the gRPC services:
 //!
-//! - [`Guarded`] wraps `reddog.v1.RedDog`. A call first reads its request message, taking no
-//!   slot meanwhile (a peer that sends headers and never its message holds an HTTP/2 stream,
-//!   bounded per connection, not a slot); a body over the size limit is answered
-//!   RESOURCE_EXHAUSTED (`REQUEST_TOO_LARGE`, with a `QuotaFailure`) and an empty one
-//!   INVALID_ARGUMENT. Then it takes a slot within its connection's share
-//!   ([`CallLimits::per_connection`]) and under the global cap ([`CallLimits::max_in_flight`]);
-//!   a call over either is answered RESOURCE_EXHAUSTED (`OVERLOADED`, with a retry hint) at
-//!   once — load shedding — and the slot is held until its answer has been sent. A call
-//!   that waited longer than [`CallLimits::max_queue_wait`] from its headers reaching this
-//!   service until a thread first ran it is answered the same way instead of run, so no
-//!   call runs after its client may have given up. The wait for the request message is not
-//!   counted: a client that sends its message late is slow, not a sign of overload, and the
-//!   per-call timeout bounds it. (Under `h2load -c
-//!   500 -m 100` that wait stayed under 100 ms: the seconds such a flood adds are spent
-//!   before hyper hands a call to this service, where no service sees them; see
-//!   docs/RELIABILITY.md, "Overload".) A
-//!   connection never takes a slot while it holds as many as are free, so connections that
-//!   take slots greedily (or cannot drain their answers) always leave some to a newcomer. The whole
-//!   call, request body included, is bounded by the per-call timeout (DEADLINE_EXCEEDED).
-//!   (A message prost cannot decode is answered by the codec, [`super::codec`].) Health and
-//!   reflection are not behind the cap: health stays answerable under any load.
+//! - [`Guarded`] wraps `reddog.v1.RedDog`. First, a call that would wait longer than
+//!   [`CallLimits::max_queue_wait`] for a worker thread ([`WorkerWait`]: how late a task woken
+//!   now starts) is answered RESOURCE_EXHAUSTED (`OVERLOADED`, `max_queue_wait_ms`, with a
+//!   retry hint) at once, before its message is read — unless it is the only call in progress
+//!   on its connection and the wait is under twice the bound: under overload, connections
+//!   that pile calls up (a flood's 100 streams each) are shed while a client calling one at a
+//!   time is still served, and the calls that are served stay fast. Then a call reads its
+//!   request message, taking no slot meanwhile (a peer that sends headers and never its
+//!   message holds an HTTP/2 stream, bounded per connection, not a slot); a body over the
+//!   size limit is answered RESOURCE_EXHAUSTED (`REQUEST_TOO_LARGE`, with a `QuotaFailure`)
+//!   and an empty one INVALID_ARGUMENT. A call whose task waited longer than the bound from
+//!   its headers reaching this service until a thread first ran it is shed instead of run.
+//!   Then it takes a slot within its connection's share ([`CallLimits::per_connection`]),
+//!   its peer's share (`super::peers`) and under the global cap
+//!   ([`CallLimits::max_in_flight`]); a call over any is answered RESOURCE_EXHAUSTED
+//!   (`OVERLOADED`) at once — load shedding — as is every call of a peer penalized for
+//!   leaving answers unread (with what is left of the penalty as the retry delay). The slot is
+//!   held until its answer has been sent. Neither a connection nor a peer takes a slot while
+//!   it holds as many as are free, so connections or peers that take slots greedily (or
+//!   cannot drain their answers) always leave some to a newcomer. The whole call, request
+//!   body included, is bounded by the per-call timeout (DEADLINE_EXCEEDED). (A message prost
+//!   cannot decode is answered by the codec, [`super::codec`].) Health and reflection are not
+//!   behind the cap: health stays answerable under any load.
 //! - [`CallsInProgress`] counts RedDog calls from arrival until the handler has answered; the
 //!   drain waits for it to reach zero. Its gauge, `reddog_rpc_in_flight`, counts them until
 //!   the answer has been sent, so it includes every held slot.
@@ -42,7 +44,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -60,7 +62,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use super::error::ERROR_DOMAIN;
 use super::metrics;
-use super::transport::ConnInfo;
+use super::transport::{ConnInfo, Refused};
 use crate::error::EngineError;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -86,6 +88,22 @@ pub fn queued_too_long(bound: Duration) -> Status {
     Status::with_error_details(
         Code::ResourceExhausted,
         format!("the call waited over the server's {} ms bound before it could start; retry later", bound.as_millis()),
+        d,
+    )
+}
+
+/// The answer to a call of a peer penalized for leaving answers unread: RESOURCE_EXHAUSTED
+/// with `ErrorInfo` reason `OVERLOADED` (`penalty_ms`: what is left of the penalty) and that
+/// as the `RetryInfo` delay.
+pub fn penalized(left: Duration) -> Status {
+    let mut d = ErrorDetails::with_retry_info(Some(left));
+    d.set_error_info("OVERLOADED", ERROR_DOMAIN, [("penalty_ms".to_string(), left.as_millis().to_string())]);
+    Status::with_error_details(
+        Code::ResourceExhausted,
+        format!(
+            "a connection from this client left its answers unread: no calls for {} ms; retry later",
+            left.as_millis()
+        ),
         d,
     )
 }
@@ -181,6 +199,67 @@ impl Drop for Sending {
     }
 }
 
+/// How often [`WorkerWait`]'s probe measures.
+pub const PROBE_EVERY: Duration = Duration::from_millis(5);
+
+/// How long a task woken now waits before a worker thread runs it — what a call arriving now
+/// would wait for a thread at each step (its connection's task reading it, its own task, the
+/// connection writing its answer). A probe task sleeps [`PROBE_EVERY`] and measures how late it
+/// wakes: every task made runnable before it runs first, so its lateness is the queue's length
+/// in time. [`Self::now`] is the last lateness measured, or how overdue the probe is now if
+/// that is more (a queue that grows is seen before the probe gets to run). The probe ends with
+/// the last handle.
+#[derive(Debug)]
+pub struct WorkerWait {
+    base: Instant,
+    /// When the probe is due to wake, in µs since `base`.
+    due_us: AtomicU64,
+    /// How late it woke last, in µs.
+    late_us: AtomicU64,
+}
+
+impl WorkerWait {
+    /// Starts the probe on the current runtime.
+    pub fn spawn() -> Arc<WorkerWait> {
+        let base = Instant::now();
+        let wait = Arc::new(WorkerWait { base, due_us: AtomicU64::new(u64::MAX), late_us: AtomicU64::new(0) });
+        let weak = Arc::downgrade(&wait);
+        let gauge = metrics::worker_wait_gauge();
+        tokio::spawn(async move {
+            loop {
+                let due = Instant::now() + PROBE_EVERY;
+                {
+                    let Some(wait) = weak.upgrade() else { return };
+                    wait.due_us.store(wait.us(due), Ordering::Release);
+                }
+                tokio::time::sleep_until(due).await;
+                let Some(wait) = weak.upgrade() else { return };
+                let late = Instant::now().saturating_duration_since(due);
+                wait.late_us.store(u64::try_from(late.as_micros()).unwrap_or(u64::MAX), Ordering::Release);
+                gauge.set(late.as_secs_f64());
+            }
+        });
+        wait
+    }
+
+    /// A wait that stays `wait` (no probe), for tests.
+    #[cfg(test)]
+    fn fixed(wait: Duration) -> Arc<WorkerWait> {
+        let late = u64::try_from(wait.as_micros()).unwrap_or(u64::MAX);
+        Arc::new(WorkerWait { base: Instant::now(), due_us: AtomicU64::new(u64::MAX), late_us: AtomicU64::new(late) })
+    }
+
+    fn us(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// The wait for a worker now (see the type's docs).
+    pub fn now(&self) -> Duration {
+        let overdue = self.us(Instant::now()).saturating_sub(self.due_us.load(Ordering::Acquire));
+        Duration::from_micros(overdue.max(self.late_us.load(Ordering::Acquire)))
+    }
+}
+
 /// The limits [`Guarded`] applies.
 #[derive(Clone, Copy, Debug)]
 pub struct CallLimits {
@@ -188,8 +267,10 @@ pub struct CallLimits {
     pub max_in_flight: usize,
     /// Slots one connection may hold at once.
     pub per_connection: usize,
-    /// Longest wait from the call's arrival at this service until a thread first runs it
-    /// (the wait for its request message not counted).
+    /// Longest wait for a worker thread: a call arriving while the wait ([`WorkerWait`]) is
+    /// longer is shed at once unless it is its connection's only call (then only past twice
+    /// this), and a call that waited longer from its arrival at this service until a thread
+    /// first ran it (the wait for its request message not counted) is shed instead of run.
     pub max_queue_wait: Duration,
     /// Longest call, request body included.
     pub timeout: Duration,
@@ -197,6 +278,14 @@ pub struct CallLimits {
     pub max_message: usize,
     /// Request bytes held across all calls whose message is still arriving.
     pub max_pending_bytes: usize,
+}
+
+impl CallLimits {
+    /// Whether a wait for a worker is too long for a call: over [`Self::max_queue_wait`], or
+    /// for a call `alone` on its connection (no other call in progress) over twice that.
+    fn too_long(&self, wait: Duration, alone: bool) -> bool {
+        wait > if alone { self.max_queue_wait * 2 } else { self.max_queue_wait }
+    }
 }
 
 /// Request bytes held by calls whose message is still arriving, across all connections: a
@@ -279,6 +368,7 @@ impl http_body::Body for Budgeted {
 pub struct Guarded<S> {
     inner: S,
     permits: Arc<Semaphore>,
+    wait: Arc<WorkerWait>,
     queue_wait: ::metrics::Histogram,
     pending: Arc<PendingBytes>,
     limits: CallLimits,
@@ -286,12 +376,14 @@ pub struct Guarded<S> {
 }
 
 impl<S> Guarded<S> {
-    /// `inner` under `limits`, its calls counted in `calls`.
+    /// `inner` under `limits`, its calls counted in `calls`; starts the [`WorkerWait`] probe on
+    /// the current runtime.
     pub fn new(inner: S, limits: CallLimits, calls: Arc<CallsInProgress>) -> Guarded<S> {
         let pending = Arc::new(PendingBytes { used: AtomicUsize::new(0), max: limits.max_pending_bytes });
         Guarded {
             inner,
             permits: Arc::new(Semaphore::new(limits.max_in_flight)),
+            wait: WorkerWait::spawn(),
             queue_wait: metrics::queue_wait_histogram(),
             pending,
             limits,
@@ -325,8 +417,18 @@ where
         // hyper calls this on the connection's task as it accepts the stream (its headers
         // read); the returned future then waits, spawned, for a thread to run it.
         let arrived = Instant::now();
-        let progress = self.calls.begin();
         let conn = request.extensions().get::<ConnInfo>().map(|c| c.activity.clone());
+        // 0. Shed at once a call that would wait too long for a thread: unless it is its
+        //    connection's only call (a client calling one at a time is served while the
+        //    connections that pile calls up are shed) and the wait is under twice the bound.
+        let alone = conn.as_ref().is_some_and(|c| c.calls_in_progress() == 0);
+        let wait = self.wait.now();
+        if self.limits.too_long(wait, alone) {
+            self.queue_wait.record(wait.as_secs_f64());
+            metrics::queue_shed();
+            return Box::pin(std::future::ready(Ok(queued_too_long(self.limits.max_queue_wait).into_http())));
+        }
+        let progress = self.calls.begin();
         // The call counts as its connection's activity from arrival until its answer has
         // been sent (held with the slot below): this service does what `Activity` does for
         // the other services, without a second boxed future and body per call.
@@ -377,17 +479,21 @@ where
             //    wait longer still. (Checked after the message was read, so that a message
             //    over the size limit is still answered as such.)
             queue_wait.record(waited.as_secs_f64());
-            if waited > limits.max_queue_wait {
+            if limits.too_long(waited, alone) {
                 metrics::queue_shed();
                 return Ok(queued_too_long(limits.max_queue_wait).into_http());
             }
-            // 3. A slot: within the connection's share, then under the global cap.
+            // 3. A slot: within the connection's and its peer's share, then under the global cap.
             let share = match &conn {
                 Some(activity) => match activity.admit(limits.per_connection, permits.available_permits()) {
-                    Some(share) => Some(share),
-                    None => {
+                    Ok(share) => Some(share),
+                    Err(Refused::Share) => {
                         metrics::load_shed();
                         return Ok(overloaded().into_http());
+                    }
+                    Err(Refused::Penalized(left)) => {
+                        metrics::load_shed();
+                        return Ok(penalized(left).into_http());
                     }
                 },
                 None => None,
@@ -609,6 +715,11 @@ mod tests {
     const BOUND: Duration = Duration::from_millis(250);
 
     fn guarded() -> (Guarded<Inner>, Arc<AtomicUsize>) {
+        guarded_waiting(None)
+    }
+
+    /// The guarded service, its worker wait fixed at `wait` if given.
+    fn guarded_waiting(wait: Option<Duration>) -> (Guarded<Inner>, Arc<AtomicUsize>) {
         let ran = Arc::new(AtomicUsize::new(0));
         let counter = ran.clone();
         let inner = tower::service_fn(move |_req: Request<Body>| {
@@ -623,7 +734,11 @@ mod tests {
             max_message: 1024,
             max_pending_bytes: 1 << 20,
         };
-        (Guarded::new(tower::util::BoxCloneSyncService::new(inner), limits, CallsInProgress::new()), ran)
+        let mut service = Guarded::new(tower::util::BoxCloneSyncService::new(inner), limits, CallsInProgress::new());
+        if let Some(wait) = wait {
+            service.wait = WorkerWait::fixed(wait);
+        }
+        (service, ran)
     }
 
     /// A 1-byte gRPC message (prefix and payload).
@@ -655,8 +770,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_call_whose_message_comes_late_is_run_not_shed() {
         let (mut service, ran) = guarded();
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Status>>(1);
-        let body = Body::new(http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx)));
+        let (tx, body) = pending_body();
         let call = tokio::spawn(tower::Service::call(&mut service, Request::new(body)));
         tokio::time::sleep(BOUND * 4).await;
         tx.send(Ok(Frame::data(message()))).await.unwrap();
@@ -664,6 +778,51 @@ mod tests {
         let response = call.await.unwrap().unwrap();
         assert_eq!(grpc_status(&response), None, "answered by the handler");
         assert_eq!(ran.load(Ordering::Acquire), 1);
+    }
+
+    /// A body whose frames come from the returned sender (none until it sends).
+    fn pending_body() -> (tokio::sync::mpsc::Sender<Result<Frame<Bytes>, Status>>, Body) {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Status>>(1);
+        (tx, Body::new(http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx))))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_arriving_while_the_wait_for_a_worker_is_over_the_bound_is_shed_before_its_message() {
+        for wait in [BOUND + Duration::from_millis(1), BOUND * 3] {
+            let (mut service, ran) = guarded_waiting(Some(wait));
+            // Its message never comes: the answer does not wait for it.
+            let (_tx, body) = pending_body();
+            let call = tower::Service::call(&mut service, Request::new(body));
+            let response =
+                tokio::time::timeout(Duration::from_millis(1), call).await.expect("answered at once").unwrap();
+            let status = Status::from_header_map(response.headers()).expect("a gRPC status");
+            assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+            let details = status.get_error_details();
+            assert_eq!(details.error_info().map(|i| i.reason.as_str()), Some("OVERLOADED"));
+            assert!(details.retry_info().is_some(), "{status:?}");
+            assert_eq!(ran.load(Ordering::Acquire), 0, "the handler never ran");
+        }
+        // At the bound, the call is run.
+        let (mut service, ran) = guarded_waiting(Some(BOUND));
+        let response = tower::Service::call(&mut service, Request::new(Body::new(Full::new(message())))).await.unwrap();
+        assert_eq!(grpc_status(&response), None);
+        assert_eq!(ran.load(Ordering::Acquire), 1);
+    }
+
+    /// The probe measures how late a task woken now runs: a worker kept busy for 60 ms shows
+    /// a wait of at least 50 ms; once free again, the wait falls back.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_wait_for_a_worker_is_how_late_a_woken_task_runs() {
+        let wait = WorkerWait::spawn();
+        tokio::time::sleep(PROBE_EVERY * 4).await;
+        // The only worker is busy (this task does not yield) for 60 ms.
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(wait.now() >= Duration::from_millis(50), "{:?}", wait.now());
+        let started = std::time::Instant::now();
+        while wait.now() > Duration::from_millis(20) {
+            assert!(started.elapsed() < Duration::from_secs(5), "the wait stayed at {:?}", wait.now());
+            tokio::time::sleep(PROBE_EVERY).await;
+        }
     }
 
     #[tokio::test(start_paused = true)]

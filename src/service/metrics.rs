@@ -548,7 +548,16 @@ fn describe() {
     );
     describe_counter!(
         "reddog_load_shed_queued_total",
-        "RedDog calls answered RESOURCE_EXHAUSTED because they waited over --max-queue-wait-ms to start"
+        "RedDog calls answered RESOURCE_EXHAUSTED because they would wait, or waited, over --max-queue-wait-ms for a worker"
+    );
+    describe_gauge!(
+        "reddog_worker_wait_seconds",
+        Unit::Seconds,
+        "How late a task woken now starts on a worker thread (probed every 5 ms); over --max-queue-wait-ms calls are shed"
+    );
+    describe_counter!(
+        "reddog_peer_penalties_total",
+        "Penalties given to a peer whose connection was closed for leaving answers unread (no slot, no connection meanwhile)"
     );
     describe_counter!(
         "reddog_rpc_undelivered_total",
@@ -589,6 +598,7 @@ fn register_zero_counters() {
     counter!("reddog_load_shed_total").increment(0);
     counter!("reddog_load_shed_queued_total").increment(0);
     counter!("reddog_rpc_undelivered_total").increment(0);
+    counter!("reddog_peer_penalties_total").increment(0);
     counter!("reddog_request_timeouts_total").increment(0);
     for code in [tonic::Code::InvalidArgument, tonic::Code::ResourceExhausted] {
         counter!("reddog_undecodable_requests_total", "code" => code_name(code)).increment(0);
@@ -602,6 +612,7 @@ fn register_zero_counters() {
         "displaced",
         "idle",
         "undelivered",
+        "penalized",
     ] {
         counter!("reddog_connections_closed_total", "reason" => reason).increment(0);
     }
@@ -814,6 +825,16 @@ pub fn load_shed() {
 pub fn queue_shed() {
     counter!("reddog_load_shed_total").increment(1);
     counter!("reddog_load_shed_queued_total").increment(1);
+}
+
+/// Records a peer penalized for leaving answers unread (`super::peers`).
+pub fn peer_penalized() {
+    counter!("reddog_peer_penalties_total").increment(1);
+}
+
+/// The gauge of the current wait for a worker thread (`super::guard::WorkerWait`).
+pub fn worker_wait_gauge() -> Gauge {
+    gauge!("reddog_worker_wait_seconds")
 }
 
 /// Records a call cut at the per-call timeout.

@@ -20,9 +20,9 @@
 //!   the server;
 //! - [`limits`]: [`TransportLimits`], the transport's configuration;
 //! - [`server`]: health, reflection, limits and graceful shutdown;
-//! - [`transport`], [`guard`], [`tls`]: connection admission (handshake and idle deadlines,
-//!   accept back-off), the global concurrency cap with load shedding, the per-call timeout,
-//!   and TLS with reload.
+//! - [`transport`], [`peers`], [`guard`], [`tls`]: connection admission (handshake and idle
+//!   deadlines, accept back-off, fair shares by peer), the global concurrency cap with load
+//!   shedding, the per-call timeout, and TLS with reload.
 
 pub(crate) mod accept;
 pub(crate) mod api;
@@ -38,6 +38,7 @@ pub(crate) mod guard;
 pub(crate) mod limits;
 pub(crate) mod log_writer;
 pub(crate) mod metrics;
+pub(crate) mod peers;
 pub(crate) mod refusal_log;
 pub(crate) mod rules;
 pub(crate) mod sandbox;
