@@ -44,7 +44,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -63,6 +63,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 use super::error::ERROR_DOMAIN;
 use super::metrics;
 use super::transport::{ConnInfo, Refused};
+use super::worker_wait::WorkerWait;
 use crate::error::EngineError;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -199,67 +200,6 @@ impl Drop for Sending {
     }
 }
 
-/// How often [`WorkerWait`]'s probe measures.
-pub const PROBE_EVERY: Duration = Duration::from_millis(5);
-
-/// How long a task woken now waits before a worker thread runs it — what a call arriving now
-/// would wait for a thread at each step (its connection's task reading it, its own task, the
-/// connection writing its answer). A probe task sleeps [`PROBE_EVERY`] and measures how late it
-/// wakes: every task made runnable before it runs first, so its lateness is the queue's length
-/// in time. [`Self::now`] is the last lateness measured, or how overdue the probe is now if
-/// that is more (a queue that grows is seen before the probe gets to run). The probe ends with
-/// the last handle.
-#[derive(Debug)]
-pub struct WorkerWait {
-    base: Instant,
-    /// When the probe is due to wake, in µs since `base`.
-    due_us: AtomicU64,
-    /// How late it woke last, in µs.
-    late_us: AtomicU64,
-}
-
-impl WorkerWait {
-    /// Starts the probe on the current runtime.
-    pub fn spawn() -> Arc<WorkerWait> {
-        let base = Instant::now();
-        let wait = Arc::new(WorkerWait { base, due_us: AtomicU64::new(u64::MAX), late_us: AtomicU64::new(0) });
-        let weak = Arc::downgrade(&wait);
-        let gauge = metrics::worker_wait_gauge();
-        tokio::spawn(async move {
-            loop {
-                let due = Instant::now() + PROBE_EVERY;
-                {
-                    let Some(wait) = weak.upgrade() else { return };
-                    wait.due_us.store(wait.us(due), Ordering::Release);
-                }
-                tokio::time::sleep_until(due).await;
-                let Some(wait) = weak.upgrade() else { return };
-                let late = Instant::now().saturating_duration_since(due);
-                wait.late_us.store(u64::try_from(late.as_micros()).unwrap_or(u64::MAX), Ordering::Release);
-                gauge.set(late.as_secs_f64());
-            }
-        });
-        wait
-    }
-
-    /// A wait that stays `wait` (no probe), for tests.
-    #[cfg(test)]
-    fn fixed(wait: Duration) -> Arc<WorkerWait> {
-        let late = u64::try_from(wait.as_micros()).unwrap_or(u64::MAX);
-        Arc::new(WorkerWait { base: Instant::now(), due_us: AtomicU64::new(u64::MAX), late_us: AtomicU64::new(late) })
-    }
-
-    fn us(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.base).as_micros()).unwrap_or(u64::MAX)
-    }
-
-    /// The wait for a worker now (see the type's docs).
-    pub fn now(&self) -> Duration {
-        let overdue = self.us(Instant::now()).saturating_sub(self.due_us.load(Ordering::Acquire));
-        Duration::from_micros(overdue.max(self.late_us.load(Ordering::Acquire)))
-    }
-}
-
 /// The limits [`Guarded`] applies.
 #[derive(Clone, Copy, Debug)]
 pub struct CallLimits {
@@ -376,14 +316,13 @@ pub struct Guarded<S> {
 }
 
 impl<S> Guarded<S> {
-    /// `inner` under `limits`, its calls counted in `calls`; starts the [`WorkerWait`] probe on
-    /// the current runtime.
-    pub fn new(inner: S, limits: CallLimits, calls: Arc<CallsInProgress>) -> Guarded<S> {
+    /// `inner` under `limits`, its calls counted in `calls`, shed by `wait`.
+    pub fn new(inner: S, limits: CallLimits, calls: Arc<CallsInProgress>, wait: Arc<WorkerWait>) -> Guarded<S> {
         let pending = Arc::new(PendingBytes { used: AtomicUsize::new(0), max: limits.max_pending_bytes });
         Guarded {
             inner,
             permits: Arc::new(Semaphore::new(limits.max_in_flight)),
-            wait: WorkerWait::spawn(),
+            wait,
             queue_wait: metrics::queue_wait_histogram(),
             pending,
             limits,
@@ -439,6 +378,7 @@ where
         let reserved = Reserved { pool: self.pending.clone(), bytes: 0 };
         let limits = self.limits;
         let queue_wait = self.queue_wait.clone();
+        let worker_wait = self.wait.clone();
         Box::pin(async move {
             // The wait for a thread: from the headers' arrival until this future first runs.
             let waited = arrived.elapsed();
@@ -478,8 +418,9 @@ where
             //    may have given up, and running it would make every call queued behind it
             //    wait longer still. (Checked after the message was read, so that a message
             //    over the size limit is still answered as such.)
+            //    Only while the wait has lasted (not after one stall of the whole process).
             queue_wait.record(waited.as_secs_f64());
-            if limits.too_long(waited, alone) {
+            if limits.too_long(waited, alone) && worker_wait.now() > limits.max_queue_wait / 2 {
                 metrics::queue_shed();
                 return Ok(queued_too_long(limits.max_queue_wait).into_http());
             }
@@ -734,11 +675,8 @@ mod tests {
             max_message: 1024,
             max_pending_bytes: 1 << 20,
         };
-        let mut service = Guarded::new(tower::util::BoxCloneSyncService::new(inner), limits, CallsInProgress::new());
-        if let Some(wait) = wait {
-            service.wait = WorkerWait::fixed(wait);
-        }
-        (service, ran)
+        let wait = wait.map_or_else(WorkerWait::spawn, WorkerWait::fixed);
+        (Guarded::new(tower::util::BoxCloneSyncService::new(inner), limits, CallsInProgress::new(), wait), ran)
     }
 
     /// A 1-byte gRPC message (prefix and payload).
@@ -752,7 +690,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_that_waited_for_a_thread_past_the_bound_is_shed_not_run() {
-        let (mut service, ran) = guarded();
+        // The server is busy: the wait for a worker has lasted over half the bound.
+        let (mut service, ran) = guarded_waiting(Some(BOUND / 2 + Duration::from_millis(1)));
         let call = tower::Service::call(&mut service, Request::new(Body::new(Full::new(message()))));
         // Nothing runs the call's future for longer than the bound (a busy runtime).
         tokio::time::advance(BOUND + Duration::from_millis(1)).await;
@@ -777,6 +716,17 @@ mod tests {
         drop(tx);
         let response = call.await.unwrap().unwrap();
         assert_eq!(grpc_status(&response), None, "answered by the handler");
+        assert_eq!(ran.load(Ordering::Acquire), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_waited_through_one_stall_is_run() {
+        // The wait for a worker has not lasted: the process stalled once (the machine busy).
+        let (mut service, ran) = guarded_waiting(Some(Duration::ZERO));
+        let call = tower::Service::call(&mut service, Request::new(Body::new(Full::new(message()))));
+        tokio::time::advance(BOUND * 2).await;
+        let response = call.await.unwrap();
+        assert_eq!(grpc_status(&response), None, "run, not shed");
         assert_eq!(ran.load(Ordering::Acquire), 1);
     }
 
@@ -807,22 +757,6 @@ mod tests {
         let response = tower::Service::call(&mut service, Request::new(Body::new(Full::new(message())))).await.unwrap();
         assert_eq!(grpc_status(&response), None);
         assert_eq!(ran.load(Ordering::Acquire), 1);
-    }
-
-    /// The probe measures how late a task woken now runs: a worker kept busy for 60 ms shows
-    /// a wait of at least 50 ms; once free again, the wait falls back.
-    #[tokio::test(flavor = "current_thread")]
-    async fn the_wait_for_a_worker_is_how_late_a_woken_task_runs() {
-        let wait = WorkerWait::spawn();
-        tokio::time::sleep(PROBE_EVERY * 4).await;
-        // The only worker is busy (this task does not yield) for 60 ms.
-        std::thread::sleep(Duration::from_millis(60));
-        assert!(wait.now() >= Duration::from_millis(50), "{:?}", wait.now());
-        let started = std::time::Instant::now();
-        while wait.now() > Duration::from_millis(20) {
-            assert!(started.elapsed() < Duration::from_secs(5), "the wait stayed at {:?}", wait.now());
-            tokio::time::sleep(PROBE_EVERY).await;
-        }
     }
 
     #[tokio::test(start_paused = true)]

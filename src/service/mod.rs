@@ -20,9 +20,10 @@
 //!   the server;
 //! - [`limits`]: [`TransportLimits`], the transport's configuration;
 //! - [`server`]: health, reflection, limits and graceful shutdown;
-//! - [`transport`], [`peers`], [`guard`], [`tls`]: connection admission (handshake and idle
-//!   deadlines, accept back-off, fair shares by peer), the global concurrency cap with load
-//!   shedding, the per-call timeout, and TLS with reload.
+//! - [`transport`], [`peers`], [`guard`], [`worker_wait`], [`tls`]: connection admission
+//!   (handshake and idle deadlines, accept back-off, fair shares by peer), the global
+//!   concurrency cap with load shedding by the wait for a worker, the per-call timeout, and
+//!   TLS with reload.
 
 pub(crate) mod accept;
 pub(crate) mod api;
@@ -50,6 +51,7 @@ pub(crate) mod telemetry;
 pub(crate) mod tls;
 pub(crate) mod token;
 pub(crate) mod transport;
+pub(crate) mod worker_wait;
 
 // The public surface: what the binary (src/cli), an embedding program and the tests use.
 // Everything else stays inside the crate; what only tests, fuzz targets, benches and

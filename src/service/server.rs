@@ -35,6 +35,7 @@ use super::limits::TransportLimits;
 use super::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
 use super::tls::TlsReloader;
 use super::transport::{self, Connections};
+use super::worker_wait::WorkerWait;
 
 /// Health service name the liveness probe asks; SERVING until the process exits.
 pub const LIVENESS: &str = "liveness";
@@ -172,6 +173,7 @@ async fn serve_with<S: RedDog>(
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let calls = CallsInProgress::new();
+    let wait = WorkerWait::spawn();
     let service = Guarded::new(
         RedDogServer::new(service)
             .max_decoding_message_size(MAX_REQUEST_BYTES)
@@ -185,6 +187,7 @@ async fn serve_with<S: RedDog>(
             max_message: MAX_REQUEST_BYTES,
         },
         calls.clone(),
+        wait.clone(),
     );
     if let Some(tls) = &tls {
         tls.watch(reload_on_sighup, stop_rx.clone());
@@ -219,6 +222,7 @@ async fn serve_with<S: RedDog>(
     });
 
     let conns = Connections::with_health_min_idle(limits.max_connections, transport::HEALTH_DISPLACE_MIN_IDLE);
+    conns.set_worker_wait(wait);
     let incoming = transport::incoming(listeners.main, &limits, tls, conns.clone(), stop_rx.clone());
     let mut stopped = stop_rx.clone();
     let serve = Server::builder()

@@ -72,6 +72,7 @@ use super::limits::TransportLimits;
 use super::metrics;
 use super::peers::{Peer, PeerKey, Peers};
 use super::tls::TlsReloader;
+use super::worker_wait::WorkerWait;
 
 /// The HTTP/2 client connection preface (RFC 9113 §3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -266,6 +267,9 @@ pub struct Connections {
     next_id: AtomicU64,
     live: Mutex<HashMap<u64, Arc<Activity>>>,
     peers: Peers,
+    /// The wait for a worker, if the server sheds by it: answers left unsent while it was
+    /// long may be the server's doing, not the peer's.
+    worker_wait: OnceLock<Arc<WorkerWait>>,
 }
 
 impl Connections {
@@ -285,6 +289,7 @@ impl Connections {
             next_id: AtomicU64::new(0),
             live: Mutex::default(),
             peers: Peers::default(),
+            worker_wait: OnceLock::new(),
         })
     }
 
@@ -371,14 +376,22 @@ impl Connections {
         }
     }
 
+    /// Reads `wait` in [`Self::close_undelivered`].
+    pub fn set_worker_wait(&self, wait: Arc<WorkerWait>) {
+        let _ = self.worker_wait.set(wait);
+    }
+
     /// Closes (reads end, writes fail) every connection with answers unsent since before the
-    /// previous call, penalizing its peer; called every [`DELIVERY_DEADLINE`]. Forgets the
-    /// peers whose penalty is over and forgiven.
+    /// previous call, penalizing its peer; called every [`DELIVERY_DEADLINE`]. Not after a
+    /// period in which a task waited over half the deadline for a worker: the answers may be
+    /// unsent because the server has not got round to them (they are looked at again next
+    /// time). Forgets the peers whose penalty is over and forgiven.
     fn close_undelivered(&self) {
         let now = now_ms();
+        let busy = self.worker_wait.get().is_some_and(|w| w.take_peak() > DELIVERY_DEADLINE / 2);
         for a in self.live().values() {
             let stale = a.stale_answers();
-            if stale > 0 && !a.closing.load(Ordering::Acquire) {
+            if stale > 0 && !busy && !a.closing.load(Ordering::Acquire) {
                 debug!(answers = stale, "closing a connection that does not read its answers");
                 metrics::connection_closed("undelivered");
                 metrics::undelivered(a.admitted.load(Ordering::Acquire));

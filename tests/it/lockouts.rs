@@ -13,7 +13,7 @@
 //! - the sweep (ignored here; `scripts/ci.d/50-transport.sh` runs it against the release
 //!   binary): every attacker shape — non-reading, reconnecting non-reading, slow reader,
 //!   busy, churn from two processes, stalled calls, idle connections — at every N of a list
-//!   (`REDDOG_LOCKOUT_SWEEP=full`: 1, 2, 4, … 256, past the connection cap), on one and two
+//!   (`REDDOG_LOCKOUT_SWEEP=full`: 1, 2, 4, … 640, past the connection cap), on one and two
 //!   worker threads, with a fresh client at another address answered ≥ 90 % OK within its
 //!   2 s deadline at every N.
 
@@ -118,10 +118,9 @@ async fn idle_connections_at_the_cap_make_room_and_the_health_port_answers() {
     let cap = reddog::service::TransportLimits::default().max_connections;
     let server = TestServer::run(app);
     let mut idle = Vec::new();
-    for _ in 0..300 {
+    for _ in 0..cap + cap / 2 {
         idle.push(idle_connection(server.addr).await);
     }
-    assert!(idle.len() > cap);
     // A connection is displaced only once it has been idle this long (the time is the rule).
     tokio::time::sleep(reddog::testing::DISPLACE_MIN_IDLE).await;
     // A fresh client gets in (displacing the longest-idle connection) and every call works.
@@ -130,7 +129,7 @@ async fn idle_connections_at_the_cap_make_room_and_the_health_port_answers() {
         fresh
             .get_rules(GetRulesRequest::default())
             .await
-            .expect("a fresh client's call with 300 idle connections open");
+            .expect("a fresh client's call with 1.5 times the cap of idle connections open");
     }
     // The probes' port answers whatever the main port holds.
     let health = Endpoint::from_shared(format!("http://{health_addr}"))
@@ -547,7 +546,7 @@ async fn tcp_from(addr: SocketAddr, source: std::net::IpAddr) -> std::io::Result
 /// the short list CI runs.
 fn sweep_points(short: &[usize]) -> Vec<usize> {
     match std::env::var("REDDOG_LOCKOUT_SWEEP").as_deref() {
-        Ok("full") => vec![1, 2, 4, 8, 16, 32, 64, 128, 160, 256],
+        Ok("full") => vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 640],
         _ => short.to_vec(),
     }
 }
@@ -751,7 +750,7 @@ fn attack(shape: Shape, addr: SocketAddr, source: std::net::IpAddr, n: usize) ->
             std::thread::spawn(move || {
                 use std::io::BufRead;
                 for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                    if line.starts_with("churning") {
+                    if line.contains("churning") {
                         progress.fetch_add(share, Relaxed);
                     }
                 }
@@ -894,41 +893,41 @@ async fn sweep_both(shape: Shape, short: &[usize]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the sweep: run by scripts/ci.d/50-transport.sh against the release binary"]
 async fn sweep_non_reading_connections() {
-    sweep_both(Shape::NonReading, &[1, 16, 160]).await;
+    sweep_both(Shape::NonReading, &[1, 16, 64]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the sweep: run by scripts/ci.d/50-transport.sh against the release binary"]
 async fn sweep_reconnecting_non_reading_connections() {
-    sweep_both(Shape::ReconnectingNonReading, &[1, 10, 16, 64, 160]).await;
+    sweep_both(Shape::ReconnectingNonReading, &[1, 10, 16, 64]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the sweep: run by scripts/ci.d/50-transport.sh against the release binary"]
 async fn sweep_slow_readers() {
-    sweep_both(Shape::SlowReader, &[1, 16, 160]).await;
+    sweep_both(Shape::SlowReader, &[1, 16, 64]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the sweep: run by scripts/ci.d/50-transport.sh against the release binary"]
 async fn sweep_busy_connections() {
-    sweep_both(Shape::Busy, &[1, 128, 256]).await;
+    sweep_both(Shape::Busy, &[1, 128, 640]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the sweep: run by scripts/ci.d/50-transport.sh against the release binary"]
 async fn sweep_churn_from_two_processes() {
-    sweep_both(Shape::Churn, &[1, 16, 160]).await;
+    sweep_both(Shape::Churn, &[1, 16, 640]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the sweep: run by scripts/ci.d/50-transport.sh against the release binary"]
 async fn sweep_stalled_calls() {
-    sweep_both(Shape::Stalled, &[1, 16, 160]).await;
+    sweep_both(Shape::Stalled, &[1, 16, 640]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the sweep: run by scripts/ci.d/50-transport.sh against the release binary"]
 async fn sweep_idle_connections() {
-    sweep_both(Shape::Idle, &[1, 16, 160]).await;
+    sweep_both(Shape::Idle, &[1, 16, 640]).await;
 }
