@@ -662,9 +662,12 @@ fn attack(shape: Shape, addr: SocketAddr, source: std::net::IpAddr, n: usize) ->
             Shape::NonReading | Shape::ReconnectingNonReading => {
                 tasks.spawn(async move {
                     loop {
-                        let connected = endpoint_from(addr, source).initial_stream_window_size(0).connect().await;
+                        // Bounded, so that the gate counts every attacker past the cap too (a
+                        // connection of a penalized peer is held unread).
+                        let connect = endpoint_from(addr, source).initial_stream_window_size(0).connect();
+                        let connected = tokio::time::timeout(Duration::from_secs(5), connect).await;
                         progress.fetch_add(1, Relaxed);
-                        if let Ok(ch) = connected {
+                        if let Ok(Ok(ch)) = connected {
                             deaf_calls(ch, 100).await;
                         }
                         if shape == Shape::NonReading {
