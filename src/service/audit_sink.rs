@@ -25,17 +25,18 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use metrics::{Counter, counter};
+use metrics::Counter;
 use sha2::{Digest, Sha256};
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
 use std::borrow::Cow;
 
-use super::audit_record::{checkpoint_message, rules_digest};
+use super::audit_record::checkpoint_message;
 use super::build_info;
-use super::error::ERROR_DOMAIN;
+use super::error::{ERROR_DOMAIN, ErrorReason};
 use super::log_writer::BatchWriter;
+use super::metrics::MetricsRegistry;
 use super::tables::Tables;
 use crate::audit::record::{
     At, AuditStarted, AuditStopped, Checkpoint, Envelope, Event, Hex32, HexBytes, Odds, Record, SCHEMA, TableDigest,
@@ -85,7 +86,7 @@ impl From<AuditRefused> for Status {
     /// `ErrorInfo` of reason `AUDIT_UNAVAILABLE` and the cause in its metadata.
     fn from(why: AuditRefused) -> Status {
         let details = ErrorDetails::with_error_info(
-            "AUDIT_UNAVAILABLE",
+            ErrorReason::AuditUnavailable.as_str_name(),
             ERROR_DOMAIN,
             [("cause".to_string(), why.label().to_string())],
         );
@@ -101,12 +102,20 @@ pub struct AuditOptions {
     pub checkpoint_interval: Duration,
     /// Signs checkpoints, when a signing key exists.
     pub signer: Option<Arc<dyn CheckpointSigner>>,
+    /// Where records written and refused are counted: the application's registry.
+    pub metrics: MetricsRegistry,
 }
 
 impl AuditOptions {
-    /// Replica `local`, checkpoints every 60 s, unsigned (tests, benchmarks, embedding).
+    /// Replica `local`, checkpoints every 60 s, unsigned, counted in a registry of its own
+    /// (tests, benchmarks, embedding).
     pub fn local() -> AuditOptions {
-        AuditOptions { replica: "local".to_string(), checkpoint_interval: Duration::from_secs(60), signer: None }
+        AuditOptions {
+            replica: "local".to_string(),
+            checkpoint_interval: Duration::from_secs(60),
+            signer: None,
+            metrics: MetricsRegistry::new(),
+        }
     }
 }
 
@@ -141,6 +150,7 @@ struct Inner {
     out: BatchWriter,
     chain: Mutex<Chain>,
     written: Counter,
+    metrics: MetricsRegistry,
 }
 
 /// The audit sink (see the module docs). Cheap to clone; clones share one chain.
@@ -204,7 +214,8 @@ impl AuditSink {
                     stopped: false,
                     line: Vec::with_capacity(2048),
                 }),
-                written: counter!("reddog_audit_records_total"),
+                written: options.metrics.audit_records(),
+                metrics: options.metrics,
             }),
         }
     }
@@ -219,7 +230,7 @@ impl AuditSink {
             .iter()
             .map(|t| TableDigest {
                 table_id: Cow::Borrowed(&t.id),
-                rules_digest: Hex32(rules_digest(&t.table, &t.currency)),
+                rules_digest: Hex32(t.digest().0),
                 decks: t.table.decks().get(),
                 paytable: Odds(Cow::Borrowed(t.table.paytable())),
                 min_bet: t.table.limits().min().0,
@@ -258,7 +269,7 @@ impl AuditSink {
         let written = self.write(&mut chain, event);
         drop(chain);
         if let Err(why) = written {
-            counter!("reddog_audit_refused_total", "reason" => why.label()).increment(1);
+            self.inner.metrics.audit_refused(why.label());
         }
         written
     }
@@ -330,7 +341,7 @@ impl AuditSink {
         }
         drop(chain);
         if let Err(why) = written {
-            counter!("reddog_audit_refused_total", "reason" => why.label()).increment(1);
+            self.inner.metrics.audit_refused(why.label());
         }
         written.map(|()| true)
     }
@@ -369,7 +380,7 @@ impl AuditSink {
         if !chain.stopped {
             let records = chain.seq;
             if self.write(&mut chain, Event::AuditStopped(AuditStopped { records })).is_err() {
-                counter!("reddog_audit_refused_total", "reason" => "stop").increment(1);
+                self.inner.metrics.audit_refused("stop");
             }
             chain.stopped = true;
         }
@@ -418,7 +429,12 @@ mod tests {
     }
 
     fn options() -> AuditOptions {
-        AuditOptions { replica: "replica-a".into(), checkpoint_interval: Duration::from_secs(60), signer: None }
+        AuditOptions {
+            replica: "replica-a".into(),
+            checkpoint_interval: Duration::from_secs(60),
+            signer: None,
+            metrics: MetricsRegistry::new(),
+        }
     }
 
     fn lines(rec: &Recorder) -> Vec<String> {
@@ -496,7 +512,11 @@ mod tests {
         let steps = vec![step.clone()];
         let mut money = [SeatMoney::default(); MAX_SEATS];
         let commitment = ServerSeed::from_bytes([7; 32]).commitment();
-        let digest = rules_digest(&table, &super::super::tables::Currency::unspecified());
+        let unspecified = super::super::tables::Currency::unspecified();
+        let digest =
+            crate::fairness::TableRules::of(&table, unspecified.code(), unspecified.minor_unit_exponent(), false)
+                .digest()
+                .0;
         let (t0, t1) = (Transcript([1; 32]), Transcript([2; 32]));
         let written = [
             Event::SeedCommitted(SeedCommitted {

@@ -30,14 +30,15 @@ use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use metrics::Counter;
 use tracing_subscriber::fmt::MakeWriter;
 
 /// Longest a line waits in memory before the writer thread writes its batch.
-pub const FLUSH_EVERY: Duration = Duration::from_millis(10);
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(10);
 /// A batch this large is written at once, without waiting for [`FLUSH_EVERY`].
-pub const HIGH_WATER: usize = 64 * 1024;
+pub(crate) const HIGH_WATER: usize = 64 * 1024;
 /// A batch this large makes loggers wait for the writer (backpressure, never loss).
-pub const CAPACITY: usize = 4 * 1024 * 1024;
+pub(crate) const CAPACITY: usize = 4 * 1024 * 1024;
 
 struct State {
     buf: Vec<u8>,
@@ -55,6 +56,8 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
+    /// Counts each line that waited for room (`reddog_log_writer_waits_total`).
+    waits: Counter,
     /// Wakes the writer thread: data in an empty batch, a full batch, a flush, a close.
     work: Condvar,
     /// Wakes loggers waiting for room, and flushers waiting for their flush.
@@ -85,8 +88,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl BatchWriter {
-    /// Starts the writer thread over `out` (stderr in the server).
+    /// Starts the writer thread over `out`, counting no wait (the audit sink's writer, which
+    /// refuses rather than waits: [`BatchWriter::try_append`]).
     pub fn start(out: impl Write + Send + 'static) -> BatchWriter {
+        BatchWriter::start_counting_waits(out, Counter::noop())
+    }
+
+    /// Starts the writer thread over `out` (stderr in the server), counting in `waits` each
+    /// line that waited for room.
+    pub fn start_counting_waits(out: impl Write + Send + 'static, waits: Counter) -> BatchWriter {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 buf: Vec::with_capacity(HIGH_WATER * 2),
@@ -96,6 +106,7 @@ impl BatchWriter {
                 failed: false,
                 abandoned: false,
             }),
+            waits,
             work: Condvar::new(),
             done: Condvar::new(),
             out: Mutex::new(Box::new(out)),
@@ -116,7 +127,7 @@ impl BatchWriter {
             return Self::write_direct(s, &mut st, line);
         }
         if st.buf.len() >= CAPACITY {
-            metrics::counter!("reddog_log_writer_waits_total").increment(1);
+            s.waits.increment(1);
             while st.buf.len() >= CAPACITY && !st.direct {
                 s.work.notify_one();
                 st = s.done.wait(st).unwrap_or_else(PoisonError::into_inner);
@@ -367,7 +378,8 @@ mod tests {
         }
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let rec = Recorder::default();
-        let w = BatchWriter::start(Gated(gate.clone(), rec.clone()));
+        let metrics = crate::service::metrics::MetricsRegistry::new();
+        let w = BatchWriter::start_counting_waits(Gated(gate.clone(), rec.clone()), metrics.log_writer_waits());
         let line = vec![b'x'; 1023].into_iter().chain([b'\n']).collect::<Vec<u8>>();
         // Twice the capacity plus one: the writer holds one batch, the buffer fills, the
         // logger must wait until the gate opens.
@@ -392,6 +404,8 @@ mod tests {
         logger.join().unwrap();
         w.close(Duration::from_secs(10)).unwrap();
         assert_eq!(rec.0.lock().unwrap().0.len(), total * line.len(), "nothing lost");
+        let waits = metrics.value("reddog_log_writer_waits_total").unwrap();
+        assert!(waits >= 1.0, "the wait is counted in the writer's registry: {waits}");
     }
 
     #[test]

@@ -35,7 +35,7 @@ use sha2::{Digest, Sha256};
 
 /// Who a connection belongs to (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PeerKey {
+pub(crate) enum PeerKey {
     /// An IPv4 address (an IPv4-mapped IPv6 address included).
     V4([u8; 4]),
     /// The first 64 bits of an IPv6 address.
@@ -46,7 +46,7 @@ pub enum PeerKey {
 
 impl PeerKey {
     /// The peer of a connection from `ip`.
-    pub fn of_ip(ip: IpAddr) -> PeerKey {
+    pub(crate) fn of_ip(ip: IpAddr) -> PeerKey {
         match ip {
             IpAddr::V4(v4) => PeerKey::V4(v4.octets()),
             IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -61,24 +61,24 @@ impl PeerKey {
     }
 
     /// The peer presenting the client certificate `der`.
-    pub fn of_certificate(der: &[u8]) -> PeerKey {
+    pub(crate) fn of_certificate(der: &[u8]) -> PeerKey {
         PeerKey::Identity(Sha256::digest(der).into())
     }
 }
 
 /// The first penalty; each new offence doubles it.
-pub const FIRST_PENALTY: Duration = Duration::from_secs(1);
+pub(crate) const FIRST_PENALTY: Duration = Duration::from_secs(1);
 /// The longest penalty.
-pub const MAX_PENALTY: Duration = Duration::from_secs(64);
+pub(crate) const MAX_PENALTY: Duration = Duration::from_secs(64);
 /// Offences closer together than this count once.
-pub const EPISODE: Duration = Duration::from_secs(2);
+pub(crate) const EPISODE: Duration = Duration::from_secs(2);
 /// A peer with no offence for this long starts again from [`FIRST_PENALTY`].
-pub const FORGIVE_AFTER: Duration = Duration::from_secs(300);
+pub(crate) const FORGIVE_AFTER: Duration = Duration::from_secs(300);
 /// Peers without a connection remembered for their penalty, at most.
-pub const MAX_REMEMBERED: usize = 4096;
+pub(crate) const MAX_REMEMBERED: usize = 4096;
 /// New connections of a penalized peer held unread until its penalty ends, at most; more are
 /// closed at once.
-pub const MAX_HELD: usize = 16;
+pub(crate) const MAX_HELD: usize = 16;
 
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -114,7 +114,7 @@ impl Offences {
 
 /// One peer's connections, slots and penalty.
 #[derive(Debug)]
-pub struct Peer {
+pub(crate) struct Peer {
     key: PeerKey,
     /// Connections past the handshake (changed under the table's lock).
     connections: AtomicUsize,
@@ -142,7 +142,7 @@ impl Peer {
     /// Counts one more of its new connections held until its penalty ends, unless
     /// [`MAX_HELD`] are already (then the connection is closed instead); the guard gives it
     /// back.
-    pub fn hold(self: &Arc<Self>) -> Option<Held> {
+    pub(crate) fn hold(self: &Arc<Self>) -> Option<Held> {
         if self.held.fetch_add(1, Ordering::AcqRel) >= MAX_HELD {
             self.held.fetch_sub(1, Ordering::AcqRel);
             return None;
@@ -151,17 +151,17 @@ impl Peer {
     }
 
     /// Who it is.
-    pub fn key(&self) -> PeerKey {
+    pub(crate) fn key(&self) -> PeerKey {
         self.key
     }
 
     /// Its connections past the handshake.
-    pub fn connections(&self) -> usize {
+    pub(crate) fn connections(&self) -> usize {
         self.connections.load(Ordering::Acquire)
     }
 
     /// What is left of its penalty at `now_ms`, if any.
-    pub fn penalty_left(&self, now_ms: u64) -> Option<Duration> {
+    pub(crate) fn penalty_left(&self, now_ms: u64) -> Option<Duration> {
         let until = self.penalized_until_ms.load(Ordering::Acquire);
         (until > now_ms).then(|| Duration::from_millis(until - now_ms))
     }
@@ -169,7 +169,7 @@ impl Peer {
     /// Takes one slot for the peer unless it holds as many as are still `free` (so however
     /// many peers take slots greedily, some stay free for a newcomer: with `n` of them, about
     /// `free / (n + 1)`); false when it may not.
-    pub fn take_slot(&self, free: usize) -> bool {
+    pub(crate) fn take_slot(&self, free: usize) -> bool {
         if self.admitted.fetch_add(1, Ordering::AcqRel) >= free {
             self.admitted.fetch_sub(1, Ordering::AcqRel);
             return false;
@@ -178,13 +178,13 @@ impl Peer {
     }
 
     /// Gives back a slot taken with [`Self::take_slot`].
-    pub fn give_slot(&self) {
+    pub(crate) fn give_slot(&self) {
         self.admitted.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Records that one of its connections was closed for leaving answers unread at `now_ms`;
     /// the penalty that started, if this is a new offence.
-    pub fn strike(&self, now_ms: u64) -> Option<Duration> {
+    pub(crate) fn strike(&self, now_ms: u64) -> Option<Duration> {
         let mut offences = self.offences.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let penalty = offences.record(now_ms)?;
         self.penalized_until_ms.store(now_ms.saturating_add(ms(penalty)), Ordering::Release);
@@ -203,7 +203,7 @@ impl Peer {
 
 /// One new connection of a penalized peer held unread (see [`Peer::hold`]).
 #[derive(Debug)]
-pub struct Held(Arc<Peer>);
+pub(crate) struct Held(Arc<Peer>);
 
 impl Drop for Held {
     fn drop(&mut self) {
@@ -213,7 +213,7 @@ impl Drop for Held {
 
 /// The peers of one listener (see the module docs).
 #[derive(Debug, Default)]
-pub struct Peers {
+pub(crate) struct Peers {
     map: Mutex<HashMap<PeerKey, Arc<Peer>>>,
 }
 
@@ -223,12 +223,12 @@ impl Peers {
     }
 
     /// The peer `key` if it is known (has a connection or is remembered for a penalty).
-    pub fn get(&self, key: &PeerKey) -> Option<Arc<Peer>> {
+    pub(crate) fn get(&self, key: &PeerKey) -> Option<Arc<Peer>> {
         self.map().get(key).cloned()
     }
 
     /// The peer `key` with one more connection.
-    pub fn join(&self, key: PeerKey) -> Arc<Peer> {
+    pub(crate) fn join(&self, key: PeerKey) -> Arc<Peer> {
         let mut map = self.map();
         let peer = map.entry(key).or_insert_with(|| Arc::new(Peer::new(key))).clone();
         peer.connections.fetch_add(1, Ordering::AcqRel);
@@ -237,7 +237,7 @@ impl Peers {
 
     /// One connection of `peer` fewer; the peer is forgotten with its last connection unless
     /// its penalty is still remembered.
-    pub fn leave(&self, peer: &Peer, now_ms: u64) {
+    pub(crate) fn leave(&self, peer: &Peer, now_ms: u64) {
         let mut map = self.map();
         if peer.connections.fetch_sub(1, Ordering::AcqRel) == 1 && peer.forgiven(now_ms) {
             map.remove(&peer.key);
@@ -246,7 +246,7 @@ impl Peers {
 
     /// Forgets peers without a connection whose offences are forgiven, and the
     /// longest-forgiven ones beyond [`MAX_REMEMBERED`].
-    pub fn sweep(&self, now_ms: u64) {
+    pub(crate) fn sweep(&self, now_ms: u64) {
         let mut map = self.map();
         map.retain(|_, p| p.connections() > 0 || !p.forgiven(now_ms));
         let remembered = map.values().filter(|p| p.connections() == 0).count();
@@ -262,7 +262,7 @@ impl Peers {
 
     /// Peers known now (with a connection, or remembered).
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map().len()
     }
 }

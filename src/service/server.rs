@@ -32,6 +32,7 @@ use tracing::{info, warn};
 use super::api::{EngineConfig, RedDogService};
 use super::guard::{Activity, ActivityLayer, CallLimits, CallsInProgress, DrainStreams, Guarded};
 use super::limits::TransportLimits;
+use super::metrics::MetricsRegistry;
 use super::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
 use super::tls::TlsReloader;
 use super::transport::{self, Connections};
@@ -47,14 +48,14 @@ pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 /// send before the server has read it. A stream's window holds one largest request (64 KiB
 /// and the 5-byte gRPC prefix); the connection's bounds what a connection can make the server
 /// buffer (hyper's default is 1 MiB each).
-pub const STREAM_WINDOW: u32 = 80 * 1024;
+pub(crate) const STREAM_WINDOW: u32 = 80 * 1024;
 /// See [`STREAM_WINDOW`].
-pub const CONNECTION_WINDOW: u32 = 128 * 1024;
+pub(crate) const CONNECTION_WINDOW: u32 = 128 * 1024;
 /// How long the server waits for a PING answer before it drops the connection.
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// In a drain, how long answers already produced may take to be written once no call is in
 /// progress, before the remaining connections are closed.
-pub const DRAIN_WRITE_GRACE: Duration = Duration::from_millis(500);
+pub(crate) const DRAIN_WRITE_GRACE: Duration = Duration::from_millis(500);
 
 /// The health-only listener's limits: a few probes and operators' checks, never RedDog load.
 fn health_limits(main: &TransportLimits) -> TransportLimits {
@@ -122,11 +123,14 @@ pub(crate) async fn serve(
 ) -> Result<(), ServeError> {
     let ServerParts { health_listener, engine, drain_timeout, limits, tls, reload_on_sighup } = parts;
     let listeners = Listeners { main: listener, health: health_listener };
-    serve_with(listeners, RedDogService::new(engine), drain_timeout, limits, tls, reload_on_sighup, shutdown).await
+    let metrics = engine.metrics.clone();
+    let service = RedDogService::new(engine);
+    serve_with(listeners, service, Served { drain_timeout, limits, tls, reload_on_sighup, metrics }, shutdown).await
 }
 
 /// Serves any implementation of `reddog.v1.RedDog` over plaintext with `limits`: the same
-/// transport, limits, health, reflection and shutdown as `reddog serve`. The gRPC benchmark
+/// transport, limits, health, reflection and shutdown as `reddog serve`, its transport
+/// metrics recorded in a registry of its own (served nowhere). The gRPC benchmark
 /// (`examples/grpc_ratio.rs`) serves its no-op baseline through this, so the two share every
 /// transport setting.
 pub async fn serve_service<S: RedDog>(
@@ -136,7 +140,12 @@ pub async fn serve_service<S: RedDog>(
     drain_timeout: Duration,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    serve_with(Listeners { main: listener, health: None }, service, drain_timeout, limits, None, false, shutdown).await
+    let metrics = MetricsRegistry::new();
+    let upkeep = metrics.spawn_upkeep();
+    let served = Served { drain_timeout, limits, tls: None, reload_on_sighup: false, metrics };
+    let result = serve_with(Listeners { main: listener, health: None }, service, served, shutdown).await;
+    upkeep.abort();
+    result
 }
 
 struct Listeners {
@@ -144,19 +153,29 @@ struct Listeners {
     health: Option<TcpListener>,
 }
 
-async fn serve_with<S: RedDog>(
-    listeners: Listeners,
-    service: S,
+/// How [`serve_with`] serves.
+struct Served {
     drain_timeout: Duration,
     limits: TransportLimits,
     tls: Option<TlsReloader>,
     reload_on_sighup: bool,
+    /// Where the transport and the guard count.
+    metrics: MetricsRegistry,
+}
+
+async fn serve_with<S: RedDog>(
+    listeners: Listeners,
+    service: S,
+    served: Served,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
+    let Served { drain_timeout, limits, tls, reload_on_sighup, metrics } = served;
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_service_status("", ServingStatus::Serving).await;
     health.set_service_status(SERVICE_NAME, ServingStatus::Serving).await;
     health.set_service_status(LIVENESS, ServingStatus::Serving).await;
+    let serving = metrics.serving_gauge();
+    serving.set(1.0);
 
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
@@ -172,8 +191,8 @@ async fn serve_with<S: RedDog>(
         .build_v1alpha()?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let calls = CallsInProgress::new();
-    let wait = WorkerWait::spawn();
+    let calls = CallsInProgress::new(&metrics);
+    let wait = WorkerWait::spawn(&metrics);
     let service = Guarded::new(
         RedDogServer::new(service)
             .max_decoding_message_size(MAX_REQUEST_BYTES)
@@ -188,6 +207,7 @@ async fn serve_with<S: RedDog>(
         },
         calls.clone(),
         wait.clone(),
+        metrics.clone(),
     );
     if let Some(tls) = &tls {
         tls.watch(reload_on_sighup, stop_rx.clone());
@@ -201,7 +221,7 @@ async fn serve_with<S: RedDog>(
             listener,
             &limits,
             None,
-            Connections::new(limits.max_connections),
+            Connections::new(limits.max_connections, metrics.clone()),
             health_stop_rx.clone(),
         );
         let mut stopped = health_stop_rx.clone();
@@ -221,7 +241,7 @@ async fn serve_with<S: RedDog>(
         })
     });
 
-    let conns = Connections::with_health_min_idle(limits.max_connections, transport::HEALTH_DISPLACE_MIN_IDLE);
+    let conns = Connections::with_health_min_idle(limits.max_connections, transport::HEALTH_DISPLACE_MIN_IDLE, metrics);
     conns.set_worker_wait(wait);
     let incoming = transport::incoming(listeners.main, &limits, tls, conns.clone(), stop_rx.clone());
     let mut stopped = stop_rx.clone();
@@ -253,6 +273,7 @@ async fn serve_with<S: RedDog>(
             info!("shutting down: health NOT_SERVING, draining in-flight calls");
             health.set_service_status("", ServingStatus::NotServing).await;
             health.set_service_status(SERVICE_NAME, ServingStatus::NotServing).await;
+            serving.set(0.0);
             let _ = stop_tx.send(true);
             let drain = async {
                 tokio::select! {

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::metrics;
+use super::metrics::MetricsRegistry;
 
 /// How often [`WorkerWait`]'s probe measures.
-pub const PROBE_EVERY: Duration = Duration::from_millis(5);
+pub(crate) const PROBE_EVERY: Duration = Duration::from_millis(5);
 
 /// How many of the probe's latest measurements [`WorkerWait::now`] looks at.
 const SUSTAINED: usize = 4;
@@ -26,7 +26,7 @@ const SUSTAINED: usize = 4;
 /// machine busy with something else) does not make the engine shed. The probe ends with the
 /// last handle.
 #[derive(Debug)]
-pub struct WorkerWait {
+pub(crate) struct WorkerWait {
     base: Instant,
     /// When the probe is due to wake, in µs since `base`.
     due_us: AtomicU64,
@@ -49,11 +49,11 @@ impl WorkerWait {
         }
     }
 
-    /// Starts the probe on the current runtime.
-    pub fn spawn() -> Arc<WorkerWait> {
+    /// Starts the probe on the current runtime, its wait shown in `metrics`.
+    pub(crate) fn spawn(metrics: &MetricsRegistry) -> Arc<WorkerWait> {
         let wait = Arc::new(WorkerWait::with(Instant::now(), 0));
         let weak = Arc::downgrade(&wait);
-        let gauge = metrics::worker_wait_gauge();
+        let gauge = metrics.worker_wait_gauge();
         tokio::spawn(async move {
             loop {
                 let due = Instant::now() + PROBE_EVERY;
@@ -76,7 +76,7 @@ impl WorkerWait {
 
     /// A wait that stays `wait` (no probe), for tests.
     #[cfg(test)]
-    pub fn fixed(wait: Duration) -> Arc<WorkerWait> {
+    pub(crate) fn fixed(wait: Duration) -> Arc<WorkerWait> {
         Arc::new(WorkerWait::with(Instant::now(), u64::try_from(wait.as_micros()).unwrap_or(u64::MAX)))
     }
 
@@ -89,7 +89,7 @@ impl WorkerWait {
     }
 
     /// The wait for a worker that has lasted (see the type's docs).
-    pub fn now(&self) -> Duration {
+    pub(crate) fn now(&self) -> Duration {
         let latest = self.next.load(Ordering::Acquire).wrapping_sub(1) % SUSTAINED;
         let mut sustained = u64::MAX;
         for (i, recent) in self.recent_us.iter().enumerate() {
@@ -104,7 +104,7 @@ impl WorkerWait {
 
     /// The longest wait since the last call (or since the probe started), the wait now
     /// included; starts the next period.
-    pub fn take_peak(&self) -> Duration {
+    pub(crate) fn take_peak(&self) -> Duration {
         Duration::from_micros(self.peak_us.swap(0, Ordering::AcqRel).max(self.overdue_us()))
     }
 }
@@ -118,7 +118,7 @@ mod tests {
     /// over several probes shows as one.
     #[tokio::test(flavor = "current_thread")]
     async fn the_wait_for_a_worker_is_how_late_a_woken_task_runs_for_a_while() {
-        let wait = WorkerWait::spawn();
+        let wait = WorkerWait::spawn(&MetricsRegistry::new());
         tokio::time::sleep(PROBE_EVERY * 8).await;
         let _ = wait.take_peak();
         // One stall: this task does not yield for 60 ms.

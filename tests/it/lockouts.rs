@@ -664,8 +664,8 @@ fn attack(shape: Shape, addr: SocketAddr, source: std::net::IpAddr, n: usize) ->
                     loop {
                         // Bounded, so that the gate counts every attacker past the cap too (a
                         // connection of a penalized peer is held unread).
-                        let connect = endpoint_from(addr, source).initial_stream_window_size(0).connect();
-                        let connected = tokio::time::timeout(Duration::from_secs(5), connect).await;
+                        let endpoint = endpoint_from(addr, source).initial_stream_window_size(0);
+                        let connected = tokio::time::timeout(Duration::from_secs(5), endpoint.connect()).await;
                         progress.fetch_add(1, Relaxed);
                         if let Ok(Ok(ch)) = connected {
                             deaf_calls(ch, 100).await;

@@ -75,12 +75,6 @@ async fn raw_call(ch: Channel, method: &'static str, bytes: Vec<u8>) -> Result<V
         .map(tonic::Response::into_inner)
 }
 
-/// The value of one Prometheus series in the process's metrics (0 if absent).
-fn metric(series: &str) -> f64 {
-    let text = reddog::testing::install_metrics().expect("the test process's recorder").render();
-    text.lines().find_map(|l| l.strip_prefix(series)?.trim().parse().ok()).unwrap_or(0.0)
-}
-
 fn error_reason(status: &Status) -> String {
     status.get_error_details().error_info().map(|i| i.reason.clone()).unwrap_or_default()
 }
@@ -151,14 +145,14 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     // to peers that grant no window. The server closes such a connection within 2 s, so each
     // caller calls again on a new one (once its penalty is over).
     let held = [deaf_caller(server.addr, loopback(3)), deaf_caller(server.addr, loopback(4))];
-    let shed_before = metric("reddog_load_shed_total");
+    let shed_before = server.metric("reddog_load_shed_total").expect("registered at 0");
     let (shed, took) = until_shed(&c).await;
     assert_eq!(shed.code(), Code::ResourceExhausted, "{shed:?}");
     assert_eq!(error_reason(&shed), "OVERLOADED");
     assert!(shed.get_error_details().retry_info().is_some());
     // Promptly: the shed call did not wait for a slot.
     assert!(took < Duration::from_millis(500), "shedding took {took:?}");
-    assert!(metric("reddog_load_shed_total") >= shed_before + 1.0);
+    assert!(server.metric("reddog_load_shed_total").unwrap() >= shed_before + 1.0);
     // Health is not behind the cap.
     let mut health = tonic_health::pb::health_client::HealthClient::new(ch.clone());
     let h = health
@@ -358,7 +352,12 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
             status.message()
         );
         assert_eq!(error_reason(&status), "MALFORMED_REQUEST");
+        // The codec's mark for the guard's count never leaves the server.
+        assert!(status.metadata().get("reddog-undecodable").is_none(), "{what}: {status:?}");
     }
+    let undecodable =
+        |code: &str| server.metric(&format!("reddog_undecodable_requests_total{{code=\"{code}\"}}")).unwrap();
+    assert_eq!(undecodable("INVALID_ARGUMENT"), 3.0, "each message prost could not decode counted once");
     // A call with no request message at all (tonic alone: INTERNAL "Missing request message").
     let (tx, empty) = held_call(ch.clone());
     drop(tx);
@@ -396,6 +395,9 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
     assert!(status.get_error_details().quota_failure().is_some(), "{status:?}");
     // A valid message on the same channel still works.
     raw_call(ch, COMMIT, vec![0x0a, 0x01, b'r']).await.expect("a valid CommitSeed");
+    // This server's counts, exactly: three undecodable messages and the empty call, the
+    // message over the limit.
+    assert_eq!((undecodable("INVALID_ARGUMENT"), undecodable("RESOURCE_EXHAUSTED")), (4.0, 1.0));
     server.stop().await;
 }
 
@@ -404,11 +406,13 @@ async fn token_refusals_are_counted_by_reason_and_answered_alike() {
     let server = TestServer::spawn(settings(&ring_a())).await;
     let mut c = server.client().await;
     let series = |reason: &str| format!("reddog_token_rejections_total{{method=\"StartRound\",reason=\"{reason}\"}}");
-    let before: Vec<f64> =
-        ["expired", "unknown_key", "tampered", "malformed"].iter().map(|r| metric(&series(r))).collect();
-    let expired = commitment_token(&ring_a(), SEED, -1_000);
-    let foreign = commitment_token(&ring_json("zz", &[("zz", KEY_B)]), SEED, 60_000);
-    let mut tampered = commitment_token(&ring_a(), SEED, 60_000);
+    // The server's own registry: registered at 0, and only this test's calls count.
+    for reason in ["expired", "unknown_key", "tampered", "malformed", "wrong_kind", "too_old"] {
+        assert_eq!(server.metric(&series(reason)), Some(0.0), "{reason} registered at 0");
+    }
+    let expired = commitment_token(&ring_a(), SEED, 0, -1_000);
+    let foreign = commitment_token(&ring_json("zz", &[("zz", KEY_B)]), SEED, 0, 60_000);
+    let mut tampered = commitment_token(&ring_a(), SEED, 0, 60_000);
     *tampered.last_mut().unwrap() ^= 1;
     let malformed = b"not a token".to_vec();
     let mut answers = Vec::new();
@@ -421,9 +425,11 @@ async fn token_refusals_are_counted_by_reason_and_answered_alike() {
         answers[0].0, answers[0].1
     );
     assert!(answers.windows(2).all(|w| w[0] == w[1]), "one answer for every reason: {answers:?}");
-    for (i, reason) in ["expired", "unknown_key", "tampered", "malformed"].iter().enumerate() {
-        assert!(metric(&series(reason)) >= before[i] + 1.0, "{reason} counted");
+    for reason in ["expired", "unknown_key", "tampered", "malformed"] {
+        assert_eq!(server.metric(&series(reason)), Some(1.0), "{reason} counted once");
     }
+    assert_eq!(server.metric(&series("wrong_kind")), Some(0.0));
+    assert_eq!(server.metric(&series("too_old")), Some(0.0));
     server.stop().await;
 }
 
@@ -565,10 +571,10 @@ async fn at_the_cap_a_new_peer_displaces_the_peer_holding_the_most_even_busy() {
         c.get_rules(GetRulesRequest::default()).await.expect("a call within the cap");
         busy.push(c);
     }
-    let displaced_before = metric(r#"reddog_connections_closed_total{reason="displaced"}"#);
+    let displaced_before = server.metric(r#"reddog_connections_closed_total{reason="displaced"}"#).unwrap();
     let mut newcomer = client_from(server.addr, loopback(4)).await;
     newcomer.get_rules(GetRulesRequest::default()).await.expect("a new peer at the cap gets in");
-    assert!(metric(r#"reddog_connections_closed_total{reason="displaced"}"#) >= displaced_before + 1.0);
+    assert!(server.metric(r#"reddog_connections_closed_total{reason="displaced"}"#).unwrap() >= displaced_before + 1.0);
     // The big peer's own newcomer finds only connections in use (its own, and the new
     // peer's, which holds fewer): it is closed, and the new peer keeps its place.
     let mut again = client_from(server.addr, loopback(3)).await;
@@ -586,7 +592,7 @@ async fn a_peer_that_leaves_answers_unread_waits_while_another_is_served() {
     let server = TestServer::spawn(settings(&ring_a())).await;
     let mut reading = client_from(server.addr, loopback(5)).await;
     reading.get_rules(GetRulesRequest::default()).await.expect("before the offence");
-    let penalties_before = metric("reddog_peer_penalties_total");
+    let penalties_before = server.metric("reddog_peer_penalties_total").unwrap();
     // Its deaf connections are closed past the delivery deadline, each reconnecting: the
     // penalty grows with each episode (1 s, 2 s, 4 s, ...).
     let deaf = deaf_caller(server.addr, loopback(5));
@@ -610,7 +616,7 @@ async fn a_peer_that_leaves_answers_unread_waits_while_another_is_served() {
     let left: u64 = details.error_info().unwrap().metadata["penalty_ms"].parse().unwrap();
     assert!((1..=64_000).contains(&left), "{status:?}");
     assert_eq!(details.retry_info().and_then(|r| r.retry_delay), Some(Duration::from_millis(left)));
-    assert!(metric("reddog_peer_penalties_total") >= penalties_before + 1.0);
+    assert!(server.metric("reddog_peer_penalties_total").unwrap() >= penalties_before + 1.0);
     other.get_rules(GetRulesRequest::default()).await.expect("another peer is served meanwhile");
     deaf.abort();
     // Once its penalty is over, the peer is served again (the longest possible here: 64 s,
