@@ -10,9 +10,9 @@
 //! - [`api`]: the RPC handlers;
 //! - [`error`]: `EngineError` → gRPC status with `google.rpc` details;
 //! - [`build_info`]: version, commit and build date compiled in;
-//! - [`audit_record`], [`audit_sink`]: the audit trail — the records typed in
-//!   [`crate::audit::record`], chained by hash, written by their own sink whatever the log
-//!   level;
+//! - [`audit_record`], [`audit_sink`], [`audit_writer`]: the audit trail — the records typed
+//!   in [`crate::audit::record`], chained by hash, written ahead of each answer by their own
+//!   sink whatever the log level;
 //! - [`metrics`], [`telemetry`], [`log_writer`], [`refusal_log`]: Prometheus metrics,
 //!   diagnostic logs (tracing-subscriber's formats, written in batches off the RPC path,
 //!   client-triggered lines bounded) and OTLP traces;
@@ -29,6 +29,7 @@ pub(crate) mod api;
 pub(crate) mod app;
 pub(crate) mod audit_record;
 pub(crate) mod audit_sink;
+pub(crate) mod audit_writer;
 pub(crate) mod build_info;
 pub(crate) mod certified;
 pub(crate) mod codec;
@@ -59,7 +60,7 @@ pub use app::{
     Application, AuditOutput, AuditSettings, KeyRingSource, Settings, SettingsError, TlsSettings, TransportLimits,
 };
 pub use audit_record::rules_digest;
-pub use audit_sink::{AuditOptions, AuditSink, CheckpointSigner, default_replica_id};
+pub use audit_sink::{AuditOptions, AuditSink, CheckpointSigner, DEFAULT_CHECKPOINT_RECORDS, default_replica_id};
 pub use certified::CertifiedRules;
 pub use metrics::MoneyMetrics;
 pub use rules::rtp;

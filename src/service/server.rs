@@ -2,8 +2,11 @@
 //! limits, and graceful shutdown. Built and started through [`super::Application`].
 //!
 //! Health names: `""` (overall) and `reddog.v1.RedDog` are SERVING while the server accepts
-//! calls and NOT_SERVING once draining starts; `liveness` stays SERVING until the process
-//! exits. Point a Kubernetes readiness probe at `""` and its liveness probe at `liveness`.
+//! calls, and NOT_SERVING while the audit trail's output fails or stalls (calls are refused
+//! then; SERVING again when it recovers) and once draining starts; `liveness` stays SERVING
+//! until the process exits, so a failing disk takes the pod out of the Service without
+//! restarting it. Point a Kubernetes readiness probe at `""` and its liveness probe at
+//! `liveness`. `reddog_ready` shows what readiness answers (1 SERVING, 0 NOT_SERVING).
 //! Health `Watch` streams end (UNAVAILABLE) when the drain starts, after the NOT_SERVING update.
 //!
 //! With a health listener ([`super::Settings::health_listen`]) the health service is also
@@ -30,6 +33,7 @@ use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
 use super::api::{EngineConfig, RedDogService};
+use super::audit_writer::Health;
 use super::guard::{Activity, ActivityLayer, CallLimits, CallsInProgress, DrainStreams, Guarded};
 use super::limits::TransportLimits;
 use super::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
@@ -109,6 +113,8 @@ pub(crate) struct ServerParts {
     pub limits: TransportLimits,
     pub tls: Option<TlsReloader>,
     pub reload_on_sighup: bool,
+    /// The audit trail's output health: readiness follows it.
+    pub audit_health: Option<tokio::sync::watch::Receiver<Health>>,
 }
 
 /// Serves on `listener` until `shutdown` resolves, then flips health to NOT_SERVING, ends
@@ -119,8 +125,8 @@ pub(crate) async fn serve(
     parts: ServerParts,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let ServerParts { health_listener, engine, drain_timeout, limits, tls, reload_on_sighup } = parts;
-    let listeners = Listeners { main: listener, health: health_listener };
+    let ServerParts { health_listener, engine, drain_timeout, limits, tls, reload_on_sighup, audit_health } = parts;
+    let listeners = Listeners { main: listener, health: health_listener, audit_health };
     serve_with(listeners, RedDogService::new(engine), drain_timeout, limits, tls, reload_on_sighup, shutdown).await
 }
 
@@ -135,12 +141,52 @@ pub async fn serve_service<S: RedDog>(
     drain_timeout: Duration,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    serve_with(Listeners { main: listener, health: None }, service, drain_timeout, limits, None, false, shutdown).await
+    let listeners = Listeners { main: listener, health: None, audit_health: None };
+    serve_with(listeners, service, drain_timeout, limits, None, false, shutdown).await
 }
 
 struct Listeners {
     main: TcpListener,
     health: Option<TcpListener>,
+    audit_health: Option<tokio::sync::watch::Receiver<Health>>,
+}
+
+/// Sets readiness (`""` and [`SERVICE_NAME`]) and `reddog_ready`: SERVING while the audit
+/// output is healthy and no drain has begun; returns once the drain has begun, after setting
+/// NOT_SERVING (the one task that sets readiness, so a late audit recovery cannot undo the
+/// drain's NOT_SERVING).
+async fn readiness(
+    health: tonic_health::server::HealthReporter,
+    mut audit: Option<tokio::sync::watch::Receiver<Health>>,
+    mut draining: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut serving = true;
+    metrics::gauge!("reddog_ready").set(1.0);
+    loop {
+        let drain = *draining.borrow_and_update();
+        let audit_ok = audit.as_mut().is_none_or(|a| a.borrow_and_update().is_none());
+        let want = audit_ok && !drain;
+        if want != serving {
+            serving = want;
+            let status = if want { ServingStatus::Serving } else { ServingStatus::NotServing };
+            health.set_service_status("", status).await;
+            health.set_service_status(SERVICE_NAME, status).await;
+            metrics::gauge!("reddog_ready").set(if want { 1.0 } else { 0.0 });
+        }
+        if drain {
+            return;
+        }
+        let audit_changed = async {
+            match &mut audit {
+                Some(a) => a.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = draining.changed() => {}
+            still = audit_changed => if !still { audit = None },
+        }
+    }
 }
 
 async fn serve_with<S: RedDog>(
@@ -169,6 +215,9 @@ async fn serve_with<S: RedDog>(
         // google.rpc (ErrorInfo, BadRequest, …): buf curl and grpcurl decode error details.
         .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
+
+    let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
+    let mut ready = tokio::spawn(readiness(health.clone(), listeners.audit_health, drain_rx));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let calls = CallsInProgress::new();
@@ -247,8 +296,8 @@ async fn serve_with<S: RedDog>(
         Some(result) => result.map_err(Into::into),
         None => {
             info!("shutting down: health NOT_SERVING, draining in-flight calls");
-            health.set_service_status("", ServingStatus::NotServing).await;
-            health.set_service_status(SERVICE_NAME, ServingStatus::NotServing).await;
+            let _ = drain_tx.send(true);
+            let _ = (&mut ready).await;
             let _ = stop_tx.send(true);
             let drain = async {
                 tokio::select! {
@@ -283,6 +332,7 @@ async fn serve_with<S: RedDog>(
             }
         }
     };
+    ready.abort();
     let _ = health_stop_tx.send(true);
     if let Some(task) = health_task {
         task.abort();
