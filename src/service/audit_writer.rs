@@ -231,6 +231,7 @@ impl AuditWriter {
             notify: tokio::sync::Notify::new(),
             health,
         });
+        metrics::gauge!("reddog_audit_sink_up").set(1.0);
         let worker = shared.clone();
         let started = std::thread::Builder::new().name("reddog-audit".into()).spawn(move || run(&worker, out));
         if let Err(e) = started {

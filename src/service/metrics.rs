@@ -29,9 +29,12 @@
 //! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
 //! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections` (at the cap, every connection busy within the last second), `displaced` (the longest-idle connection, idle for a second at least, closed at the cap to let a new one in), `idle`, `undelivered` (answers unread for 1–2 s) |
 //! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made an accept loop (gRPC, health or `/metrics`) back off |
-//! | `reddog_log_writer_waits_total` | counter | | log lines that waited for a stalled stderr (`log_writer`; never dropped) |
-//! | `reddog_audit_records_total` | counter | | audit records written (`audit_sink`) |
-//! | `reddog_audit_refused_total` | counter | `reason` | audit records refused, and their calls answered UNAVAILABLE (`backlog`, `output_failed`, `stopped`, `not_started`) |
+//! | `reddog_log_lines_dropped_total` | counter | | diagnostic log lines dropped because stderr took nothing while 4 MiB waited (`log_writer`: a stalled stderr never blocks a call, health or the shutdown) |
+//! | `reddog_audit_records_total` | counter | | audit records handed to the trail's writer (`audit_sink`) |
+//! | `reddog_audit_refused_total` | counter | `reason` | calls answered UNAVAILABLE (`AUDIT_UNAVAILABLE`) because their record was refused or not written in time (`backlog`, `output_failed`, `stalled`, `stopped`, `not_started`) |
+//! | `reddog_audit_sink_up` | gauge | | 1 while the trail's output takes records, 0 while it fails or stalls (`audit_writer`) |
+//! | `reddog_audit_sink_faults_total` | counter | `cause` | times the trail's output began to fail: `no_space`, `io_error`, `closed`, `write_error`, `stalled` |
+//! | `reddog_ready` | gauge | | what the readiness probe (`""`) answers: 1 SERVING, 0 NOT_SERVING (audit output failing, or draining) |
 //! | `process_*` | | | the process's CPU, memory, file descriptors, threads and start time (metrics-process) |
 //!
 //! Every counter with a fixed label set is registered at 0 when the service starts, so a rule
@@ -539,8 +542,14 @@ fn describe() {
     describe_counter!("reddog_audit_records_total", "Audit records written to the audit sink's batch");
     describe_counter!(
         "reddog_audit_refused_total",
-        "Audit records refused (the call answered UNAVAILABLE): backlog, output_failed or stopped"
+        "Calls answered UNAVAILABLE because their audit record was refused or not written in time, by reason"
     );
+    describe_gauge!(
+        "reddog_audit_sink_up",
+        "1 while the audit trail's output takes records, 0 while it fails or stalls"
+    );
+    describe_counter!("reddog_audit_sink_faults_total", "Times the audit trail's output began to fail, by cause");
+    describe_gauge!("reddog_ready", "What the readiness probe answers: 1 SERVING, 0 NOT_SERVING");
     describe_counter!("reddog_token_seals_total", "Tokens sealed, by key id");
     describe_counter!(
         "reddog_load_shed_total",
@@ -564,7 +573,10 @@ fn describe() {
         "reddog_accept_backoffs_total",
         "Accept failures (out of file descriptors or memory) that backed off"
     );
-    describe_counter!("reddog_log_writer_waits_total", "Log lines that waited for a stalled stderr (never dropped)");
+    describe_counter!(
+        "reddog_log_lines_dropped_total",
+        "Diagnostic log lines dropped because stderr took nothing while 4 MiB of lines waited"
+    );
 }
 
 /// Registers every counter whose label values are known in advance (an increment by 0: a
@@ -606,10 +618,13 @@ fn register_zero_counters() {
         counter!("reddog_connections_closed_total", "reason" => reason).increment(0);
     }
     counter!("reddog_accept_backoffs_total").increment(0);
-    counter!("reddog_log_writer_waits_total").increment(0);
+    counter!("reddog_log_lines_dropped_total").increment(0);
     counter!("reddog_audit_records_total").increment(0);
-    for reason in ["backlog", "output_failed", "stopped", "not_started"] {
+    for reason in super::audit_sink::AuditRefused::LABELS {
         counter!("reddog_audit_refused_total", "reason" => reason).increment(0);
+    }
+    for cause in super::audit_writer::Cause::ALL {
+        counter!("reddog_audit_sink_faults_total", "cause" => cause.label()).increment(0);
     }
 }
 
