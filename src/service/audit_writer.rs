@@ -38,8 +38,8 @@ pub const RETRY_EVERY: Duration = Duration::from_millis(250);
 /// Bytes appended and not yet taken by the writer thread beyond which records are refused
 /// (`backlog`): the output is slower than the calls.
 pub const CAPACITY: usize = 4 << 20;
-/// A waiting call checks for a stall at least this often.
-const WAIT_POLL: Duration = Duration::from_millis(100);
+/// How often the watchdog thread checks for a stalled write.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
 
 /// What the writer thread writes to.
 pub trait Output: Send {
@@ -234,6 +234,20 @@ impl AuditWriter {
         metrics::gauge!("reddog_audit_sink_up").set(1.0);
         let worker = shared.clone();
         let started = std::thread::Builder::new().name("reddog-audit".into()).spawn(move || run(&worker, out));
+        // The watchdog: notices a write that hangs (the writer thread is inside it) and wakes
+        // the waiting calls, whatever runtime they wait on (none needs a timer).
+        let watched = Arc::downgrade(&shared);
+        let _ = std::thread::Builder::new().name("reddog-audit-watch".into()).spawn(move || {
+            loop {
+                std::thread::sleep(WATCH_EVERY);
+                let Some(s) = watched.upgrade() else { return };
+                let mut st = lock(&s.state);
+                if st.ended {
+                    return;
+                }
+                detect_stall(&s, &mut st);
+            }
+        });
         if let Err(e) = started {
             let mut st = lock(&shared.state);
             st.ended = true;
@@ -286,7 +300,8 @@ impl AuditWriter {
 
     /// Waits until record `n` is written (`Ok`), or the output fails or stalls first, or
     /// the writer closes without it (`Err`, the refusal counted in the fault). Never blocks
-    /// a thread: the writer thread wakes the waiters after each batch and each fault.
+    /// a thread: the writer thread wakes the waiters after each batch and each error, the
+    /// watchdog thread when a write hangs.
     pub async fn committed(&self, n: u64) -> Result<(), Refusal> {
         loop {
             let notified = self.shared.notify.notified();
@@ -297,8 +312,7 @@ impl AuditWriter {
                 Poll::Refused(why) => return Err(why),
                 Poll::Waiting => {}
             }
-            // Woken by the writer; the timeout only lets a stalled write be noticed here.
-            let _ = tokio::time::timeout(WAIT_POLL, notified).await;
+            notified.await;
         }
     }
 
