@@ -4,11 +4,14 @@
 //!
 //! **Group commit.** [`AuditWriter::append`] copies a record's line into the shared batch
 //! under the sink's chain lock and gives it its number (the record's `seq`: one record per
-//! append, in chain order). One writer thread takes the whole batch, writes it with as few
-//! `write(2)` as the output allows (then `fsync`s it when synced), publishes how many records
-//! are written ([`AuditWriter::committed`] waits for that, without blocking a runtime thread)
-//! and takes the next batch, which has gathered meanwhile. So under load many calls share
-//! one write; an idle engine writes each record at once.
+//! append, in chain order). A call waiting in [`AuditWriter::committed`] first yields once to
+//! its runtime, so the other calls ready at that moment append theirs too, then wakes the
+//! writer thread, which takes the whole batch, writes it with as few `write(2)` as the output
+//! allows (then `fsync`s it when synced), publishes how many records are written and wakes the
+//! waiting calls (without blocking a runtime thread); the next batch gathers meanwhile. So
+//! under load many calls share one write and one wake-up; an idle engine writes each record
+//! at once. A batch over [`HIGH_WATER`] wakes the writer at once, and the watchdog thread
+//! wakes it within 100 ms for records no call waits for.
 //!
 //! **Faults.** A write that fails (a full disk: `no_space`; `io_error`; a closed pipe:
 //! `closed`; any other error: `write_error`) or one that has not returned for
@@ -31,6 +34,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+/// A batch this large wakes the writer thread without waiting for a call to.
+pub const HIGH_WATER: usize = 64 * 1024;
 /// A write (or `fsync`) that has not returned for this long is a stalled output.
 pub const STALL_AFTER: Duration = Duration::from_millis(500);
 /// How often a failed output is tried again (from where it stopped).
@@ -246,6 +251,9 @@ impl AuditWriter {
                     return;
                 }
                 detect_stall(&s, &mut st);
+                if !st.buf.is_empty() {
+                    s.work.notify_one();
+                }
             }
         });
         if let Err(e) = started {
@@ -303,6 +311,12 @@ impl AuditWriter {
     /// a thread: the writer thread wakes the waiters after each batch and each error, the
     /// watchdog thread when a write hangs.
     pub async fn committed(&self, n: u64) -> Result<(), Refusal> {
+        if self.shared.written.load(Ordering::Acquire) > n {
+            return Ok(());
+        }
+        // One batch for every call ready now: they append while this one yields.
+        tokio::task::yield_now().await;
+        self.kick();
         loop {
             let notified = self.shared.notify.notified();
             tokio::pin!(notified);
@@ -336,6 +350,14 @@ impl AuditWriter {
         Poll::Waiting
     }
 
+    /// Wakes the writer thread to take the batch (the first call of a batch to wait does).
+    pub fn kick(&self) {
+        let st = lock(&self.shared.state);
+        if !st.buf.is_empty() {
+            self.shared.work.notify_one();
+        }
+    }
+
     /// Checks for a stalled write (starting a fault when one has hung for [`STALL_AFTER`])
     /// and returns the current fault. The sink's upkeep task calls it every 100 ms.
     pub fn check(&self) -> Option<Fault> {
@@ -355,6 +377,9 @@ impl AuditWriter {
         let s = &*self.shared;
         let st = lock(&s.state);
         let target = st.appended;
+        if !st.buf.is_empty() {
+            s.work.notify_one();
+        }
         let (_st, _) = s
             .done
             .wait_timeout_while(st, timeout, |st| s.written.load(Ordering::Acquire) < target && !st.ended)
@@ -387,14 +412,15 @@ impl AuditWriter {
     }
 }
 
-/// Appends under the state lock and wakes the writer when the batch was empty.
+/// Appends under the state lock; wakes the writer only for a batch over [`HIGH_WATER`] (a
+/// waiting call wakes it: [`AuditWriter::committed`]).
 fn push(s: &Shared, mut st: MutexGuard<'_, State>, line: &[u8]) -> u64 {
     let n = st.appended;
     st.appended += 1;
-    let was_empty = st.buf.is_empty();
     st.buf.extend_from_slice(line);
+    let full = st.buf.len() >= HIGH_WATER;
     drop(st);
-    if was_empty {
+    if full {
         s.work.notify_one();
     }
     n
