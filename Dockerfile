@@ -20,6 +20,9 @@
 #                  CA certificates, no shell)
 #   BINARY         `build` (default: compile in the builder stage) or `prebuilt` (copy a
 #                  `reddog` binary from the root of the build context; nothing is compiled)
+#   VERSION        the version label and, with BINARY=build, the binary's version string
+#                  (REDDOG_VERSION at build time); a prebuilt binary states the version it
+#                  was built with (build it with REDDOG_VERSION=<the same VERSION>)
 # Production uses the defaults. CI (scripts/ci.d/50-container.sh), where no base image can
 # be pulled, builds the release binary once on the host and runs
 #   podman build --build-arg BINARY=prebuilt --build-arg RUNTIME_IMAGE=<local base> \
@@ -51,12 +54,14 @@ RUN --mount=type=cache,id=reddog-cargo-registry,target=/usr/local/cargo/registry
     && touch core/src/lib.rs demo/src/main.rs tools/src/lib.rs bench/plain-tonic/src/main.rs \
     && cargo fetch --locked
 COPY . .
-# The commit goes into the binary (GetRules, reddog_build_info): the context has no .git.
+# The commit and the version go into the binary (`--version`, GetRules, reddog_build_info):
+# the context has no .git. The version label below and the binary's version are one string.
 ARG REVISION=unknown
+ARG VERSION=0.1.0
 RUN --mount=type=cache,id=reddog-cargo-registry,target=/usr/local/cargo/registry \
     --mount=type=cache,id=reddog-cargo-git,target=/usr/local/cargo/git \
     --mount=type=cache,id=reddog-target,target=/src/target \
-    REDDOG_GIT_COMMIT="${REVISION}" cargo build --release --locked --bin reddog \
+    REDDOG_GIT_COMMIT="${REVISION}" REDDOG_VERSION="${VERSION}" cargo build --release --locked --bin reddog \
     && install -D -m 0755 target/release/reddog /out/reddog \
     && /out/reddog --version
 

@@ -69,6 +69,19 @@ fn stamp() {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
         });
     println!("cargo:rustc-env=REDDOG_GIT_COMMIT={commit}");
+    // The version string (`--version`, GetRules, `reddog_build_info`): `REDDOG_VERSION` when
+    // set (the image's VERSION build argument), else the crate's version.
+    println!("cargo:rerun-if-env-changed=REDDOG_VERSION");
+    let version = std::env::var("REDDOG_VERSION")
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| std::env::var("CARGO_PKG_VERSION").unwrap_or_default());
+    assert!(
+        version.len() <= 128 && version.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-~".contains(&b)),
+        "REDDOG_VERSION {version:?}: at most 128 of A-Z a-z 0-9 . _ + - ~"
+    );
+    println!("cargo:rustc-env=REDDOG_VERSION={version}");
     println!("cargo:rustc-env=REDDOG_BUILD_DATE={}", rfc3339(unix));
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
     let version = Command::new(rustc)

@@ -25,7 +25,6 @@ fn ring(signing: bool) -> KeyRing {
 /// The service, with an Ed25519 signing key in its ring when `signing` (signed receipts at
 /// CommitSeed and Settle, docs/FAIRNESS.md 4.7).
 fn service(signing: bool) -> RedDogService {
-    let _ = reddog::testing::install_metrics();
     let tables = reddog::service::Tables::single(Table::default());
     // Every record is written (serialised, hashed, batched), to a sink that drops the bytes.
     let audit = AuditSink::start(std::io::sink(), AuditOptions::local(), &tables).expect("audit sink");
@@ -35,7 +34,7 @@ fn service(signing: bool) -> RedDogService {
         key_ring: ring(signing),
         commitment_ttl: Duration::from_secs(24 * 3600),
         clock: reddog::service::Clock::system(),
-        money: Default::default(),
+        metrics: Default::default(),
     })
 }
 

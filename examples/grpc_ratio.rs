@@ -171,7 +171,8 @@ fn serve_noop(responses: &Path) {
     let rt = reddog::service::runtime(0).expect("runtime");
     rt.block_on(async {
         // The same log subscriber as `reddog serve` (it logs nothing per call here).
-        let telemetry = reddog::service::init_telemetry(reddog::service::LogFormat::Text).expect("telemetry");
+        let metrics = reddog::service::MetricsRegistry::new();
+        let telemetry = reddog::service::init_telemetry(reddog::service::LogFormat::Text, &metrics).expect("telemetry");
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         println!("listening on {}", l.local_addr().expect("addr"));
         let _ = std::io::stdout().flush();

@@ -126,7 +126,7 @@ pub fn engines() -> &'static [Engine] {
                     key_ring: KeyRing::from_json(RING).unwrap(),
                     commitment_ttl: std::time::Duration::from_secs(3600),
                     clock: reddog::service::Clock::system(),
-                    money: Default::default(),
+                    metrics: Default::default(),
                 }),
                 ring: KeyRing::from_json(RING).unwrap(),
                 table,
@@ -151,25 +151,17 @@ fn now_ms() -> i64 {
 // ---- the API-version-dependent builders ------------------------------------------------------
 
 /// A commitment token over `seed`, sealed as the engine's CommitSeed would: bound to this
-/// round id and nonce, at the default table with `decks` decks and its (unspecified) currency.
-pub fn commitment_token(ring: &KeyRing, seed: [u8; 32], round_id: &str, nonce: u64, decks: Decks) -> Vec<u8> {
-    let payload = CommitmentPayload {
-        server_seed: seed.to_vec(),
-        expires_at_unix_ms: now_ms() + 3_600_000,
-        round_id: round_id.to_string(),
-        nonce,
-        table_id: DEFAULT_TABLE_ID.to_string(),
-        decks: u32::from(decks.get()),
-        // The engines here serve `Tables::single`: no currency configured.
-        currency: Currency::unspecified().code().to_string(),
-        minor_unit_exponent: u32::from(Currency::unspecified().minor_unit_exponent()),
-        // No rules digest: StartRound deals under the table's current rules.
-        rules_digest: vec![],
-        paytable: vec![],
-        min_bet: 0,
-        max_bet: 0,
+/// round id and nonce, at the default table `table` with its (unspecified) currency.
+pub fn commitment_token(ring: &KeyRing, seed: [u8; 32], round_id: &str, nonce: u64, table: &Table) -> Vec<u8> {
+    // The engines here serve `Tables::single`: no currency configured.
+    let named = reddog::service::NamedTable {
+        id: DEFAULT_TABLE_ID.to_string(),
+        table: table.clone(),
+        currency: Currency::unspecified(),
         sandbox: false,
     };
+    let now = now_ms();
+    let payload = reddog::testing::commitment_payload(seed, round_id, nonce, &named, now, now + 3_600_000);
     ring.seal(TokenKind::Commitment, &payload).unwrap()
 }
 
@@ -386,7 +378,7 @@ fn genuine_rounds() -> &'static [(Model, Vec<u8>)] {
                     awaiting: false,
                     step: 0,
                 };
-                let token = commitment_token(&e.ring, m.seed, &m.round_id, nonce, e.table.decks());
+                let token = commitment_token(&e.ring, m.seed, &m.round_id, nonce, &e.table);
                 let limits = Some(proto::Limits { min_bet: 500, max_bet: 30_000 });
                 let req = start_request(token, m.client_seed.clone(), nonce, m.round_id.clone(), &m.bets, limits);
                 let started = run(e.service.start_round(Request::new(req))).unwrap().into_inner();
@@ -439,7 +431,7 @@ pub fn requests(data: &[u8]) {
             };
             let seed = [pick as u8; 32];
             if flags & 1 != 0 {
-                req.commitment_token = commitment_token(&e.ring, seed, &req.round_id, req.nonce, e.table.decks());
+                req.commitment_token = commitment_token(&e.ring, seed, &req.round_id, req.nonce, &e.table);
             }
             match run(e.service.start_round(Request::new(req.clone()))) {
                 Ok(r) => {
@@ -576,7 +568,7 @@ pub fn round(data: &[u8]) {
         1 => Some(proto::Limits { min_bet: input.u64(), max_bet: input.u64() }),
         _ => None,
     };
-    let token = commitment_token(&e.ring, seed, &round_id, nonce, e.table.decks());
+    let token = commitment_token(&e.ring, seed, &round_id, nonce, &e.table);
     let req = start_request(token, client_seed.clone(), nonce, round_id.clone(), &bets, limits);
     let started = match run(e.service.start_round(Request::new(req))) {
         Ok(r) => r.into_inner(),

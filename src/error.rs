@@ -14,20 +14,74 @@ use crate::game::{CardError, GameError, LimitsError, PaytableError, TableError};
 use crate::odds::OddsError;
 
 /// What can go wrong in the engine. Caller mistakes and broken invariants are separate
-/// variants, so the service never answers a caller's mistake with `INTERNAL`.
+/// variants, so the service never answers a caller's mistake with `INTERNAL`. Each variant
+/// decides its gRPC code and `ErrorInfo.reason` (`service::error`): a request's mistakes have
+/// a variant each, and the text a variant carries is for people only.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineError {
-    /// A value has the wrong form (empty, malformed, not allowed here).
+    /// A required request field is empty (`what` says what belongs there).
+    #[error("{field}: {what}")]
+    Missing { field: &'static str, what: &'static str },
+
+    /// A round id too long, with control characters, or not the one its token carries.
+    #[error("{field}: {reason}")]
+    InvalidRoundId { field: &'static str, reason: Cow<'static, str> },
+
+    /// A table id too long or with characters outside `[A-Za-z0-9._-]`.
+    #[error("table_id: {reason}")]
+    InvalidTableId { reason: String },
+
+    /// A client seed too long.
+    #[error("client_seed: {reason}")]
+    InvalidClientSeed { reason: String },
+
+    /// Decision `index` of a Decide names an action that is neither raise nor stand.
+    #[error("decisions[{index}].action: {ACTION_RULE}")]
+    InvalidAction { index: usize },
+
+    /// Decision `index` of a Decide names a seat an earlier decision of the call named.
+    #[error("decisions[{index}].seat: the same seat appears twice")]
+    DuplicateSeat { index: usize },
+
+    /// Decision `index` of a Decide names a seat the round (of `seats` seats) does not have.
+    #[error("decisions[{index}].seat: {seat} is outside 0..={}", seats.saturating_sub(1))]
+    UnknownSeat { index: usize, seat: u32, seats: usize },
+
+    /// A requested deal (`sandbox_cards`) at a sandbox table that is not one: not card codes,
+    /// the wrong count for the hand, a card more often than the shoe holds it.
+    #[error("{field}: {reason}")]
+    InvalidSandboxCards { field: Cow<'static, str>, reason: String },
+
+    /// A requested deal at a table that is not a sandbox table.
+    #[error(
+        "sandbox_cards: table {table_id:?} is not a sandbox table: a requested deal is accepted only at a table \
+         marked \"sandbox\": true, on an engine started with --allow-sandbox"
+    )]
+    NotASandboxTable { table_id: String },
+
+    /// A commitment made at a sandbox table meets a fair table of that id, or the reverse
+    /// (the table was re-configured between CommitSeed and StartRound).
+    #[error(
+        "commitment_token: the table changed since the commitment (made at {} table, {table_id:?} is now {} \
+         table); ask a new commitment",
+        if *committed_sandbox { "a sandbox" } else { "a fair" },
+        if *committed_sandbox { "a fair" } else { "a sandbox" }
+    )]
+    SandboxChanged { committed_sandbox: bool, table_id: String },
+
+    /// A request message that is not valid protobuf (`field`: the field prost names, else
+    /// `request`), or no request message at all.
+    #[error("{field}: {reason}")]
+    MalformedRequest { field: String, reason: String },
+
+    /// A configuration value has the wrong form (empty, malformed, not allowed here). No
+    /// request field is reported with it: requests have their own variants above.
     #[error("{field}: {reason}")]
     InvalidArgument { field: Cow<'static, str>, reason: String },
 
-    /// A number lies outside its allowed range.
+    /// A configuration number lies outside its allowed range.
     #[error("{field}: {value} is outside {min}..={max}")]
     OutOfRange { field: Cow<'static, str>, value: u64, min: u64, max: u64 },
-
-    /// The step is not allowed in the current state.
-    #[error("{field}: {reason}")]
-    FailedPrecondition { field: Cow<'static, str>, reason: String },
 
     /// The rules refused a step or a value (a bet, a decision, a table).
     #[error(transparent)]
@@ -58,6 +112,11 @@ pub enum EngineError {
     #[error("round or commitment token is not valid")]
     InvalidToken,
 
+    /// A genuine token older than the support window (`service::token::SUPPORT_WINDOW_MS`),
+    /// by its issue time or its format: `age` says how.
+    #[error("{field}: {age}")]
+    TokenTooOld { field: &'static str, age: String },
+
     /// A sealed token would be longer than the engine accepts back. Unreachable: requests
     /// that could produce one are refused up front (see `service::token::MAX_TOKEN_LEN`).
     #[error("a {len}-byte token exceeds the {max}-byte budget")]
@@ -67,6 +126,9 @@ pub enum EngineError {
     #[error("internal error")]
     Internal(#[from] Fault),
 }
+
+/// What a decision's action must be.
+pub const ACTION_RULE: &str = "must be ACTION_RAISE or ACTION_STAND";
 
 /// What failed when the service's own machinery broke (a bug, or a broken environment). Each
 /// keeps the error that caused it, so the log shows the whole chain; none is sent to a caller.
@@ -145,30 +207,24 @@ impl EngineError {
         EngineError::OutOfRange { field: field.into(), value, min, max }
     }
 
-    pub fn precondition(field: impl Into<Cow<'static, str>>, reason: impl Into<String>) -> Self {
-        EngineError::FailedPrecondition { field: field.into(), reason: reason.into() }
-    }
-
-    /// The request field of a field-level error (`InvalidArgument`, `OutOfRange`,
-    /// `FailedPrecondition`). Errors of the core carry no request path: the service edge
-    /// builds it (`service::error`).
-    pub fn field(&self) -> Option<&str> {
-        match self {
-            EngineError::InvalidArgument { field, .. }
-            | EngineError::OutOfRange { field, .. }
-            | EngineError::FailedPrecondition { field, .. } => Some(field),
-            _ => None,
-        }
-    }
-
-    /// Whether this is a broken invariant or environment, never a caller's mistake.
-    pub fn is_internal(&self) -> bool {
-        match self {
-            EngineError::Internal(_) | EngineError::TokenTooLarge { .. } => true,
-            EngineError::Game(e) => e.is_internal(),
-            EngineError::Fairness(FairnessError::RandomSource(_))
-            | EngineError::Odds(OddsError::AmountOverflow { .. }) => true,
-            _ => false,
-        }
+    /// The field a request or configuration error names, as the error states it (errors of
+    /// the core carry no request path: the service edge builds it, `service::error`).
+    pub fn field(&self) -> Option<Cow<'_, str>> {
+        use EngineError as E;
+        Some(match self {
+            E::Missing { field, .. } | E::InvalidRoundId { field, .. } => Cow::Borrowed(field),
+            E::InvalidArgument { field, .. } | E::OutOfRange { field, .. } | E::InvalidSandboxCards { field, .. } => {
+                Cow::Borrowed(field)
+            }
+            E::MalformedRequest { field, .. } => Cow::Borrowed(field),
+            E::TokenTooOld { field, .. } => Cow::Borrowed(field),
+            E::InvalidTableId { .. } => Cow::Borrowed("table_id"),
+            E::InvalidClientSeed { .. } => Cow::Borrowed("client_seed"),
+            E::InvalidAction { index } => Cow::Owned(format!("decisions[{index}].action")),
+            E::DuplicateSeat { index } | E::UnknownSeat { index, .. } => Cow::Owned(format!("decisions[{index}].seat")),
+            E::NotASandboxTable { .. } => Cow::Borrowed("sandbox_cards"),
+            E::SandboxChanged { .. } => Cow::Borrowed("commitment_token"),
+            _ => return None,
+        })
     }
 }

@@ -6,6 +6,7 @@
 //! [`proto`] is the generated gRPC API; [`testing`] is what tests, fuzz targets, benches and
 //! examples use beyond [`service`]'s public items.
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 // Module docs link to crate-private modules: read them with `cargo doc --document-private-items`.
 #![allow(rustdoc::private_intra_doc_links)]
 

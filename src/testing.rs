@@ -1,15 +1,38 @@
 //! What the tests (tests/it), fuzz targets (fuzz/), benches and examples reach that is not
 //! the service's public API ([`crate::service`]): sealing token payloads by hand (to forge,
 //! replay or age a token), the audit record types (to write a trail without an engine), the
-//! process's metrics recorder, the bare transport and its timing constants. Not for
-//! production code: nothing here is stable.
+//! bare transport and its timing constants. Not for production code: nothing here is stable.
 
+pub use crate::service::audit_sink::AuditRefused;
+pub use crate::service::audit_writer::Cause as AuditSinkCause;
+pub use crate::service::guard::{overloaded, queued_too_long, timed_out, too_large};
 pub use crate::service::log_writer::{BatchWriter, Full};
-pub use crate::service::metrics::{Metrics, install as install_metrics, spawn as spawn_metrics};
 pub use crate::service::server::serve_service;
 pub use crate::service::state::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 pub use crate::service::token::{MAX_TOKEN_LEN, TokenKind};
 pub use crate::service::transport::{DELIVERY_DEADLINE, DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE, UNUSED_MIN_AGE};
+
+/// A commitment token's payload exactly as CommitSeed builds it: `seed`, bound to `round_id`
+/// and `nonce` at `table` (its rules, currency and digest), issued at `issued_at_unix_ms`,
+/// expiring at `expires_at_unix_ms`. Seal it with [`crate::service::KeyRing::seal`].
+pub fn commitment_payload(
+    seed: [u8; 32],
+    round_id: &str,
+    nonce: u64,
+    table: &crate::service::NamedTable,
+    issued_at_unix_ms: i64,
+    expires_at_unix_ms: i64,
+) -> CommitmentPayload {
+    let req = crate::proto::CommitSeedRequest { round_id: round_id.to_string(), nonce, table_id: table.id.clone() };
+    let seed = crate::fairness::ServerSeed::from_bytes(seed);
+    crate::service::api::commitment_payload(
+        &seed,
+        &req,
+        table,
+        &table.digest(),
+        (issued_at_unix_ms, expires_at_unix_ms),
+    )
+}
 
 /// The audit trail's record types, as the engine writes them and the readers read them.
 pub use crate::audit::record;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Cross-checks two verifiers on the shared reveal vectors: every case of
-tests/vectors/reveal-negative.json (and of reveal-v2.json, reveal-v3.json and receipt-v1.json when
-present; a receipt case with its --public-key and --signature, a step case with its --receipt
-files) is written to a file and given to
+tests/vectors/reveal-negative.json (and of reveal-v2.json, reveal-v3.json, receipt-v1.json and
+receipt-v2.json when present; a receipt case with its --public-key, --key-id, --signature,
+--receipt files, --trusted-keys and --allow-untrusted) is written to a file and given to
 each verifier command; each must exit with the case's status (0 verified, 1 not verified,
 2 malformed). Prints every disagreement; exit status 1 if there is any.
 
@@ -35,23 +35,30 @@ def cases(directory, tmp):
                 r = c["reveal"]
                 text = r if isinstance(r, str) else json.dumps(r, ensure_ascii=False, separators=(",", ":"))
                 yield name + "/" + c["name"], text, c.get("expect"), c.get("verdict", "verified"), []
-    # Signed receipts: the reveal with --public-key and --signature (FAIRNESS.md 4.7).
-    path = os.path.join(directory, "receipt-v1.json")
-    if os.path.exists(path):
+    # Signed receipts (FAIRNESS.md 4.7): each case with its public key, key id, Settle
+    # signature, receipt files, trusted keys and --allow-untrusted.
+    for name in ("receipt-v1.json", "receipt-v2.json"):
+        path = os.path.join(directory, name)
+        if not os.path.exists(path):
+            continue
         with open(path, encoding="utf-8") as f:
-            for c in json.load(f)["cases"]:
-                yield ("receipt-v1.json/" + c["name"], c["reveal"], None, c["verdict"],
-                       ["--public-key", c["public_key"], "--signature", c["signature"]])
-        with open(path, encoding="utf-8") as f:
-            step_cases = json.load(f).get("step_cases", [])
-        for n, c in enumerate(step_cases):
-            extra = ["--public-key", c["public_key"]] + (["--signature", c["signature"]] if c["signature"] else [])
+            doc = json.load(f)
+        for n, c in enumerate(doc["cases"]):
+            extra = ["--public-key", c["public_key"]]
+            extra += ["--key-id", c["key_id"]] if c["key_id"] else []
+            extra += ["--signature", c["signature"]] if c["signature"] else []
             for i, r in enumerate(c["receipts"]):
-                receipt = os.path.join(tmp, "receipt-%d-%d.json" % (n, i))
+                receipt = os.path.join(tmp, "%s-receipt-%d-%d.json" % (name, n, i))
                 with open(receipt, "w", encoding="utf-8", newline="") as f:
                     f.write(r)
                 extra += ["--receipt", receipt]
-            yield "receipt-v1.json/" + c["name"], c["reveal"], None, c["verdict"], extra
+            if c["trusted_keys"] is not None:
+                keys = os.path.join(tmp, "%s-trusted-%d.json" % (name, n))
+                with open(keys, "w", encoding="utf-8") as f:
+                    json.dump(c["trusted_keys"], f)
+                extra += ["--trusted-keys", keys]
+            extra += ["--allow-untrusted"] if c["allow_untrusted"] else []
+            yield name + "/" + c["name"], c["reveal"], None, c["verdict"], extra
 
 
 def main(argv):

@@ -235,31 +235,76 @@ class CommandLine(unittest.TestCase):
 
 
 class SignedReceipts(unittest.TestCase):
-    """FAIRNESS.md 4.7, with tests/vectors/receipt-v1.json (signed by the engine)."""
+    """FAIRNESS.md 4.7, with tests/vectors/receipt-v2.json (signed by the engine) and the
+    frozen receipt-v1.json."""
 
     run_cli = CommandLine.run_cli
 
-    def vectors(self):
-        with open(os.path.join(ROOT, "tests", "vectors", "receipt-v1.json"), encoding="utf-8") as f:
+    def vectors(self, name="receipt-v2.json"):
+        with open(os.path.join(ROOT, "tests", "vectors", name), encoding="utf-8") as f:
             return json.load(f)
 
+    def cases(self, name="receipt-v2.json"):
+        return {c["name"]: c for c in self.vectors(name)["cases"]}
+
+    def trusted(self, tmp, key_id="s1", public_key=None):
+        path = os.path.join(tmp, "trusted.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump([{"key_id": key_id, "algorithm": "ed25519",
+                        "public_key_hex": public_key or self.vectors()["public_key"]}], f)
+        return path
+
     def test_a_forged_reveal_is_refused_with_the_public_key_alone(self):
-        doc = self.vectors()
-        genuine, forged = doc["cases"][0], doc["cases"][2]
-        self.assertEqual(genuine["name"], "settle/genuine")
-        self.assertTrue(forged["name"].startswith("settle/forged"))
+        case = self.cases()
+        genuine, forged = case["settle/genuine"], case["settle/forged-raise-rewritten-as-a-stand-transcript-recomputed"]
         key, sig = genuine["public_key"], genuine["signature"]
-        self.assertEqual(self.run_cli("--public-key", key, "--signature", sig, stdin=genuine["reveal"].encode())[0], 0)
-        self.assertEqual(self.run_cli(stdin=forged["reveal"].encode())[0], 0, "the forgery verifies without the key")
-        code, out = self.run_cli("--public-key", key, "--signature", sig, stdin=forged["reveal"].encode())
-        self.assertEqual(code, 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            keys = self.trusted(tmp)
+            self.assertEqual(self.run_cli("--public-key", key, "--signature", sig, "--trusted-keys", keys,
+                                          stdin=genuine["reveal"].encode())[0], 0)
+            self.assertEqual(self.run_cli(stdin=forged["reveal"].encode())[0], 0, "the forgery verifies without the key")
+            code, out = self.run_cli("--public-key", key, "--signature", sig, "--trusted-keys", keys,
+                                     stdin=forged["reveal"].encode())
+            self.assertEqual(code, 1)
+            self.assertIn("does not cover this reveal", out)
+
+    def test_a_key_not_among_the_trusted_ones_is_not_verified_unless_allowed(self):
+        case = self.cases()["settle/forged-signed-by-the-platforms-key-not-in-trusted-keys"]
+        args = ("--public-key", case["public_key"], "--signature", case["signature"], "--key-id", "s1")
+        text = case["reveal"].encode()
+        with tempfile.TemporaryDirectory() as tmp:
+            code, out = self.run_cli(*args, "--trusted-keys", self.trusted(tmp), stdin=text)
+            self.assertEqual(code, 1, out)
+            self.assertIn("NOT among your --trusted-keys", out)
+        code, out = self.run_cli(*args, stdin=text)
+        self.assertEqual(code, 1, out)
+        self.assertIn("no --trusted-keys given", out)
+        code, out = self.run_cli(*args, "--allow-untrusted", stdin=text)
+        self.assertEqual(code, 0, out)
+        self.assertIn("untrusted, --allow-untrusted", out)
+
+    def test_the_identity_key_with_r_identity_and_s_zero_verifies_nothing(self):
+        case = self.cases()["settle/forged-identity-key-r-identity-s-zero"]
+        with tempfile.TemporaryDirectory() as tmp:
+            keys = self.trusted(tmp, public_key=case["public_key"])
+            code, out = self.run_cli("--public-key", case["public_key"], "--signature", case["signature"],
+                                     "--key-id", "s1", "--trusted-keys", keys, stdin=case["reveal"].encode())
+        self.assertEqual(code, 1, out)
         self.assertIn("does not cover this reveal", out)
+        # The library alone accepts it: the strict rule's own checks are what refuse it.
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(case["public_key"])).verify(
+            bytes.fromhex(case["signature"]), b"any message")
+        self.assertFalse(v.ed25519_verifies(bytes.fromhex(case["public_key"]), bytes.fromhex(case["signature"]),
+                                            b"any message"))
 
     def test_the_key_and_signature_text_forms(self):
-        g = self.vectors()["cases"][0]
+        g = self.cases()["settle/genuine"]
         text = g["reveal"].encode()
-        self.assertEqual(self.run_cli("--public-key", g["public_key"].upper(), "--signature",
-                                      g["signature"].upper(), stdin=text)[0], 0)
+        with tempfile.TemporaryDirectory() as tmp:
+            keys = self.trusted(tmp)
+            self.assertEqual(self.run_cli("--public-key", g["public_key"].upper(), "--signature",
+                                          g["signature"].upper(), "--trusted-keys", keys, stdin=text)[0], 0)
         self.assertEqual(self.run_cli("--public-key", g["public_key"], stdin=text)[0], 2)
         self.assertEqual(self.run_cli("--public-key", g["public_key"][:-1], "--signature", g["signature"],
                                       stdin=text)[0], 2)
@@ -267,47 +312,62 @@ class SignedReceipts(unittest.TestCase):
                                       stdin=text)[0], 2)
 
     def test_a_reveal_of_the_branch_not_played_is_refused_with_the_decide_receipt(self):
-        doc = self.vectors()
-        case = {c["name"]: c for c in doc["step_cases"]}
+        doc, case = self.vectors(), self.cases()
         honest, older = case["step/honest-with-the-decide-receipt"], case["step/settle-older-with-the-decide-receipt"]
         self.assertEqual(honest["receipts"], older["receipts"], "the same Decide receipt")
         with tempfile.TemporaryDirectory() as tmp:
+            keys = self.trusted(tmp)
             path = os.path.join(tmp, "receipt.json")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(honest["receipts"][0])
             for c, want in ((honest, 0), (older, 1)):
-                args = ("--public-key", c["public_key"], "--signature", c["signature"], "--receipt", path)
-                code, out = self.run_cli(*args, stdin=c["reveal"].encode())
+                args = ("--public-key", c["public_key"], "--signature", c["signature"], "--trusted-keys", keys)
+                code, out = self.run_cli(*args, "--receipt", path, stdin=c["reveal"].encode())
                 self.assertEqual(code, want, out)
                 # The Settle signature alone cannot tell the branches apart, and says so.
-                code, out = self.run_cli(*args[:4], stdin=c["reveal"].encode())
-                self.assertEqual(code, 0)
+                code, out = self.run_cli(*args, stdin=c["reveal"].encode())
+                self.assertEqual(code, 0, out)
                 self.assertIn("not that it is the round played", out)
             self.assertIn("does not descend from this step", self.run_cli(
-                "--public-key", older["public_key"], "--receipt", path, stdin=older["reveal"].encode())[1])
+                "--public-key", older["public_key"], "--receipt", path, "--trusted-keys", keys,
+                stdin=older["reveal"].encode())[1])
             self.assertEqual(self.run_cli("--receipt", path, stdin=honest["reveal"].encode())[0], 2)
-            keys = os.path.join(tmp, "trusted.json")
-            for listed, says in ((doc["public_key"], "signed by a certified key"),
-                                 ("fd1724385aa0c75b64fb78cd602fa1d991fdebf76b13c58ed702eac835e9f618",
-                                  "signed by a key the platform named")):
-                with open(keys, "w", encoding="utf-8") as f:
-                    json.dump([{"key_id": "s1", "algorithm": "ed25519", "public_key_hex": listed}], f)
-                code, out = self.run_cli("--public-key", honest["public_key"], "--receipt", path, "--trusted-keys", keys,
-                                         stdin=honest["reveal"].encode())
-                self.assertEqual(code, 0, out)
-                self.assertIn(says, out)
+            code, out = self.run_cli("--public-key", honest["public_key"], "--receipt", path, "--trusted-keys", keys,
+                                     stdin=honest["reveal"].encode())
+            self.assertEqual(code, 0, out)
+            self.assertIn("a trusted key ('s1' in --trusted-keys)", out)
             with open(keys, "w", encoding="utf-8") as f:
                 f.write("[{}]")
             self.assertEqual(self.run_cli("--public-key", honest["public_key"], "--receipt", path, "--trusted-keys",
                                           keys, stdin=honest["reveal"].encode())[0], 2)
+        self.assertEqual(doc["receipt_version"], 2)
 
-    def test_the_commit_receipt_message_is_section_4_7s(self):
-        c = self.vectors()["commit"]
-        m = v.commit_receipt_message(bytes.fromhex(c["commitment"]), c["round_id"], c["nonce"], c["table_id"],
-                                     c["decks"], bytes.fromhex(c["rules_digest"]), c["expires_at_unix_ms"],
-                                     c["algorithm"], c["sandbox"])
-        self.assertEqual(m.hex(), c["message_hex"])
-        self.assertTrue(m.startswith(bytes.fromhex("00000018") + b"reddog/receipt/commit/v1"))
+    def test_a_receipt_naming_the_face_down_card_is_refused_and_says_so(self):
+        c = self.cases()["step/start-receipt-naming-the-face-down-card"]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "receipt.json")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(c["receipts"][0])
+            code, out = self.run_cli("--public-key", c["public_key"], "--receipt", path, "--trusted-keys",
+                                     self.trusted(tmp), stdin=c["reveal"].encode())
+        self.assertEqual(code, 1, out)
+        self.assertIn("leaked the face-down card", out)
+        # The version-1 StartRound receipt of the frozen vectors names it too: refused.
+        old = self.cases("receipt-v1.json")["step/settle-older-with-the-start-receipt-only"]
+        self.assertEqual(old["verdict"], "not_verified")
+        self.assertEqual(v.receipt_case_verdict(old), "not_verified")
+
+    def test_the_commit_receipt_messages_are_section_4_7s(self):
+        for name, label in (("receipt-v2.json", b"reddog/receipt/commit/v2"), ("receipt-v1.json",
+                                                                               b"reddog/receipt/commit/v1")):
+            doc = self.vectors(name)
+            c = doc["commit"]
+            m = v.commit_receipt_message(bytes.fromhex(c["commitment"]), c["round_id"], c["nonce"], c["table_id"],
+                                         c["decks"], bytes.fromhex(c["rules_digest"]), c["expires_at_unix_ms"],
+                                         c["algorithm"], c["sandbox"],
+                                         doc["key_id"] if doc["receipt_version"] == 2 else None)
+            self.assertEqual(m.hex(), c["message_hex"])
+            self.assertTrue(m.startswith(bytes.fromhex("00000018") + label))
 
     def test_only_one_trailing_line_feed_is_ignored(self):
         self.assertEqual(v.receipt_bytes(b"{}\n"), b"{}")

@@ -21,21 +21,26 @@ Usage:
         SEAT:ACTION separated by commas, the calls separated by semicolons, ACTION raise or
         stand ("0:raise,1:stand;2:stand"; the empty string: no Decide call); hex is 64 digits
         of either case
-    verify.py [FILE|-] --public-key HEX --signature HEX [--expect-... as above]
+    verify.py [FILE|-] --public-key HEX --signature HEX [--key-id ID] [--trusted-keys FILE]
+              [--allow-untrusted] [--expect-... as above]
         also check the engine's signed receipt (FAIRNESS.md 4.7): the Ed25519 signature
         (128 hex, Settle's `signature`) by the engine's public key (64 hex, GetRules'
-        `signing_keys` or `reddog keygen --public`) over the reveal's transcript and the exact
-        bytes of FILE (one trailing line feed ignored). A reveal changed in any byte fails it,
-        without the player's record. Needs the `cryptography` package (only this option
-        imports it)
+        `signing_keys` or `reddog keygen --public`) over its key id, the reveal's transcript
+        and the exact bytes of FILE (one trailing line feed ignored). A reveal changed in any
+        byte fails it, without the player's record. The key must be among --trusted-keys (got
+        outside the platform), else the round is not verified unless --allow-untrusted. Ed25519
+        is checked strictly (small-order and non-canonical points refused, S < L). Needs the
+        `cryptography` package (only these options import it)
     verify.py [FILE|-] --public-key HEX --receipt RECEIPT.json [--receipt ...] [...]
-        also check step receipts the player kept (`receipt_json` of StartRound and Decide,
-        FAIRNESS.md 4.7): each must be signed by the key, and the reveal must descend from
-        it (its transcript after that step is the receipt's), so a reveal of a branch the
-        player did not play is not verified
+        also check receipts the player kept (`receipt_json` of CommitSeed, StartRound and
+        Decide, FAIRNESS.md 4.7): each must be signed by the key, name no card before the table
+        showed it, not be of a sandbox round, and the reveal must descend from it (its
+        transcript after that step is the receipt's), so a reveal of a branch the player did
+        not play is not verified
     verify.py --vectors DIR
         check every vector file it knows in DIR (deal-v1.json, reveal-v2.json and
-        reveal-v3.json when present, reveal-negative.json, receipt-v1.json when present)
+        reveal-v3.json when present, reveal-negative.json, receipt-v1.json and receipt-v2.json
+        when present, and the Ed25519 edge vectors in ed25519/)
 
 Exit status: 0 verified / all vectors pass; 1 not verified / a vector fails; 2 malformed input
 (a reveal or expectation that breaks the grammar, unreadable input, bad usage).
@@ -798,47 +803,112 @@ def report(reveal, ok, lines, out):
 
 # --- Signed receipts (section 4.7) -------------------------------------------------------
 
-RECEIPT_COMMIT_LABEL = b"reddog/receipt/commit/v1"
-RECEIPT_SETTLE_LABEL = b"reddog/receipt/settle/v1"
+RECEIPT_COMMIT_LABEL = b"reddog/receipt/commit/v2"
+RECEIPT_COMMIT_LABEL_V1 = b"reddog/receipt/commit/v1"
+RECEIPT_SETTLE_LABEL = b"reddog/receipt/settle/v2"
+RECEIPT_SETTLE_LABEL_V1 = b"reddog/receipt/settle/v1"
+RECEIPT_STEP_LABEL = b"reddog/receipt/step/v2"
+RECEIPT_STEP_LABEL_V1 = b"reddog/receipt/step/v1"
+
+# Strict Ed25519 (FAIRNESS.md 4.7): the field prime, the group order and the 14 encodings of
+# the 8 points of small order (C2SP/CCTV ed25519/README.md).
+ED25519_P = 2**255 - 19
+ED25519_L = 2**252 + 27742317777372353535851937790883648493
+SMALL_ORDER_ENCODINGS = frozenset(bytes.fromhex(h) for h in (
+    "0000000000000000000000000000000000000000000000000000000000000000",
+    "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    "0000000000000000000000000000000000000000000000000000000000000080",
+    "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    "0100000000000000000000000000000000000000000000000000000000000000",
+    "0100000000000000000000000000000000000000000000000000000000000080",
+    "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+))
 
 
-def settle_receipt_message(transcript, reveal_bytes):
-    """The bytes a Settle receipt signs: label, transcript (32 bytes), SHA-256 of the reveal."""
-    return field(RECEIPT_SETTLE_LABEL) + field(transcript) + field(hashlib.sha256(reveal_bytes).digest())
+def _strict_point(encoding):
+    """Canonical (y < p) and not of small order."""
+    y = int.from_bytes(encoding, "little") & ((1 << 255) - 1)
+    return y < ED25519_P and encoding not in SMALL_ORDER_ENCODINGS
+
+
+def ed25519_verifies(public_key, signature, message):
+    """The one strict Ed25519 rule (FAIRNESS.md 4.7): A and R canonical and not of small
+    order, S < L, then RFC 8032's cofactorless check by the `cryptography` package (imported
+    only here; OpenSSL alone accepts small-order keys, so the checks above come first)."""
+    if len(public_key) != 32 or len(signature) != 64:
+        return False
+    if not _strict_point(public_key) or not _strict_point(signature[:32]) \
+            or int.from_bytes(signature[32:], "little") >= ED25519_L:
+        return False
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
+        return True
+    except (InvalidSignature, ValueError):
+        return False
+
+
+def settle_receipt_message(key_id, transcript, reveal_bytes):
+    """The bytes a Settle receipt signs (version 2; key_id None: version 1)."""
+    if key_id is None:
+        return field(RECEIPT_SETTLE_LABEL_V1) + field(transcript) + field(hashlib.sha256(reveal_bytes).digest())
+    return (field(RECEIPT_SETTLE_LABEL) + field(key_id.encode("utf-8")) + field(transcript)
+            + field(hashlib.sha256(reveal_bytes).digest()))
 
 
 def commit_receipt_message(commitment, round_id, nonce, table_id, decks, rules_digest, expires_at_unix_ms,
-                           algorithm, sandbox):
-    """The bytes a CommitSeed receipt signs (hex arguments as bytes, text as str)."""
-    return (field(RECEIPT_COMMIT_LABEL) + field(commitment) + field(round_id.encode("utf-8"))
+                           algorithm, sandbox, key_id=None):
+    """The bytes a CommitSeed receipt signs (hex arguments as bytes, text as str); version 2
+    with a key id, version 1 without."""
+    head = field(RECEIPT_COMMIT_LABEL_V1) if key_id is None else \
+        field(RECEIPT_COMMIT_LABEL) + field(key_id.encode("utf-8"))
+    return (head + field(commitment) + field(round_id.encode("utf-8"))
             + field(nonce.to_bytes(8, "big")) + field(table_id.encode("utf-8")) + field(bytes([decks]))
             + field(rules_digest) + field(expires_at_unix_ms.to_bytes(8, "big", signed=True))
             + field(algorithm.encode("utf-8")) + field(bytes([1 if sandbox else 0])))
 
 
-RECEIPT_STEP_LABEL = b"reddog/receipt/step/v1"
-STEP_RECEIPT_FORMAT = "reddog-step-receipt-v1"
-STEP_RECEIPT_KEYS = ("format", "signing_key_id", "commitment", "round_id", "step", "transcript", "cards",
-                     "decisions", "signature")
+STEP_RECEIPT_FORMAT = "reddog-step-receipt-v2"
+STEP_RECEIPT_FORMAT_V1 = "reddog-step-receipt-v1"
+STEP_RECEIPT_KEYS = ("format", "signing_key_id", "commitment", "table_id", "round_id", "rules_digest", "sandbox",
+                     "step", "transcript", "cards", "decisions", "signature")
+STEP_RECEIPT_KEYS_V1 = ("format", "signing_key_id", "commitment", "round_id", "step", "transcript", "cards",
+                        "decisions", "signature")
 
 
-def step_receipt_message(commitment, round_id, step, transcript, cards, decisions):
-    """The bytes a step receipt (StartRound, Decide) signs: label, commitment, round id, step,
-    transcript after the step, the cards shown (2 ASCII bytes each), this step's decisions."""
-    body = b"".join(bytes([seat, ACTIONS[action]]) for seat, action in sorted(decisions))
-    return (field(RECEIPT_STEP_LABEL) + field(commitment) + field(round_id) + field(step.to_bytes(4, "big"))
-            + field(transcript) + field("".join(cards).encode("ascii")) + field(body))
+def step_receipt_message(r):
+    """The bytes a step receipt (StartRound, Decide) signs: version 2 (key id, commitment,
+    table, round id, rules digest, sandbox flag, step, transcript, cards shown, this step's
+    decisions) or version 1 (commitment, round id, step, transcript, cards, decisions)."""
+    body = b"".join(bytes([seat, ACTIONS[action]]) for seat, action in sorted(r["decisions"]))
+    cards = "".join(r["cards"]).encode("ascii")
+    if r["version"] == 1:
+        return (field(RECEIPT_STEP_LABEL_V1) + field(r["commitment"]) + field(r["round_id"])
+                + field(r["step"].to_bytes(4, "big")) + field(r["transcript"]) + field(cards) + field(body))
+    return (field(RECEIPT_STEP_LABEL) + field(r["signing_key_id"].encode("utf-8")) + field(r["commitment"])
+            + field(r["table_id"]) + field(r["round_id"]) + field(r["rules_digest"])
+            + field(bytes([1 if r["sandbox"] else 0])) + field(r["step"].to_bytes(4, "big"))
+            + field(r["transcript"]) + field(cards) + field(body))
 
 
 def parse_step_receipt(data, where="--receipt"):
-    """A step receipt's JSON (`receipt_json` of StartRound or Decide): a dict of its decoded
-    values and the signature, or Malformed naming the field."""
+    """A step receipt's JSON (`receipt_json` of StartRound or Decide, version 2 or 1): a dict
+    of its decoded values and the signature, or Malformed naming the field."""
     obj = loads_strict(data)
     if not isinstance(obj, dict):
         raise Malformed("%s: must be a JSON object" % where)
-    want_keys(obj, where, STEP_RECEIPT_KEYS)
-    if obj["format"] != STEP_RECEIPT_FORMAT:
-        raise Malformed("%s.format: must be %s" % (where, STEP_RECEIPT_FORMAT))
+    version = {STEP_RECEIPT_FORMAT: 2, STEP_RECEIPT_FORMAT_V1: 1}.get(obj.get("format"))
+    if version is None:
+        raise Malformed("%s.format: must be %s (or %s)" % (where, STEP_RECEIPT_FORMAT, STEP_RECEIPT_FORMAT_V1))
+    want_keys(obj, where, STEP_RECEIPT_KEYS if version == 2 else STEP_RECEIPT_KEYS_V1)
     step = want_int(obj["step"], where + ".step", 0, MAX_SEATS)
     cards = obj["cards"]
     if not isinstance(cards, list) or not 2 <= len(cards) <= 3:
@@ -850,13 +920,23 @@ def parse_step_receipt(data, where="--receipt"):
         raise Malformed("%s.step: step 0 has no decisions, every later step has some" % where)
     if not isinstance(obj["signing_key_id"], str) or not isinstance(obj["round_id"], str):
         raise Malformed("%s: signing_key_id and round_id are strings" % where)
-    return {"commitment": want_hex(obj["commitment"], where + ".commitment", 32),
-            "round_id": obj["round_id"].encode("utf-8"), "step": step,
-            "transcript": want_hex(obj["transcript"], where + ".transcript", 32), "cards": cards,
-            "decisions": decisions, "signature": want_hex(obj["signature"], where + ".signature", 64)}
+    r = {"kind": "step", "version": version, "signing_key_id": obj["signing_key_id"],
+         "commitment": want_hex(obj["commitment"], where + ".commitment", 32),
+         "round_id": obj["round_id"].encode("utf-8"), "step": step,
+         "transcript": want_hex(obj["transcript"], where + ".transcript", 32), "cards": cards,
+         "decisions": decisions, "signature": want_hex(obj["signature"], where + ".signature", 64),
+         "table_id": b"", "rules_digest": b"", "sandbox": False}
+    if version == 2:
+        if not isinstance(obj["table_id"], str) or not isinstance(obj["sandbox"], bool):
+            raise Malformed("%s: table_id is a string, sandbox a boolean" % where)
+        r["table_id"] = obj["table_id"].encode("utf-8")
+        r["sandbox"] = obj["sandbox"]
+        r["rules_digest"] = b"" if obj["rules_digest"] == "" else \
+            want_hex(obj["rules_digest"], where + ".rules_digest", 32)
+    return r
 
 
-COMMIT_RECEIPT_FORMAT = "reddog-commit-receipt-v1"
+COMMIT_RECEIPT_FORMATS = {"reddog-commit-receipt-v2": 2, "reddog-commit-receipt-v1": 1}
 COMMIT_RECEIPT_KEYS = ("format", "signing_key_id", "commitment", "round_id", "nonce", "table_id", "decks",
                        "rules_digest", "expires_at_unix_ms", "algorithm", "sandbox", "signature")
 
@@ -864,7 +944,7 @@ COMMIT_RECEIPT_KEYS = ("format", "signing_key_id", "commitment", "round_id", "no
 def parse_receipt(data, where="--receipt"):
     """A CommitSeed receipt (`receipt_json` of CommitSeed) or a step receipt, by its format."""
     obj = loads_strict(data)
-    if not (isinstance(obj, dict) and obj.get("format") == COMMIT_RECEIPT_FORMAT):
+    if not (isinstance(obj, dict) and obj.get("format") in COMMIT_RECEIPT_FORMATS):
         return parse_step_receipt(data, where)
     want_keys(obj, where, COMMIT_RECEIPT_KEYS)
     for k in ("signing_key_id", "round_id", "table_id", "algorithm"):
@@ -873,7 +953,9 @@ def parse_receipt(data, where="--receipt"):
     if not isinstance(obj["sandbox"], bool) or not is_int(obj["expires_at_unix_ms"]) \
             or not -2 ** 63 <= obj["expires_at_unix_ms"] < 2 ** 63:
         raise Malformed("%s: sandbox is a boolean, expires_at_unix_ms a 64-bit integer" % where)
-    return {"kind": "commit", "commitment": want_hex(obj["commitment"], where + ".commitment", 32),
+    return {"kind": "commit", "version": COMMIT_RECEIPT_FORMATS[obj["format"]],
+            "signing_key_id": obj["signing_key_id"],
+            "commitment": want_hex(obj["commitment"], where + ".commitment", 32),
             "round_id": obj["round_id"], "nonce": want_int(obj["nonce"], where + ".nonce", 0, U64_MAX),
             "table_id": obj["table_id"], "decks": want_int(obj["decks"], where + ".decks", 0, 255),
             "rules_digest": want_hex(obj["rules_digest"], where + ".rules_digest", 32),
@@ -881,53 +963,81 @@ def parse_receipt(data, where="--receipt"):
             "signature": want_hex(obj["signature"], where + ".signature", 64)}
 
 
-def check_commit_receipt(reveal, r, public_key, name="receipt"):
-    """(label, ok, text): the CommitSeed receipt is signed by the key and the reveal is of the
-    round it committed to (commitment, round id, nonce, table, decks, rules digest)."""
+def shown_after(reveal, step):
+    """How many of the reveal's cards the table showed after step `step`: a pair's three at
+    once, a consecutive hand's two, a non-consecutive hand's two until every seat has decided
+    in calls 1..step, then three."""
+    cls, _ = hand_class(reveal.codes[0], reveal.codes[1])
+    if cls == "pair":
+        return 3
+    if cls == "consecutive":
+        return 2
+    decided = {seat for call in reveal.decides[:step] for seat, _ in call}
+    return 3 if step > 0 and decided >= set(range(len(reveal.seats))) else 2
+
+
+def check_commit_receipt(reveal, r, public_key):
+    """(label, ok, text, signed key id or None): the CommitSeed receipt is signed by the key,
+    is not of a sandbox round, and the reveal is of the round it committed to."""
     expires = datetime.datetime.fromtimestamp(r["expires_at_unix_ms"] / 1000, datetime.timezone.utc) \
         if -62135596800000 <= r["expires_at_unix_ms"] <= 253402300799000 else None
-    label = "%s commit" % name
+    label = "receipt commit"
+    key_id = r["signing_key_id"] if r["version"] == 2 else None
     message = commit_receipt_message(r["commitment"], r["round_id"], r["nonce"], r["table_id"], r["decks"],
-                                     r["rules_digest"], r["expires_at_unix_ms"], r["algorithm"], r["sandbox"])
+                                     r["rules_digest"], r["expires_at_unix_ms"], r["algorithm"], r["sandbox"], key_id)
     shown = "expires at %d Unix ms (%s)" % (r["expires_at_unix_ms"], expires.isoformat() if expires else "out of range")
     if not ed25519_verifies(public_key, r["signature"], message):
-        return (label, False, "not signed by %s; %s" % (public_key.hex(), shown))
+        return (label, False, "not signed by %s; %s" % (public_key.hex(), shown), None)
+    if r["sandbox"]:
+        return (label, False, "a sandbox round: its cards were requested, not dealt fair", key_id)
     descends = (reveal.version == 3 and r["commitment"] == reveal.commitment
                 and r["round_id"].encode("utf-8") == reveal.round_id and r["nonce"] == reveal.nonce
                 and r["table_id"].encode("utf-8") == reveal.table_id and r["decks"] == reveal.decks
                 and r["rules_digest"] == reveal.rules_digest and r["algorithm"] == ALGORITHM)
-    return (label, descends, "signed by %s, %s; the reveal %s" % (
-        public_key.hex(), shown, "is of this commitment's round" if descends else "is not of this commitment's round"))
+    return (label, descends, "signed (v%d), %s; the reveal %s" % (
+        r["version"], shown, "is of this commitment's round" if descends else "is not of this commitment's round"),
+        key_id)
 
 
-def check_step_receipt(reveal, r, public_key, name="receipt"):
-    """(label, ok, text): the step receipt is signed by the key and the reveal descends from it
-    (same commitment and round id, the transcript after call `step` recomputed from the reveal
-    equal to the receipt's, its cards the reveal's first cards, its decisions the reveal's
-    call `step`)."""
-    label = "%s step %d" % (name, r["step"])
-    message = step_receipt_message(r["commitment"], r["round_id"], r["step"], r["transcript"], r["cards"],
-                                   r["decisions"])
-    if not ed25519_verifies(public_key, r["signature"], message):
-        return (label, False, "not signed by %s" % public_key.hex())
+def check_step_receipt(reveal, r, public_key):
+    """(label, ok, text, signed key id or None): the step receipt is signed by the key; it
+    names exactly the cards the table showed after its step (never a face-down card); it is
+    not of a sandbox round; and the reveal descends from it (same commitment, round id and —
+    version 2 — table and rules digest, the transcript after call `step` recomputed from the
+    reveal equal to the receipt's, its decisions the reveal's call `step`)."""
+    label = "receipt step %d" % r["step"]
+    if not ed25519_verifies(public_key, r["signature"], step_receipt_message(r)):
+        return (label, False, "not signed by %s" % public_key.hex(), None)
+    key_id = r["signing_key_id"] if r["version"] == 2 else None
     if reveal.version < 2:
-        return (label, False, "a version-1 reveal has no transcript: it descends from no signed step")
+        return (label, False, "a version-1 reveal has no transcript: it descends from no signed step", key_id)
     t = transcript_start(reveal.commitment, reveal.table_id, reveal.round_id, reveal.nonce, reveal.decks,
                          reveal.client_seed, reveal.paytable, [s["bet"] for s in reveal.seats], reveal.rules_digest)
     chain = [t]
     for step in reveal.decides:
         chain.append(transcript_step(chain[-1], step))
     k = r["step"]
-    descends = (r["commitment"] == reveal.commitment and r["round_id"] == reveal.round_id and k < len(chain)
-                and chain[k] == r["transcript"] and r["cards"] == [card_text(c) for c in reveal.codes][:len(r["cards"])]
-                and (k == 0 or sorted(r["decisions"]) == sorted(reveal.decides[k - 1])))
-    return (label, descends, "signed by %s; the reveal %s" % (
-        public_key.hex(), "descends from this step" if descends else "does not descend from this step"))
+    revealed = [card_text(c) for c in reveal.codes]
+    same = (r["commitment"] == reveal.commitment and r["round_id"] == reveal.round_id and k < len(chain)
+            and chain[k] == r["transcript"] and r["cards"] == revealed[:len(r["cards"])]
+            and (k == 0 or sorted(r["decisions"]) == sorted(reveal.decides[k - 1]))
+            and (r["version"] == 1 or (r["table_id"] == reveal.table_id
+                                       and r["rules_digest"] == (reveal.rules_digest or b""))))
+    shown = shown_after(reveal, k)
+    if same and len(r["cards"]) > shown:
+        return (label, False, "names %s, a card the table had not shown at this step: the engine that signed it "
+                              "leaked the face-down card" % r["cards"][shown], key_id)
+    if r["sandbox"]:
+        return (label, False, "a sandbox round: its cards were requested, not dealt fair", key_id)
+    descends = same and len(r["cards"]) == shown
+    return (label, descends, "signed (v%d); the reveal %s" % (
+        r["version"], "descends from this step" if descends else "does not descend from this step"), key_id)
 
 
 def parse_trusted_keys(data, where="--trusted-keys"):
-    """The public keys (bytes) of a trusted-keys file: a JSON array of {key_id, algorithm,
-    public_key_hex}, or an object whose "signing_keys" is one (as GetRules lists them)."""
+    """[(key id, public key bytes)] of a trusted-keys file: a JSON array of {key_id,
+    algorithm, public_key_hex}, or an object whose "signing_keys" is one (as GetRules lists
+    them)."""
     doc = loads_strict(data)
     keys = doc.get("signing_keys") if isinstance(doc, dict) else doc
     if not isinstance(keys, list):
@@ -937,25 +1047,13 @@ def parse_trusted_keys(data, where="--trusted-keys"):
         if not isinstance(k, dict) or sorted(k) != ["algorithm", "key_id", "public_key_hex"] \
                 or k["algorithm"] != "ed25519" or not isinstance(k["key_id"], str):
             raise Malformed("%s[%d]: {key_id, algorithm: \"ed25519\", public_key_hex}" % (where, i))
-        out.append(want_hex(k["public_key_hex"], "%s[%d].public_key_hex" % (where, i), 32))
+        out.append((k["key_id"], want_hex(k["public_key_hex"], "%s[%d].public_key_hex" % (where, i), 32)))
     return out
 
 
 def receipt_bytes(data):
     """The reveal bytes a receipt covers: the file without one trailing line feed."""
     return data[:-1] if data.endswith(b"\n") else data
-
-
-def ed25519_verifies(public_key, signature, message):
-    """Ed25519 (RFC 8032) with the `cryptography` package, imported only here. A public key
-    that is not a curve point verifies nothing."""
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-    try:
-        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
-        return True
-    except (InvalidSignature, ValueError):
-        return False
 
 
 def want_hex(value, name, size):
@@ -965,13 +1063,69 @@ def want_hex(value, name, size):
     return bytes.fromhex(value)
 
 
-def check_receipt(reveal, data, public_key, signature):
-    """(label, ok, text) of the Settle receipt check over the reveal's exact bytes."""
-    if reveal.version < 2:
-        return ("signature", False, "a version-1 reveal has no transcript: no receipt covers it")
-    ok = ed25519_verifies(public_key, signature, settle_receipt_message(reveal.transcript, receipt_bytes(data)))
-    return ("signature", ok, "ed25519 by %s: %s" % (public_key.hex(), "covers this reveal" if ok else
-                                                    "does not cover this reveal (another reveal, or another key)"))
+def check_signed(reveal, data, public_key, signature=None, receipts=(), key_id=None, trusted=None,
+                 allow_untrusted=False):
+    """Every check with the engine's public key (FAIRNESS.md 4.7): Settle's signature (version
+    2 under the key id, else version 1), each receipt, the key ids signed, and whether the key
+    is trusted. Returns (ok, lines, notes); the verdict of section 4.7 in every verifier."""
+    lines, notes = [], []
+    signed_ids = []
+    for r in receipts:
+        check = check_commit_receipt if r.get("kind") == "commit" else check_step_receipt
+        label, ok, text, kid = check(reveal, r, public_key)
+        lines.append((label, ok, text))
+        if kid is not None:
+            signed_ids.append(kid)
+        if r["version"] == 1:
+            notes.append("%s is version 1: its key id (and a step's table, rules and sandbox flag) is not signed"
+                         % label)
+    entries = None if trusted is None else [kid for kid, k in trusted if k == public_key]
+    settle_id = key_id if key_id is not None else (signed_ids[0] if signed_ids else (entries[0] if entries else None))
+    settle_version = None
+    if signature is not None:
+        if reveal.version < 2:
+            lines.append(("signature", False, "a version-1 reveal has no transcript: no receipt covers it"))
+        else:
+            body = receipt_bytes(data)
+            if settle_id is not None and ed25519_verifies(
+                    public_key, signature, settle_receipt_message(settle_id, reveal.transcript, body)):
+                settle_version = 2
+            elif ed25519_verifies(public_key, signature, settle_receipt_message(None, reveal.transcript, body)):
+                settle_version = 1
+                notes.append("the Settle signature is version 1: the key id is not inside what it signs")
+            lines.append(("signature", settle_version is not None,
+                          "ed25519 by %s: covers this reveal (settle receipt v%d)" % (public_key.hex(), settle_version)
+                          if settle_version else "does not cover this reveal (another reveal, key or key id%s)"
+                          % ("" if settle_id is not None else "; no key id known: give --key-id")))
+    ids = [("a receipt is signed as key id", i) for i in signed_ids]
+    if settle_version == 2:
+        ids.append(("the Settle signature is under key id", settle_id))
+    if key_id is not None:
+        ids.append(("--key-id is", key_id))
+    conflict = next(("the key ids disagree: %s %r, %s %r" % (a[0], a[1], b[0], b[1])
+                     for a, b in zip(ids, ids[1:]) if a[1] != b[1]), None)
+    fingerprint = hashlib.sha256(public_key).hexdigest()
+    if entries:
+        entry = next((e for e in entries if ids and e == ids[0][1]), entries[0])
+        if conflict is None and ids and ids[0][1] != entry:
+            conflict = "your trusted keys list this public key as key id %r, but %s %r" % (entry, ids[0][0], ids[0][1])
+        lines.append(("key", True, "a trusted key (%r in --trusted-keys), fingerprint SHA-256 %s" % (entry, fingerprint)))
+    elif allow_untrusted:
+        lines.append(("key", True, "a key the platform named (untrusted, --allow-untrusted), fingerprint SHA-256 %s"
+                      % fingerprint))
+        notes.append("--allow-untrusted: the key is not one you trust; the signatures prove only that the key the "
+                     "platform named signed")
+    elif trusted is not None:
+        lines.append(("key", False, "a key NOT among your --trusted-keys (fingerprint SHA-256 %s): it proves only that "
+                                    "whoever the platform named signed (--allow-untrusted accepts that)" % fingerprint))
+    else:
+        lines.append(("key", False, "no --trusted-keys given: a key the platform named (fingerprint SHA-256 %s) proves "
+                                    "only that it signed (give the keys you got from the operator or a certification "
+                                    "report, or --allow-untrusted)" % fingerprint))
+    if conflict is not None:
+        lines.append(("key id", False, conflict))
+    ok = all(line[1] is not False for line in lines)
+    return ok, lines, notes
 
 
 # --- Test vectors -------------------------------------------------------------------------
@@ -1066,11 +1220,30 @@ def _positive_cases(doc):
         yield case.get("name"), errors
 
 
+def receipt_case_verdict(case):
+    """A receipt vector case (receipt-v1.json, receipt-v2.json): "verified", "not_verified"
+    or "malformed", as the command line would answer given the case's arguments."""
+    data = case["reveal"].encode("utf-8")
+    try:
+        reveal = parse_reveal(loads_strict(data))
+        receipts = [parse_receipt(t.encode("utf-8"), "receipt") for t in case["receipts"]]
+        trusted = None if case["trusted_keys"] is None else \
+            parse_trusted_keys(json.dumps(case["trusted_keys"]).encode("utf-8"))
+        public_key = want_hex(case["public_key"], "public_key", 32)
+        signature = want_hex(case["signature"], "signature", 64) if case["signature"] else None
+    except Malformed:
+        return "malformed"
+    ok, _ = verify(reveal)
+    signed_ok, _, _ = check_signed(reveal, data, public_key, signature, receipts, case["key_id"] or None, trusted,
+                                   case["allow_untrusted"])
+    return "verified" if ok and signed_ok else "not_verified"
+
+
 def _receipt_cases(doc):
-    """receipt-v1.json: the public key of the secret, the CommitSeed receipt's message and
-    signature, and each Settle case's verdict given the public key and signature."""
-    if doc.get("format") != "reddog-receipt-vectors-v1":
-        raise Malformed("format %s is not reddog-receipt-vectors-v1" % _show(doc.get("format")))
+    """receipt-v1.json and receipt-v2.json: the public key of the secret, the CommitSeed
+    receipt's message and signature (version `receipt_version`), and each case's verdict."""
+    if doc.get("format") != "reddog-receipt-vectors" or doc.get("receipt_version") not in (1, 2):
+        raise Malformed("format %s is not reddog-receipt-vectors (receipt_version 1 or 2)" % _show(doc.get("format")))
     try:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
         from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
@@ -1080,9 +1253,10 @@ def _receipt_cases(doc):
     public = secret.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     yield "public-key-of-the-secret", ([] if public.hex() == doc["public_key"] else ["public key %s" % public.hex()])
     c = doc["commit"]
+    version = doc["receipt_version"]
     message = commit_receipt_message(bytes.fromhex(c["commitment"]), c["round_id"], c["nonce"], c["table_id"],
                                      c["decks"], bytes.fromhex(c["rules_digest"]), c["expires_at_unix_ms"],
-                                     c["algorithm"], c["sandbox"])
+                                     c["algorithm"], c["sandbox"], doc["key_id"] if version == 2 else None)
     errors = []
     if message.hex() != c["message_hex"]:
         errors.append("message_hex differs from section 4.7's")
@@ -1092,42 +1266,36 @@ def _receipt_cases(doc):
         errors.append("signature does not verify")
     yield "commit", errors
     for case in doc["cases"]:
-        data = case["reveal"].encode("utf-8")
-        try:
-            reveal = parse_reveal(loads_strict(data))
-            ok, _ = verify(reveal)
-            sig_label, sig_ok, _ = check_receipt(reveal, data, bytes.fromhex(case["public_key"]),
-                                                 bytes.fromhex(case["signature"]))
-            got = "verified" if ok and sig_ok else "not_verified"
-        except Malformed:
-            got = "malformed"
-        if case["name"] == "settle/genuine" and "settle_message_hex" in doc:
-            if settle_receipt_message(reveal.transcript, data).hex() != doc["settle_message_hex"]:
-                got += " (settle_message_hex differs from section 4.7's)"
-        yield case.get("name"), ([] if got == case["verdict"] else
-                                 ["expected %s, the verifier says %s" % (case["verdict"], got)])
-    for case in doc.get("step_cases", []):
-        data = case["reveal"].encode("utf-8")
-        public = bytes.fromhex(case["public_key"])
-        try:
-            reveal = parse_reveal(loads_strict(data))
-            ok, _ = verify(reveal)
-            if case["signature"]:
-                ok = check_receipt(reveal, data, public, bytes.fromhex(case["signature"]))[1] and ok
-            for text in case["receipts"]:
-                r = parse_receipt(text.encode("utf-8"), "receipt")
-                check = check_commit_receipt if r.get("kind") == "commit" else check_step_receipt
-                ok = check(reveal, r, public)[1] and ok
-                if case["name"] == "step/honest-with-the-decide-receipt" and "step_message_hex" in doc:
-                    m = step_receipt_message(r["commitment"], r["round_id"], r["step"], r["transcript"], r["cards"],
-                                             r["decisions"])
-                    if m.hex() != doc["step_message_hex"]:
-                        ok = None
-            got = "verified" if ok else "not_verified" if ok is False else "step_message_hex differs from 4.7's"
-        except Malformed:
-            got = "malformed"
-        yield case.get("name"), ([] if got == case["verdict"] else
-                                 ["expected %s, the verifier says %s" % (case["verdict"], got)])
+        got = receipt_case_verdict(case)
+        errors = [] if got == case["verdict"] else ["expected %s, the verifier says %s" % (case["verdict"], got)]
+        if case["name"] == "settle/genuine":
+            r = parse_reveal(loads_strict(case["reveal"].encode("utf-8")))
+            m = settle_receipt_message(doc["key_id"] if version == 2 else None, r.transcript,
+                                       case["reveal"].encode("utf-8"))
+            if m.hex() != doc["settle_message_hex"]:
+                errors.append("settle_message_hex differs from section 4.7's")
+        if case["name"] == "step/honest-with-the-decide-receipt":
+            r = parse_receipt(case["receipts"][0].encode("utf-8"), "receipt")
+            if step_receipt_message(r).hex() != doc["step_message_hex"]:
+                errors.append("step_message_hex differs from section 4.7's")
+        yield case.get("name"), errors
+
+
+def _ed25519_cctv(doc):
+    """C2SP/CCTV ed25519vectors.json: the strict rule verifies exactly the vectors whose flags
+    are at most low_order_component_A / _R (tests/vectors/ed25519/README.md)."""
+    allowed = {"low_order_component_A", "low_order_component_R"}
+    for v in doc:
+        want = set(v["flags"] or ()) <= allowed
+        got = ed25519_verifies(bytes.fromhex(v["key"]), bytes.fromhex(v["sig"]), v["msg"].encode("utf-8"))
+        yield "cctv-%d" % v["number"], ([] if got == want else ["strict rule says %s, expected %s" % (got, want)])
+
+
+def _ed25519_speccheck(doc):
+    """ed25519-speccheck cases.json: only case 3 verifies under the strict rule."""
+    for i, c in enumerate(doc):
+        got = ed25519_verifies(bytes.fromhex(c["pub_key"]), bytes.fromhex(c["signature"]), bytes.fromhex(c["message"]))
+        yield "speccheck-%d" % i, ([] if got == (i == 3) else ["strict rule says %s, expected %s" % (got, i == 3)])
 
 
 KNOWN_VECTOR_FILES = (
@@ -1136,6 +1304,9 @@ KNOWN_VECTOR_FILES = (
     ("reveal-v3.json", False, _positive_cases),
     ("reveal-negative.json", True, _negative_cases),
     ("receipt-v1.json", False, _receipt_cases),
+    ("receipt-v2.json", False, _receipt_cases),
+    ("ed25519/cctv-ed25519vectors.json", False, _ed25519_cctv),
+    ("ed25519/speccheck-cases.json", False, _ed25519_speccheck),
 )
 
 
@@ -1208,17 +1379,25 @@ def main(argv):
                    help="each Decide call's decisions, e.g. 0:raise,1:stand;2:stand")
     p.add_argument("--expect", metavar="FILE", help="a JSON object of expectations (keys: %s)" % ", ".join(EXPECT_KEYS))
     p.add_argument("--public-key", metavar="HEX",
-                   help="the engine's Ed25519 public key (64 hex); checks --signature and every --receipt")
+                   help="the engine's Ed25519 public key (64 hex); checks --signature and every --receipt; not "
+                        "verified unless it is among --trusted-keys (or --allow-untrusted)")
     p.add_argument("--signature", metavar="HEX", help="Settle's signature over the reveal (128 hex); with --public-key")
+    p.add_argument("--key-id", metavar="ID",
+                   help="Settle's signing_key_id: the key id inside the signed message (else a signed receipt's, or "
+                        "the --trusted-keys entry's)")
     p.add_argument("--trusted-keys", metavar="FILE",
                    help="the signing keys you trust, got outside the platform: a JSON array of {key_id, algorithm, "
-                        "public_key_hex} (or {\"signing_keys\": [...]}); says whether --public-key is one of them")
+                        "public_key_hex} (or {\"signing_keys\": [...]}); a --public-key not among them is not verified")
+    p.add_argument("--allow-untrusted", action="store_true",
+                   help="accept a --public-key not among --trusted-keys: the signatures then prove only that the key "
+                        "the platform named signed")
     p.add_argument("--receipt", metavar="FILE", action="append", default=[],
-                   help="a step receipt the player kept (receipt_json of StartRound or Decide); with --public-key; "
-                        "the reveal must descend from each. Repeatable")
+                   help="a receipt the player kept (receipt_json of CommitSeed, StartRound or Decide); with "
+                        "--public-key; the reveal must descend from each. Repeatable")
     args = p.parse_args(argv)
-    if args.public_key is None and (args.signature is not None or args.receipt or args.trusted_keys):
-        p.error("--signature, --receipt and --trusted-keys need --public-key")
+    if args.public_key is None and (args.signature is not None or args.receipt or args.trusted_keys
+                                    or args.key_id is not None or args.allow_untrusted):
+        p.error("--signature, --receipt, --key-id, --trusted-keys and --allow-untrusted need --public-key")
     if args.public_key is not None and args.signature is None and not args.receipt:
         p.error("--public-key: give --signature or --receipt to check with it")
 
@@ -1250,10 +1429,10 @@ def main(argv):
         for path in args.receipt:
             with open(path, "rb") as f:
                 steps.append((path, parse_receipt(f.read(), "--receipt " + path)))
-        certified = None
+        trusted = None
         if args.trusted_keys is not None:
             with open(args.trusted_keys, "rb") as f:
-                certified = public_key in parse_trusted_keys(f.read(), "--trusted-keys " + args.trusted_keys)
+                trusted = parse_trusted_keys(f.read(), "--trusted-keys " + args.trusted_keys)
         if args.file == "-":
             data = sys.stdin.buffer.read()
         else:
@@ -1268,24 +1447,17 @@ def main(argv):
         print("error: malformed reveal: %s" % e, file=sys.stderr)
         return 2
     ok, lines = verify(reveal, expectations)
-    if receipt is not None:
-        line = check_receipt(reveal, data, *receipt)
-        lines.append(line)
-        ok = ok and line[1]
-    for path, r in steps:
-        check = check_commit_receipt if r.get("kind") == "commit" else check_step_receipt
-        line = check(reveal, r, public_key, "receipt")
-        lines.append(line)
-        ok = ok and line[1]
     if public_key is not None:
-        whose = {True: "a certified key (in --trusted-keys)", False: "a key the platform named (not in --trusted-keys)",
-                 None: "a key the platform named (no --trusted-keys given)"}[certified]
-        signed = all(line[1] for line in lines if line[0] == "signature" or line[0].startswith("receipt"))
-        lines.append(("key", None, "%s%s, fingerprint SHA-256 %s" % ("signed by " if signed else "NOT signed by ", whose,
-                                                                    hashlib.sha256(public_key).hexdigest())))
-    if ok and receipt is not None and not steps and not any(k == "transcript" for k, _ in expectations):
-        lines.append(("note", None, "the signature proves the engine produced this reveal, not that it is the round "
-                                    "played: give the last --receipt or --expect-transcript for that"))
+        signed_ok, signed_lines, notes = check_signed(
+            reveal, data, public_key, receipt[1] if receipt else None, [r for _, r in steps], args.key_id, trusted,
+            args.allow_untrusted)
+        lines += signed_lines
+        ok = ok and signed_ok
+        lines += [("note", None, n) for n in notes]
+        if ok and receipt is not None and not any(r.get("kind") == "step" for _, r in steps) \
+                and not any(k == "transcript" for k, _ in expectations):
+            lines.append(("note", None, "the signature proves the key's holder produced this reveal, not that it is "
+                                        "the round played: give the last --receipt or --expect-transcript for that"))
     report(reveal, ok, lines, sys.stdout)
     return 0 if ok else 1
 

@@ -4,6 +4,7 @@
 //! Each module has its own error type that says what happened; the service maps them to
 //! its protocol's statuses.
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod fairness;
 pub mod game;

@@ -17,12 +17,13 @@
 // P(raise wins) ≈ 0.276 per round, so the chance that 300 rounds miss one of them is below
 // 2·10⁻⁸. Every round, whatever it is, is verified in the browser and checked against the
 // ledger.
-import { spawn, execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
-import { mkdtempSync, mkdirSync, createWriteStream, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import os from "node:os";
 import path from "node:path";
+import { bad, step, assert, eq, start, stop, finish } from "./harness.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const TOOLS = process.env.E2E_TOOLS || path.join(ROOT, ".tools/e2e");
@@ -48,44 +49,14 @@ const { CATALOGUES } = await import("../static/i18n.js");
 // not depend on figures).
 const lead = (text) => text.split("{")[0];
 const tail = (text) => text.split("}").pop();
-// The "Checks and reveal" line of seat 0's bet, and the pattern it has in a catalogue's words.
-const seatBetCheckLine = (page) => page.$$eval("#verify-checks li",
-  (lis) => lis.map((li) => li.textContent).find((t) => t.includes("seats[0].bet")));
-const seatBetCheckPattern = (C) => new RegExp(`^✔ seats\\[0\\]\\.bet: ${C.vc_bet.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{\w+\}/g, "\\d+")}$`);
+// The "Checks and reveal" line of seat 0's bet, and the pattern it has in a catalogue's words:
+// the check's name and its amounts in the language (money as Intl writes it, never minor units).
+const seatBetCheckLine = (page) => page.$eval('#verify-checks li[data-check="seats[0].bet"]', (li) => li.textContent);
+const reQuote = (text) => text.replace(/[.*+?^$()|[\]\\]/g, "\\$&");
+const MONEY_RE = "(?:€[\\s\u00a0]?)?\\d[\\d.,\u00a0\u202f ]*(?:[\\s\u00a0]?€)?";
+const seatBetCheckPattern = (C) => new RegExp(`^✔ ${reQuote(C.cn_seat.replace("{n}", "1").replace("{what}", C.cn_bet))}: ${reQuote(C.vc_bet).replace(/\{\w+\}/g, MONEY_RE)}$`);
 
-let passed = 0, failed = 0;
-const procs = [];
-function ok(name) { passed++; console.log(`  ok    ${name}`); }
-function bad(name, e) { failed++; console.log(`  FAIL  ${name}: ${e?.stack || e}`); }
-async function step(name, fn) { try { await fn(); ok(name); } catch (e) { bad(name, e); } }
-function assert(cond, msg) { if (!cond) throw new Error(msg); }
-function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: got ${JSON.stringify(a)}, want ${JSON.stringify(b)}`); }
-
-// Starts a process and waits (bounded) for a stdout line matching `re`.
-function start(bin, args, { env = {}, stderrFile, re, timeoutMs = 30000 }) {
-  const p = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  procs.push(p);
-  if (stderrFile) p.stderr.pipe(createWriteStream(stderrFile, { flags: "a" })); else p.stderr.resume();
-  return new Promise((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`${path.basename(bin)}: no ${re} within ${timeoutMs} ms`)), timeoutMs);
-    p.stdout.on("data", (d) => {
-      out += d;
-      const m = re.exec(out);
-      if (m) { clearTimeout(timer); resolve({ proc: p, match: m }); }
-    });
-    p.on("exit", (code) => { clearTimeout(timer); reject(new Error(`${path.basename(bin)} exited ${code} before ready`)); });
-  });
-}
-
-function stop(p) {
-  return new Promise((resolve) => {
-    if (p.exitCode !== null || p.signalCode !== null) return resolve();
-    const t = setTimeout(() => { p.kill("SIGKILL"); }, 10000);
-    p.once("exit", () => { clearTimeout(t); resolve(); });
-    p.kill("SIGTERM");
-  });
-}
+// Steps, processes and the pass/fail count: ./harness.mjs (E2E_ONLY=REGEX runs the steps it matches).
 
 // The ledger, recomputed from its entries by `reddog-demo ledger` (a separate process
 // reading the database file).
@@ -207,6 +178,10 @@ async function main() {
     await page.click("#register-button");
     await page.waitForSelector("#game:not([hidden])");
     await page.waitForFunction(() => document.querySelector("#info-balance").dataset.minor !== "");
+    // The recovery code is shown once (issue 47); noted, it goes.
+    assert(/^[0-9A-Z]{4}(-[0-9A-Z]{4}){4}$/.test((await page.textContent("#recovery-code")).trim()), "the recovery code is shown");
+    await page.click("#recovery-done");
+    eq(await page.isVisible("#recovery-note"), false, "the recovery code, noted, is gone");
     eq(await shownBalance(page), 1000000, "starting balance");
     eq(ledgerBalance(NAME), 1000000, "ledger starting balance");
   });
@@ -305,6 +280,7 @@ async function main() {
         eq(v.verdict, "not_verified", `badge: ${v.text}`);
         assert(v.failed.split(",").includes(field), `failed fields ${v.failed} name ${field}`);
         assert(v.text.startsWith("✘ Not verified:"), `plain-language text: ${v.text}`);
+        assert(!/\(\d{3,}\)/.test(v.text), `amounts as money, not minor units: ${v.text}`);
         assert(v.passed.split(",").includes("transcripts"), `passed checks listed: ${v.passed}`);
       } finally {
         await page.unroute("**/api/round/deal", handler);
@@ -531,14 +507,17 @@ async function main() {
         rounds++;
         let sawDeciding = false;
         while (r.deciding) {
-          // The deciding seat is highlighted, its bet in the circle; on a phone Stand is next to it.
-          const d = await p.evaluate(() => {
-            const spot = document.querySelector("#seats .spot.deciding");
-            return { seat: spot?.dataset.seat, standInSpot: Boolean(spot?.contains(document.querySelector("#stand"))),
-              circle: document.querySelector("#circle-amount").textContent };
-          });
+          // The deciding seat is highlighted, its bet in the circle; on a phone Stand is on
+          // screen (the rail sticks to the foot of the screen) and names the seat.
+          await p.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished)));
+          const d = await p.evaluate((H) => {
+            const spot = document.querySelector("#seats .spot.deciding"), stand = document.querySelector("#stand").getBoundingClientRect();
+            return { seat: spot?.dataset.seat, standOnScreen: stand.top >= 0 && stand.bottom <= H,
+              label: document.querySelector("#stand-label").textContent, circle: document.querySelector("#circle-amount").textContent };
+          }, H);
           assert(d.seat !== undefined, "the deciding seat is highlighted");
-          if (mobile) assert(d.standInSpot, "on a phone Stand is on the deciding seat's spot");
+          if (mobile) assert(d.standOnScreen, "on a phone Stand is on screen");
+          if (seats > 1) eq(d.label, `Stand seat ${Number(d.seat) + 1}`, "Stand names the deciding seat");
           if (!sawDeciding) problems = problems.concat(await targets("deciding"));
           sawDeciding = true;
           await p.click("#stand");
@@ -553,10 +532,11 @@ async function main() {
           return { seat: spot.dataset.seat, text: res?.textContent || "", inside: Boolean(b && b.width > 0 && b.left >= s.left && b.right <= s.right
             && b.top >= s.top && b.bottom <= s.bottom), onScreen: Boolean(b && b.left >= 0 && b.right <= innerWidth) };
         }));
-        const euros = (minor) => new Intl.NumberFormat("en", { style: "currency", currency: "EUR" }).format((minor / 100).toFixed(2));
+        // Each seat's net: what it won or lost, a push zero (issue 47).
+        const net = (minor) => new Intl.NumberFormat("en", { style: "currency", currency: "EUR", signDisplay: "exceptZero" }).format((minor / 100).toFixed(2));
         reveal.seats.forEach((x, k) => {
           x.outcome = x.returned > x.stake ? "win" : x.returned > 0 ? "push" : "lose";
-          const want = x.outcome === "win" ? `Win +${euros(x.returned)}` : x.outcome === "push" ? `Push +${euros(x.returned)}` : "Lose";
+          const want = `${{ win: "Win", push: "Push", lose: "Lose" }[x.outcome]} ${net(x.returned - x.stake)}`;
           eq(shown[k]?.seat, String(k), `spot ${k}`);
           assert(shown[k].text.startsWith(want), `seat ${k + 1}: "${shown[k].text}", want "${want}"`);
           assert(shown[k].inside && shown[k].onScreen, `seat ${k + 1}'s result inside its spot, on screen`);
@@ -660,8 +640,12 @@ async function main() {
           const visible = (e) => e && !e.hidden && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden";
           const box = (e) => { const r = e.getBoundingClientRect(); return { l: r.left + scrollX, r: r.right + scrollX, t: r.top + scrollY, b: r.bottom + scrollY }; };
           const name = (e) => e.id || e.dataset.value || e.textContent.trim().slice(0, 20) || e.tagName;
-          const must = ["#card1", "#card2", "#card3", "#marker", "#paytable", "#outcome", "#info-balance", "#deal", "#raise", "#stand",
-            "#clear", "#repeat", "#client-seed", ...[...document.querySelectorAll("#chips button")].map((b) => `#chips button[data-value="${b.dataset.value}"]`)];
+          // On a phone (portrait up to 600 px wide, landscape up to 500 px high) a deciding
+          // seat's rail holds Raise and Stand only: the betting controls are back after it.
+          const phoneDeciding = (W <= 600 || innerHeight <= 500) && document.querySelector("#game").dataset.phase === "deciding";
+          const betting = ["#deal", "#clear", "#repeat", ...[...document.querySelectorAll("#chips button")].map((b) => `#chips button[data-value="${b.dataset.value}"]`)];
+          const must = ["#card1", "#card2", "#card3", "#marker", "#paytable", "#outcome", "#info-balance", "#raise", "#stand",
+            "#client-seed", ...(phoneDeciding ? [] : betting)];
           for (const sel of must) {
             const e = document.querySelector(sel);
             if (!visible(e)) { if (sel !== "#marker") problems.push(`${phase}: ${sel} not visible`); continue; }
@@ -791,28 +775,38 @@ async function main() {
 
   // Sign-in guessing spread over addresses (the platform trusts 127.0.0.1 as a proxy, so
   // X-Forwarded-For names the client): 12 wrong PINs for one name from 12 addresses, then a
-  // 13th address is made to wait before its PIN is checked; the player's own address still
-  // signs in; the guessing is alerted in the log and counted at /metrics.
-  await step("12 wrong PINs for one name from 12 forwarded addresses: the 13th waits (429, retry_after_ms), the player does not", async () => {
-    const login = async (from, pin) => {
-      const res = await fetch(`${URL}/api/login`, { method: "POST", body: JSON.stringify({ name: "guessed", pin }),
-        headers: { "content-type": "application/json", "x-forwarded-for": from } });
-      return { status: res.status, body: await res.json() };
+  // 13th address (a new device) is made to wait before its PIN is checked; the player's
+  // trusted device (its device cookie) signs in from yet another address, and a new device
+  // with the recovery code from sign-up signs in too (and gets a new code); the guessing is
+  // alerted in the log and counted at /metrics.
+  await step("12 wrong PINs for one name from 12 forwarded addresses: a new device waits (429 account), the player's device and recovery code do not", async () => {
+    const login = async (from, pin, { device, code } = {}) => {
+      const res = await fetch(`${URL}/api/login`, { method: "POST", body: JSON.stringify({ name: "guessed", pin, recovery_code: code }),
+        headers: { "content-type": "application/json", "x-forwarded-for": from, ...(device ? { cookie: device } : {}) } });
+      const cookies = res.headers.getSetCookie();
+      return { status: res.status, body: await res.json(), device: cookies.find((c) => c.startsWith("rd_device="))?.split(";")[0] };
     };
-    await fetch(`${URL}/api/register`, { method: "POST", headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name: "guessed", pin: "4826" }) });
-    eq((await login("198.18.0.200", "4826")).status, 200, "the player signs in from home");
+    const signUp = await (await fetch(`${URL}/api/register`, { method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "guessed", pin: "4826" }) })).json();
+    const home = await login("198.18.0.200", "4826");
+    eq(home.status, 200, "the player signs in from home");
+    assert(home.device, "the browser gets a device cookie");
     const statuses = [];
     for (let k = 1; k <= 12; k++) statuses.push((await login(`198.18.0.${k}`, "1111")).status);
     assert(statuses.every((x) => x === 401 || x === 429) && statuses.slice(0, 10).every((x) => x === 401), `wrong PINs: ${statuses}`);
     const thirteenth = await login("198.18.0.13", "4826");
-    eq(thirteenth.status, 429, `the 13th address, even with the right PIN: ${JSON.stringify(thirteenth.body)}`);
+    eq(thirteenth.status, 429, `the 13th address, a new device, even with the right PIN: ${JSON.stringify(thirteenth.body)}`);
     eq(thirteenth.body.error, "too_many_attempts", "code");
+    eq(thirteenth.body.scope, "account", "the wait is the name's, not this device's doing");
     assert(Number.isInteger(thirteenth.body.retry_after_ms) && thirteenth.body.retry_after_ms > 0, `retry_after_ms: ${JSON.stringify(thirteenth.body)}`);
-    eq((await login("198.18.0.200", "4826")).status, 200, "the player, from their own address, lifts the lock");
+    eq((await login("198.18.0.201", "4826", { device: home.device })).status, 200, "the player's trusted device, from a new address, signs in at once");
+    const back = await login("198.18.0.14", "4826", { code: signUp.recovery_code });
+    eq(back.status, 200, `a new device with the recovery code: ${JSON.stringify(back.body)}`);
+    assert(back.body.recovered === true && back.body.recovery_code && back.body.recovery_code !== signUp.recovery_code, `a new code: ${JSON.stringify(back.body)}`);
     const metrics = await (await fetch(`${URL}/metrics`)).text();
     assert(/^reddog_demo_sign_in_guessing_alerts_total 1$/m.test(metrics), `alert counted: ${metrics}`);
     assert(/^reddog_demo_accounts_guessed_across_addresses 1$/m.test(metrics), `guessed account: ${metrics}`);
+    assert(/^reddog_demo_recovery_sign_ins_total 1$/m.test(metrics), `recovery counted: ${metrics}`);
     const log = readFileSync(path.join(WORK, "platform.log"), "utf8");
     assert(log.split("\n").some((l) => l.includes("sign_in_guessing") && l.includes("guessed")), "the alert, naming the name, in the platform's log");
   });
@@ -921,7 +915,7 @@ async function main() {
         // The history page in the language: its status words, summary and dates.
         await p.goto(`${URL}/history`);
         await p.waitForFunction(() => document.querySelector("#summary").dataset.rounds);
-        const row = await p.$eval("#rounds tbody tr", (tr) => ({ time: tr.cells[0].textContent, status: tr.cells[9].textContent,
+        const row = await p.$eval("#rounds tbody tr", (tr) => ({ time: tr.cells[0].textContent, status: tr.cells[10].textContent,
           summary: document.querySelector("#summary").textContent, head: document.querySelector("#rounds th").textContent }));
         eq(row.status, C.h_settled, "history status in the language");
         eq(row.head, C.col_time, "history column in the language");
@@ -1144,8 +1138,5 @@ try {
   await main();
 } catch (e) {
   bad("e2e run", e);
-} finally {
-  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+process.exit((await finish()) ? 1 : 0);

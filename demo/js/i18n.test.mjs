@@ -128,7 +128,8 @@ const SHEET_TERMS = {
 const SAME_AS_ENGLISH = {
   ja: ["pin", "limits_range"],
   it: ["pin", "limits_range", "list_sep", "spread", "spread_row", "spread_rows"],
-  fr: ["nav_table", "nav_pages", "push_word", "vc_o_push", "seat_push", "nonce", "options", "animation", "vc_absent", "limits_range", "list_sep"],
+  fr: ["nav_table", "nav_pages", "push_word", "vc_o_push", "seat_push", "nonce", "options", "animation", "vc_absent", "limits_range", "list_sep",
+    "col_net", "cn_signature", "cn_nonce", "cn_table_id"],
   ru: ["pin", "limits_range", "list_sep"],
   de: ["name", "pin", "push_word", "vc_o_push", "seat_push", "limits", "animation", "col_hand", "col_status", "limits_range", "list_sep"],
 };
@@ -164,6 +165,142 @@ test("platform notes read in each language", async () => {
         assert.ok(!/\{\w+\}/.test(text), `${lang}: ${text}`);
         for (const figure of note.match(/\d+/g) || []) assert.ok(text.includes(figure), `${lang} keeps ${figure}: ${text}`);
         if (lang === "en") assert.equal(text, note); else assert.notEqual(text, note, `${lang}: "${note}" is still English`);
+      }
+    }
+  } finally {
+    setLang("en");
+  }
+});
+
+// One term per thing, the sheet's (issue 47): the spread is "Разница" in Russian (never
+// "спред"), "Wertunterschied" in German (never "Spread"), "spread" in Italian (never
+// "scarto"); the chips are "gettoni" in Italian (never "fiches"); German Clear reads as a
+// button ("Wetten entfernen", not the sheet's key-table phrase "Entfernt Wetten"). Checked
+// in every catalogue text and in the rules page's article of that language.
+const FORBIDDEN = {
+  ru: [/спред/i],
+  it: [/\bfiches?\b/i, /\bscart[oi]\b/i],
+  de: [/\bSpread\b/, /Entfernt Wetten/],
+};
+test("each sheet's term, and no other, in the catalogues and the rules page", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  const path = await import("node:path");
+  const html = readFileSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../static/rules.html"), "utf8");
+  const article = (lang) => new RegExp(`<article lang="${lang}"[^>]*>([\\s\\S]*?)</article>`).exec(html)[1];
+  const texts = (v) => (typeof v === "string" ? [v] : Array.isArray(v) ? v : Object.values(v));
+  let n = 0;
+  for (const [lang, patterns] of Object.entries(FORBIDDEN)) {
+    const all = Object.entries(CATALOGUES[lang]).flatMap(([k, v]) => texts(v).map((t) => [k, t])).concat([["rules.html", article(lang)]]);
+    for (const [key, text] of all) for (const re of patterns) { n++; assert.doesNotMatch(text, re, `${lang} ${key}`); }
+  }
+  assert.ok(n > 1000, `${n} texts checked`);
+  assert.equal(CATALOGUES.de.clear, "Wetten entfernen");
+  assert.equal(CATALOGUES.de.k_clear, "Wetten entfernen");
+  assert.match(CATALOGUES.it.chips_label, /^Gettoni\b/);
+  assert.match(article("it"), /con i gettoni/);
+});
+
+// The rules page's notes on the sheets: the Japanese note quotes its own sheet's line that
+// no third card follows a pair (ゲームの遊び方) and resolves it; the German note places the
+// same line in its sheet's "Spielerklärung", where it is, not in the "Überblick".
+test("the ja and de notes name their sheet's no-third-card line where the sheet has it", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  const path = await import("node:path");
+  const html = readFileSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../static/rules.html"), "utf8");
+  const note = (lang) => new RegExp(`<article lang="${lang}"[^>]*>[\\s\\S]*?<p class="note">([\\s\\S]*?)</p>[\\s\\S]*?</article>`).exec(html)[1];
+  // The ja sheet (000), section ゲームの遊び方, verbatim.
+  assert.ok(note("ja").includes("ディーラーがペアか、続き数字のカードを引いた場合、3枚目のカードは引かれません"), note("ja"));
+  assert.ok(note("ja").includes("ゲームの遊び方") && note("ja").includes("ペアの後には必ず3枚目"), note("ja"));
+  assert.ok(note("de").includes("Spielerklärung") && !note("de").includes("Überblick"), note("de"));
+  assert.ok(note("de").includes("nach einem Paar folgt immer eine dritte Karte"), note("de"));
+});
+
+// One meaning per amount (issue 47): a settled seat shows its net — what it won or lost, the
+// stake counted — in every language: a push is zero (no sign, never a gain), a win carries a
+// plus, a loss a minus; for every stake from 0.01 to 300.00 in steps of 0.01 and each outcome
+// the Red Dog paytable allows.
+test("a seat's net in each language: a push zero, a win +, a loss −", async () => {
+  const { setLang, setCurrency, formatNet, formatMoney } = await import("../static/i18n.js");
+  const { seatResult } = await import("../static/ui.js");
+  let n = 0;
+  try {
+    for (const [code, exp] of [["EUR", 2], ["XXX", 2], ["JPY", 0]]) {
+      setCurrency(code, exp);
+      for (const lang of Object.keys(CATALOGUES)) {
+        setLang(lang);
+        const C = CATALOGUES[lang];
+        const zero = formatNet(0);
+        assert.ok(!/[+\-−]/.test(zero) && /0/.test(zero) && !/[1-9]/.test(zero), `${lang} ${code}: zero is ${zero}`);
+        for (let stake = 1; stake <= 30000; stake += 7) {
+          const push = seatResult({ outcome: "push", stake: String(stake), returned: String(stake) });
+          assert.deepEqual(push, [C.seat_push, zero], `${lang} ${code}: a push of ${stake}`);
+          for (const odds of [1, 2, 4, 5, 11]) {
+            const [word, amount] = seatResult({ outcome: "win", stake: String(stake), returned: String(stake * (odds + 1)) });
+            assert.equal(word, C.seat_win);
+            assert.ok(amount.includes("+") && amount.replace("+", "") === formatMoney(stake * odds), `${lang} ${code}: win ${amount}`);
+          }
+          const [word, amount] = seatResult({ outcome: "lose", stake: String(stake), returned: "0" });
+          assert.equal(word, C.seat_lose);
+          assert.ok(/[-−]/.test(amount) && amount.replace(/[-−]/, "") === formatMoney(stake), `${lang} ${code}: loss ${amount}`);
+          n++;
+        }
+        assert.deepEqual(seatResult({ bet: "500" }, true), [C.seat_voided, zero], `${lang}: a voided seat is refunded, net zero`);
+      }
+    }
+  } finally {
+    setLang("en");
+    setCurrency("XXX", 2);
+  }
+  assert.ok(n > 70000, `${n} stakes`);
+});
+
+// The checks panel's words: every check name the verifier gives reads in the language, with
+// no identifier left; amounts in the checks as money, never minor units.
+test("check names and amounts in each language", async () => {
+  const { setLang, setCurrency, checkName, checkText } = await import("../static/i18n.js");
+  const names = ["commitment", "cards", "seats[0].bet", "seats[6].raised", "seats[2].stake", "seats[3].returned", "totals", "rules_digest",
+    "limits", "transcript", "signature", ...["commitment", "client_seed", "nonce", "round_id", "table_id", "decks", "transcript",
+      "rules_digest", "bets", "returned", "decisions"].map((k) => `expected ${k}`)];
+  try {
+    setCurrency("EUR", 2);
+    for (const lang of Object.keys(CATALOGUES)) {
+      setLang(lang);
+      for (const name of names) {
+        const text = checkName(name);
+        assert.ok(!/seats\[|expected |_/.test(text) && !/\{\w+\}/.test(text), `${lang}: ${name} reads ${text}`);
+      }
+      const line = checkText({ name: "seats[0].bet", say: ["vc_bet", { bet: 500n, max: 30000n }] });
+      assert.ok(line.includes(new Intl.NumberFormat(lang, { style: "currency", currency: "EUR" }).format("5.00")) && !/\b500\b/.test(line), `${lang}: ${line}`);
+      const bets = checkText({ name: "expected bets", say: ["vc_expected", { want: "500,600", have: "500,600" }] });
+      assert.ok(!/\b500\b/.test(bets), `${lang}: ${bets}`);
+    }
+  } finally {
+    setLang("en");
+    setCurrency("XXX", 2);
+  }
+});
+
+// A sign-in's wait is worded by its scope (issue 47): the name's wait says it is not the
+// player's doing and names the recovery code; every wait but the recovery code's own offers
+// the code; the seconds as the language writes them.
+test("a sign-in's wait in each language, by its scope", async () => {
+  const { setLang } = await import("../static/i18n.js");
+  const { errorText } = await import("../static/ui.js");
+  const keys = { pair: "err_too_many_attempts", address: "err_too_many_address", account: "err_too_many_account",
+    device: "err_too_many_device", recovery: "err_too_many_recovery" };
+  try {
+    for (const lang of Object.keys(CATALOGUES)) {
+      setLang(lang);
+      const C = CATALOGUES[lang];
+      for (const [scope, key] of Object.entries(keys)) {
+        const e = Object.assign(new Error("too many wrong sign-ins; try again in 32 s"), { code: "too_many_attempts", scope, retryAfterMs: 31_200 });
+        assert.equal(errorText(e), C[key].replace("{secs}", new Intl.NumberFormat(lang).format(32)), `${lang} ${scope}`);
+      }
+      assert.notEqual(C.err_too_many_account, C.err_too_many_attempts);
+      for (const key of ["err_too_many_attempts", "err_too_many_address", "err_too_many_account"]) {
+        assert.ok(C[key].includes(C.recovery_code) || C[key].toLowerCase().includes(C.recovery_code.toLowerCase()), `${lang} ${key} names the recovery code (${C.recovery_code})`);
       }
     }
   } finally {

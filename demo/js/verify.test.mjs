@@ -216,48 +216,76 @@ test("the player's record: text forms as in the CLI, malformed otherwise", async
   }
 });
 
-// Signed receipts (docs/FAIRNESS.md 4.7): every case of tests/vectors/receipt-v1.json gets
-// its verdict, with the public key and signature alone; the forged reveal verifies without them.
-const receiptPath = path.join(vectors, "receipt-v1.json");
-if (existsSync(receiptPath)) {
-  test("receipt-v1.json: every signed-receipt case gets its verdict", async () => {
-    const doc = JSON.parse(readFileSync(receiptPath, "utf8"));
-    assert.ok(doc.cases.length >= 5);
+// Signed receipts (docs/FAIRNESS.md 4.7): every case of tests/vectors/receipt-v1.json and
+// receipt-v2.json gets its verdict from verifySigned given the case's public key, key id,
+// Settle signature, receipts, trusted keys and allowUntrusted — the same answers as `reddog
+// verify` and verify.py.
+export async function receiptCaseVerdict(V, c) {
+  if (!c.signature && !c.receipts.length) return "malformed";
+  const got = await V.verifySigned(c.reveal, { publicKey: c.public_key, signature: c.signature || undefined,
+    keyId: c.key_id || undefined, receipts: c.receipts,
+    trustedKeys: c.trusted_keys === null ? undefined : JSON.stringify(c.trusted_keys), allowUntrusted: c.allow_untrusted });
+  return got.verdict;
+}
+for (const name of ["receipt-v1.json", "receipt-v2.json"]) {
+  const file = path.join(vectors, name);
+  if (!existsSync(file)) continue;
+  test(`${name}: every signed-receipt case gets its verdict`, async () => {
+    const doc = JSON.parse(readFileSync(file, "utf8"));
+    assert.ok(doc.cases.length >= 18);
     for (const c of doc.cases) {
-      const got = await V.verifyReceipt(c.reveal, c.public_key, c.signature);
-      assert.equal(got.verdict, c.verdict, `${c.name}: ${got.errors.join("; ")}`);
+      assert.equal(await receiptCaseVerdict(V, c), c.verdict, c.name);
     }
-    const forged = doc.cases.find((c) => c.name.startsWith("settle/forged-raise"));
-    assert.equal((await V.verifyReveal(forged.reveal)).verdict, "verified", "the forgery verifies without the key");
-    const g = doc.cases[0];
-    assert.equal((await V.verifyReceipt(g.reveal, g.public_key.slice(2), g.signature)).verdict, "malformed");
-    assert.equal((await V.verifyReceipt(g.reveal, g.public_key.toUpperCase(), g.signature.toUpperCase())).verdict, "verified");
+    const honest = doc.cases.find((c) => c.name === "step/honest-with-the-decide-receipt");
+    assert.equal(V.bytesToHex(V.stepMessage(V.parseStepReceipt(honest.receipts[0]))), doc.step_message_hex);
+    const commit = { kind: "commit", version: doc.receipt_version, signing_key_id: doc.key_id, ...doc.commit,
+      nonce: BigInt(doc.commit.nonce), decks: BigInt(doc.commit.decks), expires_at_unix_ms: BigInt(doc.commit.expires_at_unix_ms) };
+    assert.equal(V.bytesToHex(V.commitMessage(commit)), doc.commit.message_hex);
   });
 }
 
-// Step receipts (FAIRNESS.md 4.7): every step case of receipt-v1.json gets its verdict — the
-// reveal of the pre-raise token settled after the raise is refused given the Decide receipt —
-// the Decide receipt's message is `step_message_hex`, and the key's source and fingerprint
-// are reported.
-if (existsSync(receiptPath)) {
-  test("receipt-v1.json: every step-receipt case gets its verdict", async () => {
-    const doc = JSON.parse(readFileSync(receiptPath, "utf8"));
-    assert.ok(doc.step_cases.length >= 6);
-    for (const c of doc.step_cases) {
-      const got = await V.verifySigned(c.reveal, { publicKey: c.public_key, signature: c.signature, receipts: c.receipts });
-      assert.equal(got.verdict, c.verdict, `${c.name}: ${got.errors.join("; ")}`);
-    }
-    const honest = doc.step_cases.find((c) => c.name === "step/honest-with-the-decide-receipt");
-    assert.equal(V.bytesToHex(V.stepMessage(V.parseStepReceipt(honest.receipts[0]))), doc.step_message_hex);
-    const trusted = JSON.stringify([{ key_id: "s1", algorithm: "ed25519", public_key_hex: doc.public_key }]);
-    const certified = await V.verifySigned(honest.reveal, { publicKey: doc.public_key, receipts: honest.receipts, trustedKeys: trusted });
-    assert.equal(certified.key.source, "certified");
-    assert.equal(certified.key.fingerprint, V.bytesToHex(await V.sha256(V.hexToBytes(doc.public_key))));
-    const named = await V.verifySigned(honest.reveal, { publicKey: doc.public_key, signature: honest.signature });
-    assert.equal(named.key.source, "platform");
-    assert.match(named.note, /not that it is the round played/);
-  });
-}
+test("receipt-v2.json: trust, key ids and what a signature alone proves", async () => {
+  const doc = JSON.parse(readFileSync(path.join(vectors, "receipt-v2.json"), "utf8"));
+  const c = Object.fromEntries(doc.cases.map((x) => [x.name, x]));
+  const honest = c["step/honest-with-the-decide-receipt"];
+  const trusted = JSON.stringify([{ key_id: "s1", algorithm: "ed25519", public_key_hex: doc.public_key }]);
+  const ok = await V.verifySigned(honest.reveal, { publicKey: doc.public_key, receipts: honest.receipts, trustedKeys: trusted });
+  assert.equal(ok.verdict, "verified", ok.errors.join("; "));
+  assert.deepEqual([ok.key.source, ok.key.key_id], ["trusted", "s1"]);
+  assert.equal(ok.key.fingerprint, V.bytesToHex(await V.sha256(V.hexToBytes(doc.public_key))));
+  const untrusted = await V.verifySigned(honest.reveal, { publicKey: doc.public_key, signature: honest.signature, keyId: "s1" });
+  assert.equal(untrusted.verdict, "not_verified", "no trusted keys: not verified");
+  const allowed = await V.verifySigned(honest.reveal, { publicKey: doc.public_key, signature: honest.signature, keyId: "s1", allowUntrusted: true });
+  assert.equal(allowed.verdict, "verified");
+  assert.equal(allowed.key.source, "untrusted");
+  assert.match(allowed.note, /not that it is the round played/);
+  const nothing = await V.verifySigned(honest.reveal, { publicKey: doc.public_key, trustedKeys: trusted });
+  assert.equal(nothing.verdict, "malformed", "a public key alone checks nothing");
+  const leak = await V.verifySigned(c["step/start-receipt-naming-the-face-down-card"].reveal,
+    { publicKey: doc.public_key, receipts: c["step/start-receipt-naming-the-face-down-card"].receipts, trustedKeys: trusted });
+  assert.ok(leak.errors.some((e) => e.includes("leaked the face-down card")), leak.errors.join("; "));
+});
+
+// The Ed25519 edge vectors (tests/vectors/ed25519/README.md): the strict rule in front of
+// node's WebCrypto gives every vector its verdict.
+test("ed25519 edge vectors: C2SP/CCTV (914) and speccheck (12) under the strict rule", async () => {
+  const cctv = JSON.parse(readFileSync(path.join(vectors, "ed25519/cctv-ed25519vectors.json"), "utf8"));
+  assert.equal(cctv.length, 914);
+  const allowed = new Set(["low_order_component_A", "low_order_component_R"]);
+  let accepted = 0;
+  for (const v of cctv) {
+    const want = (v.flags || []).every((f) => allowed.has(f));
+    const got = await V.ed25519Verify(v.key, v.sig, te.encode(v.msg));
+    assert.equal(got, want, `cctv ${v.number} ${v.flags}`);
+    accepted += got ? 1 : 0;
+  }
+  assert.ok(accepted > 0 && accepted < 914);
+  const spec = JSON.parse(readFileSync(path.join(vectors, "ed25519/speccheck-cases.json"), "utf8"));
+  assert.equal(spec.length, 12);
+  for (const [i, c] of spec.entries()) {
+    assert.equal(await V.ed25519Verify(c.pub_key, c.signature, V.hexToBytes(c.message)), i === 3, `speccheck ${i}`);
+  }
+});
 
 // The player's record: the seats of one Decide call in any order (calls in order); hex in
 // either case.

@@ -48,6 +48,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0007_receipts", include_str!("../migrations/0007_receipts.sql")),
     ("0008_session_hashes", include_str!("../migrations/0008_session_hashes.sql")),
     ("0009_drop_single_seat_columns", include_str!("../migrations/0009_drop_single_seat_columns.sql")),
+    ("0010_devices_recovery", include_str!("../migrations/0010_devices_recovery.sql")),
 ];
 
 /// Opens (creating if needed) the database file and brings its schema up to date.

@@ -160,9 +160,10 @@ pub fn pin_hash(conn: &Connection, player: i64) -> rusqlite::Result<String> {
     conn.query_row_cached("SELECT pin_hash FROM players WHERE id = ?1", [player], |r| r.get(0))
 }
 
-/// How a session token is kept in the database: its SHA-256, hex. The token is 32 random
-/// bytes, so a plain hash is enough (no salt or slow hash): a database copy gives no cookie.
-fn token_hash(token: &str) -> String {
+/// How a session or device token is kept in the database: its SHA-256, hex. The token is 32
+/// random bytes, so a plain hash is enough (no salt or slow hash): a database copy gives no
+/// cookie.
+pub fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
@@ -296,19 +297,131 @@ pub enum SignUp {
     NameTaken,
 }
 
-/// Creates the player unless the name is taken (see [`SignUp`]).
+/// Creates the player, with the SHA-256 of their recovery code ([`recovery_sha256`]), unless
+/// the name is taken (see [`SignUp`]).
 pub fn sign_up(
     conn: &mut Connection,
     name: &str,
     pin_hash: &str,
+    recovery_sha256: &str,
     starting_balance: i64,
     now_ms: i64,
 ) -> Result<SignUp, PlayerError> {
     match create(conn, name, pin_hash, starting_balance, now_ms) {
-        Ok(id) => Ok(SignUp::Created(id)),
+        Ok(id) => {
+            set_recovery(conn, id, recovery_sha256)?;
+            Ok(SignUp::Created(id))
+        }
         Err(PlayerError::NameTaken) => Ok(SignUp::NameTaken),
         Err(e) => Err(e),
     }
+}
+
+/// The recovery code's symbols: Crockford's base32 (no I, L, O or U), so that a code
+/// copied by hand or read aloud survives.
+const RECOVERY_ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+/// Symbols in a recovery code: 100 random bits.
+pub const RECOVERY_SYMBOLS: usize = 20;
+
+/// A new recovery code: [`RECOVERY_SYMBOLS`] random symbols of Crockford's base32, in
+/// groups of four (`7K3M-Q9RD-…`). Shown to the player once; only [`recovery_sha256`] of it
+/// is stored.
+pub fn new_recovery_code() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; RECOVERY_SYMBOLS];
+    getrandom::fill(&mut bytes)?;
+    let mut code = String::with_capacity(RECOVERY_SYMBOLS + RECOVERY_SYMBOLS / 4);
+    for (k, b) in bytes.iter().enumerate() {
+        if k > 0 && k % 4 == 0 {
+            code.push('-');
+        }
+        // The low five bits of a uniform byte are uniform over the 32 symbols.
+        code.push(char::from(RECOVERY_ALPHABET[usize::from(b & 31)]));
+    }
+    Ok(code)
+}
+
+/// The stored form of a recovery code as typed: the SHA-256 (hex) of its symbols, with
+/// case, spaces and hyphens ignored and O, I, L read as 0, 1, 1 (Crockford's rule); `None`
+/// when the text is not [`RECOVERY_SYMBOLS`] symbols.
+pub fn recovery_sha256(typed: &str) -> Option<String> {
+    let mut symbols = String::with_capacity(RECOVERY_SYMBOLS);
+    for c in typed.chars().filter(|c| !matches!(c, ' ' | '-')) {
+        let c = match c.to_ascii_uppercase() {
+            'O' => '0',
+            'I' | 'L' => '1',
+            c => c,
+        };
+        if !c.is_ascii() || !RECOVERY_ALPHABET.contains(&(c as u8)) || symbols.len() >= RECOVERY_SYMBOLS {
+            return None;
+        }
+        symbols.push(c);
+    }
+    (symbols.len() == RECOVERY_SYMBOLS).then(|| hex::encode(Sha256::digest(symbols.as_bytes())))
+}
+
+/// Stores the SHA-256 of the player's (new) recovery code; the old code stops working.
+pub fn set_recovery(conn: &Connection, player: i64, recovery_sha256: &str) -> rusqlite::Result<()> {
+    conn.execute_cached("UPDATE players SET recovery_sha256 = ?2 WHERE id = ?1", params![player, recovery_sha256])
+        .map(|_| ())
+}
+
+/// What a sign-in needs to know about a name, read at once: the player, the PIN hash, the
+/// recovery code's hash (none for a player from before recovery codes) and whether the
+/// browser's device token (its SHA-256) is one of the player's trusted devices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInFacts {
+    /// The player's id.
+    pub id: i64,
+    /// The argon2id PHC string.
+    pub pin_hash: String,
+    /// SHA-256 (hex) of the recovery code.
+    pub recovery_sha256: Option<String>,
+    /// The device token presented is trusted for this player.
+    pub device_trusted: bool,
+}
+
+/// Reads [`SignInFacts`] for `name` (`None`: no such player).
+pub fn sign_in_facts(
+    conn: &Connection,
+    name: &str,
+    device_sha256: Option<&str>,
+) -> rusqlite::Result<Option<SignInFacts>> {
+    conn.query_row_cached(
+        "SELECT p.id, p.pin_hash, p.recovery_sha256,
+                EXISTS (SELECT 1 FROM trusted_devices d WHERE d.player_id = p.id AND d.token_sha256 = ?2)
+         FROM players p WHERE p.name = ?1",
+        params![name, device_sha256.unwrap_or("")],
+        |r| {
+            Ok(SignInFacts {
+                id: r.get(0)?,
+                pin_hash: r.get(1)?,
+                recovery_sha256: r.get(2)?,
+                device_trusted: r.get(3)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// How many devices one player's account trusts; signing in from another replaces the one
+/// used least recently.
+pub const TRUSTED_DEVICES: i64 = 16;
+
+/// Trusts the device whose token has this SHA-256 for the player (after a sign-in with the
+/// right PIN), or notes its use again; keeps the [`TRUSTED_DEVICES`] used most recently.
+pub fn trust_device(conn: &Connection, player: i64, device_sha256: &str, now_ms: i64) -> rusqlite::Result<()> {
+    conn.execute_cached(
+        "INSERT INTO trusted_devices (token_sha256, player_id, created_ms, last_used_ms) VALUES (?1, ?2, ?3, ?3)
+         ON CONFLICT (token_sha256, player_id) DO UPDATE SET last_used_ms = excluded.last_used_ms",
+        params![device_sha256, player, now_ms],
+    )?;
+    conn.execute_cached(
+        "DELETE FROM trusted_devices WHERE player_id = ?1 AND token_sha256 NOT IN
+           (SELECT token_sha256 FROM trusted_devices WHERE player_id = ?1
+            ORDER BY last_used_ms DESC, created_ms DESC, token_sha256 LIMIT ?2)",
+        params![player, TRUSTED_DEVICES],
+    )?;
+    Ok(())
 }
 
 /// The player's own limit.
@@ -527,11 +640,63 @@ mod tests {
     #[test]
     fn sign_up_with_a_taken_name_writes_nothing() {
         let mut conn = db::open_in_memory().unwrap();
-        assert!(matches!(sign_up(&mut conn, "zoe", "h1", 100_000, 1).unwrap(), SignUp::Created(_)));
+        assert!(matches!(sign_up(&mut conn, "zoe", "h1", "r1", 100_000, 1).unwrap(), SignUp::Created(_)));
         let before = ledger::check(&conn).unwrap().transactions;
-        assert_eq!(sign_up(&mut conn, "zoe", "h2", 100_000, 2).unwrap(), SignUp::NameTaken);
+        assert_eq!(sign_up(&mut conn, "zoe", "h2", "r2", 100_000, 2).unwrap(), SignUp::NameTaken);
         assert_eq!(ledger::check(&conn).unwrap().transactions, before, "no second deposit");
         let (_, hash) = find(&conn, "zoe").unwrap().unwrap();
         assert_eq!(hash, "h1", "the existing player's PIN is untouched");
+        let facts = sign_in_facts(&conn, "zoe", None).unwrap().unwrap();
+        assert_eq!(facts.recovery_sha256.as_deref(), Some("r1"), "nor their recovery code");
+    }
+
+    #[test]
+    fn a_recovery_code_is_100_random_bits_read_forgivingly() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1_000 {
+            let code = new_recovery_code().unwrap();
+            assert_eq!(code.len(), RECOVERY_SYMBOLS + RECOVERY_SYMBOLS / 4 - 1, "{code}");
+            assert!(code.split('-').all(|g| g.len() == 4), "{code}");
+            let hash = recovery_sha256(&code).unwrap();
+            assert_eq!(recovery_sha256(&code.to_lowercase().replace('-', " ")), Some(hash.clone()), "case and spaces");
+            assert!(seen.insert(hash), "codes repeat");
+        }
+        let code = "0123-4567-89AB-CDEF-GHJK";
+        assert_eq!(recovery_sha256("oi23-4567-89ab-cdef-ghjk"), recovery_sha256(code), "O, I as 0, 1");
+        assert_eq!(recovery_sha256("0L23 4567 89AB CDEF GHJK"), recovery_sha256("0123456789ABCDEFGHJK"), "L as 1");
+        for bad in [
+            "",
+            "0123-4567-89AB-CDEF-GHJ",
+            "0123-4567-89AB-CDEF-GHJKM",
+            "0123-4567-89AB-CDEF-GHJU",
+            "0123-4567-89AB-CDEF-GHJ\u{e9}",
+        ] {
+            assert_eq!(recovery_sha256(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_player_trusts_the_sixteen_devices_used_most_recently() {
+        let mut conn = db::open_in_memory().unwrap();
+        let a = create(&mut conn, "ivy", "h", 0, 1).unwrap();
+        let b = create(&mut conn, "jon", "h", 0, 1).unwrap();
+        let dev = |k: i64| token_hash(&format!("device {k}"));
+        for k in 0..20 {
+            trust_device(&conn, a, &dev(k), 100 + k).unwrap();
+        }
+        trust_device(&conn, a, &dev(0), 1_000).unwrap();
+        let trusted = |p: &str, k: i64| sign_in_facts(&conn, p, Some(&dev(k))).unwrap().unwrap().device_trusted;
+        assert!(trusted("ivy", 0), "used again: kept");
+        for k in 1..5 {
+            assert!(!trusted("ivy", k), "device {k} was used least recently");
+        }
+        for k in 5..20 {
+            assert!(trusted("ivy", k), "device {k}");
+        }
+        assert!(!trusted("jon", 7), "a device is trusted for the player it signed in to only");
+        trust_device(&conn, b, &dev(7), 2_000).unwrap();
+        assert!(trusted("jon", 7) && trusted("ivy", 7), "one browser, two players");
+        assert!(!sign_in_facts(&conn, "ivy", None).unwrap().unwrap().device_trusted);
+        assert_eq!(sign_in_facts(&conn, "nobody", Some(&dev(7))).unwrap(), None);
     }
 }

@@ -2,8 +2,8 @@
 // keeps the tokens; the page sees commitments, cards, results and reveals, and verifies
 // every reveal itself (verify.js).
 import { checkRecord } from "./record.js";
-import { verifyRound, signatureState, api, money, plainMoney, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor, fieldWords, errorText } from "./ui.js";
-import { t, noteText, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate, formatNumber, EASTERN, checkText, malformedTexts } from "./i18n.js";
+import { verifyRound, signatureState, api, money, plainMoney, parseMoney, renderCard, cardName, displaySeats, rememberShown, shownFor, rememberRecord, describeOutcome, describeHand, setMinorUnitExponent, minorPerMajor, fieldWords, errorText, seatResult, recordCheckValue } from "./ui.js";
+import { t, noteText, LANGS, chooseLang, rememberLang, setLang, lang, translatePage, formatDate, formatNumber, EASTERN, checkText, checkName, malformedTexts } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -14,6 +14,9 @@ const opt = (k) => (localStorage.getItem(OPT[k]) || DEFAULTS[k]) === "on";
 // Animation is read once, at load: a change takes effect after a reload, as the sheets say.
 const ANIMATION_AT_LOAD = opt("animation");
 document.documentElement.classList.toggle("anim", ANIMATION_AT_LOAD);
+const REDUCED = globalThis.matchMedia ? globalThis.matchMedia("(prefers-reduced-motion: reduce)") : null;
+// Motion plays when the Animation option was on at load and the system asks for no less.
+const motion = () => ANIMATION_AT_LOAD && !REDUCED?.matches;
 
 // Table sounds made from filtered noise (no audio files): a chip's click, a card's swish,
 // a stack of chips pushed over for a win; nothing for a loss but the card.
@@ -63,6 +66,7 @@ const S = {
   seat: 0,            // the seat chips, arrows and keys act on
   lastBets: null,     // the last round's bets, for the 0 key
   busy: false,
+  follow: false,      // after the next render: scroll to the cards and the deciding seat
   seedCustom: false,
   record: null,       // the player's record of the round in play (record.js)
   verification: null, // the "Last round" box's round and its verification (else a placeholder):
@@ -217,8 +221,9 @@ function renderStack() {
 
 // The seats: one spot per seat on the felt (`data-seat`), each with its button (select it),
 // its chips stacked by denomination and, in play, its decision; after settlement its result
-// ("Win +€10.00", "Lose", "Push +€5.00") until the next deal. The deciding seat is
-// highlighted, and on phones its Raise and Stand buttons move next to it.
+// as the seat's net ("Win +€5.00", "Push €0.00", "Lose -€5.00"; the amount credited is in
+// the outcome line and the history) until the next deal. The deciding seat is highlighted
+// and takes the focus; on a phone the rail with Raise and Stand sticks to the screen's foot.
 function chipStack(amount) {
   const stack = document.createElement("span");
   stack.className = "stack";
@@ -234,18 +239,10 @@ function chipStack(amount) {
   }
   return stack;
 }
-function seatResult(x) {
-  if (!x?.outcome) return "";
-  const back = Number(x.returned || 0);
-  if (x.outcome === "win") return `${t("seat_win")} +${money(back)}`;
-  if (x.outcome === "push") return `${t("seat_push")} +${money(back)}`;
-  return `${t("seat_lose")} −${money(x.stake)}`;
-}
-const PHONE = globalThis.matchMedia ? globalThis.matchMedia("(max-width: 600px)") : null;
 function renderSeats() {
   const box = $("seats");
-  // Raise and Stand back to the rail before the spots are redrawn (one may hold them).
-  if ($("raise").parentElement !== $("actions")) $("deal").after($("raise"), $("stand"));
+  // The deciding seat's spot keeps the focus across a redraw (the next seat to decide takes it).
+  const hadFocus = Boolean(document.activeElement?.closest?.("#seats .spot"));
   box.textContent = "";
   const inPlay = deciding();
   const round = S.shown && S.shown.state !== "committed" ? S.shown : null;
@@ -253,6 +250,7 @@ function renderSeats() {
   const settled = !inPlay && round && (round.state === "settled" || round.state === "voided");
   const count = inPlay ? played.length : S.bets.length;
   const ds = decidingSeat();
+  box.classList.toggle("many", count > 3);
   for (let k = 0; k < count; k++) {
     const spot = document.createElement("div");
     spot.className = "spot";
@@ -266,7 +264,12 @@ function renderSeats() {
     const parts = [t("seat", { n: k + 1 }), money(bet || 0)];
     if (inPlay && x?.decision) parts.push(x.decision === "raise" ? t("seat_raised") : t("seat_stood"));
     if (inPlay && k === ds) parts.push(t("seat_to_decide"));
-    b.textContent = parts.join(" · ");
+    // One line on a wide screen ("Seat 1 · €5.00 · to decide"), a line each in a compact grid
+    // (the separators then only for a screen reader).
+    parts.forEach((part, i) => {
+      if (i) b.append(Object.assign(document.createElement("span"), { className: "sep", textContent: " · " }));
+      b.append(Object.assign(document.createElement("span"), { className: "part", textContent: part }));
+    });
     b.setAttribute("aria-pressed", String(!inPlay && k === S.seat));
     b.disabled = inPlay || S.busy;
     b.addEventListener("click", () => selectSeat(k));
@@ -275,24 +278,49 @@ function renderSeats() {
       const res = document.createElement("span");
       res.className = "result";
       res.dataset.outcome = x.outcome || (round.state === "voided" ? "voided" : "");
-      res.textContent = round.state === "voided" ? t("seat_push") : seatResult(x);
+      const [word, amount] = seatResult(x, round.state === "voided");
+      res.dataset.net = amount;
+      res.append(Object.assign(document.createElement("span"), { textContent: word }), " ",
+        Object.assign(document.createElement("span"), { className: "net", textContent: amount }));
       spot.append(res);
     }
     if (inPlay && k === ds) {
       spot.classList.add("deciding");
-      if (PHONE?.matches) {
-        const here = document.createElement("div");
-        here.className = "seat-actions";
-        here.append($("raise"), $("stand"));
-        spot.append(here);
-      }
+      // Focus follows the seat that must decide (the table's keys act from there).
+      spot.tabIndex = -1;
+      spot.setAttribute("role", "group");
+      spot.setAttribute("aria-label", parts.join(" · "));
     }
     box.append(spot);
   }
+  if (hadFocus) box.querySelector(".spot.deciding")?.focus({ preventScroll: true });
   $("add-seat").hidden = S.bets.length >= maxSeats();
   $("add-seat").disabled = inPlay || S.busy;
   $("remove-seat").hidden = S.bets.length <= 1;
   $("remove-seat").disabled = inPlay || S.busy;
+}
+
+// After a deal or a decision: the cards, and the seat that must decide, scrolled into view
+// above the rail (which sticks to the bottom of a phone's screen), the cards first when both
+// do not fit; and the focus on that seat's spot (from Raise or Stand too: the table's keys
+// act from there, and a screen reader names the seat) unless the player is elsewhere.
+function followDecider() {
+  const cards = document.querySelector(".felt .cards");
+  if (!cards || $("game").hidden) return;
+  const spot = document.querySelector("#seats .spot.deciding");
+  const rail = document.querySelector(".rail");
+  const covered = getComputedStyle(rail).position === "sticky" ? rail.getBoundingClientRect().height : 0;
+  const view = (globalThis.visualViewport?.height || innerHeight) - covered;
+  const margin = 8;
+  const top = cards.getBoundingClientRect().top;
+  const bottom = (spot || cards).getBoundingClientRect().bottom;
+  // Scroll by dy with top - dy >= margin and bottom - dy <= view - margin, as little as may be.
+  const hi = top - margin, lo = bottom - (view - margin);
+  const dy = lo > hi ? hi : lo > 0 ? lo : hi < 0 ? hi : 0;
+  if (Math.abs(dy) >= 1) scrollBy({ top: dy, behavior: motion() ? "smooth" : "instant" });
+  const active = document.activeElement;
+  const ours = !active || active === document.body || active.disabled || active.closest?.("#seats") || active.id === "raise" || active.id === "stand";
+  if (spot && ours) spot.focus({ preventScroll: true });
 }
 
 function renderTable() {
@@ -327,6 +355,92 @@ function renderTable() {
     out.textContent = t("seats_total", { hand: describeHand(r), n: formatNumber(r.seats.length), returned: money(sum("returned")), stake: money(sum("stake")) });
   } else if (r) out.textContent = describeOutcome(r);
   else out.textContent = t("place_bet");
+  animateCards(r);
+}
+
+// ------------------------------------------------------------------ motion
+// The deal shown as it happens: each card slides in from the shoe (the felt's top right)
+// when it first shows, one after another, the red dog marker after the first two; a
+// face-down third card turned over flips. Chips go from the rack to each seat's spot at the
+// deal and, at settlement, back to the player's balance (a win, a push) or to the house (a
+// loss). Web Animations, started at the moment a card first shows, so every deal plays
+// (a CSS class kept from the last round would not restart). None when the Animation option
+// was off at load or the system asks for reduced motion. The badge waits for the cards
+// (cardsShown), so it never speaks of cards not yet visible.
+const DEAL_MS = 260, STAGGER_MS = 170;
+let onTable = { round: "", cards: ["", "", ""], marker: false };
+let cardMotion = [];
+function animateCards(r) {
+  const id = r?.round_id || "";
+  const slots = ["card1", "card2", "card3"].map($);
+  const cards = slots.map((el) => el.dataset.card || "");
+  const marker = !$("marker").hidden;
+  const before = onTable.round === id ? onTable : { cards: ["", "", ""], marker: false };
+  onTable = { round: id, cards, marker };
+  if (!motion()) return;
+  let k = 0;
+  slots.forEach((el, i) => {
+    const code = cards[i];
+    if (!code || code === "none" || code === before.cards[i]) return;
+    const frames = before.cards[i] === "down"
+      ? [{ transform: "perspective(400px) rotateY(90deg)" }, { transform: "none" }]
+      : [{ transform: "translate(140px, -90px) rotate(-14deg)", opacity: 0 }, { transform: "none", opacity: 1 }];
+    cardMotion.push(el.animate(frames, { duration: DEAL_MS, delay: k * STAGGER_MS, easing: "ease-out", fill: "backwards" }));
+    k++;
+  });
+  if (marker && !before.marker) {
+    cardMotion.push($("marker").animate([{ transform: "scale(.4)", opacity: 0 }, { transform: "none", opacity: 1 }],
+      { duration: DEAL_MS, delay: Math.min(k, 2) * STAGGER_MS, easing: "ease-out", fill: "backwards" }));
+  }
+}
+// Resolves once every card dealt so far is in place (at once without motion).
+async function cardsShown() {
+  const running = cardMotion;
+  cardMotion = [];
+  await Promise.all(running.map((a) => a.finished.catch(() => {})));
+}
+
+const centre = (r) => [r.left + r.width / 2, r.top + r.height / 2];
+let chipsFor = { round: "", settled: false };
+function animateChips(r) {
+  if (!r || r.state === "committed") return;
+  const settled = r.state === "settled" || r.state === "voided";
+  const fresh = chipsFor.round !== r.round_id;
+  const wasSettled = !fresh && chipsFor.settled;
+  chipsFor = { round: r.round_id, settled };
+  if (!motion()) return;
+  const spots = [...document.querySelectorAll("#seats .spot")];
+  if (fresh) {
+    // The bets, from the rack to each spot.
+    const [fx, fy] = centre($("chips").getBoundingClientRect());
+    spots.forEach((spot, k) => {
+      const stack = spot.querySelector(".stack");
+      if (!stack?.childElementCount) return;
+      const [tx, ty] = centre(stack.getBoundingClientRect());
+      stack.animate([{ transform: `translate(${fx - tx}px, ${fy - ty}px)`, opacity: 0.3 }, { transform: "none", opacity: 1 }],
+        { duration: 320, delay: k * 50, easing: "ease-out", fill: "backwards" });
+    });
+  }
+  if (settled && !wasSettled) {
+    // Back: each seat's credit to the player's balance; a lost stake to the house.
+    const seats = displaySeats(r);
+    const house = centre(document.querySelector(".felt .cards").getBoundingClientRect());
+    const player = centre($("info-balance").getBoundingClientRect());
+    spots.forEach((spot, k) => {
+      const x = seats[k];
+      const at = spot.querySelector(".stack")?.getBoundingClientRect();
+      if (!x || !at) return;
+      const back = Number(r.state === "voided" ? x.bet : x.returned) || 0;
+      const ghost = chipStack(back || x.stake || x.bet);
+      ghost.classList.add("flying");
+      Object.assign(ghost.style, { left: `${at.left}px`, top: `${at.top}px` });
+      document.body.append(ghost);
+      const [gx, gy] = centre(ghost.getBoundingClientRect());
+      const [tx, ty] = back ? player : house;
+      ghost.animate([{ transform: "none", opacity: 1 }, { transform: `translate(${tx - gx}px, ${ty - gy}px) scale(.6)`, opacity: 0 }],
+        { duration: 600, delay: 300 + k * 60, easing: "ease-in", fill: "both" }).finished.catch(() => {}).finally(() => ghost.remove());
+    });
+  }
 }
 
 function renderFairness() {
@@ -350,6 +464,7 @@ function render() {
   const st = S.state;
   document.body.dataset.busy = S.busy ? "1" : "0";
   if (!st) return;
+  $("game").dataset.phase = deciding() ? "deciding" : "betting";
   renderChips();
   $("who").textContent = st.player ? t("signed_in", { name: st.player.name }) : "";
   $("info-name").textContent = st.player?.name || "";
@@ -374,8 +489,10 @@ function render() {
   renderSeats();
   renderStack();
   renderTable();
+  animateChips(S.shown);
   renderFairness();
   renderLimits();
+  if (S.follow) { S.follow = false; followDecider(); }
 }
 
 function renderLimits() {
@@ -399,6 +516,7 @@ async function refresh() {
   S.round = S.state.round;
   if (S.round?.state === "dealt") {
     S.shown = S.round; S.bets = S.round.seats.map((x) => x.bet); S.seat = 0;
+    S.follow = true;
     message(() => t("resumed"));
     if (S.record?.round_id !== S.round.round_id) {
       // Resumed after a reload: the bets (and any raise already decided) had left the wallet
@@ -492,6 +610,7 @@ async function reconnect(e, roundId) {
         noteAnswer(round);
         noteShown(round, balance());
         render();
+        await cardsShown();
         await showVerification(round, S.record?.round_id === round.round_id ? S.record : null);
         message(() => t(round.state === "voided" ? "reconnected_voided" : "reconnected_settled",
           { note: round.note ? ` (${noteText(round.note)})` : "", outcome: describeOutcome(round) }));
@@ -548,13 +667,14 @@ function deal() {
     startRecord(S.round, { before: balance(), debited: 0, bets });
     const res = await api("/api/round/deal", { round_id: S.round.round_id, client_seed: seed, bets });
     noteAnswer(res.round);
-    // The seats show the round's bets while deciding: the record holds what is shown, so the
-    // badge checks it against the reveal (a platform showing another bet turns it red).
-    displaySeats(res.round).forEach((x, k) => { if (S.record.seats[k]) S.record.seats[k].bet = String(x.bet); });
+    // The record keeps the bet the player SENT (`bet`) and the bet the seats show
+    // (`shown_bet`): the badge checks both against the reveal (record.js).
+    displaySeats(res.round).forEach((x, k) => { if (S.record.seats[k]) S.record.seats[k].shown_bet = String(x.bet); });
     S.state.player.balance = res.balance;
     S.lastBets = bets;
     S.round = res.round;
     S.shown = res.round;
+    S.follow = true;
     S.shown.expect = { commitment: shownBefore.commitment, nonce: shownBefore.nonce, round_id: shownBefore.round_id,
       table_id: shownBefore.table_id, decks: shownBefore.decks, client_seed: seed };
     sound("card");
@@ -588,6 +708,7 @@ function decide(action) {
     S.state.player.balance = res.balance;
     S.round = res.round;
     S.shown = res.round;
+    S.follow = true;
     S.shown.expect = expect || { commitment: res.round.commitment, nonce: res.round.nonce, round_id: res.round.round_id,
       table_id: res.round.table_id, decks: res.round.decks, client_seed: res.round.client_seed };
     if (res.round.state === "dealt") {
@@ -607,8 +728,10 @@ async function finish(round) {
   sound(round.outcome === "win" ? "win" : round.outcome === "lose" ? "lose" : "card");
   say(`${(round.cards || []).map(cardName).join(t("list_sep"))}. ${describeHand(round)}. ${text}`);
   noteShown(round, balance());
-  // The table shows this round before the badge says anything about it.
+  // The table shows this round — its cards dealt and visible — before the badge says
+  // anything about it.
   render();
+  await cardsShown();
   await showVerification(round, S.record?.round_id === round.round_id ? S.record : null);
   S.round = null;
   await ensureCommitment();
@@ -660,11 +783,24 @@ async function showVerification(round, record) {
   if (S.verification === v) paintVerification();
 }
 
+// The "Checks and reveal" panel, collapsed: one line in the player's language — how many
+// checks passed, what was staked and credited (money as the language writes it).
+function paintChecksSummary(round, result, rec) {
+  const summary = $("checks-summary");
+  const checks = [...(result?.checks || []), ...(rec?.checks || []).filter((c) => c.seen)];
+  if (!round || !checks.length) { summary.textContent = t("checks"); return; }
+  const seats = displaySeats(round);
+  const sum = (f) => seats.reduce((a, x) => a + BigInt(x[f] || 0), 0n);
+  summary.textContent = t("checks_summary", { passed: formatNumber(checks.filter((c) => c.ok).length), total: formatNumber(checks.length),
+    staked: money(sum("stake")), returned: money(sum("returned")) });
+}
+
 function paintVerification() {
   const box = $("verify");
   const list = $("verify-checks");
   const v = S.verification;
   list.textContent = "";
+  paintChecksSummary(null);
   if (!v) {
     box.textContent = t("no_round_yet");
     return;
@@ -707,27 +843,30 @@ function paintVerification() {
     box.textContent = t("not_seen");
   } else {
     const wrong = rec.checks.filter((c) => c.seen && !c.ok).map((c) =>
-      t("mismatch", { field: fieldWords(c.field), shown: c.shown, expected: c.expected }));
+      t("mismatch", { field: fieldWords(c.field), shown: recordCheckValue(c.field, c.shown), expected: recordCheckValue(c.field, c.expected) }));
     box.textContent = t("not_verified", { wrong: wrong.join("; ") })
       + t("reveal_ok", { rest: passedWords.length ? t("and_so_do", { fields: passedWords.join(t("list_sep")) }) : "" });
   }
   for (const c of result.checks || []) {
     const li = document.createElement("li");
-    li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${checkText(c)}`;
+    li.dataset.check = c.name;
+    li.textContent = `${c.ok ? "✔" : "✘"} ${checkName(c.name)}: ${checkText(c)}`;
     list.append(li);
   }
   for (const c of rec?.checks || []) {
     const li = document.createElement("li");
     li.dataset.field = c.field;
-    li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${fieldWords(c.field)}: ${c.shown} / ${c.expected}`
+    li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${fieldWords(c.field)}: ${recordCheckValue(c.field, c.shown)} / ${recordCheckValue(c.field, c.expected)}`
       : `– ${fieldWords(c.field)}`;
     list.append(li);
   }
+  paintChecksSummary(round, result, rec);
 }
 
 // ------------------------------------------------------------------ sign in
 function showLogin() {
   $("login").hidden = false;
+  $("recovery-note").hidden = true;
   $("game").hidden = true;
   $("logout").hidden = true;
   $("logout-all").hidden = true;
@@ -736,19 +875,37 @@ function showLogin() {
 
 // Sign-up answers a taken name and a free one alike (so it does not tell which names exist)
 // and starts no session: the page signs in next. A taken name fails there like a wrong PIN.
+// A wait met at sign-in opens the recovery code field (the way back for a player whose name
+// someone else is guessing); a code the platform gives (at sign-up, or a new one after the
+// old one was used) is shown once the sign-in succeeds.
 async function credentials(path) {
   const name = $("login-name").value.trim(), pin = $("login-pin").value;
+  const code = $("login-recovery").value.trim();
   try {
+    let issued = null;
     if (path === "/api/register") {
       setText("login-message", () => t("signing_up"));
-      await api(path, { name, pin });
+      issued = (await api(path, { name, pin })).recovery_code || null;
     }
-    await api("/api/login", { name, pin });
+    const res = await api("/api/login", code ? { name, pin, recovery_code: code } : { name, pin });
     setText("login-message", "");
+    $("login-recovery").value = "";
+    $("recovery-box").open = false;
+    if (res.recovery_code) showRecoveryCode(res.recovery_code, res.recovered);
+    else if (issued) showRecoveryCode(issued, false);
     await refresh();
     document.activeElement?.blur?.();
-  } catch (e) { setText("login-message", () => errorText(e, { invalid: "login" })); }
+  } catch (e) {
+    setText("login-message", () => errorText(e, { invalid: "login" }));
+    if (e.code === "too_many_attempts" && e.scope !== "recovery") $("recovery-box").open = true;
+  }
 }
+function showRecoveryCode(code, replacesUsed) {
+  $("recovery-code").textContent = code;
+  setText("recovery-lead", replacesUsed ? () => t("recovery_new") : "");
+  $("recovery-note").hidden = false;
+}
+$("recovery-done").addEventListener("click", () => { $("recovery-note").hidden = true; $("recovery-code").textContent = ""; });
 
 // ------------------------------------------------------------------ keys (the sheets' table)
 function isTyping(t) {

@@ -1,7 +1,7 @@
 // Game recall: the player's recent rounds and each reveal, verified in the browser.
 import { checkRecord, recordFromStored } from "./record.js";
-import { t, noteText, chooseLang, translatePage, formatDate, formatNumber, checkText, malformedTexts } from "./i18n.js";
-import { verifyRound, signatureState, api, money, cardLabel, cardName, describeHand, shownFor, recordFor, setMinorUnitExponent, fieldWords, errorText } from "./ui.js";
+import { t, noteText, chooseLang, translatePage, formatDate, formatNumber, formatNet, checkName, checkText, malformedTexts } from "./i18n.js";
+import { verifyRound, signatureState, api, money, cardLabel, cardName, describeHand, shownFor, recordFor, setMinorUnitExponent, fieldWords, errorText, recordCheckValue } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -67,6 +67,8 @@ async function main() {
     tr.insertCell().textContent = money(r.bet);
     tr.insertCell().textContent = money(r.stake);
     tr.insertCell().textContent = r.returned === null ? "—" : money(r.returned);
+    // The net result (credited − staked): a push is zero, never a gain.
+    tr.insertCell().textContent = r.returned === null || r.stake === null ? "—" : formatNet(BigInt(r.returned) - BigInt(r.stake));
     tr.insertCell().textContent = r.balance_after === null ? "—" : money(r.balance_after);
     tr.insertCell().textContent = status(r);
     const fair = tr.insertCell();
@@ -103,10 +105,10 @@ async function main() {
       : result.verdict !== "verified" ? t("h_not_verified")
       : t("h_differ", { fields: rec.failed.map(fieldWords).join(t("list_sep")) });
     const ul = document.createElement("ul");
-    for (const c of result.checks || []) { const li = document.createElement("li"); li.textContent = `${c.ok ? "✔" : "✘"} ${c.name}: ${checkText(c)}`; ul.append(li); }
+    for (const c of result.checks || []) { const li = document.createElement("li"); li.textContent = `${c.ok ? "✔" : "✘"} ${checkName(c.name)}: ${checkText(c)}`; ul.append(li); }
     for (const c of rec.checks) {
       const li = document.createElement("li");
-      li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${t("h_check", { field: fieldWords(c.field), shown: c.shown, expected: c.expected })}`
+      li.textContent = c.seen ? `${c.ok ? "✔" : "✘"} ${t("h_check", { field: fieldWords(c.field), shown: recordCheckValue(c.field, c.shown), expected: recordCheckValue(c.field, c.expected) })}`
         : `– ${t("h_not_checked", { field: fieldWords(c.field) })}`;
       ul.append(li);
     }

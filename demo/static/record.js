@@ -7,7 +7,8 @@
 // The record is built by the page from what it rendered and sent:
 //   {
 //     commitment, rules_digest?,            shown before the deal
-//     seats: [{ bet, action, unconfirmed }], what the player bet and decided (action:
+//     seats: [{ bet, shown_bet, action, unconfirmed }], what the player sent and decided, and
+//                                           the bet the seat showed (action:
 //                                           "raise", "stand" or null for no decision;
 //                                           unconfirmed: the request got no answer)
 //     transcripts: ["hex", ...],            the transcript hash of every answer received
@@ -99,7 +100,11 @@ export async function checkRecord(result, record) {
     const computed = result.seats || [];
     for (let k = 0; k < n; k++) {
       const s = reveal.seats[k], m = mine[k] || {}, d = shownSeats[k] || {};
-      add(`seat${k}.bet`, big(m.bet) === s.bet, m.bet ?? "(none)", String(s.bet));
+      // The bet the player sent, and the bet the seat showed: both must be the revealed one
+      // (a platform that plays 10.00 for a 5.00 sent, and shows 10.00, is caught by the first).
+      const shownBet = m.shown_bet === undefined ? "" : ` (shown ${m.shown_bet})`;
+      add(`seat${k}.bet`, big(m.bet) === s.bet && (m.shown_bet === undefined || big(m.shown_bet) === s.bet),
+        `${m.bet ?? "(none)"}${shownBet}`, String(s.bet));
       // The player's own action, and the decision the page displayed, against the reveal's.
       const acted = m.action ?? null;
       const shownDecision = d.decision === "default" ? null : d.decision ?? null;

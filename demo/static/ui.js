@@ -1,33 +1,14 @@
 // Small helpers shared by the table and the history page.
-import { t, hasKey, formatMoney, formatNumber, formatDate, cardWords, setCurrency, EASTERN } from "./i18n.js";
-import { verifyReveal, verifyReceipt } from "./verify.js";
+import { t, hasKey, formatMoney, formatNet, formatNumber, formatDate, cardWords, setCurrency, EASTERN } from "./i18n.js";
+import { verifyPinned } from "./pin.js";
 import { describeField } from "./record.js";
 
-// Verifies a settled round's reveal against `expect`; when the engine signs receipts (its
-// GetRules lists `signing_keys`), the round's signature too, with the listed key it names
-// (verify.js verifyReceipt). A round that should carry a signature and does not, or names a
-// key the engine does not list, fails the "signature" check: a platform cannot drop it.
+// Verifies a settled round's reveal against `expect`; when the engine signs receipts, the
+// round's signature too, with the key this browser pinned for the table (pin.js): a round
+// unsigned, or signed by another key, after a key was seen fails the "signature" check — a
+// platform can neither drop the signature nor swap in its own key.
 export async function verifyRound(round, expect, signingKeys = []) {
-  const keys = signingKeys || [];
-  if (round.signature) {
-    const key = keys.find((k) => k.key_id === round.signing_key_id);
-    if (key) return verifyReceipt(round.reveal_json, key.public_key_hex, round.signature, expect);
-    return failSignature(await verifyReveal(round.reveal_json, expect),
-      `signed with key "${round.signing_key_id}", which the engine does not list`, ["vc_sig_unknown_key", { key: round.signing_key_id }]);
-  }
-  const out = await verifyReveal(round.reveal_json, expect);
-  if (keys.length && out.verdict !== "malformed" && out.format !== "reddog-reveal-v1") {
-    return failSignature(out, "the engine signs every settlement, but this round came without its signature", ["vc_sig_missing"]);
-  }
-  return out;
-}
-
-// The check's English `detail` (as the verifiers write it) and its catalogue form `say`.
-function failSignature(out, detail, say) {
-  out.checks.push({ name: "signature", ok: false, detail, say });
-  out.errors.push(`signature: ${detail}`);
-  out.verdict = "not_verified";
-  return out;
+  return verifyPinned(round, expect, signingKeys);
 }
 
 // "passed", "failed" or "none" (the round carries no signature check).
@@ -141,6 +122,7 @@ export async function api(path, body) {
     err.code = data.error;
     err.status = res.status;
     if (Number.isInteger(data.retry_after_ms)) err.retryAfterMs = data.retry_after_ms;
+    if (typeof data.scope === "string") err.scope = data.scope;
     throw err;
   }
   return data;
@@ -204,6 +186,29 @@ export function describeOutcome(round) {
   return t("lose", { stake: money(round.stake), why });
 }
 
+// A settled seat's result on its spot: the outcome word and the NET amount — what the seat
+// won or lost, the stake counted — so that a push reads "Push €0.00", never as a gain
+// ("Win +€5.00", "Lose -€5.00"); a voided round's seat was refunded: net zero. The amount
+// credited is in the outcome line and the history. Returns [word, amount].
+export function seatResult(x, voided = false) {
+  if (voided) return [t("seat_voided"), formatNet(0)];
+  if (!x?.outcome) return ["", ""];
+  const net = BigInt(x.returned || 0) - BigInt(x.stake || 0);
+  const word = x.outcome === "win" ? t("seat_win") : x.outcome === "push" ? t("seat_push") : t("seat_lose");
+  return [word, formatNet(net)];
+}
+
+// A line of the player's record checks ("Checks and reveal"): amounts as money, outcomes in
+// the language; `shown / expected`.
+export function recordCheckValue(field, value) {
+  const key = /^seat\d+\.(\w+)$/.exec(field)?.[1] ?? field;
+  const text = String(value ?? "");
+  if (["bet", "stake", "returned"].includes(key) && /^\d+$/.test(text)) return formatMoney(text);
+  if (key === "balance") return text.replace(/\d+/g, (d) => formatMoney(d));
+  if (key === "outcome" && hasKey(`vc_o_${text}`)) return t(`vc_o_${text}`);
+  return text;
+}
+
 // A record field in the player's language ("seat 2: the amount credited").
 export function fieldWords(field) {
   const words = {};
@@ -253,5 +258,8 @@ export function errorText(e, params = {}) {
       break;
     default:
   }
+  // A sign-in's wait, worded by its scope: the name's wait (not the player's doing, with the
+  // way back), this device's, the recovery code's; a pair's or an address's by the default.
+  if (code === "too_many_attempts" && hasKey(`err_too_many_${e?.scope}`)) return t(`err_too_many_${e.scope}`, p);
   return code && hasKey(`err_${code}`) ? t(`err_${code}`, p) : text;
 }

@@ -699,15 +699,80 @@ async function verifyReveal(text, record = {}) {
   return out;
 }
 
+// ---------------------------------------------------------------- strict Ed25519
+
+// The one Ed25519 rule of every verifier (docs/FAIRNESS.md 4.7, "Strict Ed25519"): the public
+// key A and the signature's R canonical (y < p) and not among the 14 encodings of the 8 points
+// of small order, S < L, then WebCrypto's cofactorless check. WebCrypto alone accepts a
+// small-order key: with the identity point as key and R = identity, S = 0, any message
+// "verifies" — the checks here come first.
+const ED25519_P = (1n << 255n) - 19n;
+const ED25519_L = (1n << 252n) + 27742317777372353535851937790883648493n;
+const SMALL_ORDER_ENCODINGS = new Set([
+  "0000000000000000000000000000000000000000000000000000000000000000",
+  "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+  "0000000000000000000000000000000000000000000000000000000000000080",
+  "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+  "0100000000000000000000000000000000000000000000000000000000000000",
+  "0100000000000000000000000000000000000000000000000000000000000080",
+  "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+  "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+  "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+  "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+  "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+  "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+  "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+  "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+]);
+const leInt = (bytes) => bytes.reduceRight((a, b) => (a << 8n) | BigInt(b), 0n);
+function strictPoint(bytes) {
+  return (leInt(bytes) & ((1n << 255n) - 1n)) < ED25519_P && !SMALL_ORDER_ENCODINGS.has(bytesToHex(bytes));
+}
+
+// Resolves to true only when the strict rule holds; false for any refusal, including a key
+// WebCrypto cannot import. Throws only where WebCrypto has no Ed25519 at all.
+async function ed25519Verify(publicKeyHex, signatureHex, message) {
+  const key = hexToBytes(publicKeyHex.toLowerCase());
+  const sig = hexToBytes(signatureHex.toLowerCase());
+  if (key.length !== 32 || sig.length !== 64) return false;
+  if (!strictPoint(key) || !strictPoint(sig.subarray(0, 32)) || leInt(sig.subarray(32)) >= ED25519_L) return false;
+  let imported;
+  try {
+    imported = await needSubtle().importKey("raw", key, { name: "Ed25519" }, false, ["verify"]);
+  } catch (e) {
+    if (e && e.name === "NotSupportedError") throw e;
+    return false;
+  }
+  return needSubtle().verify({ name: "Ed25519" }, imported, sig, message);
+}
+
 // ---------------------------------------------------------------- signed receipts
 
+// The Settle receipt's message: version 2 under a key id, version 1 without.
+async function settleMessage(keyId, transcriptHex, revealBytes) {
+  const digest = await sha256(revealBytes);
+  return keyId === undefined || keyId === null
+    ? concat([field("reddog/receipt/settle/v1"), field(hexToBytes(transcriptHex)), field(digest)])
+    : concat([field("reddog/receipt/settle/v2"), field(keyId), field(hexToBytes(transcriptHex)), field(digest)]);
+}
+
+// The reveal's exact bytes, less one trailing line feed.
+function revealBytes(text) {
+  let bytes = te.encode(text);
+  if (bytes.length && bytes[bytes.length - 1] === 0x0a) bytes = bytes.subarray(0, bytes.length - 1);
+  return bytes;
+}
+
 // Signed receipts (docs/FAIRNESS.md 4.7): verifyReceipt(text, publicKeyHex, signatureHex,
-// record) resolves to verifyReveal's answer with one more check, "signature": the engine's
-// Ed25519 signature (Settle's `signature`, 128 hex) by its public key (GetRules'
-// `signing_keys`, 64 hex) over "reddog/receipt/settle/v1", the reveal's transcript and
-// SHA-256 of the reveal's exact UTF-8 bytes (one trailing line feed ignored). Needs WebCrypto
-// Ed25519 (node 20, Chromium 137 and later); where it is missing the check fails, naming why.
-async function verifyReceipt(text, publicKeyHex, signatureHex, record = {}) {
+// record, keyId) resolves to verifyReveal's answer with one more check, "signature": the
+// engine's Ed25519 signature (Settle's `signature`, 128 hex) by its public key (GetRules'
+// `signing_keys`, 64 hex) over "reddog/receipt/settle/v2", the key id (Settle's
+// `signing_key_id`), the reveal's transcript and SHA-256 of the reveal's exact UTF-8 bytes
+// (one trailing line feed ignored); a version-1 receipt (no key id) is read too. Checked
+// strictly (ed25519Verify). It says nothing of whether the key is trusted: verifySigned does.
+// Needs WebCrypto Ed25519 (node 20, Chromium 137 and later); where it is missing the check
+// fails, naming why.
+async function verifyReceipt(text, publicKeyHex, signatureHex, record = {}, keyId) {
   if (typeof publicKeyHex !== "string" || !/^[0-9a-fA-F]{64}$/.test(publicKeyHex)) {
     return { verdict: "malformed", errors: ["public key: must be 64 hexadecimal digits"], says: [["m_public_key"]],
       checks: [] };
@@ -725,15 +790,17 @@ async function verifyReceipt(text, publicKeyHex, signatureHex, record = {}) {
     detail = "a version-1 reveal has no transcript: no receipt covers it";
     say = ["vc_sig_v1"];
   } else {
-    let bytes = te.encode(text);
-    if (bytes.length && bytes[bytes.length - 1] === 0x0a) bytes = bytes.subarray(0, bytes.length - 1);
-    const message = concat([field("reddog/receipt/settle/v1"), field(hexToBytes(out.reveal.transcript)),
-      field(await sha256(bytes))]);
+    const bytes = revealBytes(text);
     try {
-      const key = await needSubtle().importKey("raw", hexToBytes(publicKeyHex.toLowerCase()), { name: "Ed25519" },
-        false, ["verify"]);
-      ok = await needSubtle().verify({ name: "Ed25519" }, key, hexToBytes(signatureHex.toLowerCase()), message);
-      detail = ok ? "the engine's signature covers this reveal" : "does not cover this reveal (another reveal, or another key)";
+      if (keyId !== undefined && keyId !== null
+        && await ed25519Verify(publicKeyHex, signatureHex, await settleMessage(keyId, out.reveal.transcript, bytes))) {
+        out.settleVersion = 2;
+      } else if (await ed25519Verify(publicKeyHex, signatureHex, await settleMessage(null, out.reveal.transcript, bytes))) {
+        out.settleVersion = 1;
+      }
+      ok = out.settleVersion !== undefined;
+      detail = ok ? `the engine's signature covers this reveal (settle receipt v${out.settleVersion})`
+        : "does not cover this reveal (another reveal, key or key id)";
       say = [ok ? "vc_sig_ok" : "vc_sig_bad"];
     } catch (e) {
       detail = `not checked: ${e.message}`;
@@ -749,16 +816,20 @@ async function verifyReceipt(text, publicKeyHex, signatureHex, record = {}) {
 // ---------------------------------------------------------------- step receipts
 
 // A step receipt (docs/FAIRNESS.md 4.7): `receipt_json` of StartRound (step 0) or Decide
-// (step k), the engine's signature over the commitment, round id, step, transcript t_step,
-// the cards shown and this step's decisions. Throws MalformedError.
-const STEP_KEYS = ["format", "signing_key_id", "commitment", "round_id", "step", "transcript", "cards", "decisions",
+// (step k), version 2 (the engine's signature over its key id, the commitment, table, round
+// id, rules digest, sandbox flag, step, transcript t_step, the cards shown and this step's
+// decisions) or version 1 (no key id, table, rules or sandbox flag). Throws MalformedError.
+const STEP_KEYS = ["format", "signing_key_id", "commitment", "table_id", "round_id", "rules_digest", "sandbox", "step",
+  "transcript", "cards", "decisions", "signature"];
+const STEP_KEYS_V1 = ["format", "signing_key_id", "commitment", "round_id", "step", "transcript", "cards", "decisions",
   "signature"];
 function parseStepReceipt(text) {
   const m = parseStrictJson(text);
-  if (isMap(m) && m.get("format") === "reddog-commit-receipt-v1") return parseCommitReceipt(m);
-  exactKeys(m, STEP_KEYS, [], "receipt");
-  if (m.get("format") !== "reddog-step-receipt-v1") bad("receipt.format must be reddog-step-receipt-v1", "m_not_string", { what: "receipt.format" });
-  str(m.get("signing_key_id"), "receipt.signing_key_id");
+  if (isMap(m) && ["reddog-commit-receipt-v2", "reddog-commit-receipt-v1"].includes(m.get("format"))) return parseCommitReceipt(m);
+  const version = isMap(m) ? { "reddog-step-receipt-v2": 2, "reddog-step-receipt-v1": 1 }[m.get("format")] : undefined;
+  if (!version) bad("receipt.format must be reddog-step-receipt-v2 (or -v1)", "m_not_string", { what: "receipt.format" });
+  exactKeys(m, version === 2 ? STEP_KEYS : STEP_KEYS_V1, [], "receipt");
+  const keyId = str(m.get("signing_key_id"), "receipt.signing_key_id");
   const step = int(m.get("step"), "receipt.step", 0n, 7n);
   const shown = m.get("cards");
   if (!Array.isArray(shown) || shown.length < 2 || shown.length > 3) bad("receipt.cards must hold 2 or 3 cards", "m_card_count");
@@ -769,9 +840,16 @@ function parseStepReceipt(text) {
   if ((step === 0n) !== (decisions.length === 0)) bad("receipt.step: step 0 has no decisions, every later step has some", "m_int_range", { what: "receipt.step", lo: 0n, hi: 7n });
   const signature = str(m.get("signature"), "receipt.signature");
   if (!/^[0-9a-fA-F]{128}$/.test(signature)) bad("receipt.signature: must be 128 hexadecimal digits", "m_signature");
-  return { commitment: hex64(m.get("commitment"), "receipt.commitment", false), round_id: str(m.get("round_id"), "receipt.round_id"),
-    step, transcript: hex64(m.get("transcript"), "receipt.transcript", false), cards: shown, decisions,
-    signature: signature.toLowerCase() };
+  const out = { kind: "step", version, signing_key_id: keyId, commitment: hex64(m.get("commitment"), "receipt.commitment", false),
+    round_id: str(m.get("round_id"), "receipt.round_id"), step, transcript: hex64(m.get("transcript"), "receipt.transcript", false),
+    cards: shown, decisions, signature: signature.toLowerCase(), table_id: "", rules_digest: "", sandbox: false };
+  if (version === 2) {
+    out.table_id = str(m.get("table_id"), "receipt.table_id");
+    if (typeof m.get("sandbox") !== "boolean") bad("receipt.sandbox must be true or false", "m_not_string", { what: "receipt.sandbox" });
+    out.sandbox = m.get("sandbox");
+    out.rules_digest = m.get("rules_digest") === "" ? "" : hex64(m.get("rules_digest"), "receipt.rules_digest", false);
+  }
+  return out;
 }
 
 // A CommitSeed receipt (`receipt_json` of CommitSeed): the answer's values and signature.
@@ -783,7 +861,8 @@ function parseCommitReceipt(m) {
   if (typeof m.get("sandbox") !== "boolean") bad("receipt.sandbox must be true or false", "m_not_string", { what: "receipt.sandbox" });
   const signature = str(m.get("signature"), "receipt.signature");
   if (!/^[0-9a-fA-F]{128}$/.test(signature)) bad("receipt.signature: must be 128 hexadecimal digits", "m_signature");
-  return { kind: "commit", commitment: hex64(m.get("commitment"), "receipt.commitment", false), round_id: m.get("round_id"),
+  return { kind: "commit", version: m.get("format") === "reddog-commit-receipt-v2" ? 2 : 1, signing_key_id: m.get("signing_key_id"),
+    commitment: hex64(m.get("commitment"), "receipt.commitment", false), round_id: m.get("round_id"),
     nonce: int(m.get("nonce"), "receipt.nonce", 0n, U64_MAX), table_id: m.get("table_id"),
     decks: int(m.get("decks"), "receipt.decks", 0n, 255n), rules_digest: hex64(m.get("rules_digest"), "receipt.rules_digest", false),
     expires_at_unix_ms: int(m.get("expires_at_unix_ms"), "receipt.expires_at_unix_ms", 0n, (1n << 63n) - 1n),
@@ -793,21 +872,34 @@ function parseCommitReceipt(m) {
 function commitMessage(c) {
   const i64 = new Uint8Array(8);
   new DataView(i64.buffer).setBigInt64(0, c.expires_at_unix_ms);
-  return concat([field("reddog/receipt/commit/v1"), field(hexToBytes(c.commitment)), field(c.round_id), field(u64be(c.nonce)),
+  const head = c.version === 2 ? [field("reddog/receipt/commit/v2"), field(c.signing_key_id)] : [field("reddog/receipt/commit/v1")];
+  return concat([...head, field(hexToBytes(c.commitment)), field(c.round_id), field(u64be(c.nonce)),
     field(c.table_id), field(u8(Number(c.decks))), field(hexToBytes(c.rules_digest)), field(i64), field(c.algorithm),
     field(u8(c.sandbox ? 1 : 0))]);
 }
 
 function stepMessage(s) {
   const sorted = [...s.decisions].sort((a, b) => (a.seat < b.seat ? -1 : a.seat > b.seat ? 1 : 0));
-  return concat([field("reddog/receipt/step/v1"), field(hexToBytes(s.commitment)), field(s.round_id), field(u32be(Number(s.step))),
-    field(hexToBytes(s.transcript)), field(s.cards.join("")),
-    field(concat(sorted.map((d) => Uint8Array.of(Number(d.seat), d.action === "raise" ? 1 : 2))))]);
+  const decisions = field(concat(sorted.map((d) => Uint8Array.of(Number(d.seat), d.action === "raise" ? 1 : 2))));
+  if (s.version === 1) {
+    return concat([field("reddog/receipt/step/v1"), field(hexToBytes(s.commitment)), field(s.round_id), field(u32be(Number(s.step))),
+      field(hexToBytes(s.transcript)), field(s.cards.join("")), decisions]);
+  }
+  return concat([field("reddog/receipt/step/v2"), field(s.signing_key_id), field(hexToBytes(s.commitment)), field(s.table_id),
+    field(s.round_id), field(s.rules_digest ? hexToBytes(s.rules_digest) : new Uint8Array(0)), field(u8(s.sandbox ? 1 : 0)),
+    field(u32be(Number(s.step))), field(hexToBytes(s.transcript)), field(s.cards.join("")), decisions]);
 }
 
-async function ed25519Verify(publicKeyHex, signatureHex, message) {
-  const key = await needSubtle().importKey("raw", hexToBytes(publicKeyHex.toLowerCase()), { name: "Ed25519" }, false, ["verify"]);
-  return needSubtle().verify({ name: "Ed25519" }, key, hexToBytes(signatureHex.toLowerCase()), message);
+// How many of a reveal's cards the table showed after step k: a pair's three at once, a
+// consecutive hand's two, a non-consecutive hand's two until every seat decided in calls
+// 1 … k, then three.
+function shownAfter(r, k) {
+  const h = handClass(r.cards);
+  if (h.kind === "pair") return 3;
+  if (h.kind === "consecutive") return 2;
+  const decided = new Set();
+  for (const call of r.decisions.slice(0, k)) for (const d of call) decided.add(Number(d.seat));
+  return k > 0 && r.seats.every((_, i) => decided.has(i)) ? 3 : 2;
 }
 
 // The fingerprint a player compares with the one published elsewhere: SHA-256 of the 32-byte
@@ -815,72 +907,134 @@ async function ed25519Verify(publicKeyHex, signatureHex, message) {
 async function keyFingerprint(publicKeyHex) { return bytesToHex(await sha256(hexToBytes(publicKeyHex.toLowerCase()))); }
 
 // Trusted keys: a JSON array (or {"signing_keys": [...]}) of {key_id, algorithm, public_key_hex}
-// (the form GetRules lists them in), obtained outside the platform. Throws MalformedError.
+// (the form GetRules lists them in), obtained outside the platform: [{ key_id, public_key }]
+// (lower-case hex). Throws MalformedError.
 function parseTrustedKeys(text) {
   let list = parseStrictJson(text);
   if (isMap(list)) list = list.get("signing_keys");
   if (!Array.isArray(list)) bad("trusted keys must be an array of {key_id, algorithm, public_key_hex}", "m_not_array", { what: "trusted keys" });
   return list.map((k, i) => {
     exactKeys(k, ["key_id", "algorithm", "public_key_hex"], [], `trusted keys[${i}]`);
-    return hex64(k.get("public_key_hex"), `trusted keys[${i}].public_key_hex`, false);
+    if (k.get("algorithm") !== "ed25519") bad(`trusted keys[${i}].algorithm must be "ed25519"`, "m_not_string", { what: `trusted keys[${i}].algorithm` });
+    return { key_id: str(k.get("key_id"), `trusted keys[${i}].key_id`),
+      public_key: hex64(k.get("public_key_hex"), `trusted keys[${i}].public_key_hex`, false) };
   });
 }
 
-// verifySigned(text, { publicKey, signature, receipts, trustedKeys, record }) resolves to
-// verifyReveal's answer with a check per signature: Settle's `signature` when given, and one
-// per step receipt (signed by the key, and the reveal descends from it: same commitment and
-// round id, the transcript after that step recomputed from the reveal is the receipt's, its
-// cards are the reveal's first cards and its decisions the reveal's call `step`). `key` tells
-// where the key comes from, `fingerprint` and `source`: "certified" (in trustedKeys, got
-// outside the platform) or "platform" (only the platform named it; informational); `note` says when a signature was checked without a step receipt or
-// the last transcript, which is all it then proves.
-async function verifySigned(text, { publicKey, signature, receipts = [], trustedKeys, record = {} } = {}) {
+// verifySigned(text, { publicKey, signature, keyId, receipts, trustedKeys, allowUntrusted,
+// record }) resolves to verifyReveal's answer with every check made with the engine's public
+// key — the same verdict as `reddog verify` and verify.py (FAIRNESS.md 4.7):
+//   - "signature": Settle's signature, when given (version 2 under the key id: `keyId`, else
+//     a signed receipt's, else the trusted entry's; version 1 otherwise);
+//   - one check per receipt: signed by the key, naming no card before the table showed it,
+//     not of a sandbox round, and the reveal descends from it (same commitment, round id,
+//     table and rules digest, the transcript after that step recomputed from the reveal, its
+//     cards exactly those shown, its decisions the reveal's call `step`);
+//   - "key id": every signed key id, `keyId` and the trusted entry agree;
+//   - "key": the key is among `trustedKeys` (got outside the platform) — else not verified,
+//     unless `allowUntrusted` (then it proves only that the key the platform named signed).
+// `key` tells { fingerprint, source: "trusted" | "untrusted", key_id }; `notes` what a
+// verified answer does not prove, and which old formats were read. Nothing is "verified"
+// without at least one signature or receipt checked: a public key alone is malformed input.
+async function verifySigned(text, { publicKey, signature, keyId, receipts = [], trustedKeys, allowUntrusted = false, record = {} } = {}) {
   const malformed = (e) => ({ verdict: "malformed", errors: [e.message], says: [e.say], checks: [] });
   let steps, trusted;
   try {
     if (typeof publicKey !== "string" || !/^[0-9a-fA-F]{64}$/.test(publicKey)) bad("public key: must be 64 hexadecimal digits", "m_public_key");
+    if (!signature && !receipts.length) bad("a public key alone checks nothing: give the Settle signature or a receipt", "m_public_key");
     steps = receipts.map(parseStepReceipt);
     trusted = trustedKeys === undefined || trustedKeys === null || trustedKeys === "" ? null : parseTrustedKeys(trustedKeys);
   } catch (e) {
     if (e instanceof MalformedError) return malformed(e);
     throw e;
   }
-  const out = signature ? await verifyReceipt(text, publicKey, signature, record) : await verifyReveal(text, record);
+  const pk = publicKey.toLowerCase();
+  const out = await verifyReveal(text, record);
   if (out.verdict === "malformed") return out;
+  out.notes = [];
+  const add = (name, ok, detail) => {
+    out.checks.push({ name, ok, detail });
+    if (!ok) out.errors.push(`${name}: ${detail}`);
+  };
   const chain = out.format === "reddog-reveal-v1" ? [] : await transcriptChain(out.reveal);
+  const r = out.reveal;
+  const signedIds = [];
   for (const s of steps) {
     let ok = false;
     let detail;
-    let name = `receipt step ${s.step}`;
+    const name = s.kind === "commit" ? "receipt commit" : `receipt step ${s.step}`;
     try {
       if (s.kind === "commit") {
-        const r = out.reveal;
-        name = "receipt commit";
         const when = `expires ${new Date(Number(s.expires_at_unix_ms)).toISOString()} (${s.expires_at_unix_ms} Unix ms)`;
-        if (!(await ed25519Verify(publicKey, s.signature, commitMessage(s)))) detail = `not signed by this key; ${when}`;
+        if (!(await ed25519Verify(pk, s.signature, commitMessage(s)))) detail = `not signed by this key; ${when}`;
         else {
-          ok = out.format === "reddog-reveal-v3" && r.commitment === s.commitment && r.round_id === s.round_id && r.nonce === s.nonce
-            && r.table_id === s.table_id && r.decks === s.decks && r.rules_digest === s.rules_digest && s.algorithm === "reddog-deal-v1";
-          detail = `${when}; the reveal ${ok ? "is" : "is not"} of this commitment's round`;
+          if (s.version === 2) signedIds.push(s.signing_key_id);
+          if (s.sandbox) detail = "a sandbox round: its cards were requested, not dealt fair";
+          else {
+            ok = out.format === "reddog-reveal-v3" && r.commitment === s.commitment && r.round_id === s.round_id && r.nonce === s.nonce
+              && r.table_id === s.table_id && r.decks === s.decks && r.rules_digest === s.rules_digest && s.algorithm === "reddog-deal-v1";
+            detail = `signed (v${s.version}), ${when}; the reveal ${ok ? "is" : "is not"} of this commitment's round`;
+          }
         }
-      } else if (!(await ed25519Verify(publicKey, s.signature, stepMessage(s)))) detail = "not signed by this key";
+      } else if (!(await ed25519Verify(pk, s.signature, stepMessage(s)))) detail = "not signed by this key";
       else {
-        const r = out.reveal;
+        if (s.version === 2) signedIds.push(s.signing_key_id);
         const k = Number(s.step);
         const call = (d) => d.map((x) => `${x.seat}:${x.action}`).sort().join(",");
-        ok = chain.length > k && chain[k] === s.transcript && r.commitment === s.commitment && r.round_id === s.round_id
-          && s.cards.every((c, i) => r.cards[i] === c) && (k === 0 || call(r.decisions[k - 1]) === call(s.decisions));
-        detail = ok ? "the reveal descends from this signed step" : "the reveal does not descend from this signed step";
+        const same = out.format !== "reddog-reveal-v1" && chain.length > k && chain[k] === s.transcript && r.commitment === s.commitment
+          && r.round_id === s.round_id && s.cards.every((c, i) => r.cards[i] === c) && (k === 0 || call(r.decisions[k - 1]) === call(s.decisions))
+          && (s.version === 1 || (s.table_id === r.table_id && s.rules_digest === (r.rules_digest || "")));
+        const shown = out.format === "reddog-reveal-v1" ? 2 : shownAfter(r, k);
+        if (same && s.cards.length > shown) detail = `names ${s.cards[shown]}, a card the table had not shown at this step: the engine that signed it leaked the face-down card`;
+        else if (s.sandbox) detail = "a sandbox round: its cards were requested, not dealt fair";
+        else {
+          ok = same && s.cards.length === shown;
+          detail = `signed (v${s.version}); the reveal ${ok ? "descends" : "does not descend"} from this signed step`;
+        }
       }
     } catch (e) {
       detail = `not checked: ${e.message}`;
     }
-    out.checks.push({ name, ok, detail });
-    if (!ok) out.errors.push(`${name}: ${detail}`);
+    add(name, ok, detail);
+    if (s.version === 1) out.notes.push(`${name} is version 1: its key id (and a step's table, rules and sandbox flag) is not signed`);
   }
-  out.key = { fingerprint: await keyFingerprint(publicKey), source: trusted && trusted.includes(publicKey.toLowerCase()) ? "certified" : "platform" };
-  if (signature && !steps.length && record.transcript === undefined) {
-    out.note = "the signature proves the engine produced this reveal, not that it is the round played: give the last step receipt or transcript for that";
+  const entries = trusted === null ? null : trusted.filter((k) => k.public_key === pk).map((k) => k.key_id);
+  const settleId = keyId ?? signedIds[0] ?? (entries && entries[0]);
+  if (signature) {
+    const sig = await verifyReceipt(text, pk, signature, {}, settleId);
+    const c = sig.checks.find((x) => x.name === "signature");
+    add("signature", c.ok, c.detail + (c.ok || settleId !== undefined ? "" : "; no key id known: give Settle's signing_key_id"));
+    out.settleVersion = sig.settleVersion;
+    if (sig.settleVersion === 1) out.notes.push("the Settle signature is version 1: the key id is not inside what it signs");
+  }
+  const ids = signedIds.map((id) => ["a receipt is signed as key id", id]);
+  if (out.settleVersion === 2) ids.push(["the Settle signature is under key id", settleId]);
+  if (keyId !== undefined && keyId !== null) ids.push(["the key id given is", keyId]);
+  let conflict = null;
+  for (let i = 1; i < ids.length && !conflict; i++) {
+    if (ids[i][1] !== ids[i - 1][1]) conflict = `the key ids disagree: ${ids[i - 1][0]} "${ids[i - 1][1]}", ${ids[i][0]} "${ids[i][1]}"`;
+  }
+  const fingerprint = await keyFingerprint(pk);
+  if (entries && entries.length) {
+    const entry = entries.find((e) => ids.length && e === ids[0][1]) ?? entries[0];
+    if (!conflict && ids.length && ids[0][1] !== entry) conflict = `your trusted keys list this public key as key id "${entry}", but ${ids[0][0]} "${ids[0][1]}"`;
+    out.key = { fingerprint, source: "trusted", key_id: entry };
+    add("key", true, `a trusted key ("${entry}"), fingerprint SHA-256 ${fingerprint}`);
+  } else {
+    out.key = { fingerprint, source: "untrusted", key_id: settleId };
+    if (allowUntrusted) {
+      add("key", true, `a key the platform named (untrusted, accepted), fingerprint SHA-256 ${fingerprint}`);
+      out.notes.push("the key is not one you trust: the signatures prove only that the key the platform named signed");
+    } else if (trusted !== null) {
+      add("key", false, `not among your trusted keys (fingerprint SHA-256 ${fingerprint}): it proves only that whoever the platform named signed`);
+    } else {
+      add("key", false, `no trusted keys given: a key the platform named (fingerprint SHA-256 ${fingerprint}) proves only that it signed`);
+    }
+  }
+  if (conflict) add("key id", false, conflict);
+  if (signature && out.verdict !== "malformed" && !steps.some((s) => s.kind === "step") && record.transcript === undefined) {
+    out.note = "the signature proves the key's holder produced this reveal, not that it is the round played: give the last step receipt or transcript for that";
+    out.notes.push(out.note);
   }
   out.verdict = out.errors.length ? "not_verified" : "verified";
   return out;
@@ -918,6 +1072,10 @@ root.RedDogVerify = Object.freeze({
   verifyReceipt,
   parseStepReceipt,
   stepMessage,
+  commitMessage,
+  shownAfter,
+  ed25519Verify,
+  settleMessage,
   keyFingerprint,
   parseTrustedKeys,
   verifySigned,

@@ -10,10 +10,14 @@
 //
 // The table is chosen from ListTables (`--table`, else the default table; `--sandbox`: a
 // sandbox table, cycling through a requested deal of every hand class). Round ids never
-// repeat (a random UUID each). Every call is retried with the same request, a bounded number
-// of times, with back-off on UNAVAILABLE, RESOURCE_EXHAUSTED and DEADLINE_EXCEEDED, at least
-// the RetryInfo delay the server sends; when the retries run out the round is left for the
-// sweeper, never rolled back on a guess. The wallet gets one transaction per seat per step,
+// repeat (a random UUID each). A definite refusal (docs/INTEGRATION.md, "Errors") is
+// INVALID_ARGUMENT, OUT_OF_RANGE, NOT_FOUND or FAILED_PRECONDITION with the engine's ErrorInfo,
+// whose reason is read as the proto's ErrorReason enum (`ErrorReason.DUPLICATE_SEAT`, ...).
+// Every other outcome (INTERNAL, UNKNOWN, CANCELLED, UNAVAILABLE, a status without the engine's
+// details, no answer) is unknown: the call is retried with the same request, a bounded number
+// of times, with back-off, at least the RetryInfo delay the server sends; when the retries run
+// out the round is left for the sweeper, never rolled back on a guess. Every settled round's
+// wallet (each seat's stake and credit) must equal the engine's Settle answer. The wallet gets one transaction per seat per step,
 // each under its idempotency key (`<round>:<seat>:bet`, `:rollback`, `:raise`,
 // `:raise-rollback`, `:credit`); each step's wallet transactions and the round's new state
 // are one line of the `--state` journal (fsync'd; replayed at start). A round moves
@@ -22,7 +26,8 @@
 // round is settled as it stands. The sweeper (at every start, or alone with `--sweep`)
 // finishes every round of the platform's own not settled or void, and with `--audit-trail`
 // cross-checks with `reddog audit-log --open-rounds` that every round the engine's trails
-// show open is one the platform voided.
+// show open is one the platform voided (a round the platform settled is waited for, up to
+// 10 s, until its record reaches the trail).
 //
 // Per round: CommitSeed -> StartRound -> Decide when the hand asks for decisions (raise when
 // the spread is 7 or more, the optimal rule; GetRules names it) -> Settle. Each reveal is
@@ -98,6 +103,25 @@ class Platform {
     if (this.fd !== null) { fs.writeSync(this.fd, `${JSON.stringify(entry)}\n`); fs.fsyncSync(this.fd); }
   }
   unfinished() { return [...this.rounds].filter(([, r]) => !['settled', 'void'].includes(r.state)).map(([id]) => id); }
+  /** Settled rounds whose wallet differs from the engine's Settle answer: lines saying where. */
+  mismatches() {
+    const out = [];
+    for (const [id, r] of this.rounds) {
+      if (r.state !== 'settled' || !r.results) continue;
+      for (const res of r.results) {
+        let staked = 0n;
+        let credited = 0n;
+        for (const [key, amount] of this.wallet) {
+          if (!key.startsWith(`${id}:${res.seat}:`) || key.split(':').length !== id.split(':').length + 2) continue;
+          if (key.endsWith(':credit')) credited += BigInt(amount); else staked -= BigInt(amount);
+        }
+        if (staked !== BigInt(res.stake) || credited !== BigInt(res.returned)) {
+          out.push(`${id} seat ${res.seat}: the wallet staked ${staked} and credited ${credited}, the engine's Settle says ${res.stake} and ${res.returned}`);
+        }
+      }
+    }
+    return out;
+  }
   /** Rounds not finished, and void rounds whose money does not net to zero. */
   hanging() {
     const net = new Map();
@@ -154,7 +178,21 @@ function callOnce(client, method, request) {
   });
 }
 
-const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED, grpc.status.DEADLINE_EXCEEDED]);
+// The codes of a definite refusal, when the engine's ErrorInfo comes with them (INTEGRATION.md).
+const DEFINITE = new Set([grpc.status.INVALID_ARGUMENT, grpc.status.OUT_OF_RANGE, grpc.status.NOT_FOUND,
+  grpc.status.FAILED_PRECONDITION]);
+// The proto's ErrorReason values by name (ErrorReason.INVALID_TOKEN === 8), set in main().
+let ErrorReason = {};
+
+/** The ErrorReason of a definite refusal, or undefined when the outcome is unknown: one of the
+ *  four codes with the engine's ErrorInfo (domain reddog.v1) whose reason is an ErrorReason. */
+function refusalReason(err) {
+  if (!DEFINITE.has(err.code)) return undefined;
+  const info = errorDetails(err).find((d) => d.type === 'google.rpc.ErrorInfo');
+  if (!info || info.domain !== 'reddog.v1' || !(info.reason in ErrorReason)) return undefined;
+  const reason = ErrorReason[info.reason];
+  return reason === ErrorReason.ERROR_REASON_UNSPECIFIED ? undefined : reason;
+}
 
 /** Milliseconds before retry `attempt`: exponential back-off with jitter, at least the
  *  server's RetryInfo delay when it sends one. */
@@ -167,15 +205,17 @@ function retryDelayMs(err, attempt) {
   return ms;
 }
 
-/** One RedDog call, retried with the same request on a transient failure, `attempts` times at
- *  most. A definitive refusal throws the error; running out of retries throws one marked
- *  `unreachable` (the outcome is unknown: leave the round to the sweeper). */
+/** One RedDog call, retried with the same request on every unknown outcome, `attempts` times
+ *  at most. A definite refusal throws the error with `refused` set to its ErrorReason; running
+ *  out of retries throws one marked `unreachable` (the outcome is unknown: leave the round to
+ *  the sweeper). */
 async function call(client, method, request, attempts = 6) {
   for (let attempt = 1; ; attempt++) {
     try {
       return await callOnce(client, method, request);
     } catch (err) {
-      if (!RETRYABLE.has(err.code)) throw err;
+      const reason = refusalReason(err);
+      if (reason !== undefined) { err.refused = reason; throw err; }
       if (attempt >= attempts) { err.unreachable = true; throw err; }
       await new Promise((r) => setTimeout(r, retryDelayMs(err, attempt)));
     }
@@ -199,7 +239,7 @@ async function advance(client, platform, roundId, decide) {
       try {
         started = await call(client, 'startRound', r.start); // a repeat deals the same round
       } catch (err) {
-        if (err.unreachable) throw err;
+        if (err.refused === undefined) throw err; // an unknown outcome: never rolled back
         platform.step(roundId, 'void', bets.map((b, seat) => [seat, 'rollback', b]));
         continue;
       }
@@ -215,15 +255,17 @@ async function advance(client, platform, roundId, decide) {
       try {
         decided = await call(client, 'decide', r.decide); // a repeat answers the same token
       } catch (err) {
-        if (err.unreachable) throw err;
-        platform.step(roundId, 'dealt', raised, { awaiting: false }); // roll the raises back, settle as it stands
+        if (err.refused === undefined) throw err; // an unknown outcome: never rolled back
+        // The engine decided nothing: roll the raises back, settle as it stands.
+        platform.step(roundId, 'dealt', raised, { awaiting: false, refused: err.refused });
         continue;
       }
       if (BigInt(decided.raisedAmount) !== raised.reduce((t, [, , v]) => t + v, 0n)) throw new Error(`${roundId}: raisedAmount is not the raises debited`);
       platform.step(roundId, 'decided', [], { token: b64(decided.roundToken) });
     } else if (r.state === 'dealt' || r.state === 'decided') {
       const settled = await call(client, 'settle', { roundToken: r.token, roundId });
-      platform.step(roundId, 'settled', settled.results.map((x) => [x.seat, 'credit', BigInt(x.returned)]));
+      const results = settled.results.map(({ seat, stake, returned }) => ({ seat, stake, returned }));
+      platform.step(roundId, 'settled', settled.results.map((x) => [x.seat, 'credit', BigInt(x.returned)]), { results });
       return settled;
     } else {
       return null;
@@ -239,20 +281,44 @@ async function sweep(client, platform, a) {
     const settled = await advance(client, platform, id, null);
     console.log(`sweeper: ${id} ${settled ? `settled, credited ${settled.totalReturned}` : 'void'}`);
   }
-  let problems = 0;
-  if (a.auditTrail.length) {
-    const out = spawnSync(a.reddog, ['audit-log', '--open-rounds', '--json', ...a.auditTrail], { encoding: 'utf8' });
-    if (out.status !== 0 && out.status !== 1) { console.log(`sweeper: reddog audit-log failed: ${out.stderr}`); return 1; }
-    for (const f of JSON.parse(out.stdout).findings) {
-      const mine = platform.rounds.get(f.round_id);
-      if (f.kind !== 'open_round') { problems++; console.log(`sweeper: audit finding ${f.kind} on ${f.round_id}: ${f.detail}`); }
-      else if (!mine || mine.state !== 'void') {
-        problems++; console.log(`sweeper: the trail shows ${f.round_id} open; the platform has it ${mine && mine.state}`);
-      }
-    }
-  }
+  const problems = a.auditTrail.length ? await crossCheck(platform, a) : 0;
   console.log(`sweeper: ${rounds.length} round(s) finished, ${problems} problem(s)`);
   return problems;
+}
+
+/** Every round the engine's trails show open must be one the platform voided. A round the
+ *  platform has settled may still be on its way to the trail (the engine writes its records in
+ *  batches, off the call's path): the check is repeated until the trail shows it settled, for
+ *  `waitMs` at most; only then is it a problem. Returns the number of problems. */
+async function crossCheck(platform, a, waitMs = 10000) {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const out = spawnSync(a.reddog, ['audit-log', '--open-rounds', '--json', ...a.auditTrail], { encoding: 'utf8' });
+    if (out.status !== 0 && out.status !== 1) { console.log(`sweeper: reddog audit-log failed: ${out.stderr}`); return 1; }
+    const problems = [];
+    const onTheWay = [];
+    for (const f of JSON.parse(out.stdout).findings) {
+      const mine = platform.rounds.get(f.round_id);
+      if (f.kind !== 'open_round') problems.push(`audit finding ${f.kind} on ${f.round_id}: ${f.detail}`);
+      else if (mine && mine.state === 'settled') onTheWay.push(f.round_id);
+      else if (!mine || mine.state !== 'void') problems.push(`the trail shows ${f.round_id} open; the platform has it ${mine && mine.state}`);
+    }
+    if (!onTheWay.length || Date.now() >= deadline) {
+      for (const id of onTheWay) problems.push(`the trail still shows ${id} open ${waitMs / 1000} s after the platform settled it`);
+      for (const p of problems) console.log(`sweeper: ${p}`);
+      return problems.length;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** 1 (a failure) when a settled round's wallet differs from the engine's Settle answer. */
+function walletMatchesEngine(platform) {
+  const mismatches = platform.mismatches();
+  for (const line of mismatches) console.log(`FAILED: ${line}`);
+  const settled = [...platform.rounds.values()].filter((r) => r.state === 'settled').length;
+  console.log(`wallet against the engine's Settle answers: ${settled} settled round(s), ${mismatches.length} seat(s) differ`);
+  return mismatches.length ? 1 : 0;
 }
 
 /** What the paytable returns for one seat (RULES.md): stake * (odds + 1) on a win, stake on a push, 0 on a loss. */
@@ -286,7 +352,8 @@ async function refusedDecideRollsBack(client, platform, rules) {
     platform.step(roundId, 'raises_debited', [[0, 'raise', -BigInt(bet)]], { decide: twice });
     const settled = await advance(client, platform, roundId, null);
     const rollback = platform.wallet.get(`${roundId}:0:raise-rollback`);
-    const ok = settled && settled.totalStaked === String(bet) && rollback === String(bet);
+    const ok = settled && settled.totalStaked === String(bet) && rollback === String(bet)
+      && platform.rounds.get(roundId).refused === ErrorReason.DUPLICATE_SEAT;
     console.log(`refused decide: raise ${bet} rolled back, settled staked ${settled && settled.totalStaked}: ${ok ? 'ok' : 'FAILED'}`);
     return ok ? 0 : 1;
   }
@@ -300,12 +367,14 @@ async function main() {
     keepCase: false, longs: String, enums: String, defaults: true, oneofs: true,
   });
   const RedDog = grpc.loadPackageDefinition(def).reddog.v1.RedDog;
+  ErrorReason = Object.fromEntries(def['reddog.v1.ErrorReason'].type.value.map((v) => [v.name, v.number]));
   const client = new RedDog(a.target, grpc.credentials.createInsecure());
   const platform = new Platform(a.state);
   let failures = await sweep(client, platform, a); // what a crash left
   if (a.sweep) {
     const hanging = platform.hanging();
     console.log(`hanging stakes: ${hanging}`);
+    failures += walletMatchesEngine(platform);
     client.close();
     process.exit(failures + hanging ? 1 : 0);
   }
@@ -390,14 +459,14 @@ async function main() {
 
   // A refused call, as a platform sees it: status, message and the decoded details.
   try {
-    await call(client, 'settle', { roundToken: Buffer.from([1, 2, 3]) });
+    await call(client, 'settle', { roundToken: Buffer.from([2, 1, 2, 3]) }); // not a token: INVALID_TOKEN
     failures++;
     console.log('a bad round token was accepted');
   } catch (err) {
     const details = errorDetails(err);
     console.log(`bad token: ${grpc.status[err.code]} "${err.details}" details ${JSON.stringify(details)}`);
     const info = details.find((d) => d.type === 'google.rpc.ErrorInfo');
-    if (err.code !== grpc.status.INVALID_ARGUMENT || !info || info.reason !== 'INVALID_TOKEN') {
+    if (err.refused !== ErrorReason.INVALID_TOKEN || !info || info.reason !== 'INVALID_TOKEN') {
       failures++;
       console.log('expected INVALID_ARGUMENT with ErrorInfo reason INVALID_TOKEN');
     }
@@ -411,6 +480,7 @@ async function main() {
   }
   const hanging = platform.hanging();
   if (hanging) { failures++; console.log(`${hanging} round(s) with stakes hanging`); }
+  failures += walletMatchesEngine(platform);
   console.log(`wallet: ${platform.wallet.size} transactions, debited ${staked}, credited ${returned}, hanging stakes ${hanging}`);
   console.log(`hand classes: ${JSON.stringify(classes)}`);
   console.log(`node client: ${a.rounds - Math.min(failures, a.rounds)} passed, ${failures} failed`);

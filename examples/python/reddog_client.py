@@ -8,6 +8,7 @@ checks every reveal with the independent verifier.
     python3 examples/python/reddog_client.py --sandbox --rounds 14   # every hand class, at a sandbox table
     python3 examples/python/reddog_client.py --db platform.sqlite --ledger ledger.csv
     python3 examples/python/reddog_client.py --db platform.sqlite --sweep --audit-trail audit.jsonl
+    python3 examples/python/reddog_client.py --sandbox --rounds 1 --target PROXY  # through fault_proxy.py
 
 The platform's state is a SQLite file (`--db`; in memory by default): the wallet (one
 transaction per seat per step, each under its idempotency key, `<round>:<seat>:bet`,
@@ -20,18 +21,26 @@ each step's wallet writes and state in one SQLite transaction. A round moves:
                                        (Decide refused: raises rolled back -> dealt, closed)
 
 - round ids never repeat: a fresh UUID per round;
-- every call is retried with the SAME request (docs/API.md, "Retries") a bounded number of
-  times, with exponential back-off and jitter, at least the server's RetryInfo delay; when
-  the retries run out the round is left as it is and the sweeper finishes it later — never
-  rolled back on a guess (the engine may have answered);
-- a definitive refusal of StartRound rolls the bets back, of Decide rolls the raises back
+- a definite refusal (docs/INTEGRATION.md, "Errors") is INVALID_ARGUMENT, OUT_OF_RANGE,
+  NOT_FOUND or FAILED_PRECONDITION carrying the engine's ErrorInfo, whose reason is read as
+  the generated `ErrorReason` enum (`pb.ErrorReason.Value`, compared with `pb.DUPLICATE_SEAT`
+  and the like). Every other outcome — INTERNAL, UNKNOWN, CANCELLED, UNAVAILABLE,
+  DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, a status without the engine's details (a proxy's),
+  no answer — is unknown: the call is retried with the SAME request (docs/API.md, "Retries")
+  a bounded number of times, with exponential back-off and jitter, at least the server's
+  RetryInfo delay; when the retries run out the round is left as it is and the sweeper
+  finishes it later — never rolled back on a guess (the engine may have acted);
+- a definite refusal of StartRound rolls the bets back, of Decide rolls the raises back
   (`:raise-rollback`) and the round is settled from the token before the Decide;
+- every settled round is checked against the wallet: each seat's stake (bet + raise - raise
+  rollback) and credit must equal the engine's Settle answer;
 - the sweeper (run at every start, or alone with `--sweep`) finishes every round of the
   platform's own that is not settled or void — the platform's list is the one to work
   through: a dealt round is settled from its newest token (undecided seats stand), a started
   call is repeated with its stored request, a round never dealt is voided. With
   `--audit-trail FILE…` it then cross-checks with `reddog audit-log --open-rounds`: every round
-  the engine's trails show open must be one the platform voided;
+  the engine's trails show open must be one the platform voided (a round the platform has
+  settled is waited for, up to 10 s, until its record reaches the trail);
 - `--ledger FILE` appends one line per settled seat, `round_id,seat,staked,credited`, from
   the wallet (staked: bet + raise - raise rollback; credited: the credit): the platform's side
   of `reddog report --reconcile FILE` (docs/AUDIT.md, "Reports");
@@ -62,14 +71,16 @@ import uuid
 import grpc
 from grpc_tools import protoc
 
-try:  # RetryInfo is read from the google.rpc details when grpcio-status is installed.
+try:  # the google.rpc details: ErrorInfo (a definite refusal's reason), RetryInfo
     from google.rpc import error_details_pb2
     from grpc_status import rpc_status
-except ImportError:  # pragma: no cover - the back-off still works, without the server's hint
-    rpc_status = None
+except ImportError:  # pragma: no cover
+    raise SystemExit("pip install grpcio-status: without the google.rpc details no refusal is known to be definite")
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED)
+# The codes of a definite refusal, when the engine's ErrorInfo comes with them (INTEGRATION.md).
+DEFINITE = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.NOT_FOUND,
+            grpc.StatusCode.FAILED_PRECONDITION)
 # Requested deals at a sandbox table: spreads 1-11 (third card between: a win), a
 # consecutive hand, a pair without a match, three of a kind.
 RANKS = "23456789TJQKA"
@@ -93,35 +104,66 @@ def load_stubs(proto_dir):
     return reddog_pb2, reddog_pb2_grpc
 
 
+def detail(err, kind):
+    """The google.rpc detail of type `kind` the failed call carries, or None."""
+    status = rpc_status.from_call(err)
+    for any_detail in status.details if status else []:
+        if any_detail.Is(kind.DESCRIPTOR):
+            found = kind()
+            any_detail.Unpack(found)
+            return found
+    return None
+
+
 def retry_delay(err, attempt):
     """Seconds to wait before retry `attempt` (1-based): exponential back-off with jitter,
     and at least the RetryInfo delay the server sent, if any."""
     delay = min(2.0, 0.05 * 2 ** attempt) * random.uniform(0.5, 1.0)
-    if rpc_status is not None:
-        status = rpc_status.from_call(err)
-        for detail in status.details if status else []:
-            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-                info = error_details_pb2.RetryInfo()
-                detail.Unpack(info)
-                delay = max(delay, info.retry_delay.ToTimedelta().total_seconds())
+    info = detail(err, error_details_pb2.RetryInfo)
+    if info is not None:
+        delay = max(delay, info.retry_delay.ToTimedelta().total_seconds())
     return delay
 
 
+class Refused(Exception):
+    """A definite refusal: the engine did nothing. `reason` is the ErrorReason value."""
+
+    def __init__(self, err, reason):
+        super().__init__("%s %s: %s" % (err.code().name, PB.ErrorReason.Name(reason), err.details()))
+        self.code, self.reason = err.code(), reason
+
+
 class EngineUnreachable(Exception):
-    """The retries ran out on a transient failure: whether the engine acted is unknown, so
+    """The retries ran out on an unknown outcome: whether the engine acted is unknown, so
     the round is left as it is for the sweeper (never rolled back on a guess)."""
 
 
+PB = None  # the generated module, once loaded
+
+
+def refusal_reason(err):
+    """The ErrorReason of a definite refusal, or None when the outcome is unknown: one of the
+    four codes with the engine's ErrorInfo (domain reddog.v1) whose reason is an ErrorReason."""
+    if err.code() not in DEFINITE:
+        return None
+    info = detail(err, error_details_pb2.ErrorInfo)
+    if info is None or info.domain != "reddog.v1" or info.reason not in PB.ErrorReason.keys():
+        return None
+    reason = PB.ErrorReason.Value(info.reason)
+    return reason if reason != PB.ERROR_REASON_UNSPECIFIED else None
+
+
 def call(method, request, attempts=6, timeout=5):
-    """One RedDog call, retried with the same request on a transient failure, `attempts`
-    times at most. A definitive refusal raises grpc.RpcError; running out of retries raises
+    """One RedDog call, retried with the same request on every unknown outcome, `attempts`
+    times at most. A definite refusal raises Refused; running out of retries raises
     EngineUnreachable."""
     for attempt in range(1, attempts + 1):
         try:
             return method(request, timeout=timeout)
         except grpc.RpcError as err:
-            if err.code() not in RETRYABLE:
-                raise
+            reason = refusal_reason(err)
+            if reason is not None:
+                raise Refused(err, reason) from err
             if attempt == attempts:
                 raise EngineUnreachable("%s after %d attempts" % (err.code(), attempts)) from err
             time.sleep(retry_delay(err, attempt))
@@ -147,6 +189,7 @@ class Platform:
     TERMINAL = ("settled", "void")
 
     def __init__(self, path):
+        self.refusals = {}  # round id -> the ErrorReason of a refused Decide, this run
         self.db = sqlite3.connect(path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL" if path != ":memory:" else "PRAGMA journal_mode=MEMORY")
         self.db.execute("PRAGMA synchronous=FULL")
@@ -213,6 +256,23 @@ class Platform:
     def mark_exported(self, round_ids):
         self.db.executemany("UPDATE rounds SET exported = 1 WHERE round_id = ?", [(r,) for r in round_ids])
 
+    def stake_mismatches(self, pb):
+        """Settled rounds whose wallet disagrees with the engine's Settle answer: a seat whose
+        stake (bet + raise - rollbacks) or credit is not the engine's. Returns lines."""
+        out = []
+        for round_id, blob in self.db.execute("SELECT round_id, settle_response FROM rounds WHERE state = 'settled'"):
+            settled = pb.SettleResponse.FromString(blob)
+            wallet = {}
+            for seat, kind, amount in self.db.execute("SELECT seat, kind, amount FROM wallet WHERE round_id = ?",
+                                                      (round_id,)):
+                staked, credited = wallet.get(seat, (0, 0))
+                wallet[seat] = (staked, credited + amount) if kind == "credit" else (staked - amount, credited)
+            for r in settled.results:
+                if wallet.get(r.seat, (0, 0)) != (r.stake, r.returned):
+                    out.append("%s seat %d: the wallet staked %d and credited %d, the engine's Settle says %d and %d"
+                               % ((round_id, r.seat) + wallet.get(r.seat, (0, 0)) + (r.stake, r.returned)))
+        return out
+
     def totals(self):
         return self.db.execute(
             "SELECT -SUM(CASE WHEN amount < 0 THEN amount ELSE 0 END), SUM(CASE WHEN amount > 0 THEN amount ELSE 0 END), "
@@ -277,7 +337,8 @@ def advance(stub, pb, platform, round_id, decide=None):
         elif state == "bets_debited":
             try:
                 started = call(stub.StartRound, start)  # a repeat deals the same round
-            except grpc.RpcError:  # refused for good: the round never dealt
+            except Refused as refused:  # the engine dealt nothing
+                print("%s: StartRound refused (%s): bets rolled back" % (round_id, pb.ErrorReason.Name(refused.reason)))
                 platform.step(round_id, "void", [(i, "rollback", b) for i, b in enumerate(bets)])
                 continue
             step_boundary("StartRound answered, the answer not stored")
@@ -295,7 +356,8 @@ def advance(stub, pb, platform, round_id, decide=None):
             raised = [(d.seat, "raise-rollback", bets[d.seat]) for d in request.decisions if d.action == pb.ACTION_RAISE]
             try:
                 decided = call(stub.Decide, request)  # a repeat answers the same token
-            except grpc.RpcError:  # refused for good: roll the raises back, settle as it stands
+            except Refused as refused:  # the engine decided nothing: roll the raises back, settle as it stands
+                platform.refusals[round_id] = refused.reason
                 platform.step(round_id, "dealt", raised, awaiting=0)
                 continue
             step_boundary("Decide answered, the answer not stored")
@@ -393,7 +455,8 @@ def refused_decide_rolls_back(stub, pb, rules, platform, rng):
         settled = advance(stub, pb, platform, round_id)
         moves = dict(platform.db.execute("SELECT kind, amount FROM wallet WHERE round_id = ?", (round_id,)))
         ok = settled is not None and settled.total_staked == bet and moves.get("raise-rollback") == bet \
-            and sum(moves.values()) == settled.total_returned - bet
+            and sum(moves.values()) == settled.total_returned - bet \
+            and platform.refusals.get(round_id) == pb.DUPLICATE_SEAT
         print("%s  a refused Decide: raise %d rolled back, settled staked %d returned %d  %s" % (
             round_id[:11], bet, settled.total_staked, settled.total_returned, "ok" if ok else "FAILED"))
         return 0 if ok else 1
@@ -411,21 +474,48 @@ def sweep(stub, pb, platform, trails, reddog):
         print("sweeper: %s %s" % (round_id, "settled, credited %d" % settled.total_returned if settled else "void"))
     problems = 0
     if trails:
+        problems = cross_check(platform, trails, reddog)
+    print("sweeper: %d round(s) finished, %d problem(s)" % (len(rounds), problems))
+    return problems
+
+
+def wallet_matches_engine(platform, pb):
+    """1 (a failure) when a settled round's wallet differs from the engine's Settle answer."""
+    mismatches = platform.stake_mismatches(pb)
+    for line in mismatches:
+        print("FAILED: %s" % line)
+    settled = platform.db.execute("SELECT COUNT(*) FROM rounds WHERE state = 'settled'").fetchone()[0]
+    print("wallet against the engine's Settle answers: %d settled round(s), %d seat(s) differ" % (settled, len(mismatches)))
+    return 1 if mismatches else 0
+
+
+def cross_check(platform, trails, reddog, wait=10.0):
+    """Every round the engine's trails show open must be one the platform voided. A round the
+    platform has settled may still be on its way to the trail (the engine writes its records
+    in batches, off the call's path): the check is repeated until the trail shows it settled,
+    for `wait` seconds at most; only then is it a problem. Returns the number of problems."""
+    deadline = time.monotonic() + wait
+    while True:
         out = subprocess.run([reddog, "audit-log", "--open-rounds", "--json", *trails], capture_output=True, text=True)
         if out.returncode not in (0, 1):
             print("sweeper: reddog audit-log failed: %s" % out.stderr.strip())
             return 1
+        problems, on_the_way = [], []
         for f in json.loads(out.stdout)["findings"]:
+            row = platform.round(f["round_id"]) if f.get("round_id") else None
             if f["kind"] != "open_round":
-                print("sweeper: audit finding %s on %s: %s" % (f["kind"], f.get("round_id"), f["detail"]))
-                problems += 1
-                continue
-            row = platform.round(f["round_id"])
-            if row is None or row[0] != "void":
-                print("sweeper: the trail shows %s open; the platform has it %s" % (f["round_id"], row and row[0]))
-                problems += 1
-    print("sweeper: %d round(s) finished, %d problem(s)" % (len(rounds), problems))
-    return problems
+                problems.append("audit finding %s on %s: %s" % (f["kind"], f.get("round_id"), f["detail"]))
+            elif row is not None and row[0] == "settled":
+                on_the_way.append(f["round_id"])
+            elif row is None or row[0] != "void":
+                problems.append("the trail shows %s open; the platform has it %s" % (f["round_id"], row and row[0]))
+        if not on_the_way or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    problems += ["the trail still shows %s open %.0f s after the platform settled it" % (r, wait) for r in on_the_way]
+    for p in problems:
+        print("sweeper: %s" % p)
+    return len(problems)
 
 
 def export_ledger(platform, path):
@@ -450,15 +540,13 @@ def play(stub, pb, args):
             export_ledger(platform, args.ledger)
         hanging = platform.hanging()
         print("hanging stakes: %d" % hanging)
-        return failures + hanging
+        return failures + hanging + wallet_matches_engine(platform, pb)
     table = choose_table(stub, pb, args.table, args.sandbox)
     rules = call(stub.GetRules, pb.GetRulesRequest(table_id=table.table_id))
     print("table %s%s: %d deck(s), limits %d..%d %s, 3-of-a-kind %d:1, rtp %s, %s" % (
         rules.table_id, " (sandbox)" if rules.sandbox else "", rules.decks, rules.table_limits.min_bet,
         rules.table_limits.max_bet, rules.currency.code, rules.three_of_a_kind_odds, rules.rtp_decimal or "?",
         rules.fairness_algorithm))
-    if rpc_status is None:
-        print("NOTE: grpcio-status is not installed: retries back off without reading RetryInfo")
     classes = {}
     for i in range(args.rounds):
         deal = SANDBOX_DEALS[i % len(SANDBOX_DEALS)] if args.sandbox else None
@@ -476,19 +564,19 @@ def play(stub, pb, args):
             player_limits=pb.Limits(min_bet=rules.table_limits.min_bet, max_bet=rules.table_limits.max_bet)))
         print("FAILED: a commitment dealt a round with another nonce")
         failures += 1
-    except grpc.RpcError as e:
-        if e.code() != grpc.StatusCode.FAILED_PRECONDITION:
-            print("FAILED: another nonce gave %s" % e.code())
+    except Refused as e:
+        if e.reason != pb.COMMITMENT_MISMATCH:
+            print("FAILED: another nonce gave %s" % e)
             failures += 1
     failures += refused_decide_rolls_back(stub, pb, rules, platform, rng)
-    # A tampered token is refused with INVALID_ARGUMENT.
+    # A tampered token is refused with INVALID_TOKEN.
     try:
-        call(stub.Settle, pb.SettleRequest(round_token=b"\x01r\x01a" + b"\x00" * 40))
+        call(stub.Settle, pb.SettleRequest(round_token=b"\x02r\x01a" + b"\x00" * 40))
         print("FAILED: a forged token was accepted")
         failures += 1
-    except grpc.RpcError as e:
-        if e.code() != grpc.StatusCode.INVALID_ARGUMENT:
-            print("FAILED: forged token gave %s" % e.code())
+    except Refused as e:
+        if e.reason != pb.INVALID_TOKEN:
+            print("FAILED: forged token gave %s" % e)
             failures += 1
     if args.sandbox and args.rounds >= len(SANDBOX_DEALS):
         wanted = {"HAND_CLASS_NON_CONSECUTIVE": 11, "HAND_CLASS_CONSECUTIVE": 1, "HAND_CLASS_PAIR": 2}
@@ -501,6 +589,7 @@ def play(stub, pb, args):
     if hanging:
         print("FAILED: %d round(s) with stakes hanging" % hanging)
         failures += 1
+    failures += wallet_matches_engine(platform, pb)
     staked, returned, transactions = platform.totals()
     dealt = platform.db.execute("SELECT COUNT(*) FROM rounds WHERE started IS NOT NULL").fetchone()[0]
     print("rounds %d, dealt %d, hand classes %s, debited %d, credited %d, wallet transactions %d, hanging stakes %d, "
@@ -527,7 +616,9 @@ def main():
     p.add_argument("--verifier", default=os.path.join(REPO, "verify", "verify.py"))
     a = p.parse_args()
     CRASH["after"] = a.crash_after
+    global PB
     pb, pb_grpc = load_stubs(a.proto)
+    PB = pb
     with grpc.insecure_channel(a.target) as channel:
         grpc.channel_ready_future(channel).result(timeout=10)
         try:

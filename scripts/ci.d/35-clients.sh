@@ -9,6 +9,10 @@
 #     `reddog audit-log` finds nothing;
 #   - the Node client killed twice mid-run on one state journal, then its sweeper: no stake
 #     hangs and the engine's trail shows no round open the client did not void;
+#   - unknown outcomes: the Node client through examples/python/fault_proxy.py, which forwards
+#     the first StartRound, Decide or Settle and then answers INTERNAL, UNKNOWN or CANCELLED
+#     (9 runs): it must retry, never roll back, and its wallet must equal every Settle answer
+#     (the kill test does the same with the Python example, and checks the ledger);
 #   - `buf generate` with buf.gen.yaml: Go (protoc-gen-go, protoc-gen-go-grpc from Debian),
 #     Java (protoc's java + grpc-java's plugin from Debian) and TypeScript (ts-proto from npm)
 #     stubs are generated offline; the TypeScript ones type-check with tsc --strict.
@@ -46,7 +50,8 @@ BUF="$NPM_TOOLS/node_modules/.bin/buf"
 echo "-- buf generate (buf.gen.yaml): Go, Java, TypeScript"
 WORK=$(mktemp -d)
 PID=""
-cleanup() { [ -n "$PID" ] && kill -TERM "$PID" 2>/dev/null; rm -rf "$WORK"; }
+PROXY=""
+cleanup() { [ -n "$PROXY" ] && kill -TERM "$PROXY" 2>/dev/null; [ -n "$PID" ] && kill -TERM "$PID" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 if PATH="$NPM_TOOLS/node_modules/.bin:$PATH" "$BUF" generate -o "$WORK" >"$WORK/gen.log" 2>&1; then
   ok "buf generate ($(find "$WORK/gen" -type f | wc -l) files)"
@@ -105,20 +110,48 @@ else
   else
     bad "node client sweep after kills"; tail -15 "$WORK/node-sweep.log"
   fi
+  # Unknown outcomes: each call answered INTERNAL, UNKNOWN or CANCELLED after the engine answered it.
+  proxied_ok=0; proxied_runs=0
+  for call in StartRound Decide Settle; do
+    for code in INTERNAL UNKNOWN CANCELLED; do
+      proxied_runs=$((proxied_runs + 1))
+      "$TOOLS/venv/bin/python" examples/python/fault_proxy.py --target "$ADDR" --fault "$call:$code:1" \
+        >"$WORK/proxy.log" 2>&1 & PROXY=$!
+      PADDR=""
+      for _ in $(seq 1 100); do
+        PADDR="$(sed -n 's/^proxy listening on //p' "$WORK/proxy.log")"
+        [ -n "$PADDR" ] && break
+        kill -0 "$PROXY" 2>/dev/null || break
+        sleep 0.1
+      done
+      if [ -n "$PADDR" ] && node examples/node/client.js --target "$PADDR" --rounds 1 --sandbox \
+          --verifier "$ROOT/verify/verify.py" >"$WORK/node-proxied.log" 2>&1 \
+          && grep -q "^fault: $call call 1 forwarded" "$WORK/proxy.log" \
+          && grep -q ", 0 seat(s) differ$" "$WORK/node-proxied.log"; then
+        proxied_ok=$((proxied_ok + 1))
+      else
+        echo "  $call answered $code after forwarding:"; tail -8 "$WORK/node-proxied.log" "$WORK/proxy.log"
+      fi
+      kill -TERM "$PROXY" 2>/dev/null; wait "$PROXY" 2>/dev/null || true; PROXY=""
+    done
+  done
+  check "node client through the fault proxy: $proxied_ok of $proxied_runs calls answered INTERNAL/UNKNOWN/CANCELLED after forwarding were retried, the wallet equals every Settle answer" \
+    test "$proxied_ok" -eq "$proxied_runs"
   # Reflection also describes google.rpc's detail types, so generic tools decode them.
-  "$TOOLS/grpcurl-venv/bin/grpcurl" -plaintext -d '{"round_token":"AXIDZGV2"}' "$ADDR" reddog.v1.RedDog/Settle \
+  "$TOOLS/grpcurl-venv/bin/grpcurl" -plaintext -d '{"round_token":"AnIDZGV2"}' "$ADDR" reddog.v1.RedDog/Settle \
     >"$WORK/grpcurl.log" 2>&1 || true
   check "grpcurl decodes a refused call's google.rpc details through reflection" \
     grep -q '"reason":"INVALID_TOKEN"' "$WORK/grpcurl.log"
   kill -TERM "$PID"; wait "$PID" || true; PID=""
-  check "reddog audit-log finds nothing in the engine's audit trail (fresh round ids, no forks)" \
+  check "reddog audit-log finds nothing in the engine's audit trail (fresh round ids, no forks: no round settled from a token older than its Decide)" \
     "$ROOT/target/debug/reddog" audit-log "$WORK/audit.jsonl"
 fi
-echo "-- the kill test: the Python example and the engine killed at random steps, 20 times"
+echo "-- the kill test: the Python example and the engine killed at random steps, 20 times; then through the fault proxy"
 if "$TOOLS/venv/bin/python" examples/python/kill_test.py --reddog "$ROOT/target/debug/reddog" --kills 20 \
     >"$WORK/kill.log" 2>&1; then
   ok "kill test: $(grep -E '^  ok .*sweeper finished|^  reconcile' "$WORK/kill.log" | sed 's/^ *\(ok *\)\{0,1\}//' | paste -sd';')"
   grep '^kill test: the example killed itself after' "$WORK/kill.log" | cut -c1-600
+  grep -E '^  ok +(every planned fault|Decide answered INTERNAL after forwarding)' "$WORK/kill.log" | cut -c1-300
 else
   bad "kill test"; tail -40 "$WORK/kill.log"
 fi

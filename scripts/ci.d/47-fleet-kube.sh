@@ -9,7 +9,13 @@
 #   1. a table change (max_bet and one paytable entry: a new ConfigMap);
 #   2. a key rotation in three rolls (add k2, make it primary, retire k1 once no round begun
 #      before k2 became primary is in flight: docs/OPERATIONS.md, "Rotating keys");
-#   3. a new version (a new image tag: docs/OPERATIONS.md, "Upgrading").
+#   3. a new version (docs/OPERATIONS.md, "Upgrading"): a second release binary built with
+#      REDDOG_VERSION=<version>-fleet.2 (the image's VERSION build argument: the binary's own
+#      version string differs, so the image does), certified by itself against the rules in
+#      force; every pod then serves the new build, its version equal to its image's label.
+# Every table.json rolls with the certified-rules.json its binary wrote (`reddog certify
+# --quick`, the table change `--against` the previous file with `--approve`): the shipped
+# deploy/base/certified-rules.json names the build that certified it, not this one.
 # Then: each phase's rounds, refusals and findings; every pod's trail through `reddog
 # audit-log` (nothing found) and `reddog report --reconcile` against the client's ledger.
 # Fails on any refused, lost or misplayed round. An engine without rules in its tokens
@@ -50,7 +56,7 @@ PY=$VENV/bin/python
 KUBECTL=$(bash scripts/deploy/kubectl.sh "$CACHE")
 echo "$(podman --version), runc $(runc --version | head -1 | cut -d' ' -f3), $("$KUBECTL" version --client | head -1)"
 
-echo "-- release binary and two images (v1, v2: a new version to roll)"
+echo "-- two release binaries (v1; v2: REDDOG_VERSION changes its version string) and their images"
 BIN=${REDDOG_BIN:-}
 if [ -z "$BIN" ]; then
   cargo build --release --locked --quiet --bin reddog
@@ -60,6 +66,25 @@ RULES_TRAVEL=0
 "$BIN" serve --help | grep -q -- --certified-rules && RULES_TRAVEL=1
 WORK=$(mktemp -d)
 chmod 0755 "$WORK"
+# Each image's build context holds only its binary. v2 is built in a copy of the release
+# target directory (cargo's fingerprints do not depend on its path: only the reddog crates,
+# whose version string changes, are compiled), so target/release keeps v1 for later steps.
+mkdir -p "$WORK/bin-v1" "$WORK/bin-v2"
+cp "$BIN" "$WORK/bin-v1/reddog"
+BIN=$WORK/bin-v1/reddog
+V1=$("$BIN" --version | awk '{print $2}')
+V2="$V1-fleet.2"
+t=$(now)
+V2_TARGET=$WORK/target-v2
+mkdir -p "$V2_TARGET"
+[ -d "${CARGO_TARGET_DIR:-$ROOT/target}/release" ] && cp -a "${CARGO_TARGET_DIR:-$ROOT/target}/release" "$V2_TARGET/"
+REDDOG_VERSION="$V2" CARGO_TARGET_DIR="$V2_TARGET" cargo build --release --locked --quiet --bin reddog
+cp "$V2_TARGET/release/reddog" "$WORK/bin-v2/reddog"
+rm -rf "$V2_TARGET"
+BIN2=$WORK/bin-v2/reddog
+printf '  v2 built in %.0f s\n' "$(awk "BEGIN { print $(now) - $t }")"
+check "the v2 binary says $V2 (v1: $V1) and differs from v1" sh -c \
+  "[ \"\$('$BIN2' --version)\" = 'reddog $V2' ] && ! cmp -s '$BIN' '$BIN2'"
 # podman without its "failed to connect to syslog" noise. Output goes through files, never a
 # pipe: the conmon processes `kube play` leaves behind would hold a pipe open.
 podman_q() {
@@ -92,14 +117,17 @@ trap "exit 1" INT TERM
 bash scripts/container/base.sh > "$WORK/base" 2> "$WORK/base.err" || { cat "$WORK/base.err"; exit 1; }
 BASE=$(cat "$WORK/base")
 "${PODMAN[@]}" images -q --filter dangling=true > "$WORK/dangling-before" 2>/dev/null || true
-mkdir "$WORK/context"
-cp "$BIN" "$WORK/context/reddog"
+declare -A VERSION_OF=([v1]=$V1 [v2]=$V2)
 for v in v1 v2; do
+  # Each build context holds only its binary; the VERSION label is the version it states.
   podman_q build --quiet -f Dockerfile --build-arg BINARY=prebuilt --build-arg RUNTIME_IMAGE="$BASE" \
-    --build-arg VERSION="fleet-$v" --build-arg REVISION="$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
-    --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -t "$IMAGE:$v-$RUN" "$WORK/context" >/dev/null
+    --build-arg VERSION="${VERSION_OF[$v]}" --build-arg REVISION="$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+    --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -t "$IMAGE:$v-$RUN" "$WORK/bin-$v" >/dev/null
 done
-echo "built $IMAGE:v1-$RUN and :v2-$RUN on $BASE (the same binary; the version label differs)"
+label() { "${PODMAN[@]}" image inspect "$IMAGE:$1-$RUN" --format '{{index .Labels "org.opencontainers.image.version"}}'; }
+image_id() { "${PODMAN[@]}" image inspect "$IMAGE:$1-$RUN" --format '{{.Id}}'; }
+check "images v1 and v2 differ ($(image_id v1 | cut -c1-12), $(image_id v2 | cut -c1-12)), labelled $(label v1) and $(label v2)" \
+  sh -c "[ '$(image_id v1)' != '$(image_id v2)' ] && [ '$(label v1)' = '$V1' ] && [ '$(label v2)' = '$V2' ]"
 
 # ---- key rings, tables, revisions ------------------------------------------------------
 # Key rings as docs/OPERATIONS.md makes them (umask 077), each in a directory mounted as the
@@ -117,13 +145,29 @@ jq_py 'del r["keys"]["k1"]' < "$WORK/ring2.json" > "$WORK/ring3.json"
 for n in 0 1 2 3; do ring_dir "$n" < "$WORK/ring$n.json"; done
 rm -f "$WORK"/ring?.json
 cp deploy/base/table.json "$WORK/table0.json"
-cp deploy/base/certified-rules.json "$WORK/cert0.json"
+# The rules in force, certified by the v1 binary (docs/OPERATIONS.md, "Releasing").
+logged() { local log=$1; shift; "$@" > "$log" 2>&1 || { tail -5 "$log"; return 1; }; }  # LOG command...
+check "reddog certify --quick (v1) certifies deploy/base/table.json" logged "$WORK/certify0.log" \
+  "$BIN" certify --quick --no-progress --table-config "$WORK/table0.json" --out "$WORK/certify0"
+cp "$WORK/certify0/certified-rules.json" "$WORK/cert0.json"
 # The table change (docs/OPERATIONS.md, "Changing a table"): max_bet 30000 -> 20000 and
-# spread 1 paying 4:1 instead of 5:1, certified; the ConfigMap carries both files.
+# spread 1 paying 4:1 instead of 5:1, certified against the rules in force: the entry and
+# the lower RTP need an approver's note; the ConfigMap carries both files.
 jq_py 'r["max_bet"] = 20000; r["paytable"]["spread"][0] = 4' < deploy/base/table.json > "$WORK/table1.json"
-check "reddog certify --quick certifies the changed table" \
-  "$BIN" certify --quick --table-config "$WORK/table1.json" --out "$WORK/certify1" > "$WORK/certify1.log" 2>&1
+check "reddog certify --against the rules in force refuses the change without --approve" sh -c "
+  ! '$BIN' certify --quick --no-progress --table-config '$WORK/table1.json' --against '$WORK/cert0.json' \
+      --out '$WORK/certify1' > '$WORK/certify1-refused.log' 2>&1 &&
+  grep -q 'paytable.spread\[1\]: 5 -> 4' '$WORK/certify1-refused.log' && grep -q 'NOT APPROVED' '$WORK/certify1-refused.log'"
+check "reddog certify --against ... --approve certifies the changed table" logged "$WORK/certify1.log" \
+  "$BIN" certify --quick --no-progress --table-config "$WORK/table1.json" --against "$WORK/cert0.json" \
+    --approve "CI fleet roll: spread 1 pays 4 to 1, max_bet 200.00" --out "$WORK/certify1"
 cp "$WORK/certify1/certified-rules.json" "$WORK/cert1.json"
+# The new version certifies the rules in force itself ("Upgrading"): nothing changes, so no
+# note is needed; its file names the v2 binary.
+check "reddog certify (v2) --against the rules in force: no change, certified for v2" logged "$WORK/certify2.log" \
+  "$BIN2" certify --quick --no-progress --table-config "$WORK/table1.json" --against "$WORK/cert1.json" \
+    --out "$WORK/certify2"
+cp "$WORK/certify2/certified-rules.json" "$WORK/cert2.json"
 
 SLOTS=(a b c)
 declare -A GRPC HEALTH METRICS READY POD
@@ -137,12 +181,11 @@ for s in "${SLOTS[@]}"; do
   GRPC[$s]=${ports[$i]}; HEALTH[$s]=${ports[$((i + 1))]}; METRICS[$s]=${ports[$((i + 2))]}; i=$((i + 3))
 done
 
-# render REV TABLE RING IMAGE_TAG: the test overlay with this revision's table (and its
-# certified rules), key ring and
-# image, rendered by kustomize, then one kube file per replica.
+# render REV TABLE RING IMAGE_TAG CERT: the test overlay with this revision's table, its
+# certified rules, key ring and image, rendered by kustomize, then one kube file per replica.
 render() {
   local rev=$1 dir=$WORK/rev-$1
-  mkdir -p "$dir" && cp "$WORK/table$2.json" "$dir/table.json" && cp "$WORK/cert$2.json" "$dir/certified-rules.json"
+  mkdir -p "$dir" && cp "$WORK/table$2.json" "$dir/table.json" && cp "$WORK/cert$5.json" "$dir/certified-rules.json"
   cat > "$dir/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -223,13 +266,13 @@ roll() {
   printf '  %s: rolled to revision %s in %.0f s\n' "$1" "$2" "$(awk "BEGIN { print $(now) - $t }")"
 }
 
-# revision: table, ring, image
-render 0 0 0 v1
-render 1 1 0 v1   # the table change
-render 2 1 1 v1   # k2 added
-render 3 1 2 v1   # k2 primary
-render 4 1 3 v1   # k1 retired
-render 5 1 3 v2   # the new version
+# revision: table, ring, image, certified rules
+render 0 0 0 v1 0
+render 1 1 0 v1 1   # the table change
+render 2 1 1 v1 1   # k2 added
+render 3 1 2 v1 1   # k2 primary
+render 4 1 3 v1 1   # k1 retired
+render 5 1 3 v2 2   # the new version, with the rules its binary certified
 
 echo "-- the fleet: $("$PY" scripts/fleet/pods.py replicas "$WORK/rev-0/rendered.yaml") replicas of the rendered Deployment, podman kube play"
 for s in "${SLOTS[@]}"; do
@@ -287,6 +330,21 @@ for s in "${SLOTS[@]}"; do
 done
 check "after the rolls every pod runs the new image with the ring {k2} alone (${final[*]})" \
   [ "${final[*]}" = "v2-$RUN v2-$RUN v2-$RUN" ]
+# Each pod's own word: its build (reddog_build_info) is the image label's version, and its
+# certified rules name its binary (reddog_binary_certified 1).
+served=()
+for s in "${SLOTS[@]}"; do
+  served+=("$("$PY" - "${METRICS[$s]}" <<'PY'
+import re, sys, urllib.request
+text = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode()
+version = re.search(r'^reddog_build_info\{[^}]*version="([^"]+)"', text, re.M)
+certified = re.search(r"^reddog_binary_certified (\S+)", text, re.M)
+print("%s/%s" % (version.group(1) if version else "?", certified.group(1) if certified else "?"))
+PY
+)")
+done
+check "every pod reports the label's version $V2 and a certified binary (${served[*]})" \
+  [ "${served[*]}" = "$V2/1 $V2/1 $V2/1" ]
 echo "  the fleet stopped, pod by pod:"
 for s in "${SLOTS[@]}"; do pod_stop "$s"; done
 

@@ -64,7 +64,7 @@ mkdir "$WORK/context"
 cp "$BIN" "$WORK/context/reddog"
 "${PODMAN[@]}" build --quiet -f Dockerfile \
   --build-arg BINARY=prebuilt --build-arg RUNTIME_IMAGE="$BASE" \
-  --build-arg VERSION="$(git describe --always --dirty 2>/dev/null || echo dev)" \
+  --build-arg VERSION="$("$BIN" --version | awk '{print $2}')" \
   --build-arg REVISION="$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
   --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
   -t "$IMAGE" "$WORK/context" >/dev/null

@@ -67,10 +67,16 @@ node --test demo/js/
 phase "the standalone verifier page from file://, offline (verify/web)"
 node verify/web/web.e2e.mjs
 
+phase "the table's badge against a dishonest platform: bet rewritten, keys stripped, key swapped"
+node demo/e2e/badge.e2e.mjs
+
 phase "end-to-end in headless Chromium"
 export E2E_ARTIFACTS="$ROOT/target/demo-e2e-artifacts"
 node demo/e2e/table.e2e.mjs
 echo "   layout screenshots (CI artefacts): $E2E_ARTIFACTS"
+
+phase "the table in a player's hand: a phone with 7 seats, net amounts, motion, checks panel, recovery"
+node demo/e2e/hand.e2e.mjs
 
 phase "done"
 echo "demo step: $(( $(t) - T0 )) s"

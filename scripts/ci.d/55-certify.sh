@@ -8,8 +8,14 @@
 # report itself names), its simulated RTP must equal `reddog simulate --json`'s for the
 # default table, and its binary digest must equal `sha256sum` of the binary;
 # `serve --certified-rules` with its certified-rules.json starts on those tables and refuses
-# a copy with one paytable entry changed, naming the table and both digests. The reports are
-# left in target/certify/ (CI keeps them as artefacts). Prints "N passed, M failed".
+# a copy with one paytable entry changed, naming the table and both digests. Issue 45's
+# must-shows: `--against deploy/base/certified-rules.json` on a config whose three of a kind
+# pays 1 prints the entry and both RTPs and exits non-zero without `--approve` (and with it
+# certifies, recording the change and the note); an RTP-above-1 config without the promotion
+# flag exits non-zero and writes no certified-rules.json; examples/sandbox-tables.json
+# certifies, its sandbox table marked sandbox in the file; `serve --certified-rules` on the
+# shipped file (certified by another build) exits non-zero naming both binary digests. The
+# reports are left in target/certify/ (CI keeps them as artefacts). Prints "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -53,6 +59,58 @@ certify() { # name, extra args...
 }
 step "certify --quick, default table: exit 0" certify default
 step "certify --quick, deploy/examples/tables.json: exit 0" certify tables --table-config deploy/examples/tables.json
+step "certify --quick, examples/sandbox-tables.json: exit 0" certify sandbox --table-config examples/sandbox-tables.json
+
+sandbox_marked() {
+  python3 - "$OUT/sandbox/certified-rules.json" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))
+marks = {t["table_id"]: t["sandbox"] for t in f["tables"]}
+print(f"   verdict {f['verdict']}, sandbox flags {marks}")
+sys.exit(0 if f["verdict"] == "pass" and marks == {"default": False, "jpy": False, "lab": True} else 1)
+PY
+}
+step "sandbox-tables: the file marks table lab sandbox and only lab" sandbox_marked
+
+# Issue 45: a typo against the certified rules in force is shown, and refused without approval.
+typo_refused() {
+  local cfg="$OUT/typo.json" log="$OUT/typo.log" rc=0
+  python3 -c 'import json,sys; t=json.load(open("deploy/base/table.json")); t["paytable"]["three_of_a_kind"]=1; json.dump(t, open(sys.argv[1],"w"))' "$cfg"
+  "$bin" certify --quick --no-progress --table-config "$cfg" --against deploy/base/certified-rules.json \
+    --out "$OUT/typo" > "$log" 2>&1 || rc=$?
+  sed 's/^/   /' "$log"
+  before=$(python3 -c 'import json; print(json.load(open("deploy/base/certified-rules.json"))["tables"][0]["rtp_exact"])')
+  after=$("$bin" odds --json --decks 1 --paytable <(python3 -c 'import json; print(json.dumps(json.load(open("'"$cfg"'"))["paytable"]))') \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["rtp_range"]["per_initial_bet"]["best"]["fraction"])')
+  echo "   exit $rc; RTP before $before, after $after"
+  [ "$rc" -ne 0 ] && grep -q "paytable.three_of_a_kind: 11 -> 1" "$log" && grep -qF "rtp: $before (" "$log" \
+    && grep -qF -- "-> $after (" "$log" && [ ! -e "$OUT/typo/certified-rules.json" ]
+}
+step "certify --against deploy/base/certified-rules.json, three of a kind pays 1: entry and both RTPs shown, exit non-zero, nothing written" typo_refused
+typo_approved() {
+  "$bin" certify --quick --no-progress --table-config "$OUT/typo.json" --against deploy/base/certified-rules.json \
+    --approve "CI: the typo, approved to show the record" --out "$OUT/typo" > "$OUT/typo-approved.log" 2>&1 || return 1
+  python3 - "$OUT/typo/certified-rules.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["change"]
+t = c["tables"][0]
+print(f"   recorded: {t['fields']}, rtp {t['rtp_before']} -> {t['rtp_after']}; approval {c['approval']!r}")
+sys.exit(0 if c["approval"] and len(c["needs_approval"]) == 2 and t["fields"][0]["field"] == "paytable.three_of_a_kind" else 1)
+PY
+}
+step "the same with --approve: certified, the file records the change and the note" typo_approved
+step "typo (approved): report.html with its change section in Chromium" sh -c \
+  "node scripts/certify/check-html.mjs '$OUT/typo/report.html' && grep -q 'Change against the certified rules in force' '$OUT/typo/report.html'"
+
+rtp_over_1_refused() {
+  local cfg="$OUT/rtp282.json" rc=0
+  echo '{"decks":1,"paytable":{"spread":[5,5,5,5,5,5,5,5,5,5,5],"three_of_a_kind":11}}' > "$cfg"
+  mkdir -p "$OUT/rtp282" && echo stale > "$OUT/rtp282/certified-rules.json"
+  "$bin" certify --quick --no-progress --table-config "$cfg" --out "$OUT/rtp282" > "$OUT/rtp282.log" 2>&1 || rc=$?
+  grep -m1 'tables.default.paytable' "$OUT/rtp282.log" | sed 's/^/   /'
+  [ "$rc" -ne 0 ] && [ ! -e "$OUT/rtp282/certified-rules.json" ]
+}
+step "certify on an RTP-2.82 table without allow_rtp_over_1: exit non-zero, no certified-rules.json" rtp_over_1_refused
 
 for name in default tables; do
   step "$name: report.html in Chromium: no console errors, a chart, prints" node scripts/certify/check-html.mjs "$OUT/$name/report.html"
@@ -187,6 +245,19 @@ PY
 step "serve --certified-rules tables/certified-rules.json on deploy/examples/tables.json: starts" \
   serves_certified deploy/examples/tables.json "$OUT/tables/certified-rules.json"
 step "serve --certified-rules: one paytable entry changed: refused, naming the table and both digests" refuses_changed
+refuses_other_binary() {
+  local log="$OUT/serve-other-binary.log" ring="$OUT/ring.json" own theirs
+  own=$(sha256sum "$bin" | cut -d' ' -f1)
+  theirs=$(python3 -c 'import json; print(json.load(open("deploy/base/certified-rules.json"))["binary_sha256"])')
+  if REDDOG_KEY_RING_FILE="$ring" timeout 30 "$bin" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+       --audit-log /dev/null --table-config deploy/base/table.json --certified-rules deploy/base/certified-rules.json \
+       > "$log" 2>&1; then
+    echo "   started"; return 1
+  fi
+  echo "   this binary $own, the file's $theirs"
+  [ "$own" != "$theirs" ] && grep -q "$own" "$log" && grep -q "$theirs" "$log"
+}
+step "serve --certified-rules deploy/base/certified-rules.json (another build's): refused, naming both binary digests" refuses_other_binary
 
 # The SBOM is the binary's real dependency graph: as many packages as `cargo tree` gives for
 # the engine on this target — at least its normal dependencies, at most with its build ones —

@@ -3,8 +3,8 @@
 
 --syntax-only: every `expr` parses as PromQL (Prometheus' lezer grammar, via node).
 Otherwise also: every reddog_* metric an expression names is exported by the real binary:
-scraped from its /metrics by probe_binary.py, or (as the `metrics` crate registers a series
-only at its first use) recorded by a counter!/gauge!/histogram! call in src/. The
+scraped from its /metrics by probe_binary.py, or (for a series registered only at its first
+use) recorded in src/ by a registry's counter/gauge/histogram("name", ..) call. The
 _bucket/_sum/_count suffixes of histograms and summaries are allowed.
 """
 
@@ -59,7 +59,7 @@ def main() -> int:
     scraped = set(json.loads(Path(a.probe).read_text())["metric_names"])
     recorded = set()
     for src in (HERE.parents[1] / "src").rglob("*.rs"):
-        recorded |= set(re.findall(r'\b(?:counter|gauge|histogram)!\(\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"',
+        recorded |= set(re.findall(r'\b(?:counter|gauge|histogram|from_static_name)\(\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"',
                                    src.read_text()))
     exported = scraped | recorded
     bases = set()

@@ -7,10 +7,11 @@
 2. every expr parses as PromQL (Prometheus' lezer grammar, scripts/deploy/promql_parse.cjs)
    after Grafana's variables are replaced ($__rate_interval -> 5m, $table -> .*);
 3. every reddog_* metric an expr names is exported by the real binary (probe_binary.py's
-   scrape, or a counter!/gauge!/histogram! call in src/), and every reddog:* series is
+   scrape, or a registry's counter/gauge/histogram call in src/), and every reddog:* series is
    recorded by a rule in the PrometheusRule;
-4. the topics the issue asks for are there: calls, errors, latency, rounds, observed RTP,
-   deal class frequencies.
+4. the topics the issues ask for are there: calls, errors, latency, rounds, observed RTP,
+   deal class frequencies; per pod, the rules digest and certified state, and the build;
+   seals per key, audit refusals, readiness.
 
   check_dashboard.py --dashboard FILE --rules RULES [--probe PROBE.json]
 """
@@ -90,7 +91,8 @@ def main() -> int:
     if a.probe:
         exported |= set(json.loads(Path(a.probe).read_text())["metric_names"])
     for src in (HERE.parents[1] / "src").rglob("*.rs"):
-        exported |= set(re.findall(r'\b(?:counter|gauge|histogram)!\(\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"', src.read_text()))
+        exported |= set(re.findall(r'\b(?:counter|gauge|histogram|from_static_name)\(\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"',
+                                   src.read_text()))
     used = set()
     for t, e in exprs:
         e2 = re.sub(r'"[^"]*"', '""', e)
@@ -105,7 +107,10 @@ def main() -> int:
     text = json.dumps([e for _, e in exprs])
     for topic, needle in (("calls", "reddog_rpc_requests_total"), ("errors", 'code!='),
                           ("latency", "reddog_rpc_duration_seconds_bucket"), ("rounds", "reddog_rounds_started_total"),
-                          ("observed RTP", "reddog:rtp_observed"), ("deal class frequencies", "reddog:deals")):
+                          ("observed RTP", "reddog:rtp_observed"), ("deal class frequencies", "reddog:deals"),
+                          ("rules digest and certified state per pod", "max by (pod, table, rules_digest) (reddog_rules_certified"),
+                          ("builds per pod", "max by (pod, version"), ("seals per key", "reddog_token_seals_total"),
+                          ("audit refusals", "reddog_audit_refused_total"), ("readiness", "reddog_serving")):
         if needle not in text:
             problems.append(f"no panel shows {topic} ({needle})")
     for p in problems:

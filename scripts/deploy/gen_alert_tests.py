@@ -24,6 +24,9 @@ Input series are built from the exact one-deck odds (scripts/deploy/alert_consta
 - audit trail: AUDIT_UNAVAILABLE refusals on a pod fire for that pod (and stop firing once
   they stop), refusals at shutdown do not; readiness toggling every 2 minutes fires the
   flapping alert, one dip does not.
+- fleet: a table change and an upgrade that converge within 8 minutes fire nothing; the same
+  left half done (one pod on the old rules and build for an hour) fires RedDogMixedRules and
+  RedDogMixedBuilds; a pod not answering scrapes fires RedDogPodNotScraped.
 
   python3 scripts/deploy/gen_alert_tests.py OUT.yaml [--rules-file NAME]
 CI writes it afresh and checks the committed copy is identical, then runs promtool on it.
@@ -229,6 +232,54 @@ def annotations(alertname: str, table: str = "default") -> dict:
     raise KeyError(alertname)
 
 
+def fleet() -> list:
+    """Three pods rolled from rules A and build v1 to rules B and build v2, one pod a minute
+    from minute 5 (converged at 8 min), or with pod 2 left on A / v1 (never converged)."""
+    old, new = "a1" * 32, "b2" * 32
+
+    def pods(stalled: bool) -> list:
+        out = []
+        for p in range(3):
+            at = 5 + p                                 # minute pod p is replaced
+            left = stalled and p == 2
+            before = "1x60" if left else f"1x{at} stale"
+            after = "" if left else f"_x{at} 1x{60 - at}"
+            for digest, version, values in ((old, "v1", before), (new, "v2", after)):
+                if not values:
+                    continue
+                out.append({"series": f'reddog_table_info{{table="default",rules_digest="{digest}",'
+                                      f'pod="reddog-{p}{digest[0]}"}}', "values": values})
+                out.append({"series": f'reddog_build_info{{version="{version}",git_commit="c{version}",'
+                                      f'pod="reddog-{p}{digest[0]}"}}', "values": values})
+            out.append({"series": f'up{{job="reddog",pod="reddog-{p}"}}', "values": "1x60"})
+        return out
+
+    rules = annotations("RedDogMixedRules")
+    builds = annotations("RedDogMixedBuilds")
+    converged = {
+        "name": "fleet: a table change and an upgrade rolled in 8 minutes fire nothing", "interval": "1m",
+        "input_series": pods(False),
+        "alert_rule_test": [{"eval_time": "50m", "alertname": a, "exp_alerts": []}
+                            for a in ("RedDogMixedRules", "RedDogMixedBuilds", "RedDogPodNotScraped")],
+    }
+    stalled = {
+        "name": "fleet: one pod left on the old rules and build for 50 minutes fires both", "interval": "1m",
+        "input_series": pods(True) + [{"series": 'up{job="reddog",pod="reddog-9"}', "values": "0x60"}],
+        "alert_rule_test": [
+            {"eval_time": "20m", "alertname": "RedDogMixedRules", "exp_alerts": []},
+            {"eval_time": "50m", "alertname": "RedDogMixedRules",
+             "exp_alerts": [{"exp_labels": {"severity": "warning", "table": "default"}, "exp_annotations": rules}]},
+            {"eval_time": "50m", "alertname": "RedDogMixedBuilds",
+             "exp_alerts": [{"exp_labels": {"severity": "warning"}, "exp_annotations": builds}]},
+            {"eval_time": "50m", "alertname": "RedDogPodNotScraped",
+             "exp_alerts": [{"exp_labels": {"severity": "warning", "job": "reddog", "pod": "reddog-9"},
+                             "exp_annotations": {k: v.replace("{{ $labels.pod }}", "reddog-9")
+                                                 for k, v in annotations("RedDogPodNotScraped").items()}}]},
+        ],
+    }
+    return [converged, stalled]
+
+
 def case(name: str, input_series: list, alerts: list, promql: list | None = None) -> dict:
     t = {"name": name, "interval": f"{STEP_MIN}m", "input_series": gauges() + input_series,
          "alert_rule_test": alerts}
@@ -389,8 +440,8 @@ def main() -> int:
              "values": "0x10 0+7x5 35x15"},
             {"series": 'reddog_audit_refused_total{reason="stopped",pod="reddog-1"}', "values": "0x10 0+3x20"},
             {"series": 'reddog_audit_refused_total{reason="output_failed",pod="reddog-1"}', "values": "0x30"},
-            {"series": 'reddog_ready{pod="reddog-0"}', "values": "1 1 0 0 1 1 0 0 1 1 0 0 1 1 0 0 1 1 1 1 1 1 1 1 1 1"},
-            {"series": 'reddog_ready{pod="reddog-1"}', "values": "1x10 0 0 1x15"},
+            {"series": 'reddog_serving{pod="reddog-0"}', "values": "1 1 0 0 1 1 0 0 1 1 0 0 1 1 0 0 1 1 1 1 1 1 1 1 1 1"},
+            {"series": 'reddog_serving{pod="reddog-1"}', "values": "1x10 0 0 1x15"},
         ],
         "alert_rule_test": [
             {"eval_time": "13m", "alertname": "RedDogAuditRefused",
@@ -404,7 +455,7 @@ def main() -> int:
         ],
     }
     doc = {"rule_files": [a.rules_file], "evaluation_interval": "1m",
-           "tests": tests + [service, quiet, caller, seals, certified, audit]}
+           "tests": tests + [service, quiet, caller, seals, certified, audit] + fleet()}
     header = ("# Generated by scripts/deploy/gen_alert_tests.py (do not edit; CI regenerates and compares).\n"
               "# Run: promtool test rules rules-test.yaml, next to the PrometheusRule's .spec as "
               f"{a.rules_file}.\n")

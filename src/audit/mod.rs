@@ -17,10 +17,10 @@
 //! [`report`] sums the settled rounds' money per table, currency and day, and reconciles
 //! them against a platform's ledger.
 //!
-//! [`generate`] writes valid records for any number of rounds without running the engine.
+//! The generator of valid trails without an engine is a developer tool (`tools/src/generate.rs`,
+//! crate `reddog-tools`), not part of this library.
 
 pub mod check;
-pub mod generate;
 pub mod record;
 pub mod report;
 pub mod round;

@@ -293,6 +293,9 @@ struct Described {
     max_bet: Option<u64>,
     currency: Option<String>,
     minor_unit_exponent: Option<u8>,
+    /// A sandbox table (its digest says so: FAIRNESS.md 4.6).
+    #[serde(default)]
+    sandbox: bool,
 }
 
 /// The rules of each digest the trail names: what its `audit_started` records describe, and
@@ -328,6 +331,7 @@ impl TrailRules {
         else {
             return Ok(());
         };
+        let sandbox = t.sandbox;
         let bad = |detail: String| ReportError::RulesDisagree {
             place: place.to_string(),
             digest: t.rules_digest.clone(),
@@ -335,8 +339,14 @@ impl TrailRules {
         };
         let d = Decks::new(u32::from(decks)).map_err(|e| bad(e.to_string()))?;
         let limits = crate::game::BetLimits::new(Money(min), Money(max)).map_err(|e| bad(e.to_string()))?;
-        let rules =
-            crate::fairness::TableRules { decks: d, paytable: &paytable, limits, currency: &currency, exponent };
+        let rules = crate::fairness::TableRules {
+            decks: d,
+            paytable: &paytable,
+            limits,
+            currency: &currency,
+            exponent,
+            sandbox,
+        };
         let computed = rules.digest().to_hex();
         if computed != t.rules_digest {
             return Err(bad(format!("the rules described hash to {computed}")));
@@ -798,7 +808,7 @@ pub fn opt_decimal(r: Option<Exact>, places: u32) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::generate;
+    use reddog_tools::generate;
 
     const DIGEST: &str = "aa11";
 

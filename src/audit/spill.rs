@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 /// The largest partition file read back whole (bytes of JSON facts); a larger one is split
 /// again. Facts take roughly this much memory again once parsed, so this bounds the memory
 /// of the check of one partition.
-pub const MAX_PARTITION_FILE_BYTES: u64 = 8 << 20;
+pub(super) const MAX_PARTITION_FILE_BYTES: u64 = 8 << 20;
 /// Splits of one partition before its facts are read whole anyway: only facts of one key
 /// (e.g. a commitment reused in millions of rounds) can still exceed the budget then, and
 /// they must be checked together.
@@ -29,7 +29,7 @@ const MAX_LEVELS: u32 = 4;
 
 /// A fact that knows its key: every fact an analysis must see together (the same round,
 /// commitment or chain block) has the same key.
-pub trait Partitioned: Serialize + DeserializeOwned {
+pub(super) trait Partitioned: Serialize + DeserializeOwned {
     /// Feeds the fact's key to `state`.
     fn key<H: Hasher>(&self, state: &mut H);
 }
@@ -44,7 +44,7 @@ pub(crate) fn partition_of<F: Partitioned>(fact: &F, n: usize, level: u32) -> us
 }
 
 /// Where the facts go between reading and analysing.
-pub enum Spill<F> {
+pub(super) enum Spill<F> {
     /// One partition, kept in memory.
     Memory(Vec<F>),
     /// Several partitions, each a file in a temporary directory removed on drop.
@@ -52,7 +52,7 @@ pub enum Spill<F> {
 }
 
 /// The partition files of one split level.
-pub struct Partitions {
+pub(super) struct Partitions {
     /// Owns the directory (removed on drop); sub-levels live inside it.
     dir: Option<tempfile::TempDir>,
     root: PathBuf,
@@ -139,7 +139,7 @@ impl Partitions {
 impl<F: Partitioned> Spill<F> {
     /// `partitions` partitions (in memory when at most 1), the files named `prefix…` in
     /// `temp_dir` (the system's temporary directory when `None`).
-    pub fn new(partitions: usize, temp_dir: Option<&Path>, prefix: &str) -> io::Result<Spill<F>> {
+    pub(super) fn new(partitions: usize, temp_dir: Option<&Path>, prefix: &str) -> io::Result<Spill<F>> {
         Spill::with_budget(partitions, temp_dir, prefix, MAX_PARTITION_FILE_BYTES)
     }
 
@@ -158,7 +158,7 @@ impl<F: Partitioned> Spill<F> {
     }
 
     /// Adds one fact to its partition.
-    pub fn push(&mut self, fact: F) -> io::Result<()> {
+    pub(super) fn push(&mut self, fact: F) -> io::Result<()> {
         match self {
             Spill::Memory(v) => v.push(fact),
             Spill::Disk(parts) => parts.push(&fact)?,
@@ -169,7 +169,7 @@ impl<F: Partitioned> Spill<F> {
     /// Hands each partition's facts to `each`, one partition at a time (each file removed
     /// once read); returns the partition count (including the sub-partitions of any
     /// partition that was split again).
-    pub fn for_each_partition<E: From<io::Error>>(
+    pub(super) fn for_each_partition<E: From<io::Error>>(
         self,
         mut each: impl FnMut(&mut dyn Iterator<Item = F>) -> Result<(), E>,
     ) -> Result<usize, E> {

@@ -294,9 +294,14 @@ pub fn render(r: &Report) -> String {
         let ru = &t.rules;
         let _ = writeln!(
             o,
-            "<h3>Table <code>{}</code></h3><p>{} deck(s); spreads 1–11 pay {} to 1; three of a kind pays {} to 1; \
+            "<h3>Table <code>{}</code>{}</h3><p>{} deck(s); spreads 1–11 pay {} to 1; three of a kind pays {} to 1; \
              bets {} to {} minor units of {} (exponent {}). Reproduce: {} (paytable file <code>{}</code>).</p>",
             esc(&t.id),
+            match (ru.sandbox, ru.promotion) {
+                (true, _) => " (sandbox: requested deals, never fair rounds)",
+                (false, true) => " (a promotion: allow_rtp_over_1)",
+                _ => "",
+            },
             ru.decks,
             crate::game::Spread::all().map(|s| ru.paytable.spread_odds(s).to_string()).collect::<Vec<_>>().join("/"),
             ru.paytable.three_of_a_kind_odds(),
@@ -528,6 +533,36 @@ pub fn render(r: &Report) -> String {
     );
     for f in &s.failures {
         let _ = writeln!(o, "<p class=\"fail\">{}</p>", esc(f));
+    }
+
+    // The change against the certification in force, when certified with --against.
+    if let Some(c) = &r.change {
+        let a = &c.against;
+        let _ = writeln!(
+            o,
+            "<h2>Change against the certified rules in force</h2><p>Against <code>{}</code> (SHA-256 <span \
+             class=\"mono\">{}</span>), certified {} by reddog {}, binary <span class=\"mono\">{}</span>.</p>",
+            esc(&a.file),
+            esc(&a.file_sha256),
+            esc(&a.certified_at),
+            esc(&a.binary_version),
+            esc(&a.binary_sha256)
+        );
+        head(&mut o, &["table", "status", "field", "before", "after"]);
+        for t in &c.tables {
+            let rtp = |x: &Option<String>| esc(x.as_deref().unwrap_or("-"));
+            row(&mut o, &[esc(&t.table_id), esc(&t.status), "RTP".into(), rtp(&t.rtp_before), rtp(&t.rtp_after)]);
+            for f in &t.fields {
+                row(&mut o, &[esc(&t.table_id), String::new(), esc(&f.field), esc(&f.before), esc(&f.after)]);
+            }
+        }
+        o.push_str("</table>\n");
+        for n in &c.needs_approval {
+            let _ = writeln!(o, "<p>Needs approval: {}</p>", esc(n));
+        }
+        if let Some(note) = &c.approval {
+            let _ = writeln!(o, "<p>Approved: {}</p>", esc(note));
+        }
     }
 
     // Verdict.

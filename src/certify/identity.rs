@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::game::Table;
 use crate::service::build_info;
 
 /// `Cargo.lock` as it was when the binary was built.
@@ -31,36 +30,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// The SHA-256 of the running executable: `/proc/self/exe` (Linux), else the path
-/// `std::env::current_exe` names.
+/// `std::env::current_exe` names — the digest `reddog serve --certified-rules` compares.
 pub fn binary_sha256() -> Result<(String, String), std::io::Error> {
-    let path = std::path::PathBuf::from("/proc/self/exe");
-    let (path, bytes) = match std::fs::read(&path) {
-        Ok(b) => (path, b),
-        Err(_) => {
-            let p = std::env::current_exe()?;
-            let b = std::fs::read(&p)?;
-            (p, b)
-        }
-    };
-    let shown = std::fs::read_link(&path).unwrap_or(path);
-    Ok((sha256_hex(&bytes), shown.display().to_string()))
-}
-
-/// The rules digest of a table (docs/design/evidence-contract.md §3): lower-case hex SHA-256
-/// of `field("reddog/rules/v1") ‖ field(u8 decks) ‖ field(12 × u32be: spreads 1–11 then
-/// three of a kind) ‖ field(u64be min_bet ‖ u64be max_bet) ‖ field(currency code) ‖
-/// field(u8 exponent)`, each `field` a u32 big-endian byte count then the bytes (FAIRNESS.md
-/// §3.4).
-pub fn rules_digest(table: &Table, currency: &str, exponent: u8) -> String {
-    crate::fairness::TableRules {
-        decks: table.decks(),
-        paytable: table.paytable(),
-        limits: table.limits(),
-        currency,
-        exponent,
-    }
-    .digest()
-    .to_hex()
+    crate::service::certified::own_binary_sha256()
 }
 
 /// One package the binary is built from.
@@ -201,22 +173,6 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::game::{BetLimits, Decks, Money, Paytable};
-
-    #[test]
-    fn the_rules_digest_covers_every_rule_and_the_currency() {
-        let t = Table::default();
-        let d = rules_digest(&t, "EUR", 2);
-        assert_eq!(d.len(), 64);
-        assert_eq!(d, rules_digest(&t, "EUR", 2));
-        assert_ne!(d, rules_digest(&t, "USD", 2));
-        assert_ne!(d, rules_digest(&t, "EUR", 0));
-        assert_ne!(d, rules_digest(&t.with_decks(Decks::new(2).unwrap()), "EUR", 2));
-        let limits = BetLimits::new(Money(500), Money(30_001)).unwrap();
-        assert_ne!(d, rules_digest(&t.with_limits(limits).unwrap(), "EUR", 2));
-        let pays = Paytable::new([5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1], 12).unwrap();
-        assert_ne!(d, rules_digest(&t.with_paytable(pays).unwrap(), "EUR", 2));
-    }
 
     #[test]
     fn the_embedded_graph_lists_the_binarys_dependencies_with_licences_and_checksums() {

@@ -10,12 +10,16 @@
 //! - [`agreement`]: the simulator on the production round code against those figures;
 //! - [`randomness`]: the production deal under statistical test (and dieharder);
 //! - [`protocol`]: the test vectors and a live self-test through the real gRPC service;
-//! - the verdict: every check with pass/fail; the command exits non-zero if any fails.
+//! - [`change`]: with `--against PREVIOUS`, what changed against the certified rules in
+//!   force, and the approver's note;
+//! - the verdict: every check with pass/fail; the command exits non-zero if any fails, and
+//!   only a passed report yields a `certified-rules.json` ([`Report::certified_rules`]).
 //!
 //! The randomness source is a [`randomness::DealSource`]: [`run_with`] takes any, so a test
 //! can certify a deliberately biased shuffle and see the verdict fail.
 
 pub mod agreement;
+pub mod change;
 pub mod game;
 pub mod html;
 pub mod identity;
@@ -30,6 +34,7 @@ use serde::Serialize;
 use crate::game::{Paytable, Table};
 use crate::odds::Exact;
 use crate::service::build_info;
+use crate::service::certified::{CertifiedRules, Change};
 use crate::service::tables::Tables;
 use randomness::{DealSource, DieharderPlan, FairDeals, RandomnessPlan};
 
@@ -64,6 +69,7 @@ impl Plan {
                 alpha: 1e-6,
                 dieharder: DieharderPlan::Tests(vec![0]),
                 dieharder_required: false,
+                dieharder_parallel: 1,
             },
             self_test_rounds: 30,
         }
@@ -82,6 +88,7 @@ impl Plan {
                 alpha: 1e-6,
                 dieharder: DieharderPlan::All,
                 dieharder_required: true,
+                dieharder_parallel: crate::service::worker_threads(0),
             },
             self_test_rounds: 500,
         }
@@ -97,10 +104,14 @@ impl Plan {
     }
 }
 
-/// Progress weight of one dealt 52-card shoe, in simulated rounds.
-const DEAL_WEIGHT: u64 = 30;
-/// Progress weight of one live round, in simulated rounds.
-const LIVE_WEIGHT: u64 = 5_000;
+/// Progress weight of one dealt 52-card shoe, in simulated rounds: their CPU costs' ratio,
+/// measured with the release build (`reddog simulate` plays 10,750 rounds per CPU
+/// millisecond, the randomness section deals 534 shoes: [`randomness::DEALS_PER_CPU_MS`]),
+/// so the progress bar's ETA holds across sections, dieharder's included.
+const DEAL_WEIGHT: u64 = 20;
+/// Progress weight of one live round (four calls through gRPC, about 1.4 ms), in simulated
+/// rounds.
+const LIVE_WEIGHT: u64 = 15_000;
 
 /// What to certify.
 #[derive(Clone, Debug)]
@@ -114,6 +125,8 @@ pub struct Options {
     /// `--strict`: a warning (a table whose best play returns more than the stake) fails the
     /// verdict.
     pub strict: bool,
+    /// `--against PREVIOUS`: the change against the certified rules in force ([`change::diff`]).
+    pub change: Option<Change>,
 }
 
 /// One table's rules as configured.
@@ -126,6 +139,10 @@ pub struct Rules {
     pub currency: String,
     pub minor_unit_exponent: u8,
     pub rules_digest: String,
+    /// A sandbox table (requested deals, never fair rounds): certified as a sandbox table.
+    pub sandbox: bool,
+    /// Declared a promotion (`allow_rtp_over_1`): its best play may return more than the stake.
+    pub promotion: bool,
 }
 
 /// The commands that reproduce a table's figures (run in the report's directory, which
@@ -183,6 +200,11 @@ pub struct Report {
     pub verdict: Verdict,
     /// The command that reproduces the whole report.
     pub reproduce: String,
+    /// `--against`: what changed against the certified rules in force, and the approval.
+    pub change: Option<Change>,
+    /// The `certified-rules.json` this report yields: `None` unless every check passed.
+    #[serde(skip)]
+    pub certified_rules: Option<CertifiedRules>,
     /// Wall-clock seconds of each section, and of the whole run.
     pub timings: std::collections::BTreeMap<String, f64>,
     pub elapsed_seconds: f64,
@@ -262,14 +284,15 @@ pub fn run_with<S: DealSource>(
     for (i, named) in options.tables.iter().enumerate() {
         let t = &named.table;
         let (code, exp) = (named.currency.code(), named.currency.minor_unit_exponent());
-        let digest = identity::rules_digest(t, code, exp);
+        let digest = named.digest().to_hex();
         rules_digests.insert(named.id.clone(), digest.clone());
         let seed = options.seed.wrapping_add(i as u64);
         let best = crate::odds::Analysis::new(t.decks(), t.paytable()).policy(crate::odds::Policy::Optimal).rtp;
-        if best > Exact::from(1) {
+        let promotion = options.tables.is_promotion(&named.id);
+        if best > Exact::from(1) && promotion {
             warnings.push(format!(
-                "table {}: the best play returns {} per unit bet, more than the stake (RTP above 1: the house \
-                 loses in the long run; allowed by \"allow_rtp_over_1\")",
+                "table {}: a promotion: the best play returns {} per unit bet, more than the stake (RTP above 1: \
+                 the house loses in the long run; declared by \"allow_rtp_over_1\")",
                 named.id,
                 crate::odds::decimal(&best, 6)
             ));
@@ -288,6 +311,8 @@ pub fn run_with<S: DealSource>(
                 currency: code.to_string(),
                 minor_unit_exponent: exp,
                 rules_digest: digest,
+                sandbox: named.sandbox,
+                promotion,
             },
             game,
             agreement,
@@ -320,18 +345,39 @@ pub fn run_with<S: DealSource>(
         table_config_sha256: options.table_config.as_ref().map(|(_, b)| identity::sha256_hex(b)),
         table_config: options.table_config.as_ref().map_or("built-in default table".to_string(), |(p, _)| p.clone()),
         rules_digests,
-        rules_digest_method: "docs/design/evidence-contract.md section 3, computed by certify::identity::rules_digest"
-            .to_string(),
+        rules_digest_method:
+            "docs/design/evidence-contract.md section 3, computed by fairness::TableRules::of (the engine's own)"
+                .to_string(),
         date: now_rfc3339(),
         command_line: options.command_line.clone(),
     };
     let mut checks = checks(&identity, &tables, &randomness, &protocol);
+    if let Some(c) = &options.change {
+        let approved = c.needs_approval.is_empty() || c.approval.as_deref().is_some_and(|n| !n.trim().is_empty());
+        checks.push(check(
+            "change.approved".into(),
+            "change",
+            format!("the change against {} is approved where it needs to be", c.against.file),
+            approved,
+            if c.needs_approval.is_empty() {
+                "needs no approval".to_string()
+            } else {
+                format!("{}; approval: {}", c.needs_approval.join("; "), c.approval.as_deref().unwrap_or("none"))
+            },
+        ));
+    }
     if options.strict {
         checks.extend(warnings.iter().enumerate().map(|(i, w)| {
             check(format!("strict.warning.{i}"), "game", "--strict: no warning".into(), false, w.clone())
         }));
     }
     let failed = checks.iter().filter(|c| !c.passed).count();
+    let certified_rules = (failed == 0).then(|| {
+        let mut file = CertifiedRules::of(&options.tables, &identity.binary_sha256, &plan.name);
+        file.certified_at = identity.date.clone();
+        file.change = options.change.clone();
+        file
+    });
     let config = options.table_config.as_ref().map_or(String::new(), |(p, _)| format!(" --table-config {p}"));
     Ok(Report {
         format: FORMAT.to_string(),
@@ -351,6 +397,8 @@ pub fn run_with<S: DealSource>(
             if options.strict { " --strict" } else { "" },
             options.seed
         ),
+        change: options.change.clone(),
+        certified_rules,
         timings,
         elapsed_seconds: started.elapsed().as_secs_f64(),
     })
@@ -400,6 +448,29 @@ fn checks(
             format!("table {}: win, push and loss probabilities sum to exactly 1", t.id),
             sum == Exact::from(1) && t.game.largest_payout.is_some(),
             format!("sum = {}", crate::odds::fraction(&sum)),
+        ));
+        let best = rtp_of(&t.game);
+        let over = best.as_ref().is_none_or(|b| *b > Exact::from(1));
+        out.push(check(
+            format!("game.{}.rtp", t.id),
+            "game",
+            format!(
+                "table {}: the best play returns at most the stake (RTP at most 1), unless the table is a declared \
+                 promotion",
+                t.id
+            ),
+            !over || t.rules.promotion,
+            match (&best, over, t.rules.promotion) {
+                (None, _, _) => "the optimal RTP is missing from the game figures".to_string(),
+                (Some(b), false, _) => format!("best-play RTP {}", crate::odds::decimal(b, 10)),
+                (Some(b), true, true) => {
+                    format!("best-play RTP {}: a promotion (allow_rtp_over_1)", crate::odds::decimal(b, 10))
+                }
+                (Some(b), true, false) => format!(
+                    "best-play RTP {} is above 1 and the table does not declare \"allow_rtp_over_1\"",
+                    crate::odds::decimal(b, 10)
+                ),
+            },
         ));
         let a = &t.agreement;
         let outside: Vec<String> = a.comparisons.iter().filter(|c| !c.inside).map(|c| c.figure.clone()).collect();
@@ -460,4 +531,11 @@ fn checks(
         ),
     ));
     out
+}
+
+/// The optimal rule's RTP (per initial bet) from a table's game figures.
+fn rtp_of(game: &game::GameFigures) -> Option<Exact> {
+    let f = &game.rules.first()?.rtp.fraction;
+    let (n, d) = f.split_once('/')?;
+    Some(Exact::new(n.parse().ok()?, d.parse().ok()?))
 }

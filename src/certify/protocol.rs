@@ -7,7 +7,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::fairness::{AnyReveal, DealInputs, Expectations, FairShoe, ServerSeed, derive_key, parse_reveal, receipt};
+use crate::fairness::{
+    DealInputs, Expectations, FairShoe, ServerSeed, SignedEvidence, Verification, derive_key, parse_reveal,
+    parse_trusted_keys, receipt,
+};
 use crate::game::{Decks, Spread};
 use crate::odds::Policy;
 use crate::service::proto::red_dog_client::RedDogClient;
@@ -29,6 +32,7 @@ const REVEAL_VECTORS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/
 const NEGATIVE_VECTORS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/reveal-negative.json"));
 const REVEAL_V3_VECTORS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/reveal-v3.json"));
 const RECEIPT_VECTORS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/receipt-v1.json"));
+const RECEIPT_V2_VECTORS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/receipt-v2.json"));
 
 /// One vector file's result.
 #[derive(Clone, Debug, Serialize)]
@@ -129,29 +133,56 @@ fn reveal_case(case: &Value) -> Result<(), String> {
     if case["verdict"] == verdict { Ok(()) } else { Err(format!("{verdict}, the vector says {}", case["verdict"])) }
 }
 
-/// A Settle receipt case: the reveal checked as `reddog verify --public-key --signature`
-/// does: verified only when the reveal verifies and the signature covers its exact bytes.
+/// A signed-receipt case (`tests/vectors/receipt-v*.json`): the reveal with its public key,
+/// Settle signature, key id, receipts and trusted keys checked as `reddog verify` checks them
+/// (the one [`Verification`]); a reveal or receipt that does not parse is malformed.
 fn receipt_case(case: &Value) -> Result<(), String> {
     let text = case["reveal"].as_str().ok_or("no reveal")?;
-    let hex32 = |k: &str| -> Option<[u8; 32]> { hex::decode(case[k].as_str()?).ok()?.try_into().ok() };
-    let signature: Option<[u8; 64]> =
-        case["signature"].as_str().and_then(|s| hex::decode(s).ok()).and_then(|b| b.try_into().ok());
-    let (key, signature) = hex32("public_key").zip(signature).ok_or("no public_key or signature")?;
-    let verdict = match parse_reveal(text).and_then(|r| Ok((r.verify()?, r))) {
+    let public_key: [u8; 32] = case["public_key"]
+        .as_str()
+        .and_then(|h| hex::decode(h).ok())
+        .and_then(|b| b.try_into().ok())
+        .ok_or("no public_key")?;
+    let settle_signature = match case["signature"].as_str().unwrap_or("") {
+        "" => None,
+        h => Some(hex::decode(h).ok().and_then(|b| b.try_into().ok()).ok_or("signature: not 128 hex digits")?),
+    };
+    let receipts: Result<Vec<(String, receipt::PlayerReceipt)>, String> = case["receipts"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| receipt::PlayerReceipt::parse(t).map(|r| (format!("receipt {i}"), r)))
+        .collect();
+    let trusted = match &case["trusted_keys"] {
+        Value::Null => None,
+        list => Some(parse_trusted_keys(&list.to_string())?),
+    };
+    let verdict = match receipts {
         Err(_) => "malformed",
-        Ok((v, AnyReveal::V2(r))) if v.ok() => {
-            let transcript: Option<[u8; 32]> = hex::decode(&r.transcript).ok().and_then(|b| b.try_into().ok());
-            let signed = transcript
-                .is_some_and(|t| receipt::verify_settle(&key, &signature, &t, receipt::reveal_bytes(text.as_bytes())));
-            if signed { "verified" } else { "not_verified" }
+        Ok(receipts) => {
+            let evidence = SignedEvidence {
+                public_key,
+                key_id: case["key_id"].as_str().filter(|k| !k.is_empty()).map(str::to_string),
+                settle_signature,
+                receipts,
+                trusted,
+                allow_untrusted: case["allow_untrusted"].as_bool().unwrap_or(false),
+            };
+            match Verification::check(text, &Expectations::default(), Some(&evidence)) {
+                Err(_) => "malformed",
+                Ok(v) if v.verified() => "verified",
+                Ok(_) => "not_verified",
+            }
         }
-        Ok(_) => "not_verified",
     };
     if case["verdict"] == verdict { Ok(()) } else { Err(format!("{verdict}, the vector says {}", case["verdict"])) }
 }
 
-/// The receipt file's CommitSeed vector: the message built from its fields is the vector's
-/// bytes, and its signature verifies with the file's public key.
+/// The receipt file's CommitSeed vector: the message built from its fields (version 1 or 2,
+/// as the file's `receipt_version` says) is the vector's bytes, and its signature verifies
+/// with the file's public key.
 fn commit_receipt(doc: &Value) -> Result<(), String> {
     let c = &doc["commit"];
     let s = |k: &str| c[k].as_str().ok_or_else(|| format!("commit.{k} missing"));
@@ -169,6 +200,7 @@ fn commit_receipt(doc: &Value) -> Result<(), String> {
         .and_then(|b| b.try_into().ok())
         .ok_or("commit.signature: not 128 hex digits")?;
     let r = receipt::CommitReceipt {
+        key_id: doc["key_id"].as_str().ok_or("no key_id")?,
         commitment: &commitment,
         round_id: s("round_id")?,
         nonce: u64::try_from(n("nonce")?).map_err(|e| e.to_string())?,
@@ -179,30 +211,37 @@ fn commit_receipt(doc: &Value) -> Result<(), String> {
         algorithm: s("algorithm")?,
         sandbox: c["sandbox"].as_bool().ok_or("commit.sandbox is not a boolean")?,
     };
-    if hex::encode(r.message()) != s("message_hex")? {
+    let message = if doc["receipt_version"] == 1 { r.message_v1() } else { r.message() };
+    if hex::encode(&message) != s("message_hex")? {
         return Err("the CommitSeed message differs from the vector's bytes".into());
     }
-    if !receipt::verify_commit(&key, &signature, &r) {
+    if !receipt::verify_message(&key, &signature, &message) {
         return Err("the CommitSeed signature does not verify".into());
     }
     Ok(())
 }
 
-/// Runs the embedded vectors through the built-in verifier.
-pub fn vectors() -> Vec<VectorFile> {
-    let mut receipts = file_result("tests/vectors/receipt-v1.json", RECEIPT_VECTORS, receipt_case);
-    let doc: Value = serde_json::from_str(RECEIPT_VECTORS).unwrap_or(Value::Null);
+/// A receipt vector file: its cases, and its CommitSeed message counted as one more case.
+fn receipt_file(file: &str, text: &str) -> VectorFile {
+    let mut receipts = file_result(file, text, receipt_case);
+    let doc: Value = serde_json::from_str(text).unwrap_or(Value::Null);
     receipts.cases += 1;
     match commit_receipt(&doc) {
         Ok(()) => receipts.passed += 1,
         Err(why) => receipts.failures.push(format!("commit: {why}")),
     }
+    receipts
+}
+
+/// Runs the embedded vectors through the built-in verifier.
+pub fn vectors() -> Vec<VectorFile> {
     vec![
         file_result("tests/vectors/deal-v1.json", DEAL_VECTORS, deal_case),
         file_result("tests/vectors/reveal-v2.json", REVEAL_VECTORS, reveal_case),
         file_result("tests/vectors/reveal-v3.json", REVEAL_V3_VECTORS, reveal_case),
         file_result("tests/vectors/reveal-negative.json", NEGATIVE_VECTORS, reveal_case),
-        receipts,
+        receipt_file("tests/vectors/receipt-v1.json", RECEIPT_VECTORS),
+        receipt_file("tests/vectors/receipt-v2.json", RECEIPT_V2_VECTORS),
     ]
 }
 
@@ -211,7 +250,10 @@ pub const SELF_TEST_METHOD: &str = "The gRPC service built by Application::build
 these tables and a fresh development key ring, on 127.0.0.1:0, in this process; a tonic client plays each round: \
 CommitSeed, StartRound (1 to 3 seats at the table minimum), Decide by the optimal raise rule when the hand is \
 non-consecutive, Settle. Each reveal must verify with the built-in verifier and match what the client was shown: \
-the commitment, client seed, nonce, round id, table, deck count, the first two cards and each seat's returned amount.";
+the commitment, client seed, nonce, round id, table, deck count, the first two cards and each seat's returned amount. \
+At a sandbox table (served with --allow-sandbox, as only a test engine is) every round must instead show itself a \
+sandbox round and its reveal must be refused by the verifier as one: a sandbox table is certified as a sandbox, \
+never as fair.";
 
 /// Plays `rounds_per_table` rounds at every table through the in-process service.
 pub fn self_test(tables: &Tables, rounds_per_table: u64, progress: &(dyn Fn(u64) + Sync)) -> SelfTest {
@@ -232,6 +274,7 @@ pub fn self_test(tables: &Tables, rounds_per_table: u64, progress: &(dyn Fn(u64)
     runtime.block_on(async {
         let mut settings = Settings::local(KeyRingSource::Development);
         settings.tables = Some(tables.clone());
+        settings.allow_sandbox = tables.iter().any(|t| t.sandbox);
         let app = match Application::build(settings).await {
             Ok(a) => a,
             Err(e) => {
@@ -269,6 +312,23 @@ pub fn self_test(tables: &Tables, rounds_per_table: u64, progress: &(dyn Fn(u64)
         }
     });
     out
+}
+
+/// A round at a sandbox table: shown as a sandbox round, its reveal in the sandbox format and
+/// refused by the verifier.
+fn sandbox_round(view: &proto::RoundView, reveal_json: &str) -> Result<(), String> {
+    if !view.sandbox {
+        return Err("a round at a sandbox table is not marked sandbox".into());
+    }
+    let format = serde_json::from_str::<Value>(reveal_json).ok().and_then(|v| v["format"].as_str().map(String::from));
+    if format.as_deref() != Some(crate::fairness::SANDBOX_REVEAL_FORMAT) {
+        return Err(format!("a sandbox round's reveal has format {format:?}"));
+    }
+    match parse_reveal(reveal_json) {
+        Err(e) if e.to_string().contains(crate::fairness::SANDBOX_REVEAL_FORMAT) => Ok(()),
+        Err(e) => Err(format!("a sandbox reveal refused for another reason: {e}")),
+        Ok(_) => Err("the verifier accepted a sandbox round's reveal as a fair round".into()),
+    }
 }
 
 async fn play(
@@ -330,6 +390,9 @@ async fn play(
         .await
         .map_err(|s| err("Settle", s))?
         .into_inner();
+    if named.sandbox {
+        return sandbox_round(&view, &settled.reveal_json);
+    }
     let reveal = parse_reveal(&settled.reveal_json).map_err(|e| format!("reveal is malformed: {e}"))?;
     let verdict = reveal.verify().map_err(|e| format!("reveal does not verify: {e}"))?;
     if !verdict.ok() {
@@ -362,4 +425,31 @@ async fn play(
         return Err(format!("Settle credited {returned:?}, the reveal says {revealed:?}"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The signed-receipt vectors — settle, step and CommitSeed cases, trusted keys, leaked
+    /// cards, sandbox rounds, small-order keys — run through the one verdict and are counted.
+    #[test]
+    fn certification_runs_and_counts_every_signed_receipt_vector() {
+        let files = vectors();
+        for name in ["tests/vectors/receipt-v1.json", "tests/vectors/receipt-v2.json"] {
+            let f = files.iter().find(|f| f.file == name).expect(name);
+            assert!(f.failures.is_empty(), "{name}: {:?}", f.failures);
+            assert_eq!(f.passed, f.cases, "{name}");
+        }
+        let v2 = files.iter().find(|f| f.file.ends_with("receipt-v2.json")).unwrap();
+        let doc: Value = serde_json::from_str(RECEIPT_V2_VECTORS).unwrap();
+        let steps = doc["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["name"].as_str().unwrap().starts_with("step/"))
+            .count();
+        assert!(steps >= 10, "{steps} step-receipt cases");
+        assert_eq!(v2.cases, doc["cases"].as_array().unwrap().len() + 1, "every case and the CommitSeed message");
+    }
 }

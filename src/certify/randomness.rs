@@ -23,7 +23,13 @@
 //!   against the exact fractions of [`crate::odds::Analysis`]: `χ²(24)`.
 //! - **p-value uniformity**: the card × position test repeated on independent seeds; under
 //!   the null its p-values are uniform: a 10-bin histogram against the uniform, `χ²(9)`.
-//! - **dieharder** (when installed): its battery on the raw word stream of one deal.
+//! - **dieharder** (when installed): its battery on the raw word stream of one deal. The whole
+//!   battery (`DieharderPlan::All`) is what `dieharder -a` runs — every test, and the tuple
+//!   sizes `-a` loops over (rgb_bitdist 1–12, rgb_minimum_distance and rgb_permutations 2–5,
+//!   rgb_lagged_sum 0–32) — as one dieharder process per test and tuple size ([`all_jobs`]),
+//!   each reading the stream from its start, [`DieharderPlan`]'s `parallel` at a time. Each
+//!   job's reference cost ([`DieharderJob::cost_ms`], measured) drives the progress bar, so
+//!   the ETA includes the battery.
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};
@@ -93,8 +99,73 @@ pub enum DieharderPlan {
     Skip,
     /// These `-d` test numbers.
     Tests(Vec<u32>),
-    /// The whole battery (`-a`).
+    /// The whole battery, as `-a` runs it ([`all_jobs`]).
     All,
+}
+
+/// One dieharder process: `-d test`, and `-n ntup` for the tests `-a` runs at several tuple
+/// sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct DieharderJob {
+    pub test: u32,
+    pub ntup: Option<u32>,
+}
+
+/// The test numbers `dieharder -a` runs (dieharder 3.31.1: every installed test, the one
+/// marked "Do Not Use", diehard_sums, included).
+pub const ALL_TESTS: [u32; 31] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 100, 101, 102, 200, 201, 202, 203, 204, 205, 206,
+    207, 208, 209,
+];
+
+/// The tuple sizes `dieharder -a` loops over for a test (`None`: its one default run).
+fn tuple_sizes(test: u32) -> Option<std::ops::RangeInclusive<u32>> {
+    match test {
+        200 => Some(1..=12),
+        201 | 202 => Some(2..=5),
+        203 => Some(0..=32),
+        _ => None,
+    }
+}
+
+/// Every job of the whole battery, in `-a`'s order.
+pub fn all_jobs() -> Vec<DieharderJob> {
+    ALL_TESTS
+        .iter()
+        .flat_map(|&test| match tuple_sizes(test) {
+            Some(r) => r.map(|n| DieharderJob { test, ntup: Some(n) }).collect::<Vec<_>>(),
+            None => vec![DieharderJob { test, ntup: None }],
+        })
+        .collect()
+}
+
+impl DieharderJob {
+    /// dieharder's arguments for this job (before `-g 200`).
+    pub fn args(&self) -> Vec<String> {
+        let mut a = vec!["-d".to_string(), self.test.to_string()];
+        if let Some(n) = self.ntup {
+            a.extend(["-n".to_string(), n.to_string()]);
+        }
+        a
+    }
+
+    /// CPU milliseconds of this job measured on the reference machine (one core of the
+    /// 2-core CI machine, dieharder 3.31.1 reading a ChaCha20 stream): the progress bar's
+    /// weight. [`DIEHARDER_REFERENCE_MS`] is their sum.
+    pub fn cost_ms(&self) -> u64 {
+        dieharder_cost_ms(self.test, self.ntup)
+    }
+}
+
+impl DieharderPlan {
+    /// The dieharder processes this plan runs.
+    pub fn jobs(&self) -> Vec<DieharderJob> {
+        match self {
+            DieharderPlan::Skip => Vec::new(),
+            DieharderPlan::Tests(t) => t.iter().map(|&test| DieharderJob { test, ntup: None }).collect(),
+            DieharderPlan::All => all_jobs(),
+        }
+    }
 }
 
 /// Sample sizes and the threshold.
@@ -112,14 +183,27 @@ pub struct RandomnessPlan {
     pub dieharder: DieharderPlan,
     /// A missing dieharder fails the section (lab grade) instead of being noted.
     pub dieharder_required: bool,
+    /// dieharder processes run at once (the full plan: one per CPU the process may use).
+    pub dieharder_parallel: usize,
 }
+
+/// Progress units (deals) one reference CPU millisecond of dieharder counts as: one CPU
+/// millisecond deals this many whole 52-card shoes in the randomness section (measured with
+/// the release build; both run on every core, so the ratio of their costs is the ratio of
+/// their wall times).
+pub const DEALS_PER_DIEHARDER_MS: u64 = DEALS_PER_CPU_MS;
 
 impl RandomnessPlan {
     /// Deals this plan makes for `deck_counts`, for a progress bar (whole shoes count as one
-    /// deal per 52 cards).
+    /// deal per 52 cards), plus dieharder's jobs at their reference cost.
     pub fn work(&self, deck_counts: &[u8]) -> u64 {
         let per: u64 = deck_counts.iter().map(|&d| self.shoe_deals * u64::from(d) + self.triple_deals / 17).sum();
-        per + u64::from(self.repeat_runs) * self.repeat_deals
+        per + u64::from(self.repeat_runs) * self.repeat_deals + self.dieharder_work()
+    }
+
+    /// dieharder's share of [`RandomnessPlan::work`].
+    pub fn dieharder_work(&self) -> u64 {
+        self.dieharder.jobs().iter().map(|j| j.cost_ms() * DEALS_PER_DIEHARDER_MS).sum()
     }
 }
 
@@ -521,7 +605,7 @@ pub fn run<S: DealSource>(
         server_seeds.push(("dieharder".to_string(), f.server_seed("dieharder").reveal_hex()));
     }
     let dieharder = match seeds_of {
-        Some(f) => run_dieharder(&plan.dieharder, &f.server_seed("dieharder")),
+        Some(f) => run_dieharder(plan, &f.server_seed("dieharder"), progress),
         None => Dieharder {
             status: "skipped: the source is not the production deal".into(),
             command: String::new(),
@@ -586,8 +670,10 @@ fn repeated<S: DealSource>(source: &S, plan: &RandomnessPlan, progress: &(dyn Fn
 
 /// Runs dieharder (`-g 200`: raw 32-bit words on stdin) on the keystream of the deal with
 /// server seed `seed`, client seed [`CLIENT_SEED`], nonce 0, one deck — the bytes `reddog
-/// rng-dump` writes for the same inputs.
-fn run_dieharder(plan: &DieharderPlan, seed: &ServerSeed) -> Dieharder {
+/// rng-dump` writes for the same inputs — one process per job of the plan, each fed the
+/// stream from its start, `plan.dieharder_parallel` at a time; `progress` gets each finished
+/// job's weight. Rows and raw output are in job order whatever order the jobs finish in.
+fn run_dieharder(plan: &RandomnessPlan, seed: &ServerSeed, progress: &(dyn Fn(u64) + Sync)) -> Dieharder {
     let command_for = |args: &str| {
         format!(
             "reddog rng-dump --server-seed {} --client-seed {CLIENT_SEED} --nonce 0 | dieharder {args} -g 200",
@@ -603,74 +689,155 @@ fn run_dieharder(plan: &DieharderPlan, seed: &ServerSeed) -> Dieharder {
         failed: 0,
         raw: String::new(),
     };
-    let runs: Vec<Vec<String>> = match plan {
-        DieharderPlan::Skip => return out,
-        DieharderPlan::All => vec![vec!["-a".into()]],
-        DieharderPlan::Tests(t) => t.iter().map(|d| vec!["-d".into(), d.to_string()]).collect(),
-    };
-    out.command = runs.iter().map(|a| command_for(&a.join(" "))).collect::<Vec<_>>().join("\n");
+    let jobs = plan.dieharder.jobs();
+    if jobs.is_empty() {
+        return out;
+    }
+    out.command = jobs.iter().map(|j| command_for(&j.args().join(" "))).collect::<Vec<_>>().join("\n");
     let installed = Command::new("dieharder").arg("-l").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
     if !installed {
         out.status = "not installed (apt-get install dieharder)".into();
+        progress(plan.dieharder_work());
         return out;
     }
-    for args in runs {
-        let child = Command::new("dieharder")
-            .args(&args)
-            .args(["-g", "200"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn();
-        let mut child = match child {
-            Ok(c) => c,
-            Err(e) => {
-                out.status = format!("failed to run: {e}");
-                return out;
-            }
-        };
-        let Some(mut stdin) = child.stdin.take() else {
-            out.status = "failed to run: no stdin".into();
-            return out;
-        };
-        let key = crate::fairness::derive_key(&DealInputs {
-            server_seed: seed,
-            client_seed: CLIENT_SEED.as_bytes(),
-            nonce: 0,
-            decks: Decks::ONE,
-        });
-        // Feed the keystream until dieharder closes its end (a write error ends the loop).
-        let writer = std::thread::spawn(move || {
-            let mut stream = DealStream::from_key(key);
-            let mut buf = vec![0u8; 1 << 16];
-            loop {
-                stream.fill_bytes(&mut buf);
-                if stdin.write_all(&buf).is_err() {
-                    break;
+    let key = crate::fairness::derive_key(&DealInputs {
+        server_seed: seed,
+        client_seed: CLIENT_SEED.as_bytes(),
+        nonce: 0,
+        decks: Decks::ONE,
+    });
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<String, String>>>> =
+        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..plan.dieharder_parallel.clamp(1, jobs.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(job) = jobs.get(i) else { break };
+                    let result = run_dieharder_job(job, &key);
+                    *results[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(result);
+                    progress(job.cost_ms() * DEALS_PER_DIEHARDER_MS);
                 }
+            });
+        }
+    });
+    for r in results {
+        match r.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            Some(Ok(text)) => {
+                for row in parse_dieharder(&text) {
+                    match row.assessment.as_str() {
+                        "PASSED" => out.passed += 1,
+                        "WEAK" => out.weak += 1,
+                        _ => out.failed += 1,
+                    }
+                    out.rows.push(row);
+                }
+                out.raw.push_str(&text);
             }
-        });
-        let output = match child.wait_with_output() {
-            Ok(o) => o,
-            Err(e) => {
+            Some(Err(e)) => {
                 out.status = format!("failed to run: {e}");
                 return out;
             }
-        };
-        let _ = writer.join();
-        let text = String::from_utf8_lossy(&output.stdout).to_string();
-        for row in parse_dieharder(&text) {
-            match row.assessment.as_str() {
-                "PASSED" => out.passed += 1,
-                "WEAK" => out.weak += 1,
-                _ => out.failed += 1,
+            None => {
+                out.status = "failed to run: a job did not finish".into();
+                return out;
             }
-            out.rows.push(row);
         }
-        out.raw.push_str(&text);
     }
     out.status = "ran".into();
     out
+}
+
+/// One dieharder process fed the deal's keystream (from its start) until it closes stdin.
+fn run_dieharder_job(job: &DieharderJob, key: &[u8; 32]) -> Result<String, String> {
+    let mut child = Command::new("dieharder")
+        .args(job.args())
+        .args(["-g", "200"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let key = *key;
+    // Feed the keystream until dieharder closes its end (a write error ends the loop).
+    let writer = std::thread::spawn(move || {
+        let mut stream = DealStream::from_key(key);
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            stream.fill_bytes(&mut buf);
+            if stdin.write_all(&buf).is_err() {
+                break;
+            }
+        }
+    });
+    let output = child.wait_with_output().map_err(|e| e.to_string())?;
+    let _ = writer.join();
+    Ok(String::from_utf8_lossy(&output.stdout).to_string())
+}
+
+/// Deals (whole 52-card shoes) the randomness section makes per CPU millisecond with the
+/// release build, measured on the reference machine as [`DieharderJob::cost_ms`] was: `reddog
+/// certify --full` on one one-deck table without dieharder took 33.3 CPU-seconds, of which
+/// the randomness section's share of the wall time (47.9 of 70.1 s) is 22.8 s for its
+/// 12,176,470 deals.
+pub const DEALS_PER_CPU_MS: u64 = 534;
+
+/// Reference CPU milliseconds of each job (see [`DieharderJob::cost_ms`]): dieharder's own CPU
+/// time per test on the reference machine, measured once (dieharder 3.31.1, `-g 200` fed a
+/// ChaCha20 stream; the tests with 100 or 1,000 p-samples run at a tenth and scaled, each
+/// p-sample being an independent repetition); at least 100 ms for a process's start.
+fn dieharder_cost_ms(test: u32, ntup: Option<u32>) -> u64 {
+    const RGB_BITDIST: [u64; 12] = [350, 3440, 3740, 4130, 4340, 7180, 10480, 14250, 19890, 25220, 41490, 88040];
+    const RGB_MINIMUM_DISTANCE: [u64; 4] = [30150, 29550, 33920, 45970];
+    const RGB_PERMUTATIONS: [u64; 4] = [2630, 3190, 4160, 5640];
+    const RGB_LAGGED_SUM: [u64; 33] = [
+        4040, 5760, 7960, 8970, 13810, 15350, 21010, 20040, 25270, 21980, 23690, 34010, 37680, 30670, 34320, 37610,
+        38030, 37520, 36900, 37530, 40360, 46140, 49420, 61630, 58880, 55810, 55810, 58940, 59810, 58880, 65060, 72580,
+        66870,
+    ];
+    let n = ntup.unwrap_or(0) as usize;
+    let ms = match test {
+        0 => 1400,
+        1 => 5180,
+        2 => 19530,
+        3 => 3680,
+        4 => 1630,
+        5 => 7170,
+        6 => 5050,
+        7 => 106730,
+        8 => 270,
+        9 => 3380,
+        10 => 1650,
+        11 => 830,
+        12 => 2620,
+        13 => 5760,
+        14 => 70,
+        15 => 150,
+        16 => 3060,
+        17 => 123730,
+        100 => 190,
+        101 => 7920,
+        102 => 14440,
+        200 => RGB_BITDIST.get(n.wrapping_sub(1)).copied().unwrap_or(0),
+        201 => RGB_MINIMUM_DISTANCE.get(n.wrapping_sub(2)).copied().unwrap_or(0),
+        202 => RGB_PERMUTATIONS.get(n.wrapping_sub(2)).copied().unwrap_or(0),
+        203 => RGB_LAGGED_SUM.get(n).copied().unwrap_or(0),
+        204 => 21150,
+        205 => 3430,
+        206 => 770,
+        207 => 4130,
+        208 => 3720,
+        209 => 5000,
+        _ => 0,
+    };
+    if ms == 0 { 0 } else { ms.max(100) }
+}
+
+/// The sum of every job's reference cost: the whole battery's CPU time on one core.
+pub fn dieharder_reference_ms() -> u64 {
+    all_jobs().iter().map(DieharderJob::cost_ms).sum()
 }
 
 /// The result rows of dieharder's table (`test_name|ntup|tsamples|psamples|p-value|Assessment`);
@@ -693,6 +860,20 @@ pub fn parse_dieharder(text: &str) -> Vec<DieharderRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The whole battery is `-a`'s: 31 tests, 80 processes (rgb_bitdist at 12 tuple sizes,
+    /// rgb_minimum_distance and rgb_permutations at 4, rgb_lagged_sum at 33), each with a
+    /// measured cost.
+    #[test]
+    fn the_whole_battery_is_every_test_and_tuple_size_of_dash_a() {
+        let jobs = all_jobs();
+        assert_eq!(jobs.len(), 27 + 12 + 4 + 4 + 33);
+        assert_eq!(jobs.iter().filter(|j| j.test == 203).count(), 33);
+        assert_eq!(jobs[0].args(), ["-d", "0"]);
+        assert!(jobs.contains(&DieharderJob { test: 203, ntup: Some(32) }));
+        let missing: Vec<_> = jobs.iter().filter(|j| j.cost_ms() == 0).collect();
+        assert!(missing.is_empty(), "jobs without a measured cost: {missing:?}");
+    }
 
     #[test]
     fn dieharder_rows_are_read_and_headers_skipped() {

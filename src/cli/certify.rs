@@ -1,8 +1,14 @@
 //! `reddog certify`: writes the certification evidence ([`reddog::certify`]) for this binary
-//! and a table configuration into a directory: `report.json`, `report.html`, `sbom.cdx.json`,
-//! `certified-rules.json` (for `reddog serve --certified-rules`) and one `paytable-<id>.json`
-//! per table (the reproduction commands use them). Exits 0 when every check passed, 1 when
-//! any failed.
+//! and a table configuration into a directory: `report.json`, `report.html`, `sbom.cdx.json`
+//! and one `paytable-<id>.json` per table (the reproduction commands use them), and — only
+//! when every check passed — `certified-rules.json` (for `reddog serve --certified-rules`;
+//! a run that does not pass removes any earlier one from the directory). Exits 0 when every
+//! check passed, 1 when any failed.
+//!
+//! With `--against PREVIOUS` (the certified rules in force) it first prints what changed,
+//! table by table ([`reddog::certify::change`]); a change that alters a paytable entry, lowers
+//! an RTP or flips a sandbox or promotion flag needs `--approve "NOTE"`, and without it the
+//! command exits 1 before running any check.
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -28,7 +34,8 @@ pub struct CertifyArgs {
     #[arg(long, conflicts_with = "full")]
     quick: bool,
     /// The lab-grade plan: 10^8 simulated rounds per table, large statistical samples and
-    /// dieharder's whole battery (required). Hours; shows a progress bar with an ETA.
+    /// dieharder's whole battery as -a runs it (required), one process per CPU at a time.
+    /// About 20 minutes on two cores (release build); a progress bar's ETA includes dieharder.
     #[arg(long)]
     full: bool,
     /// Seed of every simulation and deal of the run (same seed, same figures).
@@ -40,9 +47,26 @@ pub struct CertifyArgs {
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// The certified-rules.json in force: print what the new rules change against it (each
+    /// paytable entry, limits, decks, currency, flags, exact RTP before and after) and record
+    /// it in the new file.
+    #[arg(long, value_name = "PREVIOUS")]
+    against: Option<PathBuf>,
+    /// The approver's note for a change that alters a paytable entry, lowers an RTP or flips a
+    /// sandbox or promotion flag (required for such a change; recorded in the new file).
+    #[arg(long, value_name = "NOTE", requires = "against")]
+    approve: Option<String>,
 }
 
 pub fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
+    // A run that does not pass leaves no certified-rules.json behind, not even an earlier one.
+    let certified_path = args.out.join("certified-rules.json");
+    match std::fs::remove_file(&certified_path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("removing the earlier {}", certified_path.display()));
+        }
+        _ => {}
+    }
     let (tables, table_config) = match &args.table_config {
         Some(path) => {
             let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
@@ -52,8 +76,28 @@ pub fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         }
         None => (Tables::single(Table::default()), None),
     };
+    let change = match &args.against {
+        Some(path) => {
+            let bytes = std::fs::read(path).with_context(|| format!("--against: reading {}", path.display()))?;
+            let text = String::from_utf8_lossy(&bytes);
+            let previous =
+                CertifiedRules::from_json(&text).with_context(|| format!("--against: {}", path.display()))?;
+            let note = args.approve.clone().filter(|n| !n.trim().is_empty());
+            let sha = reddog::certify::identity::sha256_hex(&bytes);
+            let change = certify::change::diff(&previous, &path.display().to_string(), &sha, &tables, note);
+            print!("{}", certify::change::render(&change));
+            if !change.needs_approval.is_empty() && change.approval.is_none() {
+                eprintln!(
+                    "certify: not run: the change needs an approver's note (--approve \"...\"); nothing written to {}",
+                    args.out.display()
+                );
+                return Ok(ExitCode::from(1));
+            }
+            Some(change)
+        }
+        None => None,
+    };
     let plan = if args.full { Plan::full() } else { Plan::quick() };
-    let certified = CertifiedRules::of(&tables, "");
     let options = Options {
         plan,
         seed: args.seed,
@@ -61,6 +105,7 @@ pub fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         table_config,
         command_line: std::env::args().collect(),
         strict: args.strict,
+        change,
     };
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let show = !args.no_progress && (args.full || std::io::stderr().is_terminal());
@@ -83,8 +128,9 @@ pub fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
     write("report.json", serde_json::to_string_pretty(&report)?)?;
     write("report.html", certify::html::render(&report))?;
     write("sbom.cdx.json", serde_json::to_string_pretty(&report.sbom())?)?;
-    let certified = CertifiedRules { binary_sha256: report.identity.binary_sha256.clone(), ..certified };
-    write("certified-rules.json", serde_json::to_string_pretty(&certified)?)?;
+    if let Some(certified) = &report.certified_rules {
+        write("certified-rules.json", serde_json::to_string_pretty(certified)?)?;
+    }
     for t in &report.tables {
         write(&t.reproduce.paytable_file, serde_json::to_string(&t.rules.paytable)?)?;
     }
@@ -95,7 +141,7 @@ pub fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         eprintln!("FAIL {}: {}", c.description, c.detail);
     }
     println!(
-        "certify ({}, {} table{}): {} passed, {} failed, {} warning(s); {} in {:.0} s -> {}",
+        "certify ({}, {} table{}): {} passed, {} failed, {} warning(s); {} in {:.0} s -> {}{}",
         report.plan.name,
         report.tables.len(),
         if report.tables.len() == 1 { "" } else { "s" },
@@ -104,7 +150,12 @@ pub fn run(args: CertifyArgs) -> anyhow::Result<ExitCode> {
         report.warnings.len(),
         if report.verdict.passed { "PASS" } else { "FAIL" },
         report.elapsed_seconds,
-        args.out.display()
+        args.out.display(),
+        if report.certified_rules.is_some() {
+            " (certified-rules.json written)"
+        } else {
+            " (no certified-rules.json: only a pass writes it)"
+        }
     );
     Ok(ExitCode::from(report.exit_code()))
 }

@@ -18,8 +18,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use reddog::fairness::receipt;
 use reddog::fairness::{
-    ALGORITHM, AnyReveal, DealInputs, DealStream, Expectations, FairShoe, RevealV1, ServerSeed, parse_reveal,
-    text_amounts, text_decisions, text_int,
+    ALGORITHM, AnyReveal, DealInputs, DealStream, Expectations, FairShoe, KeyTrust, RevealV1, ServerSeed,
+    SignedEvidence, Verification, parse_trusted_keys, text_amounts, text_decisions, text_int,
 };
 use reddog::game::{Card, Decks, HandClass, MAX_DECKS};
 use zeroize::Zeroize;
@@ -70,7 +70,8 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
     /// The engine's public signing key (64 hex, from GetRules `signing_keys` or `reddog
-    /// keygen --public`); checks `--signature` and every `--receipt` (FAIRNESS.md 4.7).
+    /// keygen --public`); checks `--signature` and every `--receipt` (FAIRNESS.md 4.7). Not
+    /// verified unless it is among `--trusted-keys` (or `--allow-untrusted`).
     #[arg(long, value_name = "HEX")]
     pub public_key: Option<String>,
     /// Settle's `signature` (128 hex) over the reveal, checked with `--public-key`: a reveal
@@ -78,54 +79,26 @@ pub struct VerifyArgs {
     /// trailing line feed is ignored).
     #[arg(long, value_name = "HEX", requires = "public_key")]
     pub signature: Option<String>,
-    /// A step receipt the player kept (`receipt_json` of StartRound or Decide), checked with
-    /// `--public-key`; the reveal must descend from every one given. Repeatable.
+    /// Settle's `signing_key_id`: the key id inside the signed message (else the id a signed
+    /// `--receipt` or the `--trusted-keys` entry names).
+    #[arg(long, value_name = "ID", requires = "public_key")]
+    pub key_id: Option<String>,
+    /// A receipt the player kept (`receipt_json` of CommitSeed, StartRound or Decide),
+    /// checked with `--public-key`; the reveal must descend from every one given. Repeatable.
     #[arg(long, value_name = "FILE", requires = "public_key")]
     pub receipt: Vec<PathBuf>,
     /// The signing keys you trust, got outside the platform (e.g. a certification report):
     /// a JSON array of `{key_id, algorithm, public_key_hex}` (or `{"signing_keys": [...]}`,
-    /// as GetRules lists them). The output then says whether `--public-key` is one of them.
+    /// as GetRules lists them). A `--public-key` not among them is not verified.
     #[arg(long, value_name = "FILE", requires = "public_key")]
     pub trusted_keys: Option<PathBuf>,
+    /// Accept a `--public-key` that is not among `--trusted-keys` (or without them): the
+    /// signatures then prove only that the key the platform named signed.
+    #[arg(long, requires = "public_key")]
+    pub allow_untrusted: bool,
 }
 
-/// The public keys of a `--trusted-keys` file.
-fn trusted_keys(path: &std::path::Path) -> anyhow::Result<Vec<[u8; 32]>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let doc: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("--trusted-keys {}: not JSON", path.display()))?;
-    let list = doc.get("signing_keys").unwrap_or(&doc);
-    let bad =
-        || anyhow::anyhow!("--trusted-keys {}: an array of {{key_id, algorithm, public_key_hex}}", path.display());
-    let list = list.as_array().ok_or_else(bad)?;
-    list.iter()
-        .map(|k| {
-            let o = k.as_object().filter(|o| o.len() == 3).ok_or_else(bad)?;
-            let (Some(id), Some("ed25519"), Some(hex_key)) = (
-                o.get("key_id").and_then(|v| v.as_str()),
-                o.get("algorithm").and_then(|v| v.as_str()),
-                o.get("public_key_hex").and_then(|v| v.as_str()),
-            ) else {
-                return Err(bad());
-            };
-            let mut key = [0u8; 32];
-            hex::decode_to_slice(hex_key, &mut key)
-                .map_err(|_| anyhow::anyhow!("--trusted-keys: key {id:?}: public_key_hex is 64 hexadecimal digits"))?;
-            Ok(key)
-        })
-        .collect()
-}
-
-/// What to check with the public key: Settle's signature, and the step receipts.
-struct Signed {
-    public_key: [u8; 32],
-    signature: Option<[u8; 64]>,
-    steps: Vec<StepFile>,
-    /// With `--trusted-keys`: whether the public key is among them.
-    certified: Option<bool>,
-}
-
-/// The `--receipt` files, each parsed as a step receipt.
+/// The `--receipt` files, each parsed as a receipt (of CommitSeed or of a step).
 pub(crate) fn read_step_receipts(paths: &[PathBuf]) -> anyhow::Result<Vec<StepFile>> {
     paths
         .iter()
@@ -141,8 +114,9 @@ pub(crate) fn read_step_receipts(paths: &[PathBuf]) -> anyhow::Result<Vec<StepFi
 /// A `--receipt` file: its path and the receipt (of CommitSeed or of a step).
 pub(crate) type StepFile = (PathBuf, receipt::PlayerReceipt);
 
-/// Each step receipt checked against the reveal: its name, whether the key signed it and
-/// whether the reveal descends from it (`chain`: the reveal's recomputed transcripts).
+/// Each receipt checked against the reveal: its name, whether the key signed it and whether
+/// it holds (the reveal descends from it, it names no card before it was shown, it is not of
+/// a sandbox round); `chain`: the reveal's recomputed transcripts.
 pub(crate) fn check_steps(
     public_key: &[u8; 32],
     steps: &[StepFile],
@@ -151,37 +125,54 @@ pub(crate) fn check_steps(
 ) -> Vec<(String, bool, bool)> {
     steps
         .iter()
-        .map(|(path, r)| {
-            let (signed_ok, descends) = match reveal {
-                AnyReveal::V1(_) => (false, false),
-                AnyReveal::V2(v) => r.check(public_key, v, chain),
-            };
-            (format!("{} of {}", r.describe(), path.display()), signed_ok, descends)
+        .map(|(path, r)| match reveal {
+            AnyReveal::V1(_) => (format!("receipt of {}", path.display()), false, false),
+            AnyReveal::V2(v) => {
+                let c = r.check(public_key, v, chain);
+                (format!("{} of {}", c.name, path.display()), c.signed, c.ok())
+            }
         })
         .collect()
 }
 
-/// `--public-key`, `--signature` (hex digits of either case, 64 and 128 of them) and the
-/// `--receipt` files, or none.
-fn receipt_args(args: &VerifyArgs) -> anyhow::Result<Option<Signed>> {
+/// `--public-key`, `--signature` (hex digits of either case, 64 and 128 of them), the
+/// `--receipt` files and the trusted keys, or none.
+fn receipt_args(args: &VerifyArgs) -> anyhow::Result<Option<SignedEvidence>> {
     let Some(key) = &args.public_key else { return Ok(None) };
-    let mut r = Signed { public_key: [0; 32], signature: None, steps: Vec::new(), certified: None };
-    hex::decode_to_slice(key, &mut r.public_key)
+    let mut public_key = [0u8; 32];
+    hex::decode_to_slice(key, &mut public_key)
         .map_err(|_| anyhow::anyhow!("--public-key: an Ed25519 public key is 64 hexadecimal digits"))?;
-    if let Some(sig) = &args.signature {
-        let mut bytes = [0u8; 64];
-        hex::decode_to_slice(sig, &mut bytes)
-            .map_err(|_| anyhow::anyhow!("--signature: an Ed25519 signature is 128 hexadecimal digits"))?;
-        r.signature = Some(bytes);
-    }
-    r.steps = read_step_receipts(&args.receipt)?;
-    if let Some(path) = &args.trusted_keys {
-        r.certified = Some(trusted_keys(path)?.contains(&r.public_key));
-    }
-    if r.signature.is_none() && r.steps.is_empty() {
+    let settle_signature = match &args.signature {
+        None => None,
+        Some(sig) => {
+            let mut bytes = [0u8; 64];
+            hex::decode_to_slice(sig, &mut bytes)
+                .map_err(|_| anyhow::anyhow!("--signature: an Ed25519 signature is 128 hexadecimal digits"))?;
+            Some(bytes)
+        }
+    };
+    let receipts = read_step_receipts(&args.receipt)?
+        .into_iter()
+        .map(|(path, r)| (path.display().to_string(), r))
+        .collect::<Vec<_>>();
+    let trusted = match &args.trusted_keys {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            Some(parse_trusted_keys(&text).map_err(|e| anyhow::anyhow!("--trusted-keys {}: {e}", path.display()))?)
+        }
+    };
+    if settle_signature.is_none() && receipts.is_empty() {
         bail!("--public-key: give --signature or --receipt to check with it");
     }
-    Ok(Some(r))
+    Ok(Some(SignedEvidence {
+        public_key,
+        key_id: args.key_id.clone(),
+        settle_signature,
+        receipts,
+        trusted,
+        allow_untrusted: args.allow_untrusted,
+    }))
 }
 
 /// Exit status of `reddog verify`: the reveal verified.
@@ -327,40 +318,41 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(MALFORMED));
         }
     };
-    let checked = parse_reveal(&text).and_then(|r| Ok((r.verify()?, r)));
-    let (verdict, reveal) = match checked {
-        Ok(x) => x,
+    let v = match Verification::check(&text, &expect, signed.as_ref()) {
+        Ok(v) => v,
         Err(e) => {
             println!("verdict     MALFORMED");
             eprintln!("error: the reveal is malformed: {e}");
             return Ok(ExitCode::from(MALFORMED));
         }
     };
-    let mismatches = expect.check(&reveal);
-    // The signed receipt covers the settled transcript and the exact reveal bytes; a
-    // version-1 reveal has no transcript, so no receipt covers it.
-    let signature_ok =
-        signed.as_ref().and_then(|r| Some((r.public_key, r.signature?))).map(|(key, sig)| match &reveal {
-            AnyReveal::V1(_) => false,
-            AnyReveal::V2(v) => {
-                let mut transcript = [0u8; 32];
-                hex::decode_to_slice(&v.transcript, &mut transcript).is_ok()
-                    && receipt::verify_settle(&key, &sig, &transcript, receipt::reveal_bytes(text.as_bytes()))
-            }
-        });
-    // Each step receipt: signed by the key, and the reveal descends from it.
-    let steps =
-        signed.as_ref().map_or_else(Vec::new, |r| check_steps(&r.public_key, &r.steps, &reveal, &verdict.chain));
-    let steps_ok = steps.iter().all(|&(_, s, d)| s && d);
+    render(&v)?;
+    let failures = v.failures();
+    let mut out = io::stdout().lock();
+    for note in v.notes() {
+        writeln!(out, "note        {note}")?;
+    }
+    if failures.is_empty() {
+        writeln!(out, "verdict     VERIFIED")?;
+        return Ok(ExitCode::from(VERIFIED));
+    }
+    writeln!(out, "verdict     NOT VERIFIED")?;
+    out.flush()?;
+    eprintln!("not verified: {}", failures.join("; "));
+    Ok(ExitCode::from(NOT_VERIFIED))
+}
 
+/// Every check of a [`Verification`], one line each (the verdict is the caller's).
+fn render(v: &Verification) -> anyhow::Result<()> {
+    let (verdict, reveal) = (&v.verdict, &v.reveal);
     let mark = |ok: bool| if ok { "OK" } else { "MISMATCH" };
     let list = |cards: &[Card]| cards.iter().map(Card::to_string).collect::<Vec<_>>().join(" ");
     let mut out = io::stdout().lock();
-    let (algorithm, client_seed, nonce, decks, commitment, cards) = match &reveal {
+    let (algorithm, client_seed, nonce, decks, commitment, cards) = match reveal {
         AnyReveal::V1(r) => (&r.algorithm, &r.client_seed, r.nonce, r.decks, &r.commitment, &r.cards),
         AnyReveal::V2(r) => (&r.algorithm, &r.client_seed, r.nonce, r.decks, &r.commitment, &r.cards),
     };
-    match &reveal {
+    match reveal {
         AnyReveal::V1(r) => {
             writeln!(out, "format      reddog-reveal-v1 (cards only: no money, no transcript)")?;
             if let Some(id) = &r.round_id {
@@ -387,7 +379,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         };
         writeln!(out, "hand        {hand}")?;
     }
-    if let AnyReveal::V2(r) = &reveal {
+    if let AnyReveal::V2(r) = reveal {
         for (k, step) in r.decisions.iter().enumerate() {
             let s: Vec<String> = step.iter().map(|d| format!("seat {} {}", d.seat, d.action)).collect();
             writeln!(out, "decide {:<4} {}", k + 1, s.join(", "))?;
@@ -417,72 +409,41 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         writeln!(out, "transcript  {}  {}", r.transcript, mark(verdict.transcript_ok == Some(true)))?;
     }
-    if let (Some(r), Some(ok)) = (&signed, signature_ok) {
-        writeln!(out, "signature   ed25519 by {}  {}", hex::encode(r.public_key), mark(ok))?;
-    }
-    if let Some(r) = &signed {
-        use sha2::Digest;
-        let fingerprint = hex::encode(sha2::Sha256::digest(r.public_key));
-        let whose = match r.certified {
-            Some(true) => "a certified key (in --trusted-keys)",
-            Some(false) => "a key the platform named (not in --trusted-keys)",
-            None => "a key the platform named (no --trusted-keys given)",
+    if let Some(s) = &v.signed {
+        if let Some(settle) = s.settle {
+            let version = settle.map_or(String::new(), |n| format!(" (settle receipt v{n})"));
+            writeln!(out, "signature   ed25519 by {}{version}  {}", hex::encode(s.public_key), mark(settle.is_some()))?;
+        }
+        let whose = match (&s.trust, s.allow_untrusted) {
+            (KeyTrust::Trusted { key_id }, _) => format!("a trusted key ({key_id:?} in --trusted-keys)"),
+            (KeyTrust::Untrusted { listed: true }, false) => "a key NOT among your --trusted-keys".to_string(),
+            (KeyTrust::Untrusted { listed: false }, false) => {
+                "a key the platform named (no --trusted-keys)".to_string()
+            }
+            (KeyTrust::Untrusted { .. }, true) => "a key the platform named (untrusted, --allow-untrusted)".to_string(),
         };
-        let signed_by = if signature_ok != Some(false) && steps_ok { "signed by " } else { "NOT signed by " };
-        writeln!(out, "key         {signed_by}{whose}, fingerprint SHA-256 {fingerprint}")?;
+        let id = s.key_id.as_deref().map_or(String::new(), |id| format!(", key id {id:?}"));
+        writeln!(out, "key         {whose}{id}, fingerprint SHA-256 {}", hex::encode(s.fingerprint))?;
+        for (name, r) in &s.receipts {
+            let why = if !r.signed {
+                "MISMATCH (not signed by this key)".to_string()
+            } else if let Some(card) = r.hidden_card {
+                format!("MISMATCH (names {card} before the table showed it: a leak)")
+            } else if r.sandbox {
+                "MISMATCH (a sandbox round)".to_string()
+            } else if !r.descends {
+                "MISMATCH (the reveal does not descend from this receipt)".to_string()
+            } else {
+                "OK".to_string()
+            };
+            writeln!(out, "receipt     {name} (v{})  {why}", r.version)?;
+        }
     }
-    for (name, signed_ok, descends) in &steps {
-        let why = match (signed_ok, descends) {
-            (false, _) => "MISMATCH (not signed by this key)",
-            (true, false) => "MISMATCH (the reveal does not descend from this step)",
-            (true, true) => "OK",
-        };
-        writeln!(out, "receipt     {name}  {why}")?;
-    }
-    for m in &mismatches {
+    for m in &v.mismatches {
         let revealed = m.revealed.as_deref().unwrap_or("(not in the reveal)");
         writeln!(out, "expected    {} {:?}, the reveal has {:?}  MISMATCH", m.field, m.expected, revealed)?;
     }
-    if verdict.ok() && mismatches.is_empty() && signature_ok != Some(false) && steps_ok {
-        if signature_ok == Some(true) && steps.is_empty() && expect.transcript.is_none() {
-            writeln!(
-                out,
-                "note        the signature proves the engine produced this reveal, not that it is the round \
-                 played: give the last --receipt or --expect-transcript for that"
-            )?;
-        }
-        writeln!(out, "verdict     VERIFIED")?;
-        return Ok(ExitCode::from(VERIFIED));
-    }
-    writeln!(out, "verdict     NOT VERIFIED")?;
-    out.flush()?;
-    let mut why = Vec::new();
-    if !verdict.commitment_ok {
-        why.push("the commitment is not SHA-256 of the server seed");
-    }
-    if !verdict.cards_ok {
-        why.push("the revealed cards differ from the cards the inputs deal");
-    }
-    if verdict.payouts_ok == Some(false) {
-        why.push("a seat's raise, stake or return is not what the rules pay");
-    }
-    if verdict.transcript_ok == Some(false) {
-        why.push("the transcript is not the hash of the round's inputs and decisions");
-    }
-    if verdict.rules_ok == Some(false) {
-        why.push("the rules digest is not the hash of the table's rules, or a bet is outside the limits");
-    }
-    if !mismatches.is_empty() {
-        why.push("the reveal differs from the player's record of the round");
-    }
-    if signature_ok == Some(false) {
-        why.push("the engine's signature does not cover this reveal (another reveal, or another key)");
-    }
-    if !steps_ok {
-        why.push("a step receipt is not signed by the key, or the reveal does not descend from the signed step");
-    }
-    eprintln!("not verified: {}", why.join("; "));
-    Ok(ExitCode::from(NOT_VERIFIED))
+    Ok(())
 }
 
 pub fn commit(args: CommitArgs) -> anyhow::Result<()> {

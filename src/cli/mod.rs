@@ -16,7 +16,7 @@ mod simulate;
 
 /// Red Dog game engine.
 #[derive(Debug, Parser)]
-#[command(name = "reddog", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+#[command(name = "reddog", version = env!("REDDOG_VERSION"), about, long_about = None, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,

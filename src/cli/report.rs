@@ -14,7 +14,6 @@ use std::process::ExitCode;
 use reddog::audit;
 use reddog::audit::report::{self, Configured, Difference, Report, Row, Sums, TableRules, opt_decimal};
 use reddog::service::Tables;
-use reddog::service::rules_digest;
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
@@ -51,7 +50,7 @@ fn configured(p: &PathBuf) -> Result<Configured, String> {
             let rules = TableRules {
                 decks: t.table.decks(),
                 paytable: t.table.paytable().clone(),
-                rules_digest: hex::encode(rules_digest(&t.table, &t.currency)),
+                rules_digest: t.digest().to_hex(),
             };
             (t.id.clone(), rules)
         })

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use reddog::service::{Application, AuditOutput, AuditSettings, KeyRingSource, Settings, TlsSettings, TransportLimits};
-use reddog::service::{LogFormat, init_telemetry};
+use reddog::service::{LogFormat, MetricsRegistry, init_telemetry};
 use tracing::{info, warn};
 
 /// Log format choice for `--log-format`.
@@ -53,9 +53,14 @@ pub struct ServeArgs {
     #[arg(long, env = "REDDOG_TABLE_CONFIG")]
     pub table_config: Option<PathBuf>,
     /// `certified-rules.json` from `reddog certify --out`: refuse to start when a table's
-    /// rules digest is not certified for it.
+    /// rules digest is not certified for it, or when the file certifies another binary.
     #[arg(long, env = "REDDOG_CERTIFIED_RULES", value_name = "FILE")]
     pub certified_rules: Option<PathBuf>,
+    /// Serve a --certified-rules file that names another binary's SHA-256 (its tables must
+    /// still match): the pod reports itself uncertified (reddog_binary_certified 0, a warning).
+    #[arg(long, env = "REDDOG_ALLOW_UNCERTIFIED_BINARY", requires = "certified_rules",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_uncertified_binary: bool,
     /// How long a commitment from CommitSeed stays usable, in seconds (1..=86400).
     #[arg(long, env = "REDDOG_COMMITMENT_TTL_SECS", default_value_t = 600)]
     pub commitment_ttl_secs: u64,
@@ -225,8 +230,9 @@ fn allow_insecure(allow: bool, what: &str, path: &std::path::Path, mode: u32) ->
     allow
 }
 
-/// Flags and environment → settings (validated later by `Application::build`).
-fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
+/// Flags and environment → settings (validated later by `Application::build`), recording
+/// into `metrics`.
+fn settings(args: &ServeArgs, metrics: MetricsRegistry) -> anyhow::Result<Settings> {
     let inline = std::env::var(KEY_RING_ENV).ok().filter(|s| !s.trim().is_empty());
     let key_ring = match (&args.key_ring_file, inline) {
         // Name both sources: a variable set elsewhere (a shell profile, a pod spec) is the usual
@@ -256,6 +262,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         table_config: args.table_config.clone(),
         tables: None,
         certified_rules: args.certified_rules.clone(),
+        allow_uncertified_binary: args.allow_uncertified_binary,
         commitment_ttl: Duration::from_secs(args.commitment_ttl_secs),
         drain_timeout: Duration::from_secs(args.drain_timeout_secs),
         limits: TransportLimits {
@@ -287,6 +294,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         },
         allow_sandbox: args.allow_sandbox,
         clock: reddog::service::Clock::system(),
+        metrics,
     })
 }
 
@@ -324,9 +332,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         LogFormatArg::Text => LogFormat::Text,
         LogFormatArg::Json => LogFormat::Json,
     };
-    let telemetry = init_telemetry(format).map_err(|e| anyhow::anyhow!("starting logs and traces: {e}"))?;
+    // The process's one registry: the log writer counts its waits in it, the application
+    // everything else, and `/metrics` shows it.
+    let metrics = MetricsRegistry::new();
+    let telemetry = init_telemetry(format, &metrics).map_err(|e| anyhow::anyhow!("starting logs and traces: {e}"))?;
     check_key_files(&args)?;
-    let app = Application::build(settings(&args)?).await?;
+    let app = Application::build(settings(&args, metrics)?).await?;
     let ring = &app.engine().key_ring;
     if ring.is_development() {
         warn!(
@@ -346,7 +357,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             rules_digest = %t.digest(),
             rtp_exact,
             rtp_decimal,
-            certified = args.certified_rules.is_some(),
+            certified = app.certified(),
             "table rules"
         );
     }

@@ -35,7 +35,7 @@ fn per_connection_error(e: &io::Error) -> bool {
 
 /// The accept loop's answer to accept errors (see the module docs): every listener of the
 /// process (gRPC, health, `/metrics`) accepts through [`AcceptBackoff::accept`].
-pub struct AcceptBackoff {
+pub(crate) struct AcceptBackoff {
     delay: Duration,
     /// Which listener, for the WARN line.
     what: &'static str,
@@ -46,13 +46,13 @@ pub struct AcceptBackoff {
 impl AcceptBackoff {
     /// The back-off of the listener named `what` (in its WARN line), counting each back-off
     /// in `backoffs`.
-    pub fn new(what: &'static str, backoffs: Counter) -> AcceptBackoff {
+    pub(crate) fn new(what: &'static str, backoffs: Counter) -> AcceptBackoff {
         AcceptBackoff { delay: Duration::ZERO, what, backoffs }
     }
 
     /// How long to sleep after the accept error `e` before accepting again: zero for an
     /// error about one connection; else 10 ms, doubling on each error in a row up to 1 s.
-    pub fn after_error(&mut self, e: &io::Error) -> Duration {
+    pub(crate) fn after_error(&mut self, e: &io::Error) -> Duration {
         if per_connection_error(e) {
             debug!(error = %e, listener = self.what, "accept failed for one connection");
             return Duration::ZERO;
@@ -69,7 +69,7 @@ impl AcceptBackoff {
 
     /// Accepts the next connection, sleeping after errors as [`Self::after_error`] says.
     /// Cancel-safe (a `select!` branch).
-    pub async fn accept(&mut self, listener: &TcpListener) -> (TcpStream, SocketAddr) {
+    pub(crate) async fn accept(&mut self, listener: &TcpListener) -> (TcpStream, SocketAddr) {
         loop {
             match listener.accept().await {
                 Ok(accepted) => {

@@ -25,19 +25,19 @@ use tracing::{debug, debug_span};
 use super::audit_sink::{AuditRefused, AuditSink};
 use super::convert;
 use super::error::invalid_token;
-use super::metrics::{self, Method, Metrics, MoneyMetrics, TableMetrics};
+use super::metrics::{Method, Metrics, MetricsRegistry, TableMetrics};
 use super::proto::{self, red_dog_server::RedDog};
 use super::refusal_log::{Peer, REFUSAL_LOG_INTERVAL, RefusalLog};
 use super::sandbox;
-use super::state::{Binding, CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
+use super::state::{Binding, CommitmentPayload, RoundPayload, RoundState};
 use super::tables::{Currency, NamedTable, Tables};
-use super::token::{KeyRing, TokenKind, TokenRefusal};
+use super::token::{KeyRing, TokenKind, TokenRefusal, check_age};
 use crate::audit::record::{self, Amounts, Cards, DealClass, Decisions, Event, Hex32, Odds, SeatMoney, Steps};
-use crate::error::{Cause, EngineError, Fault};
-use crate::fairness::commitment::{self, CurrencyRef, RoundRef, TableRef};
-use crate::fairness::receipt::{CommitReceipt, CommitReceiptJson, StepReceipt};
+use crate::error::EngineError;
+use crate::fairness::commitment::{self, RoundRef};
+use crate::fairness::receipt::{CommitReceipt, StepReceipt};
 use crate::fairness::{
-    ALGORITHM, Commitment, DealInputs, FairShoe, RevealV1, RevealV2, RulesDigest, ServerSeed, SettledRound, Transcript,
+    ALGORITHM, Commitment, DealInputs, FairShoe, RevealV2, RulesDigest, ServerSeed, SettledRound, Transcript,
 };
 use crate::game::{Card, Decision, MAX_SEATS, Money, Round, Settlement, Spread};
 use std::collections::BTreeMap;
@@ -56,10 +56,10 @@ pub struct EngineConfig {
     pub audit: AuditSink,
     /// The wall clock commitments expire by ([`Clock::system`] but in tests).
     pub clock: Clock,
-    /// The exact money and payout sums the service adds each settlement to: its
-    /// [`super::Application`]'s, which its `/metrics` shows (`Default::default()` for a
-    /// service of its own).
-    pub money: Arc<MoneyMetrics>,
+    /// The metrics the service records (its rounds, money, RPCs, tokens): its
+    /// [`super::Application`]'s registry, which its `/metrics` shows (`Default::default()`
+    /// for a registry of its own).
+    pub metrics: MetricsRegistry,
 }
 
 /// Wall-clock time in Unix milliseconds, as the engine reads it for a commitment's expiry.
@@ -123,11 +123,6 @@ fn currency(c: &Currency) -> proto::Currency {
     proto::Currency { code: c.code().to_string(), minor_unit_exponent: Some(u32::from(c.minor_unit_exponent())) }
 }
 
-/// A currency in an error message: `EUR (exponent 2)`.
-fn currency_ref(c: &Currency) -> CurrencyRef<'_> {
-    CurrencyRef { code: c.code(), exponent: c.minor_unit_exponent() }
-}
-
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
@@ -184,11 +179,11 @@ impl RedDogService {
         let ttl_ms = i64::try_from(config.commitment_ttl.as_millis()).unwrap_or(i64::MAX);
         let digests: BTreeMap<String, RulesDigest> = config.tables.iter().map(|t| (t.id.clone(), t.digest())).collect();
         let rules = rules_per_table(&config);
-        sandbox::register_metrics(&config.tables);
+        sandbox::register_metrics(&config.tables, &config.metrics);
         let table_metrics = config
             .tables
             .iter()
-            .map(|t| (t.id.clone(), TableMetrics::register(&t.id, &t.table, &t.currency, &config.money)))
+            .map(|t| (t.id.clone(), TableMetrics::register(&t.id, &t.table, &t.currency, t.digest(), &config.metrics)))
             .collect();
         RedDogService {
             inner: Arc::new(Inner {
@@ -198,7 +193,7 @@ impl RedDogService {
                 clock: config.clock,
                 rules,
                 digests,
-                metrics: Metrics::register(),
+                metrics: Metrics::register(&config.metrics),
                 table_metrics,
                 audit: config.audit,
                 refusals: RefusalLog::new(REFUSAL_LOG_INTERVAL),
@@ -221,15 +216,6 @@ impl RedDogService {
         self.inner.digests.get(&named.id).copied().unwrap_or_else(|| named.digest())
     }
 
-    /// The currency of a round's amounts: the one its token carries, else (a token sealed
-    /// before rounds carried it) its table's, if that is still configured.
-    fn currency_of(&self, state: &RoundState) -> Option<proto::Currency> {
-        match &state.currency {
-            Some(c) => Some(currency(c)),
-            None => self.inner.tables.get(&state.table_id).ok().map(|t| currency(&t.currency)),
-        }
-    }
-
     fn get_rules(&self, req: &proto::GetRulesRequest) -> Result<proto::GetRulesResponse, Status> {
         convert::table_id(&req.table_id)?;
         let id = &self.table(&req.table_id)?.id;
@@ -250,21 +236,33 @@ impl RedDogService {
             .inner
             .ring
             .open_checked::<RoundPayload>(TokenKind::Round, token)
-            .and_then(|p| RoundState::from_payload(p).map_err(|_| TokenRefusal::Malformed))
-            .map_err(|why| {
-                self.token_refused(method, why.label(), peer);
-                invalid_token("round_token")
-            })?;
+            .and_then(RoundState::from_payload)
+            .and_then(|s| check_age(s.issued_at_unix_ms, self.inner.clock.now_ms()).map(|()| s))
+            .map_err(|why| self.token_refused(method, why, peer, "round_token"))?;
         if !round_id.is_empty() && round_id != state.round_id {
-            return Err(EngineError::invalid("round_id", "does not match the round id carried in round_token").into());
+            let reason = "does not match the round id carried in round_token".into();
+            return Err(EngineError::InvalidRoundId { field: "round_id", reason }.into());
         }
         Ok(state)
     }
 
-    /// Counts a refused token, and logs it within the refusal log's bound.
-    fn token_refused(&self, method: Method, reason: &'static str, peer: Peer) {
-        metrics::token_rejected(method, reason);
-        self.inner.refusals.refused(method, reason, peer);
+    /// Seals a token under the primary key, counted in `reddog_token_seals_total{key_id}`.
+    fn seal(&self, kind: TokenKind, payload: &impl prost::Message) -> Result<Vec<u8>, EngineError> {
+        let token = self.inner.ring.seal(kind, payload)?;
+        self.inner.metrics.sealed(self.inner.ring.primary_id());
+        Ok(token)
+    }
+
+    /// Counts a refused token in request field `field`, logs it within the refusal log's
+    /// bound, and answers: the one uniform answer, or — for a token older than the support
+    /// window — the precise one.
+    fn token_refused(&self, method: Method, why: TokenRefusal, peer: Peer, field: &'static str) -> Status {
+        self.inner.metrics.token_rejected(method, why.label());
+        self.inner.refusals.refused(method, why.label(), peer);
+        match why {
+            TokenRefusal::TooOld(_) => why.error(field).into(),
+            _ => invalid_token(field),
+        }
     }
 
     fn commit_seed(&self, req: &proto::CommitSeedRequest) -> Result<(proto::CommitSeedResponse, u64), Status> {
@@ -273,11 +271,11 @@ impl RedDogService {
         let named = self.table(&req.table_id)?;
         let seed = ServerSeed::generate().map_err(EngineError::from)?;
         let rules_digest = self.digest_of(named);
-        let expires_at_unix_ms = self.inner.clock.now_ms().checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX);
-        let payload = commitment_payload(&seed, req, named, &rules_digest, expires_at_unix_ms);
-        let token = self.inner.ring.seal(TokenKind::Commitment, &payload)?;
-        let committed = seed.commitment();
+        let (issued_at_unix_ms, expires_at_unix_ms) = self.commitment_validity();
+        let payload = commitment_payload(&seed, req, named, &rules_digest, (issued_at_unix_ms, expires_at_unix_ms));
+        let (token, committed) = (self.seal(TokenKind::Commitment, &payload)?, seed.commitment());
         let receipt = CommitReceipt {
+            key_id: "", // the signer puts its own id in (`ReceiptSigner::sign_commit`)
             commitment: &committed.0,
             round_id: &req.round_id,
             nonce: req.nonce,
@@ -311,6 +309,12 @@ impl RedDogService {
         ))
     }
 
+    /// A new commitment's issue time and its expiry (`--commitment-ttl-secs` later), in Unix ms.
+    fn commitment_validity(&self) -> (i64, i64) {
+        let issued_at_unix_ms = self.inner.clock.now_ms();
+        (issued_at_unix_ms, issued_at_unix_ms.checked_add(self.inner.ttl_ms).unwrap_or(i64::MAX))
+    }
+
     /// Records a commitment in the audit trail.
     fn audit_seed_committed(&self, receipt: &CommitReceipt<'_>, committed: &Commitment) -> Result<u64, AuditRefused> {
         self.inner.audit.record(Event::SeedCommitted(record::SeedCommitted {
@@ -329,23 +333,27 @@ impl RedDogService {
     /// a signing key (FAIRNESS.md 4.7).
     fn sign_commit(&self, receipt: &CommitReceipt<'_>) -> (String, String, String) {
         let Some(signer) = self.inner.ring.signer() else { return (String::new(), String::new(), String::new()) };
-        let signature = signer.sign_commit(receipt);
-        // Serialising plain strings, integers and booleans cannot fail.
-        let json = serde_json::to_string(&CommitReceiptJson::new(receipt, signer.id(), &signature)).unwrap_or_default();
+        let (signature, json) = signer.sign_commit(receipt);
         (signer.id().to_string(), signature, json)
     }
 
     /// The step receipt of the round in `state` after a step that took `decisions`: key id,
     /// signature and JSON, or three empty strings without a signing key (FAIRNESS.md 4.7).
+    /// It signs what the table shows ([`crate::game::Round::shown`]): the face-down card of
+    /// a round whose seats are deciding is not reachable from here.
     fn sign_step(&self, state: &RoundState, decisions: &[(usize, Decision)]) -> (String, String, String) {
         let Some(signer) = self.inner.ring.signer() else { return (String::new(), String::new(), String::new()) };
         let (signature, json) = signer.sign_step(&StepReceipt {
+            key_id: signer.id(),
             commitment: state.seed.commitment().0,
-            round_id: state.round_id.clone(),
+            table_id: &state.table_id,
+            round_id: &state.round_id,
+            rules_digest: Some(state.rules().digest().0),
+            sandbox: state.sandbox,
             step: state.step(),
             transcript: state.transcript.0,
-            cards: state.dealt_cards(),
-            decisions: decisions.to_vec(),
+            shown: state.round.shown(),
+            decisions,
         });
         (signer.id().to_string(), signature, json)
     }
@@ -359,13 +367,15 @@ impl RedDogService {
         convert::client_seed(&req.client_seed)?;
         convert::required_round_id("round_id", &req.round_id)?;
         convert::table_id(&req.table_id)?;
-        let (committed, binding, committed_sandbox) = self.resolve_commitment(peer, &req.commitment_token)?;
-        let dealt = self.committed_table(&binding, req)?;
+        let (committed, binding, committed_sandbox, issued_at) =
+            self.resolve_commitment(peer, &req.commitment_token)?;
+        let dealt = self.committed_table(binding, req)?;
         let here = self.table(&dealt.id).ok();
         sandbox::check_commitment(committed_sandbox, here.is_some_and(|t| t.sandbox), &dealt.id)?;
         let bets: Vec<Money> = req.seats.iter().map(|s| Money(s.bet)).collect();
-        let state = deal(committed, committed_sandbox, &dealt, &bets, req)?;
-        let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
+        let mut state = deal(committed, committed_sandbox, &dealt, &bets, req)?;
+        state.issued_at_unix_ms = issued_at;
+        let token = self.seal(TokenKind::Round, &state.to_payload())?;
         let record = self.audit_round_started(&state, &dealt, &bets)?;
         if let Some(m) = self.inner.table_metrics.get(&dealt.id) {
             m.round_started(state.round.class());
@@ -389,26 +399,22 @@ impl RedDogService {
         ))
     }
 
-    /// Opens a commitment token: its server seed, what it is bound to and whether it is a
-    /// sandbox commitment. A token that is not this ring's, expired or malformed is counted,
-    /// logged within bounds and refused as an invalid `commitment_token`.
-    fn resolve_commitment(&self, peer: Peer, token: &[u8]) -> Result<(ServerSeed, Binding, bool), Status> {
+    /// Opens a commitment token: its server seed, what it is bound to, whether it is a
+    /// sandbox commitment, and its issue time. A token that is not this ring's, expired or
+    /// malformed is counted, logged within bounds and refused as an invalid
+    /// `commitment_token`; one older than the support window, as that.
+    fn resolve_commitment(&self, peer: Peer, token: &[u8]) -> Result<(ServerSeed, Binding, bool, i64), Status> {
+        let now = self.inner.clock.now_ms();
         self.inner
             .ring
             .open_checked::<CommitmentPayload>(TokenKind::Commitment, token)
             .and_then(|p| {
-                commitment::check_expiry(p.expires_at_unix_ms, self.inner.clock.now_ms())
-                    .map(|()| p)
-                    .map_err(|_| TokenRefusal::Expired)
+                let binding = p.binding()?;
+                check_age(p.issued_at_unix_ms, now)?;
+                commitment::check_expiry(p.expires_at_unix_ms, now).map_err(|_| TokenRefusal::Expired)?;
+                Ok((p.seed()?, binding, p.sandbox, p.issued_at_unix_ms))
             })
-            .and_then(|p| {
-                let seed = p.seed().map_err(|_| TokenRefusal::Malformed)?;
-                Ok((seed, p.binding().map_err(|_| TokenRefusal::Malformed)?, p.sandbox))
-            })
-            .map_err(|why| {
-                self.token_refused(Method::StartRound, why.label(), peer);
-                invalid_token("commitment_token")
-            })
+            .map_err(|why| self.token_refused(Method::StartRound, why, peer, "commitment_token"))
     }
 
     /// Records a dealt round in the audit trail.
@@ -433,47 +439,18 @@ impl RedDogService {
         }))
     }
 
-    /// The table a commitment deals at: the rules it carries (whatever this replica's table
-    /// says now), or — for a commitment sealed before rules travelled with it — this
-    /// replica's table, if its deck count, currency and digest are those committed. Refused
-    /// with `RULES_CHANGED` only when the operator withdrew the committed digest at this
-    /// table (`withdrawn_rules`), or when an old commitment's digest is not this table's.
-    fn committed_table(&self, binding: &Binding, req: &proto::StartRoundRequest) -> Result<NamedTable, EngineError> {
-        let Binding::Bound { round_id, nonce, table_id, decks, currency: committed_currency, rules_digest, rules } =
-            binding
-        else {
-            // Sealed before binding, by an engine whose only table was the default one: it
-            // deals there (its round id and nonce are free until it expires, FAIRNESS §7).
-            commitment::check_table(DEFAULT_TABLE_ID, &req.table_id)?;
-            return self.table(DEFAULT_TABLE_ID).cloned();
-        };
+    /// The table a commitment deals at: the rules it carries, whatever this replica's table
+    /// says now. Refused with `COMMITMENT_MISMATCH` for another round, nonce or table than
+    /// the commitment's, and with `RULES_CHANGED` when the operator withdrew the committed
+    /// rules at this table (`withdrawn_rules`).
+    fn committed_table(&self, binding: Binding, req: &proto::StartRoundRequest) -> Result<NamedTable, EngineError> {
+        let Binding { round_id, nonce, table_id, table, currency, rules_digest } = binding;
         let requested = RoundRef { round_id: &req.round_id, nonce: req.nonce, table_id: &req.table_id };
-        commitment::check_binding(&RoundRef { round_id, nonce: *nonce, table_id }, &requested)?;
-        let here = self.table(table_id);
-        if let (Some(digest), Ok(named)) = (rules_digest, &here) {
-            self.check_not_withdrawn(named, digest)?;
+        commitment::check_binding(&RoundRef { round_id: &round_id, nonce, table_id: &table_id }, &requested)?;
+        if let Ok(named) = self.table(&table_id) {
+            self.check_not_withdrawn(named, &rules_digest)?;
         }
-        if let (Some(table), Some(currency)) = (rules, committed_currency) {
-            return Ok(NamedTable {
-                id: table_id.clone(),
-                table: (**table).clone(),
-                currency: currency.clone(),
-                sandbox: false,
-            });
-        }
-        let named = here?;
-        let committed_table = TableRef {
-            decks: *decks,
-            currency: committed_currency.as_ref().map(currency_ref),
-            rules_digest: *rules_digest,
-        };
-        let table_now = TableRef {
-            decks: named.table.decks(),
-            currency: Some(currency_ref(&named.currency)),
-            rules_digest: Some(self.digest_of(named)),
-        };
-        commitment::check_table_unchanged(&committed_table, &table_now)?;
-        Ok(named.clone())
+        Ok(NamedTable { id: table_id, table, currency, sandbox: false })
     }
 
     /// Refuses (`RULES_CHANGED`) a commitment to rules the operator withdrew at this table.
@@ -495,10 +472,10 @@ impl RedDogService {
         let (parent_step, parent) = (state.step(), state.transcript);
         state.transcript = parent.decide(&sorted);
         state.steps.push(sorted);
-        let token = self.inner.ring.seal(TokenKind::Round, &state.to_payload())?;
+        let token = self.seal(TokenKind::Round, &state.to_payload())?;
         let record = self.audit_decided(&state, parent_step, parent, raised)?;
         let transcript = state.transcript.to_hex();
-        let currency = self.currency_of(&state);
+        let currency = Some(currency(&state.currency));
         let (signing_key_id, signature, receipt_json) =
             self.sign_step(&state, state.steps.last().map_or(&[][..], Vec::as_slice));
         Ok((
@@ -546,12 +523,12 @@ impl RedDogService {
         state.round.close();
         let settlement = state.round.settle(&state.paytable).map_err(EngineError::from)?;
         let cards = state.dealt_cards();
-        let (reveal_json, reveal_fields, signed) = reveal(&state, &settlement, &cards)?;
-        let (signing_key_id, signature) = match self.inner.ring.signer().filter(|_| signed) {
+        let (reveal_json, reveal_fields) = reveal(&state, &settlement, &cards);
+        let (signing_key_id, signature) = match self.inner.ring.signer() {
             Some(signer) => (signer.id().to_string(), signer.sign_settle(&state.transcript.0, reveal_json.as_bytes())),
             None => (String::new(), String::new()),
         };
-        let currency = self.currency_of(&state);
+        let currency = Some(currency(&state.currency));
         let record = self.audit_settled(&state, &settlement, &cards, currency.as_ref())?;
         if let Some(m) = self.inner.table_metrics.get(&state.table_id) {
             m.settled(&settlement, state.decks, &state.paytable);
@@ -576,8 +553,7 @@ impl RedDogService {
         ))
     }
 
-    /// Records a settled round in the audit trail, under the rules it was dealt with (a
-    /// round sealed before rounds carried them: its table's, as configured here).
+    /// Records a settled round in the audit trail, under the rules it was dealt with.
     fn audit_settled(
         &self,
         state: &RoundState,
@@ -585,7 +561,7 @@ impl RedDogService {
         cards: &[Card],
         currency: Option<&proto::Currency>,
     ) -> Result<u64, AuditRefused> {
-        let rules_digest = state.rules().map_or_else(|| *self.digest(&state.table_id), |r| r.digest().0);
+        let rules_digest = state.rules().digest().0;
         let (hand_class, spread) = DealClass::of(settlement.class);
         let mut seats = [SeatMoney::default(); MAX_SEATS];
         self.inner.audit.record(Event::RoundSettled(record::RoundSettled {
@@ -611,13 +587,14 @@ impl RedDogService {
     }
 }
 
-/// A commitment token's payload: the seed and everything the round is bound to.
-fn commitment_payload(
+/// A commitment token's payload: the seed and everything the round is bound to, issued at
+/// `issued_at_unix_ms`.
+pub(crate) fn commitment_payload(
     seed: &ServerSeed,
     req: &proto::CommitSeedRequest,
     named: &NamedTable,
     rules_digest: &RulesDigest,
-    expires_at_unix_ms: i64,
+    (issued_at_unix_ms, expires_at_unix_ms): (i64, i64),
 ) -> CommitmentPayload {
     let table = &named.table;
     CommitmentPayload {
@@ -634,6 +611,7 @@ fn commitment_payload(
         min_bet: table.limits().min().0,
         max_bet: table.limits().max().0,
         sandbox: named.sandbox,
+        issued_at_unix_ms,
     }
 }
 
@@ -672,9 +650,10 @@ fn deal(
         paytable: table.paytable().clone(),
         steps: Vec::new(),
         transcript: Transcript([0; 32]),
-        currency: Some(dealt.currency.clone()),
-        limits: Some(dealt.table.limits()),
+        currency: dealt.currency.clone(),
+        limits: dealt.table.limits(),
         sandbox: sandbox_round,
+        issued_at_unix_ms: 0,
     };
     state.transcript = state.start_transcript();
     Ok(state)
@@ -699,29 +678,8 @@ fn seat_results(settlement: &Settlement) -> Vec<proto::SeatResult> {
         .collect()
 }
 
-/// The settled round's reveal: its JSON, its protobuf fields, and whether a settle
-/// signature covers it.
-///
-/// A round started by an engine before round integrity may have no round id (it was
-/// optional then); a v2 reveal needs one, so such a round reveals in the v1 format (cards
-/// only), which is what that engine would have returned. A version-1 reveal has no
-/// transcript: no receipt covers it.
-fn reveal(
-    state: &RoundState,
-    settlement: &Settlement,
-    cards: &[Card],
-) -> Result<(String, proto::Reveal, bool), EngineError> {
-    if state.round_id.is_empty() {
-        let inputs = DealInputs {
-            server_seed: &state.seed,
-            client_seed: state.client_seed.as_bytes(),
-            nonce: state.nonce,
-            decks: state.decks,
-        };
-        let v1 = RevealV1::new(&inputs, &state.client_seed, cards, None);
-        let json = serde_json::to_string(&v1).map_err(|e| EngineError::from(Fault::RevealJson(Cause::new(e))))?;
-        return Ok((json, reveal_message_v1(&v1), false));
-    }
+/// The settled round's reveal: its JSON and its protobuf fields.
+fn reveal(state: &RoundState, settlement: &Settlement, cards: &[Card]) -> (String, proto::Reveal) {
     let mut reveal = RevealV2::new(&SettledRound {
         seed: &state.seed,
         table_id: &state.table_id,
@@ -734,13 +692,13 @@ fn reveal(
         steps: &state.steps,
         settlement,
         transcript: state.transcript,
-        rules: state.rules(),
+        rules: Some(state.rules()),
     });
     if state.sandbox {
         reveal.format = sandbox::SANDBOX_REVEAL_FORMAT.to_string();
     }
     // The JSON first, then the reveal's strings move into the message (no copies).
-    Ok((reveal.to_json(), reveal_message(reveal, &state.steps), true))
+    (reveal.to_json(), reveal_message(reveal, &state.steps))
 }
 
 /// GetRules' answer for each table, with the signing key the ring publishes.
@@ -770,20 +728,6 @@ fn round_view(state: &RoundState) -> Result<proto::RoundView, EngineError> {
     let mut view = convert::round_view(&state.round, &state.paytable)?;
     view.sandbox = state.sandbox;
     Ok(view)
-}
-
-/// A version-1 reveal as protobuf fields (no format, table, money or transcript).
-fn reveal_message_v1(r: &RevealV1) -> proto::Reveal {
-    proto::Reveal {
-        algorithm: r.algorithm.clone(),
-        server_seed: r.server_seed.clone(),
-        commitment: r.commitment.clone(),
-        client_seed: r.client_seed.clone(),
-        nonce: r.nonce,
-        decks: u32::from(r.decks),
-        cards: r.cards.clone(),
-        ..proto::Reveal::default()
-    }
 }
 
 /// The reveal as protobuf fields (the same content as `reveal_json`; the decisions from

@@ -16,6 +16,7 @@ use super::api::{Clock, EngineConfig};
 use super::audit_sink::{AuditOptions, AuditSink, CheckpointSigner, DEFAULT_CHECKPOINT_RECORDS, Tail};
 use super::audit_writer::Plain;
 pub use super::limits::TransportLimits;
+use super::metrics::MetricsRegistry;
 use super::server::{self, ServeError};
 use super::tables::Tables;
 use super::tls::{TlsFiles, TlsReloader};
@@ -122,14 +123,19 @@ impl AuditSettings {
     }
 
     /// Opens the output and starts the sink's writer (`audit_started` is written when the
-    /// server starts serving).
+    /// server starts serving), counting in `metrics`.
     /// Checkpoints are signed with `signer`, the key ring's signing key, when it has one.
-    fn start(self, signer: Option<Arc<dyn CheckpointSigner>>) -> Result<AuditSink, SettingsError> {
+    fn start(
+        self,
+        signer: Option<Arc<dyn CheckpointSigner>>,
+        metrics: MetricsRegistry,
+    ) -> Result<AuditSink, SettingsError> {
         let options = AuditOptions {
             replica: self.replica_id,
             checkpoint_interval: self.checkpoint_interval,
             checkpoint_records: self.checkpoint_records,
             signer,
+            metrics,
         };
         Ok(match self.output {
             // Standard output unbuffered (a duplicate of fd 1 as a file): "written" means the
@@ -192,8 +198,12 @@ pub struct Settings {
     pub table_config: Option<PathBuf>,
     /// The tables themselves (embedding, tests); when set, `table_config` must be `None`.
     pub tables: Option<Tables>,
-    /// `certified-rules.json` ([`super::certified`]): every table's digest must be in it.
+    /// `certified-rules.json` ([`super::certified`]): every table's digest must be in it,
+    /// and its binary digest must be this executable's.
     pub certified_rules: Option<PathBuf>,
+    /// Start although `certified_rules` names another binary (`--allow-uncertified-binary`):
+    /// the pod then reports itself uncertified (`reddog_binary_certified 0`, a warning).
+    pub allow_uncertified_binary: bool,
     /// How long a commitment from CommitSeed stays usable (1 s .. 1 day).
     pub commitment_ttl: Duration,
     /// Upper bound on graceful shutdown (1 s .. 1 h).
@@ -209,6 +219,11 @@ pub struct Settings {
     pub allow_sandbox: bool,
     /// The wall clock commitments expire by: [`Clock::system`]; tests set their own.
     pub clock: Clock,
+    /// The application's metrics registry (see [`super::metrics`]): everything the
+    /// application records goes here and its `/metrics` listener shows it. The binary creates
+    /// it first, to count its log writer's waits in it too; [`Settings::local`] makes a new
+    /// one.
+    pub metrics: MetricsRegistry,
 }
 
 impl Settings {
@@ -223,6 +238,7 @@ impl Settings {
             table_config: None,
             tables: None,
             certified_rules: None,
+            allow_uncertified_binary: false,
             commitment_ttl: Duration::from_secs(600),
             drain_timeout: Duration::from_secs(20),
             limits: TransportLimits::default(),
@@ -231,6 +247,7 @@ impl Settings {
             audit: AuditSettings::to_writer(std::io::sink()),
             allow_sandbox: false,
             clock: Clock::system(),
+            metrics: MetricsRegistry::new(),
         }
     }
 
@@ -394,6 +411,8 @@ pub struct Application {
     tls: Option<TlsReloader>,
     reload_on_sighup: bool,
     audit: AuditSink,
+    /// Every table checked against certified rules naming this binary.
+    certified: bool,
 }
 
 impl std::fmt::Debug for Application {
@@ -415,14 +434,11 @@ impl Application {
         let tables = settings.load_tables()?;
         super::sandbox::refuse_without_flag(&tables, settings.allow_sandbox)
             .map_err(|reason| SettingsError::Invalid { setting: "table-config", reason })?;
-        if let Some(path) = &settings.certified_rules {
-            let bad = |reason: String| SettingsError::Invalid { setting: "certified-rules", reason };
-            let text =
-                std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
-            let file = super::certified::CertifiedRules::from_json(&text)
-                .map_err(|e| bad(format!("{}: {e}", path.display())))?;
-            file.check(&tables).map_err(|e| bad(format!("{}: {e}", path.display())))?;
-        }
+        let certified = match &settings.certified_rules {
+            Some(path) => super::certified::load(path, &tables, settings.allow_uncertified_binary)
+                .map_err(|reason| SettingsError::Invalid { setting: "certified-rules", reason })?,
+            None => super::certified::Certified::NotChecked,
+        };
         let tls = match &settings.tls {
             Some(t) => Some(
                 TlsReloader::load(TlsFiles {
@@ -448,22 +464,25 @@ impl Application {
             })?),
             None => None,
         };
-        // This application's money and payout sums: its service adds to them, its `/metrics`
-        // shows them (the `metrics` recorder is the process's: see `metrics`' docs).
-        let money = Arc::new(super::metrics::MoneyMetrics::default());
+        // This application's registry: everything below records into it, its `/metrics` shows
+        // it (no process-wide recorder: see `metrics`' docs).
+        let metrics = settings.metrics;
         let metrics_addr = match settings.metrics_listen {
-            Some(addr) => super::metrics::spawn(addr, Arc::clone(&money))
-                .await
-                .map_err(|source| SettingsError::Bind { what: "the metrics listener", addr, source })?,
-            None => {
-                super::metrics::install();
-                None
+            Some(addr) => {
+                Some(super::metrics::spawn(addr, metrics.clone()).await.map_err(|source| SettingsError::Bind {
+                    what: "the metrics listener",
+                    addr,
+                    source,
+                })?)
             }
+            None => None,
         };
-        super::metrics::rules_certified(&tables, settings.certified_rules.is_some());
-        // After the metrics recorder, so the sink's counters are live.
+        metrics.rules_certified(&tables, certified == super::certified::Certified::Yes);
         let signer = key_ring.signer().map(|s| Arc::clone(s) as Arc<dyn CheckpointSigner>);
-        let audit = settings.audit.start(signer)?;
+        let audit = settings.audit.start(signer, metrics.clone())?;
+        // Its histograms are drained every few seconds even if nothing scrapes them; the task
+        // ends with the registry.
+        metrics.spawn_upkeep();
         Ok(Application {
             listener,
             health_listener,
@@ -474,14 +493,21 @@ impl Application {
                 commitment_ttl: settings.commitment_ttl,
                 audit: audit.clone(),
                 clock: settings.clock.clone(),
-                money,
+                metrics,
             },
             audit,
             drain_timeout: settings.drain_timeout,
             limits: settings.limits,
             tls,
             reload_on_sighup: settings.reload_on_sighup,
+            certified: certified == super::certified::Certified::Yes,
         })
+    }
+
+    /// `true` when every table was checked at start-up against `--certified-rules` naming
+    /// this binary (as `reddog_binary_certified` says).
+    pub fn certified(&self) -> bool {
+        self.certified
     }
 
     /// The bound gRPC address.
@@ -494,10 +520,14 @@ impl Application {
         self.health_listener.as_ref().and_then(|l| l.local_addr().ok())
     }
 
-    /// The bound metrics address (`None` without a metrics listener, or when another
-    /// `metrics` recorder was installed first).
+    /// The bound metrics address (`None` without a metrics listener).
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// The application's metrics registry: what its `/metrics` listener shows.
+    pub fn metrics(&self) -> &MetricsRegistry {
+        &self.engine.metrics
     }
 
     /// The engine configuration (table, ring, commitment lifetime).

@@ -34,17 +34,18 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use metrics::{Counter, counter};
+use metrics::Counter;
 use sha2::{Digest, Sha256};
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
 use std::borrow::Cow;
 
-use super::audit_record::{checkpoint_message, rules_digest};
-use super::audit_writer::{AuditWriter, Cause, Fault, Health, Output, Plain, Refusal, Synced};
+use super::audit_record::checkpoint_message;
+use super::audit_writer::{AuditWriter, Cause, Health, Output, Plain, Refusal, Synced};
 use super::build_info;
-use super::error::ERROR_DOMAIN;
+use super::error::{ERROR_DOMAIN, ErrorReason};
+use super::metrics::MetricsRegistry;
 use super::tables::Tables;
 use crate::audit::record::{
     At, AuditResumed, AuditStarted, AuditStopped, Checkpoint, Envelope, Event, Hex32, HexBytes, Odds, PreviousRecord,
@@ -93,9 +94,6 @@ impl AuditRefused {
         }
     }
 
-    /// Every `reason` label.
-    pub const LABELS: [&'static str; 5] = ["backlog", "output_failed", "stalled", "stopped", "not_started"];
-
     fn of(why: Refusal) -> AuditRefused {
         match why {
             Refusal::Backlog => AuditRefused::Backlog,
@@ -105,8 +103,8 @@ impl AuditRefused {
         }
     }
 
-    fn count(self) -> AuditRefused {
-        counter!("reddog_audit_refused_total", "reason" => self.label()).increment(1);
+    fn count(self, metrics: &MetricsRegistry) -> AuditRefused {
+        metrics.audit_refused(self.label());
         self
     }
 }
@@ -116,7 +114,7 @@ impl From<AuditRefused> for Status {
     /// `ErrorInfo` of reason `AUDIT_UNAVAILABLE` and the cause in its metadata.
     fn from(why: AuditRefused) -> Status {
         let details = ErrorDetails::with_error_info(
-            "AUDIT_UNAVAILABLE",
+            ErrorReason::AuditUnavailable.as_str_name(),
             ERROR_DOMAIN,
             [("cause".to_string(), why.label().to_string())],
         );
@@ -134,17 +132,20 @@ pub struct AuditOptions {
     pub checkpoint_records: u64,
     /// Signs checkpoints and `audit_stopped`, when a signing key exists.
     pub signer: Option<Arc<dyn CheckpointSigner>>,
+    /// Where records written and refused are counted: the application's registry.
+    pub metrics: MetricsRegistry,
 }
 
 impl AuditOptions {
-    /// Replica `local`, checkpoints every 60 s or 1,000 round records, unsigned (tests,
-    /// benchmarks, embedding).
+    /// Replica `local`, checkpoints every 60 s or 1,000 round records, unsigned, counted in a
+    /// registry of its own (tests, benchmarks, embedding).
     pub fn local() -> AuditOptions {
         AuditOptions {
             replica: "local".to_string(),
             checkpoint_interval: Duration::from_secs(60),
             checkpoint_records: DEFAULT_CHECKPOINT_RECORDS,
             signer: None,
+            metrics: MetricsRegistry::new(),
         }
     }
 }
@@ -165,7 +166,7 @@ impl std::fmt::Debug for AuditOptions {
 
 /// What a file sink found at the end of the file it appends to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Tail {
+pub(crate) struct Tail {
     /// The last whole record.
     pub previous: Option<PreviousRecord<'static>>,
     /// The bytes of a torn last line, closed off with a line feed.
@@ -198,6 +199,7 @@ struct Inner {
     out: AuditWriter,
     chain: Mutex<Chain>,
     written: Counter,
+    metrics: MetricsRegistry,
 }
 
 /// The audit sink (see the module docs). Cheap to clone; clones share one chain.
@@ -235,7 +237,7 @@ const TAIL_READ: u64 = 1 << 20;
 
 /// Opens `path` for appending (created if missing, with `sync`: each batch `fsync`ed), closes
 /// off a torn last line with a line feed, and says what the file ended with.
-pub fn open_file(path: &std::path::Path, sync: bool) -> std::io::Result<(Box<dyn Output>, Tail)> {
+pub(crate) fn open_file(path: &std::path::Path, sync: bool) -> std::io::Result<(Box<dyn Output>, Tail)> {
     let mut file = std::fs::OpenOptions::new().create(true).read(true).append(true).open(path)?;
     let tail = repair_tail(&mut file)?;
     if sync {
@@ -326,7 +328,7 @@ impl AuditSink {
 
     /// As [`AuditSink::new`], on an output of [`open_file`] (or any [`Output`]); `sync`
     /// says whether it `fsync`s each batch (recorded in `audit_started`).
-    pub fn on_output(out: Box<dyn Output>, options: AuditOptions, sync: bool, tail: Tail) -> AuditSink {
+    pub(crate) fn on_output(out: Box<dyn Output>, options: AuditOptions, sync: bool, tail: Tail) -> AuditSink {
         AuditSink {
             inner: Arc::new(Inner {
                 replica: options.replica,
@@ -336,7 +338,7 @@ impl AuditSink {
                 sync,
                 tail,
                 signer: options.signer,
-                out: AuditWriter::start(out),
+                out: AuditWriter::start(out, options.metrics.clone()),
                 chain: Mutex::new(Chain {
                     seq: 0,
                     prev: [0; 32],
@@ -345,7 +347,8 @@ impl AuditSink {
                     stopped: false,
                     line: Vec::with_capacity(2048),
                 }),
-                written: counter!("reddog_audit_records_total"),
+                written: options.metrics.audit_records(),
+                metrics: options.metrics,
             }),
         }
     }
@@ -368,7 +371,7 @@ impl AuditSink {
             .iter()
             .map(|t| TableDigest {
                 table_id: Cow::Borrowed(&t.id),
-                rules_digest: Hex32(rules_digest(&t.table, &t.currency)),
+                rules_digest: Hex32(t.digest().0),
                 decks: t.table.decks().get(),
                 paytable: Odds(Cow::Borrowed(t.table.paytable())),
                 min_bet: t.table.limits().min().0,
@@ -409,7 +412,7 @@ impl AuditSink {
 
     /// The output's health, as it changes: `None` while it takes records, else why not (the
     /// readiness probe follows it).
-    pub fn health(&self) -> tokio::sync::watch::Receiver<Health> {
+    pub(crate) fn health(&self) -> tokio::sync::watch::Receiver<Health> {
         self.inner.out.health()
     }
 
@@ -420,13 +423,13 @@ impl AuditSink {
         self.resume_if_cleared(&mut chain);
         let written = self.write(&mut chain, event);
         drop(chain);
-        written.map_err(AuditRefused::count)
+        written.map_err(|why| why.count(&self.inner.metrics))
     }
 
     /// Waits until record `seq` is written (write-ahead: its call is answered after this);
     /// `Err` when the output fails or stalls first (counted), or the sink closes without it.
     pub async fn written(&self, seq: u64) -> Result<(), AuditRefused> {
-        self.inner.out.committed(seq).await.map_err(|why| AuditRefused::of(why).count())
+        self.inner.out.committed(seq).await.map_err(|why| AuditRefused::of(why).count(&self.inner.metrics))
     }
 
     /// Serialises, hashes and appends one record under the chain lock; a checkpoint after
@@ -450,7 +453,7 @@ impl AuditSink {
             if self.inner.checkpoint_records > 0 && chain.since_checkpoint >= self.inner.checkpoint_records {
                 // A refusal here is counted; the next round record tries again.
                 if let Err(why) = self.write_checkpoint(chain) {
-                    why.count();
+                    why.count(&self.inner.metrics);
                 }
             }
         }
@@ -523,7 +526,7 @@ impl AuditSink {
         self.resume_if_cleared(&mut chain);
         let written = self.write_checkpoint(&mut chain);
         drop(chain);
-        written.map(|_| true).map_err(AuditRefused::count)
+        written.map(|_| true).map_err(|why| why.count(&self.inner.metrics))
     }
 
     /// A checkpoint record over the head, signed when a signer is configured.
@@ -570,7 +573,7 @@ impl AuditSink {
                 if due && chain.since_checkpoint > 0 {
                     // A refusal is counted; the next tick tries again.
                     if let Err(why) = sink.write_checkpoint(&mut chain) {
-                        why.count();
+                        why.count(&sink.inner.metrics);
                     }
                 }
                 drop(chain);
@@ -592,7 +595,8 @@ impl AuditSink {
     }
 
     /// The current fault of the output, if any (after checking for a stall).
-    pub fn fault(&self) -> Option<Fault> {
+    #[cfg(test)]
+    pub(crate) fn fault(&self) -> Option<super::audit_writer::Fault> {
         self.inner.out.check()
     }
 
@@ -620,7 +624,7 @@ impl AuditSink {
                 signature: signed.as_ref().map(|(_, sig)| HexBytes(Cow::Borrowed(sig))),
             });
             if let Err(why) = self.write(&mut chain, event) {
-                counter!("reddog_audit_refused_total", "reason" => why.label()).increment(1);
+                self.inner.metrics.audit_refused(why.label());
             }
             chain.stopped = true;
         }
@@ -655,6 +659,25 @@ mod tests {
     use super::*;
     use crate::game::Table;
 
+    /// `reddog_audit_refused_total` is registered at 0 for exactly the labels refusals count.
+    #[test]
+    fn the_metrics_register_every_refusal_label_and_no_other() {
+        let mut labels: Vec<&str> = [
+            AuditRefused::Backlog,
+            AuditRefused::OutputFailed(Cause::Io),
+            AuditRefused::Stalled,
+            AuditRefused::Stopped,
+            AuditRefused::NotStarted,
+        ]
+        .iter()
+        .map(|r| r.label())
+        .collect();
+        let mut registered = super::super::metrics::AUDIT_REFUSED_REASONS.to_vec();
+        labels.sort_unstable();
+        registered.sort_unstable();
+        assert_eq!(labels, registered);
+    }
+
     /// An output that keeps what it was given.
     #[derive(Clone, Default)]
     struct Recorder(Arc<Mutex<Vec<u8>>>);
@@ -675,6 +698,7 @@ mod tests {
             checkpoint_interval: Duration::from_secs(60),
             checkpoint_records: 0,
             signer: None,
+            metrics: MetricsRegistry::new(),
         }
     }
 
@@ -767,7 +791,11 @@ mod tests {
         let steps = vec![step.clone()];
         let mut money = [SeatMoney::default(); MAX_SEATS];
         let commitment = ServerSeed::from_bytes([7; 32]).commitment();
-        let digest = rules_digest(&table, &super::super::tables::Currency::unspecified());
+        let unspecified = super::super::tables::Currency::unspecified();
+        let digest =
+            crate::fairness::TableRules::of(&table, unspecified.code(), unspecified.minor_unit_exponent(), false)
+                .digest()
+                .0;
         let (t0, t1) = (Transcript([1; 32]), Transcript([2; 32]));
         let written = [
             Event::SeedCommitted(SeedCommitted {

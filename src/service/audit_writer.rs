@@ -34,20 +34,24 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use metrics::Gauge;
+
+use super::metrics::MetricsRegistry;
+
 /// A batch this large wakes the writer thread without waiting for a call to.
-pub const HIGH_WATER: usize = 64 * 1024;
+pub(crate) const HIGH_WATER: usize = 64 * 1024;
 /// A write (or `fsync`) that has not returned for this long is a stalled output.
-pub const STALL_AFTER: Duration = Duration::from_millis(500);
+pub(crate) const STALL_AFTER: Duration = Duration::from_millis(500);
 /// How often a failed output is tried again (from where it stopped).
-pub const RETRY_EVERY: Duration = Duration::from_millis(250);
+pub(crate) const RETRY_EVERY: Duration = Duration::from_millis(250);
 /// Bytes appended and not yet taken by the writer thread beyond which records are refused
 /// (`backlog`): the output is slower than the calls.
-pub const CAPACITY: usize = 4 << 20;
+pub(crate) const CAPACITY: usize = 4 << 20;
 /// How often the watchdog thread checks for a stalled write.
 const WATCH_EVERY: Duration = Duration::from_millis(100);
 
 /// What the writer thread writes to.
-pub trait Output: Send {
+pub(crate) trait Output: Send {
     /// One `write(2)`: how many bytes the output took.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize>;
     /// After each batch: `fsync` for a synced file; a no-op otherwise.
@@ -56,7 +60,7 @@ pub trait Output: Send {
 
 /// Any writer, never synced: each batch is done when `write` has taken it (and `flush`
 /// returned).
-pub struct Plain<W>(pub W);
+pub(crate) struct Plain<W>(pub W);
 
 impl<W: io::Write + Send> Output for Plain<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -68,7 +72,7 @@ impl<W: io::Write + Send> Output for Plain<W> {
 }
 
 /// A file whose data is `fsync`ed (`fdatasync`) after each batch (`--audit-sync`).
-pub struct Synced(pub std::fs::File);
+pub(crate) struct Synced(pub std::fs::File);
 
 impl Output for Synced {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -123,26 +127,26 @@ impl Cause {
 
 /// A period in which the output did not take the records.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fault {
-    pub cause: Cause,
+pub(crate) struct Fault {
+    pub(crate) cause: Cause,
     /// The error (`No space left on device (os error 28)`), or how long a write had hung.
-    pub error: String,
+    pub(crate) error: String,
     /// When it began (wall clock, for the record).
-    pub since: jiff::Timestamp,
+    pub(crate) since: jiff::Timestamp,
     /// When it began (monotonic, for durations).
-    pub began: Instant,
+    pub(crate) began: Instant,
     /// Calls refused since it began: records refused, and waits given up.
-    pub refused: u64,
+    pub(crate) refused: u64,
     /// The first record not written when it began; it and the records after it, up to the
     /// `audit_resumed` record, were written after it cleared.
-    pub first_delayed: u64,
+    pub(crate) first_delayed: u64,
     /// Everything appended is written again: the sink may resume.
-    pub cleared: bool,
+    pub(crate) cleared: bool,
 }
 
 /// Why a record was refused, or a wait for one ended without it being written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// More than [`CAPACITY`] bytes wait for the writer thread.
     Backlog,
     /// The output is failing.
@@ -152,7 +156,7 @@ pub enum Refusal {
 }
 
 /// The health the sink reports: `None` while the output takes records, else why not.
-pub type Health = Option<Cause>;
+pub(crate) type Health = Option<Cause>;
 
 struct State {
     /// Lines appended and not yet taken by the writer thread.
@@ -187,6 +191,9 @@ struct Shared {
     /// Wakes the calls waiting in [`AuditWriter::committed`].
     notify: tokio::sync::Notify,
     health: tokio::sync::watch::Sender<Health>,
+    /// The application's registry: `reddog_audit_sink_up`, `reddog_audit_sink_faults_total`.
+    metrics: MetricsRegistry,
+    up: Gauge,
 }
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -196,7 +203,7 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 
 /// The write-ahead writer (see the module docs). Cheap to clone; clones share one output.
 #[derive(Clone)]
-pub struct AuditWriter {
+pub(crate) struct AuditWriter {
     shared: Arc<Shared>,
 }
 
@@ -214,8 +221,8 @@ enum Poll {
 }
 
 impl AuditWriter {
-    /// Starts the writer thread on `out`.
-    pub fn start(out: Box<dyn Output>) -> AuditWriter {
+    /// Starts the writer thread on `out`, its health counted in `metrics`.
+    pub(crate) fn start(out: Box<dyn Output>, metrics: MetricsRegistry) -> AuditWriter {
         let (health, _) = tokio::sync::watch::channel(None);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -235,8 +242,10 @@ impl AuditWriter {
             faulted: AtomicBool::new(false),
             notify: tokio::sync::Notify::new(),
             health,
+            up: metrics.audit_sink_up(),
+            metrics,
         });
-        metrics::gauge!("reddog_audit_sink_up").set(1.0);
+        shared.up.set(1.0);
         let worker = shared.clone();
         let started = std::thread::Builder::new().name("reddog-audit".into()).spawn(move || run(&worker, out));
         // The watchdog: notices a write that hangs (the writer thread is inside it) and wakes
@@ -267,7 +276,7 @@ impl AuditWriter {
     /// Appends one record's line (with its `\n`); its number, or why it was refused (the
     /// refusal counted in the fault). Called under the sink's chain lock, so numbers follow
     /// the chain.
-    pub fn append(&self, line: &[u8]) -> Result<u64, Refusal> {
+    pub(crate) fn append(&self, line: &[u8]) -> Result<u64, Refusal> {
         let s = &*self.shared;
         let mut st = lock(&s.state);
         if let Some(f) = &mut st.fault {
@@ -285,7 +294,7 @@ impl AuditWriter {
 
     /// The fault, if everything appended is written again (the sink writes its
     /// `audit_resumed` record, then [`AuditWriter::resume`]s).
-    pub fn cleared(&self) -> Option<Fault> {
+    pub(crate) fn cleared(&self) -> Option<Fault> {
         if !self.shared.faulted.load(Ordering::Acquire) {
             return None;
         }
@@ -295,14 +304,14 @@ impl AuditWriter {
     /// Appends the `audit_resumed` record's line and takes records again; its number. Called
     /// under the sink's chain lock, after [`AuditWriter::cleared`] returned the fault the
     /// line describes (nothing is appended in between: the lock is held).
-    pub fn resume(&self, line: &[u8]) -> u64 {
+    pub(crate) fn resume(&self, line: &[u8]) -> u64 {
         let s = &*self.shared;
         let mut st = lock(&s.state);
         st.fault = None;
         s.faulted.store(false, Ordering::Release);
         let n = push(s, st, line);
         s.health.send_replace(None);
-        metrics::gauge!("reddog_audit_sink_up").set(1.0);
+        s.up.set(1.0);
         n
     }
 
@@ -310,7 +319,7 @@ impl AuditWriter {
     /// the writer closes without it (`Err`, the refusal counted in the fault). Never blocks
     /// a thread: the writer thread wakes the waiters after each batch and each error, the
     /// watchdog thread when a write hangs.
-    pub async fn committed(&self, n: u64) -> Result<(), Refusal> {
+    pub(crate) async fn committed(&self, n: u64) -> Result<(), Refusal> {
         if self.shared.written.load(Ordering::Acquire) > n {
             return Ok(());
         }
@@ -351,7 +360,7 @@ impl AuditWriter {
     }
 
     /// Wakes the writer thread to take the batch (the first call of a batch to wait does).
-    pub fn kick(&self) {
+    pub(crate) fn kick(&self) {
         let st = lock(&self.shared.state);
         if !st.buf.is_empty() {
             self.shared.work.notify_one();
@@ -360,7 +369,7 @@ impl AuditWriter {
 
     /// Checks for a stalled write (starting a fault when one has hung for [`STALL_AFTER`])
     /// and returns the current fault. The sink's upkeep task calls it every 100 ms.
-    pub fn check(&self) -> Option<Fault> {
+    pub(crate) fn check(&self) -> Option<Fault> {
         let s = &*self.shared;
         let mut st = lock(&s.state);
         detect_stall(s, &mut st);
@@ -368,12 +377,12 @@ impl AuditWriter {
     }
 
     /// The output's health, as it changes (the readiness probe follows it).
-    pub fn health(&self) -> tokio::sync::watch::Receiver<Health> {
+    pub(crate) fn health(&self) -> tokio::sync::watch::Receiver<Health> {
         self.shared.health.subscribe()
     }
 
     /// Waits (at most `timeout`) until every record appended so far is written; whether it was.
-    pub fn flush(&self, timeout: Duration) -> bool {
+    pub(crate) fn flush(&self, timeout: Duration) -> bool {
         let s = &*self.shared;
         let st = lock(&s.state);
         let target = st.appended;
@@ -391,7 +400,7 @@ impl AuditWriter {
     /// waiting at most `timeout`. When the output did not take everything in time (it fails
     /// or hangs), returns the bytes left unwritten and leaves the thread to stop at its next
     /// chance: the process can exit.
-    pub fn close(&self, timeout: Duration) -> Result<(), usize> {
+    pub(crate) fn close(&self, timeout: Duration) -> Result<(), usize> {
         let s = &*self.shared;
         let mut st = lock(&s.state);
         st.closing = true;
@@ -450,8 +459,8 @@ fn begin_fault(s: &Shared, st: &mut State, cause: Cause, error: String) {
             });
             s.faulted.store(true, Ordering::Release);
             s.health.send_replace(Some(cause));
-            metrics::gauge!("reddog_audit_sink_up").set(0.0);
-            metrics::counter!("reddog_audit_sink_faults_total", "cause" => cause.label()).increment(1);
+            s.up.set(0.0);
+            s.metrics.audit_sink_fault(cause.label());
             if st.last_error_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
                 st.last_error_log = Some(Instant::now());
                 tracing::error!(
@@ -561,5 +570,17 @@ fn run(s: &Shared, mut out: Box<dyn Output>) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `reddog_audit_sink_faults_total` is registered at 0 for exactly the causes a fault counts.
+    #[test]
+    fn the_metrics_register_every_fault_cause_and_no_other() {
+        let labels: Vec<&str> = Cause::ALL.iter().map(|c| c.label()).collect();
+        assert_eq!(labels, super::super::metrics::AUDIT_SINK_FAULT_CAUSES.to_vec());
     }
 }

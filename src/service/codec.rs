@@ -9,6 +9,11 @@
 //! next to the generated code in `proto`), so a new RPC whose messages are not marked does not
 //! compile.
 //!
+//! The generated server builds the codec with `Default`, so the codec holds no handle on its
+//! application's metrics: it marks an undecodable request's answer with the [`UNDECODABLE`]
+//! header, and [`super::guard::Guarded`] counts it in `reddog_undecodable_requests_total`
+//! and removes the header before the answer leaves.
+//!
 //! The codec also sizes each call's buffers to its message ([`CALL_BUFFER_BYTES`]) instead of
 //! tonic's default 8 KiB per call.
 
@@ -19,8 +24,11 @@ use tonic::Status;
 use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic_prost::ProstEncoder;
 
-use super::metrics;
 use crate::error::EngineError;
+
+/// The header marking the answer to a request the codec could not decode (see the module
+/// docs): removed by [`super::guard::Guarded`], never sent.
+pub(crate) const UNDECODABLE: &str = "reddog-undecodable";
 
 /// The first allocation of a call's encode buffer and of its decode buffer, in bytes.
 ///
@@ -32,7 +40,7 @@ use crate::error::EngineError;
 /// answer's exact length ([`ApiEncoder`]) and tonic's decoder each request's announced length,
 /// so a larger message costs one reallocation and a smaller one nothing (CommitSeed's answer,
 /// 319 bytes, fits).
-pub const CALL_BUFFER_BYTES: usize = 512;
+pub(crate) const CALL_BUFFER_BYTES: usize = 512;
 
 fn call_buffers() -> BufferSettings {
     // The second value batches the messages of streaming calls (the API has none): tonic's
@@ -42,14 +50,14 @@ fn call_buffers() -> BufferSettings {
 
 /// A message of the `reddog.v1` API, marked as a request (decoded by the server) or a
 /// response (decoded by a client).
-pub trait ApiMessage: Message + Default + Send + 'static {
+pub(crate) trait ApiMessage: Message + Default + Send + 'static {
     /// True for a request message: a decode failure is then the caller's mistake.
     const IS_REQUEST: bool;
 }
 
 /// Prost's codec with request decode errors answered as the caller's mistake (module docs).
 #[derive(Debug, Clone)]
-pub struct ApiCodec<T, U>(PhantomData<(T, U)>);
+pub(crate) struct ApiCodec<T, U>(PhantomData<(T, U)>);
 
 impl<T, U> Default for ApiCodec<T, U> {
     fn default() -> Self {
@@ -78,7 +86,7 @@ where
 
 /// Encodes a `T` with prost into a buffer grown once, to the message's exact length.
 #[derive(Debug)]
-pub struct ApiEncoder<T>(ProstEncoder<T>);
+pub(crate) struct ApiEncoder<T>(ProstEncoder<T>);
 
 impl<T: Message> Encoder for ApiEncoder<T> {
     type Item = T;
@@ -96,7 +104,7 @@ impl<T: Message> Encoder for ApiEncoder<T> {
 
 /// Decodes a `U` with prost; see the module docs for its errors.
 #[derive(Debug, Clone)]
-pub struct ApiDecoder<U>(PhantomData<U>);
+pub(crate) struct ApiDecoder<U>(PhantomData<U>);
 
 impl<U: ApiMessage> Decoder for ApiDecoder<U> {
     type Item = U;
@@ -105,8 +113,8 @@ impl<U: ApiMessage> Decoder for ApiDecoder<U> {
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         U::decode(buf).map(Some).map_err(|e| {
             if U::IS_REQUEST {
-                let status = undecodable(&e);
-                metrics::bad_request(status.code());
+                let mut status = undecodable(&e);
+                status.metadata_mut().insert(UNDECODABLE, tonic::metadata::MetadataValue::from_static("1"));
                 status
             } else {
                 Status::internal(e.to_string())
@@ -141,7 +149,7 @@ fn undecodable(error: &prost::DecodeError) -> Status {
     }
     path.reverse();
     let field = if path.is_empty() { "request".to_string() } else { path.join(".") };
-    EngineError::invalid(field, format!("the request message is not valid protobuf: {rest}")).into()
+    EngineError::MalformedRequest { field, reason: format!("the request message is not valid protobuf: {rest}") }.into()
 }
 
 /// Marks each message the RPCs carry as a request or a response for the codec.

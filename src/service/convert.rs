@@ -10,76 +10,74 @@ use crate::ids::{IdError, check_client_seed, check_round_id, check_table_id};
 
 /// Checks a required platform round id: 1 to [`MAX_ROUND_ID_BYTES`] bytes, no control
 /// characters.
-pub fn required_round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
+pub(crate) fn required_round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
     if id.is_empty() {
-        return Err(EngineError::invalid(field, "required: the platform's id of the round"));
+        return Err(EngineError::Missing { field, what: "required: the platform's id of the round" });
     }
     round_id(field, id)
 }
 
 /// Checks a table id: empty (the default table) or 1 to [`MAX_TABLE_ID_BYTES`] bytes of
 /// `[A-Za-z0-9._-]`.
-pub fn table_id(id: &str) -> Result<(), EngineError> {
+pub(crate) fn table_id(id: &str) -> Result<(), EngineError> {
     match check_table_id(id) {
         Ok(()) | Err(IdError::Empty) => Ok(()),
-        Err(e) => Err(EngineError::invalid("table_id", e.to_string())),
+        Err(e) => Err(EngineError::InvalidTableId { reason: e.to_string() }),
     }
 }
 
 /// Checks an optional platform round id (empty, or as [`required_round_id`]).
-pub fn round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
+pub(crate) fn round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
     match check_round_id(id) {
         Ok(()) | Err(IdError::Empty) => Ok(()),
-        Err(e) => Err(EngineError::invalid(field, e.to_string())),
+        Err(e) => Err(EngineError::InvalidRoundId { field, reason: e.to_string().into() }),
     }
 }
 
 /// Checks that a required token field is present.
-pub fn required_token(field: &'static str, token: &[u8]) -> Result<(), EngineError> {
-    if token.is_empty() { Err(EngineError::invalid(field, "required")) } else { Ok(()) }
+pub(crate) fn required_token(field: &'static str, token: &[u8]) -> Result<(), EngineError> {
+    if token.is_empty() { Err(EngineError::Missing { field, what: "required" }) } else { Ok(()) }
 }
 
 /// Checks a client seed: 1 to [`MAX_CLIENT_SEED_BYTES`] bytes (UTF-8 is guaranteed by protobuf).
-pub fn client_seed(seed: &str) -> Result<(), EngineError> {
+pub(crate) fn client_seed(seed: &str) -> Result<(), EngineError> {
     match check_client_seed(seed) {
         Ok(()) => Ok(()),
-        Err(IdError::Empty) => Err(EngineError::invalid("client_seed", "required: the player's client seed")),
-        Err(e) => Err(EngineError::invalid("client_seed", format!("{e} of UTF-8"))),
+        Err(IdError::Empty) => {
+            Err(EngineError::Missing { field: "client_seed", what: "required: the player's client seed" })
+        }
+        Err(e) => Err(EngineError::InvalidClientSeed { reason: format!("{e} of UTF-8") }),
     }
 }
 
 /// The table a round is dealt at: the engine's table narrowed to the player's limits
 /// ([`BetLimits::for_player`], [`Table::narrowed_to`]).
-pub fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Table, EngineError> {
-    let limits = limits.ok_or_else(|| EngineError::invalid("player_limits", "required: the player's bet limits"))?;
+pub(crate) fn round_table(table: &Table, limits: Option<&proto::Limits>) -> Result<Table, EngineError> {
+    let limits =
+        limits.ok_or(EngineError::Missing { field: "player_limits", what: "required: the player's bet limits" })?;
     let player =
         BetLimits::for_player(Money(limits.min_bet), Money(limits.max_bet)).map_err(EngineError::PlayerLimits)?;
     Ok(table.narrowed_to(player)?)
 }
 
 /// Validated decisions: at least one, known actions, each seat once and within the round.
-pub fn decisions(list: &[proto::SeatDecision], seats: usize) -> Result<Vec<(usize, Decision)>, EngineError> {
+pub(crate) fn decisions(list: &[proto::SeatDecision], seats: usize) -> Result<Vec<(usize, Decision)>, EngineError> {
     if list.is_empty() {
-        return Err(EngineError::invalid("decisions", "at least one decision is required"));
+        return Err(EngineError::Missing { field: "decisions", what: "at least one decision is required" });
     }
     let mut out: Vec<(usize, Decision)> = Vec::with_capacity(list.len());
     for (i, d) in list.iter().enumerate() {
         let seat = d.seat as usize;
         if seat >= seats {
-            return Err(EngineError::out_of_range(format!("decisions[{i}].seat"), d.seat, 0, seats as u64 - 1));
+            return Err(EngineError::UnknownSeat { index: i, seat: d.seat, seats });
         }
         if out.iter().any(|&(s, _)| s == seat) {
-            return Err(EngineError::invalid(format!("decisions[{i}].seat"), "the same seat appears twice"));
+            return Err(EngineError::DuplicateSeat { index: i });
         }
         let decision = match proto::Action::try_from(d.action) {
             Ok(proto::Action::Raise) => Decision::Raise,
             Ok(proto::Action::Stand) => Decision::Stand,
-            _ => {
-                return Err(EngineError::invalid(
-                    format!("decisions[{i}].action"),
-                    "must be ACTION_RAISE or ACTION_STAND",
-                ));
-            }
+            _ => return Err(EngineError::InvalidAction { index: i }),
         };
         out.push((seat, decision));
     }
@@ -87,7 +85,7 @@ pub fn decisions(list: &[proto::SeatDecision], seats: usize) -> Result<Vec<(usiz
 }
 
 /// A card as the API shows it.
-pub fn card(c: Card) -> proto::Card {
+pub(crate) fn card(c: Card) -> proto::Card {
     let suit = match c.suit() {
         Suit::Clubs => proto::Suit::Clubs,
         Suit::Diamonds => proto::Suit::Diamonds,
@@ -97,7 +95,7 @@ pub fn card(c: Card) -> proto::Card {
     proto::Card { code: c.text().to_owned(), rank: u32::from(c.rank().value()), suit: suit as i32 }
 }
 
-pub fn hand_class(c: HandClass) -> proto::HandClass {
+pub(crate) fn hand_class(c: HandClass) -> proto::HandClass {
     match c {
         HandClass::Pair => proto::HandClass::Pair,
         HandClass::Consecutive => proto::HandClass::Consecutive,
@@ -105,14 +103,14 @@ pub fn hand_class(c: HandClass) -> proto::HandClass {
     }
 }
 
-pub fn action(d: Decision) -> proto::Action {
+pub(crate) fn action(d: Decision) -> proto::Action {
     match d {
         Decision::Raise => proto::Action::Raise,
         Decision::Stand => proto::Action::Stand,
     }
 }
 
-pub fn outcome(o: Outcome) -> proto::Outcome {
+pub(crate) fn outcome(o: Outcome) -> proto::Outcome {
     match o {
         Outcome::Win => proto::Outcome::Win,
         Outcome::Lose => proto::Outcome::Lose,
@@ -120,7 +118,7 @@ pub fn outcome(o: Outcome) -> proto::Outcome {
     }
 }
 
-pub fn rule(r: Rule) -> proto::Rule {
+pub(crate) fn rule(r: Rule) -> proto::Rule {
     match r {
         Rule::ThreeOfAKind => proto::Rule::ThreeOfAKind,
         Rule::PairNoMatch => proto::Rule::PairNoMatch,
@@ -132,7 +130,7 @@ pub fn rule(r: Rule) -> proto::Rule {
 }
 
 /// The round as the table shows it: never the face-down third card.
-pub fn round_view(round: &Round, paytable: &Paytable) -> Result<proto::RoundView, EngineError> {
+pub(crate) fn round_view(round: &Round, paytable: &Paytable) -> Result<proto::RoundView, EngineError> {
     let [first, second] = round.cards();
     let class = round.class();
     let spread = class.spread();
@@ -205,15 +203,13 @@ mod tests {
     #[test]
     fn ids_keep_their_request_field_and_reason() {
         assert_eq!(table_id(""), Ok(()));
-        assert_eq!(table_id("a b"), Err(EngineError::invalid("table_id", "only the characters A-Z a-z 0-9 . _ -")));
-        assert_eq!(table_id(&"t".repeat(65)), Err(EngineError::invalid("table_id", "at most 64 bytes")));
-        assert_eq!(
-            round_id("round_id", "a\u{1}"),
-            Err(EngineError::invalid("round_id", "must not contain control characters"))
-        );
-        assert_eq!(
-            client_seed(&"s".repeat(1025)),
-            Err(EngineError::invalid("client_seed", "at most 1024 bytes of UTF-8"))
-        );
+        let text = |r: Result<(), EngineError>| r.unwrap_err().to_string();
+        assert_eq!(text(table_id("a b")), "table_id: only the characters A-Z a-z 0-9 . _ -");
+        assert_eq!(text(table_id(&"t".repeat(65))), "table_id: at most 64 bytes");
+        assert_eq!(text(round_id("round_id", "a\u{1}")), "round_id: must not contain control characters");
+        assert_eq!(text(client_seed(&"s".repeat(1025))), "client_seed: at most 1024 bytes of UTF-8");
+        assert!(matches!(table_id("a b"), Err(EngineError::InvalidTableId { .. })));
+        assert!(matches!(round_id("round_id", "a\u{1}"), Err(EngineError::InvalidRoundId { field: "round_id", .. })));
+        assert!(matches!(client_seed(""), Err(EngineError::Missing { field: "client_seed", .. })));
     }
 }

@@ -1,38 +1,38 @@
-//! The one mapping from [`EngineError`] to a gRPC [`Status`]: it builds the request field
-//! path of each error (e.g. `seats[2].bet` from "seat 2's bet is outside the limits") and
-//! attaches `google.rpc` details that name it:
+//! The one mapping from [`EngineError`] to a gRPC [`Status`]. [`refusal`] is one exhaustive
+//! match: each error's variant (never its text, never the shape of a field path) decides the
+//! status code, the `ErrorInfo.reason` — a value of the proto's [`ErrorReason`] — the request
+//! field it names and the `google.rpc` violation that names it:
 //!
-//! | error | status | field | details |
-//! |---|---|---|---|
-//! | `InvalidArgument` | `INVALID_ARGUMENT` | its field | `BadRequest` + `ErrorInfo` |
-//! | `OutOfRange` | `OUT_OF_RANGE` | its field | `BadRequest` + `ErrorInfo` (`min`, `max`) |
-//! | `FailedPrecondition` | `FAILED_PRECONDITION` | its field | `PreconditionFailure` + `ErrorInfo` |
-//! | `GameError::SeatCount` | `OUT_OF_RANGE` | `seats` | `BadRequest` + `ErrorInfo` (`min`, `max`) |
-//! | `GameError::BetOutsideLimits` | `OUT_OF_RANGE` | `seats[i].bet` | `BadRequest` + `ErrorInfo` (`min`, `max`) |
-//! | `GameError::UnknownSeat` | `OUT_OF_RANGE` | `seat` | `BadRequest` + `ErrorInfo` (`min`, `max`) |
-//! | `GameError::SeatTwice` | `INVALID_ARGUMENT` | `decisions` | `BadRequest` + `ErrorInfo` |
-//! | `GameError::{SeatAlreadyDecided, DecisionsClosed, NoDecisionOnThisHand}` | `FAILED_PRECONDITION` | `seats[i].decision` | `PreconditionFailure` + `ErrorInfo` |
-//! | `GameError::RoundNotComplete` | `FAILED_PRECONDITION` | `round` | `PreconditionFailure` + `ErrorInfo` |
-//! | `TableError::LimitsDoNotOverlap` | `FAILED_PRECONDITION` | `player_limits` | `PreconditionFailure` + `ErrorInfo` |
-//! | `PlayerLimits(LimitsError)` | `OUT_OF_RANGE` | `player_limits.min_bet` / `player_limits.max_bet` | `BadRequest` + `ErrorInfo` (`min`, `max`) |
-//! | `BindingError::Mismatch` | `FAILED_PRECONDITION` | `round_id` / `nonce` / `table_id` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` |
-//! | `BindingError::{TableChanged, CurrencyChanged}` | `FAILED_PRECONDITION` | `commitment_token` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` |
-//! | `BindingError::{RulesChanged, RulesWithdrawn}` | `FAILED_PRECONDITION` | `commitment_token` | `PreconditionFailure` (type `COMMITMENT_BINDING`) + `ErrorInfo` reason `RULES_CHANGED` |
-//! | `UnknownTable` | `NOT_FOUND` | `table_id` | `BadRequest` + `ErrorInfo` |
-//! | `TableError::TooLarge` and the other table settings (`LimitsError`, `CardError`, `PaytableError`) | `INVALID_ARGUMENT` / `OUT_OF_RANGE` | the setting (configuration; never a request) | `BadRequest` + `ErrorInfo` |
-//! | `InvalidToken`, `BindingError::Expired` | `INVALID_ARGUMENT`, always the same message | the token field | `BadRequest` + `ErrorInfo` reason `INVALID_TOKEN` |
-//! | `TokenTooLarge`, `Internal`, the core's broken invariants (overflow, a missing card, the OS random source) | `INTERNAL`, generic message (the cause chain is logged, never sent) | — | none |
+//! | error | status | reason | field | violation |
+//! |---|---|---|---|---|
+//! | `Missing` | `INVALID_ARGUMENT` | `MISSING_FIELD` | the empty field | `BadRequest` |
+//! | `InvalidRoundId`, `InvalidTableId`, `InvalidClientSeed` | `INVALID_ARGUMENT` | `INVALID_ROUND_ID`, `INVALID_TABLE_ID`, `INVALID_CLIENT_SEED` | its field | `BadRequest` |
+//! | `InvalidAction`, `DuplicateSeat` | `INVALID_ARGUMENT` | `INVALID_ACTION`, `DUPLICATE_SEAT` | `decisions[i].action`, `decisions[i].seat` | `BadRequest` |
+//! | `UnknownSeat` | `OUT_OF_RANGE` | `UNKNOWN_SEAT` | `decisions[i].seat` | `BadRequest` (`min`, `max`) |
+//! | `InvalidSandboxCards` | `INVALID_ARGUMENT` | `INVALID_SANDBOX_CARDS` | `sandbox_cards`, `sandbox_cards[i]` | `BadRequest` |
+//! | `NotASandboxTable` | `FAILED_PRECONDITION` | `NOT_A_SANDBOX_TABLE` | `sandbox_cards` | `PreconditionFailure` `SANDBOX` |
+//! | `SandboxChanged` | `FAILED_PRECONDITION` | `TABLE_CHANGED` | `commitment_token` | `PreconditionFailure` `COMMITMENT_BINDING` |
+//! | `MalformedRequest` | `INVALID_ARGUMENT` | `MALFORMED_REQUEST` | the field prost names, else `request` | `BadRequest` |
+//! | `GameError::SeatCount`, `BetOutsideLimits`, `UnknownSeat` | `OUT_OF_RANGE` | `SEAT_COUNT`, `BET_OUTSIDE_LIMITS`, `UNKNOWN_SEAT` | `seats`, `seats[i].bet`, `seat` | `BadRequest` (`min`, `max`) |
+//! | `GameError::SeatTwice` | `INVALID_ARGUMENT` | `DUPLICATE_SEAT` | `decisions` | `BadRequest` |
+//! | `GameError::{SeatAlreadyDecided, DecisionsClosed, NoDecisionOnThisHand}` | `FAILED_PRECONDITION` | its name | `seats[i].decision` | `PreconditionFailure` `ROUND_STATE` |
+//! | `GameError::RoundNotComplete` | `FAILED_PRECONDITION` | `ROUND_NOT_COMPLETE` | `round` | `PreconditionFailure` `ROUND_STATE` |
+//! | `TableError::LimitsDoNotOverlap` | `FAILED_PRECONDITION` | `LIMITS_DO_NOT_OVERLAP` | `player_limits` | `PreconditionFailure` `LIMITS` |
+//! | `PlayerLimits` | `OUT_OF_RANGE` | `INVALID_PLAYER_LIMITS` | `player_limits.min_bet` / `.max_bet` | `BadRequest` (`min`, `max`) |
+//! | `BindingError::Mismatch` | `FAILED_PRECONDITION` | `COMMITMENT_MISMATCH` | `round_id` / `nonce` / `table_id` | `PreconditionFailure` `COMMITMENT_BINDING` |
+//! | `BindingError::{TableChanged, CurrencyChanged, RulesChanged, RulesWithdrawn}` | `FAILED_PRECONDITION` | `TABLE_CHANGED`, `CURRENCY_CHANGED`, `RULES_CHANGED` | `commitment_token` | `PreconditionFailure` `COMMITMENT_BINDING` |
+//! | `UnknownTable` | `NOT_FOUND` | `UNKNOWN_TABLE` | `table_id` | `BadRequest` |
+//! | `InvalidArgument`, `OutOfRange`, the table settings' errors, the odds' and a reveal document's | `INVALID_ARGUMENT` / `OUT_OF_RANGE` | `INVALID_VALUE`, `VALUE_OUT_OF_RANGE`, `TABLE_TOO_LARGE` | the setting (configuration; never a request) | `BadRequest` |
+//! | `InvalidToken`, `BindingError::Expired` | `INVALID_ARGUMENT`, always the same message | `INVALID_TOKEN` | the token field | `BadRequest` |
+//! | `TokenTooOld` | `INVALID_ARGUMENT` | `TOKEN_TOO_OLD` | the token field | `BadRequest` |
+//! | `TokenTooLarge`, `Internal`, the core's broken invariants (overflow, a missing card, the OS random source) | `INTERNAL`, generic message (the cause chain is logged, never sent) | — | — | none |
 //!
 //! The status message is `"<field>: <what happened>"`. A token that is tampered, truncated,
 //! sealed under a key not in the ring, of the wrong kind or expired gets the identical
-//! status, message and details.
-//!
-//! `ErrorInfo.reason` names the cause, one reason per cause (never a repeat of the status
-//! code): [`reason`] lists them, and `docs/INTEGRATION.md` and the proto's comments carry the
-//! same table. `PreconditionFailure` violation types: `ROUND_STATE` (the round's phase or a
-//! seat's decision forbids the step), `LIMITS` (player and table limits), `COMMITMENT_BINDING`
-//! (the commitment was made for another round, table or table configuration) and `SANDBOX`
-//! (a requested deal at a table that is not a sandbox table).
+//! status, message and details. The transport's answers (`REQUEST_TOO_LARGE`, `OVERLOADED`,
+//! `REQUEST_TIMEOUT`: `super::guard`) and the audit sink's (`AUDIT_UNAVAILABLE`) take their
+//! reason from the same enum. `docs/INTEGRATION.md` documents every reason; its table is
+//! checked against the proto's enum (tests/it/error_table.rs).
 
 use std::borrow::Cow;
 
@@ -44,131 +44,253 @@ use crate::fairness::{BindingError, BoundField, FairnessError};
 use crate::game::table::MAX_BET;
 use crate::game::{CardError, GameError, LimitsError, MAX_DECKS, MAX_SEATS, PaytableError, TableError};
 use crate::odds::OddsError;
+pub(crate) use crate::proto::ErrorReason;
 
 /// `ErrorInfo.domain` of every error the engine sends.
-pub const ERROR_DOMAIN: &str = "reddog.v1";
+pub(crate) const ERROR_DOMAIN: &str = "reddog.v1";
 /// The one message for every unusable token.
-pub const INVALID_TOKEN_MESSAGE: &str = "token is not valid";
+pub(crate) const INVALID_TOKEN_MESSAGE: &str = "token is not valid";
 
-/// How an error is reported.
-enum Report {
-    /// `BadRequest` field violation.
-    BadRequest(Code),
-    /// `BadRequest` with `min` / `max` metadata.
+/// `PreconditionFailure` violation types: the round's phase or a seat's decision forbids the
+/// step; player and table limits; the commitment was made for another round, table or table
+/// configuration; a requested deal at a table that is not a sandbox table.
+const ROUND_STATE: &str = "ROUND_STATE";
+const LIMITS: &str = "LIMITS";
+const COMMITMENT_BINDING: &str = "COMMITMENT_BINDING";
+const SANDBOX: &str = "SANDBOX";
+
+/// How the details name the field at fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Violation {
+    /// A `BadRequest` field violation.
+    BadRequest,
+    /// A `BadRequest` field violation of a number, with the range it must lie in (`min` and
+    /// `max` in the `ErrorInfo` metadata).
     Range { min: u64, max: u64 },
-    /// `PreconditionFailure` violation of this type.
+    /// A `PreconditionFailure` violation of this type.
     Precondition(&'static str),
-    /// `PreconditionFailure` violation of this type, with its own `ErrorInfo.reason`.
-    PreconditionWithReason(&'static str, &'static str),
 }
 
-type Described = (Cow<'static, str>, String, Report);
+/// What a caller is told about an error: its code, reason, field and violation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub code: Code,
+    pub reason: ErrorReason,
+    field: Cow<'static, str>,
+    /// What happened, without the field: the violation's description.
+    what: String,
+    /// The status message.
+    message: String,
+    violation: Violation,
+}
 
-/// The request field an error is about, the reason to report, and how; `None` for an
-/// internal error (and an unusable token, answered by [`invalid_token`]).
-fn describe(err: &EngineError) -> Option<Described> {
+impl Refusal {
+    fn new(code: Code, reason: ErrorReason, field: Cow<'static, str>, what: String, violation: Violation) -> Refusal {
+        let message = format!("{field}: {what}");
+        Refusal { code, reason, field, what, message, violation }
+    }
+
+    /// A `BadRequest` refusal with `code`.
+    fn bad(code: Code, reason: ErrorReason, field: impl Into<Cow<'static, str>>, what: impl Into<String>) -> Refusal {
+        Refusal::new(code, reason, field.into(), what.into(), Violation::BadRequest)
+    }
+
+    /// `INVALID_ARGUMENT`, a `BadRequest` violation.
+    fn invalid(reason: ErrorReason, field: impl Into<Cow<'static, str>>, what: impl Into<String>) -> Refusal {
+        Refusal::bad(Code::InvalidArgument, reason, field, what)
+    }
+
+    /// `OUT_OF_RANGE`: `value` is outside `min..=max`.
+    fn range(reason: ErrorReason, field: impl Into<Cow<'static, str>>, value: u64, min: u64, max: u64) -> Refusal {
+        Refusal::range_saying(reason, field, format!("{value} is outside {min}..={max}"), min, max)
+    }
+
+    /// `OUT_OF_RANGE` with its own words, and the range.
+    fn range_saying(
+        reason: ErrorReason,
+        field: impl Into<Cow<'static, str>>,
+        what: impl Into<String>,
+        min: u64,
+        max: u64,
+    ) -> Refusal {
+        Refusal::new(Code::OutOfRange, reason, field.into(), what.into(), Violation::Range { min, max })
+    }
+
+    /// `FAILED_PRECONDITION`, a `PreconditionFailure` violation of type `kind`.
+    fn precondition(
+        reason: ErrorReason,
+        kind: &'static str,
+        field: impl Into<Cow<'static, str>>,
+        what: impl Into<String>,
+    ) -> Refusal {
+        Refusal::new(Code::FailedPrecondition, reason, field.into(), what.into(), Violation::Precondition(kind))
+    }
+
+    /// The uniform answer to an unusable token in request field `field`.
+    fn token(field: &'static str) -> Refusal {
+        let what = INVALID_TOKEN_MESSAGE.to_string();
+        Refusal {
+            code: Code::InvalidArgument,
+            reason: ErrorReason::InvalidToken,
+            field: field.into(),
+            message: what.clone(),
+            what,
+            violation: Violation::BadRequest,
+        }
+    }
+
+    /// The status: the message, an `ErrorInfo` (reason, domain, `field` and — for a number —
+    /// `min` and `max`) and the violation.
+    pub(crate) fn into_status(self) -> Status {
+        let Refusal { code, reason, field, what, message, violation } = self;
+        let mut meta = vec![("field".to_string(), field.to_string())];
+        let mut details = match violation {
+            Violation::BadRequest => ErrorDetails::with_bad_request_violation(field.as_ref(), what),
+            Violation::Range { min, max } => {
+                meta.push(("min".to_string(), min.to_string()));
+                meta.push(("max".to_string(), max.to_string()));
+                ErrorDetails::with_bad_request_violation(field.as_ref(), what)
+            }
+            Violation::Precondition(kind) => {
+                ErrorDetails::with_precondition_failure_violation(kind, field.as_ref(), what)
+            }
+        };
+        details.set_error_info(
+            reason.as_str_name(),
+            ERROR_DOMAIN,
+            meta.into_iter().collect::<std::collections::HashMap<_, _>>(),
+        );
+        Status::with_error_details(code, message, details)
+    }
+}
+
+/// What a caller is told about `err`; `None` for an internal error, answered with
+/// `INTERNAL` and no details.
+pub(crate) fn refusal(err: &EngineError) -> Option<Refusal> {
     use EngineError as E;
+    use ErrorReason as R;
     Some(match err {
-        E::InvalidArgument { field, reason } => {
-            (field.clone(), reason.clone(), Report::BadRequest(Code::InvalidArgument))
+        E::Missing { field, what } => Refusal::invalid(R::MissingField, *field, *what),
+        E::InvalidRoundId { field, reason } => Refusal::invalid(R::InvalidRoundId, *field, reason.clone()),
+        E::InvalidTableId { reason } => Refusal::invalid(R::InvalidTableId, "table_id", reason.clone()),
+        E::InvalidClientSeed { reason } => Refusal::invalid(R::InvalidClientSeed, "client_seed", reason.clone()),
+        E::InvalidAction { index } => {
+            Refusal::invalid(R::InvalidAction, format!("decisions[{index}].action"), crate::error::ACTION_RULE)
         }
+        E::DuplicateSeat { index } => {
+            Refusal::invalid(R::DuplicateSeat, format!("decisions[{index}].seat"), "the same seat appears twice")
+        }
+        E::UnknownSeat { index, seat, seats } => Refusal::range(
+            R::UnknownSeat,
+            format!("decisions[{index}].seat"),
+            u64::from(*seat),
+            0,
+            (*seats).saturating_sub(1) as u64,
+        ),
+        E::InvalidSandboxCards { field, reason } => {
+            Refusal::invalid(R::InvalidSandboxCards, field.clone(), reason.clone())
+        }
+        E::NotASandboxTable { .. } => {
+            let what = err.to_string().split_off("sandbox_cards: ".len());
+            Refusal::precondition(R::NotASandboxTable, SANDBOX, "sandbox_cards", what)
+        }
+        E::SandboxChanged { .. } => {
+            let what = err.to_string().split_off("commitment_token: ".len());
+            Refusal::precondition(R::TableChanged, COMMITMENT_BINDING, "commitment_token", what)
+        }
+        E::MalformedRequest { field, reason } => Refusal::invalid(R::MalformedRequest, field.clone(), reason.clone()),
+        E::InvalidArgument { field, reason } => Refusal::invalid(R::InvalidValue, field.clone(), reason.clone()),
         E::OutOfRange { field, value, min, max } => {
-            (field.clone(), format!("{value} is outside {min}..={max}"), Report::Range { min: *min, max: *max })
+            Refusal::range(R::ValueOutOfRange, field.clone(), *value, *min, *max)
         }
-        E::FailedPrecondition { field, reason } => {
-            let kind = match field.as_ref() {
-                super::sandbox::FIELD => "SANDBOX",
-                "commitment_token" => "COMMITMENT_BINDING",
-                _ => "ROUND_STATE",
-            };
-            (field.clone(), reason.clone(), Report::Precondition(kind))
-        }
-        E::Game(g) | E::Fairness(FairnessError::Game(g)) => return describe_game(g),
-        E::PlayerLimits(l) => describe_player_limits(*l),
-        E::Binding(b) => return describe_binding(b),
+        E::Game(g) | E::Fairness(FairnessError::Game(g)) => return game(g),
+        E::PlayerLimits(l) => player_limits(*l),
+        E::Binding(b) => binding(b),
         E::Fairness(FairnessError::Malformed { path, reason }) => {
-            (path.clone().into(), reason.clone(), Report::BadRequest(Code::InvalidArgument))
+            Refusal::invalid(R::InvalidValue, path.clone(), reason.clone())
         }
-        E::Odds(OddsError::RankCountOutOfRange { rank, .. }) => {
-            (format!("counts[{rank}]").into(), err.to_string(), Report::BadRequest(Code::OutOfRange))
-        }
-        E::Odds(OddsError::ShoeTooSmall { .. }) => {
-            ("counts".into(), err.to_string(), Report::BadRequest(Code::InvalidArgument))
-        }
-        E::Odds(
-            OddsError::UnknownPolicy { .. }
-            | OddsError::RaiseThresholdNotANumber { .. }
-            | OddsError::RaiseThresholdZero { .. }
-            | OddsError::RaiseThresholdNeverRaises { .. },
-        ) => ("policy".into(), err.to_string(), Report::BadRequest(Code::InvalidArgument)),
-        E::UnknownTable { .. } => ("table_id".into(), err.to_string(), Report::BadRequest(Code::NotFound)),
-        E::Fairness(FairnessError::RandomSource(_))
-        | E::Odds(OddsError::AmountOverflow { .. })
-        | E::InvalidToken
-        | E::TokenTooLarge { .. }
-        | E::Internal(_) => return None,
+        E::Odds(o) => return odds(o),
+        E::UnknownTable { .. } => Refusal::bad(Code::NotFound, R::UnknownTable, "table_id", err.to_string()),
+        E::InvalidToken => Refusal::token("token"),
+        E::TokenTooOld { field, age } => Refusal::invalid(R::TokenTooOld, *field, age.clone()),
+        E::Fairness(FairnessError::RandomSource(_)) | E::TokenTooLarge { .. } | E::Internal(_) => return None,
     })
 }
 
-/// The field path of an error of the rules: a seat's bet or decision in a request, or a
-/// table setting in the configuration.
-fn describe_game(g: &GameError) -> Option<Described> {
+/// An error of the rules: a seat's bet or decision in a request, or a table setting in the
+/// configuration.
+fn game(g: &GameError) -> Option<Refusal> {
+    use ErrorReason as R;
     use GameError as G;
     let what = || g.to_string();
     Some(match g {
-        G::SeatCount { .. } => ("seats".into(), what(), Report::Range { min: 1, max: MAX_SEATS as u64 }),
-        G::BetOutsideLimits { seat, limits, .. } => (
-            format!("seats[{seat}].bet").into(),
+        G::SeatCount { .. } => Refusal::range_saying(R::SeatCount, "seats", what(), 1, MAX_SEATS as u64),
+        G::BetOutsideLimits { seat, limits, .. } => Refusal::range_saying(
+            R::BetOutsideLimits,
+            format!("seats[{seat}].bet"),
             what(),
-            Report::Range { min: limits.min().minor(), max: limits.max().minor() },
+            limits.min().minor(),
+            limits.max().minor(),
         ),
         G::UnknownSeat { seats, .. } => {
-            ("seat".into(), what(), Report::Range { min: 0, max: (*seats).max(1) as u64 - 1 })
+            Refusal::range_saying(R::UnknownSeat, "seat", what(), 0, (*seats).max(1) as u64 - 1)
         }
-        G::SeatTwice { .. } => ("decisions".into(), what(), Report::BadRequest(Code::InvalidArgument)),
-        G::SeatAlreadyDecided { seat } | G::DecisionsClosed { seat } | G::NoDecisionOnThisHand { seat, .. } => {
-            (format!("seats[{seat}].decision").into(), what(), Report::Precondition("ROUND_STATE"))
+        G::SeatTwice { .. } => Refusal::invalid(R::DuplicateSeat, "decisions", what()),
+        G::SeatAlreadyDecided { seat } => {
+            Refusal::precondition(R::SeatAlreadyDecided, ROUND_STATE, format!("seats[{seat}].decision"), what())
         }
-        G::RoundNotComplete { .. } => ("round".into(), what(), Report::Precondition("ROUND_STATE")),
-        G::Table(TableError::LimitsDoNotOverlap { .. }) => {
-            ("player_limits".into(), what(), Report::Precondition("LIMITS"))
+        G::DecisionsClosed { seat } => {
+            Refusal::precondition(R::DecisionsClosed, ROUND_STATE, format!("seats[{seat}].decision"), what())
         }
+        G::NoDecisionOnThisHand { seat, .. } => {
+            Refusal::precondition(R::NoDecisionOnThisHand, ROUND_STATE, format!("seats[{seat}].decision"), what())
+        }
+        G::RoundNotComplete { .. } => Refusal::precondition(R::RoundNotComplete, ROUND_STATE, "round", what()),
+        G::Table(t) => table(t, what())?,
         // Configuration: the table settings' own names.
-        G::Table(TableError::TooLarge { .. }) => ("max_bet".into(), what(), Report::BadRequest(Code::InvalidArgument)),
-        G::Table(TableError::Limits(LimitsError::MinBetOutOfRange { min_bet })) => {
-            ("min_bet".into(), format!("{min_bet} is outside 1..={MAX_BET}"), Report::Range { min: 1, max: MAX_BET })
+        G::Card(CardError::DecksOutOfRange { decks }) => {
+            Refusal::range(R::ValueOutOfRange, "decks", u64::from(*decks), 1, u64::from(MAX_DECKS))
         }
-        G::Table(TableError::Limits(LimitsError::MaxBetOutOfRange { min_bet, max_bet })) => (
-            "max_bet".into(),
-            format!("{max_bet} is outside {min_bet}..={MAX_BET}"),
-            Report::Range { min: *min_bet, max: MAX_BET },
-        ),
-        G::Table(TableError::Limits(LimitsError::MaxBetBelowMinBet { .. })) => {
-            ("max_bet".into(), what(), Report::BadRequest(Code::InvalidArgument))
-        }
-        G::Card(CardError::DecksOutOfRange { decks })
-        | G::Table(TableError::Decks(CardError::DecksOutOfRange { decks })) => (
-            "decks".into(),
-            format!("{decks} is outside 1..={MAX_DECKS}"),
-            Report::Range { min: 1, max: u64::from(MAX_DECKS) },
-        ),
-        G::Paytable(PaytableError::OddsOutOfRange { entry, odds }) => (
-            entry.to_string().into(),
-            format!("{odds} is outside 1..={}", crate::game::paytable::MAX_ODDS),
-            Report::Range { min: 1, max: u64::from(crate::game::paytable::MAX_ODDS) },
+        G::Card(CardError::NotACard { .. }) => Refusal::invalid(R::InvalidValue, "card", what()),
+        G::Paytable(PaytableError::OddsOutOfRange { entry, odds }) => Refusal::range(
+            R::ValueOutOfRange,
+            entry.to_string(),
+            u64::from(*odds),
+            1,
+            u64::from(crate::game::paytable::MAX_ODDS),
         ),
         G::Paytable(PaytableError::SpreadEntries { .. }) => {
-            ("paytable.spread".into(), what(), Report::BadRequest(Code::InvalidArgument))
-        }
-        G::Card(CardError::NotACard { .. }) | G::Table(TableError::Decks(CardError::NotACard { .. })) => {
-            ("card".into(), what(), Report::BadRequest(Code::InvalidArgument))
+            Refusal::invalid(R::InvalidValue, "paytable.spread", what())
         }
         G::InconsistentSnapshot { .. } | G::ThirdCardMissing { .. } | G::AmountOverflow { .. } => return None,
     })
 }
 
+/// A table the rules refuse: the player's limits against the table's in a request, the
+/// table's own settings in the configuration.
+fn table(t: &TableError, what: String) -> Option<Refusal> {
+    use ErrorReason as R;
+    Some(match t {
+        TableError::LimitsDoNotOverlap { .. } => {
+            Refusal::precondition(R::LimitsDoNotOverlap, LIMITS, "player_limits", what)
+        }
+        TableError::TooLarge { .. } => Refusal::invalid(R::TableTooLarge, "max_bet", what),
+        TableError::Limits(LimitsError::MinBetOutOfRange { min_bet }) => {
+            Refusal::range(R::ValueOutOfRange, "min_bet", *min_bet, 1, MAX_BET)
+        }
+        TableError::Limits(LimitsError::MaxBetOutOfRange { min_bet, max_bet }) => {
+            Refusal::range(R::ValueOutOfRange, "max_bet", *max_bet, *min_bet, MAX_BET)
+        }
+        TableError::Limits(LimitsError::MaxBetBelowMinBet { .. }) => Refusal::invalid(R::InvalidValue, "max_bet", what),
+        TableError::Decks(CardError::DecksOutOfRange { decks }) => {
+            Refusal::range(R::ValueOutOfRange, "decks", u64::from(*decks), 1, u64::from(MAX_DECKS))
+        }
+        TableError::Decks(CardError::NotACard { .. }) => Refusal::invalid(R::InvalidValue, "card", what),
+    })
+}
+
 /// A request's `player_limits`: which bound is wrong and the range it must lie in.
-fn describe_player_limits(l: LimitsError) -> Described {
+fn player_limits(l: LimitsError) -> Refusal {
     let (field, value, min, max) = match l {
         LimitsError::MinBetOutOfRange { min_bet } => ("player_limits.min_bet", min_bet, 1, MAX_BET),
         // A player's max_bet may be anything from min_bet up (above MAX_BET: the table's).
@@ -176,137 +298,53 @@ fn describe_player_limits(l: LimitsError) -> Described {
             ("player_limits.max_bet", max_bet, min_bet, u64::MAX)
         }
     };
-    (field.into(), format!("{value} is outside {min}..={max}"), Report::Range { min, max })
+    Refusal::range(ErrorReason::InvalidPlayerLimits, field, value, min, max)
 }
 
 /// A commitment that may not deal the round asked for: the bound request field, or the
 /// token when the table changed under it.
-fn describe_binding(b: &BindingError) -> Option<Described> {
-    let what = || b.to_string();
-    Some(match b {
+fn binding(b: &BindingError) -> Refusal {
+    use ErrorReason as R;
+    let what = b.to_string();
+    let token = "commitment_token";
+    match b {
         BindingError::Mismatch { field, .. } => {
-            (bound_field(*field).into(), what(), Report::Precondition("COMMITMENT_BINDING"))
+            Refusal::precondition(R::CommitmentMismatch, COMMITMENT_BINDING, bound_field(*field), what)
         }
-        BindingError::TableChanged { .. } | BindingError::CurrencyChanged { .. } => {
-            ("commitment_token".into(), what(), Report::Precondition("COMMITMENT_BINDING"))
+        BindingError::TableChanged { .. } => Refusal::precondition(R::TableChanged, COMMITMENT_BINDING, token, what),
+        BindingError::CurrencyChanged { .. } => {
+            Refusal::precondition(R::CurrencyChanged, COMMITMENT_BINDING, token, what)
         }
         BindingError::RulesChanged { .. } | BindingError::RulesWithdrawn { .. } => {
-            ("commitment_token".into(), what(), Report::PreconditionWithReason("COMMITMENT_BINDING", "RULES_CHANGED"))
+            Refusal::precondition(R::RulesChanged, COMMITMENT_BINDING, token, what)
         }
-        BindingError::Expired { .. } => return None,
+        BindingError::Expired { .. } => Refusal::token("token"),
+    }
+}
+
+/// The odds calculator's refusals (no RPC reaches them: `reddog odds` and the simulator).
+fn odds(o: &OddsError) -> Option<Refusal> {
+    use ErrorReason as R;
+    let what = || o.to_string();
+    Some(match o {
+        OddsError::RankCountOutOfRange { rank, .. } => {
+            Refusal::bad(Code::OutOfRange, R::ValueOutOfRange, format!("counts[{rank}]"), what())
+        }
+        OddsError::ShoeTooSmall { .. } => Refusal::invalid(R::InvalidValue, "counts", what()),
+        OddsError::UnknownPolicy { .. }
+        | OddsError::RaiseThresholdNotANumber { .. }
+        | OddsError::RaiseThresholdZero { .. }
+        | OddsError::RaiseThresholdNeverRaises { .. } => Refusal::invalid(R::InvalidValue, "policy", what()),
+        OddsError::AmountOverflow { .. } => return None,
     })
 }
 
 /// The StartRound field that carries a value a commitment is bound to.
-pub const fn bound_field(field: BoundField) -> &'static str {
+pub(crate) const fn bound_field(field: BoundField) -> &'static str {
     match field {
         BoundField::RoundId => "round_id",
         BoundField::Nonce => "nonce",
         BoundField::TableId => "table_id",
-    }
-}
-
-/// The prefix of the message of a request that is not valid protobuf (see `guard`).
-const MALFORMED_PREFIX: &str = "the request message";
-
-/// `ErrorInfo.reason` of an error the engine answers with details: one per cause.
-///
-/// | reason | status | cause |
-/// |---|---|---|
-/// | `MISSING_FIELD` | `INVALID_ARGUMENT` | a required field is empty (`commitment_token`, `round_token`, `round_id`, `client_seed`, `player_limits`, `decisions`) |
-/// | `INVALID_ROUND_ID` | `INVALID_ARGUMENT` | `round_id` too long, with control characters, or not the token's |
-/// | `INVALID_TABLE_ID` | `INVALID_ARGUMENT` | `table_id` too long or outside `[A-Za-z0-9._-]` |
-/// | `INVALID_CLIENT_SEED` | `INVALID_ARGUMENT` | `client_seed` over 1024 bytes |
-/// | `INVALID_ACTION` | `INVALID_ARGUMENT` | a decision's action is not raise or stand |
-/// | `DUPLICATE_SEAT` | `INVALID_ARGUMENT` | one seat twice in one Decide |
-/// | `INVALID_SANDBOX_CARDS` | `INVALID_ARGUMENT` | `sandbox_cards` malformed at a sandbox table |
-/// | `MALFORMED_REQUEST` | `INVALID_ARGUMENT` | the request is not valid protobuf, or missing |
-/// | `INVALID_VALUE` | `INVALID_ARGUMENT` | any other malformed value (configuration) |
-/// | `SEAT_COUNT` | `OUT_OF_RANGE` | 0 or more than 7 seats |
-/// | `BET_OUTSIDE_LIMITS` | `OUT_OF_RANGE` | a bet outside the table's or the player's limits |
-/// | `INVALID_PLAYER_LIMITS` | `OUT_OF_RANGE` | `player_limits.min_bet` 0 or above the largest bet, `max_bet` below `min_bet` |
-/// | `UNKNOWN_SEAT` | `OUT_OF_RANGE` | a decision for a seat the round does not have |
-/// | `VALUE_OUT_OF_RANGE` | `OUT_OF_RANGE` | any other number out of range (configuration) |
-/// | `UNKNOWN_TABLE` | `NOT_FOUND` | a table this engine does not serve |
-/// | `COMMITMENT_MISMATCH` | `FAILED_PRECONDITION` | StartRound with another round id, nonce or table than the commitment's |
-/// | `TABLE_CHANGED` | `FAILED_PRECONDITION` | the table's deck count or sandbox marking changed since the commitment |
-/// | `CURRENCY_CHANGED` | `FAILED_PRECONDITION` | the table's currency changed since the commitment |
-/// | `LIMITS_DO_NOT_OVERLAP` | `FAILED_PRECONDITION` | the player's limits and the table's have no bet in common |
-/// | `NO_DECISION_ON_THIS_HAND` | `FAILED_PRECONDITION` | Decide on a pair or consecutive hand |
-/// | `DECISIONS_CLOSED` | `FAILED_PRECONDITION` | Decide on a round whose seats have all decided |
-/// | `SEAT_ALREADY_DECIDED` | `FAILED_PRECONDITION` | Decide for a seat that decided in this token |
-/// | `ROUND_NOT_COMPLETE` | `FAILED_PRECONDITION` | settlement before the third card is dealt (not reachable through Settle) |
-/// | `NOT_A_SANDBOX_TABLE` | `FAILED_PRECONDITION` | `sandbox_cards` at a table that is not a sandbox table |
-/// | `TABLE_TOO_LARGE` | `INVALID_ARGUMENT` | configuration only: a `max_bet` whose largest round overflows |
-///
-/// Besides these: `INVALID_TOKEN` ([`invalid_token`]), and from the transport guard
-/// `REQUEST_TOO_LARGE`, `OVERLOADED` and `REQUEST_TIMEOUT`.
-pub fn reason(err: &EngineError) -> &'static str {
-    use EngineError as E;
-    match err {
-        E::InvalidArgument { field, reason } => {
-            if reason.starts_with(MALFORMED_PREFIX) || field == "request" {
-                "MALFORMED_REQUEST"
-            } else if reason.starts_with("required") || reason.starts_with("at least one") {
-                "MISSING_FIELD"
-            } else if field.starts_with(super::sandbox::FIELD) {
-                "INVALID_SANDBOX_CARDS"
-            } else if field.starts_with("decisions[") && field.ends_with(".action") {
-                "INVALID_ACTION"
-            } else if field.starts_with("decisions[") && field.ends_with(".seat") {
-                "DUPLICATE_SEAT"
-            } else {
-                match field.as_ref() {
-                    "round_id" => "INVALID_ROUND_ID",
-                    "table_id" => "INVALID_TABLE_ID",
-                    "client_seed" => "INVALID_CLIENT_SEED",
-                    _ => "INVALID_VALUE",
-                }
-            }
-        }
-        E::OutOfRange { field, .. } if field.starts_with("player_limits") => "INVALID_PLAYER_LIMITS",
-        E::OutOfRange { field, .. } if field.starts_with("decisions[") => "UNKNOWN_SEAT",
-        E::OutOfRange { .. } => "VALUE_OUT_OF_RANGE",
-        E::FailedPrecondition { field, .. } if field == super::sandbox::FIELD => "NOT_A_SANDBOX_TABLE",
-        E::FailedPrecondition { field, .. } if field == "commitment_token" => "TABLE_CHANGED",
-        E::FailedPrecondition { .. } => "ROUND_STATE",
-        E::Game(g) | E::Fairness(FairnessError::Game(g)) => game_reason(g),
-        E::PlayerLimits(_) => "INVALID_PLAYER_LIMITS",
-        E::Binding(BindingError::Mismatch { .. }) => "COMMITMENT_MISMATCH",
-        E::Binding(BindingError::TableChanged { .. }) => "TABLE_CHANGED",
-        E::Binding(BindingError::CurrencyChanged { .. }) => "CURRENCY_CHANGED",
-        E::Binding(BindingError::RulesChanged { .. } | BindingError::RulesWithdrawn { .. }) => "RULES_CHANGED",
-        E::Binding(BindingError::Expired { .. }) | E::InvalidToken => "INVALID_TOKEN",
-        E::Fairness(FairnessError::Malformed { .. }) => "INVALID_VALUE",
-        E::Odds(OddsError::RankCountOutOfRange { .. }) => "VALUE_OUT_OF_RANGE",
-        E::Odds(OddsError::AmountOverflow { .. }) | E::Fairness(FairnessError::RandomSource(_)) => "INTERNAL",
-        E::Odds(_) => "INVALID_VALUE",
-        E::UnknownTable { .. } => "UNKNOWN_TABLE",
-        E::TokenTooLarge { .. } | E::Internal(_) => "INTERNAL",
-    }
-}
-
-fn game_reason(g: &GameError) -> &'static str {
-    use GameError as G;
-    match g {
-        G::SeatCount { .. } => "SEAT_COUNT",
-        G::BetOutsideLimits { .. } => "BET_OUTSIDE_LIMITS",
-        G::UnknownSeat { .. } => "UNKNOWN_SEAT",
-        G::SeatTwice { .. } => "DUPLICATE_SEAT",
-        G::SeatAlreadyDecided { .. } => "SEAT_ALREADY_DECIDED",
-        G::DecisionsClosed { .. } => "DECISIONS_CLOSED",
-        G::NoDecisionOnThisHand { .. } => "NO_DECISION_ON_THIS_HAND",
-        G::RoundNotComplete { .. } => "ROUND_NOT_COMPLETE",
-        G::Table(TableError::LimitsDoNotOverlap { .. }) => "LIMITS_DO_NOT_OVERLAP",
-        G::Table(TableError::TooLarge { .. }) => "TABLE_TOO_LARGE",
-        G::Table(TableError::Limits(LimitsError::MaxBetBelowMinBet { .. }))
-        | G::Paytable(PaytableError::SpreadEntries { .. })
-        | G::Card(CardError::NotACard { .. })
-        | G::Table(TableError::Decks(CardError::NotACard { .. })) => "INVALID_VALUE",
-        G::Table(TableError::Limits(_) | TableError::Decks(CardError::DecksOutOfRange { .. }))
-        | G::Card(CardError::DecksOutOfRange { .. })
-        | G::Paytable(PaytableError::OddsOutOfRange { .. }) => "VALUE_OUT_OF_RANGE",
-        G::InconsistentSnapshot { .. } | G::ThirdCardMissing { .. } | G::AmountOverflow { .. } => "INTERNAL",
     }
 }
 
@@ -327,51 +365,20 @@ fn cause_chain(err: &EngineError) -> String {
 
 impl From<EngineError> for Status {
     fn from(err: EngineError) -> Status {
-        let reason_code = reason(&err);
-        let Some((field, reason, report)) = describe(&err) else {
-            if matches!(err, EngineError::InvalidToken | EngineError::Binding(BindingError::Expired { .. })) {
-                return invalid_token("token");
+        match refusal(&err) {
+            Some(refusal) => refusal.into_status(),
+            None => {
+                tracing::error!(cause = %cause_chain(&err), "internal error");
+                Status::internal("internal error")
             }
-            tracing::error!(cause = %cause_chain(&err), "internal error");
-            return Status::internal("internal error");
-        };
-        let message = format!("{field}: {reason}");
-        let mut meta = vec![("field".to_string(), field.to_string())];
-        let mut reason_override = None;
-        let (code, mut details) = match report {
-            Report::BadRequest(code) => (code, ErrorDetails::with_bad_request_violation(field.as_ref(), reason)),
-            Report::Range { min, max } => {
-                meta.push(("min".to_string(), min.to_string()));
-                meta.push(("max".to_string(), max.to_string()));
-                (Code::OutOfRange, ErrorDetails::with_bad_request_violation(field.as_ref(), reason))
-            }
-            Report::Precondition(kind) => (
-                Code::FailedPrecondition,
-                ErrorDetails::with_precondition_failure_violation(kind, field.as_ref(), reason),
-            ),
-            Report::PreconditionWithReason(kind, info_reason) => {
-                reason_override = Some(info_reason);
-                (
-                    Code::FailedPrecondition,
-                    ErrorDetails::with_precondition_failure_violation(kind, field.as_ref(), reason),
-                )
-            }
-        };
-        details.set_error_info(
-            reason_override.unwrap_or(reason_code),
-            ERROR_DOMAIN,
-            meta.into_iter().collect::<std::collections::HashMap<_, _>>(),
-        );
-        Status::with_error_details(code, message, details)
+        }
     }
 }
 
 /// The uniform answer to an unusable token in request field `field` (`commitment_token` or
 /// `round_token`): the same for every reason the token is unusable.
-pub fn invalid_token(field: &'static str) -> Status {
-    let mut d = ErrorDetails::with_bad_request_violation(field, INVALID_TOKEN_MESSAGE);
-    d.set_error_info("INVALID_TOKEN", ERROR_DOMAIN, [("field".to_string(), field.to_string())]);
-    Status::with_error_details(Code::InvalidArgument, INVALID_TOKEN_MESSAGE, d)
+pub(crate) fn invalid_token(field: &'static str) -> Status {
+    Refusal::token(field).into_status()
 }
 
 #[cfg(test)]
@@ -453,23 +460,28 @@ mod tests {
     #[test]
     fn each_cause_has_its_own_reason_never_the_status_code() {
         let cases: Vec<(EngineError, &str)> = vec![
-            (EngineError::invalid("round_token", "required"), "MISSING_FIELD"),
-            (EngineError::invalid("client_seed", "required: the player's client seed"), "MISSING_FIELD"),
-            (EngineError::invalid("decisions", "at least one decision is required"), "MISSING_FIELD"),
-            (EngineError::invalid("round_id", "at most 128 bytes"), "INVALID_ROUND_ID"),
-            (EngineError::invalid("table_id", "at most 64 bytes"), "INVALID_TABLE_ID"),
-            (EngineError::invalid("client_seed", "at most 1024 bytes of UTF-8"), "INVALID_CLIENT_SEED"),
-            (EngineError::invalid("decisions[1].action", "must be ACTION_RAISE or ACTION_STAND"), "INVALID_ACTION"),
-            (EngineError::invalid("decisions[1].seat", "the same seat appears twice"), "DUPLICATE_SEAT"),
-            (EngineError::invalid("sandbox_cards[0]", "not a card"), "INVALID_SANDBOX_CARDS"),
-            (EngineError::invalid("round_id", "the request message is not valid protobuf: x"), "MALFORMED_REQUEST"),
+            (EngineError::Missing { field: "round_token", what: "required" }, "MISSING_FIELD"),
+            (EngineError::Missing { field: "decisions", what: "at least one decision is required" }, "MISSING_FIELD"),
+            (EngineError::InvalidRoundId { field: "round_id", reason: "at most 128 bytes".into() }, "INVALID_ROUND_ID"),
+            (EngineError::InvalidTableId { reason: "at most 64 bytes".into() }, "INVALID_TABLE_ID"),
+            (EngineError::InvalidClientSeed { reason: "at most 1024 bytes of UTF-8".into() }, "INVALID_CLIENT_SEED"),
+            (EngineError::InvalidAction { index: 1 }, "INVALID_ACTION"),
+            (EngineError::DuplicateSeat { index: 1 }, "DUPLICATE_SEAT"),
+            (
+                EngineError::InvalidSandboxCards { field: "sandbox_cards[0]".into(), reason: "x".into() },
+                "INVALID_SANDBOX_CARDS",
+            ),
+            (
+                EngineError::MalformedRequest { field: "round_id".into(), reason: "not UTF-8".into() },
+                "MALFORMED_REQUEST",
+            ),
             (EngineError::Game(GameError::SeatCount { seats: 0 }), "SEAT_COUNT"),
             (
                 EngineError::Game(GameError::BetOutsideLimits { seat: 0, bet: Money(1), limits: BetLimits::STANDARD }),
                 "BET_OUTSIDE_LIMITS",
             ),
-            (EngineError::out_of_range("player_limits.min_bet", 0u64, 1, 5), "INVALID_PLAYER_LIMITS"),
-            (EngineError::out_of_range("decisions[0].seat", 9u64, 0, 1), "UNKNOWN_SEAT"),
+            (EngineError::PlayerLimits(LimitsError::MinBetOutOfRange { min_bet: 0 }), "INVALID_PLAYER_LIMITS"),
+            (EngineError::UnknownSeat { index: 0, seat: 9, seats: 2 }, "UNKNOWN_SEAT"),
             (EngineError::UnknownTable { table_id: "x".into() }, "UNKNOWN_TABLE"),
             (EngineError::Game(GameError::SeatAlreadyDecided { seat: 0 }), "SEAT_ALREADY_DECIDED"),
             (EngineError::Game(GameError::DecisionsClosed { seat: 0 }), "DECISIONS_CLOSED"),
@@ -478,11 +490,14 @@ mod tests {
                 "NO_DECISION_ON_THIS_HAND",
             ),
             (EngineError::Binding(BindingError::TableChanged { committed_decks: 1, table_decks: 2 }), "TABLE_CHANGED"),
+            (EngineError::SandboxChanged { committed_sandbox: false, table_id: "lab".into() }, "TABLE_CHANGED"),
             (
                 EngineError::Binding(BindingError::CurrencyChanged { committed: "EUR".into(), table: "JPY".into() }),
                 "CURRENCY_CHANGED",
             ),
-            (EngineError::precondition("sandbox_cards", "not a sandbox table"), "NOT_A_SANDBOX_TABLE"),
+            (EngineError::NotASandboxTable { table_id: "default".into() }, "NOT_A_SANDBOX_TABLE"),
+            (EngineError::invalid("tables.x.currency", "not ISO 4217"), "INVALID_VALUE"),
+            (EngineError::out_of_range("tables.x.decks", 9u64, 1, 8), "VALUE_OUT_OF_RANGE"),
         ];
         let status_codes = ["INVALID_ARGUMENT", "OUT_OF_RANGE", "FAILED_PRECONDITION", "NOT_FOUND"];
         for (err, want) in cases {
@@ -490,11 +505,44 @@ mod tests {
             let got = status.get_error_details().error_info().unwrap().reason.clone();
             assert_eq!(got, want, "{err:?}");
             assert!(!status_codes.contains(&got.as_str()), "{err:?}");
+            // An error that names its field: the message is its own text, field first.
+            if let Some(field) = err.field() {
+                assert_eq!(status.message(), err.to_string(), "{err:?}");
+                assert_eq!(field_of(&status), field, "{err:?}");
+            }
         }
-        let sandbox = Status::from(EngineError::precondition("sandbox_cards", "not a sandbox table"));
+        let sandbox = Status::from(EngineError::NotASandboxTable { table_id: "default".into() });
         let details = sandbox.get_error_details();
         let violation = &details.precondition_failure().unwrap().violations[0];
         assert_eq!((violation.r#type.as_str(), violation.subject.as_str()), ("SANDBOX", "sandbox_cards"));
+    }
+
+    #[test]
+    fn a_reason_depends_on_the_variant_never_on_its_words() {
+        // The same words under two variants give each variant's reason; other words under
+        // one variant give that variant's reason.
+        let words = ["required", "at least one x is required", "the request message is not valid", "zzz"];
+        for w in words {
+            let reasons = [
+                EngineError::Missing { field: "round_id", what: "required" },
+                EngineError::InvalidRoundId { field: "round_id", reason: w.to_string().into() },
+                EngineError::InvalidSandboxCards { field: "decisions[0].action".into(), reason: w.into() },
+                EngineError::invalid("decisions[0].seat", w),
+                EngineError::invalid("round_id", w),
+            ]
+            .map(|e| refusal(&e).unwrap().reason);
+            assert_eq!(
+                reasons,
+                [
+                    ErrorReason::MissingField,
+                    ErrorReason::InvalidRoundId,
+                    ErrorReason::InvalidSandboxCards,
+                    ErrorReason::InvalidValue,
+                    ErrorReason::InvalidValue
+                ],
+                "{w}"
+            );
+        }
     }
 
     #[test]

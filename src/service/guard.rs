@@ -19,7 +19,8 @@
 //!   connection never takes a slot while it holds as many as are free, so connections that
 //!   take slots greedily (or cannot drain their answers) always leave some to a newcomer. The whole
 //!   call, request body included, is bounded by the per-call timeout (DEADLINE_EXCEEDED).
-//!   (A message prost cannot decode is answered by the codec, [`super::codec`].) Health and
+//!   (A message prost cannot decode is answered by the codec, [`super::codec`], and counted
+//!   here.) Health and
 //!   reflection are not behind the cap: health stays answerable under any load.
 //! - [`CallsInProgress`] counts RedDog calls from arrival until the handler has answered; the
 //!   drain waits for it to reach zero. Its gauge, `reddog_rpc_in_flight`, counts them until
@@ -58,8 +59,9 @@ use tonic::server::NamedService;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
-use super::error::ERROR_DOMAIN;
-use super::metrics;
+use super::codec::UNDECODABLE;
+use super::error::{ERROR_DOMAIN, ErrorReason};
+use super::metrics::MetricsRegistry;
 use super::transport::ConnInfo;
 use crate::error::EngineError;
 
@@ -69,7 +71,7 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// `OVERLOADED` and a `RetryInfo` hint.
 pub fn overloaded() -> Status {
     let mut d = ErrorDetails::with_retry_info(Some(Duration::from_millis(100)));
-    d.set_error_info("OVERLOADED", ERROR_DOMAIN, []);
+    d.set_error_info(ErrorReason::Overloaded.as_str_name(), ERROR_DOMAIN, []);
     Status::with_error_details(
         Code::ResourceExhausted,
         "the server is at its limit of calls in progress; retry later",
@@ -82,7 +84,8 @@ pub fn overloaded() -> Status {
 /// same retry hint as [`overloaded`].
 pub fn queued_too_long(bound: Duration) -> Status {
     let mut d = ErrorDetails::with_retry_info(Some(Duration::from_millis(100)));
-    d.set_error_info("OVERLOADED", ERROR_DOMAIN, [("max_queue_wait_ms".to_string(), bound.as_millis().to_string())]);
+    let wait = [("max_queue_wait_ms".to_string(), bound.as_millis().to_string())];
+    d.set_error_info(ErrorReason::Overloaded.as_str_name(), ERROR_DOMAIN, wait);
     Status::with_error_details(
         Code::ResourceExhausted,
         format!("the call waited over the server's {} ms bound before it could start; retry later", bound.as_millis()),
@@ -93,7 +96,8 @@ pub fn queued_too_long(bound: Duration) -> Status {
 /// The answer to a call that took longer than the per-call timeout.
 pub fn timed_out(limit: Duration) -> Status {
     let mut d = ErrorDetails::new();
-    d.set_error_info("REQUEST_TIMEOUT", ERROR_DOMAIN, [("timeout_ms".to_string(), limit.as_millis().to_string())]);
+    let timeout = [("timeout_ms".to_string(), limit.as_millis().to_string())];
+    d.set_error_info(ErrorReason::RequestTimeout.as_str_name(), ERROR_DOMAIN, timeout);
     Status::with_error_details(
         Code::DeadlineExceeded,
         format!("the call did not complete within the server's {} ms limit", limit.as_millis()),
@@ -107,7 +111,7 @@ pub fn too_large(limit: usize) -> Status {
     let mut d =
         ErrorDetails::with_quota_failure_violation("request", format!("a request message is at most {limit} bytes"));
     d.set_error_info(
-        "REQUEST_TOO_LARGE",
+        ErrorReason::RequestTooLarge.as_str_name(),
         ERROR_DOMAIN,
         [("field".to_string(), "request".to_string()), ("limit_bytes".to_string(), limit.to_string())],
     );
@@ -121,24 +125,24 @@ pub fn too_large(limit: usize) -> Status {
 /// RedDog calls in progress on one server: from the request's arrival until the handler has
 /// answered (the response may still be on its way). The drain waits until there are none.
 #[derive(Debug)]
-pub struct CallsInProgress {
+pub(crate) struct CallsInProgress {
     count: AtomicUsize,
     gauge: ::metrics::Gauge,
 }
 
 impl CallsInProgress {
-    /// A counter at zero, mirrored in the `reddog_rpc_in_flight` gauge.
-    pub fn new() -> Arc<CallsInProgress> {
-        Arc::new(CallsInProgress { count: AtomicUsize::new(0), gauge: metrics::in_flight_gauge() })
+    /// A counter at zero, mirrored in `metrics`' `reddog_rpc_in_flight` gauge.
+    pub(crate) fn new(metrics: &MetricsRegistry) -> Arc<CallsInProgress> {
+        Arc::new(CallsInProgress { count: AtomicUsize::new(0), gauge: metrics.in_flight_gauge() })
     }
 
     /// Calls in progress now.
-    pub fn get(&self) -> usize {
+    pub(crate) fn get(&self) -> usize {
         self.count.load(Ordering::Acquire)
     }
 
     /// Resolves once no call is in progress (checked every 10 ms: only the drain waits).
-    pub async fn none(&self) {
+    pub(crate) async fn none(&self) {
         while self.get() > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -183,7 +187,7 @@ impl Drop for Sending {
 
 /// The limits [`Guarded`] applies.
 #[derive(Clone, Copy, Debug)]
-pub struct CallLimits {
+pub(crate) struct CallLimits {
     /// Calls holding a slot at once, across all connections.
     pub max_in_flight: usize,
     /// Slots one connection may hold at once.
@@ -276,27 +280,26 @@ impl http_body::Body for Budgeted {
 
 /// The RedDog service behind the global cap and the per-call timeout (see the module docs).
 #[derive(Clone, Debug)]
-pub struct Guarded<S> {
+pub(crate) struct Guarded<S> {
     inner: S,
     permits: Arc<Semaphore>,
-    queue_wait: ::metrics::Histogram,
+    /// Where its sheds, timeouts, refused requests and queue waits are counted.
+    metrics: MetricsRegistry,
     pending: Arc<PendingBytes>,
     limits: CallLimits,
     calls: Arc<CallsInProgress>,
 }
 
 impl<S> Guarded<S> {
-    /// `inner` under `limits`, its calls counted in `calls`.
-    pub fn new(inner: S, limits: CallLimits, calls: Arc<CallsInProgress>) -> Guarded<S> {
+    /// `inner` under `limits`, its calls counted in `calls`, its metrics in `metrics`.
+    pub(crate) fn new(
+        inner: S,
+        limits: CallLimits,
+        calls: Arc<CallsInProgress>,
+        metrics: MetricsRegistry,
+    ) -> Guarded<S> {
         let pending = Arc::new(PendingBytes { used: AtomicUsize::new(0), max: limits.max_pending_bytes });
-        Guarded {
-            inner,
-            permits: Arc::new(Semaphore::new(limits.max_in_flight)),
-            queue_wait: metrics::queue_wait_histogram(),
-            pending,
-            limits,
-            calls,
-        }
+        Guarded { inner, permits: Arc::new(Semaphore::new(limits.max_in_flight)), metrics, pending, limits, calls }
     }
 }
 
@@ -336,7 +339,7 @@ where
         let permits = self.permits.clone();
         let reserved = Reserved { pool: self.pending.clone(), bytes: 0 };
         let limits = self.limits;
-        let queue_wait = self.queue_wait.clone();
+        let metrics = self.metrics.clone();
         Box::pin(async move {
             // The wait for a thread: from the headers' arrival until this future first runs.
             let waited = arrived.elapsed();
@@ -352,33 +355,37 @@ where
                 read = read => match read {
                     Ok(collected) => collected.to_bytes(),
                     Err(e) if e.is::<LengthLimitError>() => {
-                        metrics::bad_request(Code::ResourceExhausted);
+                        metrics.bad_request(Code::ResourceExhausted);
                         return Ok(too_large(limits.max_message).into_http());
                     }
                     Err(e) if e.is::<PendingFull>() => {
-                        metrics::load_shed();
+                        metrics.load_shed();
                         return Ok(overloaded().into_http());
                     }
                     // The client reset the stream: nobody reads this answer.
                     Err(_) => return Ok(Status::cancelled("the request stream was reset").into_http()),
                 },
                 () = &mut deadline => {
-                    metrics::request_timed_out();
+                    metrics.request_timed_out();
                     return Ok(timed_out(limits.timeout).into_http());
                 }
             };
             if bytes.is_empty() {
-                let status: Status = EngineError::invalid("request", "the call carried no request message").into();
-                metrics::bad_request(status.code());
+                let status: Status = EngineError::MalformedRequest {
+                    field: "request".into(),
+                    reason: "the call carried no request message".into(),
+                }
+                .into();
+                metrics.bad_request(status.code());
                 return Ok(status.into_http());
             }
             // 2. Not a call that waited too long for a thread before it first ran: its client
             //    may have given up, and running it would make every call queued behind it
             //    wait longer still. (Checked after the message was read, so that a message
             //    over the size limit is still answered as such.)
-            queue_wait.record(waited.as_secs_f64());
+            metrics.queue_waited(waited);
             if waited > limits.max_queue_wait {
-                metrics::queue_shed();
+                metrics.queue_shed();
                 return Ok(queued_too_long(limits.max_queue_wait).into_http());
             }
             // 3. A slot: within the connection's share, then under the global cap.
@@ -386,14 +393,14 @@ where
                 Some(activity) => match activity.admit(limits.per_connection, permits.available_permits()) {
                     Some(share) => Some(share),
                     None => {
-                        metrics::load_shed();
+                        metrics.load_shed();
                         return Ok(overloaded().into_http());
                     }
                 },
                 None => None,
             };
             let Ok(permit) = permits.try_acquire_owned() else {
-                metrics::load_shed();
+                metrics.load_shed();
                 return Ok(overloaded().into_http());
             };
             // 4. The call itself, within what is left of the deadline.
@@ -401,11 +408,11 @@ where
             let answer = tokio::select! {
                 biased;
                 response = inner.call(request) => match response {
-                    Ok(response) => response,
+                    Ok(response) => counted_undecodable(response, &metrics),
                     Err(never) => match never {},
                 },
                 () = &mut deadline => {
-                    metrics::request_timed_out();
+                    metrics.request_timed_out();
                     timed_out(limits.timeout).into_http()
                 }
             };
@@ -420,9 +427,19 @@ where
     }
 }
 
+/// `response`, without the codec's [`UNDECODABLE`] mark; a marked answer (a request the
+/// codec could not decode) is counted in `reddog_undecodable_requests_total` by its code.
+fn counted_undecodable(mut response: Response<Body>, metrics: &MetricsRegistry) -> Response<Body> {
+    if response.headers_mut().remove(UNDECODABLE).is_some() {
+        let code = response.headers().get("grpc-status").and_then(|v| v.to_str().ok()?.parse::<i32>().ok());
+        metrics.bad_request(code.map_or(Code::InvalidArgument, Code::from));
+    }
+    response
+}
+
 /// A response body that ends with UNAVAILABLE once the server drains, after whatever the
 /// inner body has ready.
-pub struct EndOnStop {
+pub(crate) struct EndOnStop {
     inner: Body,
     stop: BoxFuture<()>,
     ended: bool,
@@ -464,13 +481,13 @@ impl http_body::Body for EndOnStop {
 
 /// A service whose response bodies end when `stop` turns true (for the health service).
 #[derive(Clone, Debug)]
-pub struct DrainStreams<S> {
+pub(crate) struct DrainStreams<S> {
     inner: S,
     stop: watch::Receiver<bool>,
 }
 
 impl<S> DrainStreams<S> {
-    pub fn new(inner: S, stop: watch::Receiver<bool>) -> DrainStreams<S> {
+    pub(crate) fn new(inner: S, stop: watch::Receiver<bool>) -> DrainStreams<S> {
         DrainStreams { inner, stop }
     }
 }
@@ -514,7 +531,7 @@ where
 
 /// Counts each call on its connection from request until its response body is dropped.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ActivityLayer;
+pub(crate) struct ActivityLayer;
 
 impl<S> tower::Layer<S> for ActivityLayer {
     type Service = Activity<S>;
@@ -525,7 +542,7 @@ impl<S> tower::Layer<S> for ActivityLayer {
 
 /// See [`ActivityLayer`]; also wraps one service ([`Activity::new`], [`Activity::health`]).
 #[derive(Clone, Debug)]
-pub struct Activity<S> {
+pub(crate) struct Activity<S> {
     inner: S,
     /// Its calls are health checks (a connection that carried only those is displaced later
     /// at the connection cap: `transport::HEALTH_DISPLACE_MIN_IDLE`).
@@ -534,13 +551,13 @@ pub struct Activity<S> {
 
 impl<S> Activity<S> {
     /// `inner`, its calls counted as their connection's activity.
-    pub fn new(inner: S) -> Activity<S> {
+    pub(crate) fn new(inner: S) -> Activity<S> {
         Activity { inner, health: false }
     }
 
     /// The health service `inner`, its calls counted as their connection's activity and
     /// marked as health checks.
-    pub fn health(inner: S) -> Activity<S> {
+    pub(crate) fn health(inner: S) -> Activity<S> {
         Activity { inner, health: true }
     }
 }
@@ -623,7 +640,9 @@ mod tests {
             max_message: 1024,
             max_pending_bytes: 1 << 20,
         };
-        (Guarded::new(tower::util::BoxCloneSyncService::new(inner), limits, CallsInProgress::new()), ran)
+        let metrics = MetricsRegistry::new();
+        let calls = CallsInProgress::new(&metrics);
+        (Guarded::new(tower::util::BoxCloneSyncService::new(inner), limits, calls, metrics), ran)
     }
 
     /// A 1-byte gRPC message (prefix and payload).
@@ -650,6 +669,11 @@ mod tests {
         assert_eq!(info.metadata.get("max_queue_wait_ms").map(String::as_str), Some("250"));
         assert!(details.retry_info().is_some(), "{status:?}");
         assert_eq!(ran.load(Ordering::Acquire), 0, "the handler never ran");
+        // Counted in this service's registry, as shed for its wait.
+        let m = &service.metrics;
+        assert_eq!(m.value("reddog_load_shed_total"), Some(1.0));
+        assert_eq!(m.value("reddog_load_shed_queued_total"), Some(1.0));
+        assert_eq!(m.value("reddog_rpc_queue_wait_seconds_count"), Some(1.0));
     }
 
     #[tokio::test(start_paused = true)]
@@ -672,5 +696,8 @@ mod tests {
         let response = tower::Service::call(&mut service, Request::new(Body::new(Full::new(message())))).await.unwrap();
         assert_eq!(grpc_status(&response), None);
         assert_eq!(ran.load(Ordering::Acquire), 1);
+        let m = &service.metrics;
+        assert_eq!(m.value("reddog_load_shed_total"), Some(0.0));
+        assert_eq!(m.value("reddog_rpc_queue_wait_seconds_count"), Some(1.0));
     }
 }

@@ -31,14 +31,15 @@ use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use metrics::Counter;
 use tracing_subscriber::fmt::MakeWriter;
 
 /// Longest a line waits in memory before the writer thread writes its batch.
-pub const FLUSH_EVERY: Duration = Duration::from_millis(10);
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(10);
 /// A batch this large is written at once, without waiting for [`FLUSH_EVERY`].
-pub const HIGH_WATER: usize = 64 * 1024;
+pub(crate) const HIGH_WATER: usize = 64 * 1024;
 /// A batch this large makes the next line be dropped (counted), never waited for.
-pub const CAPACITY: usize = 4 * 1024 * 1024;
+pub(crate) const CAPACITY: usize = 4 * 1024 * 1024;
 
 struct State {
     buf: Vec<u8>,
@@ -56,6 +57,8 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
+    /// Counts each line dropped for want of room (`reddog_log_lines_dropped_total`).
+    dropped: Counter,
     /// Wakes the writer thread: data in an empty batch, a full batch, a flush, a close.
     work: Condvar,
     /// Wakes loggers waiting for room, and flushers waiting for their flush.
@@ -86,8 +89,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl BatchWriter {
-    /// Starts the writer thread over `out` (stderr in the server).
+    /// Starts the writer thread over `out`, counting no dropped line (tests and benchmarks;
+    /// [`BatchWriter::try_append`] refuses instead of dropping).
     pub fn start(out: impl Write + Send + 'static) -> BatchWriter {
+        BatchWriter::start_counting_drops(out, Counter::noop())
+    }
+
+    /// Starts the writer thread over `out` (stderr in the server), counting in `dropped` each
+    /// line dropped because the batch was full.
+    pub fn start_counting_drops(out: impl Write + Send + 'static, dropped: Counter) -> BatchWriter {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 buf: Vec::with_capacity(HIGH_WATER * 2),
@@ -97,6 +107,7 @@ impl BatchWriter {
                 failed: false,
                 abandoned: false,
             }),
+            dropped,
             work: Condvar::new(),
             done: Condvar::new(),
             out: Mutex::new(Box::new(out)),
@@ -120,7 +131,7 @@ impl BatchWriter {
         if st.buf.len() >= CAPACITY {
             drop(st);
             s.work.notify_one();
-            metrics::counter!("reddog_log_lines_dropped_total").increment(1);
+            s.dropped.increment(1);
             return Ok(());
         }
         let was_empty = st.buf.is_empty();
@@ -366,7 +377,8 @@ mod tests {
         }
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let rec = Recorder::default();
-        let w = BatchWriter::start(Gated(gate.clone(), rec.clone()));
+        let metrics = crate::service::metrics::MetricsRegistry::new();
+        let w = BatchWriter::start_counting_drops(Gated(gate.clone(), rec.clone()), metrics.log_lines_dropped());
         let line = vec![b'x'; 1023].into_iter().chain([b'\n']).collect::<Vec<u8>>();
         // Three times the capacity: the writer holds one batch, the buffer fills, the rest is
         // dropped — all without waiting for the gate.
@@ -397,6 +409,8 @@ mod tests {
         let text = String::from_utf8(got).unwrap();
         assert!(text.lines().all(|l| l == "after" || l.len() == 1023), "only whole lines");
         assert!(text.ends_with("after\n"), "a line after the stall arrives");
+        let dropped = metrics.value("reddog_log_lines_dropped_total").unwrap();
+        assert!(dropped >= 1.0, "the drops are counted in the writer's registry: {dropped}");
     }
 
     #[test]

@@ -18,9 +18,12 @@
 //! | `reddog_third_card_probability` | gauge | `table`, `hand_class`, `spread` | exact P(third card wins \| deal class) |
 //! | `reddog_rtp_bound` | gauge | `table`, `definition`, `bound` | exact RTP range over every strategy |
 //! | `reddog_table_info` | gauge (1) | `table`, `decks`, `currency`, `minor_unit_exponent`, `rules_digest` | the configured tables |
-//! | `reddog_rules_certified` | gauge | `table`, `rules_digest` | 1: checked against `--certified-rules` at start-up; 0: started without it |
+//! | `reddog_rules_certified` | gauge | `table`, `rules_digest` | 1: checked at start-up against `--certified-rules` naming this binary; 0: started without it, or with `--allow-uncertified-binary` on another binary's file |
+//! | `reddog_binary_certified` | gauge | | 1: `--certified-rules` names this binary's SHA-256; 0 otherwise (same cases) |
+//! | `reddog_otlp_export_failures_total` | counter | | OTLP trace exports that failed (each a dropped batch of spans; logged as one WARN a minute at most) |
+//! | `reddog_serving` | gauge | | 1 while the overall health status (readiness) is SERVING; 0 while the audit trail's output fails or stalls, and from the moment a drain starts |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
-//! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`); the client gets one answer for all |
+//! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`; `too_old`: issued before the support window, or of a retired format); the client gets one answer for all but `too_old` |
 //! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, answer not yet sent (so every held `--max-in-flight` slot); calls still reading their request message count, although they hold no slot |
 //! | `reddog_rpc_undelivered_total` | counter | | slots released by closing a connection that left its answers unread for 1–2 s (`undelivered` below) |
 //! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED (`OVERLOADED`): at `--max-in-flight`, at `--max-pending-request-bytes`, or after waiting over `--max-queue-wait-ms` |
@@ -34,11 +37,10 @@
 //! | `reddog_audit_refused_total` | counter | `reason` | calls answered UNAVAILABLE (`AUDIT_UNAVAILABLE`) because their record was refused or not written in time (`backlog`, `output_failed`, `stalled`, `stopped`, `not_started`) |
 //! | `reddog_audit_sink_up` | gauge | | 1 while the trail's output takes records, 0 while it fails or stalls (`audit_writer`) |
 //! | `reddog_audit_sink_faults_total` | counter | `cause` | times the trail's output began to fail: `no_space`, `io_error`, `closed`, `write_error`, `stalled` |
-//! | `reddog_ready` | gauge | | what the readiness probe (`""`) answers: 1 SERVING, 0 NOT_SERVING (audit output failing, or draining) |
 //! | `process_*` | | | the process's CPU, memory, file descriptors, threads and start time (metrics-process) |
 //!
-//! Every counter with a fixed label set is registered at 0 when the service starts, so a rule
-//! sees it before its first event; `reddog_rpc_requests_total` is at 0 for code `OK` of every
+//! Every counter with a fixed label set is registered at 0 when the registry is made (before
+//! the service starts), so a rule sees it before its first event; `reddog_rpc_requests_total` is at 0 for code `OK` of every
 //! method, and other codes appear at their first answer.
 //!
 //! Settlement counters count `Settle` answers: a retried `Settle` counts again. Deal classes
@@ -46,23 +48,29 @@
 //! `1`…`11`.
 //! No metric carries a seed, key, token or round id.
 //!
-//! **Two registries.** The `metrics` crate's recorder (the Prometheus exporter, [`install`])
-//! is process-global: `counter!` and friends reach it from anywhere, so every counter, gauge
-//! and histogram above except the money and payout sums is per process, shared by every
-//! [`super::Application`] in it (one per process in production; tests that build several
-//! see their RPC and round counts summed). The money and payout sums are not in it: each
-//! `Application` owns a [`MoneyMetrics`], passed to its service ([`super::EngineConfig`]) and
-//! to its `/metrics` listener, so two `Application`s in one process keep separate totals.
+//! **One registry per application.** Each [`super::Application`] owns a [`MetricsRegistry`]:
+//! a Prometheus recorder of its own (metrics-exporter-prometheus, never installed as the
+//! process's global `metrics` recorder) and its exact money and payout sums
+//! ([`MoneyMetrics`]). It is passed in to everything that records (the service, the
+//! transport and guard, the audit sink, the log writer and the OTLP exporter: the binary
+//! creates it and hands it to [`super::telemetry::init`] and to [`super::Settings`]), and its
+//! `/metrics` listener renders it.
+//! No `counter!` macro reaches a global recorder and no `static` holds a handle (the test
+//! `service_metrics::no_file_under_src_holds_a_static_metrics_handle_or_reaches_a_global_recorder`
+//! scans src/), so two `Application`s in one process (tests) each count only their own calls,
+//! rounds and money, and each reports its own readiness (`reddog_serving`). The `process_*`
+//! metrics (of the whole process, whoever asks) are sampled into the registry being rendered
+//! at each scrape.
 //!
 //! **The money counters never wrap.** A `metrics` counter is a `u64` that wraps at 2^64, and
 //! one round at the largest table allowed returns nearly 2^64 minor units, so two such rounds
 //! would wrap it to a small, wrong number. The two money counters are therefore not
 //! `metrics` counters: they are exact `u128` sums ([`MoneyTotals`], in [`MoneyMetrics`])
-//! rendered by [`serve`] after the exporter's text, as Prometheus counters. A `u128` sum of `u64`
-//! amounts needs more than 2^64 settlements to reach 2^128; the sums are checked anyway, and
-//! a sum that would overflow is left unchanged and logged (never wrapped, never clamped).
-//! Prometheus stores samples as float64, so values above 2^53 lose low digits there — never
-//! their magnitude.
+//! rendered by [`MetricsRegistry::render`] after the exporter's text, as Prometheus counters.
+//! A `u128` sum of `u64` amounts needs more than 2^64 settlements to reach 2^128; the sums
+//! are checked anyway, and a sum that would overflow is left unchanged and logged (never
+//! wrapped, never clamped). Prometheus stores samples as float64, so values above 2^53 lose
+//! low digits there — never their magnitude.
 //!
 //! **The payout monitor.** For each settled round the expected return given its first two
 //! cards and every seat's final stake is an exact fraction ([`crate::odds::round_expectation`]);
@@ -79,20 +87,14 @@ use std::time::{Duration, Instant};
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::service::service_fn;
-use metrics::{
-    Counter, Gauge, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
-};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use metrics::{Counter, Gauge, Histogram, IntoLabels, Key, Level, Metadata, Recorder, Unit};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusRecorder};
 use tokio::net::TcpListener;
 
 use super::build_info;
 use super::tables::Currency;
 use crate::game::{Decks, HandClass, Paytable, Rule, Settlement, Spread, Table};
 use crate::odds::{Analysis, Exact, RtpDefinition, decimal, round_expectation, to_f64};
-
-/// The exporter's handle. The `metrics` crate has one global recorder per process, so this is
-/// process-wide too (see the module docs); nothing else here is.
-static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
 /// The exact sums of the money settled at one table, in minor units.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -102,8 +104,7 @@ pub struct MoneyTotals {
 }
 
 /// The exact money sums and the payout monitor's sums of one [`super::Application`], per
-/// table id (see the module docs): its own, not the process's, so two `Application`s in one
-/// process show their own totals on their own `/metrics`.
+/// table id (see the module docs), in its [`MetricsRegistry`].
 ///
 /// The sums are kept here rather than as `metrics` counters because they must stay exact:
 /// a `metrics` counter is a `u64` (two rounds at the largest table wrap it) and the
@@ -303,52 +304,321 @@ fn label_value(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// Installs the Prometheus recorder as the process's global `metrics` recorder (once; later
-/// calls return the same handle). `None` if another recorder was installed first.
-pub fn install() -> Option<PrometheusHandle> {
-    HANDLE
-        .get_or_init(|| {
-            let builder = PrometheusBuilder::new()
-                .set_buckets_for_metric(
-                    Matcher::Full("reddog_rpc_duration_seconds".into()),
-                    &[0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.05, 0.25],
-                )
-                .ok()?
-                .set_buckets_for_metric(
-                    Matcher::Full("reddog_rpc_queue_wait_seconds".into()),
-                    &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0],
-                )
-                .ok()?;
-            let recorder = builder.build_recorder();
-            let handle = recorder.handle();
-            metrics::set_global_recorder(recorder).ok()?;
-            Some(handle)
-        })
-        .clone()
+/// Buckets of `reddog_rpc_duration_seconds`.
+const RPC_DURATION_BUCKETS: [f64; 11] =
+    [0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.05, 0.25];
+/// Buckets of `reddog_rpc_queue_wait_seconds`.
+const QUEUE_WAIT_BUCKETS: [f64; 11] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
+
+/// The metadata every handle is registered with (the Prometheus recorder ignores it).
+const METADATA: Metadata<'static> = Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// The `reason` labels of `reddog_audit_refused_total` (`audit_sink::AuditRefused`'s labels:
+/// a test there checks they agree).
+pub(crate) const AUDIT_REFUSED_REASONS: [&str; 5] = ["backlog", "output_failed", "stalled", "stopped", "not_started"];
+/// The `cause` labels of `reddog_audit_sink_faults_total` (`audit_writer::Cause`'s labels: a
+/// test there checks they agree).
+pub(crate) const AUDIT_SINK_FAULT_CAUSES: [&str; 5] = ["no_space", "io_error", "closed", "write_error", "stalled"];
+
+/// One [`super::Application`]'s metrics (see the module docs): its Prometheus recorder, never
+/// installed as the process's global `metrics` recorder, its exact money and payout sums, and
+/// the handles recorded from several places. Cheap to clone (one `Arc`); every clone records
+/// into the same registry. [`MetricsRegistry::render`] is its `/metrics` page.
+#[derive(Clone)]
+pub struct MetricsRegistry {
+    inner: Arc<Registered>,
 }
 
-/// Serves `GET /metrics` (Prometheus text format: the process's exporter, then `money`'s
-/// sums) on `listener` until the task is dropped, with hyper's HTTP/1.1 server (keep-alive,
-/// pipelining and malformed requests are hyper's business, not ours). `GET /` answers a
-/// pointer to `/metrics`; anything else is 404.
-pub async fn serve(listener: TcpListener, handle: PrometheusHandle, money: Arc<MoneyMetrics>) {
-    let upkeep = handle.clone();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(5));
-        loop {
-            tick.tick().await;
-            upkeep.run_upkeep();
+struct Registered {
+    recorder: PrometheusRecorder,
+    /// `process_*`, sampled into `recorder` at each render.
+    process: metrics_process::Collector,
+    money: MoneyMetrics,
+    in_flight: Gauge,
+    queue_wait: Histogram,
+    undelivered: Counter,
+    load_shed: Counter,
+    load_shed_queued: Counter,
+    request_timeouts: Counter,
+    accept_backoffs: Counter,
+    log_lines_dropped: Counter,
+    audit_records: Counter,
+    audit_sink_up: Gauge,
+    otlp_export_failures: Counter,
+    serving: Gauge,
+}
+
+impl std::fmt::Debug for MetricsRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MetricsRegistry")
+    }
+}
+
+impl Default for MetricsRegistry {
+    fn default() -> Self {
+        MetricsRegistry::new()
+    }
+}
+
+impl MetricsRegistry {
+    /// A registry with every metric described, `reddog_build_info` set and every counter with
+    /// a fixed label set registered at 0 (see the module docs).
+    pub fn new() -> MetricsRegistry {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Full("reddog_rpc_duration_seconds".into()), &RPC_DURATION_BUCKETS)
+            .and_then(|b| {
+                b.set_buckets_for_metric(Matcher::Full("reddog_rpc_queue_wait_seconds".into()), &QUEUE_WAIT_BUCKETS)
+            })
+            .expect("the bucket lists are constant and not empty")
+            .build_recorder();
+        describe(&recorder);
+        let process = metrics_process::Collector::default();
+        // metrics-process speaks only the `metrics` macros: they reach this recorder here
+        // (and in `render`), on this thread, for the closure's duration only.
+        metrics::with_local_recorder(&recorder, || process.describe());
+        let counter = |name: &'static str| recorder.register_counter(&Key::from_static_name(name), &METADATA);
+        let registered = Registered {
+            in_flight: recorder.register_gauge(&Key::from_static_name("reddog_rpc_in_flight"), &METADATA),
+            queue_wait: recorder.register_histogram(&Key::from_static_name("reddog_rpc_queue_wait_seconds"), &METADATA),
+            undelivered: counter("reddog_rpc_undelivered_total"),
+            load_shed: counter("reddog_load_shed_total"),
+            load_shed_queued: counter("reddog_load_shed_queued_total"),
+            request_timeouts: counter("reddog_request_timeouts_total"),
+            accept_backoffs: counter("reddog_accept_backoffs_total"),
+            log_lines_dropped: counter("reddog_log_lines_dropped_total"),
+            audit_records: counter("reddog_audit_records_total"),
+            audit_sink_up: recorder.register_gauge(&Key::from_static_name("reddog_audit_sink_up"), &METADATA),
+            otlp_export_failures: counter("reddog_otlp_export_failures_total"),
+            serving: recorder.register_gauge(&Key::from_static_name("reddog_serving"), &METADATA),
+            process,
+            money: MoneyMetrics::default(),
+            recorder,
+        };
+        let registry = MetricsRegistry { inner: Arc::new(registered) };
+        registry.register_zero_counters();
+        registry
+            .gauge(
+                "reddog_build_info",
+                &[
+                    ("version", build_info::VERSION),
+                    ("git_commit", build_info::GIT_COMMIT),
+                    ("build_date", build_info::BUILD_DATE),
+                ],
+            )
+            .set(1.0);
+        registry
+    }
+
+    /// The whole `/metrics` page: the process metrics sampled now, the recorder's text, then
+    /// the exact money and payout sums.
+    pub fn render(&self) -> String {
+        let r = &*self.inner;
+        metrics::with_local_recorder(&r.recorder, || r.process.collect());
+        let sums = r.money.snapshot();
+        r.recorder.handle().render() + &render_money(&sums) + &render_payout(&sums)
+    }
+
+    /// The value of one series of [`MetricsRegistry::render`]'s page, named with its labels
+    /// exactly as rendered (`reddog_load_shed_total`, `reddog_rpc_requests_total{method="Decide",code="OK"}`);
+    /// `None` when the page has no such series.
+    pub fn value(&self, series: &str) -> Option<f64> {
+        self.render().lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
+    }
+
+    /// The exact money and payout sums.
+    pub fn money(&self) -> &MoneyMetrics {
+        &self.inner.money
+    }
+
+    /// A counter of this registry (registered at 0 when new; the same series for the same
+    /// name and labels).
+    pub(crate) fn counter(&self, name: &'static str, labels: impl IntoLabels) -> Counter {
+        self.inner.recorder.register_counter(&Key::from_parts(name, labels), &METADATA)
+    }
+
+    /// A gauge of this registry.
+    pub(crate) fn gauge(&self, name: &'static str, labels: impl IntoLabels) -> Gauge {
+        self.inner.recorder.register_gauge(&Key::from_parts(name, labels), &METADATA)
+    }
+
+    /// A histogram of this registry.
+    pub(crate) fn histogram(&self, name: &'static str, labels: impl IntoLabels) -> Histogram {
+        self.inner.recorder.register_histogram(&Key::from_parts(name, labels), &METADATA)
+    }
+
+    /// Sets a gauge's HELP text.
+    pub(crate) fn describe_gauge(&self, name: &'static str, help: &'static str) {
+        self.inner.recorder.describe_gauge(name.into(), None, help.into());
+    }
+
+    /// Drains the histograms' buckets every 5 s (what a scrape does too), so a registry nobody
+    /// scrapes holds no growing buffer; ends once the registry is dropped.
+    pub(crate) fn spawn_upkeep(&self) -> tokio::task::JoinHandle<()> {
+        let registry = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(5));
+            loop {
+                tick.tick().await;
+                let Some(r) = registry.upgrade() else { return };
+                r.recorder.handle().run_upkeep();
+            }
+        })
+    }
+
+    /// Registers every counter whose label values are known in advance (an increment by 0: a
+    /// series that exists keeps its value), so each series exists from start-up and a rule on
+    /// `increase()` sees the first event, not a new series.
+    fn register_zero_counters(&self) {
+        for method in [Method::StartRound, Method::Decide, Method::Settle] {
+            for reason in ["expired", "unknown_key", "tampered", "malformed", "wrong_kind", "too_old"] {
+                self.counter("reddog_token_rejections_total", &[("method", method.name()), ("reason", reason)])
+                    .increment(0);
+            }
         }
-    });
+        for code in [tonic::Code::InvalidArgument, tonic::Code::ResourceExhausted] {
+            self.counter("reddog_undecodable_requests_total", &[("code", code_name(code))]).increment(0);
+        }
+        for reason in [
+            "handshake_timeout",
+            "tls",
+            "not_http2",
+            "too_many_handshakes",
+            "too_many_connections",
+            "displaced",
+            "idle",
+            "undelivered",
+        ] {
+            self.counter("reddog_connections_closed_total", &[("reason", reason)]).increment(0);
+        }
+        for reason in AUDIT_REFUSED_REASONS {
+            self.counter("reddog_audit_refused_total", &[("reason", reason)]).increment(0);
+        }
+        for cause in AUDIT_SINK_FAULT_CAUSES {
+            self.counter("reddog_audit_sink_faults_total", &[("cause", cause)]).increment(0);
+        }
+    }
+
+    /// `reddog_rules_certified` of every table: 1 when its digest was checked at start-up
+    /// against a certified rules file naming this binary, 0 otherwise (no file, or a file of
+    /// another binary served with `--allow-uncertified-binary`); `reddog_binary_certified`
+    /// likewise.
+    pub(crate) fn rules_certified(&self, tables: &super::tables::Tables, certified: bool) {
+        let value = if certified { 1.0 } else { 0.0 };
+        for t in tables.iter() {
+            self.gauge("reddog_rules_certified", &[("table", t.id.clone()), ("rules_digest", t.digest().to_hex())])
+                .set(value);
+        }
+        self.inner.recorder.register_gauge(&Key::from_static_name("reddog_binary_certified"), &METADATA).set(value);
+    }
+
+    /// The `reddog_serving` gauge: 1 while the overall health status (what readiness asks) is
+    /// SERVING; 0 before serving starts, while the audit trail's output fails and from the
+    /// moment a drain starts.
+    pub(crate) fn serving_gauge(&self) -> Gauge {
+        self.inner.serving.clone()
+    }
+
+    /// The counter of failed OTLP trace exports, for [`super::telemetry::init`].
+    pub(crate) fn otlp_export_failures(&self) -> Counter {
+        self.inner.otlp_export_failures.clone()
+    }
+
+    /// Records a refused token (every one; the log line is bounded by
+    /// [`super::refusal_log::RefusalLog`]). `reason` is one of the
+    /// [`crate::service::token::TokenRefusal`] labels.
+    pub(crate) fn token_rejected(&self, method: Method, reason: &'static str) {
+        self.counter("reddog_token_rejections_total", &[("method", method.name()), ("reason", reason)]).increment(1);
+    }
+
+    /// The gauge of RedDog calls in progress (request headers arrived, answer not yet sent).
+    /// A handle: updating it is an atomic operation, no lookup.
+    pub(crate) fn in_flight_gauge(&self) -> Gauge {
+        self.inner.in_flight.clone()
+    }
+
+    /// Records how long a RedDog call waited before it could start.
+    pub(crate) fn queue_waited(&self, waited: Duration) {
+        self.inner.queue_wait.record(waited.as_secs_f64());
+    }
+
+    /// Records `n` slots released because their answers could not be delivered.
+    pub(crate) fn undelivered(&self, n: usize) {
+        self.inner.undelivered.increment(n as u64);
+    }
+
+    /// Records a call shed at the global concurrency cap.
+    pub(crate) fn load_shed(&self) {
+        self.inner.load_shed.increment(1);
+    }
+
+    /// Records a call shed because it waited over `--max-queue-wait-ms` to start.
+    pub(crate) fn queue_shed(&self) {
+        self.inner.load_shed.increment(1);
+        self.inner.load_shed_queued.increment(1);
+    }
+
+    /// Records a call cut at the per-call timeout.
+    pub(crate) fn request_timed_out(&self) {
+        self.inner.request_timeouts.increment(1);
+    }
+
+    /// Records a request tonic could not decode, by the code it was answered with.
+    pub(crate) fn bad_request(&self, code: tonic::Code) {
+        self.counter("reddog_undecodable_requests_total", &[("code", code_name(code))]).increment(1);
+    }
+
+    /// Records a connection the server closed, by why.
+    pub(crate) fn connection_closed(&self, reason: &'static str) {
+        self.counter("reddog_connections_closed_total", &[("reason", reason)]).increment(1);
+    }
+
+    /// The counter of accept-loop back-offs, for [`super::accept::AcceptBackoff::new`].
+    pub(crate) fn accept_backoff_counter(&self) -> Counter {
+        self.inner.accept_backoffs.clone()
+    }
+
+    /// The counter of diagnostic log lines dropped on a stalled output, for
+    /// [`super::log_writer::BatchWriter::start_counting_drops`].
+    pub(crate) fn log_lines_dropped(&self) -> Counter {
+        self.inner.log_lines_dropped.clone()
+    }
+
+    /// The counter of audit records written.
+    pub(crate) fn audit_records(&self) -> Counter {
+        self.inner.audit_records.clone()
+    }
+
+    /// Records an audit record refused, by why.
+    pub(crate) fn audit_refused(&self, reason: &'static str) {
+        self.counter("reddog_audit_refused_total", &[("reason", reason)]).increment(1);
+    }
+
+    /// The `reddog_audit_sink_up` gauge (1 while the trail's output takes records).
+    pub(crate) fn audit_sink_up(&self) -> Gauge {
+        self.inner.audit_sink_up.clone()
+    }
+
+    /// Records the trail's output beginning to fail, by cause (a label of
+    /// [`super::audit_writer::Cause`]).
+    pub(crate) fn audit_sink_fault(&self, cause: &'static str) {
+        self.counter("reddog_audit_sink_faults_total", &[("cause", cause)]).increment(1);
+    }
+}
+
+/// Serves `GET /metrics` (Prometheus text format: [`MetricsRegistry::render`]) on `listener`
+/// until the task is dropped, with hyper's HTTP/1.1 server (keep-alive, pipelining and
+/// malformed requests are hyper's business, not ours). `GET /` answers a pointer to
+/// `/metrics`; anything else is 404.
+pub(crate) async fn serve(listener: TcpListener, registry: MetricsRegistry) {
     // Out of file descriptors, accept fails at once until one is freed: back off like the
     // gRPC listener instead of spinning a core.
-    let mut backoff = super::accept::AcceptBackoff::new("metrics", accept_backoff_counter());
+    let mut backoff = super::accept::AcceptBackoff::new("metrics", registry.accept_backoff_counter());
     loop {
         let (stream, _) = backoff.accept(&listener).await;
-        let (handle, money) = (handle.clone(), Arc::clone(&money));
+        let registry = registry.clone();
         let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-            let (handle, money) = (handle.clone(), Arc::clone(&money));
-            async move { Ok::<_, std::convert::Infallible>(respond(&req, &handle, &money)) }
+            let registry = registry.clone();
+            async move { Ok::<_, std::convert::Infallible>(respond(&req, &registry)) }
         });
         tokio::spawn(async move {
             let conn = hyper::server::conn::http1::Builder::new()
@@ -360,13 +630,9 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle, money: Arc<M
     }
 }
 
-fn respond<B>(
-    req: &hyper::Request<B>,
-    handle: &PrometheusHandle,
-    money: &MoneyMetrics,
-) -> hyper::Response<Full<Bytes>> {
+fn respond<B>(req: &hyper::Request<B>, registry: &MetricsRegistry) -> hyper::Response<Full<Bytes>> {
     let (status, body) = match (req.method(), req.uri().path()) {
-        (&hyper::Method::GET, "/metrics") => (hyper::StatusCode::OK, render_all(handle, money)),
+        (&hyper::Method::GET, "/metrics") => (hyper::StatusCode::OK, registry.render()),
         (&hyper::Method::GET, "/") => (hyper::StatusCode::OK, "reddog metrics: see /metrics\n".to_string()),
         _ => (hyper::StatusCode::NOT_FOUND, "not found\n".to_string()),
     };
@@ -378,37 +644,18 @@ fn respond<B>(
     response
 }
 
-/// The whole `/metrics` page: the process metrics sampled now, the exporter's text, then the
-/// exact money and payout sums of `money`'s application.
-fn render_all(handle: &PrometheusHandle, money: &MoneyMetrics) -> String {
-    process_collector().collect();
-    let sums = money.snapshot();
-    handle.render() + &render_money(&sums) + &render_payout(&sums)
-}
-
-/// The `process_*` collector (metrics-process), described once.
-fn process_collector() -> &'static metrics_process::Collector {
-    static COLLECTOR: OnceLock<metrics_process::Collector> = OnceLock::new();
-    COLLECTOR.get_or_init(|| {
-        let c = metrics_process::Collector::default();
-        c.describe();
-        c
-    })
-}
-
-/// Binds the metrics listener and serves it in the background (the process's recorder and
-/// `money`'s sums); returns the bound address.
-pub async fn spawn(addr: SocketAddr, money: Arc<MoneyMetrics>) -> std::io::Result<Option<SocketAddr>> {
-    let Some(handle) = install() else { return Ok(None) };
+/// Binds the metrics listener and serves `registry` on it in the background; returns the
+/// bound address.
+pub(crate) async fn spawn(addr: SocketAddr, registry: MetricsRegistry) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    tokio::spawn(serve(listener, handle, money));
-    Ok(Some(bound))
+    tokio::spawn(serve(listener, registry));
+    Ok(bound)
 }
 
 /// The RPCs of `reddog.v1.RedDog`, as metric labels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     GetRules,
     CommitSeed,
     StartRound,
@@ -422,7 +669,7 @@ impl Method {
         [Method::GetRules, Method::CommitSeed, Method::StartRound, Method::Decide, Method::Settle, Method::ListTables];
 
     /// The span name OpenTelemetry's RPC conventions ask for: `reddog.v1.RedDog/<Method>`.
-    pub const fn full_name(self) -> &'static str {
+    pub(crate) const fn full_name(self) -> &'static str {
         match self {
             Method::GetRules => "reddog.v1.RedDog/GetRules",
             Method::CommitSeed => "reddog.v1.RedDog/CommitSeed",
@@ -433,7 +680,7 @@ impl Method {
         }
     }
 
-    pub const fn name(self) -> &'static str {
+    pub(crate) const fn name(self) -> &'static str {
         match self {
             Method::GetRules => "GetRules",
             Method::CommitSeed => "CommitSeed",
@@ -497,144 +744,164 @@ fn rule_fits(i: usize, rule: Rule) -> bool {
     }
 }
 
-/// Registers the HELP texts (once per process; later calls are harmless).
-fn describe() {
-    describe_counter!("reddog_rpc_requests_total", "RPCs answered, by method and gRPC status code name");
-    describe_histogram!("reddog_rpc_duration_seconds", Unit::Seconds, "RPC handler latency");
-    describe_histogram!(
-        "reddog_rpc_queue_wait_seconds",
-        Unit::Seconds,
-        "Time a RedDog call waited in the server (headers to handler start) before it could start"
+/// Registers the HELP texts with `r`.
+fn describe(r: &PrometheusRecorder) {
+    r.describe_counter(
+        "reddog_rpc_requests_total".into(),
+        None,
+        "RPCs answered, by method and gRPC status code name".into(),
     );
-    describe_counter!(
-        "reddog_rounds_started_total",
-        "Rounds dealt by StartRound, by table, hand class and spread (0 unless non-consecutive)"
+    r.describe_histogram("reddog_rpc_duration_seconds".into(), Some(Unit::Seconds), "RPC handler latency".into());
+    r.describe_histogram(
+        "reddog_rpc_queue_wait_seconds".into(),
+        Some(Unit::Seconds),
+        "Time a RedDog call waited in the server (headers to handler start) before it could start".into(),
     );
-    describe_counter!(
-        "reddog_rounds_settled_total",
-        "Settle answers (rounds), by table, hand class, spread and the rule that decided the round"
+    r.describe_counter(
+        "reddog_rounds_started_total".into(),
+        None,
+        "Rounds dealt by StartRound, by table, hand class and spread (0 unless non-consecutive)".into(),
     );
-    describe_counter!(
-        "reddog_seats_settled_total",
-        "Seat results returned by Settle, by table, hand class, outcome, rule"
+    r.describe_counter(
+        "reddog_rounds_settled_total".into(),
+        None,
+        "Settle answers (rounds), by table, hand class, spread and the rule that decided the round".into(),
     );
-    describe_gauge!(
-        "reddog_deal_probability",
-        "Exact probability of each deal class (hand_class, spread) for the table's shoe"
+    r.describe_counter(
+        "reddog_seats_settled_total".into(),
+        None,
+        "Seat results returned by Settle, by table, hand class, outcome, rule".into(),
     );
-    describe_gauge!(
-        "reddog_third_card_probability",
+    r.describe_gauge(
+        "reddog_deal_probability".into(),
+        None,
+        "Exact probability of each deal class (hand_class, spread) for the table's shoe".into(),
+    );
+    r.describe_gauge(
+        "reddog_third_card_probability".into(),
+        None,
         "Exact probability that the third card wins, given the deal class: three of a kind given a pair, between \
          given a spread"
+            .into(),
     );
-    describe_gauge!(
-        "reddog_rtp_bound",
-        "Exact lowest (bound=worst) and highest (bound=best) RTP of any strategy at the table, per definition"
+    r.describe_gauge(
+        "reddog_rtp_bound".into(),
+        None,
+        "Exact lowest (bound=worst) and highest (bound=best) RTP of any strategy at the table, per definition".into(),
     );
-    describe_gauge!("reddog_rpc_in_flight", "RedDog calls in progress: request headers arrived, answer not yet sent");
-    describe_gauge!("reddog_table_info", "Always 1; labels describe a configured table");
-    describe_gauge!(
-        "reddog_rules_certified",
-        "1 when the table's rules digest was checked against --certified-rules at start-up, 0 without that file"
+    r.describe_gauge(
+        "reddog_rpc_in_flight".into(),
+        None,
+        "RedDog calls in progress: request headers arrived, answer not yet sent".into(),
     );
-    describe_gauge!("reddog_build_info", "Always 1; labels give the engine's version, git commit and build date");
-    describe_counter!("reddog_token_rejections_total", "Tokens refused (tampered, unknown key, expired, wrong kind)");
-    describe_counter!("reddog_audit_records_total", "Audit records written to the audit sink's batch");
-    describe_counter!(
-        "reddog_audit_refused_total",
-        "Calls answered UNAVAILABLE because their audit record was refused or not written in time, by reason"
+    r.describe_gauge("reddog_table_info".into(), None, "Always 1; labels describe a configured table".into());
+    r.describe_gauge(
+        "reddog_rules_certified".into(),
+        None,
+        "1 when the table's rules digest was checked against --certified-rules at start-up, 0 without that file".into(),
     );
-    describe_gauge!(
-        "reddog_audit_sink_up",
-        "1 while the audit trail's output takes records, 0 while it fails or stalls"
+    r.describe_gauge(
+        "reddog_binary_certified".into(),
+        None,
+        "1 when --certified-rules names this binary's SHA-256 and certifies every table, 0 otherwise".into(),
     );
-    describe_counter!("reddog_audit_sink_faults_total", "Times the audit trail's output began to fail, by cause");
-    describe_gauge!("reddog_ready", "What the readiness probe answers: 1 SERVING, 0 NOT_SERVING");
-    describe_counter!("reddog_token_seals_total", "Tokens sealed, by key id");
-    describe_counter!(
-        "reddog_load_shed_total",
-        "RedDog calls answered RESOURCE_EXHAUSTED (OVERLOADED): at --max-in-flight, pending request bytes or queue wait"
+    r.describe_counter(
+        "reddog_otlp_export_failures_total".into(),
+        None,
+        "OTLP trace exports that failed (their spans dropped)".into(),
     );
-    describe_counter!(
-        "reddog_load_shed_queued_total",
-        "RedDog calls answered RESOURCE_EXHAUSTED because they waited over --max-queue-wait-ms to start"
+    r.describe_gauge(
+        "reddog_serving".into(),
+        None,
+        "1 while health reports SERVING (readiness), 0 while the audit trail cannot be written and from the start \
+         of a drain"
+            .into(),
     );
-    describe_counter!(
-        "reddog_rpc_undelivered_total",
-        "Slots released by closing a connection whose answers went unread past the delivery deadline"
+    r.describe_gauge(
+        "reddog_build_info".into(),
+        None,
+        "Always 1; labels give the engine's version, git commit and build date".into(),
     );
-    describe_counter!("reddog_request_timeouts_total", "RedDog calls cut at --request-timeout-ms (DEADLINE_EXCEEDED)");
-    describe_counter!(
-        "reddog_undecodable_requests_total",
-        "Requests that could not be decoded (INVALID_ARGUMENT) or were over the size limit (RESOURCE_EXHAUSTED)"
+    r.describe_counter(
+        "reddog_token_rejections_total".into(),
+        None,
+        "Tokens refused (tampered, unknown key, expired, wrong kind)".into(),
     );
-    describe_counter!("reddog_connections_closed_total", "Connections the server closed, by reason");
-    describe_counter!(
-        "reddog_accept_backoffs_total",
-        "Accept failures (out of file descriptors or memory) that backed off"
+    r.describe_counter(
+        "reddog_audit_records_total".into(),
+        None,
+        "Audit records handed to the audit trail's writer".into(),
     );
-    describe_counter!(
-        "reddog_log_lines_dropped_total",
-        "Diagnostic log lines dropped because stderr took nothing while 4 MiB of lines waited"
+    r.describe_counter(
+        "reddog_audit_refused_total".into(),
+        None,
+        "Calls answered UNAVAILABLE because their audit record was refused or not written in time, by reason".into(),
     );
-}
-
-/// Registers every counter whose label values are known in advance (an increment by 0: a
-/// series that exists keeps its value), so each series exists from start-up and a rule on
-/// `increase()` sees the first event, not a new series.
-/// `reddog_rules_certified` of every table: 1 when its digest was checked against a certified
-/// rules file at start-up, 0 when the engine started without one.
-pub fn rules_certified(tables: &super::tables::Tables, checked: bool) {
-    describe();
-    for t in tables.iter() {
-        gauge!("reddog_rules_certified", "table" => t.id.clone(), "rules_digest" => t.digest().to_hex())
-            .set(if checked { 1.0 } else { 0.0 });
-    }
-}
-
-fn register_zero_counters() {
-    for method in [Method::StartRound, Method::Decide, Method::Settle] {
-        for reason in ["expired", "unknown_key", "tampered", "malformed", "wrong_kind"] {
-            counter!("reddog_token_rejections_total", "method" => method.name(), "reason" => reason).increment(0);
-        }
-    }
-    counter!("reddog_load_shed_total").increment(0);
-    counter!("reddog_load_shed_queued_total").increment(0);
-    counter!("reddog_rpc_undelivered_total").increment(0);
-    counter!("reddog_request_timeouts_total").increment(0);
-    for code in [tonic::Code::InvalidArgument, tonic::Code::ResourceExhausted] {
-        counter!("reddog_undecodable_requests_total", "code" => code_name(code)).increment(0);
-    }
-    for reason in [
-        "handshake_timeout",
-        "tls",
-        "not_http2",
-        "too_many_handshakes",
-        "too_many_connections",
-        "displaced",
-        "idle",
-        "undelivered",
-    ] {
-        counter!("reddog_connections_closed_total", "reason" => reason).increment(0);
-    }
-    counter!("reddog_accept_backoffs_total").increment(0);
-    counter!("reddog_log_lines_dropped_total").increment(0);
-    counter!("reddog_audit_records_total").increment(0);
-    for reason in super::audit_sink::AuditRefused::LABELS {
-        counter!("reddog_audit_refused_total", "reason" => reason).increment(0);
-    }
-    for cause in super::audit_writer::Cause::ALL {
-        counter!("reddog_audit_sink_faults_total", "cause" => cause.label()).increment(0);
-    }
+    r.describe_gauge(
+        "reddog_audit_sink_up".into(),
+        None,
+        "1 while the audit trail's output takes records, 0 while it fails or stalls".into(),
+    );
+    r.describe_counter(
+        "reddog_audit_sink_faults_total".into(),
+        None,
+        "Times the audit trail's output began to fail, by cause".into(),
+    );
+    r.describe_counter("reddog_token_seals_total".into(), None, "Tokens sealed, by key id".into());
+    r.describe_counter(
+        "reddog_load_shed_total".into(),
+        None,
+        "RedDog calls answered RESOURCE_EXHAUSTED (OVERLOADED): at --max-in-flight, pending request bytes or queue \
+         wait"
+            .into(),
+    );
+    r.describe_counter(
+        "reddog_load_shed_queued_total".into(),
+        None,
+        "RedDog calls answered RESOURCE_EXHAUSTED because they waited over --max-queue-wait-ms to start".into(),
+    );
+    r.describe_counter(
+        "reddog_rpc_undelivered_total".into(),
+        None,
+        "Slots released by closing a connection whose answers went unread past the delivery deadline".into(),
+    );
+    r.describe_counter(
+        "reddog_request_timeouts_total".into(),
+        None,
+        "RedDog calls cut at --request-timeout-ms (DEADLINE_EXCEEDED)".into(),
+    );
+    r.describe_counter(
+        "reddog_undecodable_requests_total".into(),
+        None,
+        "Requests that could not be decoded (INVALID_ARGUMENT) or were over the size limit (RESOURCE_EXHAUSTED)".into(),
+    );
+    r.describe_counter(
+        "reddog_connections_closed_total".into(),
+        None,
+        "Connections the server closed, by reason".into(),
+    );
+    r.describe_counter(
+        "reddog_accept_backoffs_total".into(),
+        None,
+        "Accept failures (out of file descriptors or memory) that backed off".into(),
+    );
+    r.describe_counter(
+        "reddog_log_lines_dropped_total".into(),
+        None,
+        "Diagnostic log lines dropped because stderr took nothing while 4 MiB of lines waited".into(),
+    );
 }
 
 /// Handles to the metrics every RPC touches, registered once when the service is built, so
-/// a call only increments atomics (the `counter!` macro would build, hash and look up a
-/// labelled key on every call). Built after [`install`]; without a recorder the handles are
-/// no-ops. Registering eagerly also makes every series visible at 0 from the start.
-pub struct Metrics {
+/// a call only increments atomics (registering would build, hash and look up a labelled key
+/// on every call). Registering eagerly also makes every series visible at 0 from the start.
+pub(crate) struct Metrics {
     ok: [Counter; 6],
     duration: [Histogram; 6],
+    /// `reddog_token_seals_total{key_id}` of the key tokens are sealed with, registered at
+    /// the first seal.
+    seals: OnceLock<Counter>,
+    registry: MetricsRegistry,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -644,39 +911,47 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Metrics {
-    /// Registers the per-RPC handles and `reddog_build_info` with the global recorder.
-    pub fn register() -> Metrics {
-        describe();
-        register_zero_counters();
-        process_collector();
-        gauge!(
-            "reddog_build_info",
-            "version" => build_info::VERSION,
-            "git_commit" => build_info::GIT_COMMIT,
-            "build_date" => build_info::BUILD_DATE
-        )
-        .set(1.0);
+    /// Registers the per-RPC handles with `registry`.
+    pub(crate) fn register(registry: &MetricsRegistry) -> Metrics {
         Metrics {
-            ok: Method::ALL.map(|m| counter!("reddog_rpc_requests_total", "method" => m.name(), "code" => "OK")),
-            duration: Method::ALL.map(|m| histogram!("reddog_rpc_duration_seconds", "method" => m.name())),
+            ok: Method::ALL
+                .map(|m| registry.counter("reddog_rpc_requests_total", &[("method", m.name()), ("code", "OK")])),
+            duration: Method::ALL.map(|m| registry.histogram("reddog_rpc_duration_seconds", &[("method", m.name())])),
+            seals: OnceLock::new(),
+            registry: registry.clone(),
         }
     }
 
     /// Records one answered RPC.
-    pub fn rpc(&self, method: Method, code: tonic::Code, started: Instant) {
+    pub(crate) fn rpc(&self, method: Method, code: tonic::Code, started: Instant) {
         let i = method as usize;
         if code == tonic::Code::Ok {
             self.ok[i].increment(1);
         } else {
-            counter!("reddog_rpc_requests_total", "method" => method.name(), "code" => code_name(code)).increment(1);
+            self.registry
+                .counter("reddog_rpc_requests_total", &[("method", method.name()), ("code", code_name(code))])
+                .increment(1);
         }
         self.duration[i].record(started.elapsed().as_secs_f64());
+    }
+
+    /// Records a token sealed with the key `key_id`: the service's primary key, the same for
+    /// every seal of the process.
+    pub(crate) fn sealed(&self, key_id: &str) {
+        self.seals
+            .get_or_init(|| self.registry.counter("reddog_token_seals_total", &[("key_id", key_id.to_string())]))
+            .increment(1);
+    }
+
+    /// Records a refused token (see [`MetricsRegistry::token_rejected`]).
+    pub(crate) fn token_rejected(&self, method: Method, reason: &'static str) {
+        self.registry.token_rejected(method, reason);
     }
 }
 
 /// The game metrics of one table, labelled `table`: what was dealt and settled, and the exact
 /// figures the fairness alerts compare them with (docs/OPERATIONS.md, "Metrics and alerts").
-pub struct TableMetrics {
+pub(crate) struct TableMetrics {
     /// By deal class.
     rounds_started: [Counter; DEALS],
     /// By deal class and rule (in the order of `RULES`); `None` where the rule cannot end
@@ -697,23 +972,31 @@ impl std::fmt::Debug for TableMetrics {
 }
 
 impl TableMetrics {
-    /// Registers the table's handles (its money sums in `money`) and sets its exact figures
-    /// (computed once here from the odds module: probabilities of every deal class and of the
-    /// third card winning, and the RTP range over every strategy).
-    pub fn register(id: &str, table: &Table, currency: &Currency, money: &MoneyMetrics) -> TableMetrics {
-        describe();
+    /// Registers the table's handles in `registry` (its money sums there too) and sets its
+    /// exact figures (computed once here from the odds module: probabilities of every deal
+    /// class and of the third card winning, and the RTP range over every strategy).
+    pub(crate) fn register(
+        id: &str,
+        table: &Table,
+        currency: &Currency,
+        digest: crate::fairness::RulesDigest,
+        registry: &MetricsRegistry,
+    ) -> TableMetrics {
         let id = id.to_string();
-        let sums = money.table(&id);
+        let sums = registry.money().table(&id);
         let analysis = Analysis::new(table.decks(), table.paytable());
-        gauge!(
-            "reddog_table_info",
-            "table" => id.clone(),
-            "decks" => table.decks().get().to_string(),
-            "currency" => currency.code().to_string(),
-            "minor_unit_exponent" => currency.minor_unit_exponent().to_string(),
-            "rules_digest" => hex::encode(super::audit_record::rules_digest(table, currency))
-        )
-        .set(1.0);
+        registry
+            .gauge(
+                "reddog_table_info",
+                &[
+                    ("table", id.clone()),
+                    ("decks", table.decks().get().to_string()),
+                    ("currency", currency.code().to_string()),
+                    ("minor_unit_exponent", currency.minor_unit_exponent().to_string()),
+                    ("rules_digest", digest.to_hex()),
+                ],
+            )
+            .set(1.0);
         for i in 0..DEALS {
             let (class, spread) = deal_labels(i);
             let (p, win) = match i {
@@ -725,46 +1008,48 @@ impl TableMetrics {
                 }
             };
             let labels = [("table", id.clone()), ("hand_class", class.to_string()), ("spread", spread)];
-            gauge!("reddog_deal_probability", &labels).set(to_f64(&p));
+            registry.gauge("reddog_deal_probability", &labels).set(to_f64(&p));
             if let Some(w) = win {
-                gauge!("reddog_third_card_probability", &labels).set(to_f64(&w));
+                registry.gauge("reddog_third_card_probability", &labels).set(to_f64(&w));
             }
         }
         for def in [RtpDefinition::PerInitialBet, RtpDefinition::PerTotalWagered] {
             let x = analysis.rtp_extremes(def);
             for (bound, value) in [("worst", &x.worst), ("best", &x.best)] {
-                gauge!("reddog_rtp_bound", "table" => id.clone(), "definition" => def.key(), "bound" => bound)
-                    .set(to_f64(value));
+                let labels =
+                    [("table", id.clone()), ("definition", def.key().to_string()), ("bound", bound.to_string())];
+                registry.gauge("reddog_rtp_bound", &labels).set(to_f64(value));
             }
         }
         TableMetrics {
             rounds_started: std::array::from_fn(|i| {
                 let (class, spread) = deal_labels(i);
-                counter!("reddog_rounds_started_total", "table" => id.clone(), "hand_class" => class, "spread" => spread)
+                let labels = [("table", id.clone()), ("hand_class", class.to_string()), ("spread", spread)];
+                registry.counter("reddog_rounds_started_total", &labels)
             }),
             rounds_settled: std::array::from_fn(|i| {
                 let (class, spread) = deal_labels(i);
                 RULES.map(|rule| {
                     rule_fits(i, rule).then(|| {
-                        counter!(
-                            "reddog_rounds_settled_total",
-                            "table" => id.clone(),
-                            "hand_class" => class,
-                            "spread" => spread.clone(),
-                            "rule" => rule.name()
-                        )
+                        let labels = [
+                            ("table", id.clone()),
+                            ("hand_class", class.to_string()),
+                            ("spread", spread.clone()),
+                            ("rule", rule.name().to_string()),
+                        ];
+                        registry.counter("reddog_rounds_settled_total", &labels)
                     })
                 })
             }),
             seats_settled: RULES.map(|rule| {
                 let (class, outcome) = rule_labels(rule);
-                counter!(
-                    "reddog_seats_settled_total",
-                    "table" => id.clone(),
-                    "hand_class" => class,
-                    "outcome" => outcome,
-                    "rule" => rule.name()
-                )
+                let labels = [
+                    ("table", id.clone()),
+                    ("hand_class", class.to_string()),
+                    ("outcome", outcome.to_string()),
+                    ("rule", rule.name().to_string()),
+                ];
+                registry.counter("reddog_seats_settled_total", &labels)
             }),
             id: id.clone(),
             sums,
@@ -772,7 +1057,7 @@ impl TableMetrics {
     }
 
     /// Records a dealt round.
-    pub fn round_started(&self, class: HandClass) {
+    pub(crate) fn round_started(&self, class: HandClass) {
         self.rounds_started[deal_index(class)].increment(1);
     }
 
@@ -780,7 +1065,7 @@ impl TableMetrics {
     /// sums (exact, see the module docs), the round's exact expected return and variance
     /// given its deal (`decks` and `paytable` are the round's own, from its token) and the
     /// RTP moments (as `f64`: statistics, never money).
-    pub fn settled(&self, s: &Settlement, decks: Decks, paytable: &Paytable) {
+    pub(crate) fn settled(&self, s: &Settlement, decks: Decks, paytable: &Paytable) {
         let deal = deal_index(s.class);
         if let Some(rule) = s.seats.first().map(|seat| seat.rule)
             && let Some(Some(c)) = RULES.iter().position(|&r| r == rule).map(|i| &self.rounds_settled[deal][i])
@@ -794,61 +1079,6 @@ impl TableMetrics {
         }
         add_settlement(&self.sums, &self.id, s, decks, paytable);
     }
-}
-
-/// Records a refused token (every one; the log line is bounded by
-/// [`super::refusal_log::RefusalLog`]). `reason` is one of the
-/// [`crate::service::token::TokenRefusal`] labels.
-pub fn token_rejected(method: Method, reason: &'static str) {
-    counter!("reddog_token_rejections_total", "method" => method.name(), "reason" => reason).increment(1);
-}
-
-/// The gauge of RedDog calls in progress (request headers arrived, answer not yet sent). A
-/// handle: updating it is an atomic operation, no lookup.
-pub fn in_flight_gauge() -> Gauge {
-    gauge!("reddog_rpc_in_flight")
-}
-
-/// The histogram of RedDog calls' waits before they could start (a handle: recording takes
-/// no lookup).
-pub fn queue_wait_histogram() -> Histogram {
-    histogram!("reddog_rpc_queue_wait_seconds")
-}
-
-/// Records `n` slots released because their answers could not be delivered.
-pub fn undelivered(n: usize) {
-    counter!("reddog_rpc_undelivered_total").increment(n as u64);
-}
-
-/// Records a call shed at the global concurrency cap.
-pub fn load_shed() {
-    counter!("reddog_load_shed_total").increment(1);
-}
-
-/// Records a call shed because it waited over `--max-queue-wait-ms` to start.
-pub fn queue_shed() {
-    counter!("reddog_load_shed_total").increment(1);
-    counter!("reddog_load_shed_queued_total").increment(1);
-}
-
-/// Records a call cut at the per-call timeout.
-pub fn request_timed_out() {
-    counter!("reddog_request_timeouts_total").increment(1);
-}
-
-/// Records a request tonic could not decode, by the code it was answered with.
-pub fn bad_request(code: tonic::Code) {
-    counter!("reddog_undecodable_requests_total", "code" => code_name(code)).increment(1);
-}
-
-/// Records a connection the server closed, by why.
-pub fn connection_closed(reason: &'static str) {
-    counter!("reddog_connections_closed_total", "reason" => reason).increment(1);
-}
-
-/// The counter of accept-loop back-offs, for [`super::accept::AcceptBackoff::new`].
-pub fn accept_backoff_counter() -> Counter {
-    counter!("reddog_accept_backoffs_total")
 }
 
 fn code_name(code: tonic::Code) -> &'static str {
@@ -898,6 +1128,67 @@ mod tests {
         };
         assert_eq!(value("reddog_staked_minor_units_total"), want.staked, "rendered above 2^64, not wrapped");
         assert_eq!(value("reddog_returned_minor_units_total"), want.returned);
+    }
+
+    #[test]
+    fn two_registries_count_apart_and_a_new_one_shows_every_fixed_label_counter_at_zero() {
+        let (a, b) = (MetricsRegistry::new(), MetricsRegistry::new());
+        for r in [&a, &b] {
+            for series in [
+                "reddog_load_shed_total",
+                "reddog_accept_backoffs_total",
+                "reddog_log_lines_dropped_total",
+                "reddog_audit_records_total",
+                "reddog_audit_sink_faults_total{cause=\"stalled\"}",
+                "reddog_connections_closed_total{reason=\"displaced\"}",
+                "reddog_audit_refused_total{reason=\"not_started\"}",
+                "reddog_token_rejections_total{method=\"Settle\",reason=\"wrong_kind\"}",
+                "reddog_undecodable_requests_total{code=\"RESOURCE_EXHAUSTED\"}",
+            ] {
+                assert_eq!(r.value(series), Some(0.0), "{series}");
+            }
+        }
+        a.load_shed();
+        a.queue_shed();
+        a.connection_closed("displaced");
+        a.token_rejected(Method::Settle, "wrong_kind");
+        a.audit_records().increment(3);
+        assert_eq!(a.value("reddog_load_shed_total"), Some(2.0));
+        assert_eq!(a.value("reddog_load_shed_queued_total"), Some(1.0));
+        assert_eq!(a.value("reddog_connections_closed_total{reason=\"displaced\"}"), Some(1.0));
+        assert_eq!(a.value("reddog_token_rejections_total{method=\"Settle\",reason=\"wrong_kind\"}"), Some(1.0));
+        assert_eq!(a.value("reddog_audit_records_total"), Some(3.0));
+        for series in [
+            "reddog_load_shed_total",
+            "reddog_load_shed_queued_total",
+            "reddog_connections_closed_total{reason=\"displaced\"}",
+            "reddog_audit_records_total",
+        ] {
+            assert_eq!(b.value(series), Some(0.0), "b counted {series}");
+        }
+    }
+
+    #[test]
+    fn the_latency_histograms_keep_their_buckets_and_the_page_its_process_metrics() {
+        let r = MetricsRegistry::new();
+        Metrics::register(&r).rpc(Method::Decide, tonic::Code::Ok, Instant::now());
+        r.queue_waited(Duration::from_millis(2));
+        let page = r.render();
+        for (prefix, le) in [
+            ("reddog_rpc_duration_seconds_bucket{method=\"Decide\",", &RPC_DURATION_BUCKETS),
+            ("reddog_rpc_queue_wait_seconds_bucket{", &QUEUE_WAIT_BUCKETS),
+        ] {
+            let bounds: Vec<&str> = page
+                .lines()
+                .filter(|l| l.starts_with(prefix))
+                .filter_map(|l| l.split("le=\"").nth(1)?.split('"').next())
+                .collect();
+            let want: Vec<String> = le.iter().map(|b| b.to_string()).chain(["+Inf".to_string()]).collect();
+            assert_eq!(bounds, want, "{prefix}");
+        }
+        assert_eq!(r.value("reddog_rpc_queue_wait_seconds_count"), Some(1.0));
+        assert!(page.contains("# TYPE process_cpu_seconds_total counter\n"), "{page}");
+        assert!(page.contains("reddog_build_info{version=\""), "{page}");
     }
 
     #[test]

@@ -59,10 +59,9 @@ pub use api::{Clock, EngineConfig, RedDogService};
 pub use app::{
     Application, AuditOutput, AuditSettings, KeyRingSource, Settings, SettingsError, TlsSettings, TransportLimits,
 };
-pub use audit_record::rules_digest;
 pub use audit_sink::{AuditOptions, AuditSink, CheckpointSigner, DEFAULT_CHECKPOINT_RECORDS, default_replica_id};
-pub use certified::CertifiedRules;
-pub use metrics::MoneyMetrics;
+pub use certified::{Certified, CertifiedRules, CertifiedTable, Change, RulesSpec, own_binary_sha256};
+pub use metrics::MetricsRegistry;
 pub use rules::rtp;
 pub use server::{LIVENESS, MAX_REQUEST_BYTES, SERVICE_NAME, ServeError, runtime, worker_threads};
 pub use signing::ReceiptSigner;

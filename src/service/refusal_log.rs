@@ -17,15 +17,15 @@ use super::metrics::Method;
 use super::transport::ConnInfo;
 
 /// At most one line per refusal reason per this interval.
-pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The peer address of a request, when the transport knows it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Peer(pub Option<SocketAddr>);
+pub(crate) struct Peer(pub Option<SocketAddr>);
 
 impl Peer {
     /// The request's peer: from the engine's transport ([`ConnInfo`]), else tonic's.
-    pub fn of<T>(request: &tonic::Request<T>) -> Peer {
+    pub(crate) fn of<T>(request: &tonic::Request<T>) -> Peer {
         Peer(request.extensions().get::<ConnInfo>().and_then(|c| c.remote_addr).or_else(|| request.remote_addr()))
     }
 }
@@ -48,19 +48,19 @@ struct Slot {
 
 /// The per-reason log bound (see the module docs).
 #[derive(Debug)]
-pub struct RefusalLog {
+pub(crate) struct RefusalLog {
     interval: Duration,
     slots: Mutex<HashMap<&'static str, Slot>>,
 }
 
 impl RefusalLog {
     /// A bound of one line per reason per `interval`.
-    pub fn new(interval: Duration) -> RefusalLog {
+    pub(crate) fn new(interval: Duration) -> RefusalLog {
         RefusalLog { interval, slots: Mutex::new(HashMap::new()) }
     }
 
     /// Notes one refused token; logs a line if its reason's interval has passed.
-    pub fn refused(&self, method: Method, reason: &'static str, peer: Peer) {
+    pub(crate) fn refused(&self, method: Method, reason: &'static str, peer: Peer) {
         if let Some(count) = self.note(Instant::now(), reason) {
             tracing::warn!(
                 method = method.name(),

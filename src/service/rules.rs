@@ -12,7 +12,7 @@ use crate::odds::{Analysis, RtpDefinition, decimal, fraction};
 
 /// The rules of `table` (id `table_id`, amounts in `currency`, rules digest `rules_digest`)
 /// as the API states them.
-pub fn rules(
+pub(crate) fn rules(
     table: &Table,
     commitment_ttl: Duration,
     table_id: &str,

@@ -18,18 +18,19 @@
 //! often as the table's shoe holds it (once per deck). The rules then play the round exactly
 //! as a fair one: decisions, settlement and payouts are the game core's.
 
+use super::metrics::MetricsRegistry;
 use super::tables::Tables;
 use crate::error::EngineError;
 use crate::game::{Card, Decks, HandClass, StackedDeck};
 
-pub use crate::fairness::SANDBOX_REVEAL_FORMAT;
+pub(crate) use crate::fairness::SANDBOX_REVEAL_FORMAT;
 
 /// The request field of the requested deal.
-pub const FIELD: &str = "sandbox_cards";
+pub(crate) const FIELD: &str = "sandbox_cards";
 
 /// Refuses a configuration with a sandbox table on an engine started without
 /// `--allow-sandbox`, naming the first such table.
-pub fn refuse_without_flag(tables: &Tables, allow_sandbox: bool) -> Result<(), String> {
+pub(crate) fn refuse_without_flag(tables: &Tables, allow_sandbox: bool) -> Result<(), String> {
     match tables.iter().find(|t| t.sandbox) {
         Some(t) if !allow_sandbox => Err(format!(
             "table {:?} is marked \"sandbox\": true (requested deals, never fair rounds), but the engine was \
@@ -41,40 +42,38 @@ pub fn refuse_without_flag(tables: &Tables, allow_sandbox: bool) -> Result<(), S
     }
 }
 
-/// Publishes `reddog_table_sandbox{table}`: 1 for a sandbox table, 0 for a fair one. Every
-/// per-table metric carries the `table` label, so dashboards and alerts leave sandbox rounds
-/// out with `unless on(table) reddog_table_sandbox == 1`.
-pub fn register_metrics(tables: &Tables) {
-    metrics::describe_gauge!(
+/// Publishes `reddog_table_sandbox{table}` in `metrics`: 1 for a sandbox table, 0 for a fair
+/// one. Every per-table metric carries the `table` label, so dashboards and alerts leave
+/// sandbox rounds out with `unless on(table) reddog_table_sandbox == 1`.
+pub(crate) fn register_metrics(tables: &Tables, metrics: &MetricsRegistry) {
+    metrics.describe_gauge(
         "reddog_table_sandbox",
-        "1 for a sandbox table (requested deals, never fair rounds), 0 for a fair table"
+        "1 for a sandbox table (requested deals, never fair rounds), 0 for a fair table",
     );
     for t in tables.iter() {
-        metrics::gauge!("reddog_table_sandbox", "table" => t.id.clone()).set(if t.sandbox { 1.0 } else { 0.0 });
+        metrics.gauge("reddog_table_sandbox", &[("table", t.id.clone())]).set(if t.sandbox { 1.0 } else { 0.0 });
     }
 }
 
 /// The precondition a commitment and its table must meet: a commitment made at a sandbox
 /// table deals only there, and a fair one only at a fair table (the table may have been
 /// re-configured between `CommitSeed` and `StartRound`).
-pub fn check_commitment(committed_sandbox: bool, table_sandbox: bool, table_id: &str) -> Result<(), EngineError> {
+pub(crate) fn check_commitment(
+    committed_sandbox: bool,
+    table_sandbox: bool,
+    table_id: &str,
+) -> Result<(), EngineError> {
     if committed_sandbox == table_sandbox {
         return Ok(());
     }
-    let (was, is) = if committed_sandbox { ("a sandbox", "a fair") } else { ("a fair", "a sandbox") };
-    Err(EngineError::precondition(
-        "commitment_token",
-        format!(
-            "the table changed since the commitment (made at {was} table, {table_id:?} is now {is} table); ask a new commitment"
-        ),
-    ))
+    Err(EngineError::SandboxChanged { committed_sandbox, table_id: table_id.to_string() })
 }
 
 /// The deal `sandbox_cards` asks for, as a stacked deck, or `None` for a fair deal (an empty
 /// list). Refused: any card at a table that is not a sandbox table (`FAILED_PRECONDITION`),
 /// a card that is not a canonical code, the wrong number of cards for the hand, or a card
 /// more often than a shoe of `decks` holds it (`INVALID_ARGUMENT`).
-pub fn requested_deal(
+pub(crate) fn requested_deal(
     cards: &[String],
     sandbox_table: bool,
     table_id: &str,
@@ -84,25 +83,19 @@ pub fn requested_deal(
         return Ok(None);
     }
     if !sandbox_table {
-        return Err(EngineError::precondition(
-            FIELD,
-            format!(
-                "table {table_id:?} is not a sandbox table: a requested deal is accepted only at a table marked \
-                 \"sandbox\": true, on an engine started with --allow-sandbox"
-            ),
-        ));
+        return Err(EngineError::NotASandboxTable { table_id: table_id.to_string() });
     }
     if cards.len() > 3 {
-        return Err(EngineError::invalid(FIELD, format!("{} cards: a round deals 2 or 3", cards.len())));
+        return Err(cards_error(FIELD, format!("{} cards: a round deals 2 or 3", cards.len())));
     }
     let mut parsed = Vec::with_capacity(3);
     for (i, text) in cards.iter().enumerate() {
         let card = Card::from_text(text).ok_or_else(|| {
-            EngineError::invalid(format!("{FIELD}[{i}]"), format!("{text:?} is not a card code like \"7h\" or \"Tc\""))
+            cards_error(format!("{FIELD}[{i}]"), format!("{text:?} is not a card code like \"7h\" or \"Tc\""))
         })?;
         let held = parsed.iter().filter(|&&c| c == card).count() + 1;
         if held > usize::from(decks.get()) {
-            return Err(EngineError::invalid(
+            return Err(cards_error(
                 format!("{FIELD}[{i}]"),
                 format!("{text} appears {held} times but a {}-deck shoe holds it {} time(s)", decks.get(), decks.get()),
             ));
@@ -112,16 +105,21 @@ pub fn requested_deal(
     let consecutive = parsed.len() >= 2 && HandClass::of(parsed[0], parsed[1]) == HandClass::Consecutive;
     match (parsed.len(), consecutive) {
         (2, true) | (3, false) => Ok(Some(StackedDeck::new(parsed))),
-        (3, true) => Err(EngineError::invalid(
+        (3, true) => Err(cards_error(
             FIELD,
             format!("{} {} is consecutive: no third card is dealt, so give exactly 2 cards", parsed[0], parsed[1]),
         )),
-        (2, false) => Err(EngineError::invalid(
+        (2, false) => Err(cards_error(
             FIELD,
             format!("{} {} is not consecutive: give the third card too (3 cards)", parsed[0], parsed[1]),
         )),
-        _ => Err(EngineError::invalid(FIELD, "1 card: a round deals 2 or 3")),
+        _ => Err(cards_error(FIELD, "1 card: a round deals 2 or 3")),
     }
+}
+
+/// A malformed requested deal at a sandbox table.
+fn cards_error(field: impl Into<std::borrow::Cow<'static, str>>, reason: impl Into<String>) -> EngineError {
+    EngineError::InvalidSandboxCards { field: field.into(), reason: reason.into() }
 }
 
 #[cfg(test)]
@@ -134,7 +132,7 @@ mod tests {
     }
 
     fn field_of(err: &EngineError) -> String {
-        err.field().unwrap_or_default().to_string()
+        err.field().unwrap_or_default().into_owned()
     }
 
     #[test]
@@ -159,7 +157,7 @@ mod tests {
     #[test]
     fn a_requested_deal_at_a_fair_table_is_a_failed_precondition_on_sandbox_cards() {
         let err = requested_deal(&cards(&["7h", "7d", "7s"]), false, "default", Decks::ONE).unwrap_err();
-        assert!(matches!(err, EngineError::FailedPrecondition { .. }), "{err:?}");
+        assert!(matches!(err, EngineError::NotASandboxTable { .. }), "{err:?}");
         assert_eq!(field_of(&err), "sandbox_cards");
         assert!(err.to_string().contains("not a sandbox table"), "{err}");
     }
@@ -177,7 +175,7 @@ mod tests {
         ];
         for (list, decks, field) in cases {
             let err = requested_deal(&cards(list), true, "sb", decks).unwrap_err();
-            assert!(matches!(err, EngineError::InvalidArgument { .. }), "{list:?}: {err:?}");
+            assert!(matches!(err, EngineError::InvalidSandboxCards { .. }), "{list:?}: {err:?}");
             assert_eq!(field_of(&err), field, "{list:?}: {err}");
         }
         let four = requested_deal(&cards(&["2c", "3c", "4c", "5c"]), true, "sb", Decks::ONE).unwrap_err();

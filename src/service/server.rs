@@ -6,7 +6,7 @@
 //! then; SERVING again when it recovers) and once draining starts; `liveness` stays SERVING
 //! until the process exits, so a failing disk takes the pod out of the Service without
 //! restarting it. Point a Kubernetes readiness probe at `""` and its liveness probe at
-//! `liveness`. `reddog_ready` shows what readiness answers (1 SERVING, 0 NOT_SERVING).
+//! `liveness`. `reddog_serving` shows what readiness answers (1 SERVING, 0 NOT_SERVING).
 //! Health `Watch` streams end (UNAVAILABLE) when the drain starts, after the NOT_SERVING update.
 //!
 //! With a health listener ([`super::Settings::health_listen`]) the health service is also
@@ -36,6 +36,7 @@ use super::api::{EngineConfig, RedDogService};
 use super::audit_writer::Health;
 use super::guard::{Activity, ActivityLayer, CallLimits, CallsInProgress, DrainStreams, Guarded};
 use super::limits::TransportLimits;
+use super::metrics::MetricsRegistry;
 use super::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
 use super::tls::TlsReloader;
 use super::transport::{self, Connections};
@@ -50,14 +51,14 @@ pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 /// send before the server has read it. A stream's window holds one largest request (64 KiB
 /// and the 5-byte gRPC prefix); the connection's bounds what a connection can make the server
 /// buffer (hyper's default is 1 MiB each).
-pub const STREAM_WINDOW: u32 = 80 * 1024;
+pub(crate) const STREAM_WINDOW: u32 = 80 * 1024;
 /// See [`STREAM_WINDOW`].
-pub const CONNECTION_WINDOW: u32 = 128 * 1024;
+pub(crate) const CONNECTION_WINDOW: u32 = 128 * 1024;
 /// How long the server waits for a PING answer before it drops the connection.
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// In a drain, how long answers already produced may take to be written once no call is in
 /// progress, before the remaining connections are closed.
-pub const DRAIN_WRITE_GRACE: Duration = Duration::from_millis(500);
+pub(crate) const DRAIN_WRITE_GRACE: Duration = Duration::from_millis(500);
 
 /// The health-only listener's limits: a few probes and operators' checks, never RedDog load.
 fn health_limits(main: &TransportLimits) -> TransportLimits {
@@ -127,11 +128,14 @@ pub(crate) async fn serve(
 ) -> Result<(), ServeError> {
     let ServerParts { health_listener, engine, drain_timeout, limits, tls, reload_on_sighup, audit_health } = parts;
     let listeners = Listeners { main: listener, health: health_listener, audit_health };
-    serve_with(listeners, RedDogService::new(engine), drain_timeout, limits, tls, reload_on_sighup, shutdown).await
+    let metrics = engine.metrics.clone();
+    let service = RedDogService::new(engine);
+    serve_with(listeners, service, Served { drain_timeout, limits, tls, reload_on_sighup, metrics }, shutdown).await
 }
 
 /// Serves any implementation of `reddog.v1.RedDog` over plaintext with `limits`: the same
-/// transport, limits, health, reflection and shutdown as `reddog serve`. The gRPC benchmark
+/// transport, limits, health, reflection and shutdown as `reddog serve`, its transport
+/// metrics recorded in a registry of its own (served nowhere). The gRPC benchmark
 /// (`examples/grpc_ratio.rs`) serves its no-op baseline through this, so the two share every
 /// transport setting.
 pub async fn serve_service<S: RedDog>(
@@ -141,8 +145,13 @@ pub async fn serve_service<S: RedDog>(
     drain_timeout: Duration,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
+    let metrics = MetricsRegistry::new();
+    let upkeep = metrics.spawn_upkeep();
+    let served = Served { drain_timeout, limits, tls: None, reload_on_sighup: false, metrics };
     let listeners = Listeners { main: listener, health: None, audit_health: None };
-    serve_with(listeners, service, drain_timeout, limits, None, false, shutdown).await
+    let result = serve_with(listeners, service, served, shutdown).await;
+    upkeep.abort();
+    result
 }
 
 struct Listeners {
@@ -151,7 +160,7 @@ struct Listeners {
     audit_health: Option<tokio::sync::watch::Receiver<Health>>,
 }
 
-/// Sets readiness (`""` and [`SERVICE_NAME`]) and `reddog_ready`: SERVING while the audit
+/// Sets readiness (`""` and [`SERVICE_NAME`]) and `reddog_serving`: SERVING while the audit
 /// output is healthy and no drain has begun; returns once the drain has begun, after setting
 /// NOT_SERVING (the one task that sets readiness, so a late audit recovery cannot undo the
 /// drain's NOT_SERVING).
@@ -159,9 +168,10 @@ async fn readiness(
     health: tonic_health::server::HealthReporter,
     mut audit: Option<tokio::sync::watch::Receiver<Health>>,
     mut draining: tokio::sync::watch::Receiver<bool>,
+    gauge: metrics::Gauge,
 ) {
     let mut serving = true;
-    metrics::gauge!("reddog_ready").set(1.0);
+    gauge.set(1.0);
     loop {
         let drain = *draining.borrow_and_update();
         let audit_ok = audit.as_mut().is_none_or(|a| a.borrow_and_update().is_none());
@@ -171,7 +181,7 @@ async fn readiness(
             let status = if want { ServingStatus::Serving } else { ServingStatus::NotServing };
             health.set_service_status("", status).await;
             health.set_service_status(SERVICE_NAME, status).await;
-            metrics::gauge!("reddog_ready").set(if want { 1.0 } else { 0.0 });
+            gauge.set(if want { 1.0 } else { 0.0 });
         }
         if drain {
             return;
@@ -189,15 +199,23 @@ async fn readiness(
     }
 }
 
-async fn serve_with<S: RedDog>(
-    listeners: Listeners,
-    service: S,
+/// How [`serve_with`] serves.
+struct Served {
     drain_timeout: Duration,
     limits: TransportLimits,
     tls: Option<TlsReloader>,
     reload_on_sighup: bool,
+    /// Where the transport and the guard count.
+    metrics: MetricsRegistry,
+}
+
+async fn serve_with<S: RedDog>(
+    listeners: Listeners,
+    service: S,
+    served: Served,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
+    let Served { drain_timeout, limits, tls, reload_on_sighup, metrics } = served;
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_service_status("", ServingStatus::Serving).await;
     health.set_service_status(SERVICE_NAME, ServingStatus::Serving).await;
@@ -217,10 +235,10 @@ async fn serve_with<S: RedDog>(
         .build_v1alpha()?;
 
     let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
-    let mut ready = tokio::spawn(readiness(health.clone(), listeners.audit_health, drain_rx));
+    let mut ready = tokio::spawn(readiness(health.clone(), listeners.audit_health, drain_rx, metrics.serving_gauge()));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let calls = CallsInProgress::new();
+    let calls = CallsInProgress::new(&metrics);
     let service = Guarded::new(
         RedDogServer::new(service)
             .max_decoding_message_size(MAX_REQUEST_BYTES)
@@ -234,6 +252,7 @@ async fn serve_with<S: RedDog>(
             max_message: MAX_REQUEST_BYTES,
         },
         calls.clone(),
+        metrics.clone(),
     );
     if let Some(tls) = &tls {
         tls.watch(reload_on_sighup, stop_rx.clone());
@@ -247,7 +266,7 @@ async fn serve_with<S: RedDog>(
             listener,
             &limits,
             None,
-            Connections::new(limits.max_connections),
+            Connections::new(limits.max_connections, metrics.clone()),
             health_stop_rx.clone(),
         );
         let mut stopped = health_stop_rx.clone();
@@ -267,7 +286,7 @@ async fn serve_with<S: RedDog>(
         })
     });
 
-    let conns = Connections::with_health_min_idle(limits.max_connections, transport::HEALTH_DISPLACE_MIN_IDLE);
+    let conns = Connections::with_health_min_idle(limits.max_connections, transport::HEALTH_DISPLACE_MIN_IDLE, metrics);
     let incoming = transport::incoming(listeners.main, &limits, tls, conns.clone(), stop_rx.clone());
     let mut stopped = stop_rx.clone();
     let serve = Server::builder()

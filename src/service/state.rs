@@ -1,17 +1,20 @@
-//! What the tokens carry: a committed seed bound to one round (round id, nonce, table, deck
-//! count) with its expiry, and a whole round with everything its reveal needs, including
-//! the history of its `Decide` calls and its transcript hash. The payloads are protobuf
-//! messages private to the engine; only their sealed form ever leaves it.
+//! What the tokens carry: a committed seed bound to one round (round id, nonce) and to the
+//! whole table it is dealt at (deck count, paytable, limits, currency, rules digest), with
+//! its issue time and expiry; and a whole round with everything its reveal needs, including
+//! the history of its `Decide` calls, its transcript hash, its table's rules and its issue
+//! time. The payloads are protobuf messages private to the engine; only their sealed form
+//! ever leaves it.
 //!
-//! Payloads written by engines before commitments were bound to a round are still read: a
-//! commitment without a binding (`decks` = 0) is [`Binding::Unbound`], and a round without a
-//! transcript gets `t_0` computed from its contents and its recorded decisions as one step
-//! (`docs/design/round-integrity.md` §6).
+//! Only the current formats are read: a payload without what every payload of the support
+//! window carries (a commitment without its round and table, a round without its transcript
+//! and rules) is refused as too old ([`super::token::TokenRefusal::TooOld`]), never read by a
+//! compatibility branch. The issue time's own absence is the one exception, read as
+//! [`super::token::UNDATED_ISSUED_AT_MS`] until the window closes on it.
 
 use zeroize::Zeroize;
 
 use super::tables::Currency;
-use crate::error::EngineError;
+use super::token::{Age, TokenRefusal};
 use crate::fairness::{RulesDigest, ServerSeed, StartInputs, TableRules, Transcript};
 use crate::game::{
     BetLimits, Card, Decision, Decks, MAX_SEATS, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Spread, Table,
@@ -36,27 +39,23 @@ pub struct CommitmentPayload {
     pub nonce: u64,
     #[prost(string, tag = "5")]
     pub table_id: String,
-    /// Decks of the table when the commitment was made; 0 in an unbound (pre-binding)
-    /// commitment.
+    /// Decks of the table when the commitment was made.
     #[prost(uint32, tag = "6")]
     pub decks: u32,
     /// The table's currency when the commitment was made (the CommitSeed answer promised
-    /// StartRound's bets in it); empty in a commitment sealed before currencies were bound.
+    /// StartRound's bets in it).
     #[prost(string, tag = "7")]
     pub currency: String,
-    /// Its minor-unit exponent (0 when `currency` is empty).
+    /// Its minor-unit exponent.
     #[prost(uint32, tag = "8")]
     pub minor_unit_exponent: u32,
-    /// The table's rules digest when the commitment was made (32 bytes; StartRound refuses
-    /// the commitment if the table's digest changed); empty in a commitment sealed before
-    /// rules were bound.
+    /// The table's rules digest when the commitment was made (32 bytes), over the rules
+    /// below: StartRound refuses the commitment if the operator withdrew it.
     #[prost(bytes = "vec", tag = "9")]
     pub rules_digest: Vec<u8>,
     /// The rest of the rules the commitment was made under, so that any replica deals the
     /// round under them whatever its own table configuration says now: the paytable (odds for
-    /// spreads 1..=11, then three of a kind) and the table's bet limits. Empty and 0, 0 in a
-    /// commitment sealed before rules travelled with it (the replica's table must then have
-    /// the committed digest).
+    /// spreads 1..=11, then three of a kind) and the table's bet limits.
     #[prost(uint32, repeated, tag = "10")]
     pub paytable: Vec<u32>,
     #[prost(uint64, tag = "11")]
@@ -64,94 +63,65 @@ pub struct CommitmentPayload {
     #[prost(uint64, tag = "12")]
     pub max_bet: u64,
     /// Made at a sandbox table: the round it deals is a sandbox round (see
-    /// [`super::sandbox`]); false in a commitment sealed before sandbox tables existed.
+    /// [`super::sandbox`]).
     #[prost(bool, tag = "20")]
     pub sandbox: bool,
+    /// When CommitSeed issued it, Unix milliseconds ([`super::token::check_age`]); 0 in a
+    /// commitment sealed before payloads carried it.
+    #[prost(int64, tag = "21")]
+    pub issued_at_unix_ms: i64,
 }
 
-/// What a commitment is bound to.
+/// The one round a commitment may deal and the whole table it is dealt at: its rules as the
+/// commitment carries them, whatever the replica's own configuration says now.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Binding {
-    /// A commitment sealed before binding existed: it serves the round id and nonce the
-    /// StartRound names, at the default table, until it expires.
-    Unbound,
-    /// The one round the commitment may deal, the currency its bets are in (`None` in a
-    /// commitment sealed before currencies were bound) and the table's rules digest (`None` in
-    /// a commitment sealed before rules were bound), and — in a commitment sealed since rules
-    /// travel with it — the whole table the round is dealt at (`None` before).
-    Bound {
-        round_id: String,
-        nonce: u64,
-        table_id: String,
-        decks: Decks,
-        currency: Option<Currency>,
-        rules_digest: Option<RulesDigest>,
-        rules: Option<Box<Table>>,
-    },
+pub struct Binding {
+    pub round_id: String,
+    pub nonce: u64,
+    pub table_id: String,
+    pub table: Table,
+    pub currency: Currency,
+    pub rules_digest: RulesDigest,
 }
 
 impl CommitmentPayload {
     /// The seed, if the payload holds a well-formed one.
-    pub fn seed(&self) -> Result<ServerSeed, EngineError> {
-        let bytes: [u8; 32] = self.server_seed.as_slice().try_into().map_err(|_| EngineError::InvalidToken)?;
+    pub fn seed(&self) -> Result<ServerSeed, TokenRefusal> {
+        let bytes: [u8; 32] = self.server_seed.as_slice().try_into().map_err(|_| TokenRefusal::Malformed)?;
         Ok(ServerSeed::from_bytes(bytes))
     }
 
-    /// The round the commitment is bound to.
-    pub fn binding(&self) -> Result<Binding, EngineError> {
-        if self.decks == 0 {
-            return if self.round_id.is_empty() && self.nonce == 0 && self.table_id.is_empty() {
-                Ok(Binding::Unbound)
-            } else {
-                Err(EngineError::InvalidToken)
-            };
+    /// The round and table the commitment is bound to, the table checked against its digest.
+    /// A commitment without them is of a format older than the support window; anything else
+    /// a genuine token could not hold is malformed.
+    pub fn binding(&self) -> Result<Binding, TokenRefusal> {
+        if self.decks == 0 || self.currency.is_empty() || self.rules_digest.is_empty() || self.paytable.is_empty() {
+            return Err(TokenRefusal::TooOld(Age::Format("before commitments carried their round and table")));
         }
-        let decks = Decks::new(self.decks).map_err(|_| EngineError::InvalidToken)?;
+        let decks = Decks::new(self.decks).map_err(|_| TokenRefusal::Malformed)?;
         let currency = sealed_currency(&self.currency, self.minor_unit_exponent)?;
-        let rules_digest = match self.rules_digest.len() {
-            0 => None,
-            _ => Some(RulesDigest::from_slice(&self.rules_digest).ok_or(EngineError::InvalidToken)?),
-        };
-        let rules = self.carried_table(decks, currency.as_ref(), rules_digest)?;
-        Ok(Binding::Bound {
-            round_id: self.round_id.clone(),
-            nonce: self.nonce,
-            table_id: self.table_id.clone(),
-            decks,
-            currency,
-            rules_digest,
-            rules,
-        })
-    }
-
-    /// The table the commitment carries, checked against its digest; `None` in a commitment
-    /// sealed before rules travelled with it. Anything a genuine token could not hold is an
-    /// invalid token.
-    fn carried_table(
-        &self,
-        decks: Decks,
-        currency: Option<&Currency>,
-        digest: Option<RulesDigest>,
-    ) -> Result<Option<Box<Table>>, EngineError> {
-        let bad = || EngineError::InvalidToken;
-        if self.paytable.is_empty() && self.min_bet == 0 && self.max_bet == 0 {
-            return Ok(None);
-        }
-        let (Some(currency), Some(digest)) = (currency, digest) else { return Err(bad()) };
-        let paytable = paytable_from(&self.paytable)?;
-        let limits = BetLimits::new(Money(self.min_bet), Money(self.max_bet)).map_err(|_| bad())?;
-        let table = Table::new(decks, paytable, limits).map_err(|_| bad())?;
+        let digest = RulesDigest::from_slice(&self.rules_digest).ok_or(TokenRefusal::Malformed)?;
+        let limits = BetLimits::new(Money(self.min_bet), Money(self.max_bet)).map_err(|_| TokenRefusal::Malformed)?;
+        let table = Table::new(decks, paytable_from(&self.paytable)?, limits).map_err(|_| TokenRefusal::Malformed)?;
         let rules = TableRules {
             decks,
             paytable: table.paytable(),
             limits,
             currency: currency.code(),
             exponent: currency.minor_unit_exponent(),
+            sandbox: self.sandbox,
         };
         if rules.digest() != digest {
-            return Err(bad());
+            return Err(TokenRefusal::Malformed);
         }
-        Ok(Some(Box::new(table)))
+        Ok(Binding {
+            round_id: self.round_id.clone(),
+            nonce: self.nonce,
+            table_id: self.table_id.clone(),
+            table,
+            currency,
+            rules_digest: digest,
+        })
     }
 }
 
@@ -190,66 +160,63 @@ pub struct RoundPayload {
     /// The paytable the round was dealt under: odds for spreads 1..=11, then three of a kind.
     #[prost(uint32, repeated, tag = "10")]
     pub paytable: Vec<u32>,
-    /// The table the round is dealt at (empty in a pre-transcript token: the default table).
+    /// The table the round is dealt at.
     #[prost(string, tag = "11")]
     pub table_id: String,
     /// Decide calls applied.
     #[prost(uint32, tag = "12")]
     pub step: u32,
-    /// `t_step`, 32 bytes (empty in a pre-transcript token).
+    /// `t_step`, 32 bytes.
     #[prost(bytes = "vec", tag = "13")]
     pub transcript: Vec<u8>,
     /// One byte per seat: the Decide call (1-based) in which the seat decided, 0 if it has
-    /// not (empty in a pre-transcript token).
+    /// not.
     #[prost(bytes = "vec", tag = "14")]
     pub decided_in: Vec<u8>,
-    /// The currency the round's amounts are in (its table's when it was started); empty in a
-    /// token sealed before rounds carried it (the table's configured currency applies).
+    /// The currency the round's amounts are in (its table's when it was started).
     #[prost(string, tag = "15")]
     pub currency: String,
-    /// Its minor-unit exponent (0 when `currency` is empty).
+    /// Its minor-unit exponent.
     #[prost(uint32, tag = "16")]
     pub minor_unit_exponent: u32,
     /// The table's bet limits the round was dealt under (its own, not a player's), which
-    /// with the deck count, paytable and currency give the round's rules digest; 0 and 0 in
-    /// a token sealed before rounds carried them (the round reveals as version 2).
+    /// with the deck count, paytable and currency give the round's rules digest.
     #[prost(uint64, tag = "17")]
     pub min_bet: u64,
     #[prost(uint64, tag = "18")]
     pub max_bet: u64,
-    /// A sandbox round (see [`super::sandbox`]); false in a token sealed before sandbox
-    /// tables existed.
+    /// A sandbox round (see [`super::sandbox`]).
     #[prost(bool, tag = "20")]
     pub sandbox: bool,
+    /// The round's issue time: its commitment's (Unix milliseconds), unchanged by Decide; 0
+    /// for a round whose commitment was sealed before payloads carried it.
+    #[prost(int64, tag = "21")]
+    pub issued_at_unix_ms: i64,
 }
 
 /// A paytable as a token carries it: odds for spreads 1..=11, then three of a kind.
-fn paytable_from(odds: &[u32]) -> Result<Paytable, EngineError> {
-    let (Some(spread), Some(&three)) = (odds.get(..11), odds.get(11)) else { return Err(EngineError::InvalidToken) };
+fn paytable_from(odds: &[u32]) -> Result<Paytable, TokenRefusal> {
+    let (Some(spread), Some(&three)) = (odds.get(..11), odds.get(11)) else { return Err(TokenRefusal::Malformed) };
     if odds.len() != 12 {
-        return Err(EngineError::InvalidToken);
+        return Err(TokenRefusal::Malformed);
     }
     let mut s = [0u32; 11];
     s.copy_from_slice(spread);
-    Paytable::new(s, three).map_err(|_| EngineError::InvalidToken)
+    Paytable::new(s, three).map_err(|_| TokenRefusal::Malformed)
 }
 
 /// The odds of `paytable` as a token carries them.
-pub fn paytable_odds(paytable: &Paytable) -> Vec<u32> {
+pub(crate) fn paytable_odds(paytable: &Paytable) -> Vec<u32> {
     let mut odds = Vec::with_capacity(12);
     odds.extend(Spread::all().map(|s| paytable.spread_odds(s)));
     odds.push(paytable.three_of_a_kind_odds());
     odds
 }
 
-/// A currency as a token carries it: `None` when absent (empty code, exponent 0); anything a
-/// genuine token could not hold is an invalid token.
-fn sealed_currency(code: &str, minor_unit_exponent: u32) -> Result<Option<Currency>, EngineError> {
-    if code.is_empty() {
-        return if minor_unit_exponent == 0 { Ok(None) } else { Err(EngineError::InvalidToken) };
-    }
-    let exponent = u8::try_from(minor_unit_exponent).map_err(|_| EngineError::InvalidToken)?;
-    Currency::new(code, exponent, "currency").map(Some).map_err(|_| EngineError::InvalidToken)
+/// A currency as a token carries it; anything a genuine token could not hold is malformed.
+fn sealed_currency(code: &str, minor_unit_exponent: u32) -> Result<Currency, TokenRefusal> {
+    let exponent = u8::try_from(minor_unit_exponent).map_err(|_| TokenRefusal::Malformed)?;
+    Currency::new(code, exponent, "currency").map_err(|_| TokenRefusal::Malformed)
 }
 
 impl Drop for RoundPayload {
@@ -275,15 +242,15 @@ pub struct RoundState {
     pub paytable: Paytable,
     pub steps: Vec<Vec<(usize, Decision)>>,
     pub transcript: Transcript,
-    /// The currency of the round's amounts (`None` for a round sealed before rounds carried
-    /// it).
-    pub currency: Option<Currency>,
-    /// The table's bet limits when the round was dealt (`None` for a round sealed before
-    /// rounds carried them).
-    pub limits: Option<BetLimits>,
+    /// The currency of the round's amounts.
+    pub currency: Currency,
+    /// The table's bet limits when the round was dealt.
+    pub limits: BetLimits,
     /// A sandbox round: dealt at a sandbox table, its cards possibly requested
     /// ([`super::sandbox`]); it reveals as a sandbox reveal, never as a fair round.
     pub sandbox: bool,
+    /// The round's issue time (its commitment's), Unix milliseconds; 0: undated.
+    pub issued_at_unix_ms: i64,
 }
 
 fn decision_byte(d: Option<Decision>) -> u8 {
@@ -295,23 +262,21 @@ fn decision_byte(d: Option<Decision>) -> u8 {
 }
 
 impl RoundState {
-    /// The table's rules the round was dealt under, when its token carries them (limits and
-    /// currency; a round sealed before rounds carried them has none).
-    pub fn rules(&self) -> Option<TableRules<'_>> {
-        let (limits, currency) = (self.limits?, self.currency.as_ref()?);
-        Some(TableRules {
+    /// The table's rules the round was dealt under.
+    pub fn rules(&self) -> TableRules<'_> {
+        TableRules {
             decks: self.decks,
             paytable: &self.paytable,
-            limits,
-            currency: currency.code(),
-            exponent: currency.minor_unit_exponent(),
-        })
+            limits: self.limits,
+            currency: self.currency.code(),
+            exponent: self.currency.minor_unit_exponent(),
+            sandbox: self.sandbox,
+        }
     }
 
-    /// `t_0` of this round's inputs (version 2, with the rules digest, when the round carries
-    /// its table's rules).
+    /// `t_0` of this round's inputs (version 2: with the rules digest).
     pub fn start_transcript(&self) -> Transcript {
-        let digest = self.rules().map(|r| r.digest());
+        let digest = self.rules().digest();
         let commitment = self.seed.commitment().0;
         let seats = self.round.seats();
         // At most MAX_SEATS seats (Round's invariant): the bets fit on the stack.
@@ -335,7 +300,7 @@ impl RoundState {
             client_seed: self.client_seed.as_bytes(),
             paytable: &self.paytable,
             bets,
-            rules_digest: digest.as_ref(),
+            rules_digest: Some(&digest),
         }
         .transcript()
     }
@@ -377,18 +342,23 @@ impl RoundState {
             step: self.step(),
             transcript: self.transcript.0.to_vec(),
             decided_in,
-            currency: self.currency.as_ref().map_or_else(String::new, |c| c.code().to_string()),
-            minor_unit_exponent: self.currency.as_ref().map_or(0, |c| u32::from(c.minor_unit_exponent())),
-            min_bet: self.limits.map_or(0, |l| l.min().0),
-            max_bet: self.limits.map_or(0, |l| l.max().0),
+            currency: self.currency.code().to_string(),
+            minor_unit_exponent: u32::from(self.currency.minor_unit_exponent()),
+            min_bet: self.limits.min().0,
+            max_bet: self.limits.max().0,
             sandbox: self.sandbox,
+            issued_at_unix_ms: self.issued_at_unix_ms,
         }
     }
 
-    /// Rebuilds the round from an opened payload. A payload no genuine token could hold is
-    /// an invalid token, never a panic.
-    pub fn from_payload(mut p: RoundPayload) -> Result<RoundState, EngineError> {
-        let bad = || EngineError::InvalidToken;
+    /// Rebuilds the round from an opened payload. A payload without a transcript, its table or
+    /// its rules is of a format older than the support window; anything else no genuine token
+    /// could hold is malformed, never a panic.
+    pub fn from_payload(mut p: RoundPayload) -> Result<RoundState, TokenRefusal> {
+        if p.transcript.is_empty() || p.table_id.is_empty() || p.currency.is_empty() || p.min_bet == 0 {
+            return Err(TokenRefusal::TooOld(Age::Format("before rounds carried their transcript and rules")));
+        }
+        let bad = || TokenRefusal::Malformed;
         let seed: [u8; 32] = p.server_seed.as_slice().try_into().map_err(|_| bad())?;
         let card = |i: usize| p.cards.get(i).and_then(|&c| Card::from_code(c));
         let cards = [card(0).ok_or_else(bad)?, card(1).ok_or_else(bad)?];
@@ -416,34 +386,22 @@ impl RoundState {
             .collect::<Result<Vec<_>, _>>()?;
         let phase = if p.complete { Phase::Complete } else { Phase::AwaitingDecisions };
         let round = Round::restore(RoundSnapshot { phase, cards, third, seats }).map_err(|_| bad())?;
-        let paytable = paytable_from(&p.paytable)?;
-        let decks = Decks::new(p.decks).map_err(|_| bad())?;
-        let legacy = p.transcript.is_empty();
-        let steps = if legacy { legacy_steps(&p)? } else { steps_from(&p)? };
-        let mut state = RoundState {
+        Ok(RoundState {
             round,
             seed: ServerSeed::from_bytes(seed),
             client_seed: std::mem::take(&mut p.client_seed),
             nonce: p.nonce,
-            decks,
+            decks: Decks::new(p.decks).map_err(|_| bad())?,
             round_id: std::mem::take(&mut p.round_id),
-            table_id: if legacy { DEFAULT_TABLE_ID.to_string() } else { std::mem::take(&mut p.table_id) },
-            paytable,
-            steps,
-            transcript: Transcript([0; 32]),
+            paytable: paytable_from(&p.paytable)?,
+            steps: steps_from(&p)?,
+            transcript: Transcript(p.transcript.as_slice().try_into().map_err(|_| bad())?),
             currency: sealed_currency(&p.currency, p.minor_unit_exponent)?,
-            limits: match (p.min_bet, p.max_bet) {
-                (0, 0) => None,
-                (min, max) => Some(BetLimits::new(Money(min), Money(max)).map_err(|_| bad())?),
-            },
+            limits: BetLimits::new(Money(p.min_bet), Money(p.max_bet)).map_err(|_| bad())?,
+            table_id: std::mem::take(&mut p.table_id),
             sandbox: p.sandbox,
-        };
-        state.transcript = if legacy {
-            state.steps.iter().fold(state.start_transcript(), |t, s| t.decide(s))
-        } else {
-            Transcript(p.transcript.as_slice().try_into().map_err(|_| bad())?)
-        };
-        Ok(state)
+            issued_at_unix_ms: p.issued_at_unix_ms,
+        })
     }
 
     /// The cards the round has dealt, in order: two, or three once the third is dealt
@@ -456,10 +414,10 @@ impl RoundState {
     }
 }
 
-/// The Decide calls of a token with a transcript: seats grouped by the call they decided
-/// in. Every call 1..=step decided at least one seat; undecided seats have 0.
-fn steps_from(p: &RoundPayload) -> Result<Vec<Vec<(usize, Decision)>>, EngineError> {
-    let bad = || EngineError::InvalidToken;
+/// The Decide calls of a token: seats grouped by the call they decided in. Every call
+/// 1..=step decided at least one seat; undecided seats have 0.
+fn steps_from(p: &RoundPayload) -> Result<Vec<Vec<(usize, Decision)>>, TokenRefusal> {
+    let bad = || TokenRefusal::Malformed;
     let step = usize::try_from(p.step).map_err(|_| bad())?;
     if p.decided_in.len() != p.decisions.len() || step > MAX_SEATS || p.table_id.is_empty() {
         return Err(bad());
@@ -484,29 +442,83 @@ fn steps_from(p: &RoundPayload) -> Result<Vec<Vec<(usize, Decision)>>, EngineErr
     Ok(steps)
 }
 
-/// A pre-transcript token's recorded decisions, as one Decide step (none if no seat
-/// decided).
-fn legacy_steps(p: &RoundPayload) -> Result<Vec<Vec<(usize, Decision)>>, EngineError> {
-    if p.step != 0 || !p.decided_in.is_empty() || !p.table_id.is_empty() {
-        return Err(EngineError::InvalidToken);
-    }
-    let step: Vec<(usize, Decision)> = p
-        .decisions
-        .iter()
-        .enumerate()
-        .filter_map(|(seat, &d)| match d {
-            1 => Some((seat, Decision::Raise)),
-            2 => Some((seat, Decision::Stand)),
-            _ => None,
-        })
-        .collect();
-    Ok(if step.is_empty() { vec![] } else { vec![step] })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::EngineError;
+    use crate::game::paytable::MAX_ODDS;
+    use crate::game::table::MAX_BET;
+    use crate::game::{MAX_DECKS, MAX_SEATS};
     use crate::game::{StackedDeck, Table};
+    use crate::ids::{MAX_CLIENT_SEED_BYTES, MAX_MINOR_UNIT_EXPONENT, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
+    use crate::service::token::{
+        KeyRing, MAX_COMMITMENT_PAYLOAD_LEN, MAX_KEY_ID_LEN, MAX_ROUND_PAYLOAD_LEN, MAX_TOKEN_LEN, TokenKind,
+    };
+    use prost::Message;
+
+    /// The largest round payload any accepted request can produce: every field at its
+    /// maximum at once.
+    fn largest_round_payload() -> RoundPayload {
+        RoundPayload {
+            server_seed: vec![0xff; 32],
+            client_seed: "\u{10ffff}".repeat(MAX_CLIENT_SEED_BYTES / 4),
+            nonce: u64::MAX,
+            decks: u32::from(MAX_DECKS),
+            round_id: "r".repeat(MAX_ROUND_ID_BYTES),
+            complete: true,
+            cards: vec![51, 50, 49],
+            bets: vec![MAX_BET; MAX_SEATS],
+            decisions: vec![1; MAX_SEATS],
+            paytable: vec![MAX_ODDS; 12],
+            table_id: "t".repeat(MAX_TABLE_ID_BYTES),
+            step: MAX_SEATS as u32,
+            transcript: vec![0xff; 32],
+            decided_in: (1..=MAX_SEATS as u8).collect(),
+            currency: "XXX".into(),
+            minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
+            min_bet: MAX_BET,
+            max_bet: MAX_BET,
+            sandbox: true,
+            issued_at_unix_ms: -1,
+        }
+    }
+
+    #[test]
+    fn the_token_budget_is_exactly_the_largest_token_an_accepted_request_makes() {
+        let payload = largest_round_payload();
+        assert_eq!(payload.client_seed.len(), MAX_CLIENT_SEED_BYTES);
+        assert_eq!(payload.encoded_len(), MAX_ROUND_PAYLOAD_LEN, "the const budget is tight");
+        let id = "k".repeat(MAX_KEY_ID_LEN);
+        let ring = KeyRing::new(vec![(id.clone(), [7; 32])], &id).unwrap();
+        let token = ring.seal(TokenKind::Round, &payload).unwrap();
+        assert_eq!(token.len(), MAX_TOKEN_LEN);
+        assert!(ring.open::<RoundPayload>(TokenKind::Round, &token).is_ok());
+        let commitment = CommitmentPayload {
+            server_seed: vec![0xff; 32],
+            expires_at_unix_ms: -1,
+            round_id: "r".repeat(MAX_ROUND_ID_BYTES),
+            nonce: u64::MAX,
+            table_id: "t".repeat(MAX_TABLE_ID_BYTES),
+            decks: u32::from(MAX_DECKS),
+            currency: "XXX".into(),
+            minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
+            rules_digest: vec![0xff; 32],
+            paytable: vec![MAX_ODDS; 12],
+            min_bet: MAX_BET,
+            max_bet: MAX_BET,
+            sandbox: true,
+            issued_at_unix_ms: -1,
+        };
+        assert_eq!(commitment.encoded_len(), MAX_COMMITMENT_PAYLOAD_LEN);
+        const { assert!(MAX_COMMITMENT_PAYLOAD_LEN < MAX_ROUND_PAYLOAD_LEN) };
+        // One byte more than the budget is refused at seal time, as an internal error.
+        let mut over = largest_round_payload();
+        over.client_seed.push('x');
+        assert_eq!(
+            ring.seal(TokenKind::Round, &over),
+            Err(EngineError::TokenTooLarge { len: MAX_TOKEN_LEN + 1, max: MAX_TOKEN_LEN })
+        );
+    }
 
     fn state() -> RoundState {
         let table = Table::default();
@@ -524,9 +536,10 @@ mod tests {
             paytable: Paytable::STANDARD,
             steps: vec![],
             transcript: Transcript([0; 32]),
-            currency: Some(Currency::new("EUR", 2, "currency").unwrap()),
-            limits: Some(BetLimits::STANDARD),
+            currency: Currency::new("EUR", 2, "currency").unwrap(),
+            limits: BetLimits::STANDARD,
             sandbox: false,
+            issued_at_unix_ms: 1_800_000_000_000,
         };
         s.transcript = s.start_transcript();
         s
@@ -576,14 +589,14 @@ mod tests {
         s.round_id.clear();
         s.client_seed = "é".repeat(300);
         assert_survives_encoding(&s);
-        s.currency = None;
+        s.limits = BetLimits::new(Money(1), Money(crate::game::table::MAX_BET)).unwrap();
         assert_survives_encoding(&s);
-        s.limits = None;
+        s.currency = Currency::new("JPY", 0, "currency").unwrap();
         assert_survives_encoding(&s);
-        s.limits = Some(BetLimits::new(Money(1), Money(crate::game::table::MAX_BET)).unwrap());
-        assert_survives_encoding(&s);
-        s.currency = Some(Currency::new("JPY", 0, "currency").unwrap());
-        assert_survives_encoding(&s);
+        for issued in [0, -1, i64::MAX] {
+            s.issued_at_unix_ms = issued;
+            assert_survives_encoding(&s);
+        }
         s.sandbox = true;
         assert_survives_encoding(&s);
         assert!(RoundState::from_payload(s.to_payload()).unwrap().sandbox);
@@ -606,33 +619,76 @@ mod tests {
     }
 
     #[test]
-    fn a_pre_transcript_payload_gets_t0_and_its_decisions_as_one_step() {
+    fn a_round_payload_without_its_transcript_or_rules_is_refused_as_too_old() {
         let mut s = state();
         decide(&mut s, &[(0, Decision::Raise)]);
-        decide(&mut s, &[(2, Decision::Stand)]);
-        let mut legacy = s.to_payload();
-        legacy.table_id.clear();
-        legacy.step = 0;
-        legacy.transcript.clear();
-        legacy.decided_in.clear();
-        legacy.currency.clear();
-        legacy.minor_unit_exponent = 0;
-        legacy.min_bet = 0;
-        legacy.max_bet = 0;
-        let back = RoundState::from_payload(legacy).unwrap();
-        assert_eq!(back.table_id, DEFAULT_TABLE_ID);
-        assert_eq!(back.currency, None);
-        assert_eq!(back.steps, vec![vec![(0, Decision::Raise), (2, Decision::Stand)]]);
-        // No rules in a pre-transcript token: t_0 version 1.
-        assert_eq!(back.limits, None);
-        let v1_start = RoundState { limits: None, ..s.clone() }.start_transcript();
-        assert_eq!(back.transcript, v1_start.decide(&back.steps[0]));
+        let good = s.to_payload();
+        let too_old = Err(TokenRefusal::TooOld(Age::Format("before rounds carried their transcript and rules")));
+        type Strip = fn(&mut RoundPayload);
+        let formats: [(&str, Strip); 4] = [
+            ("pre-transcript", |p| {
+                p.transcript.clear();
+                p.table_id.clear();
+                p.decided_in.clear();
+                p.step = 0;
+            }),
+            ("no table id", |p| p.table_id.clear()),
+            ("no currency", |p| {
+                p.currency.clear();
+                p.minor_unit_exponent = 0;
+            }),
+            ("no limits", |p| {
+                p.min_bet = 0;
+                p.max_bet = 0;
+            }),
+        ];
+        for (what, strip) in formats {
+            let mut old = good.clone();
+            strip(&mut old);
+            assert_eq!(RoundState::from_payload(old).map(|s| s.step()), too_old.clone(), "{what}");
+        }
     }
 
     #[test]
-    fn a_round_with_its_tables_rules_has_a_v2_start_and_one_without_a_v1_start() {
+    fn a_commitment_without_its_round_and_table_is_refused_as_too_old() {
         let s = state();
-        let rules = s.rules().expect("limits and currency");
+        let digest = s.rules().digest();
+        let good = CommitmentPayload {
+            server_seed: vec![3; 32],
+            expires_at_unix_ms: 2_000_000_000_000,
+            round_id: "r".into(),
+            nonce: 9,
+            table_id: DEFAULT_TABLE_ID.into(),
+            decks: 1,
+            currency: "EUR".into(),
+            minor_unit_exponent: 2,
+            rules_digest: digest.0.to_vec(),
+            paytable: paytable_odds(&Paytable::STANDARD),
+            min_bet: BetLimits::STANDARD.min().0,
+            max_bet: BetLimits::STANDARD.max().0,
+            sandbox: false,
+            issued_at_unix_ms: 1_800_000_000_000,
+        };
+        let bound = good.binding().unwrap();
+        assert_eq!((bound.table.limits(), bound.rules_digest), (BetLimits::STANDARD, digest));
+        let too_old = Err(TokenRefusal::TooOld(Age::Format("before commitments carried their round and table")));
+        let strips: [fn(&mut CommitmentPayload); 4] =
+            [|p| p.decks = 0, |p| p.currency.clear(), |p| p.rules_digest.clear(), |p| p.paytable.clear()];
+        for strip in strips {
+            let mut old = good.clone();
+            strip(&mut old);
+            assert_eq!(old.binding(), too_old);
+        }
+        // Rules that are not the digest's: malformed, not old.
+        let mut forged = good.clone();
+        forged.max_bet -= 1;
+        assert_eq!(forged.binding(), Err(TokenRefusal::Malformed));
+    }
+
+    #[test]
+    fn a_round_starts_its_transcript_with_its_tables_rules_digest() {
+        let s = state();
+        let rules = s.rules();
         let digest = rules.digest();
         let commitment = s.seed.commitment().0;
         let bets: Vec<Money> = s.round.seats().iter().map(|x| x.bet).collect();
@@ -649,11 +705,8 @@ mod tests {
         };
         assert_eq!(s.start_transcript(), start.transcript());
         let back = RoundState::from_payload(s.to_payload()).unwrap();
-        assert_eq!(back.limits, Some(BetLimits::STANDARD));
-        assert_eq!(back.rules().map(|r| r.digest()), Some(digest));
-        let old = RoundState { limits: None, ..s.clone() };
-        assert!(old.rules().is_none());
-        assert_eq!(old.start_transcript(), StartInputs { rules_digest: None, ..start }.transcript());
+        assert_eq!(back.limits, BetLimits::STANDARD);
+        assert_eq!(back.rules().digest(), digest);
     }
 
     #[test]
@@ -669,16 +722,12 @@ mod tests {
         empty_step.step = 2; // call 2 decided no seat
         let mut bad_currency = good.clone();
         bad_currency.currency = "eur".into(); // not an ISO 4217 code
-        let mut lone_exponent = good.clone();
-        lone_exponent.currency.clear(); // an exponent without a currency
         let mut inverted_limits = good.clone();
         inverted_limits.min_bet = inverted_limits.max_bet + 1; // min above max
-        let mut lone_max = good.clone();
-        lone_max.min_bet = 0; // a maximum without a minimum
         let mut short = good;
         short.transcript.truncate(31);
-        for p in [skipped, undecided, empty_step, bad_currency, lone_exponent, inverted_limits, lone_max, short] {
-            assert_eq!(RoundState::from_payload(p).unwrap_err(), EngineError::InvalidToken);
+        for p in [skipped, undecided, empty_step, bad_currency, inverted_limits, short] {
+            assert_eq!(RoundState::from_payload(p).map(|s| s.step()), Err(TokenRefusal::Malformed));
         }
     }
 }

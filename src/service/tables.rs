@@ -39,7 +39,7 @@ use crate::ids::MAX_TABLE_ID_BYTES;
 /// The id of the default table: the one an empty `table_id` selects.
 pub const DEFAULT_TABLE_ID: &str = "default";
 
-pub use crate::ids::MAX_MINOR_UNIT_EXPONENT;
+pub(crate) use crate::ids::MAX_MINOR_UNIT_EXPONENT;
 
 /// A table's currency.
 ///
@@ -107,6 +107,7 @@ impl NamedTable {
             limits: self.table.limits(),
             currency: self.currency.code(),
             exponent: self.currency.minor_unit_exponent(),
+            sandbox: self.sandbox,
         }
     }
 
@@ -125,6 +126,8 @@ pub struct Tables {
     tables: BTreeMap<String, NamedTable>,
     /// Per table id, the rules digests the operator withdrew (`withdrawn_rules`).
     withdrawn: BTreeMap<String, Vec<RulesDigest>>,
+    /// The ids of tables declared promotions (`"allow_rtp_over_1": true`).
+    promotions: std::collections::BTreeSet<String>,
 }
 
 /// One table in a configuration file: [`TableSpec`]'s fields plus the currency.
@@ -148,7 +151,10 @@ struct MultiFile {
     tables: BTreeMap<String, serde_json::Value>,
 }
 
-fn entry(id: &str, value: serde_json::Value) -> Result<(NamedTable, Vec<RulesDigest>), EngineError> {
+/// A parsed table: the table, its withdrawn digests, whether it is declared a promotion.
+type Entry = (NamedTable, Vec<RulesDigest>, bool);
+
+fn entry(id: &str, value: serde_json::Value) -> Result<Entry, EngineError> {
     let field = format!("tables.{id}");
     let e = parse_entry(value, &field)?;
     let table =
@@ -183,7 +189,7 @@ fn entry(id: &str, value: serde_json::Value) -> Result<(NamedTable, Vec<RulesDig
     };
     let named = NamedTable { id: id.to_string(), table, currency, sandbox: e.sandbox.unwrap_or(false) };
     let withdrawn = withdrawn_digests(e.withdrawn_rules.as_deref().unwrap_or_default(), &named, &field)?;
-    Ok((named, withdrawn))
+    Ok((named, withdrawn, e.allow_rtp_over_1 == Some(true)))
 }
 
 /// The `withdrawn_rules` of a table: 64 lower-case hex characters each, never the table's
@@ -352,6 +358,7 @@ impl Tables {
         Tables {
             tables: BTreeMap::from([(id.clone(), NamedTable { id, table, currency, sandbox: false })]),
             withdrawn: BTreeMap::new(),
+            promotions: Default::default(),
         }
     }
 
@@ -368,15 +375,24 @@ impl Tables {
             }
             tables.insert(t.id.clone(), t);
         }
-        Ok(Tables { tables, withdrawn: BTreeMap::new() })
+        Ok(Tables { tables, withdrawn: BTreeMap::new(), promotions: Default::default() })
     }
 
-    /// [`Tables::new`] with each table's withdrawn digests.
-    fn with_withdrawn(list: Vec<(NamedTable, Vec<RulesDigest>)>) -> Result<Tables, EngineError> {
-        let withdrawn = list.iter().filter(|(_, w)| !w.is_empty()).map(|(t, w)| (t.id.clone(), w.clone())).collect();
-        let mut tables = Tables::new(list.into_iter().map(|(t, _)| t).collect())?;
+    /// [`Tables::new`] with each table's withdrawn digests and promotion flag.
+    fn with_withdrawn(list: Vec<Entry>) -> Result<Tables, EngineError> {
+        let withdrawn =
+            list.iter().filter(|(_, w, _)| !w.is_empty()).map(|(t, w, _)| (t.id.clone(), w.clone())).collect();
+        let promotions = list.iter().filter(|(_, _, p)| *p).map(|(t, _, _)| t.id.clone()).collect();
+        let mut tables = Tables::new(list.into_iter().map(|(t, _, _)| t).collect())?;
         tables.withdrawn = withdrawn;
+        tables.promotions = promotions;
         Ok(tables)
+    }
+
+    /// `true` when table `table_id` is declared a promotion (`"allow_rtp_over_1": true`): its
+    /// best play may return more than the stake.
+    pub fn is_promotion(&self, table_id: &str) -> bool {
+        self.promotions.contains(table_id)
     }
 
     /// `true` when the operator withdrew `digest` at table `table_id`.

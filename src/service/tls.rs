@@ -47,7 +47,7 @@ fn certs(what: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, String
 }
 
 /// Builds the rustls configuration from the files. Errors name the file, never key bytes.
-pub fn server_config(files: &TlsFiles) -> Result<ServerConfig, String> {
+pub(crate) fn server_config(files: &TlsFiles) -> Result<ServerConfig, String> {
     let chain = certs("--tls-cert", &files.cert)?;
     // The key's parse error text comes from the PEM reader and carries no key material.
     let key = PrivateKeyDer::from_pem_file(&files.key)

@@ -45,23 +45,23 @@
 //!
 //! At 100,000 seals a second across the whole fleet, 2^40 seals take about 127 days.
 //!
-//! # Version 1 (opened, never sealed)
+//! # The support window
 //!
-//! Same layout with version byte 1 and AES-256-GCM keyed directly by the ring key, its
-//! synthetic nonce keyed by HMAC-SHA256(ring key, "reddog/token-nonce/v1"). A rolling update
-//! loses no round: the engine opens version-1 tokens until they are settled or expire, and
-//! seals only version 2.
+//! Every payload carries its issue time (`issued_at_unix_ms`: a commitment's CommitSeed; a
+//! round's, its commitment's, unchanged by Decide, so a retried StartRound or Decide still
+//! seals the same bytes). The engine accepts a token for [`SUPPORT_WINDOW_MS`] (30 days)
+//! after its issue time, and an engine release reads every format a release sealed within the
+//! window before it; older formats are not read at all ([`TokenRefusal::TooOld`]: a precise
+//! refusal naming the field, `TOKEN_TOO_OLD`). Tokens sealed before payloads carried an issue
+//! time are read as issued at [`UNDATED_ISSUED_AT_MS`], so they leave the window with the rest
+//! of their format. The format is public contract: `docs/API.md`, "Tokens".
 //!
-//! Every way a token can be wrong (truncated, tampered, unknown key id, wrong kind, unknown
-//! version, not decodable, expired) is the one error [`EngineError::InvalidToken`].
+//! Every other way a token can be wrong (truncated, tampered, unknown key id, wrong kind, not
+//! decodable, expired) is the one error [`EngineError::InvalidToken`].
 
 use std::fmt;
 
-use std::sync::OnceLock;
-
-use aes_gcm::aead::consts::U12;
 use aes_gcm::aead::{AeadInOut, KeyInit};
-use aes_gcm::{Aes256Gcm, Key, Nonce};
 use aes_gcm_siv::Aes256GcmSiv;
 use hkdf::Hkdf;
 use hmac::{Hmac, Mac};
@@ -82,10 +82,16 @@ use crate::ids::{
     CURRENCY_CODE_LEN, MAX_CLIENT_SEED_BYTES, MAX_MINOR_UNIT_EXPONENT, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES,
 };
 
-/// The token format version this engine seals.
-pub const TOKEN_VERSION: u8 = 2;
-/// The earlier format, still opened.
-pub const TOKEN_VERSION_1: u8 = 1;
+/// The token format version this engine seals and reads.
+pub(crate) const TOKEN_VERSION: u8 = 2;
+/// How long after its issue time a token is accepted: 30 days. A round not settled by then
+/// cannot be settled by any engine (the platform's sweeper settles abandoned rounds within
+/// minutes); a key that stopped being primary can leave the ring once the window has passed.
+pub(crate) const SUPPORT_WINDOW_MS: i64 = 30 * 24 * 60 * 60 * 1000;
+/// The issue time of a token sealed before payloads carried one (2026-12-07T00:00:00Z, when
+/// they started to): such tokens are refused from 2027-01-06 on, when this constant and the
+/// one line that reads it can be deleted.
+pub(crate) const UNDATED_ISSUED_AT_MS: i64 = 1_796_601_600_000;
 /// HKDF salt of the version-2 subkeys.
 const HKDF_SALT: &[u8] = b"reddog/token/v2";
 /// HKDF info of the AEAD key.
@@ -97,10 +103,10 @@ pub const SEALS_PER_KEY_BUDGET: u64 = 1 << 40;
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
 /// Longest key id ([`crate::ids::MAX_KEY_ID_BYTES`]).
-pub const MAX_KEY_ID_LEN: usize = crate::ids::MAX_KEY_ID_BYTES;
+pub(crate) const MAX_KEY_ID_LEN: usize = crate::ids::MAX_KEY_ID_BYTES;
 
 /// Bytes of a protobuf varint holding `v`.
-pub const fn varint_len(v: u64) -> usize {
+pub(crate) const fn varint_len(v: u64) -> usize {
     let mut n = 1;
     let mut v = v >> 7;
     while v != 0 {
@@ -120,10 +126,10 @@ const fn varint_field(max: u64) -> usize {
     1 + varint_len(max)
 }
 
-/// The longest encoded [`super::state::RoundPayload`] any accepted request can produce: the
+/// The longest encoded round payload (`state::RoundPayload`) any accepted request can produce: the
 /// largest client seed, round id and table id the API accepts, 7 seats at the largest bet any
 /// table allows, every seat decided (each in its own Decide call), the largest odds.
-pub const MAX_ROUND_PAYLOAD_LEN: usize = {
+pub(crate) const MAX_ROUND_PAYLOAD_LEN: usize = {
     let seats = MAX_SEATS;
     bytes_field(32) // server_seed
         + bytes_field(MAX_CLIENT_SEED_BYTES)
@@ -144,10 +150,12 @@ pub const MAX_ROUND_PAYLOAD_LEN: usize = {
         + 1 + varint_field(MAX_BET) // min_bet: tag 17
         + 1 + varint_field(MAX_BET) // max_bet: tag 18
         + 1 + varint_field(1) // sandbox: tag 20, a two-byte key
+        + 1 + varint_field(u64::MAX) // issued_at_unix_ms: tag 21 (int64: 10 bytes when negative)
 };
 
-/// The longest encoded [`super::state::CommitmentPayload`].
-pub const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
+/// The longest encoded commitment payload (`state::CommitmentPayload`); both budgets are
+/// checked against the largest payloads in `state`'s tests.
+pub(crate) const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
     + varint_field(u64::MAX) // expires_at_unix_ms (int64: 10 bytes when negative)
     + bytes_field(MAX_ROUND_ID_BYTES)
     + varint_field(u64::MAX) // nonce
@@ -159,7 +167,8 @@ pub const MAX_COMMITMENT_PAYLOAD_LEN: usize = bytes_field(32) // server_seed
     + bytes_field(12 * varint_len(MAX_ODDS as u64)) // paytable, packed
     + varint_field(MAX_BET) // min_bet
     + varint_field(MAX_BET) // max_bet
-    + 1 + varint_field(1); // sandbox: tag 20, a two-byte key
+    + 1 + varint_field(1) // sandbox: tag 20, a two-byte key
+    + 1 + varint_field(u64::MAX); // issued_at_unix_ms: tag 21
 
 /// Longest token: header (version, kind, key id length, the longest key id), nonce, the
 /// longest payload, tag. Derived from the largest inputs the API accepts, so every token
@@ -194,16 +203,10 @@ impl TokenKind {
 /// One key of the ring, with its ciphers and nonce keys scheduled once at load time.
 struct RingKey {
     id: String,
-    /// Version 2: AES-256-GCM-SIV under the HKDF-derived AEAD key.
+    /// AES-256-GCM-SIV under the HKDF-derived AEAD key.
     siv: Aes256GcmSiv,
-    /// Version 2: HMAC-SHA256 under the HKDF-derived nonce key.
+    /// HMAC-SHA256 under the HKDF-derived nonce key.
     siv_nonce_mac: Hmac<Sha256>,
-    /// Version 1 (open only, and [`KeyRing::seal_v1`]): AES-256-GCM under the ring key.
-    gcm: Aes256Gcm,
-    gcm_nonce_mac: Hmac<Sha256>,
-    /// `reddog_token_seals_total{key_id}`, registered at the first seal (the recorder is
-    /// installed after the ring is loaded).
-    seals: OnceLock<metrics::Counter>,
 }
 
 impl RingKey {
@@ -218,15 +221,7 @@ impl RingKey {
         let siv_nonce_mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&nonce_key).map_err(|e| setup(Cause::new(e)))?;
         aead_key.zeroize();
         nonce_key.zeroize();
-        // Version 1: the AEAD keyed by the ring key; nonce key HMAC-SHA256(ring key, label).
-        let gcm = Aes256Gcm::new(&Key::<Aes256Gcm>::from(*key));
-        let mut derive = <Hmac<Sha256> as KeyInit>::new_from_slice(key).map_err(|e| setup(Cause::new(e)))?;
-        derive.update(b"reddog/token-nonce/v1");
-        let mut v1_nonce_key: [u8; 32] = derive.finalize().into_bytes().into();
-        let gcm_nonce_mac =
-            <Hmac<Sha256> as KeyInit>::new_from_slice(&v1_nonce_key).map_err(|e| setup(Cause::new(e)))?;
-        v1_nonce_key.zeroize();
-        Ok(RingKey { id, siv, siv_nonce_mac, gcm, gcm_nonce_mac, seals: OnceLock::new() })
+        Ok(RingKey { id, siv, siv_nonce_mac })
     }
 }
 
@@ -580,35 +575,11 @@ impl KeyRing {
             .encrypt_inout_detached(&aes_gcm_siv::Nonce::from(nonce), head, plaintext.into())
             .map_err(|e| Fault::Seal(Cause::new(e)))?;
         token.extend_from_slice(tag.as_slice());
-        key.seals
-            .get_or_init(|| metrics::counter!("reddog_token_seals_total", "key_id" => key.id.clone()))
-            .increment(1);
         Ok(token)
     }
 
-    /// Seals a **version-1** token (AES-256-GCM), exactly as the engine did before version 2.
-    /// Only for tests of the rolling update: the service never calls it.
-    #[doc(hidden)]
-    pub fn seal_v1(&self, kind: TokenKind, payload: &impl Message) -> Result<Vec<u8>, EngineError> {
-        let key = &self.keys[self.primary];
-        let mut token = frame(TOKEN_VERSION_1, kind, &key.id, payload)?;
-        let header_len = 3 + key.id.len();
-        let (head, rest) = token.split_at_mut(header_len);
-        let (nonce_bytes, plaintext) = rest.split_at_mut(NONCE_LEN);
-        let mut mac = key.gcm_nonce_mac.clone();
-        mac.update(head);
-        mac.update(plaintext);
-        let nonce = synthetic_nonce(mac, nonce_bytes);
-        let tag = key
-            .gcm
-            .encrypt_inout_detached(&Nonce::<U12>::from(nonce), head, plaintext.into())
-            .map_err(|e| Fault::Seal(Cause::new(e)))?;
-        token.extend_from_slice(tag.as_slice());
-        Ok(token)
-    }
-
-    /// Opens a token of `kind` (version 2, or version 1 from an earlier engine); any failure
-    /// is [`EngineError::InvalidToken`].
+    /// Opens a token of `kind`; any failure is [`EngineError::InvalidToken`] (a token of a
+    /// retired format: [`EngineError::TokenTooOld`]).
     pub fn open<M: Message + Default>(&self, kind: TokenKind, token: &[u8]) -> Result<M, EngineError> {
         self.open_checked(kind, token).map_err(EngineError::from)
     }
@@ -621,9 +592,12 @@ impl KeyRing {
         if token.len() > MAX_TOKEN_LEN || token.len() < 3 {
             return Err(Malformed);
         }
-        let version = token[0];
-        if !matches!(version, TOKEN_VERSION | TOKEN_VERSION_1) {
-            return Err(Malformed);
+        match token[0] {
+            TOKEN_VERSION => {}
+            // Version 1 (AES-256-GCM under the ring key itself): sealed before version 2,
+            // long before the support window; no key is needed to say so.
+            1 => return Err(TokenRefusal::TooOld(Age::Format("in format version 1"))),
+            _ => return Err(Malformed),
         }
         if token[1] != kind.byte() {
             let other = [TokenKind::Commitment, TokenKind::Round].into_iter().any(|k| k.byte() == token[1]);
@@ -643,15 +617,9 @@ impl KeyRing {
         let mut buf = [0u8; MAX_TOKEN_LEN];
         let plain = &mut buf[..ciphertext.len()];
         plain.copy_from_slice(ciphertext);
-        let opened = if version == TOKEN_VERSION {
-            let nonce = aes_gcm_siv::Nonce::try_from(nonce_bytes).map_err(|_| Malformed)?;
-            let tag = aes_gcm_siv::Tag::try_from(tag_bytes).map_err(|_| Malformed)?;
-            key.siv.decrypt_inout_detached(&nonce, head, (&mut *plain).into(), &tag).is_ok()
-        } else {
-            let nonce = Nonce::<U12>::try_from(nonce_bytes).map_err(|_| Malformed)?;
-            let tag = aes_gcm::Tag::try_from(tag_bytes).map_err(|_| Malformed)?;
-            key.gcm.decrypt_inout_detached(&nonce, head, (&mut *plain).into(), &tag).is_ok()
-        };
+        let nonce = aes_gcm_siv::Nonce::try_from(nonce_bytes).map_err(|_| Malformed)?;
+        let tag = aes_gcm_siv::Tag::try_from(tag_bytes).map_err(|_| Malformed)?;
+        let opened = key.siv.decrypt_inout_detached(&nonce, head, (&mut *plain).into(), &tag).is_ok();
         if !opened {
             plain.zeroize();
             return Err(Tampered);
@@ -692,7 +660,9 @@ fn frame(version: u8, kind: TokenKind, id: &str, payload: &impl Message) -> Resu
     Ok(token)
 }
 
-/// Why a token was refused, for the operator (metric label and WARN log); never sent.
+/// Why a token was refused, for the operator (metric label and WARN log). Only
+/// [`TokenRefusal::TooOld`] is told to the caller; every other refusal is the one
+/// [`EngineError::InvalidToken`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TokenRefusal {
     /// Not a token of a known format: wrong length, version or layout, or undecodable content.
@@ -705,6 +675,42 @@ pub enum TokenRefusal {
     Tampered,
     /// Genuine, but past its expiry.
     Expired,
+    /// Genuine (or of a format no key is needed to recognise), but older than the support
+    /// window: the caller is told so, naming the token's field.
+    TooOld(Age),
+}
+
+/// How a token is older than the support window ([`SUPPORT_WINDOW_MS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Age {
+    /// Sealed in a format this engine no longer reads: the words say which ("before rounds
+    /// carried their transcript").
+    Format(&'static str),
+    /// Issued at this instant (Unix milliseconds), more than the window ago.
+    IssuedAt(i64),
+}
+
+impl fmt::Display for Age {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let days = SUPPORT_WINDOW_MS / (24 * 60 * 60 * 1000);
+        match self {
+            Age::Format(what) => write!(f, "sealed {what}: this engine reads only tokens of the last {days} days"),
+            Age::IssuedAt(ms) => {
+                let at = jiff::Timestamp::from_millisecond(*ms).map_or_else(|_| format!("{ms} ms"), |t| t.to_string());
+                write!(f, "issued at {at}, more than the {days}-day support window ago")
+            }
+        }
+    }
+}
+
+/// Refuses a token issued at `issued_at_unix_ms` (0: before payloads carried it) once the
+/// support window has passed at `now_unix_ms`.
+pub(crate) fn check_age(issued_at_unix_ms: i64, now_unix_ms: i64) -> Result<(), TokenRefusal> {
+    let issued = if issued_at_unix_ms == 0 { UNDATED_ISSUED_AT_MS } else { issued_at_unix_ms };
+    if now_unix_ms.saturating_sub(issued) > SUPPORT_WINDOW_MS {
+        return Err(TokenRefusal::TooOld(Age::IssuedAt(issued)));
+    }
+    Ok(())
 }
 
 impl TokenRefusal {
@@ -716,13 +722,22 @@ impl TokenRefusal {
             TokenRefusal::UnknownKey => "unknown_key",
             TokenRefusal::Tampered => "tampered",
             TokenRefusal::Expired => "expired",
+            TokenRefusal::TooOld(_) => "too_old",
+        }
+    }
+
+    /// The error the caller gets for a token refused in request field `field`.
+    pub fn error(self, field: &'static str) -> EngineError {
+        match self {
+            TokenRefusal::TooOld(age) => EngineError::TokenTooOld { field, age: age.to_string() },
+            _ => EngineError::InvalidToken,
         }
     }
 }
 
 impl From<TokenRefusal> for EngineError {
-    fn from(_: TokenRefusal) -> EngineError {
-        EngineError::InvalidToken
+    fn from(why: TokenRefusal) -> EngineError {
+        why.error("token")
     }
 }
 
@@ -745,68 +760,6 @@ mod tests {
         .unwrap()
     }
 
-    /// The largest round payload any accepted request can produce: every field at its
-    /// maximum at once.
-    fn largest_round_payload() -> crate::service::state::RoundPayload {
-        crate::service::state::RoundPayload {
-            server_seed: vec![0xff; 32],
-            client_seed: "\u{10ffff}".repeat(MAX_CLIENT_SEED_BYTES / 4),
-            nonce: u64::MAX,
-            decks: u32::from(MAX_DECKS),
-            round_id: "r".repeat(MAX_ROUND_ID_BYTES),
-            complete: true,
-            cards: vec![51, 50, 49],
-            bets: vec![MAX_BET; MAX_SEATS],
-            decisions: vec![1; MAX_SEATS],
-            paytable: vec![MAX_ODDS; 12],
-            table_id: "t".repeat(MAX_TABLE_ID_BYTES),
-            step: MAX_SEATS as u32,
-            transcript: vec![0xff; 32],
-            decided_in: (1..=MAX_SEATS as u8).collect(),
-            currency: "XXX".into(),
-            minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
-            min_bet: MAX_BET,
-            max_bet: MAX_BET,
-            sandbox: true,
-        }
-    }
-
-    #[test]
-    fn the_token_budget_is_exactly_the_largest_token_an_accepted_request_makes() {
-        let payload = largest_round_payload();
-        assert_eq!(payload.client_seed.len(), MAX_CLIENT_SEED_BYTES);
-        assert_eq!(payload.encoded_len(), MAX_ROUND_PAYLOAD_LEN, "the const budget is tight");
-        let id = "k".repeat(MAX_KEY_ID_LEN);
-        let ring = KeyRing::new(vec![(id.clone(), [7; 32])], &id).unwrap();
-        let token = ring.seal(TokenKind::Round, &payload).unwrap();
-        assert_eq!(token.len(), MAX_TOKEN_LEN);
-        assert!(ring.open::<crate::service::state::RoundPayload>(TokenKind::Round, &token).is_ok());
-        let commitment = crate::service::state::CommitmentPayload {
-            server_seed: vec![0xff; 32],
-            expires_at_unix_ms: -1,
-            round_id: "r".repeat(MAX_ROUND_ID_BYTES),
-            nonce: u64::MAX,
-            table_id: "t".repeat(MAX_TABLE_ID_BYTES),
-            decks: u32::from(MAX_DECKS),
-            currency: "XXX".into(),
-            minor_unit_exponent: u32::from(MAX_MINOR_UNIT_EXPONENT),
-            rules_digest: vec![0xff; 32],
-            paytable: vec![MAX_ODDS; 12],
-            min_bet: MAX_BET,
-            max_bet: MAX_BET,
-            sandbox: true,
-        };
-        assert_eq!(commitment.encoded_len(), MAX_COMMITMENT_PAYLOAD_LEN);
-        const { assert!(MAX_COMMITMENT_PAYLOAD_LEN < MAX_ROUND_PAYLOAD_LEN) };
-        // One byte more than the budget is refused at seal time, as an internal error.
-        let mut over = largest_round_payload();
-        over.client_seed.push('x');
-        assert_eq!(
-            ring.seal(TokenKind::Round, &over),
-            Err(EngineError::TokenTooLarge { len: MAX_TOKEN_LEN + 1, max: MAX_TOKEN_LEN })
-        );
-    }
-
     #[test]
     fn seal_open_round_trip_and_determinism() {
         let r = ring("k1");
@@ -818,25 +771,53 @@ mod tests {
     }
 
     #[test]
-    fn version_2_is_sealed_and_version_1_still_opens() {
+    fn version_1_is_refused_as_too_old_and_other_versions_as_malformed() {
         let r = ring("k1");
         let msg = Sample { text: "round".into() };
         let v2 = r.seal(TokenKind::Round, &msg).unwrap();
-        let v1 = r.seal_v1(TokenKind::Round, &msg).unwrap();
-        assert_eq!((v2[0], v1[0]), (2, 1));
-        assert_eq!(v2.len(), v1.len(), "same layout");
-        assert_ne!(v2[3 + 2..], v1[3 + 2..], "another AEAD and other keys");
+        assert_eq!(v2[0], 2);
         assert_eq!(r.open::<Sample>(TokenKind::Round, &v2).unwrap(), msg);
-        assert_eq!(r.open::<Sample>(TokenKind::Round, &v1).unwrap(), msg);
-        // The version byte is authenticated: relabelling either token fails.
-        for (t, other) in [(&v2, 1u8), (&v1, 2u8)] {
-            let mut relabelled = t.clone();
-            relabelled[0] = other;
-            assert_eq!(r.open::<Sample>(TokenKind::Round, &relabelled), Err(EngineError::InvalidToken));
+        // The version byte is authenticated: relabelling the token fails, and a version-1
+        // token is recognised (no key needed) and refused as older than the support window.
+        for (version, want) in [
+            (1u8, TokenRefusal::TooOld(Age::Format("in format version 1"))),
+            (0, TokenRefusal::Malformed),
+            (3, TokenRefusal::Malformed),
+            (0xff, TokenRefusal::Malformed),
+        ] {
+            let mut relabelled = v2.clone();
+            relabelled[0] = version;
+            assert_eq!(r.open_checked::<Sample>(TokenKind::Round, &relabelled), Err(want), "version {version}");
         }
-        let mut unknown = v2.clone();
-        unknown[0] = 3;
-        assert_eq!(r.open::<Sample>(TokenKind::Round, &unknown), Err(EngineError::InvalidToken));
+        let too_old = TokenRefusal::TooOld(Age::Format("in format version 1")).error("round_token");
+        assert_eq!(
+            too_old.to_string(),
+            "round_token: sealed in format version 1: this engine reads only tokens of the last 30 days"
+        );
+    }
+
+    #[test]
+    fn a_token_is_accepted_for_exactly_the_support_window_after_its_issue() {
+        let day = 24 * 60 * 60 * 1000;
+        for issued in [1_800_000_000_000i64, UNDATED_ISSUED_AT_MS + 1, 0, 1] {
+            let at = if issued == 0 { UNDATED_ISSUED_AT_MS } else { issued };
+            for (now, ok) in [
+                (at - day, true), // a replica whose clock is behind the issuer's
+                (at, true),
+                (at + SUPPORT_WINDOW_MS - 1, true),
+                (at + SUPPORT_WINDOW_MS, true),
+                (at + SUPPORT_WINDOW_MS + 1, false),
+                (i64::MAX, false),
+            ] {
+                let got = check_age(issued, now);
+                assert_eq!(got.is_ok(), ok, "issued {issued}, now {now}: {got:?}");
+                if !ok {
+                    assert_eq!(got, Err(TokenRefusal::TooOld(Age::IssuedAt(at))));
+                }
+            }
+        }
+        let text = TokenRefusal::TooOld(Age::IssuedAt(1_800_000_000_000)).error("commitment_token").to_string();
+        assert_eq!(text, "commitment_token: issued at 2027-01-15T08:00:00Z, more than the 30-day support window ago");
     }
 
     #[test]

@@ -60,11 +60,11 @@ use tracing::debug;
 
 use super::accept::{AcceptBackoff, stopped};
 use super::limits::TransportLimits;
-use super::metrics;
+use super::metrics::MetricsRegistry;
 use super::tls::TlsReloader;
 
 /// The HTTP/2 client connection preface (RFC 9113 §3.4).
-pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub(crate) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 fn base() -> Instant {
     static BASE: OnceLock<Instant> = OnceLock::new();
@@ -79,7 +79,7 @@ fn now_ms() -> u64 {
 /// progress, when the last one ended, its share of the global in-flight slots, and whether
 /// the server has decided to close it.
 #[derive(Debug)]
-pub struct Activity {
+pub(crate) struct Activity {
     in_flight: AtomicUsize,
     last_ms: AtomicU64,
     /// Whether a call has ever begun on it.
@@ -133,7 +133,7 @@ impl Activity {
     }
 
     /// Counts a call (not a health check) until the guard is dropped.
-    pub fn begin(self: &Arc<Self>) -> ActivityGuard {
+    pub(crate) fn begin(self: &Arc<Self>) -> ActivityGuard {
         if !self.not_health.load(Ordering::Relaxed) {
             self.not_health.store(true, Ordering::Relaxed);
         }
@@ -141,7 +141,7 @@ impl Activity {
     }
 
     /// Counts a health check until the guard is dropped.
-    pub fn begin_health(self: &Arc<Self>) -> ActivityGuard {
+    pub(crate) fn begin_health(self: &Arc<Self>) -> ActivityGuard {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         if !self.used.load(Ordering::Relaxed) {
             self.used.store(true, Ordering::Relaxed);
@@ -181,7 +181,7 @@ impl Activity {
 
 /// Keeps one call counted on its connection.
 #[derive(Debug)]
-pub struct ActivityGuard(Arc<Activity>);
+pub(crate) struct ActivityGuard(Arc<Activity>);
 
 impl Drop for ActivityGuard {
     fn drop(&mut self) {
@@ -212,7 +212,7 @@ impl Drop for Undelivered {
 
 /// What a request knows about its connection (a request extension).
 #[derive(Clone, Debug)]
-pub struct ConnInfo {
+pub(crate) struct ConnInfo {
     pub remote_addr: Option<SocketAddr>,
     #[allow(dead_code)] // unread since the module is crate-private
     pub local_addr: Option<SocketAddr>,
@@ -225,30 +225,38 @@ pub struct ConnInfo {
 /// The connections past the handshake: the cap's slots and each connection's [`Activity`],
 /// for the idle sweep, for closing the longest-idle one at the cap, and for the drain.
 #[derive(Debug)]
-pub struct Connections {
+pub(crate) struct Connections {
     slots: Arc<Semaphore>,
     /// How long a connection that carried only health checks must be idle to be displaced.
     health_min_idle: Duration,
     next_id: AtomicU64,
     live: Mutex<HashMap<u64, Arc<Activity>>>,
+    /// Where closed connections, undelivered answers and accept back-offs are counted.
+    metrics: MetricsRegistry,
 }
 
 impl Connections {
     /// A table for at most `max` connections, where a connection that carried only health
-    /// checks is displaced like any other (the health-only port's table).
-    pub fn new(max: usize) -> Arc<Connections> {
-        Connections::with_health_min_idle(max, DISPLACE_MIN_IDLE)
+    /// checks is displaced like any other (the health-only port's table), counted in
+    /// `metrics`.
+    pub(crate) fn new(max: usize, metrics: MetricsRegistry) -> Arc<Connections> {
+        Connections::with_health_min_idle(max, DISPLACE_MIN_IDLE, metrics)
     }
 
     /// A table for at most `max` connections, where a connection that carried only health
     /// checks may be displaced once idle for `health_min_idle` (the gRPC port's table:
-    /// [`HEALTH_DISPLACE_MIN_IDLE`]).
-    pub fn with_health_min_idle(max: usize, health_min_idle: Duration) -> Arc<Connections> {
+    /// [`HEALTH_DISPLACE_MIN_IDLE`]), counted in `metrics`.
+    pub(crate) fn with_health_min_idle(
+        max: usize,
+        health_min_idle: Duration,
+        metrics: MetricsRegistry,
+    ) -> Arc<Connections> {
         Arc::new(Connections {
             slots: Arc::new(Semaphore::new(max)),
             health_min_idle,
             next_id: AtomicU64::new(0),
             live: Mutex::default(),
+            metrics,
         })
     }
 
@@ -257,13 +265,13 @@ impl Connections {
     }
 
     /// Connections open now.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.live().len()
     }
 
     /// Whether no connection is open.
     #[allow(dead_code)] // unused since the module is crate-private
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
@@ -309,7 +317,7 @@ impl Connections {
         for a in self.live().values() {
             if !a.closing.load(Ordering::Acquire) && a.idle_for(now).is_some_and(|i| i >= limit) {
                 debug!("closing an idle connection");
-                metrics::connection_closed("idle");
+                self.metrics.connection_closed("idle");
                 a.close(false);
             }
         }
@@ -322,15 +330,15 @@ impl Connections {
             let stale = a.stale_answers();
             if stale > 0 && !a.closing.load(Ordering::Acquire) {
                 debug!(answers = stale, "closing a connection that does not read its answers");
-                metrics::connection_closed("undelivered");
-                metrics::undelivered(a.admitted.load(Ordering::Acquire));
+                self.metrics.connection_closed("undelivered");
+                self.metrics.undelivered(a.admitted.load(Ordering::Acquire));
                 a.close(true);
             }
         }
     }
 
     /// Ends every open connection at once: reads end and writes fail, whatever the peer does.
-    pub fn abort_all(&self) {
+    pub(crate) fn abort_all(&self) {
         for a in self.live().values() {
             a.close(true);
         }
@@ -404,7 +412,7 @@ impl AsyncWrite for Stream {
 /// An admitted connection: the preface already read is replayed to the HTTP/2 server, then
 /// reads and writes pass through until the server closes it (idle, displaced at the cap, or
 /// the drain's last step): then reads end and, when aborted, writes fail.
-pub struct ConnIo {
+pub(crate) struct ConnIo {
     inner: Stream,
     replayed: usize,
     info: ConnInfo,
@@ -503,7 +511,7 @@ impl Connected for ConnIo {
 /// `tls`, then the HTTP/2 preface) in time, until `stop` turns true; then the listener and
 /// every connection still in its handshake are closed and the stream ends. `conns` is the
 /// table the admitted connections join (the caller keeps it for the drain).
-pub fn incoming(
+pub(crate) fn incoming(
     listener: TcpListener,
     limits: &TransportLimits,
     tls: Option<TlsReloader>,
@@ -531,14 +539,14 @@ pub fn incoming(
     let limits = limits.clone();
     tokio::spawn(async move {
         let mut pending: JoinSet<()> = JoinSet::new();
-        let mut backoff = AcceptBackoff::new("grpc", metrics::accept_backoff_counter());
+        let mut backoff = AcceptBackoff::new("grpc", conns.metrics.accept_backoff_counter());
         loop {
             tokio::select! {
                 () = stopped(&mut stop) => break,
                 Some(_) = pending.join_next(), if !pending.is_empty() => {}
                 (tcp, peer) = backoff.accept(&listener) => {
                     if pending.len() >= limits.max_pending_handshakes {
-                        metrics::connection_closed("too_many_handshakes");
+                        conns.metrics.connection_closed("too_many_handshakes");
                         debug!(%peer, "closing a connection: too many connections in their handshake");
                         continue;
                     }
@@ -612,12 +620,12 @@ async fn admit(
     let stream = match tokio::time::timeout(limits.handshake_timeout, handshake).await {
         Ok(Ok(stream)) => stream,
         Ok(Err((reason, e))) => {
-            metrics::connection_closed(reason);
+            conns.metrics.connection_closed(reason);
             debug!(%peer, reason, error = %e, "closing a connection before HTTP/2");
             return;
         }
         Err(_) => {
-            metrics::connection_closed("handshake_timeout");
+            conns.metrics.connection_closed("handshake_timeout");
             debug!(%peer, "closing a connection: no HTTP/2 preface within the handshake timeout");
             return;
         }
@@ -625,18 +633,18 @@ async fn admit(
     let slot = match conns.slots.clone().try_acquire_owned() {
         Ok(slot) => slot,
         Err(_) if conns.close_longest_idle(DISPLACE_MIN_IDLE) => {
-            metrics::connection_closed("displaced");
+            conns.metrics.connection_closed("displaced");
             debug!(%peer, "at the connection cap: closed the longest-idle connection");
             match tokio::time::timeout(DISPLACE_WAIT, conns.slots.clone().acquire_owned()).await {
                 Ok(Ok(slot)) => slot,
                 _ => {
-                    metrics::connection_closed("too_many_connections");
+                    conns.metrics.connection_closed("too_many_connections");
                     return;
                 }
             }
         }
         Err(_) => {
-            metrics::connection_closed("too_many_connections");
+            conns.metrics.connection_closed("too_many_connections");
             debug!(%peer, "closing a connection: at the connection cap, every connection busy");
             return;
         }

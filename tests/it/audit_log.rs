@@ -1,5 +1,5 @@
 //! `reddog audit-log` on `reddog-audit-v1` trails of several replicas, written by the
-//! generator (`reddog::audit::generate`: real deals, money, transcripts and SHA-256 chains,
+//! generator (`reddog_tools::generate`: real deals, money, transcripts and SHA-256 chains,
 //! without running the engine): every planted misuse is found for its round and nothing
 //! else; clocks shifted ±50 ms change nothing; tampered and truncated files are reported;
 //! input without audit records exits 2; open rounds are listed; partitioned and in-memory
@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use reddog::audit::generate::{self, Expected};
 use reddog::audit::{Finding, Kind};
+use reddog_tools::generate::{self, Expected};
 
 /// Writes a generated trail, one file per replica, into `dir`; returns the files and what
 /// the generator planted.

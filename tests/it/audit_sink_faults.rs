@@ -514,7 +514,7 @@ async fn a_trail_on_dev_full_refuses_every_call_loudly_and_once() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(prober.liveness_always_serving());
     assert_eq!(server.scrape("reddog_audit_sink_up").await, Some(0.0));
-    assert_eq!(server.scrape("reddog_ready").await, Some(0.0));
+    assert_eq!(server.scrape("reddog_serving").await, Some(0.0));
     assert_eq!(server.scrape(r#"reddog_audit_sink_faults_total{cause="no_space"}"#).await, Some(1.0));
     assert!(server.scrape(r#"reddog_audit_refused_total{reason="output_failed"}"#).await.unwrap() >= 50.0);
     let errors: Vec<String> =

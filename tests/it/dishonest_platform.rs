@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::common::*;
 use reddog::game::table::MAX_BET;
 use reddog::game::{Paytable, Table, TableSpec};
-use reddog::service::proto;
+use reddog::service::{NamedTable, proto};
 use tonic::Code;
 
 const TTL: Duration = Duration::from_secs(600);
@@ -83,10 +83,10 @@ async fn totals_are_exact_or_the_table_is_refused() {
     assert!(e.to_string().contains(&largest.to_string()), "names the largest allowed value: {e}");
     let table = Table::try_from(spec(largest)).expect("the largest allowed max_bet is accepted");
     let bet = table.limits().max().minor();
-    let server = TestServer::start_with(&ring_a(), TTL, table).await;
+    let server = TestServer::start_with(&ring_a(), TTL, table.clone()).await;
     let mut c = server.client().await;
     let nonce = nonce_for(Want::Between);
-    let token = bound_commitment_token(&ring_a(), SEED, nonce);
+    let token = commitment_token_at(&ring_a(), SEED, nonce, 60_000, &NamedTable { table, ..default_table() });
     let started = c.start_round(req::start_round(token).nonce(nonce).bets(&[bet; 7]).limits(1, bet)).await.unwrap();
     let decide = (0..7).fold(req::decide(started.round_token), |d, seat| d.raise(seat));
     let decided = c.decide(decide).await.unwrap();
@@ -240,25 +240,16 @@ async fn commit_seed_binds_round_id_nonce_and_table() {
     let started = c.start_round(named).await.unwrap();
     assert_eq!(started.table_id, "default");
     assert_eq!(started.commitment, committed.commitment);
-
-    // A pre-binding commitment token (sealed by an engine before this change).
-    let legacy = commitment_token(&ring_a(), SEED, 60_000);
-    for (id, nonce) in [("any-1", 1u64), ("any-2", 2)] {
-        c.start_round(start(legacy.clone(), id, "seed".into(), nonce, &[500]))
-            .await
-            .expect("an unbound commitment serves the round it is used for");
-    }
     server.stop().await;
 }
 
 /// The table's rules are bound at CommitSeed and travel in the commitment token: an engine
 /// restarted on the same key ring with every odds set to 1 and six decks deals a commitment
 /// made under the standard one-deck table under the committed rules (the answer's rules
-/// digest, the reveal's paytable and shoe are the committed ones). A commitment sealed before
-/// rules travelled (its digest only) is refused there (FAILED_PRECONDITION on
-/// `commitment_token`, ErrorInfo reason `RULES_CHANGED`, naming both digests), deals where the
-/// digest is unchanged, and one sealed before rules were bound (no digest) deals under the
-/// table's current rules.
+/// digest, the reveal's paytable and shoe are the committed ones). A commitment of a format
+/// from before rules travelled (its digest only, or no digest) is older than the support
+/// window: refused as such (INVALID_ARGUMENT on `commitment_token`, reason `TOKEN_TOO_OLD`),
+/// never dealt under a guess.
 #[tokio::test]
 async fn a_table_change_after_commit_seed_deals_under_the_committed_rules() {
     use tonic_types::StatusExt;
@@ -282,68 +273,32 @@ async fn a_table_change_after_commit_seed_deals_under_the_committed_rules() {
     let standard: Vec<u32> = reddog::game::Spread::all().map(|s| Paytable::STANDARD.spread_odds(s)).collect();
     assert_eq!(reveal.paytable.unwrap().spread, standard, "the committed paytable, not all ones");
 
-    // The same commitment as an engine before this change sealed it: the digest, no rules.
-    let digest_only = |round_id: &str, nonce: u64, digest: &str| {
+    // The same commitment in the formats of engines before rules travelled: the digest and
+    // no rules, or neither.
+    let old_format = |round_id: &str, nonce: u64, digest: Vec<u8>| {
+        let mut p = reddog::testing::commitment_payload(SEED, round_id, nonce, &default_table(), 1, i64::MAX);
+        (p.rules_digest, p.paytable, p.min_bet, p.max_bet) = (digest, vec![], 0, 0);
+        if p.rules_digest.is_empty() {
+            (p.currency, p.minor_unit_exponent) = (String::new(), 0);
+        }
+        p.issued_at_unix_ms = 0;
         reddog::service::KeyRing::from_json(&ring_a())
             .unwrap()
-            .seal(
-                reddog::testing::TokenKind::Commitment,
-                &reddog::testing::CommitmentPayload {
-                    server_seed: SEED.to_vec(),
-                    expires_at_unix_ms: i64::MAX,
-                    round_id: round_id.into(),
-                    nonce,
-                    table_id: "default".into(),
-                    decks: 6,
-                    currency: "XXX".into(),
-                    minor_unit_exponent: 2,
-                    rules_digest: hex::decode(digest).unwrap(),
-                    paytable: vec![],
-                    min_bet: 0,
-                    max_bet: 0,
-                    sandbox: false,
-                },
-            )
+            .seal(reddog::testing::TokenKind::Commitment, &p)
             .unwrap()
     };
-    let old = digest_only("r-2", 4, &committed.rules_digest);
-    let status = c.start_round(start(old, "r-2", "seed".into(), 4, &[500])).await.unwrap_err();
-    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
-    assert!(status.message().starts_with("commitment_token: the table's rules changed"), "{status:?}");
-    assert!(status.message().contains(&committed.rules_digest), "{status:?}");
-    assert!(status.message().contains(&new_digest), "{status:?}");
-    let info = status.get_error_details().error_info().unwrap().clone();
-    assert_eq!(info.reason, "RULES_CHANGED");
-    assert_eq!(info.metadata["field"], "commitment_token");
-    c.start_round(start(digest_only("r-3", 5, &new_digest), "r-3", "seed".into(), 5, &[500]))
-        .await
-        .expect("an old commitment whose digest is the table's deals");
-    // A commitment sealed before rules were bound (no digest) still deals, under the table's
-    // current rules.
-    let unbound_rules = reddog::service::KeyRing::from_json(&ring_a())
-        .unwrap()
-        .seal(
-            reddog::testing::TokenKind::Commitment,
-            &reddog::testing::CommitmentPayload {
-                server_seed: SEED.to_vec(),
-                expires_at_unix_ms: i64::MAX,
-                round_id: "r-9".into(),
-                nonce: 9,
-                table_id: "default".into(),
-                decks: 6,
-                currency: String::new(),
-                minor_unit_exponent: 0,
-                rules_digest: vec![],
-                paytable: vec![],
-                min_bet: 0,
-                max_bet: 0,
-                sandbox: false,
-            },
-        )
-        .unwrap();
-    c.start_round(start(unbound_rules, "r-9", "seed".into(), 9, &[500]))
-        .await
-        .expect("a commitment without a rules digest deals under the current rules");
+    for (round_id, nonce, digest) in [("r-2", 4, hex::decode(&committed.rules_digest).unwrap()), ("r-9", 9, vec![])] {
+        let status = c.start_round(start(old_format(round_id, nonce, digest), round_id, "seed".into(), nonce, &[500]));
+        let status = status.await.unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert_eq!(
+            status.message(),
+            "commitment_token: sealed before commitments carried their round and table: this engine reads only \
+             tokens of the last 30 days"
+        );
+        let info = status.get_error_details().error_info().unwrap().clone();
+        assert_eq!((info.reason.as_str(), info.metadata["field"].as_str()), ("TOKEN_TOO_OLD", "commitment_token"));
+    }
     changed.stop().await;
 }
 
@@ -371,6 +326,7 @@ async fn every_step_answers_the_recomputed_transcript() {
         limits: reddog::game::BetLimits::STANDARD,
         currency: "XXX",
         exponent: 2,
+        sandbox: false,
     }
     .digest();
     let rules = c.get_rules(req::get_rules()).await.unwrap();
@@ -404,85 +360,96 @@ async fn every_step_answers_the_recomputed_transcript() {
     server.stop().await;
 }
 
-/// A rolling update loses no round: a version-1 commitment token and a version-1 round token,
-/// sealed by the old code path (AES-256-GCM, no binding, no transcript), open and finish in
-/// the new engine; its reveal verifies, with the old token's decisions as one Decide step.
+/// Tokens live for the support window (30 days after their issue) and only in the formats
+/// sealed within it. A round token is accepted up to the window's last millisecond and
+/// refused one after, with `TOKEN_TOO_OLD` naming `round_token` (Decide and Settle alike); a
+/// token of a format from before the window — version 1, a round without its transcript — is
+/// refused the same way, never read by a compatibility branch; an undated token (sealed
+/// before payloads carried an issue time) lives until the window closes on its format.
 #[tokio::test]
-async fn a_rolling_update_loses_no_round() {
-    use reddog::fairness::{AnyReveal, ServerSeed, StartInputs, parse_reveal};
-    use reddog::game::{Decision, Decks, Money};
-    use reddog::testing::RoundPayload;
-    use reddog::testing::TokenKind;
-    let server = TestServer::start(&ring_a(), TTL).await;
+async fn tokens_older_than_the_support_window_get_a_precise_refusal() {
+    use reddog::testing::{RoundPayload, TokenKind};
+    use tonic_types::StatusExt;
+    const WINDOW_MS: i64 = 30 * 24 * 60 * 60 * 1000;
+    const UNDATED_MS: i64 = 1_796_601_600_000; // 2026-12-07T00:00:00Z
+    let clock = TestClock::at(UNDATED_MS + 1_000);
+    let mut s = settings(&ring_a());
+    s.clock = clock.clock();
+    let server = TestServer::spawn(s).await;
     let mut c = server.client().await;
-    // A version-1 commitment token: StartRound on the new engine.
-    let v1_commitment = commitment_token(&ring_a(), SEED, 60_000);
-    assert_eq!(v1_commitment[0], 1);
-    let started = c
-        .start_round(req::start_round(v1_commitment).nonce(5).bets(&[500]))
-        .await
-        .expect("a version-1 commitment token starts a round");
-    assert_eq!(started.round_token[0], 2, "the new engine seals version 2 only");
-    c.settle(req::settle(started.round_token)).await.unwrap();
-
-    // A version-1 round token, mid-round: seat 0 raised, seat 1 still to decide.
-    let nonce = nonce_for(Want::Between);
-    let cards = deal(SEED, CLIENT_SEED, nonce);
-    let payload = RoundPayload {
-        server_seed: SEED.to_vec(),
-        client_seed: CLIENT_SEED.into(),
-        nonce,
-        decks: 1,
-        round_id: format!("round-{nonce}"),
-        complete: false,
-        cards: cards.iter().map(|c| c.code()).collect(),
-        bets: vec![1000, 2000],
-        decisions: vec![1, 0],
-        paytable: vec![5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1, 11],
-        table_id: String::new(),
-        step: 0,
-        transcript: vec![],
-        decided_in: vec![],
-        currency: String::new(),
-        minor_unit_exponent: 0,
-        min_bet: 0,
-        max_bet: 0,
-        sandbox: false,
+    let too_old = |status: tonic::Status, field: &str| {
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        let info = status.get_error_details().error_info().unwrap().clone();
+        assert_eq!((info.reason.as_str(), info.metadata["field"].as_str()), ("TOKEN_TOO_OLD", field), "{status:?}");
+        assert!(status.message().starts_with(&format!("{field}: ")), "{status:?}");
+        status.message().to_string()
     };
-    let v1_round = reddog::service::KeyRing::from_json(&ring_a()).unwrap().seal_v1(TokenKind::Round, &payload).unwrap();
-    assert_eq!(v1_round[0], 1);
-    let decided = c.decide(req::decide(v1_round).stand(1)).await.expect("a version-1 round token continues");
-    assert_eq!(decided.step, 2, "the old decisions count as one step");
-    let settled = c.settle(req::settle(decided.round_token)).await.unwrap();
-    let reveal = parse_reveal(&settled.reveal_json).unwrap();
-    assert!(reveal.verify().unwrap().ok(), "{}", settled.reveal_json);
-    let AnyReveal::V2(reveal) = reveal else { panic!("v2") };
-    let commitment = ServerSeed::from_bytes(SEED).commitment().0;
-    let round_id = format!("round-{nonce}");
-    let t0 = StartInputs {
-        commitment: &commitment,
-        table_id: "default",
-        round_id: &round_id,
-        nonce,
-        decks: Decks::ONE,
-        client_seed: CLIENT_SEED.as_bytes(),
-        paytable: &Paytable::STANDARD,
-        bets: &[Money(1000), Money(2000)],
-        rules_digest: None,
-    }
-    .transcript();
-    let t2 = t0.decide(&[(0, Decision::Raise)]).decide(&[(1, Decision::Stand)]);
-    assert_eq!(reveal.transcript, t2.to_hex());
-    assert_eq!(settled.results[0].stake, 2000);
 
-    // A version-1 round token without a round id (it was optional then) settles with a
-    // version-1 reveal (cards only), which verifies: a v2 reveal needs a round id.
-    let mut no_id = payload.clone();
-    no_id.round_id.clear();
-    let v1_round = reddog::service::KeyRing::from_json(&ring_a()).unwrap().seal_v1(TokenKind::Round, &no_id).unwrap();
-    let settled = c.settle(req::settle(v1_round)).await.unwrap();
-    let reveal = parse_reveal(&settled.reveal_json).unwrap();
-    assert!(matches!(reveal, AnyReveal::V1(_)), "{}", settled.reveal_json);
-    assert!(reveal.verify().unwrap().ok());
+    // A round issued now (its commitment's CommitSeed time): usable for exactly the window.
+    // The engine draws the seed, so commit until a deal that waits for a decision comes up
+    // (about three tries in four).
+    let mut started = None;
+    for nonce in 0..64 {
+        let committed = c.commit_seed(req::commit_seed().nonce(nonce)).await.unwrap();
+        let round = c.start_round(req::start_round(committed.commitment_token).nonce(nonce)).await.unwrap();
+        if round.round.as_ref().is_some_and(|r| r.awaiting_decisions) {
+            started = Some(round);
+            break;
+        }
+    }
+    let started = started.expect("a deal awaiting a decision within 64 rounds");
+    let token = started.round_token;
+    clock.advance(Duration::from_millis(WINDOW_MS as u64));
+    let decided = c.decide(req::decide(token.clone()).raise(0)).await.expect("usable at the window's last instant");
+    c.settle(req::settle(decided.round_token.clone())).await.expect("so is the token Decide returned");
+    clock.advance(Duration::from_millis(1));
+    let said = too_old(c.settle(req::settle(decided.round_token)).await.unwrap_err(), "round_token");
+    assert!(said.contains("more than the 30-day support window ago"), "{said}");
+    too_old(c.decide(req::decide(token.clone()).raise(0)).await.unwrap_err(), "round_token");
+
+    // An undated round token (a payload without an issue time) is read as issued at
+    // 2026-12-07T00:00:00Z: accepted up to 30 days after that, refused after.
+    let ring = reddog::service::KeyRing::from_json(&ring_a()).unwrap();
+    let fresh = TestServer::spawn({
+        let mut s = settings(&ring_a());
+        s.clock = TestClock::at(UNDATED_MS + WINDOW_MS).clock();
+        s
+    })
+    .await;
+    let mut f = fresh.client().await;
+    let payload = |round: &[u8]| {
+        let opened: RoundPayload = ring.open(TokenKind::Round, round).unwrap();
+        opened
+    };
+    let mut undated = payload(&token);
+    undated.issued_at_unix_ms = 0;
+    f.settle(req::settle(ring.seal(TokenKind::Round, &undated).unwrap()))
+        .await
+        .expect("an undated token, in the window");
+    too_old(c.settle(req::settle(ring.seal(TokenKind::Round, &undated).unwrap())).await.unwrap_err(), "round_token");
+
+    // Formats from before the window: a round without its transcript and rules, a version-1
+    // token (recognised by its version byte).
+    let mut pre_transcript = payload(&token);
+    (pre_transcript.transcript, pre_transcript.table_id, pre_transcript.decided_in) = (vec![], String::new(), vec![]);
+    (pre_transcript.currency, pre_transcript.minor_unit_exponent) = (String::new(), 0);
+    (pre_transcript.min_bet, pre_transcript.max_bet) = (0, 0);
+    let sealed = ring.seal(TokenKind::Round, &pre_transcript).unwrap();
+    let said = too_old(f.settle(req::settle(sealed.clone())).await.unwrap_err(), "round_token");
+    assert_eq!(
+        said,
+        "round_token: sealed before rounds carried their transcript and rules: this engine reads only tokens of the \
+         last 30 days"
+    );
+    too_old(f.decide(req::decide(sealed).stand(0)).await.unwrap_err(), "round_token");
+    let mut v1 = token.clone();
+    v1[0] = 1;
+    let said = too_old(f.settle(req::settle(v1)).await.unwrap_err(), "round_token");
+    assert!(said.starts_with("round_token: sealed in format version 1"), "{said}");
+    let mut v1_commitment = bound_commitment_token(&ring_a(), SEED, 7);
+    v1_commitment[0] = 1;
+    let status = f.start_round(req::start_round(v1_commitment).nonce(7)).await.unwrap_err();
+    too_old(status, "commitment_token");
     server.stop().await;
+    fresh.stop().await;
 }

@@ -157,3 +157,65 @@ async fn a_callers_traceparent_becomes_the_parent_of_the_engines_span_exported_o
     assert!(status.success(), "exit {status:?}");
     server.abort();
 }
+
+/// A collector that accepts connections and never answers (the production overlay's collector
+/// unreachable behind a silent firewall): exports time out, the engine counts each failure in
+/// `reddog_otlp_export_failures_total`, logs one WARN for them all (at most one a minute) and
+/// no ERROR, and SIGTERM still ends the process at once: no log line after "drained; stopped"
+/// and no wait for the queued spans.
+#[tokio::test]
+async fn an_unreachable_collector_costs_one_warning_and_no_shutdown_time() {
+    let blackhole = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", blackhole.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut conns = Vec::new();
+        while let Ok((c, _)) = blackhole.accept().await {
+            conns.push(c);
+        }
+    });
+    let mut engine = ServerProcess::builder()
+        .envs(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+            // Each export gives up after 500 ms (the default is 10 s).
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "500"),
+            ("RUST_LOG", "info"),
+        ])
+        .log(crate::common::Log::Keep)
+        .spawn();
+    let mut client = connect(engine.addr).await;
+    // Spans to export, until at least three exports have failed.
+    let failures = async {
+        loop {
+            client.raw.get_rules(req::get_rules().build()).await.expect("GetRules");
+            if engine.scrape("reddog_otlp_export_failures_total").await.unwrap_or(0.0) >= 3.0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), failures).await.expect("three failed exports within 60 s");
+    client.raw.get_rules(req::get_rules().build()).await.expect("GetRules: spans queued at shutdown");
+    let failed = engine.scrape("reddog_otlp_export_failures_total").await.unwrap();
+    let started = std::time::Instant::now();
+    engine.signal("TERM");
+    let status = engine.wait_exit(Duration::from_secs(30)).await;
+    let took = started.elapsed();
+    held.abort();
+    let lines = engine.log_lines();
+    let warnings: Vec<&String> = lines.iter().filter(|l| l.contains("OTLP trace export failing")).collect();
+    let errors: Vec<&String> = lines.iter().filter(|l| l.contains(" ERROR ")).collect();
+    println!(
+        "{failed} failed exports, {} warning(s), {} error line(s); SIGTERM to exit {took:?}",
+        warnings.len(),
+        errors.len()
+    );
+    assert!(status.success(), "{lines:#?}");
+    assert_eq!(warnings.len(), 1, "{lines:#?}");
+    assert!(warnings[0].contains(" WARN "), "{}", warnings[0]);
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert!(lines.last().is_some_and(|l| l.contains("drained; stopped")), "lines after the drain: {lines:#?}");
+    // The drain has no call to wait for; the bound is generous for a loaded machine, and
+    // well under the SDK's 5 s flush timeout the engine no longer waits for.
+    assert!(took < Duration::from_secs(3), "SIGTERM to exit took {took:?}");
+}

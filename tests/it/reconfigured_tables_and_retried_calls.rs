@@ -1,8 +1,5 @@
 //! Rounds across re-configured tables and retried calls, as the documents promise them:
 //!
-//! - an unbound (version-1, pre-binding) commitment token deals only at the old engine's only
-//!   table, `default` (`state.rs` `Binding::Unbound`; FAIRNESS §7 lists only the round id and
-//!   nonce as free in the migration window) — another table is another deck count;
 //! - a round keeps its table's currency when an operator re-configures the table id with
 //!   another one (API.md: "every amount in an answer is in the minor units of the round's
 //!   table's currency, and the answer names it"), and a commitment that promised one currency
@@ -23,32 +20,9 @@ use tonic::Code;
 
 use crate::common::*;
 
-const TWO_DECK_COUNTS: &str = r#"{"tables":{"default":{"decks":1},"eight":{"decks":8}}}"#;
-
 fn field_of(status: &tonic::Status) -> String {
     use tonic_types::StatusExt;
     status.get_error_details().error_info().map(|i| i.metadata["field"].clone()).unwrap_or_default()
-}
-
-#[tokio::test]
-async fn an_unbound_commitment_deals_only_at_the_default_table() {
-    let ring = ring_a();
-    let srv =
-        TestServer::start_tables(&ring, Duration::from_secs(600), Tables::from_json(TWO_DECK_COUNTS).unwrap()).await;
-    let mut c = srv.client().await;
-    let token = commitment_token(&ring, SEED, 60_000);
-    let err = c.start_round(req::start_round(token.clone()).nonce(7).table("eight")).await.unwrap_err();
-    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
-    assert_eq!(field_of(&err), "table_id", "{err:?}");
-    // At the default table (named or not) it still deals, as during a rolling update.
-    for table_id in ["", "default"] {
-        let start = c.start_round(req::start_round(token.clone()).nonce(7).table(table_id)).await.unwrap();
-        assert_eq!(
-            (start.table_id.as_str(), start.round.unwrap().first_card.unwrap().code),
-            ("default", deal(SEED, CLIENT_SEED, 7)[0].to_string())
-        );
-    }
-    srv.stop().await;
 }
 
 const EUR: &str = r#"{"tables":{"vip":{"decks":1,"currency":"EUR","minor_unit_exponent":2}}}"#;

@@ -1,5 +1,5 @@
 //! `reddog report` on generated `reddog-audit-v1` trails of several replicas
-//! (`reddog::audit::generate`, calls retried on other replicas): the JSON rows and the CSV
+//! (`reddog_tools::generate`, calls retried on other replicas): the JSON rows and the CSV
 //! carry the same figures, each settled round is counted once, a trail whose table is not
 //! configured as it was played exits 2 naming the table (without `--tables` the rules come
 //! from the trail, and a record that disagrees with them exits 2), and `--reconcile` exits 0 on a
@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use reddog::audit::generate;
+use reddog_tools::generate;
 
 /// The generator's tables, as a `--tables` file.
 const TABLES: &str = r#"{"tables": {

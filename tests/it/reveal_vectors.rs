@@ -6,9 +6,10 @@
 //!   decks, nonce 2⁶⁴−1, a named table with its own currency), each with the exact
 //!   `reveal_json` Settle returned (key `reveal`), the transcript chain t_0 … t_K, the
 //!   preimage of t_0 and the preimage of the rules digest.
-//! - `tests/vectors/reveal-v2.json`: the same rounds as an engine reveals them when their
-//!   round token carries no table rules (a token sealed before rules were bound): format
-//!   `reddog-reveal-v2`, `t_0` version 1. Unchanged since version 2.
+//! - `tests/vectors/reveal-v2.json`: the same rounds as engines revealed them before round
+//!   tokens carried their table's rules: format `reddog-reveal-v2`, `t_0` version 1. No engine
+//!   seals such tokens any more; the verifiers keep reading the format. Unchanged since
+//!   version 2.
 //!
 //! Both are regenerated on every run and compared byte for byte;
 //! `REDDOG_WRITE_VECTORS=1 cargo test --test it reveal_vectors::` rewrites them.
@@ -27,7 +28,6 @@ use reddog::game::{BetLimits, Decision, Decks, HandClass, Money, Paytable, Table
 use reddog::service::proto::red_dog_server::RedDog;
 
 use reddog::service::{EngineConfig, KeyRing, RedDogService};
-use reddog::testing::CommitmentPayload;
 use reddog::testing::TokenKind;
 use serde_json::{Value, json};
 use tonic::Request;
@@ -211,36 +211,18 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
     let audit =
         reddog::service::AuditSink::start(std::io::sink(), reddog::service::AuditOptions::local(), &tables).unwrap();
     let svc = RedDogService::new(EngineConfig {
-        tables,
+        tables: tables.clone(),
         audit,
         key_ring: KeyRing::from_json(RING).unwrap(),
         commitment_ttl: Duration::from_secs(600),
         clock: reddog::service::Clock::system(),
-        money: Default::default(),
+        metrics: Default::default(),
     });
     let nonce = nonce_for(c);
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
-    let token = KeyRing::from_json(RING)
-        .unwrap()
-        .seal(
-            TokenKind::Commitment,
-            &CommitmentPayload {
-                server_seed: c.seed.to_vec(),
-                expires_at_unix_ms: now + 60_000,
-                round_id: c.round_id.into(),
-                nonce,
-                table_id: c.table_id.into(),
-                decks: u32::from(c.table.decks().get()),
-                currency: c.currency.0.into(),
-                minor_unit_exponent: u32::from(c.currency.1),
-                rules_digest: vec![],
-                paytable: vec![],
-                min_bet: 0,
-                max_bet: 0,
-                sandbox: false,
-            },
-        )
-        .unwrap();
+    let table = tables.get(c.table_id).unwrap();
+    let payload = reddog::testing::commitment_payload(c.seed, c.round_id, nonce, table, now, now + 60_000);
+    let token = KeyRing::from_json(RING).unwrap().seal(TokenKind::Commitment, &payload).unwrap();
     let max_bet = c.table.limits().max().0;
     let started = rt
         .block_on(
@@ -283,6 +265,7 @@ fn play(c: &Case, rt: &tokio::runtime::Runtime) -> Played {
         limits: c.table.limits(),
         currency: c.currency.0,
         exponent: c.currency.1,
+        sandbox: false,
     };
     let digest = rules.digest();
     let start = StartInputs {

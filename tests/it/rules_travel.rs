@@ -259,7 +259,8 @@ async fn certified_rules_pin_the_served_tables() {
     let (config, certified) = (dir.path().join("tables.json"), dir.path().join("certified-rules.json"));
     let tables = Tables::from_json(TABLE_A).unwrap();
     std::fs::write(&config, TABLE_A).unwrap();
-    std::fs::write(&certified, serde_json::to_string(&CertifiedRules::of(&tables, &"0".repeat(64))).unwrap()).unwrap();
+    let binary = crate::certify::binary_sha256();
+    std::fs::write(&certified, serde_json::to_string(&CertifiedRules::of(&tables, &binary, "test")).unwrap()).unwrap();
     let args = ["--table-config", config.to_str().unwrap(), "--certified-rules", certified.to_str().unwrap()];
     let served = ServerProcess::builder().args(&args).env("REDDOG_KEY_RING", &ring_a()).log(Log::Keep).spawn();
     let digest = tables.get("default").unwrap().digest().to_hex();

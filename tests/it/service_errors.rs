@@ -1,10 +1,11 @@
-//! Every bad input gets a precise status whose `google.rpc` details name the field; every
-//! unusable token gets one identical answer.
+//! Every bad input gets a precise status whose `google.rpc` details name the field and whose
+//! `ErrorInfo.reason` is a value of the proto's `ErrorReason`; every unusable token gets one
+//! identical answer.
 
 use std::time::Duration;
 
 use crate::common::*;
-use reddog::service::proto::{self, Action, SeatBet};
+use reddog::service::proto::{self, Action, ErrorReason, SeatBet};
 use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
@@ -28,7 +29,14 @@ fn assert_status<T: std::fmt::Debug>(result: Result<T, Status>, code: Code, fiel
     assert_eq!(fields(&status), vec![field.to_string()], "{status:?}");
     let info = status.get_error_details().error_info().cloned().expect("ErrorInfo detail");
     assert_eq!(info.domain, "reddog.v1");
+    let reason = ErrorReason::from_str_name(&info.reason);
+    assert!(reason.is_some_and(|r| r != ErrorReason::Unspecified), "{:?} is not an ErrorReason", info.reason);
     status
+}
+
+/// The status's `ErrorInfo.reason`, as the generated enum.
+fn reason(status: &Status) -> ErrorReason {
+    ErrorReason::from_str_name(&status.get_error_details().error_info().unwrap().reason).unwrap()
 }
 
 type Mutation = Box<dyn Fn(&mut proto::StartRoundRequest)>;
@@ -36,28 +44,46 @@ type Mutation = Box<dyn Fn(&mut proto::StartRoundRequest)>;
 /// A valid StartRound as the generated struct: the cases below break one field of it each,
 /// which a builder would not let them express.
 fn good_start(nonce: u64) -> proto::StartRoundRequest {
-    req::start_round(commitment_token(&ring_a(), SEED, 60_000)).nonce(nonce).bets(&[500, 500]).build()
+    req::start_round(commitment_token(&ring_a(), SEED, nonce, 60_000)).nonce(nonce).bets(&[500, 500]).build()
 }
 
 #[tokio::test]
 async fn start_round_refuses_each_bad_field_precisely() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
-    let cases: Vec<(Mutation, Code, &str)> = vec![
-        (Box::new(|r| r.commitment_token.clear()), Code::InvalidArgument, "commitment_token"),
-        (Box::new(|r| r.client_seed.clear()), Code::InvalidArgument, "client_seed"),
-        (Box::new(|r| r.client_seed = "x".repeat(1025)), Code::InvalidArgument, "client_seed"),
-        (Box::new(|r| r.round_id = "r".repeat(129)), Code::InvalidArgument, "round_id"),
-        (Box::new(|r| r.round_id = "bad\nid".into()), Code::InvalidArgument, "round_id"),
-        (Box::new(|r| r.player_limits = None), Code::InvalidArgument, "player_limits"),
-        (Box::new(|r| r.player_limits = limits(0, 1000)), Code::OutOfRange, "player_limits.min_bet"),
-        (Box::new(|r| r.player_limits = limits(2000, 1000)), Code::OutOfRange, "player_limits.max_bet"),
-        (Box::new(|r| r.player_limits = limits(40_000, 50_000)), Code::FailedPrecondition, "player_limits"),
-        (Box::new(|r| r.seats.clear()), Code::OutOfRange, "seats"),
-        (Box::new(|r| r.seats = vec![SeatBet { bet: 500 }; 8]), Code::OutOfRange, "seats"),
-        (Box::new(|r| r.seats[1].bet = 499), Code::OutOfRange, "seats[1].bet"),
-        (Box::new(|r| r.seats[0].bet = 30_001), Code::OutOfRange, "seats[0].bet"),
-        (Box::new(|r| r.seats[0].bet = 0), Code::OutOfRange, "seats[0].bet"),
+    use ErrorReason as R;
+    let cases: Vec<(Mutation, Code, &str, ErrorReason)> = vec![
+        (Box::new(|r| r.commitment_token.clear()), Code::InvalidArgument, "commitment_token", R::MissingField),
+        (Box::new(|r| r.client_seed.clear()), Code::InvalidArgument, "client_seed", R::MissingField),
+        (Box::new(|r| r.round_id.clear()), Code::InvalidArgument, "round_id", R::MissingField),
+        (Box::new(|r| r.client_seed = "x".repeat(1025)), Code::InvalidArgument, "client_seed", R::InvalidClientSeed),
+        (Box::new(|r| r.round_id = "r".repeat(129)), Code::InvalidArgument, "round_id", R::InvalidRoundId),
+        (Box::new(|r| r.round_id = "bad\nid".into()), Code::InvalidArgument, "round_id", R::InvalidRoundId),
+        (Box::new(|r| r.table_id = "a b".into()), Code::InvalidArgument, "table_id", R::InvalidTableId),
+        (Box::new(|r| r.player_limits = None), Code::InvalidArgument, "player_limits", R::MissingField),
+        (
+            Box::new(|r| r.player_limits = limits(0, 1000)),
+            Code::OutOfRange,
+            "player_limits.min_bet",
+            R::InvalidPlayerLimits,
+        ),
+        (
+            Box::new(|r| r.player_limits = limits(2000, 1000)),
+            Code::OutOfRange,
+            "player_limits.max_bet",
+            R::InvalidPlayerLimits,
+        ),
+        (
+            Box::new(|r| r.player_limits = limits(40_000, 50_000)),
+            Code::FailedPrecondition,
+            "player_limits",
+            R::LimitsDoNotOverlap,
+        ),
+        (Box::new(|r| r.seats.clear()), Code::OutOfRange, "seats", R::SeatCount),
+        (Box::new(|r| r.seats = vec![SeatBet { bet: 500 }; 8]), Code::OutOfRange, "seats", R::SeatCount),
+        (Box::new(|r| r.seats[1].bet = 499), Code::OutOfRange, "seats[1].bet", R::BetOutsideLimits),
+        (Box::new(|r| r.seats[0].bet = 30_001), Code::OutOfRange, "seats[0].bet", R::BetOutsideLimits),
+        (Box::new(|r| r.seats[0].bet = 0), Code::OutOfRange, "seats[0].bet", R::BetOutsideLimits),
         (
             Box::new(|r| {
                 r.player_limits = limits(500, 1000);
@@ -65,14 +91,23 @@ async fn start_round_refuses_each_bad_field_precisely() {
             }),
             Code::OutOfRange,
             "seats[1].bet",
+            R::BetOutsideLimits,
+        ),
+        (
+            Box::new(|r| r.sandbox_cards = vec!["7h".into(), "7d".into(), "7s".into()]),
+            Code::FailedPrecondition,
+            "sandbox_cards",
+            R::NotASandboxTable,
         ),
     ];
-    for (i, (mutate, code, field)) in cases.iter().enumerate() {
+    for (i, (mutate, code, field, want)) in cases.iter().enumerate() {
         let mut req = good_start(i as u64);
         mutate(&mut req);
         let status = assert_status(c.start_round(req).await, *code, field);
         assert!(!status.message().is_empty(), "case {i}");
+        assert_eq!(reason(&status), *want, "case {i}: {status:?}");
     }
+    println!("StartRound: {} bad requests, each refused with its field and reason", cases.len());
     // The unchanged request works.
     c.start_round(good_start(0)).await.unwrap();
     // A client seed of exactly 1024 bytes is fine.
@@ -87,16 +122,16 @@ async fn start_round_refuses_each_bad_field_precisely() {
 async fn every_unusable_token_gets_the_same_answer() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut c = server.client().await;
-    let good = commitment_token(&ring_a(), SEED, 60_000);
+    let good = commitment_token(&ring_a(), SEED, 1, 60_000);
     let round = c.start_round(good_start(1)).await.unwrap().round_token;
     let mut tampered = good.clone();
     let last = tampered.len() - 1;
     tampered[last] ^= 0x40;
     let mut tampered_mid = good.clone();
     tampered_mid[good.len() / 2] ^= 1;
-    let foreign = commitment_token(&ring_json("a", &[("a", KEY_B)]), SEED, 60_000);
-    let unknown_id = commitment_token(&ring_json("zz", &[("zz", KEY_A)]), SEED, 60_000);
-    let expired = commitment_token(&ring_a(), SEED, -1);
+    let foreign = commitment_token(&ring_json("a", &[("a", KEY_B)]), SEED, 1, 60_000);
+    let unknown_id = commitment_token(&ring_json("zz", &[("zz", KEY_A)]), SEED, 1, 60_000);
+    let expired = commitment_token(&ring_a(), SEED, 1, -1);
     let bad_commitments: Vec<(&str, Vec<u8>)> = vec![
         ("tampered tag", tampered),
         ("tampered body", tampered_mid),
@@ -114,6 +149,7 @@ async fn every_unusable_token_gets_the_same_answer() {
         let mut req = good_start(1);
         req.commitment_token = token;
         let status = assert_status(c.start_round(req).await, Code::InvalidArgument, "commitment_token");
+        assert_eq!(reason(&status), ErrorReason::InvalidToken, "{what}");
         answers.push((what, status.message().to_string(), status.details().to_vec()));
     }
     for (what, msg, details) in &answers {
@@ -150,43 +186,67 @@ async fn decide_refuses_bad_decisions_all_or_nothing() {
     let mut c = server.client().await;
     let start = |want: Want| {
         let nonce = nonce_for(want);
-        req::start_round(commitment_token(&ring_a(), SEED, 60_000)).nonce(nonce).bets(&[500, 500])
+        req::start_round(commitment_token(&ring_a(), SEED, nonce, 60_000)).nonce(nonce).bets(&[500, 500])
     };
     let open = c.start_round(start(Want::Outside)).await.unwrap().round_token;
     let on_open = || req::decide(open.clone());
-    assert_status(c.decide(on_open()).await, Code::InvalidArgument, "decisions");
-    assert_status(
-        c.decide(on_open().action(0, Action::Unspecified)).await,
-        Code::InvalidArgument,
-        "decisions[0].action",
+    use ErrorReason as R;
+    let refused = |s: &Status, want: ErrorReason| assert_eq!(reason(s), want, "{s:?}");
+    refused(&assert_status(c.decide(on_open()).await, Code::InvalidArgument, "decisions"), R::MissingField);
+    refused(
+        &assert_status(
+            c.decide(on_open().action(0, Action::Unspecified)).await,
+            Code::InvalidArgument,
+            "decisions[0].action",
+        ),
+        R::InvalidAction,
     );
-    assert_status(
-        c.decide(on_open().raise(0).action_number(1, 99)).await,
-        Code::InvalidArgument,
-        "decisions[1].action",
+    refused(
+        &assert_status(
+            c.decide(on_open().raise(0).action_number(1, 99)).await,
+            Code::InvalidArgument,
+            "decisions[1].action",
+        ),
+        R::InvalidAction,
     );
-    assert_status(c.decide(on_open().raise(2)).await, Code::OutOfRange, "decisions[0].seat");
-    assert_status(c.decide(on_open().raise(1).stand(1)).await, Code::InvalidArgument, "decisions[1].seat");
-    assert_status(c.decide(on_open().raise(0).round("someone-else")).await, Code::InvalidArgument, "round_id");
-    assert_status(c.decide(req::decide(vec![]).raise(0)).await, Code::InvalidArgument, "round_token");
+    refused(&assert_status(c.decide(on_open().raise(2)).await, Code::OutOfRange, "decisions[0].seat"), R::UnknownSeat);
+    refused(
+        &assert_status(c.decide(on_open().raise(1).stand(1)).await, Code::InvalidArgument, "decisions[1].seat"),
+        R::DuplicateSeat,
+    );
+    refused(
+        &assert_status(c.decide(on_open().raise(0).round("someone-else")).await, Code::InvalidArgument, "round_id"),
+        R::InvalidRoundId,
+    );
+    refused(
+        &assert_status(c.decide(req::decide(vec![]).raise(0)).await, Code::InvalidArgument, "round_token"),
+        R::MissingField,
+    );
     // Seat 0 decides; deciding it again on the new token is refused, and a batch that
     // includes it changes nothing (seat 1 may still decide afterwards).
     let after = c.decide(on_open().raise(0)).await.unwrap().round_token;
     let again = || req::decide(after.clone());
-    assert_status(c.decide(again().stand(0)).await, Code::FailedPrecondition, "seats[0].decision");
+    refused(
+        &assert_status(c.decide(again().stand(0)).await, Code::FailedPrecondition, "seats[0].decision"),
+        R::SeatAlreadyDecided,
+    );
     assert_status(c.decide(again().raise(1).raise(0)).await, Code::FailedPrecondition, "seats[0].decision");
     let done = c.decide(again().stand(1)).await.unwrap();
     assert!(!done.round.unwrap().awaiting_decisions);
     // A complete round takes no decision.
-    assert_status(
-        c.decide(req::decide(done.round_token).raise(1)).await,
-        Code::FailedPrecondition,
-        "seats[1].decision",
+    refused(
+        &assert_status(
+            c.decide(req::decide(done.round_token).raise(1)).await,
+            Code::FailedPrecondition,
+            "seats[1].decision",
+        ),
+        R::DecisionsClosed,
     );
     // Nor do pairs and consecutive hands.
     for want in [Want::PairNoMatch, Want::Consecutive] {
         let t = c.start_round(start(want)).await.unwrap().round_token;
-        assert_status(c.decide(req::decide(t).raise(0)).await, Code::FailedPrecondition, "seats[0].decision");
+        let s = assert_status(c.decide(req::decide(t).raise(0)).await, Code::FailedPrecondition, "seats[0].decision");
+        refused(&s, R::NoDecisionOnThisHand);
     }
     server.stop().await;
 }

@@ -34,12 +34,7 @@ fn exchange(stream: &mut std::net::TcpStream, request: &str) -> (String, String)
 
 #[tokio::test]
 async fn metrics_endpoint_serves_the_text_format_and_404s_the_rest() {
-    let addr = reddog::testing::spawn_metrics("127.0.0.1:0".parse().unwrap(), Default::default())
-        .await
-        .unwrap()
-        .expect("the recorder is installed");
-    // Handles registered by a service show at 0 from the start.
-    let _svc = reddog::testing::Metrics::register();
+    let (srv, addr) = with_metrics(settings(&ring_a())).await;
     let result = tokio::task::spawn_blocking(move || {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -55,11 +50,14 @@ async fn metrics_endpoint_serves_the_text_format_and_404s_the_rest() {
     .unwrap();
     let (metrics, root, missing, post) = result;
     assert_eq!(metrics.0, "HTTP/1.1 200 OK");
-    assert!(metrics.1.contains("reddog_rpc_requests_total{method=\"Decide\",code=\"OK\"} "), "{}", metrics.1);
+    // Handles registered by the service show at 0 from the start.
+    assert!(metrics.1.contains("reddog_rpc_requests_total{method=\"Decide\",code=\"OK\"} 0\n"), "{}", metrics.1);
+    assert!(metrics.1.contains("# TYPE process_cpu_seconds_total counter\n"), "{}", metrics.1);
     assert_eq!(root.0, "HTTP/1.1 200 OK");
     assert!(root.1.contains("/metrics"));
     assert_eq!(missing.0, "HTTP/1.1 404 Not Found");
     assert_eq!(post.0, "HTTP/1.1 404 Not Found");
+    srv.stop().await;
 }
 
 /// The payout monitor: after rounds at a table of its own (two decks, an unusual paytable),
@@ -148,10 +146,20 @@ async fn money_totals(addr: SocketAddr) -> (u128, u128) {
     (value("reddog_staked_minor_units_total"), value("reddog_returned_minor_units_total"))
 }
 
-/// Plays `rounds` rounds with `bets` at the default table (seat 0 raises when it may);
-/// returns the staked and returned totals the Settle answers give.
-async fn play(c: &mut TestClient, prefix: &str, bets: &[u64], rounds: u64) -> (u128, u128) {
-    let (mut staked, mut returned) = (0u128, 0u128);
+/// What [`play`] played: the staked and returned totals its Settle answers gave, rounds,
+/// seats settled, and the rounds that took a Decide.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Played {
+    staked: u128,
+    returned: u128,
+    rounds: u64,
+    seats: u64,
+    decided: u64,
+}
+
+/// Plays `rounds` rounds with `bets` at the default table (seat 0 raises when it may).
+async fn play(c: &mut TestClient, prefix: &str, bets: &[u64], rounds: u64) -> Played {
+    let mut p = Played::default();
     for i in 0..rounds {
         let id = format!("{prefix}-{i}");
         let commit = c.commit_seed(req::commit_seed().round(&id).nonce(i)).await.unwrap();
@@ -160,34 +168,208 @@ async fn play(c: &mut TestClient, prefix: &str, bets: &[u64], rounds: u64) -> (u
         let mut token = started.round_token;
         if started.round.as_ref().is_some_and(|r| r.awaiting_decisions) {
             token = c.decide(req::decide(token).raise(0).round(&id)).await.unwrap().round_token;
+            p.decided += 1;
         }
         let settled = c.settle(req::settle(token).round(id)).await.unwrap();
-        staked += u128::from(settled.total_staked);
-        returned += u128::from(settled.total_returned);
+        p.staked += u128::from(settled.total_staked);
+        p.returned += u128::from(settled.total_returned);
+        p.seats += settled.results.len() as u64;
+        p.rounds += 1;
     }
-    (staked, returned)
+    p
 }
 
-/// Two `Application`s in one process, each with its own `/metrics`: each shows the money its
-/// own service settled and nothing of the other's (the exact sums are the application's, not
-/// the process's).
+/// The sum of every series of `family` on a `/metrics` page (0 when it has none).
+fn family_sum(page: &str, family: &str) -> f64 {
+    page.lines()
+        .filter(|l| l.strip_prefix(family).is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' ')))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+        .sum()
+}
+
+/// The counts one application's page must show after it played `p` (and nothing else):
+/// every RPC, round, seat, seal and audit record, each family summed over its series.
+fn expected_counts(p: Played) -> Vec<(String, f64)> {
+    let n = p.rounds as f64;
+    let ok = |method: &str| format!("reddog_rpc_requests_total{{method=\"{method}\",code=\"OK\"}}");
+    let took = |method: &str| format!("reddog_rpc_duration_seconds_count{{method=\"{method}\"}}");
+    vec![
+        (ok("CommitSeed"), n),
+        (ok("StartRound"), n),
+        (ok("Decide"), p.decided as f64),
+        (ok("Settle"), n),
+        (took("CommitSeed"), n),
+        (took("Settle"), n),
+        ("reddog_rpc_requests_total".to_string(), 3.0 * n + p.decided as f64),
+        ("reddog_rounds_started_total".to_string(), n),
+        ("reddog_rounds_settled_total".to_string(), n),
+        ("reddog_seats_settled_total".to_string(), p.seats as f64),
+        // CommitSeed, StartRound and Decide each seal a token.
+        ("reddog_token_seals_total".to_string(), 2.0 * n + p.decided as f64),
+        // audit_started, then one record per CommitSeed, StartRound, Decide and Settle.
+        ("reddog_audit_records_total".to_string(), 1.0 + 3.0 * n + p.decided as f64),
+    ]
+}
+
+/// Checks `page` against [`expected_counts`]`(p)`: `who` names the application.
+fn assert_counts(page: &str, p: Played, who: &str) -> usize {
+    let want = expected_counts(p);
+    for (series, value) in &want {
+        let got = if series.contains('{') {
+            page.lines().find_map(|l| l.strip_prefix(series.as_str())?.trim().parse::<f64>().ok()).unwrap_or(0.0)
+        } else {
+            family_sum(page, series)
+        };
+        assert_eq!(got, *value, "{who}: {series}");
+    }
+    want.len()
+}
+
+/// Two `Application`s in one process, each with its own registry and `/metrics`: rounds
+/// played on one leave every count of the other at zero (RPCs, latencies, rounds, seats,
+/// seals, audit records, money), and each shows exactly its own — no sum of the process's
+/// servers; stopping one sets only its own `reddog_serving` to 0. Building them installed no
+/// process-wide `metrics` recorder.
 #[tokio::test]
-async fn two_applications_in_one_process_keep_their_own_money_totals() {
-    let (a, a_metrics) = with_metrics(settings(&ring_a())).await;
-    let (b, b_metrics) = with_metrics(settings(&ring_a())).await;
+async fn two_applications_in_one_process_count_only_their_own_calls_rounds_and_money() {
+    let apart = |mut s: Settings| {
+        s.audit.checkpoint_interval = Duration::from_secs(3600);
+        s
+    };
+    let (a, a_metrics) = with_metrics(apart(settings(&ring_a()))).await;
+    let (b, b_metrics) = with_metrics(apart(settings(&ring_a()))).await;
     assert_ne!(a_metrics, b_metrics);
     let (mut ca, mut cb) = (a.client().await, b.client().await);
 
-    let a_sums = play(&mut ca, "apart-a", &[500, 700], 6).await;
-    assert!(a_sums.0 > 0);
-    assert_eq!(money_totals(a_metrics).await, a_sums, "a shows its own settlements");
+    let a_played = play(&mut ca, "apart-a", &[500, 700], 6).await;
+    assert!(a_played.staked > 0 && a_played.rounds == 6);
+    let checked = assert_counts(&scrape(a_metrics).await, a_played, "a");
+    assert_counts(&scrape(b_metrics).await, Played::default(), "b, which played nothing");
+    assert_eq!(money_totals(a_metrics).await, (a_played.staked, a_played.returned), "a shows its own settlements");
     assert_eq!(money_totals(b_metrics).await, (0, 0), "b settled nothing");
 
-    let b_sums = play(&mut cb, "apart-b", &[900], 4).await;
-    assert_eq!(money_totals(b_metrics).await, b_sums, "b shows its own settlements");
-    assert_eq!(money_totals(a_metrics).await, a_sums, "b's rounds left a's totals alone");
+    let b_played = play(&mut cb, "apart-b", &[900], 4).await;
+    assert_counts(&scrape(b_metrics).await, b_played, "b");
+    assert_counts(&scrape(a_metrics).await, a_played, "a, after b's rounds");
+    assert_eq!(money_totals(b_metrics).await, (b_played.staked, b_played.returned), "b shows its own settlements");
+    assert_eq!(money_totals(a_metrics).await, (a_played.staked, a_played.returned), "b's rounds left a's totals alone");
+    eprintln!("two applications apart: {checked} counts of each checked after each one's rounds, 2 money sums each");
 
+    // Nothing installed a process-wide recorder: the global slot is still free.
+    assert!(metrics::set_global_recorder(metrics::NoopRecorder).is_ok(), "a global metrics recorder was installed");
+
+    // Readiness is each application's own: draining a leaves b's `reddog_serving` at 1.
+    let serving = |page: String| page.lines().find_map(|l| l.strip_prefix("reddog_serving ")?.parse::<f64>().ok());
+    assert_eq!((serving(scrape(a_metrics).await), serving(scrape(b_metrics).await)), (Some(1.0), Some(1.0)));
     drop((ca, cb));
     a.stop().await;
+    assert_eq!(serving(scrape(a_metrics).await), Some(0.0), "a drained");
+    assert_eq!(serving(scrape(b_metrics).await), Some(1.0), "a's drain is not b's");
     b.stop().await;
+}
+
+/// What in `source` (Rust, comments dropped) holds a metrics handle in a `static` (a
+/// `OnceLock<PrometheusHandle>`, a `thread_local!` recorder, …) or reaches the `metrics`
+/// crate's global recorder (its macros, or installing a recorder): one line per finding.
+fn global_metrics(source: &str) -> Vec<String> {
+    const HANDLES: [&str; 10] = [
+        "Counter",
+        "Gauge",
+        "Histogram",
+        "Prometheus",
+        "Recorder",
+        "Collector",
+        "MetricsRegistry",
+        "MoneyMetrics",
+        "TableMetrics",
+        "metrics::",
+    ];
+    const GLOBAL: [&str; 9] = [
+        "counter!",
+        "gauge!",
+        "histogram!",
+        "describe_counter!",
+        "describe_gauge!",
+        "describe_histogram!",
+        "set_global_recorder",
+        "set_default_local_recorder",
+        "install_recorder",
+    ];
+    let code: String = source.lines().map(|l| l.find("//").map_or(l, |i| &l[..i])).collect::<Vec<_>>().join("\n");
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("static ") {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '\'') {
+            continue; // `'static`, or part of a longer word
+        }
+        let declared = &code[at..];
+        let end = declared.find(['=', ';']).unwrap_or(declared.len());
+        let declaration = &declared[..end];
+        if declaration.contains(':') && HANDLES.iter().any(|h| declaration.contains(h)) {
+            found.push(format!(
+                "a static metrics handle: {}",
+                declaration.split_whitespace().collect::<Vec<_>>().join(" ")
+            ));
+        }
+    }
+    for call in GLOBAL {
+        for (at, _) in code.match_indices(call) {
+            let before = code[..at].chars().next_back();
+            if !before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                found.push(format!("the global recorder: {call}"));
+            }
+        }
+    }
+    found
+}
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// No file under src/ keeps a metrics handle in a `static` or records through the `metrics`
+/// crate's process-wide recorder: every metric goes to an application's own registry. The
+/// check finds what the engine had before (a `static HANDLE`, a `static COLLECTOR`, `counter!`).
+#[test]
+fn no_file_under_src_holds_a_static_metrics_handle_or_reaches_a_global_recorder() {
+    let planted = [
+        "static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();",
+        "fn c() -> &'static metrics_process::Collector {\n    static COLLECTOR: OnceLock<metrics_process::Collector> = OnceLock::new();\n}",
+        "thread_local! { static SEALS: RefCell<Option<metrics::Counter>> = RefCell::new(None); }",
+        "metrics::counter!(\"reddog_log_writer_waits_total\").increment(1);",
+        "fn f() { gauge!(\"x\").set(1.0) }",
+        "metrics::set_global_recorder(recorder).ok()?;",
+    ];
+    for code in planted {
+        assert!(!global_metrics(code).is_empty(), "the check misses: {code}");
+    }
+    for clean in ["fn f(x: &'static str) {}", "static BASE: OnceLock<Instant> = OnceLock::new();", "// counter!(\"x\")"]
+    {
+        assert_eq!(global_metrics(clean), Vec::<String>::new(), "{clean}");
+    }
+    let mut files = Vec::new();
+    rust_files(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    assert!(files.len() > 40, "found {} files under src/", files.len());
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            global_metrics(&std::fs::read_to_string(f).unwrap())
+                .into_iter()
+                .map(move |w| format!("{}: {w}", f.display()))
+        })
+        .collect();
+    assert!(found.is_empty(), "{found:#?}");
+    eprintln!(
+        "{} files under src/: no static metrics handle, no global recorder ({} planted cases caught)",
+        files.len(),
+        planted.len()
+    );
 }

@@ -162,7 +162,7 @@ async fn seven_seats_share_one_deal_and_decide_independently() {
     let nonce = nonce_for(Want::Between);
     let odds = spread_odds(Want::Between);
     let bets = [500, 600, 700, 800, 900, 1000, 30_000];
-    let token = commitment_token(&ring_a(), SEED, 60_000);
+    let token = bound_commitment_token(&ring_a(), SEED, nonce);
     let started = client.start_round(req::start_round(token).nonce(nonce).bets(&bets)).await.unwrap();
     let view = started.round.unwrap();
     assert_eq!(view.seats.len(), 7);
@@ -199,7 +199,7 @@ async fn seven_seats_on_a_pair_are_settled_at_once() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut client = server.client().await;
     let nonce = nonce_for(Want::ThreeOfAKind);
-    let token = commitment_token(&ring_a(), SEED, 60_000);
+    let token = bound_commitment_token(&ring_a(), SEED, nonce);
     let started = client.start_round(req::start_round(token).nonce(nonce).bets(&[500; 7])).await.unwrap();
     let settle = client.settle(req::settle(started.round_token)).await.unwrap();
     assert_eq!(settle.results.len(), 7);
@@ -246,7 +246,7 @@ async fn retried_calls_return_identical_answers() {
     let server = TestServer::start(&ring_a(), TTL).await;
     let mut client = server.client().await;
     let nonce = nonce_for(Want::Outside);
-    let start = req::start_round(commitment_token(&ring_a(), SEED, 60_000)).nonce(nonce).bets(&[500, 500]);
+    let start = req::start_round(commitment_token(&ring_a(), SEED, nonce, 60_000)).nonce(nonce).bets(&[500, 500]);
     let a = client.start_round(start.clone()).await.unwrap();
     let b = client.start_round(start).await.unwrap();
     assert_eq!(a, b);

@@ -72,12 +72,6 @@ async fn raw_call(ch: Channel, method: &'static str, bytes: Vec<u8>) -> Result<V
         .map(tonic::Response::into_inner)
 }
 
-/// The value of one Prometheus series in the process's metrics (0 if absent).
-fn metric(series: &str) -> f64 {
-    let text = reddog::testing::install_metrics().expect("the test process's recorder").render();
-    text.lines().find_map(|l| l.strip_prefix(series)?.trim().parse().ok()).unwrap_or(0.0)
-}
-
 fn error_reason(status: &Status) -> String {
     status.get_error_details().error_info().map(|i| i.reason.clone()).unwrap_or_default()
 }
@@ -136,7 +130,7 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     // connection): their answers cannot be sent to peers that grant no window. The server
     // closes such a connection within 2 s, so each caller calls again on a new one.
     let held = [deaf_caller(server.addr), deaf_caller(server.addr)];
-    let shed_before = metric("reddog_load_shed_total");
+    let shed_before = server.metric("reddog_load_shed_total").expect("registered at 0");
     let shed = until_shed(&c).await;
     assert_eq!(shed.code(), Code::ResourceExhausted, "{shed:?}");
     assert_eq!(error_reason(&shed), "OVERLOADED");
@@ -146,7 +140,8 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     let again = c.get_rules(GetRulesRequest::default()).await.unwrap_err();
     assert_eq!(again.code(), Code::ResourceExhausted);
     assert!(t.elapsed() < Duration::from_millis(500), "shedding took {:?}", t.elapsed());
-    assert!(metric("reddog_load_shed_total") >= shed_before + 2.0);
+    // This client's two shed calls at least (the deaf callers' calls may be shed too).
+    assert!(server.metric("reddog_load_shed_total").unwrap() >= shed_before + 2.0);
     // Health is not behind the cap.
     let mut health = tonic_health::pb::health_client::HealthClient::new(ch.clone());
     let h = health
@@ -346,7 +341,12 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
             status.message()
         );
         assert_eq!(error_reason(&status), "MALFORMED_REQUEST");
+        // The codec's mark for the guard's count never leaves the server.
+        assert!(status.metadata().get("reddog-undecodable").is_none(), "{what}: {status:?}");
     }
+    let undecodable =
+        |code: &str| server.metric(&format!("reddog_undecodable_requests_total{{code=\"{code}\"}}")).unwrap();
+    assert_eq!(undecodable("INVALID_ARGUMENT"), 3.0, "each message prost could not decode counted once");
     // A call with no request message at all (tonic alone: INTERNAL "Missing request message").
     let (tx, empty) = held_call(ch.clone());
     drop(tx);
@@ -384,6 +384,9 @@ async fn undecodable_and_oversize_requests_get_precise_codes() {
     assert!(status.get_error_details().quota_failure().is_some(), "{status:?}");
     // A valid message on the same channel still works.
     raw_call(ch, COMMIT, vec![0x0a, 0x01, b'r']).await.expect("a valid CommitSeed");
+    // This server's counts, exactly: three undecodable messages and the empty call, the
+    // message over the limit.
+    assert_eq!((undecodable("INVALID_ARGUMENT"), undecodable("RESOURCE_EXHAUSTED")), (4.0, 1.0));
     server.stop().await;
 }
 
@@ -392,11 +395,13 @@ async fn token_refusals_are_counted_by_reason_and_answered_alike() {
     let server = TestServer::spawn(settings(&ring_a())).await;
     let mut c = server.client().await;
     let series = |reason: &str| format!("reddog_token_rejections_total{{method=\"StartRound\",reason=\"{reason}\"}}");
-    let before: Vec<f64> =
-        ["expired", "unknown_key", "tampered", "malformed"].iter().map(|r| metric(&series(r))).collect();
-    let expired = commitment_token(&ring_a(), SEED, -1_000);
-    let foreign = commitment_token(&ring_json("zz", &[("zz", KEY_B)]), SEED, 60_000);
-    let mut tampered = commitment_token(&ring_a(), SEED, 60_000);
+    // The server's own registry: registered at 0, and only this test's calls count.
+    for reason in ["expired", "unknown_key", "tampered", "malformed", "wrong_kind", "too_old"] {
+        assert_eq!(server.metric(&series(reason)), Some(0.0), "{reason} registered at 0");
+    }
+    let expired = commitment_token(&ring_a(), SEED, 0, -1_000);
+    let foreign = commitment_token(&ring_json("zz", &[("zz", KEY_B)]), SEED, 0, 60_000);
+    let mut tampered = commitment_token(&ring_a(), SEED, 0, 60_000);
     *tampered.last_mut().unwrap() ^= 1;
     let malformed = b"not a token".to_vec();
     let mut answers = Vec::new();
@@ -409,9 +414,11 @@ async fn token_refusals_are_counted_by_reason_and_answered_alike() {
         answers[0].0, answers[0].1
     );
     assert!(answers.windows(2).all(|w| w[0] == w[1]), "one answer for every reason: {answers:?}");
-    for (i, reason) in ["expired", "unknown_key", "tampered", "malformed"].iter().enumerate() {
-        assert!(metric(&series(reason)) >= before[i] + 1.0, "{reason} counted");
+    for reason in ["expired", "unknown_key", "tampered", "malformed"] {
+        assert_eq!(server.metric(&series(reason)), Some(1.0), "{reason} counted once");
     }
+    assert_eq!(server.metric(&series("wrong_kind")), Some(0.0));
+    assert_eq!(server.metric(&series("too_old")), Some(0.0));
     server.stop().await;
 }
 

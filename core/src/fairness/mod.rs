@@ -17,6 +17,7 @@ pub mod rules;
 mod seed;
 mod shuffle;
 pub mod transcript;
+pub mod verification;
 
 pub use commitment::{BindingError, BoundField};
 pub use error::FairnessError;
@@ -31,3 +32,4 @@ pub use rules::{RulesDigest, TableRules};
 pub use seed::{Commitment, ServerSeed};
 pub use shuffle::{ALGORITHM, ALGORITHM_VERSION, DealInputs, DealStream, FairShoe, derive_key};
 pub use transcript::{StartInputs, Transcript};
+pub use verification::{KeyTrust, SignedChecks, SignedEvidence, TrustedKey, Verification, parse_trusted_keys};

@@ -379,8 +379,14 @@ fn v3_rules<'a>(reveal: &'a RevealV2, decks: Decks) -> Result<(TableRules<'a>, [
         return Err(FairnessError::malformed("format", "a reddog-reveal-v3 has limits, currency and rules_digest"));
     };
     let limits = BetLimits::new(Money(limits.min_bet), Money(limits.max_bet)).map_err(GameError::from)?;
-    let rules =
-        TableRules { decks, paytable: &reveal.paytable, limits, currency: &currency.code, exponent: currency.exponent };
+    let rules = TableRules {
+        decks,
+        paytable: &reveal.paytable,
+        limits,
+        currency: &currency.code,
+        exponent: currency.exponent,
+        sandbox: false,
+    };
     Ok((rules, hex32("rules_digest", digest)?))
 }
 

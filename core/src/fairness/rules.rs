@@ -7,8 +7,14 @@
 //! rules_digest = SHA-256( field("reddog/rules/v1") ‖ field(u8(decks))
 //!                       ‖ field(u32be(odds spread 1) ‖ … ‖ u32be(odds spread 11) ‖ u32be(odds three of a kind))
 //!                       ‖ field(u64be(min_bet) ‖ u64be(max_bet))
-//!                       ‖ field(currency code, ASCII) ‖ field(u8(exponent)) )
+//!                       ‖ field(currency code, ASCII) ‖ field(u8(exponent))
+//!                       [‖ field(u8(1))]                        only at a sandbox table )
 //! ```
+//!
+//! A sandbox table's digest has the last field, a fair table's does not, so a fair table's
+//! digest is unchanged since version 1 and no sandbox table shares a digest with a fair one
+//! (a sandbox round never passes for a fair one by its rules, and `--certified-rules` never
+//! certifies a sandbox table).
 //!
 //! The engine binds it into the commitment token at `CommitSeed` with the rules it hashes
 //! (the round is dealt under them on any replica), shows it with the commitment, hashes it
@@ -20,7 +26,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::game::{BetLimits, Decks, Paytable, Spread};
+use crate::game::{BetLimits, Decks, Paytable, Spread, Table};
 
 /// Domain label of the rules digest.
 pub const RULES_LABEL: &[u8] = b"reddog/rules/v1";
@@ -40,9 +46,24 @@ pub struct TableRules<'a> {
     pub currency: &'a str,
     /// Decimals of the currency's minor unit (0 … 4).
     pub exponent: u8,
+    /// A sandbox table (its rounds' cards may be requested): the digest says so.
+    pub sandbox: bool,
 }
 
-impl TableRules<'_> {
+impl<'a> TableRules<'a> {
+    /// A table's rules with its currency — the one way the engine, the audit tools and
+    /// certification compute a table's digest.
+    pub fn of(table: &'a Table, currency: &'a str, exponent: u8, sandbox: bool) -> TableRules<'a> {
+        TableRules {
+            decks: table.decks(),
+            paytable: table.paytable(),
+            limits: table.limits(),
+            currency,
+            exponent,
+            sandbox,
+        }
+    }
+
     /// The exact bytes SHA-256 is taken of.
     pub fn preimage(&self) -> Vec<u8> {
         let mut odds = Vec::with_capacity(48);
@@ -54,9 +75,10 @@ impl TableRules<'_> {
         limits[..8].copy_from_slice(&self.limits.min().0.to_be_bytes());
         limits[8..].copy_from_slice(&self.limits.max().0.to_be_bytes());
         let mut out = Vec::with_capacity(120);
-        for part in
-            [RULES_LABEL, &[self.decks.get()][..], &odds, &limits, self.currency.as_bytes(), &[self.exponent][..]]
-        {
+        let sandbox: &[u8] = if self.sandbox { &[1] } else { &[] };
+        let parts =
+            [RULES_LABEL, &[self.decks.get()][..], &odds, &limits, self.currency.as_bytes(), &[self.exponent][..]];
+        for part in parts.into_iter().chain((!sandbox.is_empty()).then_some(sandbox)) {
             // Every part is at most 48 bytes, or a 3-byte currency code.
             out.extend_from_slice(&u32::try_from(part.len()).unwrap_or(u32::MAX).to_be_bytes());
             out.extend_from_slice(part);
@@ -106,6 +128,7 @@ mod tests {
             limits: BetLimits::STANDARD,
             currency: "XXX",
             exponent: 2,
+            sandbox: false,
         }
     }
 
@@ -135,6 +158,19 @@ mod tests {
         assert_eq!(standard().digest().to_hex(), "ba6aea6bf53856b62d2cdacdc49e46ae65b537c2f21a31d8a5207706a8eba781");
     }
 
+    /// A sandbox table appends `field(u8(1))`: pinned with the command above plus
+    /// `+f(bytes([1]))`.
+    #[test]
+    fn a_sandbox_tables_digest_appends_the_flag() {
+        let sandbox = TableRules { sandbox: true, ..standard() };
+        let mut want = standard().preimage();
+        want.extend_from_slice(&[0, 0, 0, 1, 1]);
+        assert_eq!(sandbox.preimage(), want);
+        assert_eq!(sandbox.digest().to_hex(), SANDBOX_DEFAULT_DIGEST);
+    }
+
+    const SANDBOX_DEFAULT_DIGEST: &str = "4917fc15c9298d73b0e135862b41ed5254e9d5d4fcd06ecd5504efb05762c278";
+
     #[test]
     fn every_input_changes_the_digest() {
         let base = standard().digest();
@@ -146,6 +182,7 @@ mod tests {
             TableRules { limits: BetLimits::new(Money(500), Money(30_001)).unwrap(), ..standard() },
             TableRules { currency: "EUR", ..standard() },
             TableRules { exponent: 3, ..standard() },
+            TableRules { sandbox: true, ..standard() },
         ];
         for v in variants {
             assert_ne!(v.digest(), base, "{v:?}");

@@ -20,5 +20,5 @@ pub use error::GameError;
 pub use hand::{HandClass, Spread};
 pub use money::Money;
 pub use paytable::{Paytable, PaytableEntry, PaytableError};
-pub use round::{Decision, Outcome, Phase, Round, RoundSnapshot, Rule, Seat, SeatSettlement, Settlement};
+pub use round::{Decision, Outcome, Phase, Round, RoundSnapshot, Rule, Seat, SeatSettlement, Settlement, ShownCards};
 pub use table::{BetLimits, LimitsError, MAX_SEATS, Table, TableError, TableSpec, largest_max_bet};

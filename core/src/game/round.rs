@@ -69,6 +69,42 @@ pub enum Round {
     Complete(Complete),
 }
 
+/// The cards face up on the table: the two first cards, and the third once it is turned
+/// (at once after a pair; after a non-consecutive hand only when every seat has decided).
+///
+/// Built only by [`Round::shown`], from what the round shows: it cannot hold the face-down
+/// card of a round whose seats are deciding, so whatever is built from it — a signed step
+/// receipt, an answer — cannot name that card (docs/FAIRNESS.md, "What each party may know,
+/// and when"). Its fields are private and it has no other constructor:
+///
+/// ```compile_fail,E0451
+/// use reddog_core::game::{Card, round::ShownCards};
+/// let c = Card::from_code(0).unwrap();
+/// let _ = ShownCards { first: [c, c], third: Some(c) }; // private fields: does not compile
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShownCards {
+    first: [Card; 2],
+    third: Option<Card>,
+}
+
+impl ShownCards {
+    /// The cards in the order dealt: two, or three once the third is face up.
+    pub fn cards(&self) -> impl Iterator<Item = Card> + '_ {
+        self.first.iter().copied().chain(self.third)
+    }
+
+    /// How many cards are face up (2 or 3).
+    pub fn len(&self) -> usize {
+        2 + usize::from(self.third.is_some())
+    }
+
+    /// Never: at least two cards are always face up.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
 /// How a seat's round ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -201,6 +237,12 @@ impl Round {
                 Round::AwaitingDecisions(AwaitingDecisions { cards, spread, hidden_third: source.draw(), seats })
             }
         })
+    }
+
+    /// What the table shows: the two first cards and the third once it is face up — never
+    /// the face-down card of a round awaiting decisions.
+    pub fn shown(&self) -> ShownCards {
+        ShownCards { first: self.cards(), third: self.third() }
     }
 
     /// The two cards dealt face up.
@@ -566,6 +608,25 @@ mod tests {
         assert!(round.settle(table.paytable()).is_err());
         round.decide(0, Decision::Stand).unwrap();
         assert_eq!(round.third().map(|c| c.to_string()), Some("5h".to_string()));
+    }
+
+    #[test]
+    fn the_shown_cards_never_hold_the_face_down_card() {
+        let table = Table::default();
+        let shown = |r: &Round| r.shown().cards().map(|c| c.to_string()).collect::<Vec<_>>().join(" ");
+        let mut round = Round::start(&table, &[Money(500), Money(500)], &mut deck("3c 9d 5h")).unwrap();
+        assert_eq!((shown(&round), round.shown().len()), ("3c 9d".to_string(), 2));
+        round.decide(1, Decision::Raise).unwrap();
+        assert_eq!(shown(&round), "3c 9d", "one seat still deciding");
+        round.decide(0, Decision::Stand).unwrap();
+        assert_eq!((shown(&round), round.shown().len()), ("3c 9d 5h".to_string(), 3));
+        let pair = Round::start(&table, &[Money(500)], &mut deck("Kc Kd 7h")).unwrap();
+        assert_eq!(shown(&pair), "Kc Kd 7h", "a pair's third card is dealt face up at once");
+        let consecutive = Round::start(&table, &[Money(500)], &mut deck("9c Td 7h")).unwrap();
+        assert_eq!(shown(&consecutive), "9c Td");
+        let mut closed = Round::start(&table, &[Money(500)], &mut deck("3c 9d 5h")).unwrap();
+        closed.close();
+        assert_eq!(shown(&closed), "3c 9d 5h", "turned up at settlement");
     }
 
     #[test]

@@ -13,11 +13,11 @@ use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reddog::fairness::{DealInputs, FairShoe, ServerSeed};
+use reddog::game::Table;
 use reddog::game::{Card, CardSource, Decks, HandClass};
-use reddog::service::KeyRing;
 use reddog::service::proto::{self, Limits};
-use reddog::testing::CommitmentPayload;
-use reddog::testing::TokenKind;
+use reddog::service::{Currency, KeyRing, NamedTable};
+use reddog::testing::{TokenKind, commitment_payload};
 use tonic::transport::Channel;
 
 pub const KEY_A: &str = "1111111111111111111111111111111111111111111111111111111111111111";
@@ -63,6 +63,11 @@ impl TestClock {
         TestClock(std::sync::Arc::new(now.into()))
     }
 
+    /// Starts at `unix_ms`.
+    pub fn at(unix_ms: i64) -> TestClock {
+        TestClock(std::sync::Arc::new(unix_ms.into()))
+    }
+
     pub fn now_ms(&self) -> i64 {
         self.0.load(std::sync::atomic::Ordering::SeqCst)
     }
@@ -100,59 +105,33 @@ pub async fn connect(addr: SocketAddr) -> TestClient {
     TestClient::connect(addr).await
 }
 
-/// An unbound version-1 commitment token over a known seed, sealed by the old code path
-/// (AES-256-GCM, no round in it) as the engine did before commitments were bound to a round:
-/// it serves any round id and nonce until it expires (the rolling-update window of
-/// `docs/design/round-integrity.md` §6).
-pub fn commitment_token(ring: &str, seed: [u8; 32], ttl_ms: i64) -> Vec<u8> {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
-    let ring = KeyRing::from_json(ring).unwrap();
-    ring.seal_v1(
-        TokenKind::Commitment,
-        &CommitmentPayload {
-            server_seed: seed.to_vec(),
-            expires_at_unix_ms: now + ttl_ms,
-            round_id: String::new(),
-            nonce: 0,
-            table_id: String::new(),
-            decks: 0,
-            currency: String::new(),
-            minor_unit_exponent: 0,
-            rules_digest: vec![],
-            paytable: vec![],
-            min_bet: 0,
-            max_bet: 0,
-            sandbox: false,
-        },
-    )
-    .unwrap()
+/// The default table of a test server: one deck, the standard paytable and limits, no
+/// currency configured (`XXX`, exponent 2).
+pub fn default_table() -> NamedTable {
+    NamedTable { id: "default".into(), table: Table::default(), currency: Currency::unspecified(), sandbox: false }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
 }
 
 /// A commitment token over a known seed bound to round `round-{nonce}` and `nonce` at the
-/// default table (one deck), sealed with `ring` as `CommitSeed` would.
+/// default table ([`default_table`]), issued now and usable for `ttl_ms` (negative: expired
+/// already), sealed with `ring` exactly as `CommitSeed` would.
+pub fn commitment_token(ring: &str, seed: [u8; 32], nonce: u64, ttl_ms: i64) -> Vec<u8> {
+    commitment_token_at(ring, seed, nonce, ttl_ms, &default_table())
+}
+
+/// [`commitment_token`] for a round at `table` (its rules travel in the token).
+pub fn commitment_token_at(ring: &str, seed: [u8; 32], nonce: u64, ttl_ms: i64, table: &NamedTable) -> Vec<u8> {
+    let now = now_ms();
+    let payload = commitment_payload(seed, &format!("round-{nonce}"), nonce, table, now, now + ttl_ms);
+    KeyRing::from_json(ring).unwrap().seal(TokenKind::Commitment, &payload).unwrap()
+}
+
+/// [`commitment_token`], usable for a minute.
 pub fn bound_commitment_token(ring: &str, seed: [u8; 32], nonce: u64) -> Vec<u8> {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
-    KeyRing::from_json(ring)
-        .unwrap()
-        .seal(
-            TokenKind::Commitment,
-            &CommitmentPayload {
-                server_seed: seed.to_vec(),
-                expires_at_unix_ms: now + 60_000,
-                round_id: format!("round-{nonce}"),
-                nonce,
-                table_id: "default".into(),
-                decks: 1,
-                currency: String::new(),
-                minor_unit_exponent: 0,
-                rules_digest: vec![],
-                paytable: vec![],
-                min_bet: 0,
-                max_bet: 0,
-                sandbox: false,
-            },
-        )
-        .unwrap()
+    commitment_token(ring, seed, nonce, 60_000)
 }
 
 /// The first three cards the fair shoe deals.

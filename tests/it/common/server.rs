@@ -9,7 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use reddog::game::Table;
-use reddog::service::{Application, KeyRingSource, Settings};
+use reddog::service::{Application, KeyRingSource, MetricsRegistry, Settings};
 use tokio::sync::oneshot;
 
 use super::TestClient;
@@ -26,6 +26,8 @@ pub fn reddog_binary() -> std::path::PathBuf {
 /// builds it (on 127.0.0.1:0, no metrics listener).
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// Its application's metrics registry (what its `/metrics` would show).
+    pub metrics: MetricsRegistry,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<(), reddog::service::ServeError>>,
 }
@@ -49,11 +51,12 @@ impl TestServer {
     /// Starts an already built application.
     pub fn run(app: Application) -> TestServer {
         let addr = app.local_addr();
+        let metrics = app.metrics().clone();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(app.run(async {
             let _ = rx.await;
         }));
-        TestServer { addr, stop: Some(tx), task }
+        TestServer { addr, metrics, stop: Some(tx), task }
     }
 
     pub async fn start(ring: &str, ttl: Duration) -> TestServer {
@@ -76,6 +79,12 @@ impl TestServer {
 
     pub async fn client(&self) -> TestClient {
         TestClient::connect(self.addr).await
+    }
+
+    /// One series of its metrics (`reddog_load_shed_total`, or with labels as rendered:
+    /// `reddog_connections_closed_total{reason="tls"}`); `None` when it has no such series.
+    pub fn metric(&self, series: &str) -> Option<f64> {
+        self.metrics.value(series)
     }
 
     /// Starts the drain and waits (bounded) for the server to return.

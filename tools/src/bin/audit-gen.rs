@@ -1,5 +1,5 @@
 //! `audit-gen`: writes generated audit trails (`reddog-audit-v1` records of honest rounds and
-//! planted misuse, [`reddog::audit::generate`]) for tests and benchmarks. A developer tool, not
+//! planted misuse, [`reddog_tools::generate`]) for tests and benchmarks. A developer tool, not
 //! part of the shipped `reddog` binary:
 //!
 //! ```text
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use reddog::audit::generate;
+use reddog_tools::generate;
 
 /// Write generated audit trails (honest rounds and planted misuse), for tests and benchmarks.
 #[derive(Debug, Parser)]

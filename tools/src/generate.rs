@@ -1,4 +1,5 @@
-//! A generator of audit trails (the developer tool `audit-gen`, `tools/`): valid
+//! A generator of audit trails (the developer tool `audit-gen`; the engine's tests and
+//! benchmarks): valid
 //! `reddog-audit-v1` records for any number of rounds across any number of replica chains,
 //! without running the engine — for tests, the SQL cross-check and the memory benchmarks of
 //! `reddog audit-log`.
@@ -15,15 +16,16 @@ use std::io::{self, Write};
 
 use sha2::{Digest, Sha256};
 
-use super::check::Kind;
-use super::record::{
+use reddog::audit::Kind;
+use reddog::audit::record::{
     Amounts, At, AuditStarted, AuditStopped, Cards, Checkpoint, DealClass, Decisions, Envelope, Event, Hex32, Odds,
     Record, RoundSettled, RoundStarted, SCHEMA, SeatMoney, SeatsDecided, SeedCommitted, Steps, TableDigest,
 };
-use crate::fairness::{
-    Commitment, DealInputs, FairShoe, RevealV2, ServerSeed, SettledRound, StartInputs, TableRules, Transcript,
+use reddog::fairness::{
+    Commitment, DealInputs, FairShoe, RevealV2, RulesDigest, ServerSeed, SettledRound, StartInputs, TableRules,
+    Transcript,
 };
-use crate::game::{BetLimits, Decision, Decks, Money, Paytable, Round, Table};
+use reddog::game::{BetLimits, Decision, Decks, Money, Paytable, Round, Table};
 
 /// What to generate.
 #[derive(Clone, Debug)]
@@ -144,13 +146,9 @@ struct GenTable {
     digest: [u8; 32],
 }
 
-/// The rules digest (`docs/design/evidence-contract.md` §3), hex, as the engine binds it.
-pub fn rules_digest(table: &Table, currency: &str, exponent: u8) -> String {
-    table_rules(table, currency, exponent).digest().to_hex()
-}
-
+/// The generated tables' rules, as the engine hashes them (never sandbox tables).
 fn table_rules<'a>(table: &'a Table, currency: &'a str, exponent: u8) -> TableRules<'a> {
-    TableRules { decks: table.decks(), paytable: table.paytable(), limits: table.limits(), currency, exponent }
+    TableRules::of(table, currency, exponent, false)
 }
 
 fn tables() -> Vec<GenTable> {
@@ -161,6 +159,7 @@ fn tables() -> Vec<GenTable> {
         .filter_map(|(id, decks, currency, exponent, min, max)| {
             let limits = BetLimits::new(Money(min), Money(max)).ok()?;
             let table = Table::new(Decks::new(decks).ok()?, Paytable::STANDARD, limits).ok()?;
+            // The engine's own digest of the table's rules (core's one definition).
             let digest = table_rules(&table, currency, exponent).digest().0;
             Some(GenTable { id, table, currency, exponent, digest })
         })
@@ -288,7 +287,7 @@ impl<'t> Play<'t> {
             client_seed: client_seed.as_bytes(),
             paytable: t.table.paytable(),
             bets: &bets,
-            rules_digest: Some(&table_rules(&t.table, t.currency, t.exponent).digest()),
+            rules_digest: Some(&RulesDigest(t.digest)),
         }
         .transcript();
         Ok(Play {
@@ -451,7 +450,7 @@ impl<'t> Play<'t> {
 
 /// The bets are within limits and 1–3 seats, so the rules never refuse the generator's
 /// rounds; if they did, its own arithmetic would be wrong, reported as an error.
-fn invalid(e: crate::game::GameError) -> io::Error {
+fn invalid(e: reddog::game::GameError) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("the generator built a round the rules refuse: {e}"))
 }
 
@@ -509,7 +508,7 @@ pub fn generate<W: Write>(opts: &Options, outs: &mut [W]) -> io::Result<Summary>
                 })
                 .collect(),
             checkpoint_interval_secs: 60,
-            revision: super::record::REVISION,
+            revision: reddog::audit::record::REVISION,
             checkpoint_records: 0,
             sync: false,
             previous: None,
@@ -732,7 +731,7 @@ fn plant_misuse<W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::record::{Record, ZERO_HASH, line_hash};
+    use reddog::audit::record::{Record, ZERO_HASH, line_hash};
 
     #[test]
     fn every_generated_line_is_a_typed_record_written_in_the_contract_order_and_chained() {
@@ -763,15 +762,13 @@ mod tests {
     #[test]
     fn the_rules_digest_changes_with_every_rule() {
         let t = tables();
-        assert_ne!(t[0].digest, t[1].digest);
         let base = &t[0].table;
         let other_odds =
             Table::new(base.decks(), Paytable::new([5, 4, 2, 1, 1, 1, 1, 1, 1, 1, 2], 11).unwrap(), base.limits())
                 .unwrap();
-        let d = rules_digest(base, "EUR", 2);
-        assert_eq!(d.len(), 64);
-        assert_ne!(rules_digest(&other_odds, "EUR", 2), d);
-        assert_ne!(rules_digest(base, "USD", 2), d);
-        assert_ne!(rules_digest(base, "EUR", 3), d);
+        let d = table_rules(base, "EUR", 2).digest();
+        assert_ne!(table_rules(&other_odds, "EUR", 2).digest(), d);
+        assert_ne!(table_rules(base, "USD", 2).digest(), d);
+        assert_ne!(table_rules(base, "EUR", 3).digest(), d);
     }
 }
