@@ -400,6 +400,12 @@ mod tests {
         logger.join().unwrap();
         *gate.0.lock().unwrap() = true;
         gate.1.notify_all();
+        // Once the writer has taken the full batch, a line has room again.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while lock(&w.shared.state).buf.len() >= CAPACITY {
+            assert!(std::time::Instant::now() < deadline, "the writer never took the batch after the stall");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let mut w2 = w.clone();
         w2.write_all(b"after\n").unwrap();
         w.close(Duration::from_secs(10)).unwrap();
