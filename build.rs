@@ -158,7 +158,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out.join("reddog_descriptor.bin"), prost::Message::encode_to_vec(&fds))?;
     // The codec answers a request prost cannot decode as the caller's mistake (see
-    // `src/service/codec.rs`).
-    tonic_prost_build::configure().codec_path("crate::service::codec::ApiCodec").compile_fds(fds)?;
+    // `src/service/edge/codec.rs`).
+    tonic_prost_build::configure().codec_path("crate::service::edge::codec::ApiCodec").compile_fds(fds)?;
     Ok(())
 }

@@ -328,7 +328,7 @@ fn cpu_and_log_thread_secs(pid: u32, tck: f64) -> (f64, f64) {
 }
 
 /// On-CPU nanoseconds of all of a process's threads, and of its log writer thread alone
-/// (`reddog-log`, `src/service/log_writer.rs`: the `write(2)` of the batched log lines).
+/// (`reddog-log`, `src/service/ops/log_writer.rs`: the `write(2)` of the batched log lines).
 fn schedstat_ns(pid: u32) -> (u64, u64) {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return (0, 0);

@@ -1,4 +1,4 @@
-//! The engine's log writer (`src/service/log_writer.rs`, [`reddog::testing::BatchWriter`])
+//! The engine's log writer (`src/service/ops/log_writer.rs`, [`reddog::testing::BatchWriter`])
 //! against tracing-appender's non-blocking writer in lossless mode
 //! (`NonBlockingBuilder::default().lossy(false)`), in one run, alternating, into the same
 //! sinks: docs/BENCHMARKS.md, "The log writer".

@@ -9,7 +9,7 @@ split into:
 
 - transport: everything outside the RPC's handler future (tonic, hyper, h2, the engine's
   guard and codec, the runtime);
-- token seal/open: `KeyRing::seal` and `KeyRing::open_checked` (src/service/token.rs, kept
+- token seal/open: `KeyRing::seal` and `KeyRing::open_checked` (src/service/round/token.rs, kept
   out of line for this): the payload's protobuf encoding or decoding, the HMAC-SHA-256
   synthetic nonce and AES-256-GCM-SIV;
 - audit record: `AuditSink::record` (serialising the record, its chaining SHA-256, queueing);

@@ -112,13 +112,13 @@ pub enum EngineError {
     #[error("round or commitment token is not valid")]
     InvalidToken,
 
-    /// A genuine token older than the support window (`service::token::SUPPORT_WINDOW_MS`),
+    /// A genuine token older than the support window (`service::round::token::SUPPORT_WINDOW_MS`),
     /// by its issue time or its format: `age` says how.
     #[error("{field}: {age}")]
     TokenTooOld { field: &'static str, age: String },
 
     /// A sealed token would be longer than the engine accepts back. Unreachable: requests
-    /// that could produce one are refused up front (see `service::token::MAX_TOKEN_LEN`).
+    /// that could produce one are refused up front (see `service::round::token::MAX_TOKEN_LEN`).
     #[error("a {len}-byte token exceeds the {max}-byte budget")]
     TokenTooLarge { len: usize, max: usize },
 

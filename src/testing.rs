@@ -3,14 +3,16 @@
 //! replay or age a token), the audit record types (to write a trail without an engine), the
 //! bare transport and its timing constants. Not for production code: nothing here is stable.
 
-pub use crate::service::audit_sink::AuditRefused;
-pub use crate::service::audit_writer::Cause as AuditSinkCause;
-pub use crate::service::guard::{overloaded, queued_too_long, timed_out, too_large};
-pub use crate::service::log_writer::{BatchWriter, Full};
+pub use crate::service::edge::guard::{overloaded, queued_too_long, timed_out, too_large};
+pub use crate::service::edge::transport::{
+    DELIVERY_DEADLINE, DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE, UNUSED_MIN_AGE,
+};
+pub use crate::service::evidence::audit_sink::AuditRefused;
+pub use crate::service::evidence::audit_writer::Cause as AuditSinkCause;
+pub use crate::service::ops::log_writer::{BatchWriter, Full};
+pub use crate::service::round::state::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
+pub use crate::service::round::token::{MAX_TOKEN_LEN, TokenKind};
 pub use crate::service::server::serve_service;
-pub use crate::service::state::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
-pub use crate::service::token::{MAX_TOKEN_LEN, TokenKind};
-pub use crate::service::transport::{DELIVERY_DEADLINE, DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE, UNUSED_MIN_AGE};
 
 /// A commitment token's payload exactly as CommitSeed builds it: `seed`, bound to `round_id`
 /// and `nonce` at `table` (its rules, currency and digest), issued at `issued_at_unix_ms`,
@@ -25,7 +27,7 @@ pub fn commitment_payload(
 ) -> CommitmentPayload {
     let req = crate::proto::CommitSeedRequest { round_id: round_id.to_string(), nonce, table_id: table.id.clone() };
     let seed = crate::fairness::ServerSeed::from_bytes(seed);
-    crate::service::api::commitment_payload(
+    crate::service::round::api::commitment_payload(
         &seed,
         &req,
         table,

@@ -9,8 +9,8 @@
 //! the change are recorded in the new `certified-rules.json` and in the report.
 
 use crate::odds::{Exact, decimal};
-use crate::service::certified::{Against, CertifiedRules, CertifiedTable, Change, FieldChange, TableChange};
-use crate::service::tables::Tables;
+use crate::service::rules::certified::{Against, CertifiedRules, CertifiedTable, Change, FieldChange, TableChange};
+use crate::service::rules::tables::Tables;
 
 /// The change from `previous` (the file at `path`, whose bytes have SHA-256 `file_sha256`)
 /// to `tables`, with the approver's note if any.

@@ -32,7 +32,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// The SHA-256 of the running executable: `/proc/self/exe` (Linux), else the path
 /// `std::env::current_exe` names — the digest `reddog serve --certified-rules` compares.
 pub fn binary_sha256() -> Result<(String, String), std::io::Error> {
-    crate::service::certified::own_binary_sha256()
+    crate::service::rules::certified::own_binary_sha256()
 }
 
 /// One package the binary is built from.

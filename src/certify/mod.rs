@@ -34,8 +34,8 @@ use serde::Serialize;
 use crate::game::{Paytable, Table};
 use crate::odds::Exact;
 use crate::service::build_info;
-use crate::service::certified::{CertifiedRules, Change};
-use crate::service::tables::Tables;
+use crate::service::rules::certified::{CertifiedRules, Change};
+use crate::service::rules::tables::Tables;
 use randomness::{DealSource, DieharderPlan, FairDeals, RandomnessPlan};
 
 /// The report format's name and version (a change of meaning of any field bumps it).

@@ -15,7 +15,7 @@ use crate::game::{Decks, Spread};
 use crate::odds::Policy;
 use crate::service::proto::red_dog_client::RedDogClient;
 use crate::service::proto::{self, Action, Limits, SeatBet};
-use crate::service::tables::Tables;
+use crate::service::rules::tables::Tables;
 use crate::service::{Application, KeyRingSource, Settings};
 
 /// The scheme, as the report states it.
@@ -333,7 +333,7 @@ fn sandbox_round(view: &proto::RoundView, reveal_json: &str) -> Result<(), Strin
 
 async fn play(
     client: &mut RedDogClient<tonic::transport::Channel>,
-    named: &crate::service::tables::NamedTable,
+    named: &crate::service::rules::tables::NamedTable,
     i: u64,
 ) -> Result<(), String> {
     let err = |what: &str, s: tonic::Status| format!("{what}: {} {}", s.code(), s.message());

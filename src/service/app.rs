@@ -12,17 +12,19 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use zeroize::Zeroizing;
 
-use super::api::{Clock, EngineConfig};
-use super::audit_sink::{AuditOptions, AuditSink, CheckpointSigner, DEFAULT_CHECKPOINT_RECORDS, Tail};
-use super::audit_writer::Plain;
-pub use super::limits::TransportLimits;
-use super::metrics::MetricsRegistry;
-use super::server::{self, ServeError};
-use super::tables::Tables;
-use super::tls::{TlsFiles, TlsReloader};
-use super::token::KeyRing;
 use crate::error::EngineError;
 use crate::game::Table;
+pub use crate::service::edge::limits::TransportLimits;
+use crate::service::edge::tls::{TlsFiles, TlsReloader};
+use crate::service::evidence::audit_sink::{
+    AuditOptions, AuditSink, CheckpointSigner, DEFAULT_CHECKPOINT_RECORDS, Tail,
+};
+use crate::service::evidence::audit_writer::Plain;
+use crate::service::ops::metrics::MetricsRegistry;
+use crate::service::round::api::{Clock, EngineConfig};
+use crate::service::round::token::KeyRing;
+use crate::service::rules::tables::Tables;
+use crate::service::server::{self, ServeError};
 
 /// The smallest `max_pending_request_bytes`: one largest request and its gRPC prefix.
 const MIN_PENDING_REQUEST_BYTES: usize = server::MAX_REQUEST_BYTES + 5;
@@ -145,11 +147,12 @@ impl AuditSettings {
                 Err(_) => AuditSink::new(std::io::stdout(), options),
             },
             AuditOutput::File(path) => {
-                let (out, tail) =
-                    super::audit_sink::open_file(&path, self.sync).map_err(|e| SettingsError::Invalid {
+                let (out, tail) = crate::service::evidence::audit_sink::open_file(&path, self.sync).map_err(|e| {
+                    SettingsError::Invalid {
                         setting: "audit-log",
                         reason: format!("cannot open {}: {e}", path.display()),
-                    })?;
+                    }
+                })?;
                 AuditSink::on_output(out, options, self.sync, tail)
             }
             AuditOutput::Writer(w) => AuditSink::new(w, options),
@@ -432,12 +435,12 @@ impl Application {
         settings.validate()?;
         let key_ring = settings.key_ring.load()?;
         let tables = settings.load_tables()?;
-        super::sandbox::refuse_without_flag(&tables, settings.allow_sandbox)
+        crate::service::round::sandbox::refuse_without_flag(&tables, settings.allow_sandbox)
             .map_err(|reason| SettingsError::Invalid { setting: "table-config", reason })?;
         let certified = match &settings.certified_rules {
-            Some(path) => super::certified::load(path, &tables, settings.allow_uncertified_binary)
+            Some(path) => crate::service::rules::certified::load(path, &tables, settings.allow_uncertified_binary)
                 .map_err(|reason| SettingsError::Invalid { setting: "certified-rules", reason })?,
-            None => super::certified::Certified::NotChecked,
+            None => crate::service::rules::certified::Certified::NotChecked,
         };
         let tls = match &settings.tls {
             Some(t) => Some(
@@ -468,16 +471,14 @@ impl Application {
         // it (no process-wide recorder: see `metrics`' docs).
         let metrics = settings.metrics;
         let metrics_addr = match settings.metrics_listen {
-            Some(addr) => {
-                Some(super::metrics::spawn(addr, metrics.clone()).await.map_err(|source| SettingsError::Bind {
-                    what: "the metrics listener",
-                    addr,
-                    source,
-                })?)
-            }
+            Some(addr) => Some(
+                crate::service::edge::metrics_http::spawn(addr, metrics.clone())
+                    .await
+                    .map_err(|source| SettingsError::Bind { what: "the metrics listener", addr, source })?,
+            ),
             None => None,
         };
-        metrics.rules_certified(&tables, certified == super::certified::Certified::Yes);
+        metrics.rules_certified(&tables, certified == crate::service::rules::certified::Certified::Yes);
         let signer = key_ring.signer().map(|s| Arc::clone(s) as Arc<dyn CheckpointSigner>);
         let audit = settings.audit.start(signer, metrics.clone())?;
         // Its histograms are drained every few seconds even if nothing scrapes them; the task
@@ -500,7 +501,7 @@ impl Application {
             limits: settings.limits,
             tls,
             reload_on_sighup: settings.reload_on_sighup,
-            certified: certified == super::certified::Certified::Yes,
+            certified: certified == crate::service::rules::certified::Certified::Yes,
         })
     }
 

@@ -13,7 +13,7 @@
 //! served alone on its own port, with its own small connection table: the probes reach it
 //! whatever RedDog clients do to the main port. It answers until the drain has ended.
 //!
-//! Limits (see [`super::limits::TransportLimits`]): HTTP/2 max concurrent streams per
+//! Limits (see [`crate::service::edge::limits::TransportLimits`]): HTTP/2 max concurrent streams per
 //! connection and h2's local-reset guard; the handshake and idle deadlines, connection cap and
 //! accept back-off of [`super::transport`]; the global and per-connection slots, load
 //! shedding and per-call timeout of [`super::guard`]; requests and responses of at most
@@ -32,14 +32,14 @@ use tonic::transport::Server;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
-use super::api::{EngineConfig, RedDogService};
-use super::audit_writer::Health;
-use super::guard::{Activity, ActivityLayer, CallLimits, CallsInProgress, DrainStreams, Guarded};
-use super::limits::TransportLimits;
-use super::metrics::MetricsRegistry;
-use super::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
-use super::tls::TlsReloader;
-use super::transport::{self, Connections};
+use crate::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
+use crate::service::edge::guard::{Activity, ActivityLayer, CallLimits, CallsInProgress, DrainStreams, Guarded};
+use crate::service::edge::limits::TransportLimits;
+use crate::service::edge::tls::TlsReloader;
+use crate::service::edge::transport::{self, Connections};
+use crate::service::evidence::audit_writer::Health;
+use crate::service::ops::metrics::MetricsRegistry;
+use crate::service::round::api::{EngineConfig, RedDogService};
 
 /// Health service name the liveness probe asks; SERVING until the process exits.
 pub const LIVENESS: &str = "liveness";

@@ -11,7 +11,7 @@
 //! | stderr (diagnostics) | a pipe already full, never read, at each of `error` … `trace` | `an_unread_stderr_…` |
 //!
 //! EIO cannot be made from outside here (no device-mapper): the injected writers of
-//! `src/service/audit_sink.rs`' unit tests cover it (`a_failing_output_refuses_calls_…`).
+//! `src/service/evidence/audit_sink.rs`' unit tests cover it (`a_failing_output_refuses_calls_…`).
 //!
 //! Each sink × fault checks: every call whose answer a player received (CommitSeed,
 //! StartRound, Settle) has its record in the trail; readiness (`""`) turns NOT_SERVING

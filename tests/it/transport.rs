@@ -227,7 +227,7 @@ async fn a_stalled_call_is_cut_at_the_request_timeout() {
 /// The queue bound counts the wait for a thread, not for the request message: a call whose
 /// message comes well after the bound (a slow client, or a drain test's held call) is run,
 /// not shed; `reddog_rpc_queue_wait_seconds` counts it. (The shed itself, with its
-/// `OVERLOADED` details, is unit-tested on paused time in `src/service/guard.rs`.)
+/// `OVERLOADED` details, is unit-tested on paused time in `src/service/edge/guard.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_whose_message_comes_after_the_queue_bound_is_run() {
     let bound = Duration::from_millis(200);

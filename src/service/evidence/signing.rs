@@ -10,9 +10,9 @@ use std::fmt;
 use ed25519_dalek::{Signer, SigningKey};
 use zeroize::Zeroize;
 
-use super::audit_sink::CheckpointSigner;
 use crate::error::EngineError;
 use crate::fairness::receipt::{CommitReceipt, CommitReceiptJson, SIGNATURE_ALGORITHM, StepReceipt, settle_message};
+use crate::service::evidence::audit_sink::CheckpointSigner;
 
 /// An Ed25519 signing key with its id. The secret is zeroized on drop by the crate.
 pub struct ReceiptSigner {

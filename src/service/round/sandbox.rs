@@ -18,10 +18,10 @@
 //! often as the table's shoe holds it (once per deck). The rules then play the round exactly
 //! as a fair one: decisions, settlement and payouts are the game core's.
 
-use super::metrics::MetricsRegistry;
-use super::tables::Tables;
 use crate::error::EngineError;
 use crate::game::{Card, Decks, HandClass, StackedDeck};
+use crate::service::ops::metrics::MetricsRegistry;
+use crate::service::rules::tables::Tables;
 
 pub(crate) use crate::fairness::SANDBOX_REVEAL_FORMAT;
 

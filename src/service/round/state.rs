@@ -7,21 +7,21 @@
 //!
 //! Only the current formats are read: a payload without what every payload of the support
 //! window carries (a commitment without its round and table, a round without its transcript
-//! and rules) is refused as too old ([`super::token::TokenRefusal::TooOld`]), never read by a
+//! and rules) is refused as too old ([`crate::service::round::token::TokenRefusal::TooOld`]), never read by a
 //! compatibility branch. The issue time's own absence is the one exception, read as
-//! [`super::token::UNDATED_ISSUED_AT_MS`] until the window closes on it.
+//! [`crate::service::round::token::UNDATED_ISSUED_AT_MS`] until the window closes on it.
 
 use zeroize::Zeroize;
 
-use super::tables::Currency;
-use super::token::{Age, TokenRefusal};
 use crate::fairness::{RulesDigest, ServerSeed, StartInputs, TableRules, Transcript};
 use crate::game::{
     BetLimits, Card, Decision, Decks, MAX_SEATS, Money, Paytable, Phase, Round, RoundSnapshot, Seat, Spread, Table,
 };
+use crate::service::round::token::{Age, TokenRefusal};
+use crate::service::rules::tables::Currency;
 
 /// The id of the default table.
-pub use super::tables::DEFAULT_TABLE_ID;
+pub use crate::service::rules::tables::DEFAULT_TABLE_ID;
 
 /// The sealed content of a commitment token.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -66,7 +66,7 @@ pub struct CommitmentPayload {
     /// [`super::sandbox`]).
     #[prost(bool, tag = "20")]
     pub sandbox: bool,
-    /// When CommitSeed issued it, Unix milliseconds ([`super::token::check_age`]); 0 in a
+    /// When CommitSeed issued it, Unix milliseconds ([`crate::service::round::token::check_age`]); 0 in a
     /// commitment sealed before payloads carried it.
     #[prost(int64, tag = "21")]
     pub issued_at_unix_ms: i64,
@@ -311,7 +311,7 @@ impl RoundState {
         self.steps.len() as u32
     }
 
-    /// The payload to seal: prost encodes it into the token ([`super::token::KeyRing::seal`]).
+    /// The payload to seal: prost encodes it into the token ([`crate::service::round::token::KeyRing::seal`]).
     pub fn to_payload(&self) -> RoundPayload {
         let snap = self.round.snapshot();
         let mut cards = Vec::with_capacity(3);
@@ -451,7 +451,7 @@ mod tests {
     use crate::game::{MAX_DECKS, MAX_SEATS};
     use crate::game::{StackedDeck, Table};
     use crate::ids::{MAX_CLIENT_SEED_BYTES, MAX_MINOR_UNIT_EXPONENT, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES};
-    use crate::service::token::{
+    use crate::service::round::token::{
         KeyRing, MAX_COMMITMENT_PAYLOAD_LEN, MAX_KEY_ID_LEN, MAX_ROUND_PAYLOAD_LEN, MAX_TOKEN_LEN, TokenKind,
     };
     use prost::Message;

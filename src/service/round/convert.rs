@@ -4,7 +4,7 @@
 use crate::error::EngineError;
 use crate::game::{BetLimits, Card, Decision, HandClass, Money, Outcome, Paytable, Round, Rule, Suit, Table};
 
-use super::proto;
+use crate::proto;
 
 use crate::ids::{IdError, check_client_seed, check_round_id, check_table_id};
 

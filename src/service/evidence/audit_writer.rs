@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use metrics::Gauge;
 
-use super::metrics::MetricsRegistry;
+use crate::service::ops::metrics::MetricsRegistry;
 
 /// A batch this large wakes the writer thread without waiting for a call to.
 pub(crate) const HIGH_WATER: usize = 64 * 1024;
@@ -581,6 +581,6 @@ mod tests {
     #[test]
     fn the_metrics_register_every_fault_cause_and_no_other() {
         let labels: Vec<&str> = Cause::ALL.iter().map(|c| c.label()).collect();
-        assert_eq!(labels, super::super::metrics::AUDIT_SINK_FAULT_CAUSES.to_vec());
+        assert_eq!(labels, crate::service::ops::metrics::AUDIT_SINK_FAULT_CAUSES.to_vec());
     }
 }

@@ -22,16 +22,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tonic::{Request, Response, Status};
 use tracing::{debug, debug_span};
 
-use super::audit_sink::{AuditRefused, AuditSink};
-use super::convert;
-use super::error::invalid_token;
-use super::metrics::{Method, Metrics, MetricsRegistry, TableMetrics};
-use super::proto::{self, red_dog_server::RedDog};
-use super::refusal_log::{Peer, REFUSAL_LOG_INTERVAL, RefusalLog};
-use super::sandbox;
-use super::state::{Binding, CommitmentPayload, RoundPayload, RoundState};
-use super::tables::{Currency, NamedTable, Tables};
-use super::token::{KeyRing, TokenKind, TokenRefusal, check_age};
 use crate::audit::record::{self, Amounts, Cards, DealClass, Decisions, Event, Hex32, Odds, SeatMoney, Steps};
 use crate::error::EngineError;
 use crate::fairness::commitment::{self, RoundRef};
@@ -40,6 +30,16 @@ use crate::fairness::{
     ALGORITHM, Commitment, DealInputs, FairShoe, RevealV2, RulesDigest, ServerSeed, SettledRound, Transcript,
 };
 use crate::game::{Card, Decision, MAX_SEATS, Money, Round, Settlement, Spread};
+use crate::proto::{self, red_dog_server::RedDog};
+use crate::service::error::invalid_token;
+use crate::service::evidence::audit_sink::{AuditRefused, AuditSink};
+use crate::service::ops::metrics::{Method, Metrics, MetricsRegistry, TableMetrics};
+use crate::service::round::convert;
+use crate::service::round::refusal_log::{Peer, REFUSAL_LOG_INTERVAL, RefusalLog};
+use crate::service::round::sandbox;
+use crate::service::round::state::{Binding, CommitmentPayload, RoundPayload, RoundState};
+use crate::service::round::token::{KeyRing, MAX_TOKEN_LEN, TokenKind, TokenRefusal, check_age};
+use crate::service::rules::tables::{Currency, NamedTable, Tables};
 use std::collections::BTreeMap;
 
 /// What the service needs to run.
@@ -130,7 +130,7 @@ fn now_ms() -> i64 {
 impl RedDogService {
     /// Runs a handler body with an RPC span, latency and status metrics. The span follows
     /// OpenTelemetry's RPC conventions and continues the caller's trace when the request
-    /// carries a W3C `traceparent` (see [`super::telemetry::continue_trace`]).
+    /// carries a W3C `traceparent` (see [`crate::service::ops::telemetry::continue_trace`]).
     ///
     /// Write-ahead: when the handler wrote an audit record (`Some(seq)`), the answer waits
     /// until the trail's output took that record, and is refused (`AUDIT_UNAVAILABLE`) if
@@ -154,7 +154,7 @@ impl RedDogService {
             rpc.grpc.status_code = tracing::field::Empty,
         );
         if !span.is_disabled() {
-            super::telemetry::continue_trace(&span, metadata);
+            crate::service::ops::telemetry::continue_trace(&span, metadata);
         }
         let result = match span.in_scope(f) {
             Ok((answer, Some(record))) => self.inner.audit.written(record).await.map(|()| answer).map_err(Status::from),
@@ -164,7 +164,7 @@ impl RedDogService {
         let code = result.as_ref().map_or_else(Status::code, |_| tonic::Code::Ok);
         if !span.is_disabled() {
             span.record("rpc.grpc.status_code", code as i64);
-            if super::telemetry::is_server_error(code) {
+            if crate::service::ops::telemetry::is_server_error(code) {
                 span.record("otel.status_code", "error");
             }
         }
@@ -607,7 +607,7 @@ pub(crate) fn commitment_payload(
         currency: named.currency.code().to_string(),
         minor_unit_exponent: u32::from(named.currency.minor_unit_exponent()),
         rules_digest: rules_digest.0.to_vec(),
-        paytable: super::state::paytable_odds(table.paytable()),
+        paytable: crate::service::round::state::paytable_odds(table.paytable()),
         min_bet: table.limits().min().0,
         max_bet: table.limits().max().0,
         sandbox: named.sandbox,
@@ -715,7 +715,14 @@ fn rules_per_table(config: &EngineConfig) -> BTreeMap<String, proto::GetRulesRes
         .iter()
         .map(|t| {
             let digest = t.digest();
-            let mut rules = super::rules::rules(&t.table, config.commitment_ttl, &t.id, currency(&t.currency), digest);
+            let mut rules = crate::service::rules::get_rules::rules(
+                &t.table,
+                config.commitment_ttl,
+                &t.id,
+                currency(&t.currency),
+                digest,
+                MAX_TOKEN_LEN as u32,
+            );
             rules.sandbox = t.sandbox;
             rules.signing_keys = signing_keys.clone();
             (t.id.clone(), rules)

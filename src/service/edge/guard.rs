@@ -59,11 +59,11 @@ use tonic::server::NamedService;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
-use super::codec::UNDECODABLE;
-use super::error::{ERROR_DOMAIN, ErrorReason};
-use super::metrics::MetricsRegistry;
-use super::transport::ConnInfo;
 use crate::error::EngineError;
+use crate::service::edge::codec::UNDECODABLE;
+use crate::service::edge::transport::ConnInfo;
+use crate::service::error::{ERROR_DOMAIN, ErrorReason};
+use crate::service::ops::metrics::MetricsRegistry;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 

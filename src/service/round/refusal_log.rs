@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::metrics::Method;
-use super::transport::ConnInfo;
+use crate::service::edge::transport::ConnInfo;
+use crate::service::ops::metrics::Method;
 
 /// At most one line per refusal reason per this interval.
 pub(crate) const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);

@@ -178,7 +178,7 @@ impl TlsReloader {
                 #[cfg(not(unix))]
                 let hup_recv = std::future::pending::<Option<()>>();
                 tokio::select! {
-                    () = super::accept::stopped(&mut stop) => return,
+                    () = crate::service::edge::accept::stopped(&mut stop) => return,
                     _ = hup_recv => this.reload_logged("SIGHUP"),
                     _ = tick.tick() => {
                         let changed = *this.stamp.read().unwrap_or_else(std::sync::PoisonError::into_inner) != stamp(&this.files);

@@ -2,7 +2,7 @@
 //! definition of `reddog-audit-v1`, docs/AUDIT.md "The records", for the writer, the readers
 //! and the tests); here is what only the writer needs. The handlers build each record from
 //! their own values, borrowed (building one allocates nothing);
-//! [`super::audit_sink::AuditSink`] serialises it behind its envelope into a reused buffer,
+//! [`crate::service::evidence::audit_sink::AuditSink`] serialises it behind its envelope into a reused buffer,
 //! hashes the line and chains the next record to it. A table's rules digest has one
 //! definition: [`crate::fairness::TableRules::of`] (via [`super::NamedTable::digest`]).
 

@@ -377,7 +377,7 @@ mod tests {
         }
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let rec = Recorder::default();
-        let metrics = crate::service::metrics::MetricsRegistry::new();
+        let metrics = crate::service::ops::metrics::MetricsRegistry::new();
         let w = BatchWriter::start_counting_drops(Gated(gate.clone(), rec.clone()), metrics.log_lines_dropped());
         let line = vec![b'x'; 1023].into_iter().chain([b'\n']).collect::<Vec<u8>>();
         // Three times the capacity: the writer holds one batch, the buffer fills, the rest is

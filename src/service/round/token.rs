@@ -72,7 +72,6 @@ use sha2::Sha256;
 use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
-use super::signing::ReceiptSigner;
 use crate::error::{Cause, EngineError, Fault};
 use crate::fairness::FairnessError;
 use crate::game::paytable::MAX_ODDS;
@@ -81,6 +80,7 @@ use crate::game::{MAX_DECKS, MAX_SEATS};
 use crate::ids::{
     CURRENCY_CODE_LEN, MAX_CLIENT_SEED_BYTES, MAX_MINOR_UNIT_EXPONENT, MAX_ROUND_ID_BYTES, MAX_TABLE_ID_BYTES,
 };
+use crate::service::evidence::signing::ReceiptSigner;
 
 /// The token format version this engine seals and reads.
 pub(crate) const TOKEN_VERSION: u8 = 2;

@@ -37,8 +37,8 @@
 //!   fail): the drain uses it once no call is in progress, so a peer that never reads cannot
 //!   hold the shutdown.
 //!
-//! [`Guarded`]: super::guard::Guarded
-//! [`Activity`]: super::guard::Activity
+//! [`Guarded`]: crate::service::edge::guard::Guarded
+//! [`Activity`]: crate::service::edge::guard::Activity
 
 use std::collections::HashMap;
 use std::io;
@@ -58,10 +58,10 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 use tracing::debug;
 
-use super::accept::{AcceptBackoff, stopped};
-use super::limits::TransportLimits;
-use super::metrics::MetricsRegistry;
-use super::tls::TlsReloader;
+use crate::service::edge::accept::{AcceptBackoff, stopped};
+use crate::service::edge::limits::TransportLimits;
+use crate::service::edge::tls::TlsReloader;
+use crate::service::ops::metrics::MetricsRegistry;
 
 /// The HTTP/2 client connection preface (RFC 9113 §3.4).
 pub(crate) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

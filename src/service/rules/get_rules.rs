@@ -2,22 +2,22 @@
 
 use std::time::Duration;
 
-use super::build_info;
-use super::proto;
-use super::token::MAX_TOKEN_LEN;
 use crate::fairness::{ALGORITHM, ALGORITHM_VERSION, RulesDigest};
 use crate::game::{MAX_SEATS, Spread, Table};
 use crate::ids::{MAX_CLIENT_SEED_BYTES, MAX_ROUND_ID_BYTES};
 use crate::odds::{Analysis, RtpDefinition, decimal, fraction};
+use crate::proto;
+use crate::service::build_info;
 
 /// The rules of `table` (id `table_id`, amounts in `currency`, rules digest `rules_digest`)
-/// as the API states them.
+/// as the API states them; `max_token_bytes` is the longest token the engine seals.
 pub(crate) fn rules(
     table: &Table,
     commitment_ttl: Duration,
     table_id: &str,
     currency: proto::Currency,
     rules_digest: RulesDigest,
+    max_token_bytes: u32,
 ) -> proto::GetRulesResponse {
     let (rtp_exact, rtp_decimal, raise_rule) = rtp(table);
     proto::GetRulesResponse {
@@ -36,7 +36,7 @@ pub(crate) fn rules(
         commitment_ttl_secs: commitment_ttl.as_secs(),
         max_client_seed_bytes: MAX_CLIENT_SEED_BYTES as u32,
         max_round_id_bytes: MAX_ROUND_ID_BYTES as u32,
-        max_token_bytes: MAX_TOKEN_LEN as u32,
+        max_token_bytes,
         rtp_figures: rtp_figures(table),
         table_id: table_id.to_string(),
         currency: Some(currency),

@@ -53,7 +53,7 @@
 //! process's global `metrics` recorder) and its exact money and payout sums
 //! ([`MoneyMetrics`]). It is passed in to everything that records (the service, the
 //! transport and guard, the audit sink, the log writer and the OTLP exporter: the binary
-//! creates it and hands it to [`super::telemetry::init`] and to [`super::Settings`]), and its
+//! creates it and hands it to [`crate::service::ops::telemetry::init`] and to [`super::Settings`]), and its
 //! `/metrics` listener renders it.
 //! No `counter!` macro reaches a global recorder and no `static` holds a handle (the test
 //! `service_metrics::no_file_under_src_holds_a_static_metrics_handle_or_reaches_a_global_recorder`
@@ -80,21 +80,16 @@
 //! standard errors: a settlement that pays other odds than the paytable's drifts away.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use http_body_util::Full;
-use hyper::body::Bytes;
-use hyper::service::service_fn;
 use metrics::{Counter, Gauge, Histogram, IntoLabels, Key, Level, Metadata, Recorder, Unit};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusRecorder};
-use tokio::net::TcpListener;
 
-use super::build_info;
-use super::tables::Currency;
 use crate::game::{Decks, HandClass, Paytable, Rule, Settlement, Spread, Table};
 use crate::odds::{Analysis, Exact, RtpDefinition, decimal, round_expectation, to_f64};
+use crate::service::build_info;
+use crate::service::rules::tables::Currency;
 
 /// The exact sums of the money settled at one table, in minor units.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -502,7 +497,7 @@ impl MetricsRegistry {
     /// against a certified rules file naming this binary, 0 otherwise (no file, or a file of
     /// another binary served with `--allow-uncertified-binary`); `reddog_binary_certified`
     /// likewise.
-    pub(crate) fn rules_certified(&self, tables: &super::tables::Tables, certified: bool) {
+    pub(crate) fn rules_certified(&self, tables: &crate::service::rules::tables::Tables, certified: bool) {
         let value = if certified { 1.0 } else { 0.0 };
         for t in tables.iter() {
             self.gauge("reddog_rules_certified", &[("table", t.id.clone()), ("rules_digest", t.digest().to_hex())])
@@ -518,14 +513,14 @@ impl MetricsRegistry {
         self.inner.serving.clone()
     }
 
-    /// The counter of failed OTLP trace exports, for [`super::telemetry::init`].
+    /// The counter of failed OTLP trace exports, for [`crate::service::ops::telemetry::init`].
     pub(crate) fn otlp_export_failures(&self) -> Counter {
         self.inner.otlp_export_failures.clone()
     }
 
     /// Records a refused token (every one; the log line is bounded by
-    /// [`super::refusal_log::RefusalLog`]). `reason` is one of the
-    /// [`crate::service::token::TokenRefusal`] labels.
+    /// [`crate::service::round::refusal_log::RefusalLog`]). `reason` is one of the
+    /// [`crate::service::round::token::TokenRefusal`] labels.
     pub(crate) fn token_rejected(&self, method: Method, reason: &'static str) {
         self.counter("reddog_token_rejections_total", &[("method", method.name()), ("reason", reason)]).increment(1);
     }
@@ -572,13 +567,13 @@ impl MetricsRegistry {
         self.counter("reddog_connections_closed_total", &[("reason", reason)]).increment(1);
     }
 
-    /// The counter of accept-loop back-offs, for [`super::accept::AcceptBackoff::new`].
+    /// The counter of accept-loop back-offs, for [`crate::service::edge::accept::AcceptBackoff::new`].
     pub(crate) fn accept_backoff_counter(&self) -> Counter {
         self.inner.accept_backoffs.clone()
     }
 
     /// The counter of diagnostic log lines dropped on a stalled output, for
-    /// [`super::log_writer::BatchWriter::start_counting_drops`].
+    /// [`crate::service::ops::log_writer::BatchWriter::start_counting_drops`].
     pub(crate) fn log_lines_dropped(&self) -> Counter {
         self.inner.log_lines_dropped.clone()
     }
@@ -603,54 +598,6 @@ impl MetricsRegistry {
     pub(crate) fn audit_sink_fault(&self, cause: &'static str) {
         self.counter("reddog_audit_sink_faults_total", &[("cause", cause)]).increment(1);
     }
-}
-
-/// Serves `GET /metrics` (Prometheus text format: [`MetricsRegistry::render`]) on `listener`
-/// until the task is dropped, with hyper's HTTP/1.1 server (keep-alive, pipelining and
-/// malformed requests are hyper's business, not ours). `GET /` answers a pointer to
-/// `/metrics`; anything else is 404.
-pub(crate) async fn serve(listener: TcpListener, registry: MetricsRegistry) {
-    // Out of file descriptors, accept fails at once until one is freed: back off like the
-    // gRPC listener instead of spinning a core.
-    let mut backoff = super::accept::AcceptBackoff::new("metrics", registry.accept_backoff_counter());
-    loop {
-        let (stream, _) = backoff.accept(&listener).await;
-        let registry = registry.clone();
-        let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-            let registry = registry.clone();
-            async move { Ok::<_, std::convert::Infallible>(respond(&req, &registry)) }
-        });
-        tokio::spawn(async move {
-            let conn = hyper::server::conn::http1::Builder::new()
-                .header_read_timeout(Duration::from_secs(5))
-                .timer(hyper_util::rt::TokioTimer::new())
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            let _ = conn.await;
-        });
-    }
-}
-
-fn respond<B>(req: &hyper::Request<B>, registry: &MetricsRegistry) -> hyper::Response<Full<Bytes>> {
-    let (status, body) = match (req.method(), req.uri().path()) {
-        (&hyper::Method::GET, "/metrics") => (hyper::StatusCode::OK, registry.render()),
-        (&hyper::Method::GET, "/") => (hyper::StatusCode::OK, "reddog metrics: see /metrics\n".to_string()),
-        _ => (hyper::StatusCode::NOT_FOUND, "not found\n".to_string()),
-    };
-    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"));
-    response
-}
-
-/// Binds the metrics listener and serves `registry` on it in the background; returns the
-/// bound address.
-pub(crate) async fn spawn(addr: SocketAddr, registry: MetricsRegistry) -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    tokio::spawn(serve(listener, registry));
-    Ok(bound)
 }
 
 /// The RPCs of `reddog.v1.RedDog`, as metric labels.

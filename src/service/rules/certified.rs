@@ -35,8 +35,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use super::tables::{NamedTable, Tables};
 use crate::game::Paytable;
+use crate::service::rules::tables::{NamedTable, Tables};
 
 /// The `format` of the file.
 pub(crate) const FORMAT: &str = "reddog-certified-rules-v2";
@@ -194,7 +194,7 @@ impl RulesSpec {
 impl CertifiedTable {
     /// A configured table's entry.
     pub fn of(t: &NamedTable, promotion: bool) -> CertifiedTable {
-        let (rtp_exact, rtp_decimal, _) = super::rules::rtp(&t.table);
+        let (rtp_exact, rtp_decimal, _) = crate::service::rules::get_rules::rtp(&t.table);
         CertifiedTable {
             table_id: t.id.clone(),
             rules_digest: t.digest().to_hex(),
@@ -216,8 +216,8 @@ impl CertifiedRules {
             format: FORMAT.to_string(),
             verdict: PASS.to_string(),
             binary_sha256: binary_sha256.to_string(),
-            binary_version: super::build_info::VERSION.to_string(),
-            binary_git_commit: super::build_info::GIT_COMMIT.to_string(),
+            binary_version: crate::service::build_info::VERSION.to_string(),
+            binary_git_commit: crate::service::build_info::GIT_COMMIT.to_string(),
             certified_at: now.to_string(),
             plan: plan.to_string(),
             tables: tables.iter().map(|t| CertifiedTable::of(t, tables.is_promotion(&t.id))).collect(),
@@ -282,7 +282,7 @@ impl CertifiedRules {
                     format!("{} is not the digest of these rules ({digest})", c.rules_digest),
                 ));
             }
-            let (exact, decimal, _) = super::rules::rtp(&table.table);
+            let (exact, decimal, _) = crate::service::rules::get_rules::rtp(&table.table);
             if c.rtp_exact != exact {
                 return Err(bad(at("rtp_exact"), format!("{:?}: these rules' exact RTP is {exact}", c.rtp_exact)));
             }

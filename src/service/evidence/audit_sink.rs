@@ -6,11 +6,11 @@
 //! [`Event`]) is serialised by serde into one buffer the sink keeps, under the sink's lock:
 //! the lock gives the record its `seq`, its `prev` (the SHA-256 of the previous line) and its
 //! place in the output, so the chain in the file is the chain in memory. The line is then
-//! appended to the write-ahead writer ([`super::audit_writer`]); [`AuditSink::record`] returns
+//! appended to the write-ahead writer ([`crate::service::evidence::audit_writer`]); [`AuditSink::record`] returns
 //! the record's `seq`, and the handler answers only after [`AuditSink::written`] says the
 //! output took it (group commit: the calls of one batch share one `write(2)`).
 //!
-//! When the output cannot take the record (behind by [`super::audit_writer::CAPACITY`],
+//! When the output cannot take the record (behind by [`crate::service::evidence::audit_writer::CAPACITY`],
 //! failing, stalled) or the sink has stopped, the record is refused, or the wait for it ends,
 //! and so does the call that wanted it: `UNAVAILABLE` with reason `AUDIT_UNAVAILABLE` (the
 //! platform retries, on this replica or another), counted in
@@ -41,16 +41,16 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use std::borrow::Cow;
 
-use super::audit_record::checkpoint_message;
-use super::audit_writer::{AuditWriter, Cause, Health, Output, Plain, Refusal, Synced};
-use super::build_info;
-use super::error::{ERROR_DOMAIN, ErrorReason};
-use super::metrics::MetricsRegistry;
-use super::tables::Tables;
 use crate::audit::record::{
     At, AuditResumed, AuditStarted, AuditStopped, Checkpoint, Envelope, Event, Hex32, HexBytes, Odds, PreviousRecord,
     REVISION, Record, SCHEMA, TableDigest, stopped_message,
 };
+use crate::service::build_info;
+use crate::service::error::{ERROR_DOMAIN, ErrorReason};
+use crate::service::evidence::audit_record::checkpoint_message;
+use crate::service::evidence::audit_writer::{AuditWriter, Cause, Health, Output, Plain, Refusal, Synced};
+use crate::service::ops::metrics::MetricsRegistry;
+use crate::service::rules::tables::Tables;
 
 /// Signs checkpoints: the key ring's signing key, when it has one (Ed25519 over
 /// [`checkpoint_message`]; `reddog audit-log --public-key` verifies it); without it
@@ -549,7 +549,7 @@ impl AuditSink {
         Ok(n)
     }
 
-    /// Every 100 ms until the sink stops (a tokio task; [`super::Application`] starts it):
+    /// Every 100 ms until the sink stops (a tokio task; [`crate::service::Application`] starts it):
     /// notices a stalled output, writes `audit_resumed` once a fault has cleared (so
     /// readiness returns without waiting for a call), repeats a fault's ERROR line once a
     /// minute with the calls refused so far, and writes a checkpoint every interval while
@@ -672,7 +672,7 @@ mod tests {
         .iter()
         .map(|r| r.label())
         .collect();
-        let mut registered = super::super::metrics::AUDIT_REFUSED_REASONS.to_vec();
+        let mut registered = crate::service::ops::metrics::AUDIT_REFUSED_REASONS.to_vec();
         labels.sort_unstable();
         registered.sort_unstable();
         assert_eq!(labels, registered);
@@ -791,7 +791,7 @@ mod tests {
         let steps = vec![step.clone()];
         let mut money = [SeatMoney::default(); MAX_SEATS];
         let commitment = ServerSeed::from_bytes([7; 32]).commitment();
-        let unspecified = super::super::tables::Currency::unspecified();
+        let unspecified = crate::service::rules::tables::Currency::unspecified();
         let digest =
             crate::fairness::TableRules::of(&table, unspecified.code(), unspecified.minor_unit_exponent(), false)
                 .digest()

@@ -11,7 +11,7 @@
 //!
 //! The generated server builds the codec with `Default`, so the codec holds no handle on its
 //! application's metrics: it marks an undecodable request's answer with the [`UNDECODABLE`]
-//! header, and [`super::guard::Guarded`] counts it in `reddog_undecodable_requests_total`
+//! header, and [`crate::service::edge::guard::Guarded`] counts it in `reddog_undecodable_requests_total`
 //! and removes the header before the answer leaves.
 //!
 //! The codec also sizes each call's buffers to its message ([`CALL_BUFFER_BYTES`]) instead of
@@ -27,7 +27,7 @@ use tonic_prost::ProstEncoder;
 use crate::error::EngineError;
 
 /// The header marking the answer to a request the codec could not decode (see the module
-/// docs): removed by [`super::guard::Guarded`], never sent.
+/// docs): removed by [`crate::service::edge::guard::Guarded`], never sent.
 pub(crate) const UNDECODABLE: &str = "reddog-undecodable";
 
 /// The first allocation of a call's encode buffer and of its decode buffer, in bytes.

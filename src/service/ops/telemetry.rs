@@ -39,8 +39,8 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-pub(crate) use super::log_writer::BatchWriter;
-use super::metrics::MetricsRegistry;
+pub(crate) use crate::service::ops::log_writer::BatchWriter;
+use crate::service::ops::metrics::MetricsRegistry;
 
 /// Log line format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -193,9 +193,9 @@ impl Drop for Telemetry {
     }
 }
 
-/// What the OTLP layer receives: `info` and the per-RPC span (target `reddog::service::api`,
+/// What the OTLP layer receives: `info` and the per-RPC span (target `reddog::service::round::api`,
 /// level DEBUG).
-const OTLP_FILTER: &str = "info,reddog::service::api=debug";
+const OTLP_FILTER: &str = "info,reddog::service::round::api=debug";
 
 /// Installs the global subscriber: the fmt layer (text or JSON) over a [`BatchWriter`] on
 /// stderr (its waits counted in `metrics`), filtered by `RUST_LOG`, and the OTLP layer when
