@@ -32,7 +32,7 @@ import uuid
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
-from reddog_client import RETRYABLE, expected_return, load_stubs, retry_delay, rpc_status  # noqa: E402
+from reddog_client import DEFINITE, expected_return, load_stubs, retry_delay, rpc_status  # noqa: E402
 
 if rpc_status is not None:
     from google.rpc import error_details_pb2
@@ -84,8 +84,9 @@ class Fleet:
             return addr, self.stubs[addr]
 
     def call(self, method, request, addr=None, attempts=10):
-        """One call on a random replica (or on `addr`), retried on another on a transient
-        failure. Returns (answer, the address that answered)."""
+        """One call on a random replica (or on `addr`), retried on another on every unknown
+        outcome (any code but a definite refusal's, INTEGRATION.md). Returns (answer, the
+        address that answered)."""
         for attempt in range(1, attempts + 1):
             with self.lock:
                 stub = self.stubs.get(addr) if attempt == 1 else None
@@ -96,7 +97,7 @@ class Fleet:
             try:
                 return getattr(stub, method)(request, timeout=5), at
             except grpc.RpcError as err:
-                if err.code() not in RETRYABLE or attempt == attempts:
+                if err.code() in DEFINITE or attempt == attempts:
                     raise Refused(method, err) from None
                 with self.lock:
                     self.retries[err.code().name] = self.retries.get(err.code().name, 0) + 1

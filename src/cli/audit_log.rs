@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use reddog::audit::{self, Finding, Kind, Mode, Options, Report, Step, round};
-use reddog::fairness::{AnyReveal, parse_reveal};
+use reddog::fairness::{AnyReveal, Expectations, Verification};
 
 #[derive(Debug, clap::Args)]
 pub struct AuditLogArgs {
@@ -87,19 +87,22 @@ pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
         }
         checkpoint_key = Some(key);
     }
-    let reveal = match &args.reveal {
+    // The disputed reveal's own checks (FAIRNESS 4.5) are the one `Verification` every
+    // verifier renders: the log can be consistent only with a reveal that holds.
+    let checked = match &args.reveal {
         None => None,
         Some(path) => match std::fs::read_to_string(path)
             .map_err(|e| e.to_string())
-            .and_then(|t| parse_reveal(&t).map_err(|e| e.to_string()))
+            .and_then(|t| Verification::check(&t, &Expectations::default(), None).map_err(|e| e.to_string()))
         {
-            Ok(r) => Some(r),
+            Ok(v) => Some(v),
             Err(e) => {
                 eprintln!("audit-log: cannot read the reveal {}: {e}", path.display());
                 return Ok(ExitCode::from(2));
             }
         },
     };
+    let reveal = checked.as_ref().map(|v| v.reveal.clone());
     let steps = match super::fairness::read_step_receipts(&args.receipt) {
         Ok(s) => s,
         Err(e) => {
@@ -151,7 +154,10 @@ pub fn run(args: AuditLogArgs) -> anyhow::Result<ExitCode> {
     }
     let mut out = io::stdout().lock();
     let code = match (&reveal, &args.round) {
-        (Some(r), _) => reveal_report(&mut out, &report, r, &receipts, args.json)?,
+        (Some(r), _) => {
+            let failures = checked.as_ref().map(Verification::failures).unwrap_or_default();
+            reveal_report(&mut out, &report, r, &failures, &receipts, args.json)?
+        }
         (None, Some(id)) => round_report(&mut out, report, id, args.json)?,
         (None, None) => full_report(&mut out, &report, args.json, checkpoint_key.is_some())?,
     };
@@ -272,6 +278,7 @@ fn reveal_report(
     out: &mut impl Write,
     report: &Report,
     reveal: &AnyReveal,
+    failures: &[String],
     receipts: &[(String, bool, bool)],
     json: bool,
 ) -> io::Result<u8> {
@@ -295,13 +302,16 @@ fn reveal_report(
         })
         .collect();
     let transcript_settled = transcript.is_some_and(|t| settled.contains(t));
-    let ok = transcript_settled && findings.is_empty() && receipts.iter().all(|&(_, s, d)| s && d);
+    let ok =
+        failures.is_empty() && transcript_settled && findings.is_empty() && receipts.iter().all(|&(_, s, d)| s && d);
     if json {
         let value = serde_json::json!({
             "commitment": commitment,
             "transcript": transcript,
             "records_of_commitment": report.kept.len(),
             "transcript_logged": transcript.is_some_and(|t| logged.contains(t)),
+            "reveal_verified": failures.is_empty(),
+            "reveal_failures": failures,
             "transcript_settled": transcript_settled,
             "settled_transcripts": settled,
             "findings": findings,
@@ -315,6 +325,12 @@ fn reveal_report(
         writeln!(out)?;
     } else {
         writeln!(out, "reveal: commitment {commitment}: {} logged round record(s)", report.kept.len())?;
+        if failures.is_empty() {
+            writeln!(out, "reveal: its own checks hold (commitment, cards, payouts, transcript, rules)")?;
+        }
+        for why in failures {
+            writeln!(out, "reveal: NOT VERIFIED: {why}")?;
+        }
         match transcript {
             None => writeln!(out, "reveal: a version-1 reveal carries no transcript: it cannot be matched")?,
             Some(t) if transcript_settled => writeln!(out, "reveal: transcript {t} was settled as logged")?,

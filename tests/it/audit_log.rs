@@ -326,8 +326,25 @@ fn a_disputed_reveal_is_checked_against_the_logged_transcripts() {
     assert_eq!(run.code, Some(0), "{}", run.stdout);
     assert!(run.stdout.contains("consistent with the log"), "{}", run.stdout);
 
-    // The same reveal with another transcript (a forged reveal recomputes it): not logged.
     let v: serde_json::Value = serde_json::from_str(&reveal("r-000000000")).unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(
+            &audit_log(&["--reveal", path.to_str().unwrap(), "--json"], &files).stdout
+        )
+        .unwrap()["reveal_verified"],
+        true
+    );
+    // The same reveal with another server seed: its transcript is settled in the log, but the
+    // reveal itself does not hold (the seed is not the committed one), so it is not consistent.
+    let other_seed = reveal("r-000000000").replace(v["server_seed"].as_str().unwrap(), &"cd".repeat(32));
+    std::fs::write(&path, other_seed).unwrap();
+    let run = audit_log(&["--reveal", path.to_str().unwrap()], &files);
+    assert_eq!(run.code, Some(1), "{}", run.stdout);
+    assert!(run.stdout.contains("transcript") && run.stdout.contains("was settled as logged"), "{}", run.stdout);
+    assert!(run.stdout.contains("NOT VERIFIED: the commitment is not SHA-256 of the server seed"), "{}", run.stdout);
+    assert!(run.stdout.contains("NOT consistent with the log"), "{}", run.stdout);
+
+    // The same reveal with another transcript (a forged reveal recomputes it): not logged.
     let forged = reveal("r-000000000").replace(v["transcript"].as_str().unwrap(), &"ab".repeat(32));
     std::fs::write(&path, forged).unwrap();
     let run = audit_log(&["--reveal", path.to_str().unwrap()], &files);
