@@ -8,6 +8,7 @@ pub use crate::service::edge::transport::{
     DELIVERY_DEADLINE, DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE, UNUSED_MIN_AGE,
 };
 pub use crate::service::evidence::audit_sink::AuditRefused;
+pub use crate::service::evidence::audit_writer::Cause as AuditSinkCause;
 pub use crate::service::ops::log_writer::{BatchWriter, Full};
 pub use crate::service::round::state::{CommitmentPayload, DEFAULT_TABLE_ID, RoundPayload, RoundState};
 pub use crate::service::round::token::{MAX_TOKEN_LEN, TokenKind};

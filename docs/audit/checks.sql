@@ -4,6 +4,8 @@
 --
 --   kind, table_id, round_id, commitment, replica, run, seq, detail
 --
+-- Not here: torn_record (this table holds whole records only), chain_tail_missing (it needs
+-- audit_started.previous) and checkpoint_signature (Ed25519): `reddog audit-log` only.
 -- Round findings fill table_id, round_id and commitment (not for round_redealt, which spans
 -- several commitments); chain findings fill replica, run and seq. `reddog audit-log --json`
 -- reports the same findings with the same keys; CI (scripts/ci.d/65-audit-sql.sh) runs both on
@@ -124,6 +126,20 @@ SELECT 'chain_gap' AS kind, CAST(NULL AS VARCHAR) AS table_id, CAST(NULL AS VARC
        CAST(NULL AS VARCHAR) AS commitment, replica, run, seq + 1 AS seq,
        CONCAT(CAST(next_seq - seq - 1 AS VARCHAR), ' record(s) missing before seq ', CAST(next_seq AS VARCHAR)) AS detail
 FROM n WHERE next_seq > seq + 1;
+
+-- chain_gap, at the start: a run whose first record present is not seq 0 (its start removed).
+WITH m AS (SELECT replica, run, MIN(seq) AS first_seq FROM audit GROUP BY replica, run)
+SELECT 'chain_gap' AS kind, CAST(NULL AS VARCHAR) AS table_id, CAST(NULL AS VARCHAR) AS round_id,
+       CAST(NULL AS VARCHAR) AS commitment, replica, run, CAST(0 AS BIGINT) AS seq,
+       CONCAT(CAST(first_seq AS VARCHAR), ' record(s) missing before seq ', CAST(first_seq AS VARCHAR),
+              ': the start of the run') AS detail
+FROM m WHERE first_seq > 0;
+
+-- sink_outage: an audit_resumed record (the output failed for a while; calls were refused).
+SELECT 'sink_outage' AS kind, CAST(NULL AS VARCHAR) AS table_id, CAST(NULL AS VARCHAR) AS round_id,
+       CAST(NULL AS VARCHAR) AS commitment, replica, run, seq,
+       'the trail''s output failed for a while; calls were refused meanwhile' AS detail
+FROM (SELECT DISTINCT replica, run, seq FROM audit WHERE event = 'audit_resumed') r;
 
 -- chain_edit, rule 1: two or more different records with one seq.
 WITH rec AS (SELECT DISTINCT replica, run, seq, prev, line_hash, event, head FROM audit)

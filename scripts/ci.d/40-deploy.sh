@@ -93,7 +93,7 @@ import re, sys
 text = open(sys.argv[1]).read()
 want = ["process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
         "reddog_load_shed_total", "reddog_request_timeouts_total", "reddog_accept_backoffs_total",
-        "reddog_log_writer_waits_total", "reddog_undecodable_requests_total",
+        "reddog_log_lines_dropped_total", "reddog_undecodable_requests_total",
         "reddog_connections_closed_total", "reddog_token_rejections_total",
         "reddog_staked_minor_units_total", "reddog_returned_minor_units_total",
         "reddog_expected_returned_minor_units_total", "reddog_returned_variance_minor_units_squared_total",

@@ -4,7 +4,8 @@
 # (kind, table, round, commitment, replica, run, seq), on generated audit trails: a clean
 # three-replica log with retries; every misuse pattern (also equal to what the generator
 # planted); a clean log with one replica's clock shifted by +50 ms and by -50 ms (no findings);
-# a truncated file, an edited record, two records swapped, the same file given twice.
+# a truncated file, a file without its first 100 records, an edited record, two records
+# swapped, the same file given twice.
 # Closes with "audit-sql: N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -93,6 +94,9 @@ f="$tmp/t/replica-0.jsonl"
 sed '200,230d' "$f" > "$tmp/truncated.jsonl"
 st=0; compare "a truncated file (middle lines removed)" findings "$tmp/truncated.jsonl" "$tmp/t/replica-1.jsonl" || st=$?
 result "a truncated file (middle lines removed)" $st
+sed '1,100d' "$f" > "$tmp/headless.jsonl"
+st=0; compare "a file without its first 100 records" findings "$tmp/headless.jsonl" "$tmp/t/replica-1.jsonl" || st=$?
+result "a file without its first 100 records" $st
 sed '300s/"at":"2026/"at":"2027/' "$f" > "$tmp/edited.jsonl"
 if cmp -s "$f" "$tmp/edited.jsonl"; then result "an edited record (the edit applied)" 1; fi
 st=0; compare "an edited record" findings "$tmp/edited.jsonl" "$tmp/t/replica-1.jsonl" || st=$?

@@ -15,7 +15,13 @@
 #   - the lockouts (tests/it/lockouts.rs: four connections that never read, stalled calls,
 #     a churn of unused connections, an unread audit pipe and SIGTERM with
 #     --drain-timeout-secs 3) and the key-file modes refused at start-up, on the release
-#     binary as an attacker or an operator meets it.
+#     binary as an attacker or an operator meets it;
+#   - the audit sink under every fault (tests/it/audit_sink_faults.rs, as root: a tmpfs filled
+#     and freed under load then a SIGKILL and a restart on the torn tail, /dev/full, ext4 on a
+#     loop device frozen and thawed with fsfreeze, a stalled stdout reader, a full stderr pipe
+#     at every log level, a run's end cut after a restart): every answer received is in the
+#     trail, readiness NOT_SERVING within 2 s, calls again within 10 s, audit-log's findings,
+#     SIGTERM within the drain bound.
 # Prints each run's figures; exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,5 +44,10 @@ cargo test --locked --test it -- --nocapture audit_log:: fairness_cli:: receipts
   lockouts:: operator_errors:: >"$log" 2>&1 || evidence=$?
 grep -E '^(fresh client|unread audit pipe|SIGTERM with)|test result' "$log" || true
 [ "$evidence" -eq 0 ] || { grep -E -A6 'panicked|FAILED' "$log" | head -60; status=$evidence; }
+echo "-- the audit sink under every fault, against $REDDOG_TEST_BIN"
+sink=0
+cargo test --locked --test it -- --test-threads 1 --nocapture audit_sink_faults:: >"$log" 2>&1 || sink=$?
+grep -E 'refused|answered|answers|SIGTERM|torn|SKIPPED|test result' "$log" | sed 's/^test [^ ]* \.\.\. //' || true
+[ "$sink" -eq 0 ] || { grep -E -A6 'panicked|FAILED' "$log" | head -60; status=$sink; }
 echo "soak and faults took $(( $(date +%s) - START )) s"
 exit "$status"

@@ -46,17 +46,29 @@ pub enum Kind {
     RoundRedealt,
     /// A round started and never settled (only when asked for).
     OpenRound,
-    /// A checkpoint whose signature does not verify with the public key given, or that
-    /// carries none (only with a public key).
+    /// A checkpoint (or a revision-2 `audit_stopped`) whose signature does not verify with
+    /// the public key given, or that carries none (only with a public key).
     CheckpointSignature,
+    /// A line naming the audit schema that is not whole JSON: a record cut off mid-line (a
+    /// crash or a full disk), or glued to the next.
+    TornRecord,
+    /// A later run found this run's last record at a `seq` the input does not reach (or at
+    /// that `seq` another record): the run's end was cut off.
+    ChainTailMissing,
+    /// An `audit_resumed` record: the trail's output failed for a while and calls were
+    /// refused meanwhile (none answered without its record).
+    SinkOutage,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 12] = [
         Kind::ChainGap,
         Kind::ChainEdit,
         Kind::ChainOrder,
+        Kind::ChainTailMissing,
+        Kind::TornRecord,
+        Kind::SinkOutage,
         Kind::CommitmentReuse,
         Kind::Fork,
         Kind::PeekThenPlay,
@@ -77,6 +89,9 @@ impl Kind {
             Kind::RoundRedealt => "round_redealt",
             Kind::OpenRound => "open_round",
             Kind::CheckpointSignature => "checkpoint_signature",
+            Kind::TornRecord => "torn_record",
+            Kind::ChainTailMissing => "chain_tail_missing",
+            Kind::SinkOutage => "sink_outage",
         }
     }
 }
@@ -108,6 +123,21 @@ impl Finding {
             table_id: Some(table_id.to_owned()),
             round_id: Some(round_id.to_owned()),
             commitment: commitment.map(str::to_owned),
+            replica: None,
+            run: None,
+            seq: None,
+            started_at: None,
+            detail,
+        }
+    }
+
+    /// A finding about a line of a file, not of a chain (a torn record).
+    pub(crate) fn line(kind: Kind, detail: String) -> Finding {
+        Finding {
+            kind,
+            table_id: None,
+            round_id: None,
+            commitment: None,
             replica: None,
             run: None,
             seq: None,
@@ -404,11 +434,42 @@ fn gap(replica: &str, run: &str, have: u64, next: u64) -> Finding {
     )
 }
 
+/// A run's end as the next run found it (`audit_started.previous`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TailClaim {
+    pub replica: String,
+    pub run: String,
+    pub seq: u64,
+    pub event: String,
+    pub hash: String,
+    /// The run that found it, and where (`FILE:LINE`).
+    pub by_run: String,
+    pub at: String,
+}
+
 /// The chain checks across blocks: a gap or an edit where one block ends and the next
-/// present block of the same chain begins.
+/// present block of the same chain begins, and a run whose first record present is not
+/// `seq` 0 (its start removed).
 pub fn join_blocks(mut blocks: Vec<BlockSummary>) -> Vec<Finding> {
     blocks.sort_by(|a, b| (&a.replica, &a.run, a.block).cmp(&(&b.replica, &b.run, b.block)));
     let mut out = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let first = i == 0 || (&blocks[i - 1].replica, &blocks[i - 1].run) != (&b.replica, &b.run);
+        if first && b.min_seq > 0 {
+            out.push(Finding::chain(
+                Kind::ChainGap,
+                &b.replica,
+                &b.run,
+                0,
+                format!(
+                    "records with seq 0 to {} are missing ({} records): the run's start, audit_started, is not in \
+                     the input",
+                    b.min_seq - 1,
+                    b.min_seq
+                ),
+            ));
+        }
+    }
     for w in blocks.windows(2) {
         let (a, b) = (&w[0], &w[1]);
         if (&a.replica, &a.run) != (&b.replica, &b.run) {
@@ -427,6 +488,42 @@ pub fn join_blocks(mut blocks: Vec<BlockSummary>) -> Vec<Finding> {
                 ));
             }
         }
+    }
+    out
+}
+
+/// Each run's end, as the run after it found it, against the input: a run that ends before
+/// the `seq` found, or holds another record there, lost its end. Runs not in the input are
+/// not judged (their files were not given).
+pub fn check_tails(blocks: &[BlockSummary], claims: &[TailClaim]) -> Vec<Finding> {
+    let mut ends: HashMap<(&str, &str), &BlockSummary> = HashMap::new();
+    for b in blocks {
+        let end = ends.entry((b.replica.as_str(), b.run.as_str())).or_insert(b);
+        if b.max_seq > end.max_seq {
+            *end = b;
+        }
+    }
+    let mut out = Vec::new();
+    for c in claims {
+        let Some(end) = ends.get(&(c.replica.as_str(), c.run.as_str())) else { continue };
+        let detail = if end.max_seq < c.seq {
+            format!(
+                "run {} found this run's last record at seq {} ({}); the input ends it at seq {}: records {} to {} \
+                 are missing ({})",
+                c.by_run,
+                c.seq,
+                c.event,
+                end.max_seq,
+                end.max_seq + 1,
+                c.seq,
+                c.at
+            )
+        } else if end.max_seq == c.seq && !end.max_hashes.contains(&c.hash) {
+            format!("run {} found another record at seq {} ({}, {})", c.by_run, c.seq, c.event, c.at)
+        } else {
+            continue;
+        };
+        out.push(Finding::chain(Kind::ChainTailMissing, &c.replica, &c.run, end.max_seq + 1, detail));
     }
     out
 }
@@ -523,6 +620,39 @@ mod tests {
     }
 
     #[test]
+    fn a_run_whose_start_is_missing_is_a_gap_from_seq_0_and_a_cut_end_is_found_by_the_next_run() {
+        let b = 1u64 << BLOCK_BITS;
+        let facts = vec![link("x", 100, "p", "h100"), link("x", 101, "h100", "h101"), link("y", 2 * b + 3, "q", "hy")];
+        let (found, blocks) = check_partition(facts, RoundOptions::default());
+        assert!(found.is_empty(), "{found:?}");
+        let mut starts: Vec<(String, u64, String)> =
+            join_blocks(blocks.clone()).into_iter().map(|f| (f.replica.unwrap(), f.seq.unwrap(), f.detail)).collect();
+        starts.sort();
+        assert_eq!(starts.len(), 2, "{starts:?}");
+        assert_eq!((starts[0].0.as_str(), starts[0].1), ("x", 0));
+        assert!(starts[0].2.contains("seq 0 to 99 are missing (100 records)"), "{}", starts[0].2);
+        assert_eq!((starts[1].0.as_str(), starts[1].1), ("y", 0));
+        let claim = |seq: u64, hash: &str| TailClaim {
+            replica: "x".into(),
+            run: "r".into(),
+            seq,
+            event: "audit_stopped".into(),
+            hash: hash.into(),
+            by_run: "next".into(),
+            at: "f:1".into(),
+        };
+        assert!(check_tails(&blocks, &[claim(101, "h101")]).is_empty(), "the end as found");
+        assert!(check_tails(&blocks, &[claim(7, "h7")]).is_empty(), "an older claim than the input's end");
+        let cut = check_tails(&blocks, &[claim(105, "h105")]);
+        assert_eq!(cut.len(), 1);
+        assert_eq!((cut[0].kind, cut[0].seq), (Kind::ChainTailMissing, Some(102)));
+        assert!(cut[0].detail.contains("records 102 to 105 are missing"), "{}", cut[0].detail);
+        assert_eq!(check_tails(&blocks, &[claim(101, "other")]).len(), 1, "another record at the end");
+        let elsewhere = TailClaim { run: "absent".into(), ..claim(105, "h") };
+        assert!(check_tails(&blocks, &[elsewhere]).is_empty(), "a run not in the input is not judged");
+    }
+
+    #[test]
     fn chains_are_checked_across_block_boundaries_and_partitions() {
         let b = 1u64 << BLOCK_BITS;
         let mut facts = vec![link("x", 0, ZERO_HASH, "h0"), link("x", 1, "h0", "h1")];
@@ -537,6 +667,8 @@ mod tests {
         facts.push(link("w", 0, "not-zeros", "a"));
         facts.push(link("w", 0, ZERO_HASH, "b"));
         let want = vec![
+            (Kind::ChainGap, "y", 0),
+            (Kind::ChainGap, "z", 0),
             (Kind::ChainGap, "z", b + 1),
             (Kind::ChainEdit, "w", 0),
             (Kind::ChainEdit, "w", 0),

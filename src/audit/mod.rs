@@ -36,7 +36,7 @@ use std::path::PathBuf;
 pub use check::{Finding, Kind, RoundFact, Step};
 pub use time::{format_timestamp, parse_duration, parse_timestamp};
 
-use check::{ChainFact, DealFact, Fact, RoundOptions};
+use check::{ChainFact, DealFact, Fact, RoundOptions, TailClaim};
 use record::{SCHEMA, Scan, line_hash};
 use spill::Spill;
 
@@ -136,6 +136,67 @@ fn checkpoint_signed(key: &[u8; 32], replica: &str, run: &str, seq: u64, scan: &
     if verifies { Ok(()) } else { Err("a checkpoint signature that does not verify with the public key given".into()) }
 }
 
+/// Whether an `audit_stopped` record carries a valid Ed25519 signature by `key` over
+/// [`record::stopped_message`].
+fn stop_signed(key: &[u8; 32], replica: &str, run: &str, seq: u64, scan: &Scan<'_>) -> Result<(), String> {
+    let mut head = [0u8; 32];
+    if scan.head.as_deref().is_none_or(|h| hex::decode_to_slice(h, &mut head).is_err()) {
+        return Err("an audit_stopped without a 64-hex head (the public key given expects a signed one)".into());
+    }
+    let Some(text) = scan.signature.as_deref() else {
+        return Err("an unsigned audit_stopped (the public key given expects a signed one)".into());
+    };
+    let mut signature = [0u8; 64];
+    if hex::decode_to_slice(text, &mut signature).is_err() {
+        return Err("an audit_stopped signature that is not 128 hex digits".into());
+    }
+    let message = record::stopped_message(replica, run, seq, &head);
+    if crate::fairness::receipt::verify_message(key, &signature, &message) {
+        Ok(())
+    } else {
+        Err("an audit_stopped signature that does not verify with the public key given".into())
+    }
+}
+
+/// What a run's own records say about the trail: `audit_resumed` (an outage, a finding) and
+/// `audit_started.previous` (the run before it, returned to check against the input).
+fn run_events(
+    scan: &Scan<'_>,
+    (replica, run, seq, event): (&str, &str, u64, &str),
+    place: &str,
+    report: &mut Report,
+) -> Option<TailClaim> {
+    match event {
+        "audit_resumed" => {
+            report.findings.push(Finding::chain(
+                Kind::SinkOutage,
+                replica,
+                run,
+                seq,
+                format!(
+                    "{place}: the trail's output failed ({}) from {} to {}; {} call(s) were refused \
+                     AUDIT_UNAVAILABLE meanwhile, none answered without its record",
+                    scan.cause.as_deref().unwrap_or("?"),
+                    scan.failed_at.as_deref().unwrap_or("?"),
+                    scan.at.as_deref().unwrap_or("?"),
+                    scan.refused_calls.map_or_else(|| "?".to_string(), |n| n.to_string()),
+                ),
+            ));
+            None
+        }
+        "audit_started" => scan.previous.as_ref().map(|p| TailClaim {
+            replica: p.replica.to_string(),
+            run: p.run.to_string(),
+            seq: p.seq,
+            event: p.event.to_string(),
+            hash: p.hash.to_string(),
+            by_run: run.to_string(),
+            at: place.to_string(),
+        }),
+        _ => None,
+    }
+}
+
 /// The partition count for `mode` and an input of `bytes` (when known).
 pub fn partition_count(mode: Mode, bytes: Option<u64>) -> usize {
     match mode {
@@ -156,6 +217,10 @@ pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
     let mut report = Report { files: inputs.len(), ..Report::default() };
     let mut newest: Option<(i64, u32)> = None;
     let mut line = Vec::with_capacity(4096);
+    // Each run's end as the next run found it, and each run's format revision (one entry a
+    // run: small whatever the input).
+    let mut claims: Vec<TailClaim> = Vec::new();
+    let mut revisions: HashMap<(String, String), u32> = HashMap::new();
     for mut input in inputs {
         // The seq of the last record of each chain in this file (the order check).
         let mut last_seq: HashMap<(String, String), u64> = HashMap::new();
@@ -171,6 +236,15 @@ pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
                 Err(_) => {
                     if line.windows(SCHEMA.len()).any(|w| w == SCHEMA.as_bytes()) {
                         report.malformed_records += 1;
+                        report.findings.push(Finding::line(
+                            Kind::TornRecord,
+                            format!(
+                                "{}:{line_no}: {} bytes naming the audit schema are not a whole record (cut off \
+                                 mid-line, or glued to the next)",
+                                input.name,
+                                line.len()
+                            ),
+                        ));
                     } else {
                         report.skipped_lines += 1;
                     }
@@ -205,6 +279,27 @@ pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
                 ));
             }
             last_seq.insert(key, seq);
+            if matches!(event.as_ref(), "audit_resumed" | "audit_started") {
+                let place = format!("{}:{line_no}", input.name);
+                claims.extend(run_events(&scan, (replica, run, seq, event), &place, &mut report));
+            }
+            if event == "audit_started" {
+                revisions.insert((replica.to_string(), run.to_string()), scan.revision.unwrap_or(1));
+            }
+            if event == "audit_stopped"
+                && let Some(key) = &opts.checkpoint_key
+                && (scan.signature.is_some()
+                    || revisions.get(&(replica.to_string(), run.to_string())).is_some_and(|&r| r >= 2))
+                && let Err(why) = stop_signed(key, replica, run, seq, &scan)
+            {
+                report.findings.push(Finding::chain(
+                    Kind::CheckpointSignature,
+                    replica,
+                    run,
+                    seq,
+                    format!("{}:{line_no}: {why}", input.name),
+                ));
+            }
             if event == "checkpoint" {
                 report.checkpoints += 1;
                 if let Some(key) = &opts.checkpoint_key {
@@ -226,7 +321,11 @@ pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
                 seq,
                 prev: prev.to_string(),
                 hash: line_hash(&line),
-                head_ok: event != "checkpoint" || scan.head.as_deref() == Some(prev.as_ref()),
+                head_ok: match event.as_ref() {
+                    "checkpoint" => scan.head.as_deref() == Some(prev.as_ref()),
+                    "audit_stopped" => scan.head.as_deref().is_none_or(|h| h == prev.as_ref()),
+                    _ => true,
+                },
             }))?;
             let step = match event.as_ref() {
                 "round_started" => Step::Started,
@@ -285,6 +384,7 @@ pub fn analyse(inputs: Vec<Input>, opts: &Options) -> io::Result<Report> {
         blocks.extend(b);
         Ok::<(), io::Error>(())
     })?;
+    findings.extend(check::check_tails(&blocks, &claims));
     findings.extend(check::join_blocks(blocks));
     report.findings.extend(findings);
     report.findings.sort();

@@ -82,7 +82,10 @@ pub enum Event<'a> {
     /// The chain head, every checkpoint interval while records were written.
     Checkpoint(Checkpoint<'a>),
     /// The last record of a run that shut down cleanly.
-    AuditStopped(AuditStopped),
+    AuditStopped(AuditStopped<'a>),
+    /// The output took records again after a fault: when writes failed, why, and how many
+    /// calls were refused meanwhile.
+    AuditResumed(AuditResumed<'a>),
 }
 
 impl Event<'_> {
@@ -96,6 +99,7 @@ impl Event<'_> {
             Event::RoundSettled(_) => "round_settled",
             Event::Checkpoint(_) => "checkpoint",
             Event::AuditStopped(_) => "audit_stopped",
+            Event::AuditResumed(_) => "audit_resumed",
         }
     }
 }
@@ -124,6 +128,43 @@ pub struct AuditStarted<'a> {
     /// lifetime; this record is written once a run.)
     pub tables: Vec<TableDigest<'a>>,
     pub checkpoint_interval_secs: u64,
+    /// The format's revision ([`REVISION`]); absent (1) in trails of engines before it.
+    #[serde(default = "revision_1")]
+    pub revision: u32,
+    /// A checkpoint after this many round records (`--audit-checkpoint-records`); 0: absent.
+    #[serde(default)]
+    pub checkpoint_records: u64,
+    /// Whether each batch is `fsync`ed before its calls are answered (`--audit-sync`).
+    #[serde(default)]
+    pub sync: bool,
+    /// The last whole record the file held when this run started (a file sink only): the
+    /// previous run's end, as this run found it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<PreviousRecord<'a>>,
+    /// The bytes of a torn last line (a record cut off mid-line) the file ended with; this run
+    /// closed it off with a line feed before its first record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torn_tail_bytes: Option<u64>,
+}
+
+/// The format revision this engine writes: 2 added `revision`, `checkpoint_records`, `sync`,
+/// `previous` and `torn_tail_bytes` to `audit_started`, the signature to `audit_stopped`, and
+/// the `audit_resumed` event. Every field and event of revision 1 is unchanged.
+pub const REVISION: u32 = 2;
+
+fn revision_1() -> u32 {
+    1
+}
+
+/// `audit_started.previous`: a record found at the end of the file, by its place and hash.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreviousRecord<'a> {
+    pub replica: Cow<'a, str>,
+    pub run: Cow<'a, str>,
+    pub seq: u64,
+    pub event: Cow<'a, str>,
+    /// SHA-256 of its line.
+    pub hash: Hex32,
 }
 
 /// `seed_committed`: a CommitSeed answered.
@@ -216,11 +257,50 @@ pub struct Checkpoint<'a> {
     pub signature: Option<HexBytes<'a>>,
 }
 
-/// `audit_stopped`: the last record of a run that shut down cleanly.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditStopped {
+/// `audit_stopped`: the last record of a run that shut down cleanly; with a signer, signed
+/// like a checkpoint but over [`stopped_message`] (a checkpoint's signature cannot pass for a
+/// clean end).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditStopped<'a> {
     /// Records before it in the run.
     pub records: u64,
+    /// The hash of the record before it (= its `prev`); absent in revision 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<Hex32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<Cow<'a, str>>,
+    /// Ed25519 over [`stopped_message`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<HexBytes<'a>>,
+}
+
+/// `audit_resumed`: written first when the output takes records again after a fault.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditResumed<'a> {
+    /// When writes began to fail.
+    pub failed_at: At,
+    /// `no_space`, `io_error`, `closed`, `write_error` or `stalled`.
+    pub cause: Cow<'a, str>,
+    /// The error as the operating system gave it.
+    pub error: Cow<'a, str>,
+    /// Calls answered `AUDIT_UNAVAILABLE` meanwhile (none of them dealt or paid anything).
+    pub refused_calls: u64,
+    /// The first record not written when the fault began: from it to this record, records
+    /// were written late (their calls waited, or were refused).
+    pub first_delayed_seq: u64,
+}
+
+/// What an `audit_stopped` signature signs: `field("reddog/audit/stopped/v1") ‖
+/// field(replica) ‖ field(run) ‖ field(u64be(seq)) ‖ field(head)`, `field(x) = u32be(len(x))
+/// ‖ x` — the checkpoint message's framing under its own label.
+pub fn stopped_message(replica: &str, run: &str, seq: u64, head: &[u8; 32]) -> Vec<u8> {
+    const LABEL: &str = "reddog/audit/stopped/v1";
+    let mut m = Vec::with_capacity(4 * 5 + LABEL.len() + replica.len() + run.len() + 8 + 32);
+    for part in [LABEL.as_bytes(), replica.as_bytes(), run.as_bytes(), &seq.to_be_bytes(), head] {
+        m.extend_from_slice(&u32::try_from(part.len()).unwrap_or(u32::MAX).to_be_bytes());
+        m.extend_from_slice(part);
+    }
+    m
 }
 
 /// One seat's money in a settlement: `{"bet","raised","stake","returned"}`.
@@ -622,7 +702,34 @@ pub struct Scan<'a> {
     pub parent_transcript: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub head: Option<Cow<'a, str>>,
-    /// A checkpoint's signature (128 hex), when the engine signs them.
+    /// A checkpoint's or `audit_stopped`'s signature (128 hex), when the engine signs them.
     #[serde(borrow)]
     pub signature: Option<Cow<'a, str>>,
+    /// `audit_started`: the format revision (absent: 1).
+    pub revision: Option<u32>,
+    /// `audit_started`: the previous run's last record, as this run found it.
+    #[serde(borrow)]
+    pub previous: Option<ScanPrevious<'a>>,
+    /// `audit_started`: a torn line closed off before the run.
+    pub torn_tail_bytes: Option<u64>,
+    /// `audit_resumed`.
+    #[serde(borrow)]
+    pub failed_at: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub cause: Option<Cow<'a, str>>,
+    pub refused_calls: Option<u64>,
+}
+
+/// [`Scan`]'s view of `audit_started.previous`.
+#[derive(Debug, Default, Deserialize)]
+pub struct ScanPrevious<'a> {
+    #[serde(borrow)]
+    pub replica: Cow<'a, str>,
+    #[serde(borrow)]
+    pub run: Cow<'a, str>,
+    pub seq: u64,
+    #[serde(borrow)]
+    pub event: Cow<'a, str>,
+    #[serde(borrow)]
+    pub hash: Cow<'a, str>,
 }

@@ -77,6 +77,13 @@ pub struct ServeArgs {
     /// Seconds between the audit trail's checkpoint records (1..=86400), while records are written.
     #[arg(long, env = "REDDOG_AUDIT_CHECKPOINT_SECS", default_value_t = 60)]
     pub audit_checkpoint_secs: u64,
+    /// A checkpoint record also after this many round records (0..=1000000000; 0: by time only).
+    #[arg(long, env = "REDDOG_AUDIT_CHECKPOINT_RECORDS", default_value_t = reddog::service::DEFAULT_CHECKPOINT_RECORDS)]
+    pub audit_checkpoint_records: u64,
+    /// fsync the audit trail file after each batch, before its calls are answered (needs
+    /// --audit-log FILE). Without it a call is answered once write(2) has taken its record.
+    #[arg(long, env = "REDDOG_AUDIT_SYNC", value_parser = clap::builder::BoolishValueParser::new())]
+    pub audit_sync: bool,
     /// Threads that serve calls (0..=1024); 0 = one per CPU the process may use (its
     /// affinity mask and cgroup CPU quota). With one, tokio's current-thread scheduler.
     #[arg(long, env = "REDDOG_WORKER_THREADS", default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1024))]
@@ -283,6 +290,8 @@ fn settings(args: &ServeArgs, metrics: MetricsRegistry) -> anyhow::Result<Settin
             },
             replica_id: args.replica_id.clone().unwrap_or_else(reddog::service::default_replica_id),
             checkpoint_interval: Duration::from_secs(args.audit_checkpoint_secs),
+            checkpoint_records: args.audit_checkpoint_records,
+            sync: args.audit_sync,
         },
         allow_sandbox: args.allow_sandbox,
         clock: reddog::service::Clock::system(),

@@ -16,7 +16,10 @@ use crate::error::EngineError;
 use crate::game::Table;
 pub use crate::service::edge::limits::TransportLimits;
 use crate::service::edge::tls::{TlsFiles, TlsReloader};
-use crate::service::evidence::audit_sink::{AuditOptions, AuditSink, CheckpointSigner};
+use crate::service::evidence::audit_sink::{
+    AuditOptions, AuditSink, CheckpointSigner, DEFAULT_CHECKPOINT_RECORDS, Tail,
+};
+use crate::service::evidence::audit_writer::Plain;
 use crate::service::ops::metrics::MetricsRegistry;
 use crate::service::round::api::{Clock, EngineConfig};
 use crate::service::round::token::KeyRing;
@@ -103,6 +106,10 @@ pub struct AuditSettings {
     /// How often a checkpoint record is written while records are written (1 s .. 1 day
     /// from the command line; at least 10 ms here, for tests).
     pub checkpoint_interval: Duration,
+    /// A checkpoint after this many round records (0: by time only; at most 10⁹).
+    pub checkpoint_records: u64,
+    /// `fsync` each batch before its calls are answered (`--audit-sync`; a file only).
+    pub sync: bool,
 }
 
 impl AuditSettings {
@@ -112,6 +119,8 @@ impl AuditSettings {
             output: AuditOutput::Writer(Box::new(out)),
             replica_id: "local".to_string(),
             checkpoint_interval: Duration::from_secs(60),
+            checkpoint_records: DEFAULT_CHECKPOINT_RECORDS,
+            sync: false,
         }
     }
 
@@ -123,21 +132,44 @@ impl AuditSettings {
         signer: Option<Arc<dyn CheckpointSigner>>,
         metrics: MetricsRegistry,
     ) -> Result<AuditSink, SettingsError> {
-        let options =
-            AuditOptions { replica: self.replica_id, checkpoint_interval: self.checkpoint_interval, signer, metrics };
+        let options = AuditOptions {
+            replica: self.replica_id,
+            checkpoint_interval: self.checkpoint_interval,
+            checkpoint_records: self.checkpoint_records,
+            signer,
+            metrics,
+        };
         Ok(match self.output {
-            AuditOutput::Stdout => AuditSink::new(std::io::stdout(), options),
+            // Standard output unbuffered (a duplicate of fd 1 as a file): "written" means the
+            // pipe or file took the bytes, not that Rust's line buffer did.
+            AuditOutput::Stdout => match stdout_file() {
+                Ok(file) => AuditSink::on_output(Box::new(Plain(file)), options, false, Tail::default()),
+                Err(_) => AuditSink::new(std::io::stdout(), options),
+            },
             AuditOutput::File(path) => {
-                let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| {
+                let (out, tail) = crate::service::evidence::audit_sink::open_file(&path, self.sync).map_err(|e| {
                     SettingsError::Invalid {
                         setting: "audit-log",
                         reason: format!("cannot open {}: {e}", path.display()),
                     }
                 })?;
-                AuditSink::new(file, options)
+                AuditSink::on_output(out, options, self.sync, tail)
             }
             AuditOutput::Writer(w) => AuditSink::new(w, options),
         })
+    }
+}
+
+/// Standard output as an unbuffered file (a duplicate of its descriptor).
+fn stdout_file() -> std::io::Result<std::fs::File> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        Ok(std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?))
+    }
+    #[cfg(not(unix))]
+    {
+        Err(std::io::Error::other("not on this platform"))
     }
 }
 
@@ -315,6 +347,15 @@ impl Settings {
         let a = &self.audit;
         if a.checkpoint_interval < Duration::from_millis(10) || a.checkpoint_interval > Duration::from_secs(86_400) {
             return invalid("audit-checkpoint-secs", format!("{} s: must be 1..=86400", secs(a.checkpoint_interval)));
+        }
+        if a.checkpoint_records > 1_000_000_000 {
+            return invalid("audit-checkpoint-records", format!("{}: must be 0..=1000000000", a.checkpoint_records));
+        }
+        if a.sync && !matches!(a.output, AuditOutput::File(_)) {
+            return invalid(
+                "audit-sync",
+                "needs --audit-log FILE: standard output is a pipe or terminal, there is nothing to fsync".into(),
+            );
         }
         if crate::ids::check_replica_id(&a.replica_id).is_err() {
             return invalid(
@@ -514,7 +555,7 @@ impl Application {
         if let Err(why) = audit.begin(&self.engine.tables) {
             tracing::error!(cause = %why, "the audit trail cannot be written");
         }
-        let checkpoints = audit.spawn_checkpoints();
+        let upkeep = audit.spawn_upkeep();
         let drain_ends = Arc::new(std::sync::OnceLock::new());
         let signalled = drain_ends.clone();
         let drain_timeout = self.drain_timeout;
@@ -531,11 +572,12 @@ impl Application {
                 limits: self.limits,
                 tls: self.tls,
                 reload_on_sighup: self.reload_on_sighup,
+                audit_health: Some(audit.health()),
             },
             shutdown,
         )
         .await;
-        checkpoints.abort();
+        upkeep.abort();
         // Calls still open after a timed-out drain are refused from here on (UNAVAILABLE).
         let flush = drain_ends
             .get()

@@ -35,7 +35,9 @@ pub use crate::proto;
 pub use app::{
     Application, AuditOutput, AuditSettings, KeyRingSource, Settings, SettingsError, TlsSettings, TransportLimits,
 };
-pub use evidence::audit_sink::{AuditOptions, AuditSink, CheckpointSigner, default_replica_id};
+pub use evidence::audit_sink::{
+    AuditOptions, AuditSink, CheckpointSigner, DEFAULT_CHECKPOINT_RECORDS, default_replica_id,
+};
 pub use evidence::signing::ReceiptSigner;
 pub use ops::metrics::MetricsRegistry;
 pub use ops::telemetry::{LogFormat, init as init_telemetry};

@@ -2,8 +2,11 @@
 //! limits, and graceful shutdown. Built and started through [`super::Application`].
 //!
 //! Health names: `""` (overall) and `reddog.v1.RedDog` are SERVING while the server accepts
-//! calls and NOT_SERVING once draining starts; `liveness` stays SERVING until the process
-//! exits. Point a Kubernetes readiness probe at `""` and its liveness probe at `liveness`.
+//! calls, and NOT_SERVING while the audit trail's output fails or stalls (calls are refused
+//! then; SERVING again when it recovers) and once draining starts; `liveness` stays SERVING
+//! until the process exits, so a failing disk takes the pod out of the Service without
+//! restarting it. Point a Kubernetes readiness probe at `""` and its liveness probe at
+//! `liveness`. `reddog_serving` shows what readiness answers (1 SERVING, 0 NOT_SERVING).
 //! Health `Watch` streams end (UNAVAILABLE) when the drain starts, after the NOT_SERVING update.
 //!
 //! With a health listener ([`super::Settings::health_listen`]) the health service is also
@@ -35,6 +38,7 @@ use crate::service::edge::limits::TransportLimits;
 use crate::service::edge::tls::TlsReloader;
 use crate::service::edge::transport::{self, Connections};
 use crate::service::edge::worker_wait::WorkerWait;
+use crate::service::evidence::audit_writer::Health;
 use crate::service::ops::metrics::MetricsRegistry;
 use crate::service::round::api::{EngineConfig, RedDogService};
 
@@ -111,6 +115,8 @@ pub(crate) struct ServerParts {
     pub limits: TransportLimits,
     pub tls: Option<TlsReloader>,
     pub reload_on_sighup: bool,
+    /// The audit trail's output health: readiness follows it.
+    pub audit_health: Option<tokio::sync::watch::Receiver<Health>>,
 }
 
 /// Serves on `listener` until `shutdown` resolves, then flips health to NOT_SERVING, ends
@@ -121,8 +127,8 @@ pub(crate) async fn serve(
     parts: ServerParts,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let ServerParts { health_listener, engine, drain_timeout, limits, tls, reload_on_sighup } = parts;
-    let listeners = Listeners { main: listener, health: health_listener };
+    let ServerParts { health_listener, engine, drain_timeout, limits, tls, reload_on_sighup, audit_health } = parts;
+    let listeners = Listeners { main: listener, health: health_listener, audit_health };
     let metrics = engine.metrics.clone();
     let service = RedDogService::new(engine);
     serve_with(listeners, service, Served { drain_timeout, limits, tls, reload_on_sighup, metrics }, shutdown).await
@@ -143,7 +149,8 @@ pub async fn serve_service<S: RedDog>(
     let metrics = MetricsRegistry::new();
     let upkeep = metrics.spawn_upkeep();
     let served = Served { drain_timeout, limits, tls: None, reload_on_sighup: false, metrics };
-    let result = serve_with(Listeners { main: listener, health: None }, service, served, shutdown).await;
+    let listeners = Listeners { main: listener, health: None, audit_health: None };
+    let result = serve_with(listeners, service, served, shutdown).await;
     upkeep.abort();
     result
 }
@@ -151,6 +158,46 @@ pub async fn serve_service<S: RedDog>(
 struct Listeners {
     main: TcpListener,
     health: Option<TcpListener>,
+    audit_health: Option<tokio::sync::watch::Receiver<Health>>,
+}
+
+/// Sets readiness (`""` and [`SERVICE_NAME`]) and `reddog_serving`: SERVING while the audit
+/// output is healthy and no drain has begun; returns once the drain has begun, after setting
+/// NOT_SERVING (the one task that sets readiness, so a late audit recovery cannot undo the
+/// drain's NOT_SERVING).
+async fn readiness(
+    health: tonic_health::server::HealthReporter,
+    mut audit: Option<tokio::sync::watch::Receiver<Health>>,
+    mut draining: tokio::sync::watch::Receiver<bool>,
+    gauge: metrics::Gauge,
+) {
+    let mut serving = true;
+    gauge.set(1.0);
+    loop {
+        let drain = *draining.borrow_and_update();
+        let audit_ok = audit.as_mut().is_none_or(|a| a.borrow_and_update().is_none());
+        let want = audit_ok && !drain;
+        if want != serving {
+            serving = want;
+            let status = if want { ServingStatus::Serving } else { ServingStatus::NotServing };
+            health.set_service_status("", status).await;
+            health.set_service_status(SERVICE_NAME, status).await;
+            gauge.set(if want { 1.0 } else { 0.0 });
+        }
+        if drain {
+            return;
+        }
+        let audit_changed = async {
+            match &mut audit {
+                Some(a) => a.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = draining.changed() => {}
+            still = audit_changed => if !still { audit = None },
+        }
+    }
 }
 
 /// How [`serve_with`] serves.
@@ -174,8 +221,6 @@ async fn serve_with<S: RedDog>(
     health.set_service_status("", ServingStatus::Serving).await;
     health.set_service_status(SERVICE_NAME, ServingStatus::Serving).await;
     health.set_service_status(LIVENESS, ServingStatus::Serving).await;
-    let serving = metrics.serving_gauge();
-    serving.set(1.0);
 
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
@@ -189,6 +234,9 @@ async fn serve_with<S: RedDog>(
         // google.rpc (ErrorInfo, BadRequest, …): buf curl and grpcurl decode error details.
         .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
+
+    let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
+    let mut ready = tokio::spawn(readiness(health.clone(), listeners.audit_health, drain_rx, metrics.serving_gauge()));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let calls = CallsInProgress::new(&metrics);
@@ -271,9 +319,8 @@ async fn serve_with<S: RedDog>(
         Some(result) => result.map_err(Into::into),
         None => {
             info!("shutting down: health NOT_SERVING, draining in-flight calls");
-            health.set_service_status("", ServingStatus::NotServing).await;
-            health.set_service_status(SERVICE_NAME, ServingStatus::NotServing).await;
-            serving.set(0.0);
+            let _ = drain_tx.send(true);
+            let _ = (&mut ready).await;
             let _ = stop_tx.send(true);
             let drain = async {
                 tokio::select! {
@@ -308,6 +355,7 @@ async fn serve_with<S: RedDog>(
             }
         }
     };
+    ready.abort();
     let _ = health_stop_tx.send(true);
     if let Some(task) = health_task {
         task.abort();

@@ -148,6 +148,69 @@ fn a_tampered_record_is_reported_as_an_edit_of_the_chain() {
     assert_eq!((found[0].replica.as_deref(), found[0].seq), (Some("replica-0"), Some(i as u64 + 1)));
 }
 
+/// A run whose first records are gone (1, 100, and past a 4,096-record block) is a gap from
+/// `seq` 0, found whatever the partitioning, and exits 1.
+#[test]
+fn a_run_without_its_first_records_is_a_gap_from_seq_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, _) = trail(dir.path(), opts(3000, 1, 0, 31));
+    let original = lines(&files[0]);
+    let seq_of = |l: &str| serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"].as_u64().unwrap();
+    for n in [1usize, 100, 4100] {
+        let cut: Vec<String> = original[n..].to_vec();
+        let first = seq_of(&cut[0]);
+        write_lines(&files[0], &cut);
+        for mode in [&[][..], &["--partitions", "7"][..]] {
+            let (code, found) = findings(mode, &files);
+            assert_eq!(code, Some(1), "{n} removed {mode:?}: {found:?}");
+            assert_eq!(found.len(), 1, "{n} removed: {found:?}");
+            assert_eq!((found[0].kind, found[0].seq), (Kind::ChainGap, Some(0)));
+            assert!(found[0].detail.contains(&format!("({first} records)")), "{}", found[0].detail);
+        }
+    }
+    eprintln!("first 1, 100 and 4100 records removed: each one gap from seq 0, exit 1 (in memory and 7 partitions)");
+}
+
+/// A torn last line with the next run's records glued to it (what an engine that did not
+/// close off the tail wrote): the torn line is flagged, and so is the next run, whose
+/// `audit_started` is lost in it.
+#[test]
+fn a_torn_line_and_a_run_glued_to_it_are_flagged() {
+    use sha2::{Digest, Sha256};
+    let dir = tempfile::tempdir().unwrap();
+    let (first, _) = trail(&dir.path().join("a"), opts(50, 1, 0, 32));
+    // The next run: the same records (as retries) under another run id, chained afresh.
+    let run =
+        serde_json::from_str::<serde_json::Value>(&lines(&first[0])[0]).unwrap()["run"].as_str().unwrap().to_string();
+    let mut prev = "0".repeat(64);
+    let mut next = String::new();
+    for line in lines(&first[0]) {
+        let mut v: serde_json::Value = serde_json::from_str(&line.replace(&run, &"f".repeat(32))).unwrap();
+        if v.get("head").is_some() {
+            v["head"] = serde_json::Value::String(prev.clone());
+        }
+        v["prev"] = serde_json::Value::String(prev);
+        let text = serde_json::to_string(&v).unwrap();
+        prev = hex::encode(Sha256::digest(text.as_bytes()));
+        next.push_str(&text);
+        next.push('\n');
+    }
+    let mut text = std::fs::read_to_string(&first[0]).unwrap();
+    text.truncate(text.len() - 40);
+    let glued = dir.path().join("glued.jsonl");
+    std::fs::write(&glued, text.clone() + &next).unwrap();
+    let (code, found) = findings(&[], std::slice::from_ref(&glued));
+    assert_eq!(code, Some(1));
+    let mut kinds: Vec<(Kind, Option<u64>)> = found.iter().map(|f| (f.kind, f.seq)).collect();
+    kinds.sort();
+    assert_eq!(kinds, vec![(Kind::ChainGap, Some(0)), (Kind::TornRecord, None)], "{found:?}");
+    // Closed off with a line feed (as the engine now does), the second run is whole.
+    std::fs::write(&glued, text + "\n" + &next).unwrap();
+    let (code, found) = findings(&[], std::slice::from_ref(&glued));
+    assert_eq!(code, Some(1));
+    assert_eq!(found.iter().map(|f| f.kind).collect::<Vec<_>>(), vec![Kind::TornRecord], "{found:?}");
+}
+
 #[test]
 fn a_truncated_chain_is_reported_as_a_gap_and_a_reordered_one_as_out_of_order() {
     let dir = tempfile::tempdir().unwrap();

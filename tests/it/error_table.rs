@@ -14,7 +14,7 @@ use reddog::EngineError;
 use reddog::fairness::{BindingError, BoundField};
 use reddog::game::{BetLimits, GameError, HandClass, LimitsError, Money, TableError};
 use reddog::proto::ErrorReason;
-use reddog::testing::{AuditRefused, overloaded, queued_too_long, timed_out, too_large};
+use reddog::testing::{AuditRefused, AuditSinkCause, overloaded, queued_too_long, timed_out, too_large};
 use tonic::Status;
 use tonic_types::StatusExt;
 
@@ -127,8 +127,14 @@ fn every_answer() -> Vec<Status> {
         values.iter().filter_map(|v| produced(ErrorReason::from_str_name(&v.name).unwrap())).collect();
     answers.push(queued_too_long(Duration::from_millis(250)));
     answers.extend(
-        [AuditRefused::Backlog, AuditRefused::OutputFailed, AuditRefused::Stopped, AuditRefused::NotStarted]
-            .map(Status::from),
+        [
+            AuditRefused::Backlog,
+            AuditRefused::OutputFailed(AuditSinkCause::NoSpace),
+            AuditRefused::Stalled,
+            AuditRefused::Stopped,
+            AuditRefused::NotStarted,
+        ]
+        .map(Status::from),
     );
     answers
 }

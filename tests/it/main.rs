@@ -8,6 +8,7 @@
 mod common;
 
 mod audit_log;
+mod audit_sink_faults;
 mod audit_trail;
 mod certify;
 mod cli_json;

@@ -508,6 +508,11 @@ pub fn generate<W: Write>(opts: &Options, outs: &mut [W]) -> io::Result<Summary>
                 })
                 .collect(),
             checkpoint_interval_secs: 60,
+            revision: reddog::audit::record::REVISION,
+            checkpoint_records: 0,
+            sync: false,
+            previous: None,
+            torn_tail_bytes: None,
         });
         w.write(r, event)?;
     }
@@ -536,8 +541,9 @@ pub fn generate<W: Write>(opts: &Options, outs: &mut [W]) -> io::Result<Summary>
         planted += 1;
     }
     for r in 0..replicas {
-        let records = w.chains[r].seq;
-        w.write_at(r, Event::AuditStopped(AuditStopped { records }), 0)?;
+        let (records, head) = (w.chains[r].seq, Hex32(w.chains[r].prev));
+        let stopped = AuditStopped { records, head: Some(head), key_id: None, signature: None };
+        w.write_at(r, Event::AuditStopped(stopped), 0)?;
     }
     for out in w.outs.iter_mut() {
         out.flush()?;

@@ -3,28 +3,29 @@
 //!
 //! Why not a channel of lines (such as `tracing-appender`'s non-blocking writer): it copies
 //! each line into a fresh `Vec`, makes one `write(2)` per line and, whenever its thread has
-//! caught up and sleeps, wakes it again; it cannot refuse a line when its backlog is full
-//! (lossless: the logger blocks), and with stdout an unread pipe its shutdown hangs
+//! caught up and sleeps, wakes it again, and with stdout an unread pipe its shutdown hangs
 //! (docs/BENCHMARKS.md, "The log writer against tracing-appender": measured there, 3.9 to 12
 //! times this writer's thread CPU per line). Here a line costs a mutex and a `memcpy` into
 //! a buffer whose capacity is kept across batches; the writer thread is woken once per batch
 //! and lets a batch gather for up to [`FLUSH_EVERY`] (or until it holds [`HIGH_WATER`] bytes).
 //!
-//! Lossless: when the batch reaches [`CAPACITY`] bytes (the output is slower than the
-//! logging — a stalled pipe, say), loggers wait for the writer instead of dropping lines;
-//! each such wait counts in `reddog_log_writer_waits_total`. A line is never split between
-//! batches. After [`BatchWriter::close`] (at exit), or if the writer thread could not be
-//! started, lines go straight to the output under the lock.
+//! Never blocking: when the batch holds [`CAPACITY`] bytes (the output is slower than the
+//! logging — an unread stderr pipe, say, at any log level), a new line is dropped, counted in
+//! `reddog_log_lines_dropped_total`, instead of making its thread (a call, the health
+//! service, the shutdown) wait for the output. A line is never split between batches. After
+//! [`BatchWriter::close`] (at exit), or if the writer thread could not be started, lines go
+//! straight to the output under the lock.
 //!
 //! What can be lost is what any user-space buffer loses: up to [`FLUSH_EVERY`] of lines if
 //! the process is killed with SIGKILL. A normal exit flushes ([`BatchWriter::close`]), within
 //! a bound: an output that takes nothing (an unread pipe) cannot hold the exit, and what it
 //! did not take is reported.
 //!
-//! The writer is format-agnostic: the diagnostic logs (tracing-subscriber's fmt layer) and
-//! the audit trail ([`super::audit_sink`]) each have one. The audit sink appends with
-//! [`BatchWriter::try_append`], which refuses instead of waiting when the batch is full, and
-//! checks [`BatchWriter::failed`]: an output that refused a write is never silently ignored.
+//! The writer is format-agnostic; the diagnostic logs (tracing-subscriber's fmt layer) use
+//! it. (The audit trail has its own, write-ahead writer: [`super::audit_writer`].)
+//! [`BatchWriter::try_append`] refuses instead of dropping when the batch is full, and
+//! [`BatchWriter::failed`] says whether a write failed (`examples/log_writer_vs_appender.rs`
+//! measures both).
 
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -37,7 +38,7 @@ use tracing_subscriber::fmt::MakeWriter;
 pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(10);
 /// A batch this large is written at once, without waiting for [`FLUSH_EVERY`].
 pub(crate) const HIGH_WATER: usize = 64 * 1024;
-/// A batch this large makes loggers wait for the writer (backpressure, never loss).
+/// A batch this large makes the next line be dropped (counted), never waited for.
 pub(crate) const CAPACITY: usize = 4 * 1024 * 1024;
 
 struct State {
@@ -56,8 +57,8 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
-    /// Counts each line that waited for room (`reddog_log_writer_waits_total`).
-    waits: Counter,
+    /// Counts each line dropped for want of room (`reddog_log_lines_dropped_total`).
+    dropped: Counter,
     /// Wakes the writer thread: data in an empty batch, a full batch, a flush, a close.
     work: Condvar,
     /// Wakes loggers waiting for room, and flushers waiting for their flush.
@@ -69,7 +70,7 @@ struct Shared {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Full;
 
-/// A batched, non-blocking, lossless writer for the `tracing` fmt layer (see the module
+/// A batched writer for the `tracing` fmt layer that never blocks its caller (see the module
 /// docs). Cheap to clone; all clones share one batch and one writer thread.
 #[derive(Clone)]
 pub struct BatchWriter {
@@ -88,15 +89,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl BatchWriter {
-    /// Starts the writer thread over `out`, counting no wait (the audit sink's writer, which
-    /// refuses rather than waits: [`BatchWriter::try_append`]).
+    /// Starts the writer thread over `out`, counting no dropped line (tests and benchmarks;
+    /// [`BatchWriter::try_append`] refuses instead of dropping).
     pub fn start(out: impl Write + Send + 'static) -> BatchWriter {
-        BatchWriter::start_counting_waits(out, Counter::noop())
+        BatchWriter::start_counting_drops(out, Counter::noop())
     }
 
-    /// Starts the writer thread over `out` (stderr in the server), counting in `waits` each
-    /// line that waited for room.
-    pub fn start_counting_waits(out: impl Write + Send + 'static, waits: Counter) -> BatchWriter {
+    /// Starts the writer thread over `out` (stderr in the server), counting in `dropped` each
+    /// line dropped because the batch was full.
+    pub fn start_counting_drops(out: impl Write + Send + 'static, dropped: Counter) -> BatchWriter {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 buf: Vec::with_capacity(HIGH_WATER * 2),
@@ -106,7 +107,7 @@ impl BatchWriter {
                 failed: false,
                 abandoned: false,
             }),
-            waits,
+            dropped,
             work: Condvar::new(),
             done: Condvar::new(),
             out: Mutex::new(Box::new(out)),
@@ -119,7 +120,8 @@ impl BatchWriter {
         BatchWriter { shared }
     }
 
-    /// Appends one whole line (or several) to the batch.
+    /// Appends one whole line (or several) to the batch; drops it (counted) when the batch
+    /// is full.
     fn append(&self, line: &[u8]) -> std::io::Result<()> {
         let s = &*self.shared;
         let mut st = lock(&s.state);
@@ -127,15 +129,10 @@ impl BatchWriter {
             return Self::write_direct(s, &mut st, line);
         }
         if st.buf.len() >= CAPACITY {
-            s.waits.increment(1);
-            while st.buf.len() >= CAPACITY && !st.direct {
-                s.work.notify_one();
-                st = s.done.wait(st).unwrap_or_else(PoisonError::into_inner);
-            }
-            if st.direct {
-                drop(st);
-                return self.append(line);
-            }
+            drop(st);
+            s.work.notify_one();
+            s.dropped.increment(1);
+            return Ok(());
         }
         let was_empty = st.buf.is_empty();
         st.buf.extend_from_slice(line);
@@ -359,8 +356,10 @@ mod tests {
         assert!(writes < 20_000 / 10, "lines are batched: {writes} writes for 20000 lines");
     }
 
+    /// A stalled output (an unread pipe): once the batch is full, lines are dropped at
+    /// once (the logger never waits), and after the output resumes later lines arrive whole.
     #[test]
-    fn a_stalled_output_makes_loggers_wait_not_lose_lines() {
+    fn a_stalled_output_drops_lines_instead_of_blocking_the_logger() {
         /// Accepts writes only while the gate is open.
         struct Gated(Arc<(Mutex<bool>, Condvar)>, Recorder);
         impl Write for Gated {
@@ -379,11 +378,11 @@ mod tests {
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let rec = Recorder::default();
         let metrics = crate::service::ops::metrics::MetricsRegistry::new();
-        let w = BatchWriter::start_counting_waits(Gated(gate.clone(), rec.clone()), metrics.log_writer_waits());
+        let w = BatchWriter::start_counting_drops(Gated(gate.clone(), rec.clone()), metrics.log_lines_dropped());
         let line = vec![b'x'; 1023].into_iter().chain([b'\n']).collect::<Vec<u8>>();
-        // Twice the capacity plus one: the writer holds one batch, the buffer fills, the
-        // logger must wait until the gate opens.
-        let total = 2 * CAPACITY / line.len() + 1;
+        // Three times the capacity: the writer holds one batch, the buffer fills, the rest is
+        // dropped — all without waiting for the gate.
+        let total = 3 * CAPACITY / line.len();
         let logger = {
             let mut w = w.clone();
             let line = line.clone();
@@ -393,19 +392,31 @@ mod tests {
                 }
             })
         };
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while lock(&w.shared.state).buf.len() < CAPACITY {
-            assert!(std::time::Instant::now() < deadline, "the batch never filled");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !logger.is_finished() {
+            assert!(std::time::Instant::now() < deadline, "the logger waited for a stalled output");
             std::thread::sleep(Duration::from_millis(1));
         }
-        assert!(!logger.is_finished(), "the logger waits while the output is stalled");
+        logger.join().unwrap();
         *gate.0.lock().unwrap() = true;
         gate.1.notify_all();
-        logger.join().unwrap();
+        // Once the writer has taken the full batch, a line has room again.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while lock(&w.shared.state).buf.len() >= CAPACITY {
+            assert!(std::time::Instant::now() < deadline, "the writer never took the batch after the stall");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut w2 = w.clone();
+        w2.write_all(b"after\n").unwrap();
         w.close(Duration::from_secs(10)).unwrap();
-        assert_eq!(rec.0.lock().unwrap().0.len(), total * line.len(), "nothing lost");
-        let waits = metrics.value("reddog_log_writer_waits_total").unwrap();
-        assert!(waits >= 1.0, "the wait is counted in the writer's registry: {waits}");
+        let got = rec.0.lock().unwrap().0.clone();
+        assert!(got.len() < total * line.len(), "lines were dropped, not queued without bound");
+        assert!(got.len() >= CAPACITY, "a full batch was kept: {}", got.len());
+        let text = String::from_utf8(got).unwrap();
+        assert!(text.lines().all(|l| l == "after" || l.len() == 1023), "only whole lines");
+        assert!(text.ends_with("after\n"), "a line after the stall arrives");
+        let dropped = metrics.value("reddog_log_lines_dropped_total").unwrap();
+        assert!(dropped >= 1.0, "the drops are counted in the writer's registry: {dropped}");
     }
 
     #[test]

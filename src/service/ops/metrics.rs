@@ -21,7 +21,7 @@
 //! | `reddog_rules_certified` | gauge | `table`, `rules_digest` | 1: checked at start-up against `--certified-rules` naming this binary; 0: started without it, or with `--allow-uncertified-binary` on another binary's file |
 //! | `reddog_binary_certified` | gauge | | 1: `--certified-rules` names this binary's SHA-256; 0 otherwise (same cases) |
 //! | `reddog_otlp_export_failures_total` | counter | | OTLP trace exports that failed (each a dropped batch of spans; logged as one WARN a minute at most) |
-//! | `reddog_serving` | gauge | | 1 while the overall health status (readiness) is SERVING, 0 from the moment a drain starts |
+//! | `reddog_serving` | gauge | | 1 while the overall health status (readiness) is SERVING; 0 while the audit trail's output fails or stalls, and from the moment a drain starts |
 //! | `reddog_build_info` | gauge (1) | `version`, `git_commit`, `build_date` | the build |
 //! | `reddog_token_rejections_total` | counter | `method`, `reason` | tokens refused, by why (`expired`, `unknown_key`, `tampered`, `malformed`, `wrong_kind`; `too_old`: issued before the support window, or of a retired format); the client gets one answer for all but `too_old` |
 //! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, answer not yet sent (so every held `--max-in-flight` slot); calls still reading their request message count, although they hold no slot |
@@ -34,9 +34,11 @@
 //! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
 //! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections` (at the cap, every connection busy within the last second), `displaced` (the longest-idle connection, idle for a second at least, closed at the cap to let a new one in), `idle`, `undelivered` (answers unread for 1–2 s), `penalized` (a new connection of a penalized peer past the 16 held) |
 //! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made an accept loop (gRPC, health or `/metrics`) back off |
-//! | `reddog_log_writer_waits_total` | counter | | log lines that waited for a stalled stderr (`log_writer`; never dropped) |
-//! | `reddog_audit_records_total` | counter | | audit records written (`audit_sink`) |
-//! | `reddog_audit_refused_total` | counter | `reason` | audit records refused, and their calls answered UNAVAILABLE (`backlog`, `output_failed`, `stopped`, `not_started`) |
+//! | `reddog_log_lines_dropped_total` | counter | | diagnostic log lines dropped because stderr took nothing while 4 MiB waited (`log_writer`: a stalled stderr never blocks a call, health or the shutdown) |
+//! | `reddog_audit_records_total` | counter | | audit records handed to the trail's writer (`audit_sink`) |
+//! | `reddog_audit_refused_total` | counter | `reason` | calls answered UNAVAILABLE (`AUDIT_UNAVAILABLE`) because their record was refused or not written in time (`backlog`, `output_failed`, `stalled`, `stopped`, `not_started`) |
+//! | `reddog_audit_sink_up` | gauge | | 1 while the trail's output takes records, 0 while it fails or stalls (`audit_writer`) |
+//! | `reddog_audit_sink_faults_total` | counter | `cause` | times the trail's output began to fail: `no_space`, `io_error`, `closed`, `write_error`, `stalled` |
 //! | `process_*` | | | the process's CPU, memory, file descriptors, threads and start time (metrics-process) |
 //!
 //! Every counter with a fixed label set is registered at 0 when the registry is made (before
@@ -308,6 +310,13 @@ const QUEUE_WAIT_BUCKETS: [f64; 11] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 /// The metadata every handle is registered with (the Prometheus recorder ignores it).
 const METADATA: Metadata<'static> = Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
+/// The `reason` labels of `reddog_audit_refused_total` (`audit_sink::AuditRefused`'s labels:
+/// a test there checks they agree).
+pub(crate) const AUDIT_REFUSED_REASONS: [&str; 5] = ["backlog", "output_failed", "stalled", "stopped", "not_started"];
+/// The `cause` labels of `reddog_audit_sink_faults_total` (`audit_writer::Cause`'s labels: a
+/// test there checks they agree).
+pub(crate) const AUDIT_SINK_FAULT_CAUSES: [&str; 5] = ["no_space", "io_error", "closed", "write_error", "stalled"];
+
 /// One [`super::Application`]'s metrics (see the module docs): its Prometheus recorder, never
 /// installed as the process's global `metrics` recorder, its exact money and payout sums, and
 /// the handles recorded from several places. Cheap to clone (one `Arc`); every clone records
@@ -331,8 +340,9 @@ struct Registered {
     worker_wait: Gauge,
     request_timeouts: Counter,
     accept_backoffs: Counter,
-    log_writer_waits: Counter,
+    log_lines_dropped: Counter,
     audit_records: Counter,
+    audit_sink_up: Gauge,
     otlp_export_failures: Counter,
     serving: Gauge,
 }
@@ -376,8 +386,9 @@ impl MetricsRegistry {
             worker_wait: recorder.register_gauge(&Key::from_static_name("reddog_worker_wait_seconds"), &METADATA),
             request_timeouts: counter("reddog_request_timeouts_total"),
             accept_backoffs: counter("reddog_accept_backoffs_total"),
-            log_writer_waits: counter("reddog_log_writer_waits_total"),
+            log_lines_dropped: counter("reddog_log_lines_dropped_total"),
             audit_records: counter("reddog_audit_records_total"),
+            audit_sink_up: recorder.register_gauge(&Key::from_static_name("reddog_audit_sink_up"), &METADATA),
             otlp_export_failures: counter("reddog_otlp_export_failures_total"),
             serving: recorder.register_gauge(&Key::from_static_name("reddog_serving"), &METADATA),
             process,
@@ -481,8 +492,11 @@ impl MetricsRegistry {
         ] {
             self.counter("reddog_connections_closed_total", &[("reason", reason)]).increment(0);
         }
-        for reason in ["backlog", "output_failed", "stopped", "not_started"] {
+        for reason in AUDIT_REFUSED_REASONS {
             self.counter("reddog_audit_refused_total", &[("reason", reason)]).increment(0);
+        }
+        for cause in AUDIT_SINK_FAULT_CAUSES {
+            self.counter("reddog_audit_sink_faults_total", &[("cause", cause)]).increment(0);
         }
     }
 
@@ -500,7 +514,8 @@ impl MetricsRegistry {
     }
 
     /// The `reddog_serving` gauge: 1 while the overall health status (what readiness asks) is
-    /// SERVING, 0 before serving starts and from the moment a drain starts.
+    /// SERVING; 0 before serving starts, while the audit trail's output fails and from the
+    /// moment a drain starts.
     pub(crate) fn serving_gauge(&self) -> Gauge {
         self.inner.serving.clone()
     }
@@ -575,10 +590,10 @@ impl MetricsRegistry {
         self.inner.accept_backoffs.clone()
     }
 
-    /// The counter of log lines that waited for a stalled output, for
-    /// [`crate::service::ops::log_writer::BatchWriter::start_counting_waits`].
-    pub(crate) fn log_writer_waits(&self) -> Counter {
-        self.inner.log_writer_waits.clone()
+    /// The counter of diagnostic log lines dropped on a stalled output, for
+    /// [`crate::service::ops::log_writer::BatchWriter::start_counting_drops`].
+    pub(crate) fn log_lines_dropped(&self) -> Counter {
+        self.inner.log_lines_dropped.clone()
     }
 
     /// The counter of audit records written.
@@ -589,6 +604,17 @@ impl MetricsRegistry {
     /// Records an audit record refused, by why.
     pub(crate) fn audit_refused(&self, reason: &'static str) {
         self.counter("reddog_audit_refused_total", &[("reason", reason)]).increment(1);
+    }
+
+    /// The `reddog_audit_sink_up` gauge (1 while the trail's output takes records).
+    pub(crate) fn audit_sink_up(&self) -> Gauge {
+        self.inner.audit_sink_up.clone()
+    }
+
+    /// Records the trail's output beginning to fail, by cause (a label of
+    /// [`super::audit_writer::Cause`]).
+    pub(crate) fn audit_sink_fault(&self, cause: &'static str) {
+        self.counter("reddog_audit_sink_faults_total", &[("cause", cause)]).increment(1);
     }
 }
 
@@ -752,7 +778,9 @@ fn describe(r: &PrometheusRecorder) {
     r.describe_gauge(
         "reddog_serving".into(),
         None,
-        "1 while health reports SERVING (readiness), 0 from the start of a drain".into(),
+        "1 while health reports SERVING (readiness), 0 while the audit trail cannot be written and from the start \
+         of a drain"
+            .into(),
     );
     r.describe_gauge(
         "reddog_build_info".into(),
@@ -767,12 +795,22 @@ fn describe(r: &PrometheusRecorder) {
     r.describe_counter(
         "reddog_audit_records_total".into(),
         None,
-        "Audit records written to the audit sink's batch".into(),
+        "Audit records handed to the audit trail's writer".into(),
     );
     r.describe_counter(
         "reddog_audit_refused_total".into(),
         None,
-        "Audit records refused (the call answered UNAVAILABLE): backlog, output_failed or stopped".into(),
+        "Calls answered UNAVAILABLE because their audit record was refused or not written in time, by reason".into(),
+    );
+    r.describe_gauge(
+        "reddog_audit_sink_up".into(),
+        None,
+        "1 while the audit trail's output takes records, 0 while it fails or stalls".into(),
+    );
+    r.describe_counter(
+        "reddog_audit_sink_faults_total".into(),
+        None,
+        "Times the audit trail's output began to fail, by cause".into(),
     );
     r.describe_counter("reddog_token_seals_total".into(), None, "Tokens sealed, by key id".into());
     r.describe_counter(
@@ -829,9 +867,9 @@ fn describe(r: &PrometheusRecorder) {
         "Accept failures (out of file descriptors or memory) that backed off".into(),
     );
     r.describe_counter(
-        "reddog_log_writer_waits_total".into(),
+        "reddog_log_lines_dropped_total".into(),
         None,
-        "Log lines that waited for a stalled stderr (never dropped)".into(),
+        "Diagnostic log lines dropped because stderr took nothing while 4 MiB of lines waited".into(),
     );
 }
 
@@ -1080,8 +1118,9 @@ mod tests {
             for series in [
                 "reddog_load_shed_total",
                 "reddog_accept_backoffs_total",
-                "reddog_log_writer_waits_total",
+                "reddog_log_lines_dropped_total",
                 "reddog_audit_records_total",
+                "reddog_audit_sink_faults_total{cause=\"stalled\"}",
                 "reddog_connections_closed_total{reason=\"displaced\"}",
                 "reddog_audit_refused_total{reason=\"not_started\"}",
                 "reddog_token_rejections_total{method=\"Settle\",reason=\"wrong_kind\"}",

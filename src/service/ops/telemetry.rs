@@ -207,7 +207,7 @@ pub fn init(
 ) -> Result<Telemetry, Box<dyn std::error::Error + Send + Sync>> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let logs = BatchWriter::start_counting_waits(std::io::stderr(), metrics.log_writer_waits());
+    let logs = BatchWriter::start_counting_drops(std::io::stderr(), metrics.log_lines_dropped());
     let fmt = fmt_layer(format, ansi, logs.clone());
     let endpoint_set = std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some_and(|v| !v.is_empty())
         || std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some_and(|v| !v.is_empty());

@@ -131,11 +131,15 @@ impl RedDogService {
     /// Runs a handler body with an RPC span, latency and status metrics. The span follows
     /// OpenTelemetry's RPC conventions and continues the caller's trace when the request
     /// carries a W3C `traceparent` (see [`crate::service::ops::telemetry::continue_trace`]).
-    fn observe<T>(
+    ///
+    /// Write-ahead: when the handler wrote an audit record (`Some(seq)`), the answer waits
+    /// until the trail's output took that record, and is refused (`AUDIT_UNAVAILABLE`) if
+    /// the output fails or stalls first ([`AuditSink::written`]).
+    async fn observe<T>(
         &self,
         method: Method,
         metadata: &tonic::metadata::MetadataMap,
-        f: impl FnOnce() -> Result<T, Status>,
+        f: impl FnOnce() -> Result<(T, Option<u64>), Status>,
     ) -> Result<Response<T>, Status> {
         let started = Instant::now();
         // DEBUG: built only when trace export or debug logs want it (see `telemetry::init`).
@@ -152,7 +156,11 @@ impl RedDogService {
         if !span.is_disabled() {
             crate::service::ops::telemetry::continue_trace(&span, metadata);
         }
-        let result = span.in_scope(f);
+        let result = match span.in_scope(f) {
+            Ok((answer, Some(record))) => self.inner.audit.written(record).await.map(|()| answer).map_err(Status::from),
+            Ok((answer, None)) => Ok(answer),
+            Err(status) => Err(status),
+        };
         let code = result.as_ref().map_or_else(Status::code, |_| tonic::Code::Ok);
         if !span.is_disabled() {
             span.record("rpc.grpc.status_code", code as i64);
@@ -257,7 +265,7 @@ impl RedDogService {
         }
     }
 
-    fn commit_seed(&self, req: &proto::CommitSeedRequest) -> Result<proto::CommitSeedResponse, Status> {
+    fn commit_seed(&self, req: &proto::CommitSeedRequest) -> Result<(proto::CommitSeedResponse, u64), Status> {
         convert::required_round_id("round_id", &req.round_id)?;
         convert::table_id(&req.table_id)?;
         let named = self.table(&req.table_id)?;
@@ -278,24 +286,27 @@ impl RedDogService {
             algorithm: ALGORITHM,
             sandbox: named.sandbox,
         };
-        self.audit_seed_committed(&receipt, &committed)?;
+        let record = self.audit_seed_committed(&receipt, &committed)?;
         let (signing_key_id, signature, receipt_json) = self.sign_commit(&receipt);
-        Ok(proto::CommitSeedResponse {
-            round_id: req.round_id.clone(),
-            commitment: committed.to_hex(),
-            commitment_token: token,
-            expires_at_unix_ms,
-            algorithm: ALGORITHM.to_string(),
-            nonce: req.nonce,
-            table_id: named.id.clone(),
-            decks: u32::from(named.table.decks().get()),
-            currency: Some(currency(&named.currency)),
-            rules_digest: rules_digest.to_hex(),
-            sandbox: named.sandbox,
-            signing_key_id,
-            signature,
-            receipt_json,
-        })
+        Ok((
+            proto::CommitSeedResponse {
+                round_id: req.round_id.clone(),
+                commitment: committed.to_hex(),
+                commitment_token: token,
+                expires_at_unix_ms,
+                algorithm: ALGORITHM.to_string(),
+                nonce: req.nonce,
+                table_id: named.id.clone(),
+                decks: u32::from(named.table.decks().get()),
+                currency: Some(currency(&named.currency)),
+                rules_digest: rules_digest.to_hex(),
+                sandbox: named.sandbox,
+                signing_key_id,
+                signature,
+                receipt_json,
+            },
+            record,
+        ))
     }
 
     /// A new commitment's issue time and its expiry (`--commitment-ttl-secs` later), in Unix ms.
@@ -305,7 +316,7 @@ impl RedDogService {
     }
 
     /// Records a commitment in the audit trail.
-    fn audit_seed_committed(&self, receipt: &CommitReceipt<'_>, committed: &Commitment) -> Result<(), AuditRefused> {
+    fn audit_seed_committed(&self, receipt: &CommitReceipt<'_>, committed: &Commitment) -> Result<u64, AuditRefused> {
         self.inner.audit.record(Event::SeedCommitted(record::SeedCommitted {
             round_id: Cow::Borrowed(receipt.round_id),
             table_id: Cow::Borrowed(receipt.table_id),
@@ -347,7 +358,11 @@ impl RedDogService {
         (signer.id().to_string(), signature, json)
     }
 
-    fn start_round(&self, peer: Peer, req: &proto::StartRoundRequest) -> Result<proto::StartRoundResponse, Status> {
+    fn start_round(
+        &self,
+        peer: Peer,
+        req: &proto::StartRoundRequest,
+    ) -> Result<(proto::StartRoundResponse, u64), Status> {
         convert::required_token("commitment_token", &req.commitment_token)?;
         convert::client_seed(&req.client_seed)?;
         convert::required_round_id("round_id", &req.round_id)?;
@@ -361,24 +376,27 @@ impl RedDogService {
         let mut state = deal(committed, committed_sandbox, &dealt, &bets, req)?;
         state.issued_at_unix_ms = issued_at;
         let token = self.seal(TokenKind::Round, &state.to_payload())?;
-        self.audit_round_started(&state, &dealt, &bets)?;
+        let record = self.audit_round_started(&state, &dealt, &bets)?;
         if let Some(m) = self.inner.table_metrics.get(&dealt.id) {
             m.round_started(state.round.class());
         }
         let (signing_key_id, signature, receipt_json) = self.sign_step(&state, &[]);
-        Ok(proto::StartRoundResponse {
-            round: Some(round_view(&state)?),
-            commitment: state.seed.commitment().to_hex(),
-            transcript: state.transcript.to_hex(),
-            round_id: state.round_id,
-            round_token: token,
-            step: 0,
-            table_id: state.table_id,
-            currency: Some(currency(&dealt.currency)),
-            signing_key_id,
-            signature,
-            receipt_json,
-        })
+        Ok((
+            proto::StartRoundResponse {
+                round: Some(round_view(&state)?),
+                commitment: state.seed.commitment().to_hex(),
+                transcript: state.transcript.to_hex(),
+                round_id: state.round_id,
+                round_token: token,
+                step: 0,
+                table_id: state.table_id,
+                currency: Some(currency(&dealt.currency)),
+                signing_key_id,
+                signature,
+                receipt_json,
+            },
+            record,
+        ))
     }
 
     /// Opens a commitment token: its server seed, what it is bound to, whether it is a
@@ -400,7 +418,7 @@ impl RedDogService {
     }
 
     /// Records a dealt round in the audit trail.
-    fn audit_round_started(&self, state: &RoundState, dealt: &NamedTable, bets: &[Money]) -> Result<(), AuditRefused> {
+    fn audit_round_started(&self, state: &RoundState, dealt: &NamedTable, bets: &[Money]) -> Result<u64, AuditRefused> {
         let (hand_class, spread) = DealClass::of(state.round.class());
         self.inner.audit.record(Event::RoundStarted(record::RoundStarted {
             round_id: Cow::Borrowed(&state.round_id),
@@ -447,7 +465,7 @@ impl RedDogService {
         .into())
     }
 
-    fn decide(&self, peer: Peer, req: &proto::DecideRequest) -> Result<proto::DecideResponse, Status> {
+    fn decide(&self, peer: Peer, req: &proto::DecideRequest) -> Result<(proto::DecideResponse, u64), Status> {
         let mut state = self.open_round(Method::Decide, peer, &req.round_token, &req.round_id)?;
         let decisions = convert::decisions(&req.decisions, state.round.seats().len())?;
         let (sorted, raised) = state.round.decide_all(&decisions).map_err(EngineError::from)?;
@@ -455,24 +473,27 @@ impl RedDogService {
         state.transcript = parent.decide(&sorted);
         state.steps.push(sorted);
         let token = self.seal(TokenKind::Round, &state.to_payload())?;
-        self.audit_decided(&state, parent_step, parent, raised)?;
+        let record = self.audit_decided(&state, parent_step, parent, raised)?;
         let transcript = state.transcript.to_hex();
         let currency = Some(currency(&state.currency));
         let (signing_key_id, signature, receipt_json) =
             self.sign_step(&state, state.steps.last().map_or(&[][..], Vec::as_slice));
-        Ok(proto::DecideResponse {
-            round: Some(round_view(&state)?),
-            step: state.step(),
-            round_id: state.round_id,
-            round_token: token,
-            raised_amount: raised.0,
-            transcript,
-            currency,
-            table_id: state.table_id,
-            signing_key_id,
-            signature,
-            receipt_json,
-        })
+        Ok((
+            proto::DecideResponse {
+                round: Some(round_view(&state)?),
+                step: state.step(),
+                round_id: state.round_id,
+                round_token: token,
+                raised_amount: raised.0,
+                transcript,
+                currency,
+                table_id: state.table_id,
+                signing_key_id,
+                signature,
+                receipt_json,
+            },
+            record,
+        ))
     }
 
     /// Records a Decide step in the audit trail.
@@ -482,7 +503,7 @@ impl RedDogService {
         parent_step: u32,
         parent: Transcript,
         raised: Money,
-    ) -> Result<(), AuditRefused> {
+    ) -> Result<u64, AuditRefused> {
         self.inner.audit.record(Event::SeatsDecided(record::SeatsDecided {
             round_id: Cow::Borrowed(&state.round_id),
             table_id: Cow::Borrowed(&state.table_id),
@@ -497,7 +518,7 @@ impl RedDogService {
         }))
     }
 
-    fn settle(&self, peer: Peer, req: &proto::SettleRequest) -> Result<proto::SettleResponse, Status> {
+    fn settle(&self, peer: Peer, req: &proto::SettleRequest) -> Result<(proto::SettleResponse, u64), Status> {
         let mut state = self.open_round(Method::Settle, peer, &req.round_token, &req.round_id)?;
         state.round.close();
         let settlement = state.round.settle(&state.paytable).map_err(EngineError::from)?;
@@ -508,25 +529,28 @@ impl RedDogService {
             None => (String::new(), String::new()),
         };
         let currency = Some(currency(&state.currency));
-        self.audit_settled(&state, &settlement, &cards, currency.as_ref())?;
+        let record = self.audit_settled(&state, &settlement, &cards, currency.as_ref())?;
         if let Some(m) = self.inner.table_metrics.get(&state.table_id) {
             m.settled(&settlement, state.decks, &state.paytable);
         }
-        Ok(proto::SettleResponse {
-            round: Some(round_view(&state)?),
-            results: seat_results(&settlement),
-            total_staked: settlement.total_staked.0,
-            total_returned: settlement.total_returned.0,
-            step: state.step(),
-            transcript: state.transcript.to_hex(),
-            reveal: Some(reveal_fields),
-            round_id: state.round_id,
-            reveal_json,
-            currency,
-            table_id: state.table_id,
-            signing_key_id,
-            signature,
-        })
+        Ok((
+            proto::SettleResponse {
+                round: Some(round_view(&state)?),
+                results: seat_results(&settlement),
+                total_staked: settlement.total_staked.0,
+                total_returned: settlement.total_returned.0,
+                step: state.step(),
+                transcript: state.transcript.to_hex(),
+                reveal: Some(reveal_fields),
+                round_id: state.round_id,
+                reveal_json,
+                currency,
+                table_id: state.table_id,
+                signing_key_id,
+                signature,
+            },
+            record,
+        ))
     }
 
     /// Records a settled round in the audit trail, under the rules it was dealt with.
@@ -536,7 +560,7 @@ impl RedDogService {
         settlement: &Settlement,
         cards: &[Card],
         currency: Option<&proto::Currency>,
-    ) -> Result<(), AuditRefused> {
+    ) -> Result<u64, AuditRefused> {
         let rules_digest = state.rules().digest().0;
         let (hand_class, spread) = DealClass::of(settlement.class);
         let mut seats = [SeatMoney::default(); MAX_SEATS];
@@ -755,27 +779,33 @@ fn reveal_message(r: RevealV2, steps: &[Vec<(usize, Decision)>]) -> proto::Revea
     }
 }
 
+/// An answer and the `seq` of the audit record it waits for.
+fn recorded<T>((answer, record): (T, u64)) -> (T, Option<u64>) {
+    (answer, Some(record))
+}
+
 #[tonic::async_trait]
 impl RedDog for RedDogService {
     async fn get_rules(
         &self,
         request: Request<proto::GetRulesRequest>,
     ) -> Result<Response<proto::GetRulesResponse>, Status> {
-        self.observe(Method::GetRules, request.metadata(), || self.get_rules(request.get_ref()))
+        self.observe(Method::GetRules, request.metadata(), || self.get_rules(request.get_ref()).map(|a| (a, None)))
+            .await
     }
 
     async fn list_tables(
         &self,
         request: Request<proto::ListTablesRequest>,
     ) -> Result<Response<proto::ListTablesResponse>, Status> {
-        self.observe(Method::ListTables, request.metadata(), || Ok(self.list_tables()))
+        self.observe(Method::ListTables, request.metadata(), || Ok((self.list_tables(), None))).await
     }
 
     async fn commit_seed(
         &self,
         request: Request<proto::CommitSeedRequest>,
     ) -> Result<Response<proto::CommitSeedResponse>, Status> {
-        self.observe(Method::CommitSeed, request.metadata(), || self.commit_seed(request.get_ref()))
+        self.observe(Method::CommitSeed, request.metadata(), || self.commit_seed(request.get_ref()).map(recorded)).await
     }
 
     async fn start_round(
@@ -783,16 +813,17 @@ impl RedDog for RedDogService {
         request: Request<proto::StartRoundRequest>,
     ) -> Result<Response<proto::StartRoundResponse>, Status> {
         let peer = Peer::of(&request);
-        self.observe(Method::StartRound, request.metadata(), || self.start_round(peer, request.get_ref()))
+        self.observe(Method::StartRound, request.metadata(), || self.start_round(peer, request.get_ref()).map(recorded))
+            .await
     }
 
     async fn decide(&self, request: Request<proto::DecideRequest>) -> Result<Response<proto::DecideResponse>, Status> {
         let peer = Peer::of(&request);
-        self.observe(Method::Decide, request.metadata(), || self.decide(peer, request.get_ref()))
+        self.observe(Method::Decide, request.metadata(), || self.decide(peer, request.get_ref()).map(recorded)).await
     }
 
     async fn settle(&self, request: Request<proto::SettleRequest>) -> Result<Response<proto::SettleResponse>, Status> {
         let peer = Peer::of(&request);
-        self.observe(Method::Settle, request.metadata(), || self.settle(peer, request.get_ref()))
+        self.observe(Method::Settle, request.metadata(), || self.settle(peer, request.get_ref()).map(recorded)).await
     }
 }

@@ -112,10 +112,15 @@ pub enum Log {
 
 /// Whether the test reads a [`ServerProcess`]'s stdout (where the audit trail goes): closed,
 /// the reader stops after its current line and the pipe fills, as with a stalled consumer.
+/// Every line read is kept ([`StdoutGate::lines`]).
 #[derive(Clone, Default)]
-pub struct StdoutGate(Arc<(Mutex<bool>, Condvar)>);
+pub struct StdoutGate(Arc<(Mutex<bool>, Condvar)>, Arc<Mutex<Vec<String>>>);
 
 impl StdoutGate {
+    /// Every line read from stdout so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.1.lock().unwrap().clone()
+    }
     pub fn set_reading(&self, reading: bool) {
         *self.0.0.lock().unwrap() = !reading;
         self.0.1.notify_all();
@@ -249,6 +254,7 @@ impl ProcessBuilder {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 gate.wait_open();
+                gate.1.lock().unwrap().push(line.clone());
                 for (prefix, which) in [("listening on ", 0), ("metrics on ", 1)] {
                     if let Some(a) = line.strip_prefix(prefix) {
                         let _ = tx.send((which, a.trim().parse::<SocketAddr>().unwrap()));
