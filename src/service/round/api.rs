@@ -288,25 +288,8 @@ impl RedDogService {
         };
         let record = self.audit_seed_committed(&receipt, &committed)?;
         let (signing_key_id, signature, receipt_json) = self.sign_commit(&receipt);
-        Ok((
-            proto::CommitSeedResponse {
-                round_id: req.round_id.clone(),
-                commitment: committed.to_hex(),
-                commitment_token: token,
-                expires_at_unix_ms,
-                algorithm: ALGORITHM.to_string(),
-                nonce: req.nonce,
-                table_id: named.id.clone(),
-                decks: u32::from(named.table.decks().get()),
-                currency: Some(currency(&named.currency)),
-                rules_digest: rules_digest.to_hex(),
-                sandbox: named.sandbox,
-                signing_key_id,
-                signature,
-                receipt_json,
-            },
-            record,
-        ))
+        let unsigned = commit_response(req, named, &committed, token, &rules_digest, expires_at_unix_ms);
+        Ok((proto::CommitSeedResponse { signing_key_id, signature, receipt_json, ..unsigned }, record))
     }
 
     /// A new commitment's issue time and its expiry (`--commitment-ttl-secs` later), in Unix ms.
@@ -728,6 +711,31 @@ fn rules_per_table(config: &EngineConfig) -> BTreeMap<String, proto::GetRulesRes
             (t.id.clone(), rules)
         })
         .collect()
+}
+
+/// CommitSeed's answer before the signer adds its key id, signature and receipt.
+fn commit_response(
+    req: &proto::CommitSeedRequest,
+    named: &NamedTable,
+    committed: &Commitment,
+    commitment_token: Vec<u8>,
+    rules_digest: &RulesDigest,
+    expires_at_unix_ms: i64,
+) -> proto::CommitSeedResponse {
+    proto::CommitSeedResponse {
+        round_id: req.round_id.clone(),
+        commitment: committed.to_hex(),
+        commitment_token,
+        expires_at_unix_ms,
+        algorithm: ALGORITHM.to_string(),
+        nonce: req.nonce,
+        table_id: named.id.clone(),
+        decks: u32::from(named.table.decks().get()),
+        currency: Some(currency(&named.currency)),
+        rules_digest: rules_digest.to_hex(),
+        sandbox: named.sandbox,
+        ..Default::default()
+    }
 }
 
 /// The round as the table shows it, marked `sandbox` for a sandbox round.
