@@ -1,6 +1,6 @@
 //! The audit records, `reddog-audit-v1` (`docs/AUDIT.md`, "The records";
 //! `docs/design/evidence-contract.md` §1): the one definition of the format, as serde types
-//! the engine's sink writes ([`crate::service`]), the generator writes ([`super::generate`])
+//! the engine's sink writes ([`crate::service`]), the generator writes (`reddog_tools::generate`)
 //! and tests read back; and the chain arithmetic every record carries: its hash is SHA-256
 //! over exactly its line's bytes (without the `\n`), and each record's `prev` is the hash of
 //! the record before it in its (`replica`, `run`).

@@ -151,7 +151,7 @@ impl DieharderJob {
 
     /// CPU milliseconds of this job measured on the reference machine (one core of the
     /// 2-core CI machine, dieharder 3.31.1 reading a ChaCha20 stream): the progress bar's
-    /// weight. [`DIEHARDER_REFERENCE_MS`] is their sum.
+    /// weight; the bar's total is their sum.
     pub fn cost_ms(&self) -> u64 {
         dieharder_cost_ms(self.test, self.ntup)
     }

@@ -201,7 +201,7 @@ pub struct Settings {
     pub table_config: Option<PathBuf>,
     /// The tables themselves (embedding, tests); when set, `table_config` must be `None`.
     pub tables: Option<Tables>,
-    /// `certified-rules.json` ([`super::certified`]): every table's digest must be in it,
+    /// `certified-rules.json` ([`crate::service::rules::certified`]): every table's digest must be in it,
     /// and its binary digest must be this executable's.
     pub certified_rules: Option<PathBuf>,
     /// Start although `certified_rules` names another binary (`--allow-uncertified-binary`):
@@ -218,11 +218,11 @@ pub struct Settings {
     /// The audit trail.
     pub audit: AuditSettings,
     /// Serve tables marked `"sandbox": true` (`--allow-sandbox`); without it such a table
-    /// stops the start-up (see [`super::sandbox`]).
+    /// stops the start-up (see [`crate::service::round::sandbox`]).
     pub allow_sandbox: bool,
     /// The wall clock commitments expire by: [`Clock::system`]; tests set their own.
     pub clock: Clock,
-    /// The application's metrics registry (see [`super::metrics`]): everything the
+    /// The application's metrics registry (see [`crate::service::ops::metrics`]): everything the
     /// application records goes here and its `/metrics` listener shows it. The binary creates
     /// it first, to count its log writer's waits in it too; [`Settings::local`] makes a new
     /// one.

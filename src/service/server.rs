@@ -15,8 +15,8 @@
 //!
 //! Limits (see [`crate::service::edge::limits::TransportLimits`]): HTTP/2 max concurrent streams per
 //! connection and h2's local-reset guard; the handshake and idle deadlines, connection cap and
-//! accept back-off of [`super::transport`]; the global and per-connection slots, load
-//! shedding and per-call timeout of [`super::guard`]; requests and responses of at most
+//! accept back-off of [`crate::service::edge::transport`]; the global and per-connection slots, load
+//! shedding and per-call timeout of [`crate::service::edge::guard`]; requests and responses of at most
 //! [`MAX_REQUEST_BYTES`].
 //!
 //! Drain: health turns NOT_SERVING, the listener closes, connections get GOAWAY; once no

@@ -4,7 +4,7 @@
 //! their own values, borrowed (building one allocates nothing);
 //! [`crate::service::evidence::audit_sink::AuditSink`] serialises it behind its envelope into a reused buffer,
 //! hashes the line and chains the next record to it. A table's rules digest has one
-//! definition: [`crate::fairness::TableRules::of`] (via [`super::NamedTable::digest`]).
+//! definition: [`crate::fairness::TableRules::of`] (via [`crate::service::NamedTable::digest`]).
 
 pub(crate) use crate::fairness::receipt::checkpoint_message;
 

@@ -22,7 +22,7 @@
 //! did not take is reported.
 //!
 //! The writer is format-agnostic; the diagnostic logs (tracing-subscriber's fmt layer) use
-//! it. (The audit trail has its own, write-ahead writer: [`super::audit_writer`].)
+//! it. (The audit trail has its own, write-ahead writer: [`crate::service::evidence::audit_writer`].)
 //! [`BatchWriter::try_append`] refuses instead of dropping when the batch is full, and
 //! [`BatchWriter::failed`] says whether a write failed (`examples/log_writer_vs_appender.rs`
 //! measures both).

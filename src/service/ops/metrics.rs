@@ -50,12 +50,12 @@
 //! `1`…`11`.
 //! No metric carries a seed, key, token or round id.
 //!
-//! **One registry per application.** Each [`super::Application`] owns a [`MetricsRegistry`]:
+//! **One registry per application.** Each [`crate::service::Application`] owns a [`MetricsRegistry`]:
 //! a Prometheus recorder of its own (metrics-exporter-prometheus, never installed as the
 //! process's global `metrics` recorder) and its exact money and payout sums
 //! ([`MoneyMetrics`]). It is passed in to everything that records (the service, the
 //! transport and guard, the audit sink, the log writer and the OTLP exporter: the binary
-//! creates it and hands it to [`crate::service::ops::telemetry::init`] and to [`super::Settings`]), and its
+//! creates it and hands it to [`crate::service::ops::telemetry::init`] and to [`crate::service::Settings`]), and its
 //! `/metrics` listener renders it.
 //! No `counter!` macro reaches a global recorder and no `static` holds a handle (the test
 //! `service_metrics::no_file_under_src_holds_a_static_metrics_handle_or_reaches_a_global_recorder`
@@ -100,7 +100,7 @@ pub struct MoneyTotals {
     pub returned: u128,
 }
 
-/// The exact money sums and the payout monitor's sums of one [`super::Application`], per
+/// The exact money sums and the payout monitor's sums of one [`crate::service::Application`], per
 /// table id (see the module docs), in its [`MetricsRegistry`].
 ///
 /// The sums are kept here rather than as `metrics` counters because they must stay exact:
@@ -172,7 +172,7 @@ struct Payout {
     expected_whole: u128,
     /// Σ expected return: the fractional part, exact, in [0, 1).
     expected_fraction: Exact,
-    /// Σ Var[returned], minor units squared.
+    /// Σ Var\[returned\], minor units squared.
     variance: f64,
     /// Σ returned², Σ returned·staked, Σ staked² per Settle answer.
     moments: [f64; 3],
@@ -317,7 +317,7 @@ pub(crate) const AUDIT_REFUSED_REASONS: [&str; 5] = ["backlog", "output_failed",
 /// test there checks they agree).
 pub(crate) const AUDIT_SINK_FAULT_CAUSES: [&str; 5] = ["no_space", "io_error", "closed", "write_error", "stalled"];
 
-/// One [`super::Application`]'s metrics (see the module docs): its Prometheus recorder, never
+/// One [`crate::service::Application`]'s metrics (see the module docs): its Prometheus recorder, never
 /// installed as the process's global `metrics` recorder, its exact money and payout sums, and
 /// the handles recorded from several places. Cheap to clone (one `Arc`); every clone records
 /// into the same registry. [`MetricsRegistry::render`] is its `/metrics` page.
@@ -612,7 +612,7 @@ impl MetricsRegistry {
     }
 
     /// Records the trail's output beginning to fail, by cause (a label of
-    /// [`super::audit_writer::Cause`]).
+    /// [`crate::service::evidence::audit_writer::Cause`]).
     pub(crate) fn audit_sink_fault(&self, cause: &'static str) {
         self.counter("reddog_audit_sink_faults_total", &[("cause", cause)]).increment(1);
     }

@@ -7,7 +7,7 @@
 //! shows the engine's spans under its own call.
 //!
 //! These are diagnostics only, in tracing-subscriber's stock text and JSON formats: the audit
-//! trail is written by its own sink ([`super::audit_sink`]), which no `RUST_LOG` setting
+//! trail is written by its own sink ([`crate::service::evidence::audit_sink`]), which no `RUST_LOG` setting
 //! affects. No event or span carries a server seed before its reveal, a key or a token.
 //!
 //! Lines are appended to a [`BatchWriter`]'s batch; a background thread writes batches to

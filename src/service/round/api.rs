@@ -57,7 +57,7 @@ pub struct EngineConfig {
     /// The wall clock commitments expire by ([`Clock::system`] but in tests).
     pub clock: Clock,
     /// The metrics the service records (its rounds, money, RPCs, tokens): its
-    /// [`super::Application`]'s registry, which its `/metrics` shows (`Default::default()`
+    /// [`crate::service::Application`]'s registry, which its `/metrics` shows (`Default::default()`
     /// for a registry of its own).
     pub metrics: MetricsRegistry,
 }

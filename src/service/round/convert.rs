@@ -8,7 +8,7 @@ use crate::proto;
 
 use crate::ids::{IdError, check_client_seed, check_round_id, check_table_id};
 
-/// Checks a required platform round id: 1 to [`MAX_ROUND_ID_BYTES`] bytes, no control
+/// Checks a required platform round id: 1 to [`crate::ids::MAX_ROUND_ID_BYTES`] bytes, no control
 /// characters.
 pub(crate) fn required_round_id(field: &'static str, id: &str) -> Result<(), EngineError> {
     if id.is_empty() {
@@ -17,7 +17,7 @@ pub(crate) fn required_round_id(field: &'static str, id: &str) -> Result<(), Eng
     round_id(field, id)
 }
 
-/// Checks a table id: empty (the default table) or 1 to [`MAX_TABLE_ID_BYTES`] bytes of
+/// Checks a table id: empty (the default table) or 1 to [`crate::ids::MAX_TABLE_ID_BYTES`] bytes of
 /// `[A-Za-z0-9._-]`.
 pub(crate) fn table_id(id: &str) -> Result<(), EngineError> {
     match check_table_id(id) {
@@ -39,7 +39,7 @@ pub(crate) fn required_token(field: &'static str, token: &[u8]) -> Result<(), En
     if token.is_empty() { Err(EngineError::Missing { field, what: "required" }) } else { Ok(()) }
 }
 
-/// Checks a client seed: 1 to [`MAX_CLIENT_SEED_BYTES`] bytes (UTF-8 is guaranteed by protobuf).
+/// Checks a client seed: 1 to [`crate::ids::MAX_CLIENT_SEED_BYTES`] bytes (UTF-8 is guaranteed by protobuf).
 pub(crate) fn client_seed(seed: &str) -> Result<(), EngineError> {
     match check_client_seed(seed) {
         Ok(()) => Ok(()),

@@ -461,7 +461,7 @@ impl KeyRing {
 
     /// The document's shape, each problem named by its field: an object with `primary` (a
     /// string), `keys` (an object whose values are strings) and optionally `signing` (checked
-    /// where it is parsed, [`super::signing`]). Names taken from
+    /// where it is parsed, [`crate::service::evidence::signing`]). Names taken from
     /// the document appear only when they are valid key ids (never key text).
     fn check_shape(doc: &serde_json::Value) -> Result<(), EngineError> {
         use serde_json::Value;

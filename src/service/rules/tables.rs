@@ -25,7 +25,7 @@
 //! table's configuration says now (docs/OPERATIONS.md, "Withdrawing rules"). The table's own
 //! current digest may not be listed.
 //! `"sandbox": true` marks a test table (requested deals, never fair rounds; see
-//! [`super::sandbox`]): served only by an engine started with `--allow-sandbox`.
+//! [`crate::service::round::sandbox`]): served only by an engine started with `--allow-sandbox`.
 
 use std::collections::BTreeMap;
 
@@ -94,7 +94,7 @@ pub struct NamedTable {
     pub table: Table,
     pub currency: Currency,
     /// A sandbox table: `StartRound` accepts `sandbox_cards`, every round is a sandbox round
-    /// ([`super::sandbox`]).
+    /// ([`crate::service::round::sandbox`]).
     pub sandbox: bool,
 }
 
