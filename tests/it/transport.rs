@@ -143,7 +143,7 @@ async fn the_global_cap_sheds_at_once_and_recovers() {
     s.limits.max_in_flight_per_connection = 2;
     let server = TestServer::spawn(s).await;
     let ch = channel(server.addr).await;
-    let mut c = TestClient::new(ch.clone());
+    let c = TestClient::new(ch.clone());
     // Two calls hold both slots, on two connections (the cap is global, not per
     // connection): their answers cannot be sent to peers that grant no window. The server
     // closes such a connection within 2 s, so each caller calls again on a new one.
