@@ -20,21 +20,28 @@ echo "ok   no non-test function of src/service/ is over 40 lines ($(service_file
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# The 40-line check fails on a 41-line function planted in a copy (a signature, 39 lines, a brace).
-mkdir -p "$tmp/fn/src/service/round"
-cp -r src/service "$tmp/fn/src/"
-{
-  echo 'fn planted_long_function() {'
-  for i in $(seq 1 39); do echo "    let _ = $i;"; done
+# The 40-line check passes a planted 40-line function and fails on a 41-line one, in a copy.
+plant() { # NAME BODY_LINES: a signature, BODY_LINES lines, a brace
+  echo "fn $1() {"
+  for i in $(seq 1 "$2"); do echo "    let _ = $i;"; done
   echo '}'
-} >>"$tmp/fn/src/service/round/api.rs"
+}
+mkdir -p "$tmp/fn/src"
+cp -r src/service "$tmp/fn/src/"
+plant planted_40_line_function 38 >>"$tmp/fn/src/service/round/api.rs"
+if ! (cd "$tmp/fn" && python3 "$OLDPWD/scripts/fn-lengths.py" --skip-tests --max 40 $(service_files .)) >"$tmp/out" 2>&1; then
+  cat "$tmp/out"
+  echo "FAIL: a planted 40-line function was refused" >&2
+  exit 1
+fi
+plant planted_long_function 39 >>"$tmp/fn/src/service/round/api.rs"
 if (cd "$tmp/fn" && python3 "$OLDPWD/scripts/fn-lengths.py" --skip-tests --max 40 $(service_files .)) >"$tmp/out" 2>&1; then
   cat "$tmp/out"
   echo "FAIL: a planted 41-line function in src/service/round/api.rs was not found" >&2
   exit 1
 fi
 grep -q "FAIL:   41 planted_long_function src/service/round/api.rs:" "$tmp/out"
-echo "ok   the 40-line check fails on a planted 41-line function"
+echo "ok   the 40-line check passes a planted 40-line function and fails on a 41-line one"
 rm -rf "$tmp/fn"
 mkdir -p "$tmp/core"
 cp -r src "$tmp/src"
