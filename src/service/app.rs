@@ -229,6 +229,134 @@ pub struct Settings {
     pub metrics: MetricsRegistry,
 }
 
+/// Binds `what` on `addr`.
+async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, SettingsError> {
+    TcpListener::bind(addr).await.map_err(|source| SettingsError::Bind { what, addr, source })
+}
+
+/// Serves `/metrics` of `metrics` on `addr`, if given; the bound address.
+async fn spawn_metrics_listener(
+    addr: Option<SocketAddr>,
+    metrics: &MetricsRegistry,
+) -> Result<Option<SocketAddr>, SettingsError> {
+    let Some(addr) = addr else { return Ok(None) };
+    let bound = crate::service::edge::metrics_http::spawn(addr, metrics.clone()).await;
+    Ok(Some(bound.map_err(|source| SettingsError::Bind { what: "the metrics listener", addr, source })?))
+}
+
+/// Binds `what` on `addr`, if given.
+async fn bind_if_given(what: &'static str, addr: Option<SocketAddr>) -> Result<Option<TcpListener>, SettingsError> {
+    match addr {
+        Some(addr) => Ok(Some(bind(what, addr).await?)),
+        None => Ok(None),
+    }
+}
+
+/// A setting refused, and why.
+fn invalid(setting: &'static str, reason: String) -> Result<(), SettingsError> {
+    Err(SettingsError::Invalid { setting, reason })
+}
+
+/// A duration in seconds, for a message.
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// The transport's per-connection counts and call slots: streams, resets, slots.
+fn check_limits(l: &TransportLimits) -> Result<(), SettingsError> {
+    if !(1..=10_000).contains(&l.max_concurrent_streams_per_connection) {
+        return invalid(
+            "max-concurrent-streams",
+            format!("{}: must be 1..=10000", l.max_concurrent_streams_per_connection),
+        );
+    }
+    if !(1..=100_000).contains(&l.max_local_error_resets) {
+        return invalid("max-local-error-resets", format!("{}: must be 1..=100000", l.max_local_error_resets));
+    }
+    if !(1..=100_000).contains(&l.max_in_flight) {
+        return invalid("max-in-flight", format!("{}: must be 1..=100000", l.max_in_flight));
+    }
+    if !(1..=100_000).contains(&l.max_in_flight_per_connection) {
+        return invalid(
+            "max-in-flight-per-connection",
+            format!("{}: must be 1..=100000", l.max_in_flight_per_connection),
+        );
+    }
+    if l.max_in_flight_per_connection > l.max_in_flight {
+        return invalid(
+            "max-in-flight-per-connection",
+            format!(
+                "{}: larger than --max-in-flight {} (a connection's share of the slots is at most all of them)",
+                l.max_in_flight_per_connection, l.max_in_flight
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// What the transport holds at once: pending request bytes, connections and handshakes.
+fn check_capacity(l: &TransportLimits) -> Result<(), SettingsError> {
+    if !(MIN_PENDING_REQUEST_BYTES..=1 << 30).contains(&l.max_pending_request_bytes) {
+        return invalid(
+            "max-pending-request-bytes",
+            format!(
+                "{}: must be {MIN_PENDING_REQUEST_BYTES}..=1073741824 (at least one largest request)",
+                l.max_pending_request_bytes
+            ),
+        );
+    }
+    if !(1..=1_000_000).contains(&l.max_connections) {
+        return invalid("max-connections", format!("{}: must be 1..=1000000", l.max_connections));
+    }
+    if !(1..=1_000_000).contains(&l.max_pending_handshakes) {
+        return invalid("max-pending-handshakes", format!("{}: must be 1..=1000000", l.max_pending_handshakes));
+    }
+    Ok(())
+}
+
+/// The transport's deadlines: positive, and at most 10 minutes (a call's) or a day.
+fn check_timeouts(l: &TransportLimits) -> Result<(), SettingsError> {
+    for (setting, value, max) in [
+        ("request-timeout-ms", l.request_timeout, Duration::from_secs(600)),
+        ("max-queue-wait-ms", l.max_queue_wait, Duration::from_secs(600)),
+        ("handshake-timeout-ms", l.handshake_timeout, Duration::from_secs(600)),
+        ("idle-timeout-secs", l.idle_timeout, Duration::from_secs(86_400)),
+        ("keepalive-interval-secs", l.keepalive_interval, Duration::from_secs(86_400)),
+    ] {
+        if value < Duration::from_millis(1) || value > max {
+            return invalid(setting, format!("{} s: must be positive and at most {} s", secs(value), secs(max)));
+        }
+    }
+    Ok(())
+}
+
+/// The audit trail's checkpoints, sync and replica id.
+fn check_audit(a: &AuditSettings) -> Result<(), SettingsError> {
+    if a.checkpoint_interval < Duration::from_millis(10) || a.checkpoint_interval > Duration::from_secs(86_400) {
+        return invalid("audit-checkpoint-secs", format!("{} s: must be 1..=86400", secs(a.checkpoint_interval)));
+    }
+    if a.checkpoint_records > 1_000_000_000 {
+        return invalid("audit-checkpoint-records", format!("{}: must be 0..=1000000000", a.checkpoint_records));
+    }
+    if a.sync && !matches!(a.output, AuditOutput::File(_)) {
+        return invalid(
+            "audit-sync",
+            "needs --audit-log FILE: standard output is a pipe or terminal, there is nothing to fsync".into(),
+        );
+    }
+    if crate::ids::check_replica_id(&a.replica_id).is_err() {
+        return invalid(
+            "replica-id",
+            format!(
+                "{:?}: must be 1..={} printable ASCII characters without spaces",
+                a.replica_id,
+                crate::ids::MAX_REPLICA_ID_BYTES
+            ),
+        );
+    }
+    Ok(())
+}
+
 impl Settings {
     /// Settings for a server on `127.0.0.1:0` with the given ring, no metrics listener and
     /// default limits (tests and embedding).
@@ -256,8 +384,21 @@ impl Settings {
 
     /// Checks every setting that needs no file: ranges, and combinations.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        let invalid = |setting: &'static str, reason: String| Err(SettingsError::Invalid { setting, reason });
-        let secs = |d: Duration| d.as_secs_f64();
+        self.check_lifetimes()?;
+        self.check_listeners()?;
+        check_limits(&self.limits)?;
+        check_capacity(&self.limits)?;
+        check_timeouts(&self.limits)?;
+        if let Some(tls) = &self.tls
+            && tls.reload_poll < Duration::from_millis(10)
+        {
+            return invalid("tls reload poll", "must be at least 10 ms".to_string());
+        }
+        check_audit(&self.audit)
+    }
+
+    /// The commitment lifetime and the drain timeout.
+    fn check_lifetimes(&self) -> Result<(), SettingsError> {
         if self.commitment_ttl < Duration::from_secs(1) || self.commitment_ttl > Duration::from_secs(86_400) {
             return invalid(
                 "commitment-ttl-secs",
@@ -270,6 +411,11 @@ impl Settings {
         if self.drain_timeout < Duration::from_secs(1) || self.drain_timeout > Duration::from_secs(3600) {
             return invalid("drain-timeout-secs", format!("{} s: must be 1..=3600", secs(self.drain_timeout)));
         }
+        Ok(())
+    }
+
+    /// No two listeners on one address (port 0 picks a free port, so never clashes).
+    fn check_listeners(&self) -> Result<(), SettingsError> {
         if let Some(m) = self.metrics_listen
             && m.port() != 0
             && m.port() == self.listen.port()
@@ -285,89 +431,30 @@ impl Settings {
         {
             return invalid("health-listen", format!("{h} is another listener's address too"));
         }
-        let l = &self.limits;
-        if !(1..=10_000).contains(&l.max_concurrent_streams_per_connection) {
-            return invalid(
-                "max-concurrent-streams",
-                format!("{}: must be 1..=10000", l.max_concurrent_streams_per_connection),
-            );
-        }
-        if !(1..=100_000).contains(&l.max_local_error_resets) {
-            return invalid("max-local-error-resets", format!("{}: must be 1..=100000", l.max_local_error_resets));
-        }
-        if !(1..=100_000).contains(&l.max_in_flight) {
-            return invalid("max-in-flight", format!("{}: must be 1..=100000", l.max_in_flight));
-        }
-        if !(1..=100_000).contains(&l.max_in_flight_per_connection) {
-            return invalid(
-                "max-in-flight-per-connection",
-                format!("{}: must be 1..=100000", l.max_in_flight_per_connection),
-            );
-        }
-        if l.max_in_flight_per_connection > l.max_in_flight {
-            return invalid(
-                "max-in-flight-per-connection",
-                format!(
-                    "{}: larger than --max-in-flight {} (a connection's share of the slots is at most all of them)",
-                    l.max_in_flight_per_connection, l.max_in_flight
-                ),
-            );
-        }
-        if !(MIN_PENDING_REQUEST_BYTES..=1 << 30).contains(&l.max_pending_request_bytes) {
-            return invalid(
-                "max-pending-request-bytes",
-                format!(
-                    "{}: must be {MIN_PENDING_REQUEST_BYTES}..=1073741824 (at least one largest request)",
-                    l.max_pending_request_bytes
-                ),
-            );
-        }
-        if !(1..=1_000_000).contains(&l.max_connections) {
-            return invalid("max-connections", format!("{}: must be 1..=1000000", l.max_connections));
-        }
-        if !(1..=1_000_000).contains(&l.max_pending_handshakes) {
-            return invalid("max-pending-handshakes", format!("{}: must be 1..=1000000", l.max_pending_handshakes));
-        }
-        for (setting, value, max) in [
-            ("request-timeout-ms", l.request_timeout, Duration::from_secs(600)),
-            ("max-queue-wait-ms", l.max_queue_wait, Duration::from_secs(600)),
-            ("handshake-timeout-ms", l.handshake_timeout, Duration::from_secs(600)),
-            ("idle-timeout-secs", l.idle_timeout, Duration::from_secs(86_400)),
-            ("keepalive-interval-secs", l.keepalive_interval, Duration::from_secs(86_400)),
-        ] {
-            if value < Duration::from_millis(1) || value > max {
-                return invalid(setting, format!("{} s: must be positive and at most {} s", secs(value), secs(max)));
-            }
-        }
-        if let Some(tls) = &self.tls
-            && tls.reload_poll < Duration::from_millis(10)
-        {
-            return invalid("tls reload poll", "must be at least 10 ms".to_string());
-        }
-        let a = &self.audit;
-        if a.checkpoint_interval < Duration::from_millis(10) || a.checkpoint_interval > Duration::from_secs(86_400) {
-            return invalid("audit-checkpoint-secs", format!("{} s: must be 1..=86400", secs(a.checkpoint_interval)));
-        }
-        if a.checkpoint_records > 1_000_000_000 {
-            return invalid("audit-checkpoint-records", format!("{}: must be 0..=1000000000", a.checkpoint_records));
-        }
-        if a.sync && !matches!(a.output, AuditOutput::File(_)) {
-            return invalid(
-                "audit-sync",
-                "needs --audit-log FILE: standard output is a pipe or terminal, there is nothing to fsync".into(),
-            );
-        }
-        if crate::ids::check_replica_id(&a.replica_id).is_err() {
-            return invalid(
-                "replica-id",
-                format!(
-                    "{:?}: must be 1..={} printable ASCII characters without spaces",
-                    a.replica_id,
-                    crate::ids::MAX_REPLICA_ID_BYTES
-                ),
-            );
-        }
         Ok(())
+    }
+
+    /// The certified rules checked against `tables` and this binary, with
+    /// `--certified-rules`; `NotChecked` without.
+    fn load_certified(&self, tables: &Tables) -> Result<crate::service::rules::certified::Certified, SettingsError> {
+        match &self.certified_rules {
+            Some(path) => crate::service::rules::certified::load(path, tables, self.allow_uncertified_binary)
+                .map_err(|reason| SettingsError::Invalid { setting: "certified-rules", reason }),
+            None => Ok(crate::service::rules::certified::Certified::NotChecked),
+        }
+    }
+
+    /// Refuses sandbox tables unless `--allow-sandbox` is given.
+    fn refuse_sandbox_without_flag(&self, tables: &Tables) -> Result<(), SettingsError> {
+        crate::service::round::sandbox::refuse_without_flag(tables, self.allow_sandbox)
+            .map_err(|reason| SettingsError::Invalid { setting: "table-config", reason })
+    }
+
+    /// The TLS files read, when TLS is on.
+    fn load_tls(&self) -> Result<Option<TlsReloader>, SettingsError> {
+        let Some(t) = &self.tls else { return Ok(None) };
+        let files = TlsFiles { cert: t.cert.clone(), key: t.key.clone(), client_ca: t.client_ca.clone() };
+        Ok(Some(TlsReloader::load(files).map_err(SettingsError::Tls)?.with_poll(t.reload_poll)))
     }
 
     fn load_tables(&self) -> Result<Tables, SettingsError> {
@@ -435,50 +522,16 @@ impl Application {
         settings.validate()?;
         let key_ring = settings.key_ring.load()?;
         let tables = settings.load_tables()?;
-        crate::service::round::sandbox::refuse_without_flag(&tables, settings.allow_sandbox)
-            .map_err(|reason| SettingsError::Invalid { setting: "table-config", reason })?;
-        let certified = match &settings.certified_rules {
-            Some(path) => crate::service::rules::certified::load(path, &tables, settings.allow_uncertified_binary)
-                .map_err(|reason| SettingsError::Invalid { setting: "certified-rules", reason })?,
-            None => crate::service::rules::certified::Certified::NotChecked,
-        };
-        let tls = match &settings.tls {
-            Some(t) => Some(
-                TlsReloader::load(TlsFiles {
-                    cert: t.cert.clone(),
-                    key: t.key.clone(),
-                    client_ca: t.client_ca.clone(),
-                })
-                .map_err(SettingsError::Tls)?
-                .with_poll(t.reload_poll),
-            ),
-            None => None,
-        };
-        let listener = TcpListener::bind(settings.listen).await.map_err(|source| SettingsError::Bind {
-            what: "the gRPC listener",
-            addr: settings.listen,
-            source,
-        })?;
-        let health_listener = match settings.health_listen {
-            Some(addr) => Some(TcpListener::bind(addr).await.map_err(|source| SettingsError::Bind {
-                what: "the health listener",
-                addr,
-                source,
-            })?),
-            None => None,
-        };
+        settings.refuse_sandbox_without_flag(&tables)?;
+        let certified = settings.load_certified(&tables)? == crate::service::rules::certified::Certified::Yes;
+        let tls = settings.load_tls()?;
+        let listener = bind("the gRPC listener", settings.listen).await?;
+        let health_listener = bind_if_given("the health listener", settings.health_listen).await?;
         // This application's registry: everything below records into it, its `/metrics` shows
         // it (no process-wide recorder: see `metrics`' docs).
         let metrics = settings.metrics;
-        let metrics_addr = match settings.metrics_listen {
-            Some(addr) => Some(
-                crate::service::edge::metrics_http::spawn(addr, metrics.clone())
-                    .await
-                    .map_err(|source| SettingsError::Bind { what: "the metrics listener", addr, source })?,
-            ),
-            None => None,
-        };
-        metrics.rules_certified(&tables, certified == crate::service::rules::certified::Certified::Yes);
+        let metrics_addr = spawn_metrics_listener(settings.metrics_listen, &metrics).await?;
+        metrics.rules_certified(&tables, certified);
         let signer = key_ring.signer().map(|s| Arc::clone(s) as Arc<dyn CheckpointSigner>);
         let audit = settings.audit.start(signer, metrics.clone())?;
         // Its histograms are drained every few seconds even if nothing scrapes them; the task
@@ -501,7 +554,7 @@ impl Application {
             limits: settings.limits,
             tls,
             reload_on_sighup: settings.reload_on_sighup,
-            certified: certified == crate::service::rules::certified::Certified::Yes,
+            certified,
         })
     }
 

@@ -39,7 +39,7 @@ use std::borrow::Cow;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
-use crate::error::EngineError;
+use crate::error::{ACTION_RULE, EngineError};
 use crate::fairness::{BindingError, BoundField, FairnessError};
 use crate::game::table::MAX_BET;
 use crate::game::{CardError, GameError, LimitsError, MAX_DECKS, MAX_SEATS, PaytableError, TableError};
@@ -174,30 +174,14 @@ pub(crate) fn refusal(err: &EngineError) -> Option<Refusal> {
         E::InvalidRoundId { field, reason } => Refusal::invalid(R::InvalidRoundId, *field, reason.clone()),
         E::InvalidTableId { reason } => Refusal::invalid(R::InvalidTableId, "table_id", reason.clone()),
         E::InvalidClientSeed { reason } => Refusal::invalid(R::InvalidClientSeed, "client_seed", reason.clone()),
-        E::InvalidAction { index } => {
-            Refusal::invalid(R::InvalidAction, format!("decisions[{index}].action"), crate::error::ACTION_RULE)
-        }
-        E::DuplicateSeat { index } => {
-            Refusal::invalid(R::DuplicateSeat, format!("decisions[{index}].seat"), "the same seat appears twice")
-        }
-        E::UnknownSeat { index, seat, seats } => Refusal::range(
-            R::UnknownSeat,
-            format!("decisions[{index}].seat"),
-            u64::from(*seat),
-            0,
-            (*seats).saturating_sub(1) as u64,
-        ),
+        E::InvalidAction { index } => Refusal::invalid(R::InvalidAction, decision(*index, "action"), ACTION_RULE),
+        E::DuplicateSeat { index } => Refusal::invalid(R::DuplicateSeat, decision(*index, "seat"), SEAT_TWICE),
+        E::UnknownSeat { index, seat, seats } => unknown_seat(*index, *seat, *seats),
         E::InvalidSandboxCards { field, reason } => {
             Refusal::invalid(R::InvalidSandboxCards, field.clone(), reason.clone())
         }
-        E::NotASandboxTable { .. } => {
-            let what = err.to_string().split_off("sandbox_cards: ".len());
-            Refusal::precondition(R::NotASandboxTable, SANDBOX, "sandbox_cards", what)
-        }
-        E::SandboxChanged { .. } => {
-            let what = err.to_string().split_off("commitment_token: ".len());
-            Refusal::precondition(R::TableChanged, COMMITMENT_BINDING, "commitment_token", what)
-        }
+        E::NotASandboxTable { .. } => precondition_after(R::NotASandboxTable, SANDBOX, "sandbox_cards", err),
+        E::SandboxChanged { .. } => precondition_after(R::TableChanged, COMMITMENT_BINDING, "commitment_token", err),
         E::MalformedRequest { field, reason } => Refusal::invalid(R::MalformedRequest, field.clone(), reason.clone()),
         E::InvalidArgument { field, reason } => Refusal::invalid(R::InvalidValue, field.clone(), reason.clone()),
         E::OutOfRange { field, value, min, max } => {
@@ -215,6 +199,31 @@ pub(crate) fn refusal(err: &EngineError) -> Option<Refusal> {
         E::TokenTooOld { field, age } => Refusal::invalid(R::TokenTooOld, *field, age.clone()),
         E::Fairness(FairnessError::RandomSource(_)) | E::TokenTooLarge { .. } | E::Internal(_) => return None,
     })
+}
+
+/// The path of field `field` of decision `index` in a Decide request.
+fn decision(index: usize, field: &str) -> String {
+    format!("decisions[{index}].{field}")
+}
+
+/// Why a seat given twice in one Decide is refused.
+const SEAT_TWICE: &str = "the same seat appears twice";
+
+/// A Decide naming a seat the round does not have: the range of seats it has.
+fn unknown_seat(index: usize, seat: u32, seats: usize) -> Refusal {
+    let last = seats.saturating_sub(1) as u64;
+    Refusal::range(ErrorReason::UnknownSeat, decision(index, "seat"), u64::from(seat), 0, last)
+}
+
+/// A failed precondition on `field`, saying `err`'s message after its leading `field: `.
+fn precondition_after(reason: ErrorReason, kind: &'static str, field: &'static str, err: &EngineError) -> Refusal {
+    let what = err.to_string().split_off(field.len() + ": ".len());
+    Refusal::precondition(reason, kind, field, what)
+}
+
+/// A seat's decision the round's state refuses.
+fn seat_decision_state(reason: ErrorReason, seat: impl std::fmt::Display, what: String) -> Refusal {
+    Refusal::precondition(reason, ROUND_STATE, format!("seats[{seat}].decision"), what)
 }
 
 /// An error of the rules: a seat's bet or decision in a request, or a table setting in the
@@ -236,15 +245,9 @@ fn game(g: &GameError) -> Option<Refusal> {
             Refusal::range_saying(R::UnknownSeat, "seat", what(), 0, (*seats).max(1) as u64 - 1)
         }
         G::SeatTwice { .. } => Refusal::invalid(R::DuplicateSeat, "decisions", what()),
-        G::SeatAlreadyDecided { seat } => {
-            Refusal::precondition(R::SeatAlreadyDecided, ROUND_STATE, format!("seats[{seat}].decision"), what())
-        }
-        G::DecisionsClosed { seat } => {
-            Refusal::precondition(R::DecisionsClosed, ROUND_STATE, format!("seats[{seat}].decision"), what())
-        }
-        G::NoDecisionOnThisHand { seat, .. } => {
-            Refusal::precondition(R::NoDecisionOnThisHand, ROUND_STATE, format!("seats[{seat}].decision"), what())
-        }
+        G::SeatAlreadyDecided { seat } => seat_decision_state(R::SeatAlreadyDecided, *seat, what()),
+        G::DecisionsClosed { seat } => seat_decision_state(R::DecisionsClosed, *seat, what()),
+        G::NoDecisionOnThisHand { seat, .. } => seat_decision_state(R::NoDecisionOnThisHand, *seat, what()),
         G::RoundNotComplete { .. } => Refusal::precondition(R::RoundNotComplete, ROUND_STATE, "round", what()),
         G::Table(t) => table(t, what())?,
         // Configuration: the table settings' own names.

@@ -217,144 +217,194 @@ async fn serve_with<S: RedDog>(
 ) -> Result<(), ServeError> {
     let Served { drain_timeout, limits, tls, reload_on_sighup, metrics } = served;
     let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_service_status("", ServingStatus::Serving).await;
-    health.set_service_status(SERVICE_NAME, ServingStatus::Serving).await;
-    health.set_service_status(LIVENESS, ServingStatus::Serving).await;
-
-    let reflection_v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        // google.rpc (ErrorInfo, BadRequest, …): buf curl and grpcurl decode error details.
-        .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        // google.rpc (ErrorInfo, BadRequest, …): buf curl and grpcurl decode error details.
-        .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()?;
-
-    let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
-    let mut ready = tokio::spawn(readiness(health.clone(), listeners.audit_health, drain_rx, metrics.serving_gauge()));
-
+    for name in ["", SERVICE_NAME, LIVENESS] {
+        health.set_service_status(name, ServingStatus::Serving).await;
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let calls = CallsInProgress::new(&metrics);
-    let service = Guarded::new(
-        RedDogServer::new(service)
-            .max_decoding_message_size(MAX_REQUEST_BYTES)
-            .max_encoding_message_size(MAX_REQUEST_BYTES),
-        CallLimits {
-            max_in_flight: limits.max_in_flight,
-            per_connection: limits.max_in_flight_per_connection,
-            max_queue_wait: limits.max_queue_wait,
-            max_pending_bytes: limits.max_pending_request_bytes,
-            timeout: limits.request_timeout,
-            max_message: MAX_REQUEST_BYTES,
-        },
-        calls.clone(),
-        metrics.clone(),
-    );
+    let service = Guarded::new(reddog_server(service), call_limits(&limits), calls.clone(), metrics.clone());
+    let routes = main_routes(&limits, service, DrainStreams::new(health_service.clone(), stop_rx.clone()))?;
+
+    let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
+    let ready = tokio::spawn(readiness(health.clone(), listeners.audit_health, drain_rx, metrics.serving_gauge()));
     if let Some(tls) = &tls {
         tls.watch(reload_on_sighup, stop_rx.clone());
     }
 
     // The health-only port: stopped after the drain, so probes are answered throughout.
     let (health_stop_tx, health_stop_rx) = tokio::sync::watch::channel(false);
-    let health_task = listeners.health.map(|listener| {
-        let limits = health_limits(&limits);
-        let incoming = transport::incoming(
-            listener,
-            &limits,
-            None,
-            Connections::new(limits.max_connections, metrics.clone()),
-            health_stop_rx.clone(),
-        );
-        let mut stopped = health_stop_rx.clone();
-        let server = Server::builder()
-            .http2_keepalive_interval(Some(limits.keepalive_interval))
-            .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
-            .max_concurrent_streams(limits.max_concurrent_streams_per_connection)
-            .layer(ActivityLayer)
-            .add_service(DrainStreams::new(health_service.clone(), stop_rx.clone()))
-            .serve_with_incoming_shutdown(incoming, async move {
-                let _ = stopped.wait_for(|s| *s).await;
-            });
-        tokio::spawn(async move {
-            if let Err(e) = server.await {
-                warn!(error = %e, "health listener stopped");
-            }
-        })
-    });
+    let health_service = DrainStreams::new(health_service, stop_rx.clone());
+    let health_task =
+        listeners.health.map(|l| spawn_health_listener(l, &limits, &metrics, health_service, health_stop_rx));
 
     let conns = Connections::with_health_min_idle(limits.max_connections, transport::HEALTH_DISPLACE_MIN_IDLE, metrics);
     let incoming = transport::incoming(listeners.main, &limits, tls, conns.clone(), stop_rx.clone());
-    let mut stopped = stop_rx.clone();
-    let serve = Server::builder()
-        .http2_keepalive_interval(Some(limits.keepalive_interval))
-        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
-        .max_concurrent_streams(limits.max_concurrent_streams_per_connection)
+    let serve = routes.serve_with_incoming_shutdown(incoming, stopped(stop_rx));
+    let stop = Stop { drain: drain_tx, ready, listener: stop_tx, health_listener: health_stop_tx, health_task };
+    serve_until(serve, shutdown, stop, &calls, &conns, drain_timeout).await
+}
+
+/// The switches that stop the server, in the order the drain flips them, and its tasks.
+struct Stop {
+    /// Starts the drain: readiness turns NOT_SERVING, and its task returns.
+    drain: tokio::sync::watch::Sender<bool>,
+    ready: tokio::task::JoinHandle<()>,
+    /// Stops the main listener and ends health streams.
+    listener: tokio::sync::watch::Sender<bool>,
+    /// Stops the health-only listener, once the drain has ended.
+    health_listener: tokio::sync::watch::Sender<bool>,
+    health_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Runs `serve` until it returns or `shutdown` resolves, then drains ([`drain`]) and stops
+/// the tasks beside it.
+async fn serve_until(
+    serve: impl Future<Output = Result<(), tonic::transport::Error>>,
+    shutdown: impl Future<Output = ()>,
+    mut stop: Stop,
+    calls: &CallsInProgress,
+    conns: &Connections,
+    drain_timeout: Duration,
+) -> Result<(), ServeError> {
+    tokio::pin!(serve);
+    tokio::pin!(shutdown);
+    let result = tokio::select! {
+        result = &mut serve => result.map_err(Into::into),
+        () = &mut shutdown => {
+            info!("shutting down: health NOT_SERVING, draining in-flight calls");
+            let _ = stop.drain.send(true);
+            let _ = (&mut stop.ready).await;
+            let _ = stop.listener.send(true);
+            drain(serve, calls, conns, drain_timeout).await
+        }
+    };
+    stop.ready.abort();
+    let _ = stop.health_listener.send(true);
+    if let Some(task) = stop.health_task {
+        task.abort();
+    }
+    result
+}
+
+/// The RedDog service, its requests and answers of at most [`MAX_REQUEST_BYTES`].
+fn reddog_server<S: RedDog>(service: S) -> RedDogServer<S> {
+    RedDogServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES).max_encoding_message_size(MAX_REQUEST_BYTES)
+}
+
+/// The main listener's services under its HTTP/2 settings: RedDog (guarded), health and
+/// reflection.
+fn main_routes<S: RedDog, H: tonic_health::pb::health_server::Health>(
+    limits: &TransportLimits,
+    service: Guarded<RedDogServer<S>>,
+    health: DrainStreams<tonic_health::pb::health_server::HealthServer<H>>,
+) -> Result<tonic::transport::server::Router, ServeError> {
+    Ok(http2_server(limits)
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .http2_max_local_error_reset_streams(Some(limits.max_local_error_resets))
         // RedDog calls count as their connection's activity in `Guarded`; the others here.
-        .add_service(Activity::health(DrainStreams::new(health_service, stop_rx.clone())))
-        .add_service(Activity::new(reflection_v1))
-        .add_service(Activity::new(reflection_v1alpha))
-        .add_service(service)
-        .serve_with_incoming_shutdown(incoming, async move {
-            let _ = stopped.wait_for(|s| *s).await;
-        });
-    tokio::pin!(serve);
-    tokio::pin!(shutdown);
+        .add_service(Activity::health(health))
+        .add_service(Activity::new(reflection().build_v1()?))
+        .add_service(Activity::new(reflection().build_v1alpha()?))
+        .add_service(service))
+}
 
-    let result = tokio::select! {
-        result = &mut serve => Some(result),
-        () = &mut shutdown => None,
-    };
-    let result = match result {
-        Some(result) => result.map_err(Into::into),
-        None => {
-            info!("shutting down: health NOT_SERVING, draining in-flight calls");
-            let _ = drain_tx.send(true);
-            let _ = (&mut ready).await;
-            let _ = stop_tx.send(true);
-            let drain = async {
-                tokio::select! {
-                    result = &mut serve => return result,
-                    () = calls.none() => {}
-                }
-                tokio::select! {
-                    result = &mut serve => return result,
-                    () = tokio::time::sleep(DRAIN_WRITE_GRACE) => {}
-                }
-                let open = conns.len();
-                if open > 0 {
-                    info!(connections = open, "no call in progress; closing the connections left");
-                    conns.abort_all();
-                }
-                (&mut serve).await
-            };
-            match tokio::time::timeout(drain_timeout, drain).await {
-                Ok(result) => {
-                    info!("drained; stopped");
-                    result.map_err(Into::into)
-                }
-                Err(_) => {
-                    warn!(
-                        timeout_secs = drain_timeout.as_secs_f64(),
-                        calls = calls.get(),
-                        "drain timed out; stopping with calls open"
-                    );
-                    conns.abort_all();
-                    Ok(())
-                }
-            }
-        }
-    };
-    ready.abort();
-    let _ = health_stop_tx.send(true);
-    if let Some(task) = health_task {
-        task.abort();
+/// Server reflection's descriptor sets: the RedDog and health services, and google.rpc
+/// (ErrorInfo, BadRequest, …) so that buf curl and grpcurl decode error details.
+fn reflection() -> tonic_reflection::server::Builder<'static> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
+}
+
+/// The guard's limits for RedDog calls, from the transport's.
+fn call_limits(limits: &TransportLimits) -> CallLimits {
+    CallLimits {
+        max_in_flight: limits.max_in_flight,
+        per_connection: limits.max_in_flight_per_connection,
+        max_queue_wait: limits.max_queue_wait,
+        max_pending_bytes: limits.max_pending_request_bytes,
+        timeout: limits.request_timeout,
+        max_message: MAX_REQUEST_BYTES,
     }
-    result
+}
+
+/// The HTTP/2 settings both listeners share: keepalive pings and concurrent streams.
+fn http2_server(limits: &TransportLimits) -> Server {
+    Server::builder()
+        .http2_keepalive_interval(Some(limits.keepalive_interval))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+        .max_concurrent_streams(limits.max_concurrent_streams_per_connection)
+}
+
+/// Resolves once `stop` turns true (or its sender is gone).
+async fn stopped(mut stop: tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// Serves `health` alone on the health-only `listener`, with its own small connection table
+/// ([`health_limits`]), until `stop` turns true.
+fn spawn_health_listener<H: tonic_health::pb::health_server::Health>(
+    listener: TcpListener,
+    main: &TransportLimits,
+    metrics: &MetricsRegistry,
+    health: DrainStreams<tonic_health::pb::health_server::HealthServer<H>>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let limits = health_limits(main);
+    let conns = Connections::new(limits.max_connections, metrics.clone());
+    let incoming = transport::incoming(listener, &limits, None, conns, stop.clone());
+    let server = http2_server(&limits)
+        .layer(ActivityLayer)
+        .add_service(health)
+        .serve_with_incoming_shutdown(incoming, stopped(stop));
+    tokio::spawn(async move {
+        if let Err(e) = server.await {
+            warn!(error = %e, "health listener stopped");
+        }
+    })
+}
+
+/// The drain once the listener stopped accepting: waits until no RedDog call is in progress,
+/// gives answers still being written [`DRAIN_WRITE_GRACE`], closes the connections left and
+/// waits for `serve` to return — all within `drain_timeout`, after which every connection is
+/// closed and the drain ends with calls open.
+async fn drain(
+    mut serve: std::pin::Pin<&mut impl Future<Output = Result<(), tonic::transport::Error>>>,
+    calls: &CallsInProgress,
+    conns: &Connections,
+    drain_timeout: Duration,
+) -> Result<(), ServeError> {
+    let drain = async {
+        tokio::select! {
+            result = &mut serve => return result,
+            () = calls.none() => {}
+        }
+        tokio::select! {
+            result = &mut serve => return result,
+            () = tokio::time::sleep(DRAIN_WRITE_GRACE) => {}
+        }
+        let open = conns.len();
+        if open > 0 {
+            info!(connections = open, "no call in progress; closing the connections left");
+            conns.abort_all();
+        }
+        (&mut serve).await
+    };
+    match tokio::time::timeout(drain_timeout, drain).await {
+        Ok(result) => {
+            info!("drained; stopped");
+            result.map_err(Into::into)
+        }
+        Err(_) => {
+            warn!(
+                timeout_secs = drain_timeout.as_secs_f64(),
+                calls = calls.get(),
+                "drain timed out; stopping with calls open"
+            );
+            conns.abort_all();
+            Ok(())
+        }
+    }
 }

@@ -220,22 +220,50 @@ enum Poll {
     Waiting,
 }
 
+impl State {
+    /// Nothing appended yet, nothing wrong.
+    fn new() -> State {
+        State {
+            buf: Vec::with_capacity(64 * 1024),
+            appended: 0,
+            writing_since: None,
+            fault: None,
+            closing: false,
+            abandoned: false,
+            ended: false,
+            last_error_log: None,
+            unwritten_taken: 0,
+        }
+    }
+}
+
+/// Starts the watchdog: notices a write that hangs (the writer thread is inside it) and wakes
+/// the waiting calls, whatever runtime they wait on (none needs a timer). It ends with the
+/// writer.
+fn spawn_watchdog(shared: &Arc<Shared>) {
+    let watched = Arc::downgrade(shared);
+    let _ = std::thread::Builder::new().name("reddog-audit-watch".into()).spawn(move || {
+        loop {
+            std::thread::sleep(WATCH_EVERY);
+            let Some(s) = watched.upgrade() else { return };
+            let mut st = lock(&s.state);
+            if st.ended {
+                return;
+            }
+            detect_stall(&s, &mut st);
+            if !st.buf.is_empty() {
+                s.work.notify_one();
+            }
+        }
+    });
+}
+
 impl AuditWriter {
     /// Starts the writer thread on `out`, its health counted in `metrics`.
     pub(crate) fn start(out: Box<dyn Output>, metrics: MetricsRegistry) -> AuditWriter {
         let (health, _) = tokio::sync::watch::channel(None);
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                buf: Vec::with_capacity(64 * 1024),
-                appended: 0,
-                writing_since: None,
-                fault: None,
-                closing: false,
-                abandoned: false,
-                ended: false,
-                last_error_log: None,
-                unwritten_taken: 0,
-            }),
+            state: Mutex::new(State::new()),
             work: Condvar::new(),
             done: Condvar::new(),
             written: AtomicU64::new(0),
@@ -248,23 +276,7 @@ impl AuditWriter {
         shared.up.set(1.0);
         let worker = shared.clone();
         let started = std::thread::Builder::new().name("reddog-audit".into()).spawn(move || run(&worker, out));
-        // The watchdog: notices a write that hangs (the writer thread is inside it) and wakes
-        // the waiting calls, whatever runtime they wait on (none needs a timer).
-        let watched = Arc::downgrade(&shared);
-        let _ = std::thread::Builder::new().name("reddog-audit-watch".into()).spawn(move || {
-            loop {
-                std::thread::sleep(WATCH_EVERY);
-                let Some(s) = watched.upgrade() else { return };
-                let mut st = lock(&s.state);
-                if st.ended {
-                    return;
-                }
-                detect_stall(&s, &mut st);
-                if !st.buf.is_empty() {
-                    s.work.notify_one();
-                }
-            }
-        });
+        spawn_watchdog(&shared);
         if let Err(e) = started {
             let mut st = lock(&shared.state);
             st.ended = true;
@@ -517,23 +529,8 @@ fn run(s: &Shared, mut out: Box<dyn Output>) {
         {
             let mut st = lock(&s.state);
             if off == batch.len() {
-                while st.buf.is_empty() && !st.closing && !st.abandoned {
-                    st = s.work.wait(st).unwrap_or_else(PoisonError::into_inner);
-                }
-                if st.buf.is_empty() || st.abandoned {
-                    st.ended = true;
-                    drop(st);
-                    s.done.notify_all();
-                    s.notify.notify_waiters();
-                    return;
-                }
-                batch.clear();
-                if batch.capacity() > CAPACITY {
-                    batch = Vec::with_capacity(64 * 1024);
-                }
-                std::mem::swap(&mut st.buf, &mut batch);
-                upto = st.appended;
-                off = 0;
+                let Some((taken, below)) = take_batch(s, st, &mut batch) else { return };
+                (st, upto, off) = (taken, below, 0);
             }
             st.unwritten_taken = batch.len() - off;
             st.writing_since = Some(Instant::now());
@@ -543,16 +540,7 @@ fn run(s: &Shared, mut out: Box<dyn Output>) {
         st.writing_since = None;
         st.unwritten_taken = batch.len() - off;
         match result {
-            Ok(()) => {
-                s.written.store(upto, Ordering::Release);
-                let all_written = st.buf.is_empty();
-                if let Some(f) = st.fault.as_mut().filter(|_| all_written) {
-                    f.cleared = true;
-                }
-                drop(st);
-                s.notify.notify_waiters();
-                s.done.notify_all();
-            }
+            Ok(()) => published(s, st, upto),
             Err(e) => {
                 begin_fault(s, &mut st, Cause::of(&e), e.to_string());
                 s.done.notify_all();
@@ -561,16 +549,56 @@ fn run(s: &Shared, mut out: Box<dyn Output>) {
                     .wait_timeout_while(st, RETRY_EVERY, |st| !st.abandoned)
                     .unwrap_or_else(PoisonError::into_inner);
                 if st.abandoned {
-                    let mut st = st;
-                    st.ended = true;
-                    drop(st);
-                    s.done.notify_all();
-                    s.notify.notify_waiters();
-                    return;
+                    return end(s, st);
                 }
             }
         }
     }
+}
+
+/// Waits (under `st`) for records to write and swaps them into `batch`: the lock still held
+/// and the number the records taken are below. `None` once the writer is to end (closed with
+/// nothing left, or abandoned): then ended ([`end`]).
+fn take_batch<'a>(
+    s: &'a Shared,
+    mut st: MutexGuard<'a, State>,
+    batch: &mut Vec<u8>,
+) -> Option<(MutexGuard<'a, State>, u64)> {
+    while st.buf.is_empty() && !st.closing && !st.abandoned {
+        st = s.work.wait(st).unwrap_or_else(PoisonError::into_inner);
+    }
+    if st.buf.is_empty() || st.abandoned {
+        end(s, st);
+        return None;
+    }
+    batch.clear();
+    if batch.capacity() > CAPACITY {
+        *batch = Vec::with_capacity(64 * 1024);
+    }
+    std::mem::swap(&mut st.buf, batch);
+    let upto = st.appended;
+    Some((st, upto))
+}
+
+/// Publishes the records below `upto` as written (a fault clears once nothing is left to
+/// write) and wakes their waiters.
+fn published(s: &Shared, mut st: MutexGuard<'_, State>, upto: u64) {
+    s.written.store(upto, Ordering::Release);
+    let all_written = st.buf.is_empty();
+    if let Some(f) = st.fault.as_mut().filter(|_| all_written) {
+        f.cleared = true;
+    }
+    drop(st);
+    s.notify.notify_waiters();
+    s.done.notify_all();
+}
+
+/// The writer thread ends: marks it ended and wakes every waiter.
+fn end(s: &Shared, mut st: MutexGuard<'_, State>) {
+    st.ended = true;
+    drop(st);
+    s.done.notify_all();
+    s.notify.notify_waiters();
 }
 
 #[cfg(test)]

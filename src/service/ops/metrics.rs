@@ -222,76 +222,84 @@ fn add_settlement(sums: &Mutex<TableSums>, table: &str, s: &Settlement, decks: D
 
 /// The payout monitor's sums and the RTP moments in Prometheus text format.
 fn render_payout(all: &[(String, TableSums)]) -> String {
-    let mut out = String::from(
-        "# HELP reddog_expected_returned_minor_units_total Sum over Settle answers of the exact expected return \
-         given the round's deal and decisions, in the table's minor units.\n\
-         # TYPE reddog_expected_returned_minor_units_total counter\n",
+    let mut out = String::new();
+    render_counter(
+        &mut out,
+        "reddog_expected_returned_minor_units_total",
+        "Sum over Settle answers of the exact expected return given the round's deal and decisions, in the table's \
+         minor units.",
+        all,
+        |t| vec![(String::new(), expected_returned(&t.payout))],
     );
-    for (table, t) in all {
-        let p = &t.payout;
-        // decimal() rounds half up: 0.9999995 and above shows as "1.000000".
-        let frac = decimal(&p.expected_fraction, 6);
-        let (carry, digits) = frac.split_once('.').unwrap_or(("0", "000000"));
-        let whole = p.expected_whole + u128::from(carry == "1");
-        out.push_str(&format!(
-            "reddog_expected_returned_minor_units_total{{table=\"{}\"}} {whole}.{digits}\n",
-            label_value(table)
-        ));
-    }
-    out.push_str(
-        "# HELP reddog_returned_variance_minor_units_squared_total Sum over Settle answers of the variance of \
-         the round's return given its deal and decisions, minor units squared.\n\
-         # TYPE reddog_returned_variance_minor_units_squared_total counter\n",
+    render_counter(
+        &mut out,
+        "reddog_returned_variance_minor_units_squared_total",
+        "Sum over Settle answers of the variance of the round's return given its deal and decisions, minor units \
+         squared.",
+        all,
+        |t| vec![(String::new(), format!("{:e}", t.payout.variance))],
     );
-    for (table, t) in all {
-        out.push_str(&format!(
-            "reddog_returned_variance_minor_units_squared_total{{table=\"{}\"}} {:e}\n",
-            label_value(table),
-            t.payout.variance
-        ));
-    }
-    out.push_str(
-        "# HELP reddog_settled_round_moments_total Per table, the sum over Settle answers of returned^2 \
-         (moment=rr), returned*staked (rs) and staked^2 (ss), minor units squared: the standard error of the \
-         observed RTP.\n\
-         # TYPE reddog_settled_round_moments_total counter\n",
+    render_counter(
+        &mut out,
+        "reddog_settled_round_moments_total",
+        "Per table, the sum over Settle answers of returned^2 (moment=rr), returned*staked (rs) and staked^2 (ss), \
+         minor units squared: the standard error of the observed RTP.",
+        all,
+        |t| {
+            ["rr", "rs", "ss"]
+                .iter()
+                .zip(t.payout.moments)
+                .map(|(m, v)| (format!(",moment=\"{m}\""), format!("{v:e}")))
+                .collect()
+        },
     );
-    for (table, t) in all {
-        for (m, v) in ["rr", "rs", "ss"].iter().zip(t.payout.moments) {
-            out.push_str(&format!(
-                "reddog_settled_round_moments_total{{table=\"{}\",moment=\"{m}\"}} {v:e}\n",
-                label_value(table)
-            ));
-        }
-    }
     out
+}
+
+/// Σ expected return with six decimals, exact: the fractional part rounded half up (0.9999995
+/// and above carries into the whole part, shown as `.000000`).
+fn expected_returned(p: &Payout) -> String {
+    let frac = decimal(&p.expected_fraction, 6);
+    let (carry, digits) = frac.split_once('.').unwrap_or(("0", "000000"));
+    let whole = p.expected_whole + u128::from(carry == "1");
+    format!("{whole}.{digits}")
 }
 
 /// The money counters in Prometheus text format.
 fn render_money(all: &[(String, TableSums)]) -> String {
-    let mut out = String::from(
-        "# HELP reddog_staked_minor_units_total Sum of the stakes settled, in the table's minor units (exact).\n\
-         # TYPE reddog_staked_minor_units_total counter\n",
+    let mut out = String::new();
+    render_counter(
+        &mut out,
+        "reddog_staked_minor_units_total",
+        "Sum of the stakes settled, in the table's minor units (exact).",
+        all,
+        |t| vec![(String::new(), t.money.staked.to_string())],
     );
-    for (table, t) in all {
-        out.push_str(&format!(
-            "reddog_staked_minor_units_total{{table=\"{}\"}} {}\n",
-            label_value(table),
-            t.money.staked
-        ));
-    }
-    out.push_str(
-        "# HELP reddog_returned_minor_units_total Sum returned to players, in the table's minor units (exact).\n\
-         # TYPE reddog_returned_minor_units_total counter\n",
+    render_counter(
+        &mut out,
+        "reddog_returned_minor_units_total",
+        "Sum returned to players, in the table's minor units (exact).",
+        all,
+        |t| vec![(String::new(), t.money.returned.to_string())],
     );
-    for (table, t) in all {
-        out.push_str(&format!(
-            "reddog_returned_minor_units_total{{table=\"{}\"}} {}\n",
-            label_value(table),
-            t.money.returned
-        ));
-    }
     out
+}
+
+/// Appends one counter in Prometheus text format to `out`: its HELP and TYPE lines, then for
+/// each table the samples `samples` gives, each as (labels after `table`, value).
+fn render_counter(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    all: &[(String, TableSums)],
+    samples: impl Fn(&TableSums) -> Vec<(String, String)>,
+) {
+    out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} counter\n"));
+    for (table, t) in all {
+        for (labels, value) in samples(t) {
+            out.push_str(&format!("{name}{{table=\"{}\"{labels}}} {value}\n", label_value(table)));
+        }
+    }
 }
 
 /// A Prometheus label value, escaped (table ids are `[A-Za-z0-9._-]`, so this is defence only).
@@ -355,17 +363,22 @@ impl Default for MetricsRegistry {
     }
 }
 
+/// A Prometheus recorder of its own, with the latency histograms' buckets.
+fn recorder() -> PrometheusRecorder {
+    PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Full("reddog_rpc_duration_seconds".into()), &RPC_DURATION_BUCKETS)
+        .and_then(|b| {
+            b.set_buckets_for_metric(Matcher::Full("reddog_rpc_queue_wait_seconds".into()), &QUEUE_WAIT_BUCKETS)
+        })
+        .expect("the bucket lists are constant and not empty")
+        .build_recorder()
+}
+
 impl MetricsRegistry {
     /// A registry with every metric described, `reddog_build_info` set and every counter with
     /// a fixed label set registered at 0 (see the module docs).
     pub fn new() -> MetricsRegistry {
-        let recorder = PrometheusBuilder::new()
-            .set_buckets_for_metric(Matcher::Full("reddog_rpc_duration_seconds".into()), &RPC_DURATION_BUCKETS)
-            .and_then(|b| {
-                b.set_buckets_for_metric(Matcher::Full("reddog_rpc_queue_wait_seconds".into()), &QUEUE_WAIT_BUCKETS)
-            })
-            .expect("the bucket lists are constant and not empty")
-            .build_recorder();
+        let recorder = recorder();
         describe(&recorder);
         let process = metrics_process::Collector::default();
         // metrics-process speaks only the `metrics` macros: they reach this recorder here
@@ -391,17 +404,18 @@ impl MetricsRegistry {
         };
         let registry = MetricsRegistry { inner: Arc::new(registered) };
         registry.register_zero_counters();
+        registry.set_build_info();
         registry
-            .gauge(
-                "reddog_build_info",
-                &[
-                    ("version", build_info::VERSION),
-                    ("git_commit", build_info::GIT_COMMIT),
-                    ("build_date", build_info::BUILD_DATE),
-                ],
-            )
-            .set(1.0);
-        registry
+    }
+
+    /// Sets `reddog_build_info` (1, the build in its labels).
+    fn set_build_info(&self) {
+        let labels = [
+            ("version", build_info::VERSION),
+            ("git_commit", build_info::GIT_COMMIT),
+            ("build_date", build_info::BUILD_DATE),
+        ];
+        self.gauge("reddog_build_info", &labels).set(1.0);
     }
 
     /// The whole `/metrics` page: the process metrics sampled now, the recorder's text, then
@@ -691,152 +705,104 @@ fn rule_fits(i: usize, rule: Rule) -> bool {
     }
 }
 
+/// The HELP text of each counter.
+const COUNTER_HELP: [(&str, &str); 18] = [
+    ("reddog_rpc_requests_total", "RPCs answered, by method and gRPC status code name"),
+    (
+        "reddog_rounds_started_total",
+        "Rounds dealt by StartRound, by table, hand class and spread (0 unless non-consecutive)",
+    ),
+    (
+        "reddog_rounds_settled_total",
+        "Settle answers (rounds), by table, hand class, spread and the rule that decided the round",
+    ),
+    ("reddog_seats_settled_total", "Seat results returned by Settle, by table, hand class, outcome, rule"),
+    ("reddog_otlp_export_failures_total", "OTLP trace exports that failed (their spans dropped)"),
+    ("reddog_token_rejections_total", "Tokens refused (tampered, unknown key, expired, wrong kind)"),
+    ("reddog_audit_records_total", "Audit records handed to the audit trail's writer"),
+    (
+        "reddog_audit_refused_total",
+        "Calls answered UNAVAILABLE because their audit record was refused or not written in time, by reason",
+    ),
+    ("reddog_audit_sink_faults_total", "Times the audit trail's output began to fail, by cause"),
+    ("reddog_token_seals_total", "Tokens sealed, by key id"),
+    (
+        "reddog_load_shed_total",
+        "RedDog calls answered RESOURCE_EXHAUSTED (OVERLOADED): at --max-in-flight, pending request bytes or queue \
+         wait",
+    ),
+    (
+        "reddog_load_shed_queued_total",
+        "RedDog calls answered RESOURCE_EXHAUSTED because they waited over --max-queue-wait-ms to start",
+    ),
+    (
+        "reddog_rpc_undelivered_total",
+        "Slots released by closing a connection whose answers went unread past the delivery deadline",
+    ),
+    ("reddog_request_timeouts_total", "RedDog calls cut at --request-timeout-ms (DEADLINE_EXCEEDED)"),
+    (
+        "reddog_undecodable_requests_total",
+        "Requests that could not be decoded (INVALID_ARGUMENT) or were over the size limit (RESOURCE_EXHAUSTED)",
+    ),
+    ("reddog_connections_closed_total", "Connections the server closed, by reason"),
+    ("reddog_accept_backoffs_total", "Accept failures (out of file descriptors or memory) that backed off"),
+    (
+        "reddog_log_lines_dropped_total",
+        "Diagnostic log lines dropped because stderr took nothing while 4 MiB of lines waited",
+    ),
+];
+
+/// The HELP text of each gauge.
+const GAUGE_HELP: [(&str, &str); 10] = [
+    ("reddog_deal_probability", "Exact probability of each deal class (hand_class, spread) for the table's shoe"),
+    (
+        "reddog_third_card_probability",
+        "Exact probability that the third card wins, given the deal class: three of a kind given a pair, between \
+         given a spread",
+    ),
+    (
+        "reddog_rtp_bound",
+        "Exact lowest (bound=worst) and highest (bound=best) RTP of any strategy at the table, per definition",
+    ),
+    ("reddog_rpc_in_flight", "RedDog calls in progress: request headers arrived, answer not yet sent"),
+    ("reddog_table_info", "Always 1; labels describe a configured table"),
+    (
+        "reddog_rules_certified",
+        "1 when the table's rules digest was checked against --certified-rules at start-up, 0 without that file",
+    ),
+    (
+        "reddog_binary_certified",
+        "1 when --certified-rules names this binary's SHA-256 and certifies every table, 0 otherwise",
+    ),
+    (
+        "reddog_serving",
+        "1 while health reports SERVING (readiness), 0 while the audit trail cannot be written and from the start \
+         of a drain",
+    ),
+    ("reddog_build_info", "Always 1; labels give the engine's version, git commit and build date"),
+    ("reddog_audit_sink_up", "1 while the audit trail's output takes records, 0 while it fails or stalls"),
+];
+
+/// The HELP text of each histogram (all in seconds).
+const SECONDS_HISTOGRAM_HELP: [(&str, &str); 2] = [
+    ("reddog_rpc_duration_seconds", "RPC handler latency"),
+    (
+        "reddog_rpc_queue_wait_seconds",
+        "Time a RedDog call waited in the server (headers to handler start) before it could start",
+    ),
+];
+
 /// Registers the HELP texts with `r`.
 fn describe(r: &PrometheusRecorder) {
-    r.describe_counter(
-        "reddog_rpc_requests_total".into(),
-        None,
-        "RPCs answered, by method and gRPC status code name".into(),
-    );
-    r.describe_histogram("reddog_rpc_duration_seconds".into(), Some(Unit::Seconds), "RPC handler latency".into());
-    r.describe_histogram(
-        "reddog_rpc_queue_wait_seconds".into(),
-        Some(Unit::Seconds),
-        "Time a RedDog call waited in the server (headers to handler start) before it could start".into(),
-    );
-    r.describe_counter(
-        "reddog_rounds_started_total".into(),
-        None,
-        "Rounds dealt by StartRound, by table, hand class and spread (0 unless non-consecutive)".into(),
-    );
-    r.describe_counter(
-        "reddog_rounds_settled_total".into(),
-        None,
-        "Settle answers (rounds), by table, hand class, spread and the rule that decided the round".into(),
-    );
-    r.describe_counter(
-        "reddog_seats_settled_total".into(),
-        None,
-        "Seat results returned by Settle, by table, hand class, outcome, rule".into(),
-    );
-    r.describe_gauge(
-        "reddog_deal_probability".into(),
-        None,
-        "Exact probability of each deal class (hand_class, spread) for the table's shoe".into(),
-    );
-    r.describe_gauge(
-        "reddog_third_card_probability".into(),
-        None,
-        "Exact probability that the third card wins, given the deal class: three of a kind given a pair, between \
-         given a spread"
-            .into(),
-    );
-    r.describe_gauge(
-        "reddog_rtp_bound".into(),
-        None,
-        "Exact lowest (bound=worst) and highest (bound=best) RTP of any strategy at the table, per definition".into(),
-    );
-    r.describe_gauge(
-        "reddog_rpc_in_flight".into(),
-        None,
-        "RedDog calls in progress: request headers arrived, answer not yet sent".into(),
-    );
-    r.describe_gauge("reddog_table_info".into(), None, "Always 1; labels describe a configured table".into());
-    r.describe_gauge(
-        "reddog_rules_certified".into(),
-        None,
-        "1 when the table's rules digest was checked against --certified-rules at start-up, 0 without that file".into(),
-    );
-    r.describe_gauge(
-        "reddog_binary_certified".into(),
-        None,
-        "1 when --certified-rules names this binary's SHA-256 and certifies every table, 0 otherwise".into(),
-    );
-    r.describe_counter(
-        "reddog_otlp_export_failures_total".into(),
-        None,
-        "OTLP trace exports that failed (their spans dropped)".into(),
-    );
-    r.describe_gauge(
-        "reddog_serving".into(),
-        None,
-        "1 while health reports SERVING (readiness), 0 while the audit trail cannot be written and from the start \
-         of a drain"
-            .into(),
-    );
-    r.describe_gauge(
-        "reddog_build_info".into(),
-        None,
-        "Always 1; labels give the engine's version, git commit and build date".into(),
-    );
-    r.describe_counter(
-        "reddog_token_rejections_total".into(),
-        None,
-        "Tokens refused (tampered, unknown key, expired, wrong kind)".into(),
-    );
-    r.describe_counter(
-        "reddog_audit_records_total".into(),
-        None,
-        "Audit records handed to the audit trail's writer".into(),
-    );
-    r.describe_counter(
-        "reddog_audit_refused_total".into(),
-        None,
-        "Calls answered UNAVAILABLE because their audit record was refused or not written in time, by reason".into(),
-    );
-    r.describe_gauge(
-        "reddog_audit_sink_up".into(),
-        None,
-        "1 while the audit trail's output takes records, 0 while it fails or stalls".into(),
-    );
-    r.describe_counter(
-        "reddog_audit_sink_faults_total".into(),
-        None,
-        "Times the audit trail's output began to fail, by cause".into(),
-    );
-    r.describe_counter("reddog_token_seals_total".into(), None, "Tokens sealed, by key id".into());
-    r.describe_counter(
-        "reddog_load_shed_total".into(),
-        None,
-        "RedDog calls answered RESOURCE_EXHAUSTED (OVERLOADED): at --max-in-flight, pending request bytes or queue \
-         wait"
-            .into(),
-    );
-    r.describe_counter(
-        "reddog_load_shed_queued_total".into(),
-        None,
-        "RedDog calls answered RESOURCE_EXHAUSTED because they waited over --max-queue-wait-ms to start".into(),
-    );
-    r.describe_counter(
-        "reddog_rpc_undelivered_total".into(),
-        None,
-        "Slots released by closing a connection whose answers went unread past the delivery deadline".into(),
-    );
-    r.describe_counter(
-        "reddog_request_timeouts_total".into(),
-        None,
-        "RedDog calls cut at --request-timeout-ms (DEADLINE_EXCEEDED)".into(),
-    );
-    r.describe_counter(
-        "reddog_undecodable_requests_total".into(),
-        None,
-        "Requests that could not be decoded (INVALID_ARGUMENT) or were over the size limit (RESOURCE_EXHAUSTED)".into(),
-    );
-    r.describe_counter(
-        "reddog_connections_closed_total".into(),
-        None,
-        "Connections the server closed, by reason".into(),
-    );
-    r.describe_counter(
-        "reddog_accept_backoffs_total".into(),
-        None,
-        "Accept failures (out of file descriptors or memory) that backed off".into(),
-    );
-    r.describe_counter(
-        "reddog_log_lines_dropped_total".into(),
-        None,
-        "Diagnostic log lines dropped because stderr took nothing while 4 MiB of lines waited".into(),
-    );
+    for (name, help) in COUNTER_HELP {
+        r.describe_counter(name.into(), None, help.into());
+    }
+    for (name, help) in GAUGE_HELP {
+        r.describe_gauge(name.into(), None, help.into());
+    }
+    for (name, help) in SECONDS_HISTOGRAM_HELP {
+        r.describe_histogram(name.into(), Some(Unit::Seconds), help.into());
+    }
 }
 
 /// Handles to the metrics every RPC touches, registered once when the service is built, so
@@ -918,6 +884,72 @@ impl std::fmt::Debug for TableMetrics {
     }
 }
 
+/// Sets `reddog_table_info` of table `id` (1, the table in its labels).
+fn set_table_info(
+    registry: &MetricsRegistry,
+    id: &str,
+    table: &Table,
+    currency: &Currency,
+    digest: crate::fairness::RulesDigest,
+) {
+    let labels = [
+        ("table", id.to_string()),
+        ("decks", table.decks().get().to_string()),
+        ("currency", currency.code().to_string()),
+        ("minor_unit_exponent", currency.minor_unit_exponent().to_string()),
+        ("rules_digest", digest.to_hex()),
+    ];
+    registry.gauge("reddog_table_info", &labels).set(1.0);
+}
+
+/// Sets the exact figures of table `id` from its `analysis`: the probability of every deal
+/// class and of the third card winning given it, and the RTP range over every strategy.
+fn set_exact_figures(registry: &MetricsRegistry, id: &str, analysis: &Analysis) {
+    for i in 0..DEALS {
+        let (class, spread) = deal_labels(i);
+        let (p, win) = match i {
+            0 => (analysis.p_pair(), Some(analysis.p_three_of_a_kind_given_pair())),
+            1 => (analysis.p_consecutive(), None),
+            _ => {
+                let Some(s) = Spread::new((i - 1) as u8) else { continue };
+                (analysis.p_spread(s), analysis.p_win_given_spread(s))
+            }
+        };
+        let labels = [("table", id.to_string()), ("hand_class", class.to_string()), ("spread", spread)];
+        registry.gauge("reddog_deal_probability", &labels).set(to_f64(&p));
+        if let Some(w) = win {
+            registry.gauge("reddog_third_card_probability", &labels).set(to_f64(&w));
+        }
+    }
+    for def in [RtpDefinition::PerInitialBet, RtpDefinition::PerTotalWagered] {
+        let x = analysis.rtp_extremes(def);
+        for (bound, value) in [("worst", &x.worst), ("best", &x.best)] {
+            let labels =
+                [("table", id.to_string()), ("definition", def.key().to_string()), ("bound", bound.to_string())];
+            registry.gauge("reddog_rtp_bound", &labels).set(to_f64(value));
+        }
+    }
+}
+
+/// `reddog_rounds_settled_total` of table `id` by deal class and rule (in the order of
+/// `RULES`); `None` where the rule cannot end that class.
+fn rounds_settled_counters(registry: &MetricsRegistry, id: &str) -> [[Option<Counter>; 6]; DEALS] {
+    std::array::from_fn(|i| {
+        let (class, spread) = deal_labels(i);
+        RULES.map(|rule| {
+            rule_fits(i, rule).then(|| {
+                let labels = [
+                    ("table", id.to_string()),
+                    ("hand_class", class.to_string()),
+                    ("spread", spread.clone()),
+                    ("rule", rule.name().to_string()),
+                ];
+                registry.counter("reddog_rounds_settled_total", &labels)
+            })
+        })
+    })
+}
+
 impl TableMetrics {
     /// Registers the table's handles in `registry` (its money sums there too) and sets its
     /// exact figures (computed once here from the odds module: probabilities of every deal
@@ -931,63 +963,15 @@ impl TableMetrics {
     ) -> TableMetrics {
         let id = id.to_string();
         let sums = registry.money().table(&id);
-        let analysis = Analysis::new(table.decks(), table.paytable());
-        registry
-            .gauge(
-                "reddog_table_info",
-                &[
-                    ("table", id.clone()),
-                    ("decks", table.decks().get().to_string()),
-                    ("currency", currency.code().to_string()),
-                    ("minor_unit_exponent", currency.minor_unit_exponent().to_string()),
-                    ("rules_digest", digest.to_hex()),
-                ],
-            )
-            .set(1.0);
-        for i in 0..DEALS {
-            let (class, spread) = deal_labels(i);
-            let (p, win) = match i {
-                0 => (analysis.p_pair(), Some(analysis.p_three_of_a_kind_given_pair())),
-                1 => (analysis.p_consecutive(), None),
-                _ => {
-                    let Some(s) = Spread::new((i - 1) as u8) else { continue };
-                    (analysis.p_spread(s), analysis.p_win_given_spread(s))
-                }
-            };
-            let labels = [("table", id.clone()), ("hand_class", class.to_string()), ("spread", spread)];
-            registry.gauge("reddog_deal_probability", &labels).set(to_f64(&p));
-            if let Some(w) = win {
-                registry.gauge("reddog_third_card_probability", &labels).set(to_f64(&w));
-            }
-        }
-        for def in [RtpDefinition::PerInitialBet, RtpDefinition::PerTotalWagered] {
-            let x = analysis.rtp_extremes(def);
-            for (bound, value) in [("worst", &x.worst), ("best", &x.best)] {
-                let labels =
-                    [("table", id.clone()), ("definition", def.key().to_string()), ("bound", bound.to_string())];
-                registry.gauge("reddog_rtp_bound", &labels).set(to_f64(value));
-            }
-        }
+        set_table_info(registry, &id, table, currency, digest);
+        set_exact_figures(registry, &id, &Analysis::new(table.decks(), table.paytable()));
         TableMetrics {
             rounds_started: std::array::from_fn(|i| {
                 let (class, spread) = deal_labels(i);
                 let labels = [("table", id.clone()), ("hand_class", class.to_string()), ("spread", spread)];
                 registry.counter("reddog_rounds_started_total", &labels)
             }),
-            rounds_settled: std::array::from_fn(|i| {
-                let (class, spread) = deal_labels(i);
-                RULES.map(|rule| {
-                    rule_fits(i, rule).then(|| {
-                        let labels = [
-                            ("table", id.clone()),
-                            ("hand_class", class.to_string()),
-                            ("spread", spread.clone()),
-                            ("rule", rule.name().to_string()),
-                        ];
-                        registry.counter("reddog_rounds_settled_total", &labels)
-                    })
-                })
-            }),
+            rounds_settled: rounds_settled_counters(registry, &id),
             seats_settled: RULES.map(|rule| {
                 let (class, outcome) = rule_labels(rule);
                 let labels = [

@@ -88,6 +88,25 @@ pub(crate) fn requested_deal(
     if cards.len() > 3 {
         return Err(cards_error(FIELD, format!("{} cards: a round deals 2 or 3", cards.len())));
     }
+    let parsed = parse_cards(cards, decks)?;
+    let consecutive = parsed.len() >= 2 && HandClass::of(parsed[0], parsed[1]) == HandClass::Consecutive;
+    match (parsed.len(), consecutive) {
+        (2, true) | (3, false) => Ok(Some(StackedDeck::new(parsed))),
+        (3, true) => Err(cards_error(
+            FIELD,
+            format!("{} {} is consecutive: no third card is dealt, so give exactly 2 cards", parsed[0], parsed[1]),
+        )),
+        (2, false) => Err(cards_error(
+            FIELD,
+            format!("{} {} is not consecutive: give the third card too (3 cards)", parsed[0], parsed[1]),
+        )),
+        _ => Err(cards_error(FIELD, "1 card: a round deals 2 or 3")),
+    }
+}
+
+/// The cards `cards` names, in order; an error names the first that is not a card code, or
+/// that a shoe of `decks` holds fewer times than it is given.
+fn parse_cards(cards: &[String], decks: Decks) -> Result<Vec<Card>, EngineError> {
     let mut parsed = Vec::with_capacity(3);
     for (i, text) in cards.iter().enumerate() {
         let card = Card::from_text(text).ok_or_else(|| {
@@ -102,19 +121,7 @@ pub(crate) fn requested_deal(
         }
         parsed.push(card);
     }
-    let consecutive = parsed.len() >= 2 && HandClass::of(parsed[0], parsed[1]) == HandClass::Consecutive;
-    match (parsed.len(), consecutive) {
-        (2, true) | (3, false) => Ok(Some(StackedDeck::new(parsed))),
-        (3, true) => Err(cards_error(
-            FIELD,
-            format!("{} {} is consecutive: no third card is dealt, so give exactly 2 cards", parsed[0], parsed[1]),
-        )),
-        (2, false) => Err(cards_error(
-            FIELD,
-            format!("{} {} is not consecutive: give the third card too (3 cards)", parsed[0], parsed[1]),
-        )),
-        _ => Err(cards_error(FIELD, "1 card: a round deals 2 or 3")),
-    }
+    Ok(parsed)
 }
 
 /// A malformed requested deal at a sandbox table.

@@ -194,6 +194,38 @@ pub struct RoundPayload {
     pub issued_at_unix_ms: i64,
 }
 
+/// The round a payload holds: its cards, seats and phase, restored by the rules (which
+/// refuse a snapshot no round could reach).
+fn round_from(p: &RoundPayload) -> Result<Round, TokenRefusal> {
+    let bad = || TokenRefusal::Malformed;
+    let card = |i: usize| p.cards.get(i).and_then(|&c| Card::from_code(c));
+    let cards = [card(0).ok_or_else(bad)?, card(1).ok_or_else(bad)?];
+    let third = match p.cards.len() {
+        2 => None,
+        3 => Some(card(2).ok_or_else(bad)?),
+        _ => return Err(bad()),
+    };
+    if p.bets.len() != p.decisions.len() || p.paytable.len() != 12 {
+        return Err(bad());
+    }
+    let seats = p
+        .bets
+        .iter()
+        .zip(&p.decisions)
+        .map(|(&bet, &d)| {
+            let decision = match d {
+                0 => None,
+                1 => Some(Decision::Raise),
+                2 => Some(Decision::Stand),
+                _ => return Err(bad()),
+            };
+            Ok(Seat { bet: Money(bet), decision })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let phase = if p.complete { Phase::Complete } else { Phase::AwaitingDecisions };
+    Round::restore(RoundSnapshot { phase, cards, third, seats }).map_err(|_| bad())
+}
+
 /// A paytable as a token carries it: odds for spreads 1..=11, then three of a kind.
 fn paytable_from(odds: &[u32]) -> Result<Paytable, TokenRefusal> {
     let (Some(spread), Some(&three)) = (odds.get(..11), odds.get(11)) else { return Err(TokenRefusal::Malformed) };
@@ -360,32 +392,7 @@ impl RoundState {
         }
         let bad = || TokenRefusal::Malformed;
         let seed: [u8; 32] = p.server_seed.as_slice().try_into().map_err(|_| bad())?;
-        let card = |i: usize| p.cards.get(i).and_then(|&c| Card::from_code(c));
-        let cards = [card(0).ok_or_else(bad)?, card(1).ok_or_else(bad)?];
-        let third = match p.cards.len() {
-            2 => None,
-            3 => Some(card(2).ok_or_else(bad)?),
-            _ => return Err(bad()),
-        };
-        if p.bets.len() != p.decisions.len() || p.paytable.len() != 12 {
-            return Err(bad());
-        }
-        let seats = p
-            .bets
-            .iter()
-            .zip(&p.decisions)
-            .map(|(&bet, &d)| {
-                let decision = match d {
-                    0 => None,
-                    1 => Some(Decision::Raise),
-                    2 => Some(Decision::Stand),
-                    _ => return Err(bad()),
-                };
-                Ok(Seat { bet: Money(bet), decision })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let phase = if p.complete { Phase::Complete } else { Phase::AwaitingDecisions };
-        let round = Round::restore(RoundSnapshot { phase, cards, third, seats }).map_err(|_| bad())?;
+        let round = round_from(&p)?;
         Ok(RoundState {
             round,
             seed: ServerSeed::from_bytes(seed),

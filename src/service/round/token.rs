@@ -368,55 +368,9 @@ impl KeyRing {
     /// Parses the key ring JSON. Errors name the offending field (`key_ring.primary`,
     /// `key_ring.keys.<id>`) and never echo key text.
     pub fn from_json(text: &str) -> Result<KeyRing, EngineError> {
-        let mut doc: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            // serde's message may quote the input; keep only its position.
-            EngineError::invalid("key_ring", format!("not JSON (line {}, column {})", e.line(), e.column()))
-        })?;
-        let shape = Self::check_shape(&doc);
-        if let Some(serde_json::Value::Object(keys)) = doc.get_mut("keys") {
-            for v in keys.values_mut() {
-                if let serde_json::Value::String(hex_key) = v {
-                    hex_key.zeroize();
-                }
-            }
-        }
-        shape?;
-        let mut file: KeyRingFile = serde_json::from_str(text).map_err(|e| {
-            // The shape is checked above, so what is left is a field given twice (serde's
-            // message names it; a JSON value would keep the last silently).
-            let message = e.to_string();
-            let twice = message.strip_prefix("duplicate field `").and_then(|m| m.split('`').next());
-            match twice {
-                Some(name @ ("primary" | "keys" | "signing")) => {
-                    EngineError::invalid(format!("key_ring.{name}"), "given twice: keep one")
-                }
-                Some(name @ ("id" | "secret")) => {
-                    EngineError::invalid(format!("key_ring.signing.{name}"), "given twice: keep one")
-                }
-                _ => EngineError::invalid(
-                    "key_ring",
-                    format!("not a key ring (line {}, column {})", e.line(), e.column()),
-                ),
-            }
-        })?;
-        let mut keys = Vec::with_capacity(file.keys.0.len());
-        let mut bad = None;
-        for (id, hex_key) in &mut file.keys.0 {
-            let mut key = [0u8; 32];
-            let ok = hex::decode_to_slice(hex_key.trim(), &mut key).is_ok();
-            hex_key.zeroize();
-            if !ok && bad.is_none() {
-                bad = Some(id.clone());
-            }
-            keys.push((id.clone(), key));
-        }
-        if let Some(id) = bad {
-            keys.iter_mut().for_each(|(_, k)| k.zeroize());
-            return Err(EngineError::invalid(
-                format!("key_ring.keys.{id}"),
-                "a key is 64 hexadecimal characters (32 bytes)",
-            ));
-        }
+        Self::check_json_shape(text)?;
+        let mut file: KeyRingFile = serde_json::from_str(text).map_err(key_ring_file_error)?;
+        let mut keys = decode_keys(&mut file.keys)?;
         if let Some(entry) = &file.signing
             && let Err(e) = Self::check_signing_apart(entry, &keys)
         {
@@ -430,6 +384,24 @@ impl KeyRing {
         let mut ring = KeyRing::new(keys, &file.primary)?;
         ring.signing = signing.transpose()?.map(std::sync::Arc::new);
         Ok(ring)
+    }
+
+    /// Checks the shape of the key ring JSON `text` ([`Self::check_shape`]), wiping the key
+    /// text of the value it parsed before returning.
+    fn check_json_shape(text: &str) -> Result<(), EngineError> {
+        let mut doc: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            // serde's message may quote the input; keep only its position.
+            EngineError::invalid("key_ring", format!("not JSON (line {}, column {})", e.line(), e.column()))
+        })?;
+        let shape = Self::check_shape(&doc);
+        if let Some(serde_json::Value::Object(keys)) = doc.get_mut("keys") {
+            for v in keys.values_mut() {
+                if let serde_json::Value::String(hex_key) = v {
+                    hex_key.zeroize();
+                }
+            }
+        }
+        shape
     }
 
     /// The signing key shares neither its id nor its secret with a token key: one secret
@@ -588,26 +560,8 @@ impl KeyRing {
     /// metric and log only: the client always gets the one answer ([`EngineError::InvalidToken`]).
     #[inline(never)] // named apart in a profile, as `seal`
     pub fn open_checked<M: Message + Default>(&self, kind: TokenKind, token: &[u8]) -> Result<M, TokenRefusal> {
-        use TokenRefusal::{Malformed, Tampered, UnknownKey, WrongKind};
-        if token.len() > MAX_TOKEN_LEN || token.len() < 3 {
-            return Err(Malformed);
-        }
-        match token[0] {
-            TOKEN_VERSION => {}
-            // Version 1 (AES-256-GCM under the ring key itself): sealed before version 2,
-            // long before the support window; no key is needed to say so.
-            1 => return Err(TokenRefusal::TooOld(Age::Format("in format version 1"))),
-            _ => return Err(Malformed),
-        }
-        if token[1] != kind.byte() {
-            let other = [TokenKind::Commitment, TokenKind::Round].into_iter().any(|k| k.byte() == token[1]);
-            return Err(if other { WrongKind } else { Malformed });
-        }
-        let id_len = usize::from(token[2]);
-        let header_len = 3 + id_len;
-        if id_len == 0 || token.len() < header_len + NONCE_LEN + TAG_LEN {
-            return Err(Malformed);
-        }
+        use TokenRefusal::{Malformed, Tampered, UnknownKey};
+        let header_len = header_len(kind, token)?;
         let (head, rest) = token.split_at(header_len);
         let id = &head[3..];
         let key = self.keys.iter().find(|k| k.id.as_bytes() == id).ok_or(UnknownKey)?;
@@ -628,6 +582,72 @@ impl KeyRing {
         plain.zeroize();
         decoded
     }
+}
+
+/// Why a key ring of a checked shape did not read as a [`KeyRingFile`]: what is left is a
+/// field given twice (serde's message names it; a JSON value would keep the last silently).
+fn key_ring_file_error(e: serde_json::Error) -> EngineError {
+    let message = e.to_string();
+    let twice = message.strip_prefix("duplicate field `").and_then(|m| m.split('`').next());
+    match twice {
+        Some(name @ ("primary" | "keys" | "signing")) => {
+            EngineError::invalid(format!("key_ring.{name}"), "given twice: keep one")
+        }
+        Some(name @ ("id" | "secret")) => {
+            EngineError::invalid(format!("key_ring.signing.{name}"), "given twice: keep one")
+        }
+        _ => EngineError::invalid("key_ring", format!("not a key ring (line {}, column {})", e.line(), e.column())),
+    }
+}
+
+/// The ring's keys decoded from hex, the hex text wiped; an error names the first key that
+/// is not 64 hexadecimal characters, the keys decoded so far wiped.
+fn decode_keys(list: &mut KeyList) -> Result<Vec<(String, [u8; 32])>, EngineError> {
+    let mut keys = Vec::with_capacity(list.0.len());
+    let mut bad = None;
+    for (id, hex_key) in &mut list.0 {
+        let mut key = [0u8; 32];
+        let ok = hex::decode_to_slice(hex_key.trim(), &mut key).is_ok();
+        hex_key.zeroize();
+        if !ok && bad.is_none() {
+            bad = Some(id.clone());
+        }
+        keys.push((id.clone(), key));
+    }
+    if let Some(id) = bad {
+        keys.iter_mut().for_each(|(_, k)| k.zeroize());
+        return Err(EngineError::invalid(
+            format!("key_ring.keys.{id}"),
+            "a key is 64 hexadecimal characters (32 bytes)",
+        ));
+    }
+    Ok(keys)
+}
+
+/// The length of the header of a token of `kind` (version, kind, key id length, key id),
+/// checked up to the key id: the token's length, its format version and kind.
+fn header_len(kind: TokenKind, token: &[u8]) -> Result<usize, TokenRefusal> {
+    use TokenRefusal::{Malformed, WrongKind};
+    if token.len() > MAX_TOKEN_LEN || token.len() < 3 {
+        return Err(Malformed);
+    }
+    match token[0] {
+        TOKEN_VERSION => {}
+        // Version 1 (AES-256-GCM under the ring key itself): sealed before version 2,
+        // long before the support window; no key is needed to say so.
+        1 => return Err(TokenRefusal::TooOld(Age::Format("in format version 1"))),
+        _ => return Err(Malformed),
+    }
+    if token[1] != kind.byte() {
+        let other = [TokenKind::Commitment, TokenKind::Round].into_iter().any(|k| k.byte() == token[1]);
+        return Err(if other { WrongKind } else { Malformed });
+    }
+    let id_len = usize::from(token[2]);
+    let header_len = 3 + id_len;
+    if id_len == 0 || token.len() < header_len + NONCE_LEN + TAG_LEN {
+        return Err(Malformed);
+    }
+    Ok(header_len)
 }
 
 /// Header and a zeroed nonce, then the encoded payload: the token before encryption.

@@ -207,6 +207,39 @@ impl CertifiedTable {
     }
 }
 
+impl CertifiedTable {
+    /// Checks entry `i` of the file's tables: its id, and that its digest and RTP figures are
+    /// those of its rules.
+    fn validate(&self, i: usize) -> Result<(), CertifiedError> {
+        let at = |f: &str| format!("tables[{i}].{f}");
+        if crate::ids::check_table_id(&self.table_id).is_err() {
+            return Err(bad(at("table_id"), format!("{:?} is not a table id", self.table_id)));
+        }
+        if !is_digest(&self.rules_digest) {
+            return Err(bad(
+                at("rules_digest"),
+                format!("{:?} is not a rules digest (64 lower-case hex characters)", self.rules_digest),
+            ));
+        }
+        let table = self.rules.table(self.sandbox, self.promotion).map_err(|e| bad(at("rules"), e))?;
+        let digest = table.digest().to_hex();
+        if digest != self.rules_digest {
+            return Err(bad(
+                at("rules_digest"),
+                format!("{} is not the digest of these rules ({digest})", self.rules_digest),
+            ));
+        }
+        let (exact, decimal, _) = crate::service::rules::get_rules::rtp(&table.table);
+        if self.rtp_exact != exact {
+            return Err(bad(at("rtp_exact"), format!("{:?}: these rules' exact RTP is {exact}", self.rtp_exact)));
+        }
+        if self.rtp_decimal != decimal {
+            return Err(bad(at("rtp_decimal"), format!("{:?}: these rules' RTP is {decimal}", self.rtp_decimal)));
+        }
+        Ok(())
+    }
+}
+
 impl CertifiedRules {
     /// The rules of `tables`, certified now by this build, whose executable has SHA-256
     /// `binary_sha256`, with `plan`.
@@ -264,31 +297,7 @@ impl CertifiedRules {
             return Err(bad("tables", "no table is certified"));
         }
         for (i, c) in self.tables.iter().enumerate() {
-            let at = |f: &str| format!("tables[{i}].{f}");
-            if crate::ids::check_table_id(&c.table_id).is_err() {
-                return Err(bad(at("table_id"), format!("{:?} is not a table id", c.table_id)));
-            }
-            if !is_digest(&c.rules_digest) {
-                return Err(bad(
-                    at("rules_digest"),
-                    format!("{:?} is not a rules digest (64 lower-case hex characters)", c.rules_digest),
-                ));
-            }
-            let table = c.rules.table(c.sandbox, c.promotion).map_err(|e| bad(at("rules"), e))?;
-            let digest = table.digest().to_hex();
-            if digest != c.rules_digest {
-                return Err(bad(
-                    at("rules_digest"),
-                    format!("{} is not the digest of these rules ({digest})", c.rules_digest),
-                ));
-            }
-            let (exact, decimal, _) = crate::service::rules::get_rules::rtp(&table.table);
-            if c.rtp_exact != exact {
-                return Err(bad(at("rtp_exact"), format!("{:?}: these rules' exact RTP is {exact}", c.rtp_exact)));
-            }
-            if c.rtp_decimal != decimal {
-                return Err(bad(at("rtp_decimal"), format!("{:?}: these rules' RTP is {decimal}", c.rtp_decimal)));
-            }
+            c.validate(i)?;
         }
         Ok(())
     }

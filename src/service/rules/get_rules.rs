@@ -22,9 +22,7 @@ pub(crate) fn rules(
     let (rtp_exact, rtp_decimal, raise_rule) = rtp(table);
     proto::GetRulesResponse {
         decks: u32::from(table.decks().get()),
-        spread_odds: Spread::all()
-            .map(|s| proto::SpreadOdds { spread: u32::from(s.get()), odds: table.paytable().spread_odds(s) })
-            .collect(),
+        spread_odds: spread_odds(table),
         three_of_a_kind_odds: table.paytable().three_of_a_kind_odds(),
         table_limits: Some(proto::Limits { min_bet: table.limits().min().0, max_bet: table.limits().max().0 }),
         max_seats: MAX_SEATS as u32,
@@ -45,11 +43,23 @@ pub(crate) fn rules(
         sandbox: false,
         // Set by the service, which holds the key ring.
         signing_keys: Vec::new(),
-        engine: Some(proto::BuildInfo {
-            version: build_info::VERSION.to_string(),
-            git_commit: build_info::GIT_COMMIT.to_string(),
-            build_date: build_info::BUILD_DATE.to_string(),
-        }),
+        engine: Some(engine_build()),
+    }
+}
+
+/// The odds the table pays on each spread.
+fn spread_odds(table: &Table) -> Vec<proto::SpreadOdds> {
+    Spread::all()
+        .map(|s| proto::SpreadOdds { spread: u32::from(s.get()), odds: table.paytable().spread_odds(s) })
+        .collect()
+}
+
+/// The engine's build: version, git commit and build date.
+fn engine_build() -> proto::BuildInfo {
+    proto::BuildInfo {
+        version: build_info::VERSION.to_string(),
+        git_commit: build_info::GIT_COMMIT.to_string(),
+        build_date: build_info::BUILD_DATE.to_string(),
     }
 }
 

@@ -219,20 +219,34 @@ fn withdrawn_digests(list: &[String], named: &NamedTable, field: &str) -> Result
         .collect()
 }
 
+/// The settings a table entry may hold.
+const KNOWN: [&str; 9] = [
+    "decks",
+    "paytable",
+    "min_bet",
+    "max_bet",
+    "currency",
+    "minor_unit_exponent",
+    "allow_rtp_over_1",
+    "sandbox",
+    "withdrawn_rules",
+];
+
+/// The setting `key` of the table entry `obj` at `field`, if given; an error names
+/// `field.key`.
+fn setting<T: serde::de::DeserializeOwned>(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    field: &str,
+    key: &str,
+) -> Result<Option<T>, EngineError> {
+    obj.get(key)
+        .map(|v| T::deserialize(v).map_err(|e| EngineError::invalid(format!("{field}.{key}"), e.to_string())))
+        .transpose()
+}
+
 fn parse_entry(value: serde_json::Value, field: &str) -> Result<TableEntry, EngineError> {
     // Field by field, so that an error names the field (`tables.vip.decks: invalid value:
     // integer `-1`, expected u32`), and unknown keys first, named as fields.
-    const KNOWN: [&str; 9] = [
-        "decks",
-        "paytable",
-        "min_bet",
-        "max_bet",
-        "currency",
-        "minor_unit_exponent",
-        "allow_rtp_over_1",
-        "sandbox",
-        "withdrawn_rules",
-    ];
     let Some(obj) = value.as_object() else {
         return Err(EngineError::invalid(field.to_string(), "a table is a JSON object of its settings"));
     };
@@ -242,26 +256,70 @@ fn parse_entry(value: serde_json::Value, field: &str) -> Result<TableEntry, Engi
             format!("unknown field; a table has {}", KNOWN.join(", ")),
         ));
     }
-    fn get<T: serde::de::DeserializeOwned>(
-        obj: &serde_json::Map<String, serde_json::Value>,
-        field: &str,
-        key: &str,
-    ) -> Result<Option<T>, EngineError> {
-        obj.get(key)
-            .map(|v| T::deserialize(v).map_err(|e| EngineError::invalid(format!("{field}.{key}"), e.to_string())))
-            .transpose()
-    }
     Ok(TableEntry {
-        decks: get(obj, field, "decks")?,
-        paytable: get(obj, field, "paytable")?,
-        min_bet: get(obj, field, "min_bet")?,
-        max_bet: get(obj, field, "max_bet")?,
-        currency: get(obj, field, "currency")?,
-        minor_unit_exponent: get(obj, field, "minor_unit_exponent")?,
-        allow_rtp_over_1: get(obj, field, "allow_rtp_over_1")?,
-        sandbox: get(obj, field, "sandbox")?,
-        withdrawn_rules: get(obj, field, "withdrawn_rules")?,
+        decks: setting(obj, field, "decks")?,
+        paytable: setting(obj, field, "paytable")?,
+        min_bet: setting(obj, field, "min_bet")?,
+        max_bet: setting(obj, field, "max_bet")?,
+        currency: setting(obj, field, "currency")?,
+        minor_unit_exponent: setting(obj, field, "minor_unit_exponent")?,
+        allow_rtp_over_1: setting(obj, field, "allow_rtp_over_1")?,
+        sandbox: setting(obj, field, "sandbox")?,
+        withdrawn_rules: setting(obj, field, "withdrawn_rules")?,
     })
+}
+
+/// Reads any JSON value at `path`, recording the path of the first repeated key in `found`
+/// (for [`no_repeated_keys`]).
+struct Walk<'a> {
+    path: String,
+    found: &'a std::cell::RefCell<Option<String>>,
+}
+impl<'de> serde::de::DeserializeSeed<'de> for Walk<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+impl<'de> serde::de::Visitor<'de> for Walk<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
+            if !seen.insert(key) {
+                *self.found.borrow_mut() = Some(path);
+                return Err(serde::de::Error::custom("repeated key"));
+            }
+            map.next_value_seed(Walk { path, found: self.found })?;
+        }
+        Ok(())
+    }
 }
 
 /// Refuses a JSON text in which an object repeats a key, naming its path (`tables.vip`,
@@ -269,61 +327,8 @@ fn parse_entry(value: serde_json::Value, field: &str) -> Result<TableEntry, Engi
 /// table pasted twice, or a `max_bet` given twice, would otherwise be dropped without a word.
 /// A text that is not JSON passes: the parse that follows reports it.
 fn no_repeated_keys(text: &str) -> Result<(), EngineError> {
-    use serde::de::{DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
-    use std::cell::RefCell;
-
-    /// Reads any value at `path`, recording the path of the first repeated key in `found`.
-    struct Walk<'a> {
-        path: String,
-        found: &'a RefCell<Option<String>>,
-    }
-    impl<'de> DeserializeSeed<'de> for Walk<'_> {
-        type Value = ();
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-            d.deserialize_any(self)
-        }
-    }
-    impl<'de> Visitor<'de> for Walk<'_> {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a JSON value")
-        }
-        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_str<E>(self, _: &str) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_unit<E>(self) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(())
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            let mut seen = std::collections::BTreeSet::new();
-            while let Some(key) = map.next_key::<String>()? {
-                let path = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
-                if !seen.insert(key) {
-                    *self.found.borrow_mut() = Some(path);
-                    return Err(A::Error::custom("repeated key"));
-                }
-                map.next_value_seed(Walk { path, found: self.found })?;
-            }
-            Ok(())
-        }
-    }
-    let found = RefCell::new(None);
+    use serde::de::DeserializeSeed;
+    let found = std::cell::RefCell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
     let _ = Walk { path: String::new(), found: &found }.deserialize(&mut de);
     match found.into_inner() {
