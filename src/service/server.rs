@@ -37,6 +37,7 @@ use crate::service::edge::guard::{Activity, ActivityLayer, CallLimits, CallsInPr
 use crate::service::edge::limits::TransportLimits;
 use crate::service::edge::tls::TlsReloader;
 use crate::service::edge::transport::{self, Connections};
+use crate::service::edge::worker_wait::WorkerWait;
 use crate::service::evidence::audit_writer::Health;
 use crate::service::ops::metrics::MetricsRegistry;
 use crate::service::round::api::{EngineConfig, RedDogService};
@@ -239,6 +240,7 @@ async fn serve_with<S: RedDog>(
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let calls = CallsInProgress::new(&metrics);
+    let wait = WorkerWait::spawn(&metrics);
     let service = Guarded::new(
         RedDogServer::new(service)
             .max_decoding_message_size(MAX_REQUEST_BYTES)
@@ -252,6 +254,7 @@ async fn serve_with<S: RedDog>(
             max_message: MAX_REQUEST_BYTES,
         },
         calls.clone(),
+        wait.clone(),
         metrics.clone(),
     );
     if let Some(tls) = &tls {
@@ -287,6 +290,7 @@ async fn serve_with<S: RedDog>(
     });
 
     let conns = Connections::with_health_min_idle(limits.max_connections, transport::HEALTH_DISPLACE_MIN_IDLE, metrics);
+    conns.set_worker_wait(wait);
     let incoming = transport::incoming(listeners.main, &limits, tls, conns.clone(), stop_rx.clone());
     let mut stopped = stop_rx.clone();
     let serve = Server::builder()
