@@ -42,9 +42,9 @@ pub struct TransportLimits {
     /// closing one of the peer holding the most connections if that peer holds at least two
     /// more than the newcomer's, else the longest-idle one of its own peer or of a peer
     /// holding more (idle for `transport::DISPLACE_MIN_IDLE` at least); when there is none it
-    /// is closed. With `max_concurrent_streams_per_connection` it bounds the
-    /// streams (and their memory, about 4.6 KiB each in flight at the peak) the server holds
-    /// at once: 512 × 16 (docs/RELIABILITY.md, "Floods and limits").
+    /// is closed. With `max_concurrent_streams_per_connection` it bounds the streams (and
+    /// their memory) the server holds at once: 128 × 100 (docs/RELIABILITY.md, "Floods and
+    /// limits").
     pub max_connections: usize,
     /// A connection with no call in progress for this long is closed.
     pub idle_timeout: Duration,
@@ -55,7 +55,7 @@ pub struct TransportLimits {
 impl Default for TransportLimits {
     fn default() -> Self {
         TransportLimits {
-            max_concurrent_streams_per_connection: 16,
+            max_concurrent_streams_per_connection: 100,
             max_local_error_resets: 256,
             request_timeout: Duration::from_secs(10),
             max_in_flight: 256,
@@ -64,7 +64,7 @@ impl Default for TransportLimits {
             max_pending_request_bytes: 32 * 1024 * 1024,
             handshake_timeout: Duration::from_secs(5),
             max_pending_handshakes: 1024,
-            max_connections: 512,
+            max_connections: 128,
             idle_timeout: Duration::from_secs(300),
             keepalive_interval: Duration::from_secs(30),
         }
