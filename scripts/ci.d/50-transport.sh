@@ -34,9 +34,9 @@ cargo build --locked --release --bin reddog --bin flood
 
 status=0
 echo "-- floods"
-MAX_RSS_MIB=96 MAX_RSS_ALL_MIB=96 bash scripts/transport/floods.sh target/release/reddog target/release/flood full || status=1
+RSS_RETURNS_SECS=30 MAX_RSS_MIB=96 MAX_RSS_ALL_MIB=96 bash scripts/transport/floods.sh target/release/reddog target/release/flood full || status=1
 echo "-- floods, one thread serving calls (what a pod limited to one CPU runs)"
-SERVER_ARGS="--worker-threads 1" MAX_RSS_MIB=96 MAX_RSS_ALL_MIB=96 \
+SERVER_ARGS="--worker-threads 1" RSS_RETURNS_SECS=30 MAX_RSS_MIB=96 MAX_RSS_ALL_MIB=96 \
   bash scripts/transport/floods.sh target/release/reddog target/release/flood full || status=1
 echo "-- overload, one worker thread"
 bash scripts/transport/overload-run.sh target/release/reddog target/release/flood || status=1
