@@ -246,9 +246,12 @@ async fn non_reading_connections_lock_no_one_out(args: &[&str]) {
         })
         .collect();
     // The held slots show in the gauge (the issue: it read 0 while every slot was held).
-    // (Each connection holds at most its streams: 16 by default.)
-    let streams = reddog::service::TransportLimits::default().max_concurrent_streams_per_connection;
-    server.wait_for_metric("reddog_rpc_in_flight", f64::from(4 * streams), Duration::from_secs(30)).await;
+    // Each connection holds at most its streams and its share of the slots, and their one
+    // peer at most half of them (it takes none while it holds as many as are free).
+    let limits = reddog::service::TransportLimits::default();
+    let streams = usize::try_from(limits.max_concurrent_streams_per_connection).unwrap();
+    let held = (4 * streams.min(limits.max_in_flight_per_connection)).min(limits.max_in_flight / 2);
+    server.wait_for_metric("reddog_rpc_in_flight", held as f64, Duration::from_secs(30)).await;
     // A fresh client at another address (the attackers' own address is penalized).
     let fresh_channel = endpoint_from(server.addr, FRESH_IP).connect().await.unwrap();
     let health = HealthClient::new(fresh_channel.clone());
