@@ -53,7 +53,7 @@ use tokio::time::Instant;
 use http::{HeaderMap, Request, Response};
 use http_body::Frame;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tonic::body::Body;
 use tonic::codegen::Bytes;
 use tonic::server::NamedService;
@@ -62,7 +62,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::error::EngineError;
 use crate::service::edge::codec::UNDECODABLE;
-use crate::service::edge::transport::{ConnInfo, Refused};
+use crate::service::edge::transport::{self, ActivityGuard, Admitted, ConnInfo, Refused};
 use crate::service::edge::worker_wait::WorkerWait;
 use crate::service::error::{ERROR_DOMAIN, ErrorReason};
 use crate::service::ops::metrics::MetricsRegistry;
@@ -382,108 +382,174 @@ where
             self.metrics.queue_shed();
             return Box::pin(std::future::ready(Ok(queued_too_long(self.limits.max_queue_wait).into_http())));
         }
-        let progress = self.calls.begin();
-        // The call counts as its connection's activity from arrival until its answer has
-        // been sent (held with the slot below): this service does what `Activity` does for
-        // the other services, without a second boxed future and body per call.
-        let active = conn.as_ref().map(|c| c.begin());
         let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let permits = self.permits.clone();
-        let reserved = Reserved { pool: self.pending.clone(), bytes: 0 };
-        let limits = self.limits;
-        let metrics = self.metrics.clone();
-        let worker_wait = self.wait.clone();
-        Box::pin(async move {
-            // The wait for a thread: from the headers' arrival until this future first runs.
-            let waited = arrived.elapsed();
-            let deadline = tokio::time::sleep(limits.timeout);
-            tokio::pin!(deadline);
-            // 1. The request message, without a slot: a peer that sends headers and never its
-            //    message holds a stream (bounded per connection by HTTP/2), not a slot, and
-            //    the bytes it has sent so far (bounded across all calls: `PendingBytes`).
-            let (parts, body) = request.into_parts();
-            let read = Limited::new(Budgeted { inner: body, reserved }, limits.max_message + GRPC_PREFIX).collect();
-            let bytes = tokio::select! {
-                biased;
-                read = read => match read {
-                    Ok(collected) => collected.to_bytes(),
-                    Err(e) if e.is::<LengthLimitError>() => {
-                        metrics.bad_request(Code::ResourceExhausted);
-                        return Ok(too_large(limits.max_message).into_http());
-                    }
-                    Err(e) if e.is::<PendingFull>() => {
-                        metrics.load_shed();
-                        return Ok(overloaded().into_http());
-                    }
-                    // The client reset the stream: nobody reads this answer.
-                    Err(_) => return Ok(Status::cancelled("the request stream was reset").into_http()),
-                },
-                () = &mut deadline => {
-                    metrics.request_timed_out();
-                    return Ok(timed_out(limits.timeout).into_http());
-                }
-            };
-            if bytes.is_empty() {
-                let status: Status = EngineError::MalformedRequest {
-                    field: "request".into(),
-                    reason: "the call carried no request message".into(),
-                }
-                .into();
-                metrics.bad_request(status.code());
-                return Ok(status.into_http());
-            }
-            // 2. Not a call that waited too long for a thread before it first ran: its client
-            //    may have given up, and running it would make every call queued behind it
-            //    wait longer still. (Checked after the message was read, so that a message
-            //    over the size limit is still answered as such.)
-            //    Only while the wait has lasted (not after one stall of the whole process).
-            metrics.queue_waited(waited);
-            if limits.too_long(waited, alone) && worker_wait.now() > limits.max_queue_wait / 2 {
-                metrics.queue_shed();
-                return Ok(queued_too_long(limits.max_queue_wait).into_http());
-            }
-            // 3. A slot: within the connection's and its peer's share, then under the global cap.
-            let share = match &conn {
-                Some(activity) => match activity.admit(limits.per_connection, permits.available_permits()) {
-                    Ok(share) => Some(share),
-                    Err(Refused::Share) => {
-                        metrics.load_shed();
-                        return Ok(overloaded().into_http());
-                    }
-                    Err(Refused::Penalized(left)) => {
-                        metrics.load_shed();
-                        return Ok(penalized(left).into_http());
-                    }
-                },
-                None => None,
-            };
-            let Ok(permit) = permits.try_acquire_owned() else {
-                metrics.load_shed();
-                return Ok(overloaded().into_http());
-            };
-            // 4. The call itself, within what is left of the deadline.
-            let request = Request::from_parts(parts, Body::new(Full::new(bytes)));
-            let answer = tokio::select! {
-                biased;
-                response = inner.call(request) => match response {
-                    Ok(response) => counted_undecodable(response, &metrics),
-                    Err(never) => match never {},
-                },
-                () = &mut deadline => {
-                    metrics.request_timed_out();
-                    timed_out(limits.timeout).into_http()
-                }
-            };
-            let sending = progress.answered();
-            // The slot is held until the response has been sent (its body dropped): a call
-            // whose answer still waits to be written counts, and so does its buffer. An answer
-            // the peer does not take closes its connection (`transport::DELIVERY_DEADLINE`).
-            let undelivered = conn.as_ref().map(|c| c.answered());
-            let guard = (permit, share, active, sending, undelivered);
-            Ok(answer.map(|body| Body::new(Held { inner: body, _guard: guard })))
-        })
+        let call = Call {
+            progress: self.calls.begin(),
+            // The call counts as its connection's activity from arrival until its answer has
+            // been sent (held with the slot): this service does what `Activity` does for the
+            // other services, without a second boxed future and body per call.
+            active: conn.as_ref().map(|c| c.begin()),
+            conn,
+            inner: std::mem::replace(&mut self.inner, clone),
+            permits: self.permits.clone(),
+            pending: self.pending.clone(),
+            limits: self.limits,
+            metrics: self.metrics.clone(),
+            worker_wait: self.wait.clone(),
+            arrived,
+            alone,
+        };
+        Box::pin(call.run(request))
     }
+}
+
+/// One admitted call on its way through the guard's steps (`Guarded::call`).
+struct Call<S> {
+    progress: InProgress,
+    active: Option<ActivityGuard>,
+    conn: Option<Arc<transport::Activity>>,
+    inner: S,
+    permits: Arc<Semaphore>,
+    pending: Arc<PendingBytes>,
+    limits: CallLimits,
+    metrics: MetricsRegistry,
+    worker_wait: Arc<WorkerWait>,
+    /// When its headers reached the service.
+    arrived: Instant,
+    /// Whether it was its connection's only call then.
+    alone: bool,
+}
+
+/// A step's early answer: the call ends with it (boxed: the steps return it in a `Result`).
+type Early = Box<Response<Body>>;
+
+impl<S> Call<S>
+where
+    S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>,
+{
+    async fn run(mut self, request: Request<Body>) -> Result<Response<Body>, Infallible> {
+        // The wait for a thread: from the headers' arrival until this future first runs.
+        let waited = self.arrived.elapsed();
+        let deadline = tokio::time::sleep(self.limits.timeout);
+        tokio::pin!(deadline);
+        let (parts, body) = request.into_parts();
+        let bytes = match read_message(self.limits, &self.metrics, self.pending.clone(), body, deadline.as_mut()).await
+        {
+            Ok(bytes) => bytes,
+            Err(early) => return Ok(*early),
+        };
+        if let Err(early) = self.shed_if_queued(waited) {
+            return Ok(*early);
+        }
+        let (permit, share) = match self.take_slot() {
+            Ok(slot) => slot,
+            Err(early) => return Ok(*early),
+        };
+        let answer = self.answer(Request::from_parts(parts, Body::new(Full::new(bytes))), deadline).await;
+        let sending = self.progress.answered();
+        // The slot is held until the response has been sent (its body dropped): a call
+        // whose answer still waits to be written counts, and so does its buffer. An answer
+        // the peer does not take closes its connection (`transport::DELIVERY_DEADLINE`).
+        let undelivered = self.conn.as_ref().map(|c| c.answered());
+        let guard = (permit, share, self.active, sending, undelivered);
+        Ok(answer.map(|body| Body::new(Held { inner: body, _guard: guard })))
+    }
+
+    /// 2. Not a call that waited too long for a thread before it first ran: its client may
+    ///    have given up, and running it would make every call queued behind it wait longer
+    ///    still. (Checked after the message was read, so that a message over the size limit
+    ///    is still answered as such.) Only while the wait has lasted (not after one stall of
+    ///    the whole process).
+    fn shed_if_queued(&self, waited: Duration) -> Result<(), Early> {
+        self.metrics.queue_waited(waited);
+        if self.limits.too_long(waited, self.alone) && self.worker_wait.now() > self.limits.max_queue_wait / 2 {
+            self.metrics.queue_shed();
+            return Err(Box::new(queued_too_long(self.limits.max_queue_wait).into_http()));
+        }
+        Ok(())
+    }
+
+    /// 3. A slot: within the connection's and its peer's share, then under the global cap.
+    fn take_slot(&self) -> Result<(OwnedSemaphorePermit, Option<Admitted>), Early> {
+        let share = match &self.conn {
+            Some(activity) => match activity.admit(self.limits.per_connection, self.permits.available_permits()) {
+                Ok(share) => Some(share),
+                Err(Refused::Share) => {
+                    self.metrics.load_shed();
+                    return Err(Box::new(overloaded().into_http()));
+                }
+                Err(Refused::Penalized(left)) => {
+                    self.metrics.load_shed();
+                    return Err(Box::new(penalized(left).into_http()));
+                }
+            },
+            None => None,
+        };
+        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+            self.metrics.load_shed();
+            return Err(Box::new(overloaded().into_http()));
+        };
+        Ok((permit, share))
+    }
+
+    /// 4. The call itself, within what is left of the deadline.
+    async fn answer(&mut self, request: Request<Body>, deadline: Pin<&mut tokio::time::Sleep>) -> Response<Body> {
+        tokio::select! {
+            biased;
+            response = self.inner.call(request) => match response {
+                Ok(response) => counted_undecodable(response, &self.metrics),
+                Err(never) => match never {},
+            },
+            () = deadline => {
+                self.metrics.request_timed_out();
+                timed_out(self.limits.timeout).into_http()
+            }
+        }
+    }
+}
+
+/// 1. (of `Call::run`) The request message, without a slot: a peer that sends headers and never its
+///    message holds a stream (bounded per connection by HTTP/2), not a slot, and the
+///    bytes it has sent so far (bounded across all calls: `PendingBytes`).
+async fn read_message(
+    limits: CallLimits,
+    metrics: &MetricsRegistry,
+    pending: Arc<PendingBytes>,
+    body: Body,
+    deadline: Pin<&mut tokio::time::Sleep>,
+) -> Result<Bytes, Early> {
+    let reserved = Reserved { pool: pending, bytes: 0 };
+    let read = Limited::new(Budgeted { inner: body, reserved }, limits.max_message + GRPC_PREFIX).collect();
+    let bytes = tokio::select! {
+        biased;
+        read = read => match read {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<LengthLimitError>() => {
+                metrics.bad_request(Code::ResourceExhausted);
+                return Err(Box::new(too_large(limits.max_message).into_http()));
+            }
+            Err(e) if e.is::<PendingFull>() => {
+                metrics.load_shed();
+                return Err(Box::new(overloaded().into_http()));
+            }
+            // The client reset the stream: nobody reads this answer.
+            Err(_) => return Err(Box::new(Status::cancelled("the request stream was reset").into_http())),
+        },
+        () = deadline => {
+            metrics.request_timed_out();
+            return Err(Box::new(timed_out(limits.timeout).into_http()));
+        }
+    };
+    if bytes.is_empty() {
+        let status: Status = EngineError::MalformedRequest {
+            field: "request".into(),
+            reason: "the call carried no request message".into(),
+        }
+        .into();
+        metrics.bad_request(status.code());
+        return Err(Box::new(status.into_http()));
+    }
+    Ok(bytes)
 }
 
 /// `response`, without the codec's [`UNDECODABLE`] mark; a marked answer (a request the

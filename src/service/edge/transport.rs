@@ -324,27 +324,16 @@ impl Connections {
     /// [`UNUSED_MIN_AGE`] if it never carried a call) among those of `newcomer` and of the
     /// peers holding more. Whether one was closed.
     fn make_room(&self, newcomer: &PeerKey, min_idle: Duration) -> bool {
-        let now = now_ms();
         let mine = self.peers.get(newcomer).map_or(0, |p| p.connections());
         let live = self.live();
-        let open = || live.values().filter(|a| !a.closing.load(Ordering::Acquire));
-        // The peer holding the most connections, if it holds at least two more: its
-        // connection with the fewest calls in progress (idle longest among equals) goes.
-        let biggest = open().map(|a| &a.peer).max_by_key(|p| p.connections());
-        if let Some(big) = biggest
-            && big.key() != *newcomer
-            && big.connections() >= mine + 2
-        {
-            let victim = open()
-                .filter(|a| Arc::ptr_eq(&a.peer, big))
-                .min_by_key(|a| (a.calls_in_progress(), std::cmp::Reverse(a.idle_for(now).unwrap_or(0))));
-            if let Some(victim) = victim {
-                // With calls in progress (they are cut), writes end too, so its place frees
-                // at once whatever the peer reads.
-                victim.close(victim.calls_in_progress() > 0);
-                return true;
-            }
-        }
+        let open: Vec<&Arc<Activity>> = live.values().filter(|a| !a.closing.load(Ordering::Acquire)).collect();
+        close_of_biggest_peer(&open, newcomer, mine) || self.close_longest_idle(&open, newcomer, mine, min_idle)
+    }
+
+    /// Closes the connection idle longest past its threshold among those of `newcomer` and of
+    /// the peers holding more than its `mine` (see [`Self::make_room`]). Whether one was closed.
+    fn close_longest_idle(&self, open: &[&Arc<Activity>], newcomer: &PeerKey, mine: usize, min_idle: Duration) -> bool {
+        let now = now_ms();
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let min_idle = ms(min_idle);
         let unused_min = ms(UNUSED_MIN_AGE).min(min_idle);
@@ -358,7 +347,8 @@ impl Connections {
                 health_min
             }
         };
-        let oldest = open()
+        let oldest = open
+            .iter()
             .filter(|a| a.peer.key() == *newcomer || a.peer.connections() > mine)
             .filter_map(|a| a.idle_for(now).map(|idle| (idle, a)))
             .filter(|(idle, a)| *idle >= threshold(a))
@@ -586,6 +576,30 @@ impl Connected for ConnIo {
     }
 }
 
+/// If the peer holding the most connections among `open` holds at least two more than
+/// `newcomer`'s `mine`, closes its connection with the fewest calls in progress (idle longest
+/// among equals). Whether one was closed.
+fn close_of_biggest_peer(open: &[&Arc<Activity>], newcomer: &PeerKey, mine: usize) -> bool {
+    let Some(big) = open.iter().map(|a| &a.peer).max_by_key(|p| p.connections()) else { return false };
+    if big.key() == *newcomer || big.connections() < mine + 2 {
+        return false;
+    }
+    let now = now_ms();
+    let victim = open
+        .iter()
+        .filter(|a| Arc::ptr_eq(&a.peer, big))
+        .min_by_key(|a| (a.calls_in_progress(), std::cmp::Reverse(a.idle_for(now).unwrap_or(0))));
+    match victim {
+        Some(victim) => {
+            // With calls in progress (they are cut), writes end too, so its place frees at
+            // once whatever the peer reads.
+            victim.close(victim.calls_in_progress() > 0);
+            true
+        }
+        None => false,
+    }
+}
+
 /// Accepts connections on `listener` and yields those that completed the handshake (TLS if
 /// `tls`, then the HTTP/2 preface) in time, until `stop` turns true; then the listener and
 /// every connection still in its handshake are closed and the stream ends. `conns` is the
@@ -599,23 +613,7 @@ pub(crate) fn incoming(
 ) -> ReceiverStream<Result<ConnIo, io::Error>> {
     let (tx, rx) = mpsc::channel(64);
     let limits = limits.clone();
-    let sweep = (limits.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
-    let swept = conns.clone();
-    let mut sweep_stop = stop.clone();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(sweep);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut delivery = tokio::time::interval(DELIVERY_DEADLINE);
-        delivery.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                () = stopped(&mut sweep_stop) => break,
-                _ = tick.tick() => swept.close_idle(limits.idle_timeout),
-                _ = delivery.tick() => swept.close_undelivered(),
-            }
-        }
-    });
-    let limits = limits.clone();
+    tokio::spawn(sweep(conns.clone(), limits.idle_timeout, stop.clone()));
     tokio::spawn(async move {
         let mut pending: JoinSet<()> = JoinSet::new();
         let mut backoff = AcceptBackoff::new("grpc", conns.metrics.accept_backoff_counter());
@@ -639,6 +637,23 @@ pub(crate) fn incoming(
         pending.shutdown().await;
     });
     ReceiverStream::new(rx)
+}
+
+/// Until `stop`: closes connections idle past `idle_timeout` and those whose answers were not
+/// taken within [`DELIVERY_DEADLINE`].
+async fn sweep(conns: Arc<Connections>, idle_timeout: Duration, mut stop: watch::Receiver<bool>) {
+    let every = (idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut delivery = tokio::time::interval(DELIVERY_DEADLINE);
+    delivery.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = stopped(&mut stop) => break,
+            _ = tick.tick() => conns.close_idle(idle_timeout),
+            _ = delivery.tick() => conns.close_undelivered(),
+        }
+    }
 }
 
 /// An answer the handler has produced and the peer has not taken within this time (at most
@@ -674,6 +689,8 @@ pub const HEALTH_DISPLACE_MIN_IDLE: Duration = Duration::from_secs(60);
 /// newcomers out by being younger than [`DISPLACE_MIN_IDLE`].
 pub const UNUSED_MIN_AGE: Duration = Duration::from_millis(100);
 
+/// Admits one accepted connection: its handshake in time, its peer's penalty waited out, a
+/// place in the connection table (displacing one at the cap), then hands it to the server.
 async fn admit(
     tcp: TcpStream,
     peer: SocketAddr,
@@ -684,19 +701,7 @@ async fn admit(
 ) {
     let local_addr = tcp.local_addr().ok();
     let is_tls = tls.is_some();
-    let handshake = async {
-        let mut stream = match tls {
-            Some(tls) => Stream::Tls(Box::new(tls.acceptor().accept(tcp).await.map_err(|e| ("tls", e))?)),
-            None => Stream::Plain(tcp),
-        };
-        let mut preface = [0u8; PREFACE.len()];
-        stream.read_exact(&mut preface).await.map_err(|e| ("not_http2", e))?;
-        if &preface != PREFACE {
-            return Err(("not_http2", io::Error::new(io::ErrorKind::InvalidData, "no HTTP/2 client preface")));
-        }
-        Ok(stream)
-    };
-    let stream = match tokio::time::timeout(limits.handshake_timeout, handshake).await {
+    let stream = match tokio::time::timeout(limits.handshake_timeout, handshake(tcp, tls)).await {
         Ok(Ok(stream)) => stream,
         Ok(Err((reason, e))) => {
             conns.metrics.connection_closed(reason);
@@ -709,45 +714,11 @@ async fn admit(
             return;
         }
     };
-    let key = match &stream {
-        Stream::Tls(tls) => match tls.get_ref().1.peer_certificates().and_then(|chain| chain.first()) {
-            Some(leaf) => PeerKey::of_certificate(leaf),
-            None => PeerKey::of_ip(peer.ip()),
-        },
-        Stream::Plain(_) => PeerKey::of_ip(peer.ip()),
-    };
-    // A penalized peer waits: its new connection is held unread until the penalty ends (or
-    // closed at once past `MAX_HELD` of them), so a client reconnecting at once does not spin.
-    if let Some(penalized) = conns.peers.get(&key)
-        && let Some(left) = penalized.penalty_left(now_ms())
-    {
-        let Some(_held) = penalized.hold() else {
-            conns.metrics.connection_closed("penalized");
-            debug!(%peer, penalty_left_ms = left.as_millis(), "closing a connection: its peer left answers unread");
-            return;
-        };
-        debug!(%peer, penalty_left_ms = left.as_millis(), "holding a connection until its peer's penalty ends");
-        tokio::time::sleep(left).await;
+    let key = peer_key(&stream, peer);
+    if !wait_out_penalty(&conns, &key, peer).await {
+        return;
     }
-    let slot = match conns.slots.clone().try_acquire_owned() {
-        Ok(slot) => slot,
-        Err(_) if conns.make_room(&key, DISPLACE_MIN_IDLE) => {
-            conns.metrics.connection_closed("displaced");
-            debug!(%peer, "at the connection cap: closed a connection to make room");
-            match tokio::time::timeout(DISPLACE_WAIT, conns.slots.clone().acquire_owned()).await {
-                Ok(Ok(slot)) => slot,
-                _ => {
-                    conns.metrics.connection_closed("too_many_connections");
-                    return;
-                }
-            }
-        }
-        Err(_) => {
-            conns.metrics.connection_closed("too_many_connections");
-            debug!(%peer, "closing a connection: at the connection cap, no connection to displace");
-            return;
-        }
-    };
+    let Some(slot) = connection_slot(&conns, &key, peer).await else { return };
     let peer_entry = conns.peers.join(key);
     let activity = Activity::new(peer_entry.clone());
     let id = conns.next_id.fetch_add(1, Ordering::Relaxed);
@@ -759,4 +730,72 @@ async fn admit(
         _entry: Entry { table: conns, id, peer: peer_entry, _slot: slot },
     };
     let _ = tx.send(Ok(io)).await;
+}
+
+/// The TLS handshake (with `tls`), then the HTTP/2 client preface; an error names the
+/// `reddog_connections_closed_total` reason.
+async fn handshake(tcp: TcpStream, tls: Option<TlsReloader>) -> Result<Stream, (&'static str, io::Error)> {
+    let mut stream = match tls {
+        Some(tls) => Stream::Tls(Box::new(tls.acceptor().accept(tcp).await.map_err(|e| ("tls", e))?)),
+        None => Stream::Plain(tcp),
+    };
+    let mut preface = [0u8; PREFACE.len()];
+    stream.read_exact(&mut preface).await.map_err(|e| ("not_http2", e))?;
+    if &preface != PREFACE {
+        return Err(("not_http2", io::Error::new(io::ErrorKind::InvalidData, "no HTTP/2 client preface")));
+    }
+    Ok(stream)
+}
+
+/// Whom a connection's shares belong to: its client certificate on mutual TLS, else its address.
+fn peer_key(stream: &Stream, peer: SocketAddr) -> PeerKey {
+    match stream {
+        Stream::Tls(tls) => match tls.get_ref().1.peer_certificates().and_then(|chain| chain.first()) {
+            Some(leaf) => PeerKey::of_certificate(leaf),
+            None => PeerKey::of_ip(peer.ip()),
+        },
+        Stream::Plain(_) => PeerKey::of_ip(peer.ip()),
+    }
+}
+
+/// A penalized peer waits: its new connection is held unread until the penalty ends (or
+/// closed at once past `MAX_HELD` of them), so a client reconnecting at once does not spin.
+/// False when the connection is to be closed.
+async fn wait_out_penalty(conns: &Connections, key: &PeerKey, peer: SocketAddr) -> bool {
+    if let Some(penalized) = conns.peers.get(key)
+        && let Some(left) = penalized.penalty_left(now_ms())
+    {
+        let Some(_held) = penalized.hold() else {
+            conns.metrics.connection_closed("penalized");
+            debug!(%peer, penalty_left_ms = left.as_millis(), "closing a connection: its peer left answers unread");
+            return false;
+        };
+        debug!(%peer, penalty_left_ms = left.as_millis(), "holding a connection until its peer's penalty ends");
+        tokio::time::sleep(left).await;
+    }
+    true
+}
+
+/// A place under the connection cap, made by displacing a connection when the cap is full
+/// (`Connections::make_room`); `None` when there is none to be had (the connection is closed).
+async fn connection_slot(conns: &Connections, key: &PeerKey, peer: SocketAddr) -> Option<OwnedSemaphorePermit> {
+    match conns.slots.clone().try_acquire_owned() {
+        Ok(slot) => Some(slot),
+        Err(_) if conns.make_room(key, DISPLACE_MIN_IDLE) => {
+            conns.metrics.connection_closed("displaced");
+            debug!(%peer, "at the connection cap: closed a connection to make room");
+            match tokio::time::timeout(DISPLACE_WAIT, conns.slots.clone().acquire_owned()).await {
+                Ok(Ok(slot)) => Some(slot),
+                _ => {
+                    conns.metrics.connection_closed("too_many_connections");
+                    None
+                }
+            }
+        }
+        Err(_) => {
+            conns.metrics.connection_closed("too_many_connections");
+            debug!(%peer, "closing a connection: at the connection cap, no connection to displace");
+            None
+        }
+    }
 }
