@@ -36,6 +36,9 @@ ARG BINARY=build
 
 FROM ${RUST_IMAGE} AS build
 WORKDIR /src
+# jemalloc (the binary's allocator) is built with the C compiler the image has and `make`,
+# which the slim image lacks.
+RUN apt-get update && apt-get install -y --no-install-recommends make && rm -rf /var/lib/apt/lists/*
 ENV CARGO_TERM_COLOR=never \
     CARGO_INCREMENTAL=0
 # Manifests first, then the sources the crate needs (see .dockerignore: an allow-list).

@@ -5,6 +5,12 @@ mod cli;
 
 use clap::Parser;
 
+/// jemalloc instead of glibc's malloc, its background threads on: memory freed after a flood
+/// goes back to the system within seconds (jemalloc's decay), where glibc's malloc kept the
+/// flood's peak resident (docs/RELIABILITY.md, "Memory after a flood").
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> std::process::ExitCode {
     let args = cli::Cli::parse();
     match cli::run(args) {

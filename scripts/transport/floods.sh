@@ -10,7 +10,11 @@
 # target/release/flood). `quick` runs smaller floods (CI). Needs h2load
 # (apt-get install nghttp2-client) for the h2load runs. Prints one `flood:` line per flood and
 # exits non-zero if a flood took the server over MAX_RSS_MIB (default 96; the last flood, with
-# every limit reached at once, over MAX_RSS_ALL_MIB, default MAX_RSS_MIB + 16) or health failed.
+# every limit reached at once, over MAX_RSS_ALL_MIB, default MAX_RSS_MIB), if health failed, or
+# if the server's RSS did not come back within 20 % of its level before the flood within
+# RSS_RETURNS_SECS (default 60) after it — that last bound is not met yet (issue 44; RSS stays
+# a few MiB above its idle level after some floods): it is measured and printed, and fails the
+# run only with ENFORCE_RSS_RETURN=1.
 # During the h2load floods health over a connection idle 1.5 s between checks must answer
 # SERVING every time; a RedDog client in use (a CommitSeed every 100 ms over a connection
 # opened before the flood) and fresh clients (one every 500 ms) are timed and printed, with
@@ -24,7 +28,9 @@ BIN="${1:?usage: floods.sh BINARY [FLOOD_TOOL] [quick]}"
 FLOOD="${2:-target/release/flood}"
 MODE="${3:-full}"
 MAX_RSS="${MAX_RSS_MIB:-96}"
-MAX_RSS_ALL="${MAX_RSS_ALL_MIB:-$((MAX_RSS + 16))}"
+MAX_RSS_ALL="${MAX_RSS_ALL_MIB:-$MAX_RSS}"
+RETURNS=(--rss-returns-within-secs "${RSS_RETURNS_SECS:-60}")
+[ "${ENFORCE_RSS_RETURN:-0}" = 1 ] || RETURNS+=(--rss-return-open-bound)
 OK_CHECK=(); [ -n "${MAX_OK_CALL_MS:-}" ] && OK_CHECK=(--max-ok-call-ms "$MAX_OK_CALL_MS")
 EXTRA=(${SERVER_ARGS:-})
 RING='{"primary":"f","keys":{"f":"5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"}}'
@@ -68,11 +74,12 @@ PY
 line=""
 flood() { # flood NAME ARGS... (sets $line)
   local name="$1"; shift
-  line="$("$FLOOD" --target "$ADDR" --pid "$PID" --health --max-rss-mib "$MAX_RSS" "$@" 2>"$OUT.flood")"
+  line="$("$FLOOD" --target "$ADDR" --pid "$PID" --health --max-rss-mib "$MAX_RSS" "${RETURNS[@]}" "$@" 2>"$OUT.flood")"
   local rc=$?
   runs=$((runs + 1))
   echo "flood[$name]: $line"
   if [ $rc -ne 0 ]; then failures=$((failures + 1)); sed 's/^/  /' "$OUT.flood" | tail -5; fi
+  grep -h 'NOT MET' "$OUT.flood" | sed 's/^/  /'
 }
 
 start; flood "headers x$HEADERS, 1 connection" headers --streams "$HEADERS"; stop
@@ -104,7 +111,7 @@ h2load_flood() { # h2load_flood LABEL MAX_RSS: h2load on CommitSeed against the 
     -H 'te: trailers' "http://$ADDR/reddog.v1.RedDog/CommitSeed" >"$OUT.h2load" 2>&1) &
   H2PID=$!
   "$FLOOD" --target "$ADDR" --pid "$PID" --health --health-every-ms 1500 --call-every-ms 100 \
-    "${OK_CHECK[@]}" --fresh-every-ms 500 --max-rss-mib "$max_rss" --settle-secs 0 \
+    "${OK_CHECK[@]}" --fresh-every-ms 500 --max-rss-mib "$max_rss" "${RETURNS[@]}" --settle-secs 0 \
     watch --secs 600 --while-pid "$H2PID" >"$OUT.watch" 2>"$OUT.flood" &
   WPID=$!
   wait "$H2PID"
@@ -138,7 +145,7 @@ if command -v h2load >/dev/null; then
   # Every limit at once: stalled bodies fill the pending request bytes (and hold their
   # connections) while h2load fills every stream of the connections left.
   start
-  "$FLOOD" --target "$ADDR" --pid "$PID" --max-rss-mib "$MAX_RSS_ALL" --settle-secs 0 \
+  "$FLOOD" --target "$ADDR" --pid "$PID" --max-rss-mib "$MAX_RSS_ALL" "${RETURNS[@]}" --settle-secs 0 \
     bodies --conns "$BODY_CONNS" --streams "$BODY_STREAMS" --hold-secs 8 >"$OUT.bodies" 2>&1 &
   BPID=$!
   sleep 1

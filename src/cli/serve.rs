@@ -104,8 +104,8 @@ pub struct ServeArgs {
     /// Slots of --max-in-flight one connection may hold; its calls beyond are answered RESOURCE_EXHAUSTED.
     #[arg(long, env = "REDDOG_MAX_IN_FLIGHT_PER_CONNECTION", default_value_t = TransportLimits::default().max_in_flight_per_connection)]
     pub max_in_flight_per_connection: usize,
-    /// Longest wait of a RedDog call in the server for a thread before it first runs, in
-    /// milliseconds; a call that waited longer is answered RESOURCE_EXHAUSTED.
+    /// Longest wait of a RedDog call in the server for a worker thread, in milliseconds; a
+    /// call that would wait (or waited) longer is answered RESOURCE_EXHAUSTED at once.
     #[arg(long, env = "REDDOG_MAX_QUEUE_WAIT_MS", default_value_t = millis(TransportLimits::default().max_queue_wait))]
     pub max_queue_wait_ms: u64,
     /// Request bytes held for calls whose message is still arriving, across all connections;
@@ -121,8 +121,9 @@ pub struct ServeArgs {
     /// Connections in their handshake at once; more are closed at accept.
     #[arg(long, env = "REDDOG_MAX_PENDING_HANDSHAKES", default_value_t = TransportLimits::default().max_pending_handshakes)]
     pub max_pending_handshakes: usize,
-    /// Connections past the handshake, at most; a new one at the cap closes the longest-idle one
-    /// (idle for a second at least), or is closed itself.
+    /// Connections past the handshake, at most; a new one at the cap closes one of the peer
+    /// holding the most, or the longest-idle one of its own peer (idle for a second at
+    /// least), or is closed itself.
     #[arg(long, env = "REDDOG_MAX_CONNECTIONS", default_value_t = TransportLimits::default().max_connections)]
     pub max_connections: usize,
     /// A connection without a call in progress for this long is closed, in seconds.

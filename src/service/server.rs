@@ -37,6 +37,7 @@ use crate::service::edge::guard::{Activity, ActivityLayer, CallLimits, CallsInPr
 use crate::service::edge::limits::TransportLimits;
 use crate::service::edge::tls::TlsReloader;
 use crate::service::edge::transport::{self, Connections};
+use crate::service::edge::worker_wait::WorkerWait;
 use crate::service::evidence::audit_writer::Health;
 use crate::service::ops::metrics::MetricsRegistry;
 use crate::service::round::api::{EngineConfig, RedDogService};
@@ -222,7 +223,9 @@ async fn serve_with<S: RedDog>(
     }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let calls = CallsInProgress::new(&metrics);
-    let service = Guarded::new(reddog_server(service), call_limits(&limits), calls.clone(), metrics.clone());
+    let wait = WorkerWait::spawn(&metrics);
+    let service =
+        Guarded::new(reddog_server(service), call_limits(&limits), calls.clone(), wait.clone(), metrics.clone());
     let routes = main_routes(&limits, service, DrainStreams::new(health_service.clone(), stop_rx.clone()))?;
 
     let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
@@ -238,6 +241,7 @@ async fn serve_with<S: RedDog>(
         listeners.health.map(|l| spawn_health_listener(l, &limits, &metrics, health_service, health_stop_rx));
 
     let conns = Connections::with_health_min_idle(limits.max_connections, transport::HEALTH_DISPLACE_MIN_IDLE, metrics);
+    conns.set_worker_wait(wait);
     let incoming = transport::incoming(listeners.main, &limits, tls, conns.clone(), stop_rx.clone());
     let serve = routes.serve_with_incoming_shutdown(incoming, stopped(stop_rx));
     let stop = Stop { drain: drain_tx, ready, listener: stop_tx, health_listener: health_stop_tx, health_task };

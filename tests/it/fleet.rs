@@ -331,6 +331,16 @@ where
                 // replica down, failover would otherwise spin.
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
+            // Shed for overload (the engine's worker is behind; on a loaded machine it can
+            // be): a platform retries after the delay the answer names (`RetryInfo`).
+            Err(s) if s.code() == Code::ResourceExhausted && Instant::now() < deadline => {
+                use tonic_types::StatusExt;
+                let Some(delay) = s.get_error_details().retry_info().and_then(|r| r.retry_delay) else {
+                    panic!("{what} on {name}: RESOURCE_EXHAUSTED without a retry delay: {:?}", s.message())
+                };
+                // (Not a transport failure: not in `retries`.)
+                tokio::time::sleep(delay).await;
+            }
             Err(s) => panic!(
                 "{what} on {name}: {:?} {:?} (not a transport failure, or failover took > 30 s)",
                 s.code(),

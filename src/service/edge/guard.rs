@@ -1,26 +1,27 @@
 //! Tower services around the gRPC services:
 //!
-//! - [`Guarded`] wraps `reddog.v1.RedDog`. A call first reads its request message, taking no
-//!   slot meanwhile (a peer that sends headers and never its message holds an HTTP/2 stream,
-//!   bounded per connection, not a slot); a body over the size limit is answered
-//!   RESOURCE_EXHAUSTED (`REQUEST_TOO_LARGE`, with a `QuotaFailure`) and an empty one
-//!   INVALID_ARGUMENT. Then it takes a slot within its connection's share
-//!   ([`CallLimits::per_connection`]) and under the global cap ([`CallLimits::max_in_flight`]);
-//!   a call over either is answered RESOURCE_EXHAUSTED (`OVERLOADED`, with a retry hint) at
-//!   once — load shedding — and the slot is held until its answer has been sent. A call
-//!   that waited longer than [`CallLimits::max_queue_wait`] from its headers reaching this
-//!   service until a thread first ran it is answered the same way instead of run, so no
-//!   call runs after its client may have given up. The wait for the request message is not
-//!   counted: a client that sends its message late is slow, not a sign of overload, and the
-//!   per-call timeout bounds it. (Under `h2load -c
-//!   500 -m 100` that wait stayed under 100 ms: the seconds such a flood adds are spent
-//!   before hyper hands a call to this service, where no service sees them; see
-//!   docs/RELIABILITY.md, "Overload".) A
-//!   connection never takes a slot while it holds as many as are free, so connections that
-//!   take slots greedily (or cannot drain their answers) always leave some to a newcomer. The whole
-//!   call, request body included, is bounded by the per-call timeout (DEADLINE_EXCEEDED).
-//!   (A message prost cannot decode is answered by the codec, [`super::codec`], and counted
-//!   here.) Health and
+//! - [`Guarded`] wraps `reddog.v1.RedDog`. First, a call that would wait longer than
+//!   [`CallLimits::max_queue_wait`] for a worker thread ([`WorkerWait`]: how late a task woken
+//!   now starts) is answered RESOURCE_EXHAUSTED (`OVERLOADED`, `max_queue_wait_ms`, with a
+//!   retry hint) at once, before its message is read — unless it is the only call in progress
+//!   on its connection and the wait is under twice the bound: under overload, connections
+//!   that pile calls up (a flood's 100 streams each) are shed while a client calling one at a
+//!   time is still served, and the calls that are served stay fast. Then a call reads its
+//!   request message, taking no slot meanwhile (a peer that sends headers and never its
+//!   message holds an HTTP/2 stream, bounded per connection, not a slot); a body over the
+//!   size limit is answered RESOURCE_EXHAUSTED (`REQUEST_TOO_LARGE`, with a `QuotaFailure`)
+//!   and an empty one INVALID_ARGUMENT. A call whose task waited longer than the bound from
+//!   its headers reaching this service until a thread first ran it is shed instead of run.
+//!   Then it takes a slot within its connection's share ([`CallLimits::per_connection`]),
+//!   its peer's share (`super::peers`) and under the global cap
+//!   ([`CallLimits::max_in_flight`]); a call over any is answered RESOURCE_EXHAUSTED
+//!   (`OVERLOADED`) at once — load shedding — as is every call of a peer penalized for
+//!   leaving answers unread (with what is left of the penalty as the retry delay). The slot is
+//!   held until its answer has been sent. Neither a connection nor a peer takes a slot while
+//!   it holds as many as are free, so connections or peers that take slots greedily (or
+//!   cannot drain their answers) always leave some to a newcomer. The whole call, request
+//!   body included, is bounded by the per-call timeout (DEADLINE_EXCEEDED). (A message prost
+//!   cannot decode is answered by the codec, [`super::codec`], and counted here.) Health and
 //!   reflection are not behind the cap: health stays answerable under any load.
 //! - [`CallsInProgress`] counts RedDog calls from arrival until the handler has answered; the
 //!   drain waits for it to reach zero. Its gauge, `reddog_rpc_in_flight`, counts them until
@@ -52,7 +53,7 @@ use tokio::time::Instant;
 use http::{HeaderMap, Request, Response};
 use http_body::Frame;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tonic::body::Body;
 use tonic::codegen::Bytes;
 use tonic::server::NamedService;
@@ -61,7 +62,8 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::error::EngineError;
 use crate::service::edge::codec::UNDECODABLE;
-use crate::service::edge::transport::ConnInfo;
+use crate::service::edge::transport::{self, ActivityGuard, Admitted, ConnInfo, Refused};
+use crate::service::edge::worker_wait::WorkerWait;
 use crate::service::error::{ERROR_DOMAIN, ErrorReason};
 use crate::service::ops::metrics::MetricsRegistry;
 
@@ -89,6 +91,26 @@ pub fn queued_too_long(bound: Duration) -> Status {
     Status::with_error_details(
         Code::ResourceExhausted,
         format!("the call waited over the server's {} ms bound before it could start; retry later", bound.as_millis()),
+        d,
+    )
+}
+
+/// The answer to a call of a peer penalized for leaving answers unread: RESOURCE_EXHAUSTED
+/// with `ErrorInfo` reason `OVERLOADED` (`penalty_ms`: what is left of the penalty) and that
+/// as the `RetryInfo` delay.
+pub(crate) fn penalized(left: Duration) -> Status {
+    let mut d = ErrorDetails::with_retry_info(Some(left));
+    d.set_error_info(
+        ErrorReason::Overloaded.as_str_name(),
+        ERROR_DOMAIN,
+        [("penalty_ms".to_string(), left.as_millis().to_string())],
+    );
+    Status::with_error_details(
+        Code::ResourceExhausted,
+        format!(
+            "a connection from this client left its answers unread: no calls for {} ms; retry later",
+            left.as_millis()
+        ),
         d,
     )
 }
@@ -192,8 +214,10 @@ pub(crate) struct CallLimits {
     pub max_in_flight: usize,
     /// Slots one connection may hold at once.
     pub per_connection: usize,
-    /// Longest wait from the call's arrival at this service until a thread first runs it
-    /// (the wait for its request message not counted).
+    /// Longest wait for a worker thread: a call arriving while the wait ([`WorkerWait`]) is
+    /// longer is shed at once unless it is its connection's only call (then only past twice
+    /// this), and a call that waited longer from its arrival at this service until a thread
+    /// first ran it (the wait for its request message not counted) is shed instead of run.
     pub max_queue_wait: Duration,
     /// Longest call, request body included.
     pub timeout: Duration,
@@ -201,6 +225,14 @@ pub(crate) struct CallLimits {
     pub max_message: usize,
     /// Request bytes held across all calls whose message is still arriving.
     pub max_pending_bytes: usize,
+}
+
+impl CallLimits {
+    /// Whether a wait for a worker is too long for a call: over [`Self::max_queue_wait`], or
+    /// for a call `alone` on its connection (no other call in progress) over twice that.
+    fn too_long(&self, wait: Duration, alone: bool) -> bool {
+        wait > if alone { self.max_queue_wait * 2 } else { self.max_queue_wait }
+    }
 }
 
 /// Request bytes held by calls whose message is still arriving, across all connections: a
@@ -283,6 +315,7 @@ impl http_body::Body for Budgeted {
 pub(crate) struct Guarded<S> {
     inner: S,
     permits: Arc<Semaphore>,
+    wait: Arc<WorkerWait>,
     /// Where its sheds, timeouts, refused requests and queue waits are counted.
     metrics: MetricsRegistry,
     pending: Arc<PendingBytes>,
@@ -291,15 +324,25 @@ pub(crate) struct Guarded<S> {
 }
 
 impl<S> Guarded<S> {
-    /// `inner` under `limits`, its calls counted in `calls`, its metrics in `metrics`.
+    /// `inner` under `limits`, its calls counted in `calls`, shed by `wait`, its metrics in
+    /// `metrics`.
     pub(crate) fn new(
         inner: S,
         limits: CallLimits,
         calls: Arc<CallsInProgress>,
+        wait: Arc<WorkerWait>,
         metrics: MetricsRegistry,
     ) -> Guarded<S> {
         let pending = Arc::new(PendingBytes { used: AtomicUsize::new(0), max: limits.max_pending_bytes });
-        Guarded { inner, permits: Arc::new(Semaphore::new(limits.max_in_flight)), metrics, pending, limits, calls }
+        Guarded {
+            inner,
+            permits: Arc::new(Semaphore::new(limits.max_in_flight)),
+            wait,
+            metrics,
+            pending,
+            limits,
+            calls,
+        }
     }
 }
 
@@ -328,103 +371,185 @@ where
         // hyper calls this on the connection's task as it accepts the stream (its headers
         // read); the returned future then waits, spawned, for a thread to run it.
         let arrived = Instant::now();
-        let progress = self.calls.begin();
         let conn = request.extensions().get::<ConnInfo>().map(|c| c.activity.clone());
-        // The call counts as its connection's activity from arrival until its answer has
-        // been sent (held with the slot below): this service does what `Activity` does for
-        // the other services, without a second boxed future and body per call.
-        let active = conn.as_ref().map(|c| c.begin());
+        // 0. Shed at once a call that would wait too long for a thread: unless it is its
+        //    connection's only call (a client calling one at a time is served while the
+        //    connections that pile calls up are shed) and the wait is under twice the bound.
+        let alone = conn.as_ref().is_some_and(|c| c.calls_in_progress() == 0);
+        let wait = self.wait.now();
+        if self.limits.too_long(wait, alone) {
+            self.metrics.queue_waited(wait);
+            self.metrics.queue_shed();
+            return Box::pin(std::future::ready(Ok(queued_too_long(self.limits.max_queue_wait).into_http())));
+        }
         let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let permits = self.permits.clone();
-        let reserved = Reserved { pool: self.pending.clone(), bytes: 0 };
-        let limits = self.limits;
-        let metrics = self.metrics.clone();
-        Box::pin(async move {
-            // The wait for a thread: from the headers' arrival until this future first runs.
-            let waited = arrived.elapsed();
-            let deadline = tokio::time::sleep(limits.timeout);
-            tokio::pin!(deadline);
-            // 1. The request message, without a slot: a peer that sends headers and never its
-            //    message holds a stream (bounded per connection by HTTP/2), not a slot, and
-            //    the bytes it has sent so far (bounded across all calls: `PendingBytes`).
-            let (parts, body) = request.into_parts();
-            let read = Limited::new(Budgeted { inner: body, reserved }, limits.max_message + GRPC_PREFIX).collect();
-            let bytes = tokio::select! {
-                biased;
-                read = read => match read {
-                    Ok(collected) => collected.to_bytes(),
-                    Err(e) if e.is::<LengthLimitError>() => {
-                        metrics.bad_request(Code::ResourceExhausted);
-                        return Ok(too_large(limits.max_message).into_http());
-                    }
-                    Err(e) if e.is::<PendingFull>() => {
-                        metrics.load_shed();
-                        return Ok(overloaded().into_http());
-                    }
-                    // The client reset the stream: nobody reads this answer.
-                    Err(_) => return Ok(Status::cancelled("the request stream was reset").into_http()),
-                },
-                () = &mut deadline => {
-                    metrics.request_timed_out();
-                    return Ok(timed_out(limits.timeout).into_http());
-                }
-            };
-            if bytes.is_empty() {
-                let status: Status = EngineError::MalformedRequest {
-                    field: "request".into(),
-                    reason: "the call carried no request message".into(),
-                }
-                .into();
-                metrics.bad_request(status.code());
-                return Ok(status.into_http());
-            }
-            // 2. Not a call that waited too long for a thread before it first ran: its client
-            //    may have given up, and running it would make every call queued behind it
-            //    wait longer still. (Checked after the message was read, so that a message
-            //    over the size limit is still answered as such.)
-            metrics.queue_waited(waited);
-            if waited > limits.max_queue_wait {
-                metrics.queue_shed();
-                return Ok(queued_too_long(limits.max_queue_wait).into_http());
-            }
-            // 3. A slot: within the connection's share, then under the global cap.
-            let share = match &conn {
-                Some(activity) => match activity.admit(limits.per_connection, permits.available_permits()) {
-                    Some(share) => Some(share),
-                    None => {
-                        metrics.load_shed();
-                        return Ok(overloaded().into_http());
-                    }
-                },
-                None => None,
-            };
-            let Ok(permit) = permits.try_acquire_owned() else {
-                metrics.load_shed();
-                return Ok(overloaded().into_http());
-            };
-            // 4. The call itself, within what is left of the deadline.
-            let request = Request::from_parts(parts, Body::new(Full::new(bytes)));
-            let answer = tokio::select! {
-                biased;
-                response = inner.call(request) => match response {
-                    Ok(response) => counted_undecodable(response, &metrics),
-                    Err(never) => match never {},
-                },
-                () = &mut deadline => {
-                    metrics.request_timed_out();
-                    timed_out(limits.timeout).into_http()
-                }
-            };
-            let sending = progress.answered();
-            // The slot is held until the response has been sent (its body dropped): a call
-            // whose answer still waits to be written counts, and so does its buffer. An answer
-            // the peer does not take closes its connection (`transport::DELIVERY_DEADLINE`).
-            let undelivered = conn.as_ref().map(|c| c.answered());
-            let guard = (permit, share, active, sending, undelivered);
-            Ok(answer.map(|body| Body::new(Held { inner: body, _guard: guard })))
-        })
+        let call = Call {
+            progress: self.calls.begin(),
+            // The call counts as its connection's activity from arrival until its answer has
+            // been sent (held with the slot): this service does what `Activity` does for the
+            // other services, without a second boxed future and body per call.
+            active: conn.as_ref().map(|c| c.begin()),
+            conn,
+            inner: std::mem::replace(&mut self.inner, clone),
+            permits: self.permits.clone(),
+            pending: self.pending.clone(),
+            limits: self.limits,
+            metrics: self.metrics.clone(),
+            worker_wait: self.wait.clone(),
+            arrived,
+            alone,
+        };
+        Box::pin(call.run(request))
     }
+}
+
+/// One admitted call on its way through the guard's steps (`Guarded::call`).
+struct Call<S> {
+    progress: InProgress,
+    active: Option<ActivityGuard>,
+    conn: Option<Arc<transport::Activity>>,
+    inner: S,
+    permits: Arc<Semaphore>,
+    pending: Arc<PendingBytes>,
+    limits: CallLimits,
+    metrics: MetricsRegistry,
+    worker_wait: Arc<WorkerWait>,
+    /// When its headers reached the service.
+    arrived: Instant,
+    /// Whether it was its connection's only call then.
+    alone: bool,
+}
+
+/// A step's early answer: the call ends with it (boxed: the steps return it in a `Result`).
+type Early = Box<Response<Body>>;
+
+impl<S> Call<S>
+where
+    S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>,
+{
+    async fn run(mut self, request: Request<Body>) -> Result<Response<Body>, Infallible> {
+        // The wait for a thread: from the headers' arrival until this future first runs.
+        let waited = self.arrived.elapsed();
+        let deadline = tokio::time::sleep(self.limits.timeout);
+        tokio::pin!(deadline);
+        let (parts, body) = request.into_parts();
+        let bytes = match read_message(self.limits, &self.metrics, self.pending.clone(), body, deadline.as_mut()).await
+        {
+            Ok(bytes) => bytes,
+            Err(early) => return Ok(*early),
+        };
+        if let Err(early) = self.shed_if_queued(waited) {
+            return Ok(*early);
+        }
+        let (permit, share) = match self.take_slot() {
+            Ok(slot) => slot,
+            Err(early) => return Ok(*early),
+        };
+        let answer = self.answer(Request::from_parts(parts, Body::new(Full::new(bytes))), deadline).await;
+        let sending = self.progress.answered();
+        // The slot is held until the response has been sent (its body dropped): a call
+        // whose answer still waits to be written counts, and so does its buffer. An answer
+        // the peer does not take closes its connection (`transport::DELIVERY_DEADLINE`).
+        let undelivered = self.conn.as_ref().map(|c| c.answered());
+        let guard = (permit, share, self.active, sending, undelivered);
+        Ok(answer.map(|body| Body::new(Held { inner: body, _guard: guard })))
+    }
+
+    /// 2. Not a call that waited too long for a thread before it first ran: its client may
+    ///    have given up, and running it would make every call queued behind it wait longer
+    ///    still. (Checked after the message was read, so that a message over the size limit
+    ///    is still answered as such.) Only while the wait has lasted (not after one stall of
+    ///    the whole process).
+    fn shed_if_queued(&self, waited: Duration) -> Result<(), Early> {
+        self.metrics.queue_waited(waited);
+        if self.limits.too_long(waited, self.alone) && self.worker_wait.now() > self.limits.max_queue_wait / 2 {
+            self.metrics.queue_shed();
+            return Err(Box::new(queued_too_long(self.limits.max_queue_wait).into_http()));
+        }
+        Ok(())
+    }
+
+    /// 3. A slot: within the connection's and its peer's share, then under the global cap.
+    fn take_slot(&self) -> Result<(OwnedSemaphorePermit, Option<Admitted>), Early> {
+        let share = match &self.conn {
+            Some(activity) => match activity.admit(self.limits.per_connection, self.permits.available_permits()) {
+                Ok(share) => Some(share),
+                Err(Refused::Share) => {
+                    self.metrics.load_shed();
+                    return Err(Box::new(overloaded().into_http()));
+                }
+                Err(Refused::Penalized(left)) => {
+                    self.metrics.load_shed();
+                    return Err(Box::new(penalized(left).into_http()));
+                }
+            },
+            None => None,
+        };
+        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+            self.metrics.load_shed();
+            return Err(Box::new(overloaded().into_http()));
+        };
+        Ok((permit, share))
+    }
+
+    /// 4. The call itself, within what is left of the deadline.
+    async fn answer(&mut self, request: Request<Body>, deadline: Pin<&mut tokio::time::Sleep>) -> Response<Body> {
+        tokio::select! {
+            biased;
+            response = self.inner.call(request) => match response {
+                Ok(response) => counted_undecodable(response, &self.metrics),
+                Err(never) => match never {},
+            },
+            () = deadline => {
+                self.metrics.request_timed_out();
+                timed_out(self.limits.timeout).into_http()
+            }
+        }
+    }
+}
+
+/// 1. (of `Call::run`) The request message, without a slot: a peer that sends headers and never its
+///    message holds a stream (bounded per connection by HTTP/2), not a slot, and the
+///    bytes it has sent so far (bounded across all calls: `PendingBytes`).
+async fn read_message(
+    limits: CallLimits,
+    metrics: &MetricsRegistry,
+    pending: Arc<PendingBytes>,
+    body: Body,
+    deadline: Pin<&mut tokio::time::Sleep>,
+) -> Result<Bytes, Early> {
+    let reserved = Reserved { pool: pending, bytes: 0 };
+    let read = Limited::new(Budgeted { inner: body, reserved }, limits.max_message + GRPC_PREFIX).collect();
+    let bytes = tokio::select! {
+        biased;
+        read = read => match read {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<LengthLimitError>() => {
+                metrics.bad_request(Code::ResourceExhausted);
+                return Err(Box::new(too_large(limits.max_message).into_http()));
+            }
+            Err(e) if e.is::<PendingFull>() => {
+                metrics.load_shed();
+                return Err(Box::new(overloaded().into_http()));
+            }
+            // The client reset the stream: nobody reads this answer.
+            Err(_) => return Err(Box::new(Status::cancelled("the request stream was reset").into_http())),
+        },
+        () = deadline => {
+            metrics.request_timed_out();
+            return Err(Box::new(timed_out(limits.timeout).into_http()));
+        }
+    };
+    if bytes.is_empty() {
+        let status: Status = EngineError::MalformedRequest {
+            field: "request".into(),
+            reason: "the call carried no request message".into(),
+        }
+        .into();
+        metrics.bad_request(status.code());
+        return Err(Box::new(status.into_http()));
+    }
+    Ok(bytes)
 }
 
 /// `response`, without the codec's [`UNDECODABLE`] mark; a marked answer (a request the
@@ -626,6 +751,11 @@ mod tests {
     const BOUND: Duration = Duration::from_millis(250);
 
     fn guarded() -> (Guarded<Inner>, Arc<AtomicUsize>) {
+        guarded_waiting(None)
+    }
+
+    /// The guarded service, its worker wait fixed at `wait` if given.
+    fn guarded_waiting(wait: Option<Duration>) -> (Guarded<Inner>, Arc<AtomicUsize>) {
         let ran = Arc::new(AtomicUsize::new(0));
         let counter = ran.clone();
         let inner = tower::service_fn(move |_req: Request<Body>| {
@@ -642,7 +772,8 @@ mod tests {
         };
         let metrics = MetricsRegistry::new();
         let calls = CallsInProgress::new(&metrics);
-        (Guarded::new(tower::util::BoxCloneSyncService::new(inner), limits, calls, metrics), ran)
+        let wait = wait.map_or_else(|| WorkerWait::spawn(&metrics), WorkerWait::fixed);
+        (Guarded::new(tower::util::BoxCloneSyncService::new(inner), limits, calls, wait, metrics), ran)
     }
 
     /// A 1-byte gRPC message (prefix and payload).
@@ -656,7 +787,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_that_waited_for_a_thread_past_the_bound_is_shed_not_run() {
-        let (mut service, ran) = guarded();
+        // The server is busy: the wait for a worker has lasted over half the bound.
+        let (mut service, ran) = guarded_waiting(Some(BOUND / 2 + Duration::from_millis(1)));
         let call = tower::Service::call(&mut service, Request::new(Body::new(Full::new(message()))));
         // Nothing runs the call's future for longer than the bound (a busy runtime).
         tokio::time::advance(BOUND + Duration::from_millis(1)).await;
@@ -679,14 +811,53 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_call_whose_message_comes_late_is_run_not_shed() {
         let (mut service, ran) = guarded();
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Status>>(1);
-        let body = Body::new(http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx)));
+        let (tx, body) = pending_body();
         let call = tokio::spawn(tower::Service::call(&mut service, Request::new(body)));
         tokio::time::sleep(BOUND * 4).await;
         tx.send(Ok(Frame::data(message()))).await.unwrap();
         drop(tx);
         let response = call.await.unwrap().unwrap();
         assert_eq!(grpc_status(&response), None, "answered by the handler");
+        assert_eq!(ran.load(Ordering::Acquire), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_waited_through_one_stall_is_run() {
+        // The wait for a worker has not lasted: the process stalled once (the machine busy).
+        let (mut service, ran) = guarded_waiting(Some(Duration::ZERO));
+        let call = tower::Service::call(&mut service, Request::new(Body::new(Full::new(message()))));
+        tokio::time::advance(BOUND * 2).await;
+        let response = call.await.unwrap();
+        assert_eq!(grpc_status(&response), None, "run, not shed");
+        assert_eq!(ran.load(Ordering::Acquire), 1);
+    }
+
+    /// A body whose frames come from the returned sender (none until it sends).
+    fn pending_body() -> (tokio::sync::mpsc::Sender<Result<Frame<Bytes>, Status>>, Body) {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Status>>(1);
+        (tx, Body::new(http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx))))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_arriving_while_the_wait_for_a_worker_is_over_the_bound_is_shed_before_its_message() {
+        for wait in [BOUND + Duration::from_millis(1), BOUND * 3] {
+            let (mut service, ran) = guarded_waiting(Some(wait));
+            // Its message never comes: the answer does not wait for it.
+            let (_tx, body) = pending_body();
+            let call = tower::Service::call(&mut service, Request::new(body));
+            let response =
+                tokio::time::timeout(Duration::from_millis(1), call).await.expect("answered at once").unwrap();
+            let status = Status::from_header_map(response.headers()).expect("a gRPC status");
+            assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+            let details = status.get_error_details();
+            assert_eq!(details.error_info().map(|i| i.reason.as_str()), Some("OVERLOADED"));
+            assert!(details.retry_info().is_some(), "{status:?}");
+            assert_eq!(ran.load(Ordering::Acquire), 0, "the handler never ran");
+        }
+        // At the bound, the call is run.
+        let (mut service, ran) = guarded_waiting(Some(BOUND));
+        let response = tower::Service::call(&mut service, Request::new(Body::new(Full::new(message())))).await.unwrap();
+        assert_eq!(grpc_status(&response), None);
         assert_eq!(ran.load(Ordering::Acquire), 1);
     }
 

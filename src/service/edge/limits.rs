@@ -19,12 +19,15 @@ pub struct TransportLimits {
     /// RESOURCE_EXHAUSTED at once (health and reflection are not counted).
     pub max_in_flight: usize,
     /// Slots of `max_in_flight` one connection may hold at once; its calls beyond it are
-    /// answered RESOURCE_EXHAUSTED at once, so one peer cannot take every slot.
+    /// answered RESOURCE_EXHAUSTED at once. (A peer — an address, or a client certificate —
+    /// holds no more slots than are still free, however many connections it has.)
     pub max_in_flight_per_connection: usize,
-    /// Longest time a RedDog call may wait in the server for a thread, from its headers
-    /// reaching the service until it first runs (its request message's arrival is bounded by
-    /// the request timeout instead); a call that waited longer is answered RESOURCE_EXHAUSTED
-    /// instead of run, so no call queues for longer.
+    /// Longest time a RedDog call may wait in the server for a worker thread. A call arriving
+    /// while a task woken now would wait longer is answered RESOURCE_EXHAUSTED at once
+    /// (unless it is its connection's only call and the wait is under twice this), and one
+    /// that waited longer from its headers reaching the service until it first ran is
+    /// answered so instead of run (its request message's arrival is bounded by the request
+    /// timeout instead): the calls served stay fast under overload.
     pub max_queue_wait: Duration,
     /// Request bytes the server holds for calls whose message is still arriving, across all
     /// connections (a call holds no slot meanwhile). A call whose next bytes would pass it is
@@ -36,10 +39,12 @@ pub struct TransportLimits {
     /// Connections not yet past the handshake, at most; more are closed at once.
     pub max_pending_handshakes: usize,
     /// Connections past the handshake, at most. A new connection at the cap gets in by
-    /// closing the longest-idle one (idle for `transport::DISPLACE_MIN_IDLE` at least); when
-    /// there is none it is closed. With `max_concurrent_streams_per_connection` it bounds the
-    /// streams (and their memory, about 3.7 KiB each in flight) the server holds at once:
-    /// 128 × 100 streams peaked near 70 MiB (docs/RELIABILITY.md, "Floods and limits").
+    /// closing one of the peer holding the most connections if that peer holds at least two
+    /// more than the newcomer's, else the longest-idle one of its own peer or of a peer
+    /// holding more (idle for `transport::DISPLACE_MIN_IDLE` at least); when there is none it
+    /// is closed. With `max_concurrent_streams_per_connection` it bounds the streams (and
+    /// their memory) the server holds at once: 128 × 100 (docs/RELIABILITY.md, "Floods and
+    /// limits").
     pub max_connections: usize,
     /// A connection with no call in progress for this long is closed.
     pub idle_timeout: Duration,
@@ -55,7 +60,7 @@ impl Default for TransportLimits {
             request_timeout: Duration::from_secs(10),
             max_in_flight: 256,
             max_in_flight_per_connection: 64,
-            max_queue_wait: Duration::from_millis(250),
+            max_queue_wait: Duration::from_millis(100),
             max_pending_request_bytes: 32 * 1024 * 1024,
             handshake_timeout: Duration::from_secs(5),
             max_pending_handshakes: 1024,

@@ -8,18 +8,26 @@
 //!   [`TransportLimits::max_pending_handshakes`] connections wait at once; more are closed at
 //!   accept. Connections still in the handshake when the server drains are closed at once,
 //!   so they never hold the drain.
+//! - **Peers.** Each admitted connection belongs to a peer ([`super::peers`]: the client
+//!   certificate on mutual TLS, otherwise the remote address), which counts its connections
+//!   and the in-flight slots its calls hold. A new connection of a peer under a penalty for
+//!   leaving answers unread is held unread after the handshake until the penalty ends (past
+//!   [`super::peers::MAX_HELD`] such connections, closed at once: `penalized`).
 //! - **Connection cap.** At most [`TransportLimits::max_connections`] connections past the
-//!   handshake. A connection that completes its handshake at the cap gets in by closing the
-//!   connection that has been idle longest (no call in progress for at least
-//!   [`DISPLACE_MIN_IDLE`]); when every connection has had a call in progress more recently,
-//!   it is closed instead. A connection that never carried a call may be displaced once it is
-//!   [`UNUSED_MIN_AGE`] old, so a churn of fresh unused connections slower than the cap
-//!   divided by [`UNUSED_MIN_AGE`] cannot keep newcomers out either (a faster one shares those
-//!   admissions with them). A connection whose calls have all been health checks may be
-//!   displaced only once idle for the table's health threshold ([`HEALTH_DISPLACE_MIN_IDLE`]
-//!   on the gRPC port), so a prober checking less often than once a second is not cut by a
-//!   connection flood. So idle connections never lock a new client out, and a client in
-//!   active use is not cut for a newcomer.
+//!   handshake. A connection that completes its handshake at the cap gets in by closing one
+//!   of the peer holding the most connections: when that peer holds at least two more than
+//!   the newcomer's own peer, its connection with the fewest calls in progress (idle longest
+//!   among equals) is closed whatever its use — so however many connections one peer opens,
+//!   busy or not, a new peer gets in. Otherwise (the newcomer's peer is among those holding
+//!   the most) the newcomer may only take the place of a connection idle for at least
+//!   [`DISPLACE_MIN_IDLE`], of its own peer or of a peer holding more than it; when there is
+//!   none it is closed instead. A connection that never carried a call may be displaced once
+//!   it is [`UNUSED_MIN_AGE`] old, so a churn of fresh unused connections slower than the cap
+//!   divided by [`UNUSED_MIN_AGE`] cannot keep newcomers of its own peer out either (a faster
+//!   one shares those admissions with them). A connection whose calls have all been health
+//!   checks may be displaced by that rule only once idle for the table's health threshold
+//!   ([`HEALTH_DISPLACE_MIN_IDLE`] on the gRPC port), so a prober checking less often than
+//!   once a second is not cut by a connection flood of its own address.
 //! - **Idle deadline.** A connection with no call in progress for
 //!   [`TransportLimits::idle_timeout`] is closed (its reads end; the HTTP/2 server sends
 //!   GOAWAY and closes it). A sweep checks every connection a few times per idle timeout (at
@@ -31,8 +39,9 @@
 //!   for ever, so an answer still unsent [`DELIVERY_DEADLINE`] to 2 × [`DELIVERY_DEADLINE`]
 //!   after the handler produced it closes its connection outright (reads end, writes fail):
 //!   the slots of every call on it are released then, each counted in
-//!   `reddog_rpc_undelivered_total`. Per call this costs two atomic additions (a two-epoch
-//!   count per connection, flipped by the sweep), no timer.
+//!   `reddog_rpc_undelivered_total`, and its peer is penalized ([`super::peers`]). Per call
+//!   this costs two atomic additions (a two-epoch count per connection, flipped by the
+//!   sweep), no timer.
 //! - **Drain.** [`Connections::abort_all`] ends every connection at once (reads end, writes
 //!   fail): the drain uses it once no call is in progress, so a peer that never reads cannot
 //!   hold the shutdown.
@@ -60,7 +69,9 @@ use tracing::debug;
 
 use crate::service::edge::accept::{AcceptBackoff, stopped};
 use crate::service::edge::limits::TransportLimits;
+use crate::service::edge::peers::{Peer, PeerKey, Peers};
 use crate::service::edge::tls::TlsReloader;
+use crate::service::edge::worker_wait::WorkerWait;
 use crate::service::ops::metrics::MetricsRegistry;
 
 /// The HTTP/2 client connection preface (RFC 9113 §3.4).
@@ -75,11 +86,12 @@ fn now_ms() -> u64 {
     u64::try_from(base().elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// One connection's state shared with its calls and with the connection table: calls in
-/// progress, when the last one ended, its share of the global in-flight slots, and whether
-/// the server has decided to close it.
+/// One connection's state shared with its calls and with the connection table: its peer,
+/// calls in progress, when the last one ended, its share of the global in-flight slots, and
+/// whether the server has decided to close it.
 #[derive(Debug)]
 pub(crate) struct Activity {
+    peer: Arc<Peer>,
     in_flight: AtomicUsize,
     last_ms: AtomicU64,
     /// Whether a call has ever begun on it.
@@ -100,8 +112,9 @@ pub(crate) struct Activity {
 }
 
 impl Activity {
-    fn new() -> Arc<Activity> {
+    fn new(peer: Arc<Peer>) -> Arc<Activity> {
         Arc::new(Activity {
+            peer,
             in_flight: AtomicUsize::new(0),
             last_ms: AtomicU64::new(now_ms()),
             used: AtomicBool::new(false),
@@ -149,16 +162,28 @@ impl Activity {
         ActivityGuard(self.clone())
     }
 
-    /// Takes one of this connection's `share` of the global slots; `None` when it holds
-    /// them all already, or holds as many as are still `free` (so however many connections
-    /// take slots greedily, some stay free for a newcomer: with `n` of them, about
-    /// `free / (n + 1)`).
-    pub(crate) fn admit(self: &Arc<Self>, share: usize, free: usize) -> Option<Admitted> {
+    /// Takes one of the global slots for a call of this connection: within the connection's
+    /// `share`, and unless the connection, or its peer, holds as many as are still `free` (so
+    /// however many connections or peers take slots greedily, some stay free for a newcomer:
+    /// with `n` of them, about `free / (n + 1)`); never while its peer is penalized.
+    pub(crate) fn admit(self: &Arc<Self>, share: usize, free: usize) -> Result<Admitted, Refused> {
+        if let Some(left) = self.peer.penalty_left(now_ms()) {
+            return Err(Refused::Penalized(left));
+        }
         if self.admitted.fetch_add(1, Ordering::AcqRel) >= share.min(free) {
             self.admitted.fetch_sub(1, Ordering::AcqRel);
-            return None;
+            return Err(Refused::Share);
         }
-        Some(Admitted(self.clone()))
+        if !self.peer.take_slot(free) {
+            self.admitted.fetch_sub(1, Ordering::AcqRel);
+            return Err(Refused::Share);
+        }
+        Ok(Admitted(self.clone()))
+    }
+
+    /// Calls (health checks included) in progress on the connection now.
+    pub(crate) fn calls_in_progress(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
     }
 
     /// How long the connection has been idle; `None` while a call is in progress.
@@ -197,7 +222,17 @@ pub(crate) struct Admitted(Arc<Activity>);
 impl Drop for Admitted {
     fn drop(&mut self) {
         self.0.admitted.fetch_sub(1, Ordering::AcqRel);
+        self.0.peer.give_slot();
     }
+}
+
+/// Why [`Activity::admit`] gave no slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The connection or its peer holds its share.
+    Share,
+    /// The peer is penalized for this much longer.
+    Penalized(Duration),
 }
 
 /// One answer counted as undelivered on its connection (see [`Activity::answered`]).
@@ -222,8 +257,8 @@ pub(crate) struct ConnInfo {
     pub activity: Arc<Activity>,
 }
 
-/// The connections past the handshake: the cap's slots and each connection's [`Activity`],
-/// for the idle sweep, for closing the longest-idle one at the cap, and for the drain.
+/// The connections past the handshake: the cap's slots, each connection's [`Activity`] and
+/// the peers they belong to, for the idle sweep, for making room at the cap, and for the drain.
 #[derive(Debug)]
 pub(crate) struct Connections {
     slots: Arc<Semaphore>,
@@ -231,7 +266,12 @@ pub(crate) struct Connections {
     health_min_idle: Duration,
     next_id: AtomicU64,
     live: Mutex<HashMap<u64, Arc<Activity>>>,
-    /// Where closed connections, undelivered answers and accept back-offs are counted.
+    peers: Peers,
+    /// The wait for a worker, if the server sheds by it: answers left unsent while it was
+    /// long may be the server's doing, not the peer's.
+    worker_wait: OnceLock<Arc<WorkerWait>>,
+    /// Where closed connections, undelivered answers, penalties and accept back-offs are
+    /// counted.
     metrics: MetricsRegistry,
 }
 
@@ -256,6 +296,8 @@ impl Connections {
             health_min_idle,
             next_id: AtomicU64::new(0),
             live: Mutex::default(),
+            peers: Peers::default(),
+            worker_wait: OnceLock::new(),
             metrics,
         })
     }
@@ -275,11 +317,22 @@ impl Connections {
         self.len() == 0
     }
 
-    /// Closes the connection idle longest, if it has been idle for at least `min_idle` (for
-    /// the table's health threshold if it carried only health checks), or for
-    /// [`UNUSED_MIN_AGE`] if it never carried a call (none if every one has a call in
-    /// progress, is already closing or was busy more recently); whether one was closed.
-    fn close_longest_idle(&self, min_idle: Duration) -> bool {
+    /// Makes room at the cap for a new connection of `newcomer` (module docs, "Connection
+    /// cap"): closes a connection of the peer holding the most connections if it holds at
+    /// least two more than `newcomer`, else the connection idle longest past its threshold
+    /// (`min_idle`; the table's health threshold if it carried only health checks;
+    /// [`UNUSED_MIN_AGE`] if it never carried a call) among those of `newcomer` and of the
+    /// peers holding more. Whether one was closed.
+    fn make_room(&self, newcomer: &PeerKey, min_idle: Duration) -> bool {
+        let mine = self.peers.get(newcomer).map_or(0, |p| p.connections());
+        let live = self.live();
+        let open: Vec<&Arc<Activity>> = live.values().filter(|a| !a.closing.load(Ordering::Acquire)).collect();
+        close_of_biggest_peer(&open, newcomer, mine) || self.close_longest_idle(&open, newcomer, mine, min_idle)
+    }
+
+    /// Closes the connection idle longest past its threshold among those of `newcomer` and of
+    /// the peers holding more than its `mine` (see [`Self::make_room`]). Whether one was closed.
+    fn close_longest_idle(&self, open: &[&Arc<Activity>], newcomer: &PeerKey, mine: usize, min_idle: Duration) -> bool {
         let now = now_ms();
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let min_idle = ms(min_idle);
@@ -294,10 +347,9 @@ impl Connections {
                 health_min
             }
         };
-        let live = self.live();
-        let oldest = live
-            .values()
-            .filter(|a| !a.closing.load(Ordering::Acquire))
+        let oldest = open
+            .iter()
+            .filter(|a| a.peer.key() == *newcomer || a.peer.connections() > mine)
             .filter_map(|a| a.idle_for(now).map(|idle| (idle, a)))
             .filter(|(idle, a)| *idle >= threshold(a))
             .max_by_key(|(idle, _)| *idle);
@@ -323,18 +375,33 @@ impl Connections {
         }
     }
 
+    /// Reads `wait` in [`Self::close_undelivered`].
+    pub(crate) fn set_worker_wait(&self, wait: Arc<WorkerWait>) {
+        let _ = self.worker_wait.set(wait);
+    }
+
     /// Closes (reads end, writes fail) every connection with answers unsent since before the
-    /// previous call; called every [`DELIVERY_DEADLINE`].
+    /// previous call, penalizing its peer; called every [`DELIVERY_DEADLINE`]. Not after a
+    /// period in which a task waited over half the deadline for a worker: the answers may be
+    /// unsent because the server has not got round to them (they are looked at again next
+    /// time). Forgets the peers whose penalty is over and forgiven.
     fn close_undelivered(&self) {
+        let now = now_ms();
+        let busy = self.worker_wait.get().is_some_and(|w| w.take_peak() > DELIVERY_DEADLINE / 2);
         for a in self.live().values() {
             let stale = a.stale_answers();
-            if stale > 0 && !a.closing.load(Ordering::Acquire) {
+            if stale > 0 && !busy && !a.closing.load(Ordering::Acquire) {
                 debug!(answers = stale, "closing a connection that does not read its answers");
                 self.metrics.connection_closed("undelivered");
                 self.metrics.undelivered(a.admitted.load(Ordering::Acquire));
                 a.close(true);
+                if let Some(penalty) = a.peer.strike(now) {
+                    debug!(penalty_ms = penalty.as_millis(), "a peer left answers unread: no slot meanwhile");
+                    self.metrics.peer_penalized();
+                }
             }
         }
+        self.peers.sweep(now);
     }
 
     /// Ends every open connection at once: reads end and writes fail, whatever the peer does.
@@ -349,12 +416,14 @@ impl Connections {
 struct Entry {
     table: Arc<Connections>,
     id: u64,
+    peer: Arc<Peer>,
     _slot: OwnedSemaphorePermit,
 }
 
 impl Drop for Entry {
     fn drop(&mut self) {
         self.table.live().remove(&self.id);
+        self.table.peers.leave(&self.peer, now_ms());
     }
 }
 
@@ -507,6 +576,30 @@ impl Connected for ConnIo {
     }
 }
 
+/// If the peer holding the most connections among `open` holds at least two more than
+/// `newcomer`'s `mine`, closes its connection with the fewest calls in progress (idle longest
+/// among equals). Whether one was closed.
+fn close_of_biggest_peer(open: &[&Arc<Activity>], newcomer: &PeerKey, mine: usize) -> bool {
+    let Some(big) = open.iter().map(|a| &a.peer).max_by_key(|p| p.connections()) else { return false };
+    if big.key() == *newcomer || big.connections() < mine + 2 {
+        return false;
+    }
+    let now = now_ms();
+    let victim = open
+        .iter()
+        .filter(|a| Arc::ptr_eq(&a.peer, big))
+        .min_by_key(|a| (a.calls_in_progress(), std::cmp::Reverse(a.idle_for(now).unwrap_or(0))));
+    match victim {
+        Some(victim) => {
+            // With calls in progress (they are cut), writes end too, so its place frees at
+            // once whatever the peer reads.
+            victim.close(victim.calls_in_progress() > 0);
+            true
+        }
+        None => false,
+    }
+}
+
 /// Accepts connections on `listener` and yields those that completed the handshake (TLS if
 /// `tls`, then the HTTP/2 preface) in time, until `stop` turns true; then the listener and
 /// every connection still in its handshake are closed and the stream ends. `conns` is the
@@ -520,23 +613,7 @@ pub(crate) fn incoming(
 ) -> ReceiverStream<Result<ConnIo, io::Error>> {
     let (tx, rx) = mpsc::channel(64);
     let limits = limits.clone();
-    let sweep = (limits.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
-    let swept = conns.clone();
-    let mut sweep_stop = stop.clone();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(sweep);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut delivery = tokio::time::interval(DELIVERY_DEADLINE);
-        delivery.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                () = stopped(&mut sweep_stop) => break,
-                _ = tick.tick() => swept.close_idle(limits.idle_timeout),
-                _ = delivery.tick() => swept.close_undelivered(),
-            }
-        }
-    });
-    let limits = limits.clone();
+    tokio::spawn(sweep(conns.clone(), limits.idle_timeout, stop.clone()));
     tokio::spawn(async move {
         let mut pending: JoinSet<()> = JoinSet::new();
         let mut backoff = AcceptBackoff::new("grpc", conns.metrics.accept_backoff_counter());
@@ -560,6 +637,23 @@ pub(crate) fn incoming(
         pending.shutdown().await;
     });
     ReceiverStream::new(rx)
+}
+
+/// Until `stop`: closes connections idle past `idle_timeout` and those whose answers were not
+/// taken within [`DELIVERY_DEADLINE`].
+async fn sweep(conns: Arc<Connections>, idle_timeout: Duration, mut stop: watch::Receiver<bool>) {
+    let every = (idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut delivery = tokio::time::interval(DELIVERY_DEADLINE);
+    delivery.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = stopped(&mut stop) => break,
+            _ = tick.tick() => conns.close_idle(idle_timeout),
+            _ = delivery.tick() => conns.close_undelivered(),
+        }
+    }
 }
 
 /// An answer the handler has produced and the peer has not taken within this time (at most
@@ -595,6 +689,8 @@ pub const HEALTH_DISPLACE_MIN_IDLE: Duration = Duration::from_secs(60);
 /// newcomers out by being younger than [`DISPLACE_MIN_IDLE`].
 pub const UNUSED_MIN_AGE: Duration = Duration::from_millis(100);
 
+/// Admits one accepted connection: its handshake in time, its peer's penalty waited out, a
+/// place in the connection table (displacing one at the cap), then hands it to the server.
 async fn admit(
     tcp: TcpStream,
     peer: SocketAddr,
@@ -605,19 +701,7 @@ async fn admit(
 ) {
     let local_addr = tcp.local_addr().ok();
     let is_tls = tls.is_some();
-    let handshake = async {
-        let mut stream = match tls {
-            Some(tls) => Stream::Tls(Box::new(tls.acceptor().accept(tcp).await.map_err(|e| ("tls", e))?)),
-            None => Stream::Plain(tcp),
-        };
-        let mut preface = [0u8; PREFACE.len()];
-        stream.read_exact(&mut preface).await.map_err(|e| ("not_http2", e))?;
-        if &preface != PREFACE {
-            return Err(("not_http2", io::Error::new(io::ErrorKind::InvalidData, "no HTTP/2 client preface")));
-        }
-        Ok(stream)
-    };
-    let stream = match tokio::time::timeout(limits.handshake_timeout, handshake).await {
+    let stream = match tokio::time::timeout(limits.handshake_timeout, handshake(tcp, tls)).await {
         Ok(Ok(stream)) => stream,
         Ok(Err((reason, e))) => {
             conns.metrics.connection_closed(reason);
@@ -630,33 +714,88 @@ async fn admit(
             return;
         }
     };
-    let slot = match conns.slots.clone().try_acquire_owned() {
-        Ok(slot) => slot,
-        Err(_) if conns.close_longest_idle(DISPLACE_MIN_IDLE) => {
-            conns.metrics.connection_closed("displaced");
-            debug!(%peer, "at the connection cap: closed the longest-idle connection");
-            match tokio::time::timeout(DISPLACE_WAIT, conns.slots.clone().acquire_owned()).await {
-                Ok(Ok(slot)) => slot,
-                _ => {
-                    conns.metrics.connection_closed("too_many_connections");
-                    return;
-                }
-            }
-        }
-        Err(_) => {
-            conns.metrics.connection_closed("too_many_connections");
-            debug!(%peer, "closing a connection: at the connection cap, every connection busy");
-            return;
-        }
-    };
-    let activity = Activity::new();
+    let key = peer_key(&stream, peer);
+    if !wait_out_penalty(&conns, &key, peer).await {
+        return;
+    }
+    let Some(slot) = connection_slot(&conns, &key, peer).await else { return };
+    let peer_entry = conns.peers.join(key);
+    let activity = Activity::new(peer_entry.clone());
     let id = conns.next_id.fetch_add(1, Ordering::Relaxed);
     conns.live().insert(id, activity.clone());
     let io = ConnIo {
         inner: stream,
         replayed: 0,
         info: ConnInfo { remote_addr: Some(peer), local_addr, tls: is_tls, activity },
-        _entry: Entry { table: conns, id, _slot: slot },
+        _entry: Entry { table: conns, id, peer: peer_entry, _slot: slot },
     };
     let _ = tx.send(Ok(io)).await;
+}
+
+/// The TLS handshake (with `tls`), then the HTTP/2 client preface; an error names the
+/// `reddog_connections_closed_total` reason.
+async fn handshake(tcp: TcpStream, tls: Option<TlsReloader>) -> Result<Stream, (&'static str, io::Error)> {
+    let mut stream = match tls {
+        Some(tls) => Stream::Tls(Box::new(tls.acceptor().accept(tcp).await.map_err(|e| ("tls", e))?)),
+        None => Stream::Plain(tcp),
+    };
+    let mut preface = [0u8; PREFACE.len()];
+    stream.read_exact(&mut preface).await.map_err(|e| ("not_http2", e))?;
+    if &preface != PREFACE {
+        return Err(("not_http2", io::Error::new(io::ErrorKind::InvalidData, "no HTTP/2 client preface")));
+    }
+    Ok(stream)
+}
+
+/// Whom a connection's shares belong to: its client certificate on mutual TLS, else its address.
+fn peer_key(stream: &Stream, peer: SocketAddr) -> PeerKey {
+    match stream {
+        Stream::Tls(tls) => match tls.get_ref().1.peer_certificates().and_then(|chain| chain.first()) {
+            Some(leaf) => PeerKey::of_certificate(leaf),
+            None => PeerKey::of_ip(peer.ip()),
+        },
+        Stream::Plain(_) => PeerKey::of_ip(peer.ip()),
+    }
+}
+
+/// A penalized peer waits: its new connection is held unread until the penalty ends (or
+/// closed at once past `MAX_HELD` of them), so a client reconnecting at once does not spin.
+/// False when the connection is to be closed.
+async fn wait_out_penalty(conns: &Connections, key: &PeerKey, peer: SocketAddr) -> bool {
+    if let Some(penalized) = conns.peers.get(key)
+        && let Some(left) = penalized.penalty_left(now_ms())
+    {
+        let Some(_held) = penalized.hold() else {
+            conns.metrics.connection_closed("penalized");
+            debug!(%peer, penalty_left_ms = left.as_millis(), "closing a connection: its peer left answers unread");
+            return false;
+        };
+        debug!(%peer, penalty_left_ms = left.as_millis(), "holding a connection until its peer's penalty ends");
+        tokio::time::sleep(left).await;
+    }
+    true
+}
+
+/// A place under the connection cap, made by displacing a connection when the cap is full
+/// (`Connections::make_room`); `None` when there is none to be had (the connection is closed).
+async fn connection_slot(conns: &Connections, key: &PeerKey, peer: SocketAddr) -> Option<OwnedSemaphorePermit> {
+    match conns.slots.clone().try_acquire_owned() {
+        Ok(slot) => Some(slot),
+        Err(_) if conns.make_room(key, DISPLACE_MIN_IDLE) => {
+            conns.metrics.connection_closed("displaced");
+            debug!(%peer, "at the connection cap: closed a connection to make room");
+            match tokio::time::timeout(DISPLACE_WAIT, conns.slots.clone().acquire_owned()).await {
+                Ok(Ok(slot)) => Some(slot),
+                _ => {
+                    conns.metrics.connection_closed("too_many_connections");
+                    None
+                }
+            }
+        }
+        Err(_) => {
+            conns.metrics.connection_closed("too_many_connections");
+            debug!(%peer, "closing a connection: at the connection cap, no connection to displace");
+            None
+        }
+    }
 }

@@ -27,10 +27,12 @@
 //! | `reddog_rpc_in_flight` | gauge | | RedDog calls in progress: request headers arrived, answer not yet sent (so every held `--max-in-flight` slot); calls still reading their request message count, although they hold no slot |
 //! | `reddog_rpc_undelivered_total` | counter | | slots released by closing a connection that left its answers unread for 1–2 s (`undelivered` below) |
 //! | `reddog_load_shed_total` | counter | | RedDog calls answered RESOURCE_EXHAUSTED (`OVERLOADED`): at `--max-in-flight`, at `--max-pending-request-bytes`, or after waiting over `--max-queue-wait-ms` |
-//! | `reddog_load_shed_queued_total` | counter | | of those, the calls that waited over `--max-queue-wait-ms` before they could start |
+//! | `reddog_load_shed_queued_total` | counter | | of those, the calls that would wait, or waited, over `--max-queue-wait-ms` for a worker thread |
+//! | `reddog_worker_wait_seconds` | gauge | | how late a task woken now starts on a worker thread (a probe every 5 ms; the least of its last four): over `--max-queue-wait-ms`, calls are shed |
+//! | `reddog_peer_penalties_total` | counter | | penalties given to a peer (address or client certificate) whose connection was closed for leaving answers unread: no slot, no new connection meanwhile |
 //! | `reddog_request_timeouts_total` | counter | | RedDog calls cut at `--request-timeout-ms` (DEADLINE_EXCEEDED) |
 //! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
-//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections` (at the cap, every connection busy within the last second), `displaced` (the longest-idle connection, idle for a second at least, closed at the cap to let a new one in), `idle`, `undelivered` (answers unread for 1–2 s) |
+//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections` (at the cap, every connection busy within the last second), `displaced` (the longest-idle connection, idle for a second at least, closed at the cap to let a new one in), `idle`, `undelivered` (answers unread for 1–2 s), `penalized` (a new connection of a penalized peer past the 16 held) |
 //! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made an accept loop (gRPC, health or `/metrics`) back off |
 //! | `reddog_log_lines_dropped_total` | counter | | diagnostic log lines dropped because stderr took nothing while 4 MiB waited (`log_writer`: a stalled stderr never blocks a call, health or the shutdown) |
 //! | `reddog_audit_records_total` | counter | | audit records handed to the trail's writer (`audit_sink`) |
@@ -342,6 +344,8 @@ struct Registered {
     undelivered: Counter,
     load_shed: Counter,
     load_shed_queued: Counter,
+    peer_penalties: Counter,
+    worker_wait: Gauge,
     request_timeouts: Counter,
     accept_backoffs: Counter,
     log_lines_dropped: Counter,
@@ -391,6 +395,8 @@ impl MetricsRegistry {
             undelivered: counter("reddog_rpc_undelivered_total"),
             load_shed: counter("reddog_load_shed_total"),
             load_shed_queued: counter("reddog_load_shed_queued_total"),
+            peer_penalties: counter("reddog_peer_penalties_total"),
+            worker_wait: recorder.register_gauge(&Key::from_static_name("reddog_worker_wait_seconds"), &METADATA),
             request_timeouts: counter("reddog_request_timeouts_total"),
             accept_backoffs: counter("reddog_accept_backoffs_total"),
             log_lines_dropped: counter("reddog_log_lines_dropped_total"),
@@ -496,6 +502,7 @@ impl MetricsRegistry {
             "displaced",
             "idle",
             "undelivered",
+            "penalized",
         ] {
             self.counter("reddog_connections_closed_total", &[("reason", reason)]).increment(0);
         }
@@ -560,10 +567,21 @@ impl MetricsRegistry {
         self.inner.load_shed.increment(1);
     }
 
-    /// Records a call shed because it waited over `--max-queue-wait-ms` to start.
+    /// Records a call shed because it would wait, or waited, over `--max-queue-wait-ms` for a
+    /// worker thread.
     pub(crate) fn queue_shed(&self) {
         self.inner.load_shed.increment(1);
         self.inner.load_shed_queued.increment(1);
+    }
+
+    /// Records a peer penalized for leaving answers unread (`crate::service::edge::peers`).
+    pub(crate) fn peer_penalized(&self) {
+        self.inner.peer_penalties.increment(1);
+    }
+
+    /// The gauge of the current wait for a worker thread (`crate::service::edge::worker_wait::WorkerWait`).
+    pub(crate) fn worker_wait_gauge(&self) -> Gauge {
+        self.inner.worker_wait.clone()
     }
 
     /// Records a call cut at the per-call timeout.
@@ -706,7 +724,7 @@ fn rule_fits(i: usize, rule: Rule) -> bool {
 }
 
 /// The HELP text of each counter.
-const COUNTER_HELP: [(&str, &str); 18] = [
+const COUNTER_HELP: [(&str, &str); 19] = [
     ("reddog_rpc_requests_total", "RPCs answered, by method and gRPC status code name"),
     (
         "reddog_rounds_started_total",
@@ -733,7 +751,13 @@ const COUNTER_HELP: [(&str, &str); 18] = [
     ),
     (
         "reddog_load_shed_queued_total",
-        "RedDog calls answered RESOURCE_EXHAUSTED because they waited over --max-queue-wait-ms to start",
+        "RedDog calls answered RESOURCE_EXHAUSTED because they would wait, or waited, over --max-queue-wait-ms for a \
+         worker",
+    ),
+    (
+        "reddog_peer_penalties_total",
+        "Penalties given to a peer whose connection was closed for leaving answers unread (no slot, no connection \
+         meanwhile)",
     ),
     (
         "reddog_rpc_undelivered_total",
@@ -803,6 +827,13 @@ fn describe(r: &PrometheusRecorder) {
     for (name, help) in SECONDS_HISTOGRAM_HELP {
         r.describe_histogram(name.into(), Some(Unit::Seconds), help.into());
     }
+    r.describe_gauge(
+        "reddog_worker_wait_seconds".into(),
+        Some(Unit::Seconds),
+        "How late a task woken now starts on a worker thread (probed every 5 ms); over --max-queue-wait-ms calls are \
+         shed"
+            .into(),
+    );
 }
 
 /// Handles to the metrics every RPC touches, registered once when the service is built, so

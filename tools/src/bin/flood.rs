@@ -16,9 +16,18 @@
 //! - `priority`: one connection sends `--frames` PRIORITY frames, each stream depending on
 //!   itself (a stream error the server answers with RST_STREAM);
 //! - `idle`: `--conns` TCP connections that never send the HTTP/2 preface;
-//! - `watch`: no flood, only the sampling (to watch another tool's load, such as h2load).
+//! - `watch`: no flood, only the sampling (to watch another tool's load, such as h2load);
+//! - `load`: what `h2load -c CONNS -m STREAMS` does on CommitSeed — every connection keeps
+//!   its streams busy, a new call as soon as one ends, for `--secs` — but reading each
+//!   call's gRPC status (h2load sees only HTTP status, 200 for a refusal too), so it can say
+//!   how fast the calls *served* were (`load_ok_p99_ms`) and how the others ended. Like
+//!   h2load, a connection keeps at most the server's SETTINGS_MAX_CONCURRENT_STREAMS calls
+//!   open (`--streams` is the wish, the server's setting the cap), so each call is timed from
+//!   when it goes on the wire, not while it queues in the client.
 //!
-//! With `--pid` it samples the server's VmRSS every 50 ms (and reads VmHWM) and its CPU time;
+//! With `--source-ip` the tool's own connections (the flood's `load` connections and the
+//! health and call probes) leave from that address (127.0.0.2, ... on loopback: another peer
+//! to the server). With `--pid` it samples the server's VmRSS every 50 ms (and reads VmHWM) and its CPU time;
 //! with `--health` it asks grpc.health.v1.Health/Check every `--health-every-ms` (250) during
 //! the flood over a connection opened before it, and once over a new connection at the end.
 //! With `--call-every-ms` it also times a CommitSeed call that often over a connection opened
@@ -76,6 +85,29 @@ struct Args {
     /// Upper bound on the whole flood.
     #[arg(long, default_value_t = 60.0)]
     max_secs: f64,
+    /// The source address of the probes' connections (health, --call-every-ms,
+    /// --fresh-every-ms); by default the system's choice.
+    #[arg(long)]
+    probe_source_ip: Option<std::net::IpAddr>,
+    /// The source address of the `load` flood's connections.
+    #[arg(long)]
+    source_ip: Option<std::net::IpAddr>,
+    /// With --fresh-every-ms: fail unless at least this share (0..1) of the fresh clients'
+    /// calls was answered OK.
+    #[arg(long)]
+    min_fresh_ok: Option<f64>,
+    /// With `load`: fail if the p99 of the calls answered OK exceeds this many milliseconds.
+    #[arg(long)]
+    max_ok_p99_ms: Option<f64>,
+    /// After the flood (and --settle-secs), wait up to this many seconds for the server's
+    /// RSS to come back within 20 % of what it was before the flood (`rss_returned_secs`),
+    /// failing if it does not.
+    #[arg(long)]
+    rss_returns_within_secs: Option<f64>,
+    /// With --rss-returns-within-secs: report a miss (`rss_returned_secs=never`) without
+    /// failing — for a bound that is measured but not met yet.
+    #[arg(long)]
+    rss_return_open_bound: bool,
     #[command(subcommand)]
     flood: Flood,
 }
@@ -106,6 +138,15 @@ enum Flood {
         /// Stop earlier, as soon as this process (the load tool) has exited.
         #[arg(long)]
         while_pid: Option<u32>,
+    },
+    /// `h2load -c CONNS -m STREAMS` on CommitSeed, reading each call's gRPC status.
+    Load {
+        #[arg(long, default_value_t = 500)]
+        conns: u32,
+        #[arg(long, default_value_t = 100)]
+        streams: u32,
+        #[arg(long, default_value_t = 10.0)]
+        secs: f64,
     },
     Idle {
         #[arg(long, default_value_t = 1000)]
@@ -392,9 +433,13 @@ async fn check_health(ch: tonic::transport::Channel) -> Result<Duration, String>
     }
 }
 
-async fn fresh_channel(target: SocketAddr) -> Result<tonic::transport::Channel, String> {
+async fn fresh_channel(
+    target: SocketAddr,
+    source: Option<std::net::IpAddr>,
+) -> Result<tonic::transport::Channel, String> {
     let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{target}"))
         .map_err(|e| e.to_string())?
+        .local_address(source)
         .connect_timeout(Duration::from_secs(2));
     tokio::time::timeout(Duration::from_secs(3), endpoint.connect())
         .await
@@ -507,6 +552,191 @@ async fn flood_priority(target: SocketAddr, frames: u32) -> std::io::Result<Vec<
     Ok(vec![seen])
 }
 
+/// What the `load` flood's calls got.
+#[derive(Default)]
+struct LoadResults {
+    /// Latency in µs of the calls answered OK, and of those answered RESOURCE_EXHAUSTED.
+    ok_us: Vec<u32>,
+    shed_us: Vec<u32>,
+    /// Other gRPC statuses and stream or connection errors, by name.
+    other: BTreeMap<String, u64>,
+    /// Connections that failed to open, or that the server closed before answering a call
+    /// (at the connection cap): their calls are not counted.
+    conns_failed: u64,
+}
+
+impl LoadResults {
+    fn merge(&mut self, o: LoadResults) {
+        self.ok_us.extend(o.ok_us);
+        self.shed_us.extend(o.shed_us);
+        for (k, v) in o.other {
+            *self.other.entry(k).or_default() += v;
+        }
+        self.conns_failed += o.conns_failed;
+    }
+}
+
+fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    f64::from(sorted[i]) / 1000.0
+}
+
+/// One CommitSeed over `send`: its gRPC status (`None` for a stream or connection error, named
+/// in the `Err`).
+async fn load_call(
+    send: &h2::client::SendRequest<bytes::Bytes>,
+    target: SocketAddr,
+    body: &bytes::Bytes,
+) -> Result<String, String> {
+    let mut send = send.clone().ready().await.map_err(|e| format!("ready: {e}"))?;
+    let request = http::Request::builder()
+        .method("POST")
+        .uri(format!("http://{target}/reddog.v1.RedDog/CommitSeed"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .map_err(|e| e.to_string())?;
+    let (response, mut stream) = send.send_request(request, false).map_err(|e| format!("send: {e}"))?;
+    stream.send_data(body.clone(), true).map_err(|e| format!("send: {e}"))?;
+    let response = response.await.map_err(|e| format!("response: {e}"))?;
+    let status = |h: &http::HeaderMap| h.get("grpc-status").and_then(|v| v.to_str().ok()).map(str::to_string);
+    if let Some(code) = status(response.headers()) {
+        return Ok(code);
+    }
+    let mut body = response.into_body();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(|e| format!("body: {e}"))?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    let trailers = body.trailers().await.map_err(|e| format!("trailers: {e}"))?;
+    trailers.as_ref().and_then(status).ok_or_else(|| "no grpc-status".to_string())
+}
+
+/// `conns` connections × `streams` streams of CommitSeed until `until`, each stream calling
+/// again as soon as its call ends (a closed loop, as h2load's).
+async fn flood_load(
+    target: SocketAddr,
+    source: Option<std::net::IpAddr>,
+    conns: u32,
+    streams: u32,
+    secs: f64,
+) -> LoadResults {
+    let until = Instant::now() + Duration::from_secs_f64(secs);
+    // CommitSeedRequest { round_id: "load" }, with the 5-byte gRPC prefix.
+    let body = bytes::Bytes::from_static(b"\x00\x00\x00\x00\x06\x0a\x04load");
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..conns {
+        let body = body.clone();
+        tasks.spawn(async move {
+            let mut results = LoadResults::default();
+            let connected = async {
+                let socket =
+                    if target.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+                if let Some(ip) = source {
+                    socket.bind(SocketAddr::new(ip, 0))?;
+                }
+                let tcp = socket.connect(target).await?;
+                tcp.set_nodelay(true)?;
+                h2::client::Builder::new()
+                    .initial_window_size(1 << 20)
+                    .initial_connection_window_size(1 << 24)
+                    .handshake::<_, bytes::Bytes>(tcp)
+                    .await
+                    .map_err(std::io::Error::other)
+            };
+            let (send, connection) = match tokio::time::timeout(Duration::from_secs(5), connected).await {
+                Ok(Ok(pair)) => pair,
+                _ => {
+                    results.conns_failed += 1;
+                    return results;
+                }
+            };
+            let driver = tokio::spawn(connection);
+            // Whether the server has answered a call on it: errors before that mean the
+            // connection was refused (closed at the connection cap), not that calls failed.
+            let answered = Arc::new(AtomicBool::new(false));
+            // The first call, alone, lets the server's SETTINGS arrive; then at most its
+            // SETTINGS_MAX_CONCURRENT_STREAMS callers (h2load does the same with -m).
+            match load_call(&send, target, &body).await.as_deref() {
+                Ok(_) => answered.store(true, Ordering::Relaxed),
+                Err(_) => {
+                    results.conns_failed += 1;
+                    driver.abort();
+                    return results;
+                }
+            }
+            let callers_n = streams.min(u32::try_from(send.current_max_send_streams()).unwrap_or(u32::MAX)).max(1);
+            let mut callers = tokio::task::JoinSet::new();
+            for _ in 0..callers_n {
+                let (send, body, answered) = (send.clone(), body.clone(), answered.clone());
+                callers.spawn(async move {
+                    let mut r = LoadResults::default();
+                    while Instant::now() < until {
+                        let started = Instant::now();
+                        let outcome = load_call(&send, target, &body).await;
+                        let us = u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX);
+                        if outcome.is_ok() {
+                            answered.store(true, Ordering::Relaxed);
+                        }
+                        match outcome.as_deref() {
+                            Ok("0") => r.ok_us.push(us),
+                            Ok("8") => r.shed_us.push(us),
+                            Ok(code) => *r.other.entry(format!("grpc-status {code}")).or_default() += 1,
+                            Err(e) => {
+                                if answered.load(Ordering::Relaxed) {
+                                    *r.other.entry(e.split(':').next().unwrap_or(e).to_string()).or_default() += 1;
+                                }
+                                if send.clone().ready().await.is_err() {
+                                    break; // the connection is gone
+                                }
+                            }
+                        }
+                    }
+                    r
+                });
+            }
+            while let Some(r) = callers.join_next().await {
+                if let Ok(r) = r {
+                    results.merge(r);
+                }
+            }
+            if !answered.load(Ordering::Relaxed) {
+                results.conns_failed += 1;
+            }
+            driver.abort();
+            results
+        });
+    }
+    let mut all = LoadResults::default();
+    while let Some(r) = tasks.join_next().await {
+        if let Ok(r) = r {
+            all.merge(r);
+        }
+    }
+    all
+}
+
+fn load_summary(r: &mut LoadResults, secs: f64) -> String {
+    r.ok_us.sort_unstable();
+    r.shed_us.sort_unstable();
+    let other: Vec<String> = r.other.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    format!(
+        " load_calls_per_sec={:.0} load_ok={} load_ok_p50_ms={:.1} load_ok_p99_ms={:.1} load_ok_max_ms={:.1} load_resource_exhausted={} load_resource_exhausted_p99_ms={:.1} load_other=[{}] load_conns_failed={}",
+        (r.ok_us.len() + r.shed_us.len()) as f64 / secs,
+        r.ok_us.len(),
+        percentile_ms(&r.ok_us, 0.50),
+        percentile_ms(&r.ok_us, 0.99),
+        percentile_ms(&r.ok_us, 1.0),
+        r.shed_us.len(),
+        percentile_ms(&r.shed_us, 0.99),
+        other.join(","),
+        r.conns_failed
+    )
+}
+
 async fn flood_idle(target: SocketAddr, conns: u32, hold: Duration) -> std::io::Result<Vec<Arc<Seen>>> {
     let mut seen = Vec::new();
     let mut refused = 0;
@@ -569,7 +799,7 @@ async fn main() -> std::process::ExitCode {
     let mut health_task = None;
     let health_every = args.health_every_ms;
     if args.health {
-        match fresh_channel(args.target).await {
+        match fresh_channel(args.target, args.probe_source_ip).await {
             Ok(ch) => {
                 let (stop, h) = (stop.clone(), health.clone());
                 health_task = Some(tokio::spawn(async move {
@@ -600,7 +830,7 @@ async fn main() -> std::process::ExitCode {
     let fresh_calls = Arc::new(Calls::default());
     let mut call_tasks = Vec::new();
     if let Some(every) = args.call_every_ms {
-        match fresh_channel(args.target).await {
+        match fresh_channel(args.target, args.probe_source_ip).await {
             Ok(ch) => {
                 let (stop, calls) = (stop.clone(), calls.clone());
                 call_tasks.push(tokio::spawn(async move {
@@ -616,12 +846,12 @@ async fn main() -> std::process::ExitCode {
         }
     }
     if let Some(every) = args.fresh_every_ms {
-        let (stop, calls, target) = (stop.clone(), fresh_calls.clone(), args.target);
+        let (stop, calls, target, source) = (stop.clone(), fresh_calls.clone(), args.target, args.probe_source_ip);
         call_tasks.push(tokio::spawn(async move {
             let mut n = 1 << 32;
             while !stop.load(Ordering::Relaxed) {
                 let started = Instant::now();
-                match fresh_channel(target).await {
+                match fresh_channel(target, source).await {
                     Ok(ch) => timed_commit(ch, n, &calls).await,
                     Err(e) => calls.record(started.elapsed(), Err(tonic::Status::unavailable(e))),
                 }
@@ -632,6 +862,7 @@ async fn main() -> std::process::ExitCode {
     }
 
     let bound = Duration::from_secs_f64(args.max_secs);
+    let mut load: Option<(LoadResults, f64)> = None;
     let run = async {
         match args.flood {
             Flood::Headers { streams } => flood_headers(args.target, streams).await,
@@ -651,6 +882,11 @@ async fn main() -> std::process::ExitCode {
             Flood::Idle { conns, hold_secs } => {
                 flood_idle(args.target, conns, Duration::from_secs_f64(hold_secs)).await
             }
+            Flood::Load { conns, streams, secs } => {
+                let results = flood_load(args.target, args.source_ip, conns, streams, secs).await;
+                load = Some((results, secs));
+                Ok(Vec::new())
+            }
         }
     };
     let seen = match tokio::time::timeout(bound, run).await {
@@ -666,10 +902,23 @@ async fn main() -> std::process::ExitCode {
     };
     let flood_secs = started.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_secs_f64(args.settle_secs)).await;
+    // Memory given back: RSS within 20 % of its level before the flood.
+    let mut returned = None;
+    if let (Some(pid), Some((rss0, _, _)), Some(within)) = (args.pid, before, args.rss_returns_within_secs) {
+        let ended = Instant::now();
+        let target = rss0 as f64 * 1.2;
+        while ended.elapsed().as_secs_f64() <= within {
+            if proc_sample(pid).is_some_and(|(rss, _, _)| rss as f64 <= target) {
+                returned = Some(ended.elapsed().as_secs_f64());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
     // One more health check over a new connection, after the flood.
     let mut fresh = String::from("-");
     if args.health {
-        fresh = match fresh_channel(args.target).await {
+        fresh = match fresh_channel(args.target, args.probe_source_ip).await {
             Ok(ch) => match check_health(ch).await {
                 Ok(d) => format!("SERVING({} ms)", d.as_millis()),
                 Err(e) => {
@@ -710,6 +959,24 @@ async fn main() -> std::process::ExitCode {
                 eprintln!("FAIL: peak RSS {peak:.1} MiB > {max} MiB");
                 failed = true;
             }
+            if let Some(within) = args.rss_returns_within_secs {
+                match returned {
+                    Some(secs) => line += &format!(" rss_returned_secs={secs:.1}"),
+                    None => {
+                        line += " rss_returned_secs=never";
+                        if args.rss_return_open_bound {
+                            eprintln!(
+                                "NOT MET (open bound): RSS did not come back within 20 % of its level before the flood in {within} s"
+                            );
+                        } else {
+                            eprintln!(
+                                "FAIL: RSS did not come back within 20 % of its level before the flood in {within} s"
+                            );
+                            failed = true;
+                        }
+                    }
+                }
+            }
         } else {
             line += " server=gone";
             failed = true;
@@ -740,8 +1007,30 @@ async fn main() -> std::process::ExitCode {
             failed = true;
         }
     }
+    if let Some((mut results, secs)) = load {
+        line += &load_summary(&mut results, secs);
+        if let Some(max) = args.max_ok_p99_ms {
+            let p99 = percentile_ms(&results.ok_us, 0.99);
+            if p99 > max {
+                eprintln!("FAIL: the p99 of the calls served was {p99:.1} ms > {max} ms");
+                failed = true;
+            }
+        }
+    }
     if args.fresh_every_ms.is_some() {
         line += &fresh_calls.summary("fresh");
+        if let Some(min) = args.min_fresh_ok {
+            let (ok, shed, bad) = (
+                fresh_calls.ok.load(Ordering::Relaxed),
+                fresh_calls.shed.load(Ordering::Relaxed),
+                fresh_calls.failed.load(Ordering::Relaxed),
+            );
+            let total = ok + shed + bad;
+            if total == 0 || (ok as f64) < min * total as f64 {
+                eprintln!("FAIL: fresh clients got {ok} of {total} calls answered OK, under {min}");
+                failed = true;
+            }
+        }
         if let Some(first) =
             fresh_calls.first_failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
         {
