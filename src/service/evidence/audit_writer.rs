@@ -8,8 +8,7 @@
 //! its runtime, so the other calls ready at that moment append theirs too, then wakes the
 //! writer thread, which takes the whole batch, writes it with as few `write(2)` as the output
 //! allows (then `fsync`s it when synced), publishes how many records are written and wakes the
-//! calls whose records it wrote, and no other (without blocking a runtime thread); the next
-//! batch gathers meanwhile. So
+//! waiting calls (without blocking a runtime thread); the next batch gathers meanwhile. So
 //! under load many calls share one write and one wake-up; an idle engine writes each record
 //! at once. A batch over [`HIGH_WATER`] wakes the writer at once, and the watchdog thread
 //! wakes it within 100 ms for records no call waits for.
@@ -33,7 +32,6 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use metrics::Gauge;
@@ -191,7 +189,7 @@ struct Shared {
     /// Set while a fault exists (the fast path of [`AuditWriter::append`] checks only this).
     faulted: AtomicBool,
     /// Wakes the calls waiting in [`AuditWriter::committed`].
-    notify: Waiters,
+    notify: tokio::sync::Notify,
     health: tokio::sync::watch::Sender<Health>,
     /// The application's registry: `reddog_audit_sink_up`, `reddog_audit_sink_faults_total`.
     metrics: MetricsRegistry,
@@ -242,7 +240,7 @@ impl AuditWriter {
             done: Condvar::new(),
             written: AtomicU64::new(0),
             faulted: AtomicBool::new(false),
-            notify: Waiters::default(),
+            notify: tokio::sync::Notify::new(),
             health,
             up: metrics.audit_sink_up(),
             metrics,
@@ -328,16 +326,17 @@ impl AuditWriter {
         // One batch for every call ready now: they append while this one yields.
         tokio::task::yield_now().await;
         self.kick();
-        std::future::poll_fn(|cx| {
-            // Registered before the check: a batch or fault after the check wakes this call.
-            self.shared.notify.register(n, cx.waker());
+        loop {
+            let notified = self.shared.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
             match self.poll(n) {
-                Poll::Written => std::task::Poll::Ready(Ok(())),
-                Poll::Refused(why) => std::task::Poll::Ready(Err(why)),
-                Poll::Waiting => std::task::Poll::Pending,
+                Poll::Written => return Ok(()),
+                Poll::Refused(why) => return Err(why),
+                Poll::Waiting => {}
             }
-        })
-        .await
+            notified.await;
+        }
     }
 
     fn poll(&self, n: u64) -> Poll {
@@ -419,48 +418,6 @@ impl AuditWriter {
         s.work.notify_all();
         s.notify.notify_waiters();
         Err(unwritten)
-    }
-}
-
-/// The calls waiting in [`AuditWriter::committed`], each with the record it waits for: a
-/// written batch wakes only the calls whose records it holds (waking every waiting call after
-/// every batch polled each call once per batch until its own was written); a fault, a close
-/// and the writer's end wake them all.
-#[derive(Default)]
-struct Waiters(Mutex<Vec<(u64, Waker)>>);
-
-impl Waiters {
-    fn list(&self) -> MutexGuard<'_, Vec<(u64, Waker)>> {
-        // Every update is one push, one assignment or one retain: a panic leaves it whole.
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Wakes `waker` when a batch holding record `n` is written, or on any fault or close.
-    fn register(&self, n: u64, waker: &Waker) {
-        let mut list = self.list();
-        match list.iter_mut().find(|(m, _)| *m == n) {
-            Some((_, w)) => w.clone_from(waker),
-            None => list.push((n, waker.clone())),
-        }
-    }
-
-    /// Wakes the calls waiting for the records numbered below `written`.
-    fn wake_written(&self, written: u64) {
-        let mut woken = Vec::new();
-        self.list().retain(|(n, w)| {
-            let done = *n < written;
-            if done {
-                woken.push(w.clone());
-            }
-            !done
-        });
-        woken.into_iter().for_each(Waker::wake);
-    }
-
-    /// Wakes every waiting call (a fault, a close, the writer's end: each call looks why).
-    fn notify_waiters(&self) {
-        let woken = std::mem::take(&mut *self.list());
-        woken.into_iter().for_each(|(_, w)| w.wake());
     }
 }
 
@@ -593,7 +550,7 @@ fn run(s: &Shared, mut out: Box<dyn Output>) {
                     f.cleared = true;
                 }
                 drop(st);
-                s.notify.wake_written(upto);
+                s.notify.notify_waiters();
                 s.done.notify_all();
             }
             Err(e) => {
@@ -625,44 +582,5 @@ mod tests {
     fn the_metrics_register_every_fault_cause_and_no_other() {
         let labels: Vec<&str> = Cause::ALL.iter().map(|c| c.label()).collect();
         assert_eq!(labels, crate::service::ops::metrics::AUDIT_SINK_FAULT_CAUSES.to_vec());
-    }
-
-    /// Counts its wakes.
-    struct Count(std::sync::atomic::AtomicUsize);
-
-    impl std::task::Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// For every batch end 0..=20 and every record 0..20 waited for: the batch wakes exactly
-    /// the calls whose records it holds, once; a fault (`notify_waiters`) wakes all that are left.
-    #[test]
-    fn a_written_batch_wakes_exactly_the_calls_whose_records_it_holds() {
-        let mut cases = 0;
-        for written in 0..=20u64 {
-            let waiters = Waiters::default();
-            let counts: Vec<Arc<Count>> = (0..20).map(|_| Arc::new(Count(0.into()))).collect();
-            for (n, c) in counts.iter().enumerate() {
-                let waker = Waker::from(c.clone());
-                // Registered twice (a spurious poll): still one entry, one wake.
-                waiters.register(n as u64, &waker);
-                waiters.register(n as u64, &waker);
-            }
-            waiters.wake_written(written);
-            for (n, c) in counts.iter().enumerate() {
-                assert_eq!(
-                    c.0.load(Ordering::Relaxed),
-                    usize::from((n as u64) < written),
-                    "record {n}, written {written}"
-                );
-                cases += 1;
-            }
-            waiters.notify_waiters();
-            assert!(counts.iter().all(|c| c.0.load(Ordering::Relaxed) == 1), "written {written}: each woken once");
-            assert!(waiters.list().is_empty());
-        }
-        assert_eq!(cases, 21 * 20);
     }
 }
