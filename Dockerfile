@@ -37,7 +37,11 @@ ARG BINARY=build
 FROM ${RUST_IMAGE} AS build
 WORKDIR /src
 # jemalloc (the binary's allocator) is built with the C compiler the image has and `make`,
-# which the slim image lacks.
+# which the slim image lacks. make's version is the one of the builder image's Debian
+# release (pin the image by digest to fix it): it runs in this stage only and never reaches
+# the runtime image, and a version string here would break the build at Debian's next point
+# release.
+# hadolint ignore=DL3008
 RUN apt-get update && apt-get install -y --no-install-recommends make && rm -rf /var/lib/apt/lists/*
 ENV CARGO_TERM_COLOR=never \
     CARGO_INCREMENTAL=0
