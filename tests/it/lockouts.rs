@@ -570,11 +570,16 @@ async fn tcp_from(addr: SocketAddr, source: std::net::IpAddr) -> std::io::Result
     socket.connect(addr).await
 }
 
-/// The sweep's N: `REDDOG_LOCKOUT_SWEEP=full` for 1, 2, 4, … past the connection cap, else
+/// The sweep's N: `REDDOG_LOCKOUT_SWEEP=full` for 1, 2, 4, … past the connection cap, a list
+/// (`REDDOG_LOCKOUT_SWEEP=640,640`) for those N, else
 /// the short list CI runs.
 fn sweep_points(short: &[usize]) -> Vec<usize> {
     match std::env::var("REDDOG_LOCKOUT_SWEEP").as_deref() {
         Ok("full") => vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 640],
+        // A list of N (e.g. `640,640,640`): to repeat a point.
+        Ok(list) if !list.is_empty() => {
+            list.split(',').map(|n| n.trim().parse().expect("REDDOG_LOCKOUT_SWEEP: full or N,N,…")).collect()
+        }
         _ => short.to_vec(),
     }
 }
@@ -925,12 +930,41 @@ async fn sweep(shape: Shape, threads: usize, points: &[usize]) -> Vec<String> {
             "sweep: shape={shape:?} threads={threads} n={n} fresh_ok={}/{} ok_p50_ms={p50} ok_max_ms={max} health={} failures={:?}",
             fresh.ok, fresh.calls, fresh.health_ok, fresh.failures
         );
+        let line = if fresh.failures.is_empty() {
+            line
+        } else {
+            format!("{line} server: {}", closed_by_reason(&server).await)
+        };
         eprintln!("{line}");
         if fresh.ok * 10 < fresh.calls * 9 || p50 > 500 || !fresh.health_ok {
             failed.push(line);
         }
     }
     failed
+}
+
+/// The server's `reddog_connections_closed_total` by reason so far (those not zero): why a
+/// fresh client's connection may have been closed.
+async fn closed_by_reason(server: &ServerProcess) -> String {
+    const REASONS: [&str; 9] = [
+        "displaced",
+        "too_many_connections",
+        "too_many_handshakes",
+        "handshake_timeout",
+        "not_http2",
+        "idle",
+        "undelivered",
+        "penalized",
+        "tls",
+    ];
+    let mut counts = Vec::new();
+    for reason in REASONS {
+        let series = format!("reddog_connections_closed_total{{reason=\"{reason}\"}}");
+        if let Some(n) = server.scrape(&series).await.filter(|n| *n > 0.0) {
+            counts.push(format!("{reason}={n}"));
+        }
+    }
+    format!("closed {}", counts.join(" "))
 }
 
 /// [`sweep`] on one worker thread and on two, every point measured before it asserts.

@@ -18,7 +18,8 @@
 //!   of the peer holding the most connections: when that peer holds at least two more than
 //!   the newcomer's own peer, its connection with the fewest calls in progress (idle longest
 //!   among equals) is closed whatever its use — so however many connections one peer opens,
-//!   busy or not, a new peer gets in. Otherwise (the newcomer's peer is among those holding
+//!   busy or not, a new peer gets in (if every such connection is already closing, displaced
+//!   a moment before, it waits up to [`DISPLACE_WAIT`] for the next place given back). Otherwise (the newcomer's peer is among those holding
 //!   the most) the newcomer may only take the place of a connection idle for at least
 //!   [`DISPLACE_MIN_IDLE`], of its own peer or of a peer holding more than it; when there is
 //!   none it is closed instead. A connection that never carried a call may be displaced once
@@ -328,6 +329,15 @@ impl Connections {
         let live = self.live();
         let open: Vec<&Arc<Activity>> = live.values().filter(|a| !a.closing.load(Ordering::Acquire)).collect();
         close_of_biggest_peer(&open, newcomer, mine) || self.close_longest_idle(&open, newcomer, mine, min_idle)
+    }
+
+    /// Whether a peer other than `newcomer`'s holds at least two more connections than it
+    /// (those closing included): then `newcomer` is owed a place at the cap, and when every
+    /// connection it could displace is already closing (displaced by others a moment before),
+    /// it waits for one of their places instead of being turned away.
+    fn outnumbered(&self, newcomer: &PeerKey) -> bool {
+        let mine = self.peers.get(newcomer).map_or(0, |p| p.connections());
+        self.live().values().any(|a| a.peer.key() != *newcomer && a.peer.connections() >= mine + 2)
     }
 
     /// Closes the connection idle longest past its threshold among those of `newcomer` and of
@@ -784,18 +794,66 @@ async fn connection_slot(conns: &Connections, key: &PeerKey, peer: SocketAddr) -
         Err(_) if conns.make_room(key, DISPLACE_MIN_IDLE) => {
             conns.metrics.connection_closed("displaced");
             debug!(%peer, "at the connection cap: closed a connection to make room");
-            match tokio::time::timeout(DISPLACE_WAIT, conns.slots.clone().acquire_owned()).await {
-                Ok(Ok(slot)) => Some(slot),
-                _ => {
-                    conns.metrics.connection_closed("too_many_connections");
-                    None
-                }
-            }
+            freed_slot(conns).await
+        }
+        // Slots are handed out first come, first served, so the places of the connections
+        // closing now go to those who closed them, and the next one to this newcomer.
+        Err(_) if conns.outnumbered(key) => {
+            debug!(%peer, "at the connection cap: waiting for the place of a closing connection");
+            freed_slot(conns).await
         }
         Err(_) => {
             conns.metrics.connection_closed("too_many_connections");
             debug!(%peer, "closing a connection: at the connection cap, no connection to displace");
             None
         }
+    }
+}
+
+/// The next slot given back, within [`DISPLACE_WAIT`]; `None` (the connection is closed,
+/// `too_many_connections`) when none is.
+async fn freed_slot(conns: &Connections) -> Option<OwnedSemaphorePermit> {
+    match tokio::time::timeout(DISPLACE_WAIT, conns.slots.clone().acquire_owned()).await {
+        Ok(Ok(slot)) => Some(slot),
+        _ => {
+            conns.metrics.connection_closed("too_many_connections");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection of `key` in the table that the server has already decided to close (its
+    /// place not yet given back).
+    fn closing_connection(conns: &Connections, key: PeerKey) {
+        let activity = Activity::new(conns.peers.join(key));
+        activity.close(false);
+        let id = conns.next_id.fetch_add(1, Ordering::Relaxed);
+        conns.live().insert(id, activity);
+    }
+
+    #[tokio::test]
+    async fn a_new_peer_waits_for_a_place_when_every_connection_it_could_displace_is_closing() {
+        let conns = Connections::new(2, MetricsRegistry::default());
+        let mut places: Vec<_> = (0..2).map(|_| conns.slots.clone().try_acquire_owned().unwrap()).collect();
+        let big = PeerKey::of_ip([127, 0, 0, 3].into());
+        closing_connection(&conns, big);
+        closing_connection(&conns, big);
+        let (newcomer, addr) = (PeerKey::of_ip([127, 0, 0, 4].into()), SocketAddr::from(([127, 0, 0, 4], 1)));
+        let waiting = tokio::spawn({
+            let conns = conns.clone();
+            async move { connection_slot(&conns, &newcomer, addr).await }
+        });
+        // Long enough for a refusal, which comes at once (no timer before it).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "the new peer was turned away instead of waiting");
+        drop(places.pop()); // one closing connection gives its place back
+        let place = waiting.await.unwrap();
+        assert!(place.is_some(), "the new peer got no place");
+        // The peer holding the most is owed nothing: its newcomer is turned away at once.
+        assert!(connection_slot(&conns, &big, SocketAddr::from(([127, 0, 0, 3], 1))).await.is_none());
     }
 }

@@ -207,6 +207,19 @@ struct Seen {
     closed: AtomicBool,
     conn_window: AtomicI64,
     stream_window: AtomicI64,
+    /// The task reading the connection (it holds the writer too, to answer PING and SETTINGS).
+    reader: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Seen {
+    /// Ends the connection from our side: stops its reader, so the socket closes once the
+    /// flood's own writer is dropped too. A flood that hangs up has ended; what the server
+    /// still holds afterwards is what it keeps of closed connections.
+    fn hang_up(&self) {
+        if let Some(reader) = self.reader.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            reader.abort();
+        }
+    }
 }
 
 fn rst_name(code: u32) -> String {
@@ -244,7 +257,7 @@ async fn h2_connect(target: SocketAddr) -> std::io::Result<(Writer, Arc<Seen>)> 
     let w = Arc::new(Mutex::new(w));
     let (seen2, w2) = (seen.clone(), w.clone());
     let (got_settings_tx, got_settings_rx) = tokio::sync::oneshot::channel();
-    tokio::spawn(async move {
+    let reader = tokio::spawn(async move {
         let mut got_settings = Some(got_settings_tx);
         let mut head = [0u8; 9];
         let mut payload = Vec::new();
@@ -304,6 +317,7 @@ async fn h2_connect(target: SocketAddr) -> std::io::Result<(Writer, Arc<Seen>)> 
         }
         seen2.closed.store(true, Ordering::Relaxed);
     });
+    *seen.reader.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reader.abort_handle());
     tokio::time::timeout(Duration::from_secs(5), got_settings_rx)
         .await
         .map_err(|_| std::io::Error::other("no SETTINGS from the server within 5 s"))?
@@ -490,6 +504,7 @@ async fn flood_bodies(target: SocketAddr, conns: u32, streams: u32, hold: Durati
                     let deadline = Instant::now() + Duration::from_secs(10);
                     while seen.conn_window.load(Ordering::Relaxed) < n as i64 {
                         if seen.closed.load(Ordering::Relaxed) || Instant::now() > deadline {
+                            seen.hang_up();
                             return Ok::<_, std::io::Error>(seen);
                         }
                         if !buf.is_empty() {
@@ -515,6 +530,9 @@ async fn flood_bodies(target: SocketAddr, conns: u32, streams: u32, hold: Durati
                 }
             }
             tokio::time::sleep(hold).await;
+            // The flood ends: its connections close (left open, they would stay, idle, until
+            // the server's idle timeout).
+            seen.hang_up();
             Ok(seen)
         }));
     }
