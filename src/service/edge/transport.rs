@@ -19,10 +19,10 @@
 //!   the newcomer's own peer, its connection with the fewest calls in progress (idle longest
 //!   among equals) is closed whatever its use — so however many connections one peer opens,
 //!   busy or not, a new peer gets in (if every such connection is already closing, displaced
-//!   a moment before, it waits up to [`DISPLACE_WAIT`] for the next place given back). Otherwise (the newcomer's peer is among those holding
-//!   the most) the newcomer may only take the place of a connection idle for at least
-//!   [`DISPLACE_MIN_IDLE`], of its own peer or of a peer holding more than it; when there is
-//!   none it is closed instead. A connection that never carried a call may be displaced once
+//!   a moment before, it waits up to [`DISPLACE_WAIT`] for the next place given back).
+//!   Otherwise (the newcomer's peer is among those holding the most) the newcomer may only
+//!   take the place of a connection idle for at least [`DISPLACE_MIN_IDLE`], of its own
+//!   peer or of a peer holding more than it; when there is none it is closed instead. A connection that never carried a call may be displaced once
 //!   it is [`UNUSED_MIN_AGE`] old, so a churn of fresh unused connections slower than the cap
 //!   divided by [`UNUSED_MIN_AGE`] cannot keep newcomers of its own peer out either (a faster
 //!   one shares those admissions with them). A connection whose calls have all been health
