@@ -61,7 +61,7 @@ impl Default for TransportLimits {
             max_in_flight: 256,
             max_in_flight_per_connection: 64,
             max_queue_wait: Duration::from_millis(100),
-            max_pending_request_bytes: 32 * 1024 * 1024,
+            max_pending_request_bytes: 16 * 1024 * 1024,
             handshake_timeout: Duration::from_secs(5),
             max_pending_handshakes: 1024,
             max_connections: 128,
