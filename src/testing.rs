@@ -4,8 +4,9 @@
 //! bare transport and its timing constants. Not for production code: nothing here is stable.
 
 pub use crate::service::edge::guard::{overloaded, queued_too_long, timed_out, too_large};
+pub use crate::service::edge::http2::RETIRE_GRACE;
 pub use crate::service::edge::transport::{
-    DELIVERY_DEADLINE, DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE, UNUSED_MIN_AGE,
+    DELIVERY_DEADLINE, DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE, RETIRE_MIN_AGE, RETIRE_MIN_CALLS, UNUSED_MIN_AGE,
 };
 pub use crate::service::evidence::audit_sink::AuditRefused;
 pub use crate::service::evidence::audit_writer::Cause as AuditSinkCause;

@@ -123,7 +123,7 @@ pub struct ServeArgs {
     pub max_pending_handshakes: usize,
     /// Connections past the handshake, at most; a new one at the cap closes one of the peer
     /// holding the most, or the longest-idle one of its own peer (idle for a second at
-    /// least), or is closed itself.
+    /// least), or retires (GOAWAY) its peer's busiest one, or is closed itself.
     #[arg(long, env = "REDDOG_MAX_CONNECTIONS", default_value_t = TransportLimits::default().max_connections)]
     pub max_connections: usize,
     /// A connection without a call in progress for this long is closed, in seconds.

@@ -28,12 +28,14 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tonic::service::Routes;
 use tonic::transport::Server;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
 use crate::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
 use crate::service::edge::guard::{Activity, ActivityLayer, CallLimits, CallsInProgress, DrainStreams, Guarded};
+use crate::service::edge::http2;
 use crate::service::edge::limits::TransportLimits;
 use crate::service::edge::tls::TlsReloader;
 use crate::service::edge::transport::{self, Connections};
@@ -226,7 +228,7 @@ async fn serve_with<S: RedDog>(
     let wait = WorkerWait::spawn(&metrics);
     let service =
         Guarded::new(reddog_server(service), call_limits(&limits), calls.clone(), wait.clone(), metrics.clone());
-    let routes = main_routes(&limits, service, DrainStreams::new(health_service.clone(), stop_rx.clone()))?;
+    let routes = main_routes(service, DrainStreams::new(health_service.clone(), stop_rx.clone()))?;
 
     let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
     let ready = tokio::spawn(readiness(health.clone(), listeners.audit_health, drain_rx, metrics.serving_gauge()));
@@ -243,7 +245,7 @@ async fn serve_with<S: RedDog>(
     let conns = Connections::with_health_min_idle(limits.max_connections, transport::HEALTH_DISPLACE_MIN_IDLE, metrics);
     conns.set_worker_wait(wait);
     let incoming = transport::incoming(listeners.main, &limits, tls, conns.clone(), stop_rx.clone());
-    let serve = routes.serve_with_incoming_shutdown(incoming, stopped(stop_rx));
+    let serve = http2::serve(incoming, routes, http2_settings(&limits), stop_rx);
     let stop = Stop { drain: drain_tx, ready, listener: stop_tx, health_listener: health_stop_tx, health_task };
     serve_until(serve, shutdown, stop, &calls, &conns, drain_timeout).await
 }
@@ -263,7 +265,7 @@ struct Stop {
 /// Runs `serve` until it returns or `shutdown` resolves, then drains ([`drain`]) and stops
 /// the tasks beside it.
 async fn serve_until(
-    serve: impl Future<Output = Result<(), tonic::transport::Error>>,
+    serve: impl Future<Output = ()>,
     shutdown: impl Future<Output = ()>,
     mut stop: Stop,
     calls: &CallsInProgress,
@@ -273,7 +275,7 @@ async fn serve_until(
     tokio::pin!(serve);
     tokio::pin!(shutdown);
     let result = tokio::select! {
-        result = &mut serve => result.map_err(Into::into),
+        () = &mut serve => Ok(()),
         () = &mut shutdown => {
             info!("shutting down: health NOT_SERVING, draining in-flight calls");
             let _ = stop.drain.send(true);
@@ -295,22 +297,28 @@ fn reddog_server<S: RedDog>(service: S) -> RedDogServer<S> {
     RedDogServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES).max_encoding_message_size(MAX_REQUEST_BYTES)
 }
 
-/// The main listener's services under its HTTP/2 settings: RedDog (guarded), health and
-/// reflection.
+/// The main listener's services: RedDog (guarded), health and reflection.
 fn main_routes<S: RedDog, H: tonic_health::pb::health_server::Health>(
-    limits: &TransportLimits,
     service: Guarded<RedDogServer<S>>,
     health: DrainStreams<tonic_health::pb::health_server::HealthServer<H>>,
-) -> Result<tonic::transport::server::Router, ServeError> {
-    Ok(http2_server(limits)
-        .initial_stream_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
-        .http2_max_local_error_reset_streams(Some(limits.max_local_error_resets))
-        // RedDog calls count as their connection's activity in `Guarded`; the others here.
-        .add_service(Activity::health(health))
+) -> Result<Routes, ServeError> {
+    // RedDog calls count as their connection's activity in `Guarded`; the others here.
+    Ok(Routes::new(Activity::health(health))
         .add_service(Activity::new(reflection().build_v1()?))
         .add_service(Activity::new(reflection().build_v1alpha()?))
         .add_service(service))
+}
+
+/// The main listener's HTTP/2 settings.
+fn http2_settings(limits: &TransportLimits) -> http2::Settings {
+    http2::Settings {
+        max_concurrent_streams: limits.max_concurrent_streams_per_connection,
+        stream_window: STREAM_WINDOW,
+        connection_window: CONNECTION_WINDOW,
+        keepalive_interval: limits.keepalive_interval,
+        keepalive_timeout: KEEPALIVE_TIMEOUT,
+        max_local_error_resets: limits.max_local_error_resets,
+    }
 }
 
 /// Server reflection's descriptor sets: the RedDog and health services, and google.rpc
@@ -334,7 +342,8 @@ fn call_limits(limits: &TransportLimits) -> CallLimits {
     }
 }
 
-/// The HTTP/2 settings both listeners share: keepalive pings and concurrent streams.
+/// The health-only listener's HTTP/2 server: keepalive pings and concurrent streams as on the
+/// main listener ([`http2_settings`]), tonic's defaults otherwise.
 fn http2_server(limits: &TransportLimits) -> Server {
     Server::builder()
         .http2_keepalive_interval(Some(limits.keepalive_interval))
@@ -375,18 +384,18 @@ fn spawn_health_listener<H: tonic_health::pb::health_server::Health>(
 /// waits for `serve` to return — all within `drain_timeout`, after which every connection is
 /// closed and the drain ends with calls open.
 async fn drain(
-    mut serve: std::pin::Pin<&mut impl Future<Output = Result<(), tonic::transport::Error>>>,
+    mut serve: std::pin::Pin<&mut impl Future<Output = ()>>,
     calls: &CallsInProgress,
     conns: &Connections,
     drain_timeout: Duration,
 ) -> Result<(), ServeError> {
     let drain = async {
         tokio::select! {
-            result = &mut serve => return result,
+            () = &mut serve => return,
             () = calls.none() => {}
         }
         tokio::select! {
-            result = &mut serve => return result,
+            () = &mut serve => return,
             () = tokio::time::sleep(DRAIN_WRITE_GRACE) => {}
         }
         let open = conns.len();
@@ -397,9 +406,9 @@ async fn drain(
         (&mut serve).await
     };
     match tokio::time::timeout(drain_timeout, drain).await {
-        Ok(result) => {
+        Ok(()) => {
             info!("drained; stopped");
-            result.map_err(Into::into)
+            Ok(())
         }
         Err(_) => {
             warn!(

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BufMut};
 use reddog::service::proto::{self, GetRulesRequest};
 use reddog::service::{Application, KeyRingSource, Settings};
-use reddog::testing::{DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE};
+use reddog::testing::{DISPLACE_MIN_IDLE, HEALTH_DISPLACE_MIN_IDLE, RETIRE_GRACE, RETIRE_MIN_AGE, RETIRE_MIN_CALLS};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;
@@ -540,6 +540,49 @@ async fn at_the_cap_a_new_connection_closes_the_longest_idle_one_but_not_one_in_
     until_closed(oldest, Duration::from_secs(5)).await;
     b.get_rules(GetRulesRequest::default()).await.expect("the busier connection kept");
     eventually_connects(server.addr).await;
+    server.stop().await;
+}
+
+/// At the cap, a newcomer whose own peer holds every connection, none idle, gets in by
+/// retiring the one piling calls up: it is closed gracefully (GOAWAY; its calls, which never
+/// end here, are cut [`RETIRE_GRACE`] later), its place goes to the newcomer, and the
+/// connection calling one at a time is kept. Before [`RETIRE_MIN_AGE`] nothing is retired.
+#[tokio::test]
+async fn at_the_cap_a_newcomer_of_the_same_peer_retires_the_connection_piling_calls_up() {
+    const RETIRED: &str = r#"reddog_connections_closed_total{reason="retired"}"#;
+    let mut s = settings(&ring_a());
+    s.limits.max_connections = 2;
+    let server = TestServer::spawn(s).await;
+    let piling = channel(server.addr).await;
+    let stalled: Vec<_> = (0..RETIRE_MIN_CALLS + 2)
+        .map(|_| partial_get_rules(&piling, bytes::Bytes::from_static(&[0, 0, 0, 0, 100])))
+        .collect();
+    let mut steady = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
+    steady.get_rules(GetRulesRequest::default()).await.unwrap();
+    // Both younger than the rule: a newcomer is closed, neither of them retired.
+    let mut early = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
+    assert!(early.get_rules(GetRulesRequest::default()).await.is_err(), "a newcomer got in before {RETIRE_MIN_AGE:?}");
+    assert_eq!(server.metric(RETIRED), Some(0.0));
+    // The time is the rule itself here (the transport's clock is the monotonic one).
+    tokio::time::sleep(RETIRE_MIN_AGE + Duration::from_millis(100)).await;
+    // The steady client called within the last second (not idle), one call at a time.
+    steady.get_rules(GetRulesRequest::default()).await.unwrap();
+    let started = Instant::now();
+    let mut newcomer = proto::red_dog_client::RedDogClient::new(channel(server.addr).await);
+    newcomer.get_rules(GetRulesRequest::default()).await.expect("the newcomer gets the retired connection's place");
+    let waited = started.elapsed();
+    assert_eq!(server.metric(RETIRED), Some(1.0));
+    assert_eq!(server.metric(r#"reddog_connections_closed_total{reason="displaced"}"#), Some(0.0));
+    // Its calls never end, so the retired connection was closed at the grace's end.
+    assert!(waited >= RETIRE_GRACE - Duration::from_millis(100), "in after {waited:?}, before the grace ended");
+    for (_, call) in stalled {
+        tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .expect("a call of the retired connection still open")
+            .unwrap();
+    }
+    steady.get_rules(GetRulesRequest::default()).await.expect("the connection calling one at a time kept");
+    newcomer.get_rules(GetRulesRequest::default()).await.unwrap();
     server.stop().await;
 }
 

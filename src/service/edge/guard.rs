@@ -13,8 +13,9 @@
 //!   and an empty one INVALID_ARGUMENT. A call whose task waited longer than the bound from
 //!   its headers reaching this service until a thread first ran it is shed instead of run.
 //!   Then it takes a slot within its connection's share ([`CallLimits::per_connection`]),
-//!   its peer's share (`super::peers`) and under the global cap
-//!   ([`CallLimits::max_in_flight`]); a call over any is answered RESOURCE_EXHAUSTED
+//!   its peer's share (`super::peers`; not for a connection's first slot, so one client of
+//!   a peer whose others hold its share still gets a call at a time through) and under the
+//!   global cap ([`CallLimits::max_in_flight`]); a call over any is answered RESOURCE_EXHAUSTED
 //!   (`OVERLOADED`) at once — load shedding — as is every call of a peer penalized for
 //!   leaving answers unread (with what is left of the penalty as the retry delay). The slot is
 //!   held until its answer has been sent. Neither a connection nor a peer takes a slot while

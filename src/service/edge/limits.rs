@@ -41,10 +41,11 @@ pub struct TransportLimits {
     /// Connections past the handshake, at most. A new connection at the cap gets in by
     /// closing one of the peer holding the most connections if that peer holds at least two
     /// more than the newcomer's, else the longest-idle one of its own peer or of a peer
-    /// holding more (idle for `transport::DISPLACE_MIN_IDLE` at least); when there is none it
-    /// is closed. With `max_concurrent_streams_per_connection` it bounds the streams (and
-    /// their memory) the server holds at once: 128 × 100 (docs/RELIABILITY.md, "Floods and
-    /// limits").
+    /// holding more (idle for `transport::DISPLACE_MIN_IDLE` at least), else by retiring
+    /// (GOAWAY) the busiest of those (`transport::RETIRE_MIN_AGE`); when there is none it is
+    /// closed. With `max_concurrent_streams_per_connection` it bounds the streams (and their
+    /// memory) the server holds at once, and so how long a saturating load's calls queue in
+    /// the server's sockets: 64 × 100 (docs/RELIABILITY.md, "Floods and limits", "Overload").
     pub max_connections: usize,
     /// A connection with no call in progress for this long is closed.
     pub idle_timeout: Duration,
@@ -64,7 +65,7 @@ impl Default for TransportLimits {
             max_pending_request_bytes: 16 * 1024 * 1024,
             handshake_timeout: Duration::from_secs(5),
             max_pending_handshakes: 1024,
-            max_connections: 128,
+            max_connections: 64,
             idle_timeout: Duration::from_secs(300),
             keepalive_interval: Duration::from_secs(30),
         }

@@ -20,12 +20,18 @@
 //!   among equals) is closed whatever its use — so however many connections one peer opens,
 //!   busy or not, a new peer gets in (if every such connection is already closing, displaced
 //!   a moment before, it waits up to [`DISPLACE_WAIT`] for the next place given back).
-//!   Otherwise (the newcomer's peer is among those holding the most) the newcomer may only
-//!   take the place of a connection idle for at least [`DISPLACE_MIN_IDLE`], of its own
-//!   peer or of a peer holding more than it; when there is none it is closed instead. A connection that never carried a call may be displaced once
-//!   it is [`UNUSED_MIN_AGE`] old, so a churn of fresh unused connections slower than the cap
-//!   divided by [`UNUSED_MIN_AGE`] cannot keep newcomers of its own peer out either (a faster
-//!   one shares those admissions with them). A connection whose calls have all been health
+//!   Otherwise (the newcomer's peer is among those holding the most) the newcomer takes the
+//!   place of a connection idle for at least [`DISPLACE_MIN_IDLE`], of its own peer or of a
+//!   peer holding more than it; failing that, it *retires* the one of those with the most
+//!   calls in progress, among those open for [`RETIRE_MIN_AGE`] with [`RETIRE_MIN_CALLS`]
+//!   calls in progress at least: the connection closes gracefully (`super::http2`: GOAWAY,
+//!   its calls finish) and its place is handed to the newcomer, which waits up to
+//!   [`DISPLACE_WAIT`] for it. So a cap full of one peer's busy connections does not keep
+//!   that peer's next client out, and a client calling one at a time keeps its place. When
+//!   there is none it is closed instead. A connection that never carried a call may be
+//!   displaced once it is [`UNUSED_MIN_AGE`] old, so a churn of fresh unused connections
+//!   slower than the cap divided by [`UNUSED_MIN_AGE`] cannot keep newcomers of its own peer
+//!   out either (a faster one shares those admissions with them). A connection whose calls have all been health
 //!   checks may be displaced by that rule only once idle for the table's health threshold
 //!   ([`HEALTH_DISPLACE_MIN_IDLE`] on the gRPC port), so a prober checking less often than
 //!   once a second is not cut by a connection flood of its own address.
@@ -62,7 +68,7 @@ use std::time::{Duration, Instant};
 use atomic_waker::AtomicWaker;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
@@ -110,6 +116,13 @@ pub(crate) struct Activity {
     undelivered: [AtomicUsize; 2],
     /// The delivery epoch (its low bit indexes `undelivered`), advanced by the sweep.
     epoch: AtomicUsize,
+    /// When it was admitted.
+    opened: Instant,
+    /// Asked to close gracefully ([`Self::retire`]); its server task waits on `retire`.
+    retiring: AtomicBool,
+    retire: Notify,
+    /// The newcomer its place goes to once it has closed, if it was retired for one.
+    heir: Mutex<Option<oneshot::Sender<OwnedSemaphorePermit>>>,
 }
 
 impl Activity {
@@ -126,7 +139,36 @@ impl Activity {
             waker: AtomicWaker::new(),
             undelivered: [AtomicUsize::new(0), AtomicUsize::new(0)],
             epoch: AtomicUsize::new(0),
+            opened: Instant::now(),
+            retiring: AtomicBool::new(false),
+            retire: Notify::new(),
+            heir: Mutex::new(None),
         })
+    }
+
+    /// Asks the connection to close gracefully (its server task sends GOAWAY and lets the
+    /// calls in progress finish, `super::http2`), its place going to `heir` once it has.
+    fn retire(&self, heir: oneshot::Sender<OwnedSemaphorePermit>) {
+        *self.heir.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(heir);
+        self.retiring.store(true, Ordering::Release);
+        self.retire.notify_one();
+    }
+
+    /// Resolves once the connection has been retired ([`Connections::make_room`]).
+    pub(crate) async fn retired(&self) {
+        while !self.retiring.load(Ordering::Acquire) {
+            self.retire.notified().await;
+        }
+    }
+
+    /// Whether the server has decided to close it (displaced, idle, retired, aborted).
+    fn leaving(&self) -> bool {
+        self.closing.load(Ordering::Acquire) || self.retiring.load(Ordering::Acquire)
+    }
+
+    /// Ends its reads and writes at once, whatever the peer does.
+    pub(crate) fn abort(&self) {
+        self.close(true);
     }
 
     /// Counts an answer as undelivered until the returned guard is dropped (its body sent or
@@ -166,16 +208,21 @@ impl Activity {
     /// Takes one of the global slots for a call of this connection: within the connection's
     /// `share`, and unless the connection, or its peer, holds as many as are still `free` (so
     /// however many connections or peers take slots greedily, some stay free for a newcomer:
-    /// with `n` of them, about `free / (n + 1)`); never while its peer is penalized.
+    /// with `n` of them, about `free / (n + 1)`); never while its peer is penalized. A
+    /// connection's first slot is not held to its peer's share: a connection of a peer whose
+    /// other connections hold all its share (a second client behind the same address, a
+    /// mesh sidecar's) still gets a call at a time through. There are no more such slots
+    /// than connections (the connection cap, under the global cap).
     pub(crate) fn admit(self: &Arc<Self>, share: usize, free: usize) -> Result<Admitted, Refused> {
         if let Some(left) = self.peer.penalty_left(now_ms()) {
             return Err(Refused::Penalized(left));
         }
-        if self.admitted.fetch_add(1, Ordering::AcqRel) >= share.min(free) {
+        let held = self.admitted.fetch_add(1, Ordering::AcqRel);
+        if held >= share.min(free) {
             self.admitted.fetch_sub(1, Ordering::AcqRel);
             return Err(Refused::Share);
         }
-        if !self.peer.take_slot(free) {
+        if !self.peer.take_slot(if held == 0 { usize::MAX } else { free }) {
             self.admitted.fetch_sub(1, Ordering::AcqRel);
             return Err(Refused::Share);
         }
@@ -323,12 +370,16 @@ impl Connections {
     /// least two more than `newcomer`, else the connection idle longest past its threshold
     /// (`min_idle`; the table's health threshold if it carried only health checks;
     /// [`UNUSED_MIN_AGE`] if it never carried a call) among those of `newcomer` and of the
-    /// peers holding more. Whether one was closed.
-    fn make_room(&self, newcomer: &PeerKey, min_idle: Duration) -> bool {
+    /// peers holding more; failing both, retires the oldest of those open for
+    /// [`RETIRE_MIN_AGE`] at least, its place promised to `newcomer`.
+    fn make_room(&self, newcomer: &PeerKey, min_idle: Duration) -> Room {
         let mine = self.peers.get(newcomer).map_or(0, |p| p.connections());
         let live = self.live();
-        let open: Vec<&Arc<Activity>> = live.values().filter(|a| !a.closing.load(Ordering::Acquire)).collect();
-        close_of_biggest_peer(&open, newcomer, mine) || self.close_longest_idle(&open, newcomer, mine, min_idle)
+        let open: Vec<&Arc<Activity>> = live.values().filter(|a| !a.leaving()).collect();
+        if close_of_biggest_peer(&open, newcomer, mine) || self.close_longest_idle(&open, newcomer, mine, min_idle) {
+            return Room::Displaced;
+        }
+        retire_busiest(&open, newcomer, mine).map_or(Room::None, Room::Promised)
     }
 
     /// Whether a peer other than `newcomer`'s holds at least two more connections than it
@@ -422,18 +473,34 @@ impl Connections {
     }
 }
 
-/// A connection's place in [`Connections`], given back when the connection is dropped.
+/// What [`Connections::make_room`] did.
+enum Room {
+    /// Closed a connection: its place goes to the first connection waiting for one.
+    Displaced,
+    /// Retired one: its place goes to the newcomer, through this, once it has closed.
+    Promised(oneshot::Receiver<OwnedSemaphorePermit>),
+    /// Nothing.
+    None,
+}
+
+/// A connection's place in [`Connections`], given back when the connection is dropped (or
+/// handed to the newcomer it was retired for).
 struct Entry {
     table: Arc<Connections>,
     id: u64,
     peer: Arc<Peer>,
-    _slot: OwnedSemaphorePermit,
+    slot: Option<OwnedSemaphorePermit>,
 }
 
 impl Drop for Entry {
     fn drop(&mut self) {
-        self.table.live().remove(&self.id);
+        let gone = self.table.live().remove(&self.id);
         self.table.peers.leave(&self.peer, now_ms());
+        let heir = gone.and_then(|a| a.heir.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
+        if let (Some(heir), Some(slot)) = (heir, self.slot.take()) {
+            // A newcomer that stopped waiting drops the place, giving it back.
+            let _ = heir.send(slot);
+        }
     }
 }
 
@@ -610,6 +677,27 @@ fn close_of_biggest_peer(open: &[&Arc<Activity>], newcomer: &PeerKey, mine: usiz
     }
 }
 
+/// Retires the connection with the most calls in progress (the oldest among equals) among
+/// those of `newcomer` and of the peers holding more than its `mine` that have been open for
+/// [`RETIRE_MIN_AGE`] at least and have [`RETIRE_MIN_CALLS`] calls in progress at least; the
+/// receiver gets its place once it has closed. (A client calling one at a time, or a
+/// prober, keeps its connection: the places retired are those of connections that pile
+/// calls up.)
+fn retire_busiest(
+    open: &[&Arc<Activity>],
+    newcomer: &PeerKey,
+    mine: usize,
+) -> Option<oneshot::Receiver<OwnedSemaphorePermit>> {
+    let oldest = open
+        .iter()
+        .filter(|a| a.peer.key() == *newcomer || a.peer.connections() > mine)
+        .filter(|a| a.opened.elapsed() >= RETIRE_MIN_AGE && a.calls_in_progress() >= RETIRE_MIN_CALLS)
+        .max_by_key(|a| (a.calls_in_progress(), std::cmp::Reverse(a.opened)))?;
+    let (heir, place) = oneshot::channel();
+    oldest.retire(heir);
+    Some(place)
+}
+
 /// Accepts connections on `listener` and yields those that completed the handshake (TLS if
 /// `tls`, then the HTTP/2 preface) in time, until `stop` turns true; then the listener and
 /// every connection still in its handshake are closed and the stream ends. `conns` is the
@@ -673,8 +761,21 @@ async fn sweep(conns: Arc<Connections>, idle_timeout: Duration, mut stop: watch:
 pub const DELIVERY_DEADLINE: Duration = Duration::from_secs(1);
 
 /// How long a connection that completed its handshake at the cap waits for the slot of the
-/// idle connection it displaced.
+/// connection it displaced or retired.
 const DISPLACE_WAIT: Duration = Duration::from_secs(2);
+
+/// A newcomer at the cap that finds no connection to displace retires (closes gracefully:
+/// GOAWAY, its calls in progress finish) the busiest connection of its own peer, or of a peer
+/// holding more, among those open this long with [`RETIRE_MIN_CALLS`] in progress
+/// (`retire_busiest`): so the cap full of one peer's busy
+/// connections does not keep that peer's next client out (a platform's second instance
+/// behind the same address), while each connection, once in, keeps its place for this long
+/// however fast newcomers arrive.
+pub const RETIRE_MIN_AGE: Duration = Duration::from_secs(1);
+
+/// Calls in progress a connection must have for a newcomer at the cap to retire it: more than
+/// a client calling one at a time has.
+pub const RETIRE_MIN_CALLS: usize = 2;
 
 /// How long a connection must have had no call in progress before a new connection at the
 /// cap may displace it (an accepted connection counts as idle since its accept).
@@ -737,7 +838,7 @@ async fn admit(
         inner: stream,
         replayed: 0,
         info: ConnInfo { remote_addr: Some(peer), local_addr, tls: is_tls, activity },
-        _entry: Entry { table: conns, id, peer: peer_entry, _slot: slot },
+        _entry: Entry { table: conns, id, peer: peer_entry, slot: Some(slot) },
     };
     let _ = tx.send(Ok(io)).await;
 }
@@ -789,20 +890,33 @@ async fn wait_out_penalty(conns: &Connections, key: &PeerKey, peer: SocketAddr) 
 /// A place under the connection cap, made by displacing a connection when the cap is full
 /// (`Connections::make_room`); `None` when there is none to be had (the connection is closed).
 async fn connection_slot(conns: &Connections, key: &PeerKey, peer: SocketAddr) -> Option<OwnedSemaphorePermit> {
-    match conns.slots.clone().try_acquire_owned() {
-        Ok(slot) => Some(slot),
-        Err(_) if conns.make_room(key, DISPLACE_MIN_IDLE) => {
+    if let Ok(slot) = conns.slots.clone().try_acquire_owned() {
+        return Some(slot);
+    }
+    match conns.make_room(key, DISPLACE_MIN_IDLE) {
+        Room::Displaced => {
             conns.metrics.connection_closed("displaced");
             debug!(%peer, "at the connection cap: closed a connection to make room");
             freed_slot(conns).await
         }
+        Room::Promised(place) => {
+            conns.metrics.connection_closed("retired");
+            debug!(%peer, "at the connection cap: waiting for the place of a connection closing gracefully");
+            match tokio::time::timeout(DISPLACE_WAIT, place).await {
+                Ok(Ok(slot)) => Some(slot),
+                _ => {
+                    conns.metrics.connection_closed("too_many_connections");
+                    None
+                }
+            }
+        }
         // Slots are handed out first come, first served, so the places of the connections
         // closing now go to those who closed them, and the next one to this newcomer.
-        Err(_) if conns.outnumbered(key) => {
+        Room::None if conns.outnumbered(key) => {
             debug!(%peer, "at the connection cap: waiting for the place of a closing connection");
             freed_slot(conns).await
         }
-        Err(_) => {
+        Room::None => {
             conns.metrics.connection_closed("too_many_connections");
             debug!(%peer, "closing a connection: at the connection cap, no connection to displace");
             None
@@ -833,6 +947,88 @@ mod tests {
         activity.close(false);
         let id = conns.next_id.fetch_add(1, Ordering::Relaxed);
         conns.live().insert(id, activity);
+    }
+
+    /// A connection of `key` in the table, holding one of `conns`' places, opened `age` ago
+    /// with `calls` in progress (kept while the returned guards live).
+    fn connection(
+        conns: &Arc<Connections>,
+        key: PeerKey,
+        age: Duration,
+        calls: usize,
+    ) -> (Arc<Activity>, Entry, Vec<ActivityGuard>) {
+        let peer = conns.peers.join(key);
+        let mut activity = Activity::new(peer.clone());
+        Arc::get_mut(&mut activity).unwrap().opened = Instant::now() - age;
+        let guards = (0..calls).map(|_| activity.begin()).collect();
+        let id = conns.next_id.fetch_add(1, Ordering::Relaxed);
+        conns.live().insert(id, activity.clone());
+        let slot = conns.slots.clone().try_acquire_owned().unwrap();
+        (activity, Entry { table: conns.clone(), id, peer, slot: Some(slot) }, guards)
+    }
+
+    #[tokio::test]
+    async fn a_newcomer_of_a_peer_holding_the_cap_busy_retires_its_busiest_connection_and_takes_its_place() {
+        let conns = Connections::new(3, MetricsRegistry::default());
+        let (key, addr) = (PeerKey::of_ip([127, 0, 0, 3].into()), SocketAddr::from(([127, 0, 0, 3], 1)));
+        let old = RETIRE_MIN_AGE * 2;
+        let (steady, _steady_entry, _s) = connection(&conns, key, old, 1); // one call at a time
+        let (busy, busy_entry, _b) = connection(&conns, key, old, RETIRE_MIN_CALLS + 1);
+        let (young, _young_entry, _y) = connection(&conns, key, RETIRE_MIN_AGE / 2, RETIRE_MIN_CALLS + 5);
+        let waiting = tokio::spawn({
+            let conns = conns.clone();
+            async move { connection_slot(&conns, &key, addr).await }
+        });
+        tokio::time::timeout(Duration::from_secs(1), busy.retired()).await.expect("the busiest old connection retired");
+        assert!(
+            !steady.leaving() && !young.leaving(),
+            "a client calling one at a time, or a young connection, retired"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "the newcomer did not wait for the retired connection's place");
+        drop(busy_entry); // the retired connection closes
+        let _place = waiting.await.unwrap().expect("the newcomer did not get the retired connection's place");
+        // The others are not retired for it, nor for the next newcomer: none is left to retire.
+        assert!(connection_slot(&conns, &key, addr).await.is_none());
+        assert!(!steady.leaving() && !young.leaving());
+    }
+
+    /// A retired connection's place goes to the newcomer it was retired for, not to another
+    /// waiting at the cap; if that newcomer gave up, the place is given back.
+    #[tokio::test]
+    async fn a_retired_connections_place_goes_to_its_heir_or_back_to_the_cap() {
+        let conns = Connections::new(1, MetricsRegistry::default());
+        let (activity, entry, _calls) = connection(&conns, PeerKey::of_ip([127, 0, 0, 3].into()), RETIRE_MIN_AGE, 0);
+        let (heir, place) = oneshot::channel();
+        activity.retire(heir);
+        let other = tokio::spawn(conns.slots.clone().acquire_owned());
+        drop(entry);
+        let inherited = place.await.expect("the heir got no place");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!other.is_finished(), "the place went to another waiting");
+        other.abort();
+        let _ = other.await;
+        drop(inherited);
+        let (activity, entry, _calls) = connection(&conns, PeerKey::of_ip([127, 0, 0, 3].into()), RETIRE_MIN_AGE, 0);
+        let (heir, place) = oneshot::channel();
+        activity.retire(heir);
+        drop(place); // the newcomer gave up
+        drop(entry);
+        assert!(conns.slots.clone().try_acquire_owned().is_ok(), "the place was not given back");
+    }
+
+    /// A connection's first slot is not held to its peer's share; its second is.
+    #[test]
+    fn a_connection_gets_its_first_slot_while_its_peer_holds_its_share() {
+        let conns = Connections::new(4, MetricsRegistry::default());
+        let key = PeerKey::of_ip([127, 0, 0, 3].into());
+        let (greedy, _e1, _c1) = connection(&conns, key, Duration::ZERO, 0);
+        let (second, _e2, _c2) = connection(&conns, key, Duration::ZERO, 0);
+        // 8 slots free: the peer takes 4 through one connection, then holds as many as are free.
+        let mut held: Vec<_> = (0..4).map(|i| greedy.admit(64, 8 - i).unwrap()).collect();
+        assert_eq!(greedy.admit(64, 4).unwrap_err(), Refused::Share);
+        held.push(second.admit(64, 4).expect("a connection's first slot"));
+        assert_eq!(second.admit(64, 3).unwrap_err(), Refused::Share, "its second slot, over the peer's share");
     }
 
     #[tokio::test]

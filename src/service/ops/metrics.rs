@@ -32,7 +32,7 @@
 //! | `reddog_peer_penalties_total` | counter | | penalties given to a peer (address or client certificate) whose connection was closed for leaving answers unread: no slot, no new connection meanwhile |
 //! | `reddog_request_timeouts_total` | counter | | RedDog calls cut at `--request-timeout-ms` (DEADLINE_EXCEEDED) |
 //! | `reddog_undecodable_requests_total` | counter | `code` | requests tonic could not decode (INVALID_ARGUMENT) or that were over the size limit (RESOURCE_EXHAUSTED) |
-//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections` (at the cap, every connection busy within the last second), `displaced` (the longest-idle connection, idle for a second at least, closed at the cap to let a new one in), `idle`, `undelivered` (answers unread for 1–2 s), `penalized` (a new connection of a penalized peer past the 16 held) |
+//! | `reddog_connections_closed_total` | counter | `reason` | connections the server closed: `handshake_timeout`, `tls`, `not_http2`, `too_many_handshakes`, `too_many_connections` (at the cap, no connection to displace or retire), `displaced` (a connection closed at the cap to let a new one in: of the peer holding the most, or idle), `retired` (a busy connection closed gracefully at the cap, GOAWAY, its calls finished, to let a new one of its peer in), `idle`, `undelivered` (answers unread for 1–2 s), `penalized` (a new connection of a penalized peer past the 16 held) |
 //! | `reddog_accept_backoffs_total` | counter | | accept failures (out of file descriptors or memory) that made an accept loop (gRPC, health or `/metrics`) back off |
 //! | `reddog_log_lines_dropped_total` | counter | | diagnostic log lines dropped because stderr took nothing while 4 MiB waited (`log_writer`: a stalled stderr never blocks a call, health or the shutdown) |
 //! | `reddog_audit_records_total` | counter | | audit records handed to the trail's writer (`audit_sink`) |
@@ -500,6 +500,7 @@ impl MetricsRegistry {
             "too_many_handshakes",
             "too_many_connections",
             "displaced",
+            "retired",
             "idle",
             "undelivered",
             "penalized",

@@ -581,6 +581,11 @@ struct LoadResults {
     /// Connections that failed to open, or that the server closed before answering a call
     /// (at the connection cap): their calls are not counted.
     conns_failed: u64,
+    /// Calls not taken because the server was closing their connection gracefully (GOAWAY):
+    /// sent again on a new connection.
+    going_away: u64,
+    /// New connections opened after the server closed one gracefully.
+    reconnects: u64,
 }
 
 impl LoadResults {
@@ -591,6 +596,8 @@ impl LoadResults {
             *self.other.entry(k).or_default() += v;
         }
         self.conns_failed += o.conns_failed;
+        self.going_away += o.going_away;
+        self.reconnects += o.reconnects;
     }
 }
 
@@ -602,39 +609,162 @@ fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
     f64::from(sorted[i]) / 1000.0
 }
 
-/// One CommitSeed over `send`: its gRPC status (`None` for a stream or connection error, named
-/// in the `Err`).
+/// Why a load call got no gRPC status.
+enum CallError {
+    /// The server is closing the connection gracefully (GOAWAY without an error): the call was
+    /// not taken, and a client opens a new connection for its next one.
+    GoingAway,
+    /// A stream or connection error, by name.
+    Other(String),
+}
+
+impl CallError {
+    fn of(step: &str, e: &h2::Error) -> CallError {
+        if e.is_go_away() && e.reason() == Some(h2::Reason::NO_ERROR) {
+            CallError::GoingAway
+        } else {
+            CallError::Other(format!("{step}: {e}"))
+        }
+    }
+}
+
+/// One CommitSeed over `send`: its gRPC status.
 async fn load_call(
     send: &h2::client::SendRequest<bytes::Bytes>,
     target: SocketAddr,
     body: &bytes::Bytes,
-) -> Result<String, String> {
-    let mut send = send.clone().ready().await.map_err(|e| format!("ready: {e}"))?;
+) -> Result<String, CallError> {
+    let mut send = send.clone().ready().await.map_err(|e| CallError::of("ready", &e))?;
     let request = http::Request::builder()
         .method("POST")
         .uri(format!("http://{target}/reddog.v1.RedDog/CommitSeed"))
         .header("content-type", "application/grpc")
         .header("te", "trailers")
         .body(())
-        .map_err(|e| e.to_string())?;
-    let (response, mut stream) = send.send_request(request, false).map_err(|e| format!("send: {e}"))?;
-    stream.send_data(body.clone(), true).map_err(|e| format!("send: {e}"))?;
-    let response = response.await.map_err(|e| format!("response: {e}"))?;
+        .map_err(|e| CallError::Other(e.to_string()))?;
+    let (response, mut stream) = send.send_request(request, false).map_err(|e| CallError::of("send", &e))?;
+    stream.send_data(body.clone(), true).map_err(|e| CallError::of("send", &e))?;
+    let response = response.await.map_err(|e| CallError::of("response", &e))?;
     let status = |h: &http::HeaderMap| h.get("grpc-status").and_then(|v| v.to_str().ok()).map(str::to_string);
     if let Some(code) = status(response.headers()) {
         return Ok(code);
     }
     let mut body = response.into_body();
     while let Some(chunk) = body.data().await {
-        let chunk = chunk.map_err(|e| format!("body: {e}"))?;
+        let chunk = chunk.map_err(|e| CallError::of("body", &e))?;
         let _ = body.flow_control().release_capacity(chunk.len());
     }
-    let trailers = body.trailers().await.map_err(|e| format!("trailers: {e}"))?;
-    trailers.as_ref().and_then(status).ok_or_else(|| "no grpc-status".to_string())
+    let trailers = body.trailers().await.map_err(|e| CallError::of("trailers", &e))?;
+    trailers.as_ref().and_then(status).ok_or_else(|| CallError::Other("no grpc-status".into()))
+}
+
+/// An HTTP/2 connection to `target` (from `source`), within 5 s.
+async fn load_connect(
+    target: SocketAddr,
+    source: Option<std::net::IpAddr>,
+) -> Option<(h2::client::SendRequest<bytes::Bytes>, tokio::task::JoinHandle<Result<(), h2::Error>>)> {
+    let connected = async {
+        let socket = if target.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+        if let Some(ip) = source {
+            socket.bind(SocketAddr::new(ip, 0))?;
+        }
+        let tcp = socket.connect(target).await?;
+        tcp.set_nodelay(true)?;
+        h2::client::Builder::new()
+            .initial_window_size(1 << 20)
+            .initial_connection_window_size(1 << 24)
+            .handshake::<_, bytes::Bytes>(tcp)
+            .await
+            .map_err(std::io::Error::other)
+    };
+    match tokio::time::timeout(Duration::from_secs(5), connected).await {
+        Ok(Ok((send, connection))) => Some((send, tokio::spawn(connection))),
+        _ => None,
+    }
+}
+
+/// How one connection of the load ended.
+enum Ended {
+    /// The server closed it gracefully (GOAWAY): the client opens a new one.
+    WentAway,
+    /// The run is over, or the connection failed.
+    Done,
+}
+
+/// One connection of the load: `streams` callers until `until` or until it goes away.
+async fn load_connection(
+    target: SocketAddr,
+    source: Option<std::net::IpAddr>,
+    streams: u32,
+    until: Instant,
+    body: bytes::Bytes,
+    results: &mut LoadResults,
+) -> Ended {
+    let Some((send, driver)) = load_connect(target, source).await else {
+        results.conns_failed += 1;
+        return Ended::Done;
+    };
+    // The first call, alone, lets the server's SETTINGS arrive; then at most its
+    // SETTINGS_MAX_CONCURRENT_STREAMS callers (h2load does the same with -m). An error before
+    // any answer means the connection was refused (closed at the connection cap), not that
+    // calls failed: its calls are not counted.
+    match load_call(&send, target, &body).await {
+        Ok(_) => {}
+        Err(CallError::GoingAway) => {
+            results.going_away += 1;
+            driver.abort();
+            return Ended::WentAway;
+        }
+        Err(CallError::Other(_)) => {
+            results.conns_failed += 1;
+            driver.abort();
+            return Ended::Done;
+        }
+    }
+    let went_away = Arc::new(AtomicBool::new(false));
+    let callers_n = streams.min(u32::try_from(send.current_max_send_streams()).unwrap_or(u32::MAX)).max(1);
+    let mut callers = tokio::task::JoinSet::new();
+    for _ in 0..callers_n {
+        let (send, body, went_away) = (send.clone(), body.clone(), went_away.clone());
+        callers.spawn(async move {
+            let mut r = LoadResults::default();
+            while Instant::now() < until {
+                let started = Instant::now();
+                let outcome = load_call(&send, target, &body).await;
+                let us = u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX);
+                match outcome {
+                    Ok(code) if code == "0" => r.ok_us.push(us),
+                    Ok(code) if code == "8" => r.shed_us.push(us),
+                    Ok(code) => *r.other.entry(format!("grpc-status {code}")).or_default() += 1,
+                    Err(CallError::GoingAway) => {
+                        r.going_away += 1;
+                        went_away.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    Err(CallError::Other(e)) => {
+                        *r.other.entry(e.split(':').next().unwrap_or(&e).to_string()).or_default() += 1;
+                        if send.clone().ready().await.is_err() {
+                            break; // the connection is gone
+                        }
+                    }
+                }
+            }
+            r
+        });
+    }
+    while let Some(r) = callers.join_next().await {
+        if let Ok(r) = r {
+            results.merge(r);
+        }
+    }
+    driver.abort();
+    if went_away.load(Ordering::Relaxed) { Ended::WentAway } else { Ended::Done }
 }
 
 /// `conns` connections × `streams` streams of CommitSeed until `until`, each stream calling
-/// again as soon as its call ends (a closed loop, as h2load's).
+/// again as soon as its call ends (a closed loop, as h2load's). A connection the server closes
+/// gracefully (GOAWAY) is replaced by a new one at once, as a gRPC client's channel does; one
+/// refused at connect is not (as h2load's).
 async fn flood_load(
     target: SocketAddr,
     source: Option<std::net::IpAddr>,
@@ -650,81 +780,17 @@ async fn flood_load(
         let body = body.clone();
         tasks.spawn(async move {
             let mut results = LoadResults::default();
-            let connected = async {
-                let socket =
-                    if target.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
-                if let Some(ip) = source {
-                    socket.bind(SocketAddr::new(ip, 0))?;
+            let mut first = true;
+            while first || Instant::now() < until {
+                if !first {
+                    results.reconnects += 1;
                 }
-                let tcp = socket.connect(target).await?;
-                tcp.set_nodelay(true)?;
-                h2::client::Builder::new()
-                    .initial_window_size(1 << 20)
-                    .initial_connection_window_size(1 << 24)
-                    .handshake::<_, bytes::Bytes>(tcp)
-                    .await
-                    .map_err(std::io::Error::other)
-            };
-            let (send, connection) = match tokio::time::timeout(Duration::from_secs(5), connected).await {
-                Ok(Ok(pair)) => pair,
-                _ => {
-                    results.conns_failed += 1;
-                    return results;
-                }
-            };
-            let driver = tokio::spawn(connection);
-            // Whether the server has answered a call on it: errors before that mean the
-            // connection was refused (closed at the connection cap), not that calls failed.
-            let answered = Arc::new(AtomicBool::new(false));
-            // The first call, alone, lets the server's SETTINGS arrive; then at most its
-            // SETTINGS_MAX_CONCURRENT_STREAMS callers (h2load does the same with -m).
-            match load_call(&send, target, &body).await.as_deref() {
-                Ok(_) => answered.store(true, Ordering::Relaxed),
-                Err(_) => {
-                    results.conns_failed += 1;
-                    driver.abort();
-                    return results;
+                first = false;
+                match load_connection(target, source, streams, until, body.clone(), &mut results).await {
+                    Ended::WentAway => {}
+                    Ended::Done => break,
                 }
             }
-            let callers_n = streams.min(u32::try_from(send.current_max_send_streams()).unwrap_or(u32::MAX)).max(1);
-            let mut callers = tokio::task::JoinSet::new();
-            for _ in 0..callers_n {
-                let (send, body, answered) = (send.clone(), body.clone(), answered.clone());
-                callers.spawn(async move {
-                    let mut r = LoadResults::default();
-                    while Instant::now() < until {
-                        let started = Instant::now();
-                        let outcome = load_call(&send, target, &body).await;
-                        let us = u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX);
-                        if outcome.is_ok() {
-                            answered.store(true, Ordering::Relaxed);
-                        }
-                        match outcome.as_deref() {
-                            Ok("0") => r.ok_us.push(us),
-                            Ok("8") => r.shed_us.push(us),
-                            Ok(code) => *r.other.entry(format!("grpc-status {code}")).or_default() += 1,
-                            Err(e) => {
-                                if answered.load(Ordering::Relaxed) {
-                                    *r.other.entry(e.split(':').next().unwrap_or(e).to_string()).or_default() += 1;
-                                }
-                                if send.clone().ready().await.is_err() {
-                                    break; // the connection is gone
-                                }
-                            }
-                        }
-                    }
-                    r
-                });
-            }
-            while let Some(r) = callers.join_next().await {
-                if let Ok(r) = r {
-                    results.merge(r);
-                }
-            }
-            if !answered.load(Ordering::Relaxed) {
-                results.conns_failed += 1;
-            }
-            driver.abort();
             results
         });
     }
@@ -742,7 +808,7 @@ fn load_summary(r: &mut LoadResults, secs: f64) -> String {
     r.shed_us.sort_unstable();
     let other: Vec<String> = r.other.iter().map(|(k, v)| format!("{k}:{v}")).collect();
     format!(
-        " load_calls_per_sec={:.0} load_ok={} load_ok_p50_ms={:.1} load_ok_p99_ms={:.1} load_ok_max_ms={:.1} load_resource_exhausted={} load_resource_exhausted_p99_ms={:.1} load_other=[{}] load_conns_failed={}",
+        " load_calls_per_sec={:.0} load_ok={} load_ok_p50_ms={:.1} load_ok_p99_ms={:.1} load_ok_max_ms={:.1} load_resource_exhausted={} load_resource_exhausted_p99_ms={:.1} load_other=[{}] load_conns_failed={} load_going_away={} load_reconnects={}",
         (r.ok_us.len() + r.shed_us.len()) as f64 / secs,
         r.ok_us.len(),
         percentile_ms(&r.ok_us, 0.50),
@@ -751,7 +817,9 @@ fn load_summary(r: &mut LoadResults, secs: f64) -> String {
         r.shed_us.len(),
         percentile_ms(&r.shed_us, 0.99),
         other.join(","),
-        r.conns_failed
+        r.conns_failed,
+        r.going_away,
+        r.reconnects
     )
 }
 
