@@ -38,9 +38,9 @@ failures=0
 runs=0
 
 if [ "$MODE" = quick ]; then
-  HEADERS=20000; BODY_CONNS=10; BODY_STREAMS=100; PRIO=100000; IDLE=500; H2N=50000; H2C=100; H2M=100; FDS=1
+  HEADERS=20000; BODY_CONNS=10; BODY_STREAMS=100; PRIO=100000; IDLE=500; H2SECS=4; H2C=100; H2M=100; FDS=1
 else
-  HEADERS=50000; BODY_CONNS=40; BODY_STREAMS=100; PRIO=100000; IDLE=2000; H2N=500000; H2C=500; H2M=100; FDS=1
+  HEADERS=50000; BODY_CONNS=40; BODY_STREAMS=100; PRIO=100000; IDLE=2000; H2SECS=10; H2C=500; H2M=100; FDS=1
 fi
 
 OUT="$(mktemp)"; PID=""
@@ -100,16 +100,22 @@ if [ "$FDS" = 1 ]; then
   stop
 fi
 
-h2load_flood() { # h2load_flood LABEL MAX_RSS: h2load on CommitSeed against the running server
-  local max_rss="$2"
+h2load_flood() { # h2load_flood LABEL MAX_RSS [BODIES]: h2load on CommitSeed against the running
+  # server; with BODIES, the stalled-bodies flood too, from 2 s into h2load's run
+  local max_rss="$2" bodies="${3:-}"
   body="$(mktemp)"; printf '\x00\x00\x00\x00\x08\x0a\x06h2load' >"$body"
   ok0="$(metric 'reddog_rpc_requests_total{method="CommitSeed",code="OK"}')"
   shed0="$(metric 'reddog_load_shed_total')"; queued0="$(metric 'reddog_load_shed_queued_total')"
   # h2load starts 2 s after the watcher, whose connections (health, the client in use) are
   # then open before the flood; `exec` keeps the pid the watcher waits for.
-  (sleep 2; exec h2load -n "$H2N" -c "$H2C" -m "$H2M" -d "$body" -H 'content-type: application/grpc' \
+  (sleep 2; exec h2load -D "$H2SECS" -c "$H2C" -m "$H2M" -d "$body" -H 'content-type: application/grpc' \
     -H 'te: trailers' "http://$ADDR/reddog.v1.RedDog/CommitSeed" >"$OUT.h2load" 2>&1) &
   H2PID=$!
+  if [ -n "$bodies" ]; then
+    (sleep 4; exec "$FLOOD" --target "$ADDR" --pid "$PID" --max-rss-mib "$MAX_RSS_ALL" "${RETURNS[@]}" \
+      --settle-secs 0 bodies --conns "$BODY_CONNS" --streams "$BODY_STREAMS" --hold-secs 8 >"$OUT.bodies" 2>&1) &
+    BPID=$!
+  fi
   "$FLOOD" --target "$ADDR" --pid "$PID" --health --health-every-ms 1500 --call-every-ms 100 \
     "${OK_CHECK[@]}" --fresh-every-ms 500 --max-rss-mib "$max_rss" "${RETURNS[@]}" --settle-secs 0 \
     watch --secs 600 --while-pid "$H2PID" >"$OUT.watch" 2>"$OUT.flood" &
@@ -120,7 +126,7 @@ h2load_flood() { # h2load_flood LABEL MAX_RSS: h2load on CommitSeed against the 
   shed="$(awk -v a="$(metric 'reddog_load_shed_total')" -v b="$shed0" 'BEGIN { print a - b }')"
   queued="$(awk -v a="$(metric 'reddog_load_shed_queued_total')" -v b="$queued0" 'BEGIN { print a - b }')"
   hwm="$(awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/"$PID"/status)"
-  echo "flood[h2load -n $H2N -c $H2C -m $H2M CommitSeed$1]: $(grep -E '^requests:' "$OUT.h2load") grpc_ok=$(awk -v a="$ok1" -v b="$ok0" 'BEGIN { print a - b }') grpc_resource_exhausted=$shed (queued_too_long=$queued) vmhwm_mib=$hwm"
+  echo "flood[h2load -D $H2SECS -c $H2C -m $H2M CommitSeed$1]: $(grep -E '^requests:' "$OUT.h2load") grpc_ok=$(awk -v a="$ok1" -v b="$ok0" 'BEGIN { print a - b }') grpc_resource_exhausted=$shed (queued_too_long=$queued) vmhwm_mib=$hwm"
   echo "  watch: $(cat "$OUT.watch")"
   h2fail=0
   [ "$wrc" -eq 0 ] || { h2fail=1; tail -5 "$OUT.flood" | sed 's/^/  /'; }
@@ -142,14 +148,12 @@ PY
 
 if command -v h2load >/dev/null; then
   start; h2load_flood "" "$MAX_RSS"; stop
-  # Every limit at once: stalled bodies fill the pending request bytes (and hold their
-  # connections) while h2load fills every stream of the connections left.
+  # Every limit at once: h2load fills every stream of the connection cap; 2 s in, stalled
+  # bodies come from the same address, each retiring one of h2load's busy connections
+  # (h2load does not reconnect), fill the pending request bytes and hold their connections:
+  # the cap full, every stream open, the pending bytes full.
   start
-  "$FLOOD" --target "$ADDR" --pid "$PID" --max-rss-mib "$MAX_RSS_ALL" "${RETURNS[@]}" --settle-secs 0 \
-    bodies --conns "$BODY_CONNS" --streams "$BODY_STREAMS" --hold-secs 8 >"$OUT.bodies" 2>&1 &
-  BPID=$!
-  sleep 1
-  h2load_flood " beside ${BODY_CONNS}x$BODY_STREAMS stalled bodies" "$MAX_RSS_ALL"
+  h2load_flood " beside ${BODY_CONNS}x$BODY_STREAMS stalled bodies" "$MAX_RSS_ALL" bodies
   wait "$BPID"; brc=$?
   echo "  bodies: $(grep '^flood:' "$OUT.bodies")"
   [ "$brc" -eq 0 ] || { echo "  FAIL: the stalled bodies beside h2load: $(tail -3 "$OUT.bodies")"; failures=$((failures + 1)); }
