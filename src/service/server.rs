@@ -29,12 +29,11 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tonic::service::Routes;
-use tonic::transport::Server;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
 use crate::proto::{self, red_dog_server::RedDog, red_dog_server::RedDogServer};
-use crate::service::edge::guard::{Activity, ActivityLayer, CallLimits, CallsInProgress, DrainStreams, Guarded};
+use crate::service::edge::guard::{Activity, CallLimits, CallsInProgress, DrainStreams, Guarded};
 use crate::service::edge::http2;
 use crate::service::edge::limits::TransportLimits;
 use crate::service::edge::tls::TlsReloader;
@@ -74,11 +73,9 @@ fn health_limits(main: &TransportLimits) -> TransportLimits {
     }
 }
 
-/// Why the server stopped abnormally.
+/// Why the server could not serve.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("gRPC transport: {0}")]
-    Transport(#[from] tonic::transport::Error),
     #[error("reflection service: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
 }
@@ -309,7 +306,7 @@ fn main_routes<S: RedDog, H: tonic_health::pb::health_server::Health>(
         .add_service(service))
 }
 
-/// The main listener's HTTP/2 settings.
+/// A listener's HTTP/2 settings under `limits`.
 fn http2_settings(limits: &TransportLimits) -> http2::Settings {
     http2::Settings {
         max_concurrent_streams: limits.max_concurrent_streams_per_connection,
@@ -342,20 +339,6 @@ fn call_limits(limits: &TransportLimits) -> CallLimits {
     }
 }
 
-/// The health-only listener's HTTP/2 server: keepalive pings and concurrent streams as on the
-/// main listener ([`http2_settings`]), tonic's defaults otherwise.
-fn http2_server(limits: &TransportLimits) -> Server {
-    Server::builder()
-        .http2_keepalive_interval(Some(limits.keepalive_interval))
-        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
-        .max_concurrent_streams(limits.max_concurrent_streams_per_connection)
-}
-
-/// Resolves once `stop` turns true (or its sender is gone).
-async fn stopped(mut stop: tokio::sync::watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
-}
-
 /// Serves `health` alone on the health-only `listener`, with its own small connection table
 /// ([`health_limits`]), until `stop` turns true.
 fn spawn_health_listener<H: tonic_health::pb::health_server::Health>(
@@ -368,15 +351,8 @@ fn spawn_health_listener<H: tonic_health::pb::health_server::Health>(
     let limits = health_limits(main);
     let conns = Connections::new(limits.max_connections, metrics.clone());
     let incoming = transport::incoming(listener, &limits, None, conns, stop.clone());
-    let server = http2_server(&limits)
-        .layer(ActivityLayer)
-        .add_service(health)
-        .serve_with_incoming_shutdown(incoming, stopped(stop));
-    tokio::spawn(async move {
-        if let Err(e) = server.await {
-            warn!(error = %e, "health listener stopped");
-        }
-    })
+    // Health checks count as any call here: this table displaces them like any other.
+    tokio::spawn(http2::serve(incoming, Routes::new(Activity::new(health)), http2_settings(&limits), stop))
 }
 
 /// The drain once the listener stopped accepting: waits until no RedDog call is in progress,

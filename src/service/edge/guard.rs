@@ -655,18 +655,8 @@ where
     }
 }
 
-/// Counts each call on its connection from request until its response body is dropped.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct ActivityLayer;
-
-impl<S> tower::Layer<S> for ActivityLayer {
-    type Service = Activity<S>;
-    fn layer(&self, inner: S) -> Activity<S> {
-        Activity::new(inner)
-    }
-}
-
-/// See [`ActivityLayer`]; also wraps one service ([`Activity::new`], [`Activity::health`]).
+/// Counts each call of one service on its connection from request until its response body is
+/// dropped ([`Activity::new`], [`Activity::health`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Activity<S> {
     inner: S,

@@ -31,10 +31,11 @@
 //!   there is none it is closed instead. A connection that never carried a call may be
 //!   displaced once it is [`UNUSED_MIN_AGE`] old, so a churn of fresh unused connections
 //!   slower than the cap divided by [`UNUSED_MIN_AGE`] cannot keep newcomers of its own peer
-//!   out either (a faster one shares those admissions with them). A connection whose calls have all been health
-//!   checks may be displaced by that rule only once idle for the table's health threshold
-//!   ([`HEALTH_DISPLACE_MIN_IDLE`] on the gRPC port), so a prober checking less often than
-//!   once a second is not cut by a connection flood of its own address.
+//!   out either (a faster one shares those admissions with them). A connection whose calls
+//!   have all been health checks may be displaced by that rule only once idle for the
+//!   table's health threshold ([`HEALTH_DISPLACE_MIN_IDLE`] on the gRPC port), so a prober
+//!   checking less often than once a second is not cut by a connection flood of its own
+//!   address.
 //! - **Idle deadline.** A connection with no call in progress for
 //!   [`TransportLimits::idle_timeout`] is closed (its reads end; the HTTP/2 server sends
 //!   GOAWAY and closes it). A sweep checks every connection a few times per idle timeout (at
@@ -370,8 +371,8 @@ impl Connections {
     /// least two more than `newcomer`, else the connection idle longest past its threshold
     /// (`min_idle`; the table's health threshold if it carried only health checks;
     /// [`UNUSED_MIN_AGE`] if it never carried a call) among those of `newcomer` and of the
-    /// peers holding more; failing both, retires the oldest of those open for
-    /// [`RETIRE_MIN_AGE`] at least, its place promised to `newcomer`.
+    /// peers holding more; failing both, retires the busiest of those ([`retire_busiest`]),
+    /// its place promised to `newcomer`.
     fn make_room(&self, newcomer: &PeerKey, min_idle: Duration) -> Room {
         let mine = self.peers.get(newcomer).map_or(0, |p| p.connections());
         let live = self.live();
@@ -688,13 +689,13 @@ fn retire_busiest(
     newcomer: &PeerKey,
     mine: usize,
 ) -> Option<oneshot::Receiver<OwnedSemaphorePermit>> {
-    let oldest = open
+    let busiest = open
         .iter()
         .filter(|a| a.peer.key() == *newcomer || a.peer.connections() > mine)
         .filter(|a| a.opened.elapsed() >= RETIRE_MIN_AGE && a.calls_in_progress() >= RETIRE_MIN_CALLS)
         .max_by_key(|a| (a.calls_in_progress(), std::cmp::Reverse(a.opened)))?;
     let (heir, place) = oneshot::channel();
-    oldest.retire(heir);
+    busiest.retire(heir);
     Some(place)
 }
 
@@ -767,10 +768,9 @@ const DISPLACE_WAIT: Duration = Duration::from_secs(2);
 /// A newcomer at the cap that finds no connection to displace retires (closes gracefully:
 /// GOAWAY, its calls in progress finish) the busiest connection of its own peer, or of a peer
 /// holding more, among those open this long with [`RETIRE_MIN_CALLS`] in progress
-/// (`retire_busiest`): so the cap full of one peer's busy
-/// connections does not keep that peer's next client out (a platform's second instance
-/// behind the same address), while each connection, once in, keeps its place for this long
-/// however fast newcomers arrive.
+/// (`retire_busiest`): so the cap full of one peer's busy connections does not keep that
+/// peer's next client out (a platform's second instance behind the same address), while each
+/// connection, once in, keeps its place for this long however fast newcomers arrive.
 pub const RETIRE_MIN_AGE: Duration = Duration::from_secs(1);
 
 /// Calls in progress a connection must have for a newcomer at the cap to retire it: more than
