@@ -4,7 +4,7 @@
 //!
 //! | sink | fault | test |
 //! |---|---|---|
-//! | file on a 1 MiB tmpfs | full (ENOSPC) under load, freed; full again, SIGKILL, restart on the torn tail | `a_full_tmpfs_…` |
+//! | file on an 8 MiB tmpfs | full (ENOSPC) under load, freed; full again, SIGKILL, restart on the torn tail | `a_full_tmpfs_…` |
 //! | file | `/dev/full` (ENOSPC on every write, from the first) | `a_trail_on_dev_full_…` |
 //! | file on ext4 on a loop device | frozen (`fsfreeze`) under load, thawed; SIGTERM while frozen | `a_frozen_disk_…` |
 //! | stdout | the reader stops under load, resumes; stops again, SIGTERM | `a_stalled_stdout_reader_…` |
@@ -289,7 +289,7 @@ fn run(cmd: &mut Command) -> Result<String, String> {
 fn mount(kind: &str) -> Option<Mount> {
     let dir = tempfile::tempdir().unwrap();
     let mounted = match kind {
-        "tmpfs" => run(Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(dir.path()))
+        "tmpfs" => run(Command::new("mount").args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"]).arg(dir.path()))
             .map(|_| Mount { dir, loop_dev: None, frozen: AtomicBool::new(false) }),
         _ => (|| {
             let image = dir.path().with_extension("img");
@@ -396,8 +396,9 @@ async fn recovery_seen(players: &Players, prober: &Prober, cleared: Instant, wha
     players.answers.reset_refusals();
 }
 
-/// The trail on a 1 MiB tmpfs, filled up under load: refused, NOT_SERVING, freed, answered
-/// again without a restart; then filled again and the engine SIGKILLed while full, restarted
+/// The trail on an 8 MiB tmpfs, filled up under load: refused, NOT_SERVING, freed, answered
+/// again without a restart (freeing leaves room for seconds of this load, so the run ends
+/// before the trail could fill the disk a second time); then filled again and the engine SIGKILLed while full, restarted
 /// on the same file: the torn tail is closed off and flagged, the new run names the old end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_tmpfs_refuses_calls_leaves_readiness_recovers_and_a_torn_restart_is_flagged() {
@@ -405,7 +406,7 @@ async fn a_full_tmpfs_refuses_calls_leaves_readiness_recovers_and_a_torn_restart
     let trail = fs.path().join("trail.jsonl");
     let filler = fs.path().join("filler");
     // Leave the trail about 200 KiB (a few hundred rounds).
-    fill(&filler, 800 * 1024);
+    fill(&filler, 8 * 1024 * 1024 - 200 * 1024);
     let server = engine(&trail, None);
     let prober = Prober::start(server.addr).await;
     let players = Players::start(server.addr, 8, "tmpfs");

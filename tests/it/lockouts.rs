@@ -438,24 +438,31 @@ async fn a_churn_of_unused_connections_does_not_keep_fresh_clients_out() {
             }
         }
     });
-    // 16 fresh clients one after another, each connecting and calling once: those kept out
-    // (not connected, or not answered), and those shed (RESOURCE_EXHAUSTED: in, and
-    // answered, but refused for overload — the churn and this test share two cores).
+    // 16 fresh clients one after another, each connecting and calling once, and keeping its
+    // connection until the round ends (so each needs a place of its own, not the one the
+    // client before it gave back): those kept out (not connected, or not answered), and
+    // those shed (RESOURCE_EXHAUSTED: in, and answered, but refused for overload — the churn
+    // and this test share two cores).
     let fresh_clients = || async {
-        let (mut failed, mut shed) = (Vec::new(), 0);
+        let (mut failed, mut shed, mut held) = (Vec::new(), 0, Vec::new());
         for _ in 0..16 {
             let call = async {
                 let mut c = RedDogClient::new(endpoint_from(addr, fresh_ip).connect().await?);
-                Ok::<_, tonic::transport::Error>(c.get_rules(GetRulesRequest::default()).await)
+                let answer = c.get_rules(GetRulesRequest::default()).await;
+                Ok::<_, tonic::transport::Error>((c, answer))
             };
             match tokio::time::timeout(Duration::from_secs(3), call).await {
-                Ok(Ok(Ok(_))) => {}
-                Ok(Ok(Err(s))) if s.code() == tonic::Code::ResourceExhausted => shed += 1,
-                Ok(Ok(Err(s))) => failed.push(format!("{:?}: {}", s.code(), s.message())),
+                Ok(Ok((c, Ok(_)))) => held.push(c),
+                Ok(Ok((c, Err(s)))) if s.code() == tonic::Code::ResourceExhausted => {
+                    shed += 1;
+                    held.push(c);
+                }
+                Ok(Ok((_, Err(s)))) => failed.push(format!("{:?}: {}", s.code(), s.message())),
                 Ok(Err(e)) => failed.push(e.to_string()),
                 Err(_) => failed.push("no answer within 3 s".into()),
             }
         }
+        drop(held);
         (failed, shed)
     };
 
@@ -476,6 +483,13 @@ async fn a_churn_of_unused_connections_does_not_keep_fresh_clients_out() {
         shed += s;
         rounds += 1;
         displaced = server.scrape(DISPLACED).await.unwrap() - displaced_before;
+        // The round's clients have hung up: the churn takes their places back before the next
+        // round (twice as many of its connections as places given back), so each fresh client
+        // meets a full cap rather than the place the one before it left.
+        let refill = opened.load(std::sync::atomic::Ordering::Relaxed) + 2 * 16;
+        while opened.load(std::sync::atomic::Ordering::Relaxed) < refill {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
     let rate =
         (opened.load(std::sync::atomic::Ordering::Relaxed) - opened_before) as f64 / started.elapsed().as_secs_f64();
@@ -487,8 +501,9 @@ async fn a_churn_of_unused_connections_does_not_keep_fresh_clients_out() {
     );
     assert!(
         displaced >= (16 * rounds) as f64,
-        "the cap was not kept full: {displaced} displaced for {} fresh clients",
-        16 * rounds
+        "the cap was not kept full: {displaced} displaced for {} fresh clients; {}",
+        16 * rounds,
+        closed_by_reason(&server).await
     );
     assert!(rate < recycled_per_sec, "the paced churn ran at {rate:.0} a second, not below {recycled_per_sec}");
     assert!(failed.is_empty() && shed <= rounds, "fresh clients kept out: {failed:?}, {shed} shed");

@@ -2,7 +2,7 @@
 //! task per admitted connection, with the settings tonic's `Server` gives it. Served here
 //! rather than by tonic's `Server` for the one thing that cannot do: close one connection
 //! gracefully — GOAWAY, then its calls in progress finish — while the others go on
-//! ([`Activity::retire`]: a newcomer at the connection cap takes the place of an older
+//! ([`Activity::retire`]: a newcomer at the connection cap takes the place of a busy
 //! connection of its own peer that way). What tonic's `Server` adds around the services and
 //! this does not: enforcing a client's `grpc-timeout` on the server side (the client still
 //! cancels its call at its deadline, which ends the call here, and every RedDog call is

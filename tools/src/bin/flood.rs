@@ -23,7 +23,9 @@
 //!   how fast the calls *served* were (`load_ok_p99_ms`) and how the others ended. Like
 //!   h2load, a connection keeps at most the server's SETTINGS_MAX_CONCURRENT_STREAMS calls
 //!   open (`--streams` is the wish, the server's setting the cap), so each call is timed from
-//!   when it goes on the wire, not while it queues in the client.
+//!   when it goes on the wire, not while it queues in the client. A connection the server
+//!   closes gracefully (GOAWAY) is replaced at once, as a gRPC channel does; the calls it
+//!   did not take are counted apart (`load_going_away`), as are the replacements.
 //!
 //! With `--source-ip` the tool's own connections (the flood's `load` connections and the
 //! health and call probes) leave from that address (127.0.0.2, ... on loopback: another peer
