@@ -79,7 +79,8 @@ echo "  watch: $(cat "$OUT.watch")"
 [ "$rc" -eq 0 ] || { failures=$((failures + 1)); sed 's/^/  /' "$OUT.watch.err" | tail -3; }
 share="$(fresh_share "$(cat "$OUT.watch")")" && echo "  $share" || fail "$share"
 [ "$lrc" -eq 0 ] || { fail "the load's served p99 or its outcomes: $(tail -1 "$OUT.load.err")"; }
-# Every call of the load that was not served was refused RESOURCE_EXHAUSTED.
+# Every call of the load that was not served was refused RESOURCE_EXHAUSTED (or not taken:
+# sent after its connection's GOAWAY, counted apart).
 other="$(sed -n 's/.*load_other=\[\([^]]*\)\].*/\1/p' "$OUT.load")"
 if [ -n "$other" ]; then fail "load calls neither OK nor RESOURCE_EXHAUSTED: $other"; fi
 counts
