@@ -7,7 +7,7 @@
 #     and that h2load flood again beside 40 x 100 stalled bodies (every limit reached at
 #     once). Each must keep the server's peak RSS under 96 MiB with health answering
 #     throughout; whether its RSS comes back within 20 % of its level before the flood within
-#     a minute is printed (an open bound, issue 44: ENFORCE_RSS_RETURN=1 enforces it); on the
+#     a minute is printed (an open bound: ENFORCE_RSS_RETURN=1 enforces it); on the
 #     default threads and on one;
 #   - overload on one worker thread (scripts/transport/overload-run.sh): under h2load -c500
 #     -m100 and under the same load from the flood tool, health answers, a fresh client from
